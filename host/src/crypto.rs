@@ -1,0 +1,158 @@
+//! Secrets: random tokens, their one-way hashes, and sealing (authenticated encryption) of the
+//! secrets we must be able to read back — custodial wallet keys and webhook secrets — under the
+//! server's master key. Nothing secret is ever stored in plaintext.
+
+use std::path::Path;
+
+use aes_gcm::aead::{Aead, KeyInit};
+use aes_gcm::{Aes256Gcm, Key, Nonce};
+use anyhow::{Context, bail};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+const NONCE_LEN: usize = 12;
+const MASTER_KEY_FILE: &str = "master.key";
+
+/// `n` random bytes from the operating system's CSPRNG, base58-encoded.
+pub fn random_base58(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    bs58::encode(bytes).into_string()
+}
+
+/// A random identifier with a readable prefix, e.g. `acc_3mJr7…`.
+pub fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", random_base58(16))
+}
+
+/// Lower-case hex SHA-256: how bearer secrets (sessions, API keys, run keys) are stored and found.
+pub fn sha256_hex(data: impl AsRef<[u8]>) -> String {
+    hex::encode(Sha256::digest(data.as_ref()))
+}
+
+/// Equality that takes the same time wherever the inputs differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && bool::from(a.ct_eq(b))
+}
+
+/// Encrypts and decrypts secrets at rest with AES-256-GCM under the master key.
+pub struct Sealer {
+    cipher: Aes256Gcm,
+}
+
+impl std::fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sealer(..)")
+    }
+}
+
+impl Sealer {
+    pub fn new(key: [u8; 32]) -> Self {
+        Sealer { cipher: Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(&key)) }
+    }
+
+    /// The configured master key (64 hex characters) or, when none is configured, the one in
+    /// `<data_dir>/master.key`, generated on first start.
+    pub fn load(configured: Option<&str>, data_dir: &Path) -> anyhow::Result<Self> {
+        if let Some(hex_key) = configured {
+            return Ok(Sealer::new(parse_key(hex_key).context("CRUCIBLE_MASTER_KEY")?));
+        }
+        let path = data_dir.join(MASTER_KEY_FILE);
+        if path.exists() {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            return Ok(Sealer::new(parse_key(text.trim()).with_context(|| path.display().to_string())?));
+        }
+        let mut key = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut key);
+        write_private(&path, &hex::encode(key))?;
+        tracing::warn!(
+            path = %path.display(),
+            "no CRUCIBLE_MASTER_KEY set: generated a development master key; set one in production"
+        );
+        Ok(Sealer::new(key))
+    }
+
+    /// Encrypt `plaintext`; the result (base64 of nonce ‖ ciphertext ‖ tag) is safe to store.
+    pub fn seal(&self, plaintext: &[u8]) -> String {
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        // Encryption with a valid key and a fresh nonce cannot fail for in-memory buffers.
+        let ciphertext = self
+            .cipher
+            .encrypt(Nonce::from_slice(&nonce), plaintext)
+            .unwrap_or_default();
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&ciphertext);
+        BASE64.encode(out)
+    }
+
+    /// Decrypt what [`Sealer::seal`] produced; fails if it was tampered with or sealed under another key.
+    pub fn open(&self, sealed: &str) -> anyhow::Result<Vec<u8>> {
+        let bytes = BASE64.decode(sealed).context("sealed secret is not base64")?;
+        if bytes.len() < NONCE_LEN {
+            bail!("sealed secret is too short");
+        }
+        let (nonce, ciphertext) = bytes.split_at(NONCE_LEN);
+        self.cipher
+            .decrypt(Nonce::from_slice(nonce), ciphertext)
+            .map_err(|_| anyhow::anyhow!("sealed secret does not open with this master key"))
+    }
+}
+
+fn parse_key(hex_key: &str) -> anyhow::Result<[u8; 32]> {
+    let bytes = hex::decode(hex_key.trim()).context("the master key must be 64 hex characters")?;
+    bytes
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("the master key must be 32 bytes (64 hex characters)"))
+}
+
+fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(contents.as_bytes())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealed_secrets_open_only_with_their_key() {
+        let sealer = Sealer::new([7; 32]);
+        let sealed = sealer.seal(b"wallet secret");
+        assert_ne!(sealed.as_bytes(), b"wallet secret");
+        assert_eq!(sealer.open(&sealed).expect("opens"), b"wallet secret");
+        assert!(Sealer::new([8; 32]).open(&sealed).is_err());
+        let mut tampered = BASE64.decode(&sealed).expect("b64");
+        let last = tampered.len() - 1;
+        tampered[last] ^= 1;
+        assert!(sealer.open(&BASE64.encode(tampered)).is_err());
+    }
+
+    #[test]
+    fn dev_master_key_is_generated_once_and_reused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = Sealer::load(None, dir.path()).expect("generated");
+        let sealed = first.seal(b"x");
+        let second = Sealer::load(None, dir.path()).expect("reloaded");
+        assert_eq!(second.open(&sealed).expect("same key"), b"x");
+    }
+
+    #[test]
+    fn hashes_and_ids_have_the_expected_shape() {
+        assert_eq!(sha256_hex("abc").len(), 64);
+        assert!(new_id("acc").starts_with("acc_"));
+        assert!(constant_time_eq(b"same", b"same"));
+        assert!(!constant_time_eq(b"same", b"diff"));
+        assert!(!constant_time_eq(b"same", b"longer"));
+    }
+}

@@ -1,0 +1,206 @@
+//! Storage: one [`Store`] over SQLite (the embedded default) or PostgreSQL (multi-node).
+//!
+//! Both back ends run the same SQL through sqlx's `Any` driver, so every query is written once
+//! with `$1, $2, …` placeholders (SQLite reads `$N` as the N-th argument). To keep that true the
+//! schema sticks to types both agree on: `TEXT` ids, `BIGINT` integers (timestamps are Unix
+//! milliseconds, money is raw token units), `DOUBLE PRECISION`/`REAL` only for derived figures,
+//! and `0/1` integers instead of booleans. Where the dialects really differ (row locks, upsert
+//! details) a query asks [`Store::backend`].
+//!
+//! SQLite allows one writer at a time; instead of letting concurrent transactions collide on
+//! `SQLITE_BUSY`, writes go through a single-connection pool ([`Store::write`]) while reads use
+//! the rest. On PostgreSQL both are the same pool.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::migrate::Migrator;
+use sqlx::{Any, AnyPool, Executor, Transaction};
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Which database a [`Store`] talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        })
+    }
+}
+
+impl FromStr for Backend {
+    type Err = StoreError;
+
+    fn from_str(url: &str) -> Result<Self, Self::Err> {
+        if url.starts_with("sqlite:") {
+            Ok(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Backend::Postgres)
+        } else {
+            Err(StoreError::UnsupportedUrl)
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("DATABASE_URL must start with sqlite: or postgres://")]
+    UnsupportedUrl,
+    #[error("cannot open the database: {0}")]
+    Connect(#[source] sqlx::Error),
+    #[error("migrations failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error(transparent)]
+    Query(#[from] sqlx::Error),
+}
+
+/// The database handle shared by the whole server. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    reader: AnyPool,
+    writer: AnyPool,
+    backend: Backend,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").field("backend", &self.backend).finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Open the database at `url`. Migrations are applied separately by [`Store::migrate`].
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        install_default_drivers();
+        let backend: Backend = url.parse()?;
+        match backend {
+            Backend::Sqlite => {
+                let reader = sqlite_pool(url, 8).await?;
+                let writer = sqlite_pool(url, 1).await?;
+                Ok(Store { reader, writer, backend })
+            }
+            Backend::Postgres => {
+                let pool = AnyPoolOptions::new()
+                    .max_connections(16)
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect(url)
+                    .await
+                    .map_err(StoreError::Connect)?;
+                Ok(Store { reader: pool.clone(), writer: pool, backend })
+            }
+        }
+    }
+
+    /// Apply every pending migration of this back end.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        let migrator = match self.backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        migrator.run(&self.writer).await?;
+        Ok(())
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The pool for reads.
+    pub fn read(&self) -> &AnyPool {
+        &self.reader
+    }
+
+    /// The pool for single-statement writes (one connection on SQLite).
+    pub fn write(&self) -> &AnyPool {
+        &self.writer
+    }
+
+    /// A write transaction: whole or absent.
+    pub async fn begin(&self) -> Result<Transaction<'static, Any>, StoreError> {
+        Ok(self.writer.begin().await?)
+    }
+
+    /// A trivial round trip, for the health check.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.reader).await?;
+        Ok(())
+    }
+
+    /// Close every connection (graceful shutdown, tests).
+    pub async fn close(&self) {
+        self.writer.close().await;
+        self.reader.close().await;
+    }
+}
+
+async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreError> {
+    AnyPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .after_connect(|conn, _meta| {
+            Box::pin(async move {
+                // WAL lets readers proceed while the single writer commits; NORMAL sync is
+                // durable across application crashes (a power loss may drop the last commits).
+                for pragma in [
+                    "PRAGMA journal_mode = WAL",
+                    "PRAGMA synchronous = NORMAL",
+                    "PRAGMA foreign_keys = ON",
+                    "PRAGMA busy_timeout = 5000",
+                ] {
+                    conn.execute(pragma).await?;
+                }
+                Ok(())
+            })
+        })
+        .connect(url)
+        .await
+        .map_err(StoreError::Connect)
+}
+
+/// True when `error` is a unique-constraint violation: the database's answer to a race that
+/// a check-then-insert would lose, mapped by callers to 409.
+pub fn is_unique_violation(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => {
+            db.is_unique_violation()
+                || db.code().is_some_and(|code| code == "23505" || code == "2067" || code == "1555")
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_follows_the_url_scheme() {
+        assert_eq!("sqlite://x.db".parse::<Backend>().ok(), Some(Backend::Sqlite));
+        assert_eq!("sqlite::memory:".parse::<Backend>().ok(), Some(Backend::Sqlite));
+        assert_eq!("postgres://u@h/db".parse::<Backend>().ok(), Some(Backend::Postgres));
+        assert!("mysql://h/db".parse::<Backend>().is_err());
+    }
+
+    #[tokio::test]
+    async fn sqlite_reads_dollar_placeholders_by_number() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::connect(&crate::config::sqlite_url_in(dir.path())).await.expect("open");
+        let (a, b): (i64, String) = sqlx::query_as("SELECT $2, $1")
+            .bind("first")
+            .bind(42_i64)
+            .fetch_one(store.read())
+            .await
+            .expect("query");
+        assert_eq!((a, b.as_str()), (42, "first"));
+    }
+}

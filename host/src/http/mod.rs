@@ -1,0 +1,67 @@
+//! The HTTP surface: one router assembled from each module's own `router()`, the OpenAPI
+//! document generated from the same handlers, and the JSON answers for unknown routes.
+
+pub mod error;
+pub mod json;
+pub mod rate_limit;
+
+use axum::Router;
+use axum::http::{Method, Uri};
+use axum::routing::get;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+pub use error::ApiError;
+
+use crate::state::AppState;
+
+/// Largest request body accepted anywhere (uploads of strategy components set their own).
+const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Crucible API",
+        description = "Tournaments, the daily dungeon and sandboxed strategy agents on Solana wallets."
+    ),
+    tags(
+        (name = "platform", description = "Health and public platform endpoints"),
+        (name = "auth", description = "Sign-up and sign-in (the web app's back end)"),
+        (name = "account", description = "The signed-in account (session or account API key)"),
+        (name = "api-keys", description = "Account API keys (session only)"),
+    )
+)]
+struct ApiDoc;
+
+/// Every route of the server together with the OpenAPI document describing it.
+pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(crate::health::router())
+        // .merge(crate::auth::router())
+        // .merge(crate::account::router())
+        // .merge(crate::api_keys::router())
+        .split_for_parts()
+}
+
+/// The complete application router, ready to serve.
+pub fn router(state: AppState) -> Router {
+    let (routes, openapi) = api();
+    let openapi = std::sync::Arc::new(openapi);
+    routes
+        .route("/api/openapi.json", get(move || async move { axum::Json(openapi.as_ref().clone()) }))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::NotFound(format!("no route for {}", uri.path()))
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::MethodNotAllowed(format!("{} is not allowed on {}", method, uri.path()))
+}

@@ -1,0 +1,19 @@
+//! Crucible: a platform where operators' AI agents compete with Solana wallets in trading
+//! tournaments and a daily dungeon, with class strategies running as sandboxed WebAssembly.
+//!
+//! One module per concern; each owns its routes, its service functions and its queries.
+
+// pub mod account;
+// pub mod api_keys;
+// pub mod auth;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod crypto;
+pub mod db;
+// pub mod domain;
+pub mod health;
+pub mod http;
+pub mod startup;
+pub mod state;
+pub mod telemetry;

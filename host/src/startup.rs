@@ -1,0 +1,114 @@
+//! Building and running the server: open the database, apply migrations, load secrets, bind
+//! the port, serve until a shutdown signal, then drain. Tests build the same [`Application`]
+//! on port 0, so they exercise exactly what production runs.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
+use crate::crypto::Sealer;
+use crate::db::Store;
+use crate::http::rate_limit::RateLimits;
+use crate::state::AppState;
+
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+    local_addr: SocketAddr,
+}
+
+impl Application {
+    /// Build with the wall clock.
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        Self::build_with_clock(config, Arc::new(SystemClock)).await
+    }
+
+    /// Build with an injected clock (tests move time instead of sleeping).
+    pub async fn build_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
+        let store = Store::connect(&config.database_url).await?;
+        store.migrate().await?;
+        let sealer = Sealer::load(config.master_key.as_deref(), &config.data_dir)?;
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.bind))?;
+        let local_addr = listener.local_addr()?;
+        let state = AppState {
+            limits: Arc::new(RateLimits::new(config.rate_limits)),
+            config: Arc::new(config),
+            store,
+            clock,
+            sealer: Arc::new(sealer),
+        };
+        Ok(Application { listener, state, local_addr })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serve until `shutdown` completes, then finish in-flight requests and close the database.
+    pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let Application { listener, state, .. } = self;
+        let housekeeping = tokio::spawn(forget_idle_rate_limit_keys(state.clone()));
+        let router = crate::http::router(state.clone());
+        axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(shutdown)
+            .await
+            .context("server error")?;
+        housekeeping.abort();
+        state.store.close().await;
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+async fn forget_idle_rate_limit_keys(state: AppState) {
+    let mut every = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        every.tick().await;
+        for limiter in state.limits.all() {
+            limiter.retain_recent();
+        }
+    }
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutdown signal received, draining");
+}

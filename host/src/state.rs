@@ -1,0 +1,26 @@
+//! What every handler can reach: configuration, storage, the clock, secrets and limits.
+
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::crypto::Sealer;
+use crate::db::Store;
+use crate::http::rate_limit::RateLimits;
+
+/// Shared server state; cheap to clone (every field is a handle).
+#[derive(Clone)]
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub store: Store,
+    pub clock: Arc<dyn Clock>,
+    /// Encrypts secrets at rest (custodial wallet keys, webhook secrets).
+    pub sealer: Arc<Sealer>,
+    pub limits: Arc<RateLimits>,
+}
+
+impl AppState {
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+}

@@ -1,0 +1,10 @@
+//! Logging is set up once, here: `RUST_LOG` picks the filter, `info` by default.
+
+use tracing_subscriber::EnvFilter;
+
+pub fn init() {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
+    // A second call (tests, embedding) keeps the first subscriber.
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).try_init();
+}

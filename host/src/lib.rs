@@ -3,15 +3,16 @@
 //!
 //! One module per concern; each owns its routes, its service functions and its queries.
 
-// pub mod account;
-// pub mod api_keys;
-// pub mod auth;
+pub mod account;
+pub mod api_keys;
+pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod crypto;
+pub mod custodial;
 pub mod db;
-// pub mod domain;
+pub mod domain;
 pub mod health;
 pub mod http;
 pub mod startup;

@@ -39,9 +39,9 @@ struct ApiDoc;
 pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(crate::health::router())
-        // .merge(crate::auth::router())
-        // .merge(crate::account::router())
-        // .merge(crate::api_keys::router())
+        .merge(crate::auth::router())
+        .merge(crate::account::router())
+        .merge(crate::api_keys::router())
         .split_for_parts()
 }
 

@@ -1,0 +1,9 @@
+//! The signed-in account (SPEC §2.3, §4.2): its profile, its proven wallets (`allChainWallets`),
+//! and the lists of its tournament entries and payouts. Reachable with a session or an account
+//! key holding the scope; it never touches another account's rows.
+
+mod queries;
+mod routes;
+
+pub use queries::{AccountView, link_wallet, load, owner_of_wallet, wallets_of};
+pub use routes::router;

@@ -1,0 +1,263 @@
+//! `/api/account…` handlers.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::queries::{self, AccountView, WalletView};
+use crate::auth::{AccountAuth, Read, Write, wallet_proof};
+use crate::clock::{from_millis, rfc3339, to_millis};
+use crate::db::is_unique_violation;
+use crate::domain::{HttpUrl, Label, WalletAddress};
+use crate::http::ApiError;
+use crate::http::json::Json;
+use crate::http::rate_limit::{AccountPolicy, IpLimit};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(get_account, patch_account))
+        .routes(routes!(link_wallet))
+        .routes(routes!(account_tournaments))
+        .routes(routes!(account_payouts))
+}
+
+/// The caller's account, including `allChainWallets`.
+#[utoipa::path(get, path = "/api/account", tag = "account",
+    responses((status = 200, body = AccountView), (status = 401), (status = 403)))]
+async fn get_account(
+    _limit: IpLimit<AccountPolicy>,
+    State(state): State<AppState>,
+    auth: AccountAuth<Read>,
+) -> Result<axum::Json<AccountView>, ApiError> {
+    Ok(axum::Json(queries::load(&state, auth.account_id()).await?))
+}
+
+/// Harmless profile fields; `null` clears one, an absent field is left as it is.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AccountPatch {
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    display_name: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    avatar_url: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    bio: Option<Option<String>>,
+}
+
+/// Distinguishes a field sent as `null` (`Some(None)`) from one not sent (`None`).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(deserializer).map(Some)
+}
+
+/// Update profile fields (`displayName` ≤ 40, `avatarUrl` http(s), `bio` ≤ 280). Unknown fields → 400.
+#[utoipa::path(patch, path = "/api/account", tag = "account", request_body = AccountPatch,
+    responses((status = 200, body = AccountView), (status = 400), (status = 401), (status = 403)))]
+async fn patch_account(
+    _limit: IpLimit<AccountPolicy>,
+    State(state): State<AppState>,
+    auth: AccountAuth<Write>,
+    Json(patch): Json<AccountPatch>,
+) -> Result<axum::Json<AccountView>, ApiError> {
+    let clean = |field: &str, value: Option<Option<String>>, parse: &dyn Fn(&str) -> Result<String, String>| {
+        value.map(|inner| inner.map(|text| parse(&text)).transpose()).transpose().map_err(|why| {
+            tracing::debug!(field, "invalid account patch");
+            ApiError::BadRequest(why)
+        })
+    };
+    let display_name = clean("displayName", patch.display_name, &|text| {
+        Label::parse("displayName", text, 40).map(Label::into_inner)
+    })?;
+    let avatar_url = clean("avatarUrl", patch.avatar_url, &|text| HttpUrl::parse("avatarUrl", text).map(HttpUrl::into_inner))?;
+    let bio = clean("bio", patch.bio, &|text| Label::parse("bio", text, 280).map(Label::into_inner))?;
+
+    // COALESCE-free on purpose: each column is either set (to a value or NULL) or kept.
+    sqlx::query(
+        "UPDATE accounts SET
+            display_name = CASE WHEN $1 = 1 THEN $2 ELSE display_name END,
+            avatar_url   = CASE WHEN $3 = 1 THEN $4 ELSE avatar_url END,
+            bio          = CASE WHEN $5 = 1 THEN $6 ELSE bio END,
+            updated_at   = $7
+         WHERE id = $8",
+    )
+    .bind(i64::from(display_name.is_some()))
+    .bind(display_name.flatten())
+    .bind(i64::from(avatar_url.is_some()))
+    .bind(avatar_url.flatten())
+    .bind(i64::from(bio.is_some()))
+    .bind(bio.flatten())
+    .bind(to_millis(state.now()))
+    .bind(auth.account_id())
+    .execute(state.store.write())
+    .await?;
+    Ok(axum::Json(queries::load(&state, auth.account_id()).await?))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct LinkWalletRequest {
+    wallet: String,
+    /// From `POST /api/auth/nonce` for this wallet.
+    nonce: String,
+    /// base58 ed25519 signature of the nonce's message by `wallet`.
+    signature: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WalletsView {
+    all_chain_wallets: Vec<String>,
+    wallets: Vec<WalletView>,
+}
+
+/// Link a further wallet by proving control of it (signature over a server nonce).
+#[utoipa::path(post, path = "/api/account/wallets", tag = "account", request_body = LinkWalletRequest,
+    responses((status = 201, body = WalletsView, description = "Linked"),
+              (status = 200, body = WalletsView, description = "Already linked to this account"),
+              (status = 400), (status = 401), (status = 403),
+              (status = 409, description = "Linked to another account")))]
+async fn link_wallet(
+    _limit: IpLimit<AccountPolicy>,
+    State(state): State<AppState>,
+    auth: AccountAuth<Write>,
+    Json(body): Json<LinkWalletRequest>,
+) -> Result<(StatusCode, axum::Json<WalletsView>), ApiError> {
+    let wallet = WalletAddress::parse(&body.wallet).map_err(ApiError::BadRequest)?;
+    wallet_proof::verify_and_consume(&state, &wallet, &body.nonce, &body.signature).await?;
+    let mut conn = state.store.write().acquire().await?;
+    let linked = queries::link_wallet(&mut conn, auth.account_id(), &wallet, "linked", state.now()).await;
+    drop(conn);
+    let status = match linked {
+        Ok(()) => StatusCode::CREATED,
+        Err(error) if is_unique_violation(&error) => {
+            if queries::owner_of_wallet(&state, &wallet).await?.as_deref() != Some(auth.account_id()) {
+                return Err(ApiError::Conflict("this wallet is linked to another account".into()));
+            }
+            StatusCode::OK
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let wallets = queries::wallets_of(&state, auth.account_id()).await?;
+    let all_chain_wallets = wallets.iter().map(|wallet| wallet.address.clone()).collect();
+    Ok((status, axum::Json(WalletsView { all_chain_wallets, wallets })))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountTournament {
+    tournament_id: String,
+    name: String,
+    status: String,
+    wallet: String,
+    tx_signature: Option<String>,
+    registered_at: String,
+    final_rank: Option<i64>,
+    final_pnl: Option<f64>,
+    /// Raw stablecoin units, as a string (exact for any amount).
+    prize_awarded_raw: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccountTournaments {
+    tournaments: Vec<AccountTournament>,
+}
+
+/// Tournament entries attributed to the account, newest first.
+#[utoipa::path(get, path = "/api/account/tournaments", tag = "account",
+    responses((status = 200, body = AccountTournaments), (status = 401), (status = 403)))]
+async fn account_tournaments(
+    _limit: IpLimit<AccountPolicy>,
+    State(state): State<AppState>,
+    auth: AccountAuth<Read>,
+) -> Result<axum::Json<AccountTournaments>, ApiError> {
+    type Row = (String, String, String, String, Option<String>, i64, Option<i64>, Option<f64>, Option<i64>);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT t.id, t.name, t.status, r.wallet, r.tx_signature, r.registered_at, r.final_rank, r.final_pnl,
+                r.prize_awarded_raw
+         FROM tournament_registrations r JOIN tournaments t ON t.id = r.tournament_id
+         WHERE r.account_id = $1 ORDER BY r.registered_at DESC, r.wallet LIMIT 500",
+    )
+    .bind(auth.account_id())
+    .fetch_all(state.store.read())
+    .await?;
+    let tournaments = rows
+        .into_iter()
+        .map(|(tournament_id, name, status, wallet, tx_signature, at, final_rank, final_pnl, prize)| AccountTournament {
+            tournament_id,
+            name,
+            status,
+            wallet,
+            tx_signature,
+            registered_at: rfc3339(from_millis(at)),
+            final_rank,
+            final_pnl,
+            prize_awarded_raw: prize.map(|raw| raw.to_string()),
+        })
+        .collect();
+    Ok(axum::Json(AccountTournaments { tournaments }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountPayout {
+    payout_id: String,
+    /// `tournament` or `dungeon`.
+    source_kind: String,
+    source_id: String,
+    wallet: String,
+    rank: Option<i64>,
+    /// Raw stablecoin units, as a string.
+    amount_raw: String,
+    mint: String,
+    /// `pending`, `sent` or `failed`.
+    status: String,
+    tx_signature: Option<String>,
+    created_at: String,
+    sent_at: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccountPayouts {
+    payouts: Vec<AccountPayout>,
+}
+
+/// Prizes owed to or paid to the account, newest first.
+#[utoipa::path(get, path = "/api/account/payouts", tag = "account",
+    responses((status = 200, body = AccountPayouts), (status = 401), (status = 403)))]
+async fn account_payouts(
+    _limit: IpLimit<AccountPolicy>,
+    State(state): State<AppState>,
+    auth: AccountAuth<Read>,
+) -> Result<axum::Json<AccountPayouts>, ApiError> {
+    type Row = (String, String, String, String, Option<i64>, i64, String, String, Option<String>, i64, Option<i64>);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT id, source_kind, source_id, wallet, rank, amount_raw, mint, status, tx_signature, created_at, sent_at
+         FROM payouts WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500",
+    )
+    .bind(auth.account_id())
+    .fetch_all(state.store.read())
+    .await?;
+    let payouts = rows
+        .into_iter()
+        .map(|(payout_id, source_kind, source_id, wallet, rank, amount, mint, status, tx_signature, created, sent)| {
+            AccountPayout {
+                payout_id,
+                source_kind,
+                source_id,
+                wallet,
+                rank,
+                amount_raw: amount.to_string(),
+                mint,
+                status,
+                tx_signature,
+                created_at: rfc3339(from_millis(created)),
+                sent_at: sent.map(|at| rfc3339(from_millis(at))),
+            }
+        })
+        .collect();
+    Ok(axum::Json(AccountPayouts { payouts }))
+}

@@ -1,0 +1,181 @@
+//! Creating, listing and revoking keys; shared by the account keys and (later) the v1 keys,
+//! which differ only in family and in what their scopes mean.
+
+use chrono::Duration;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::auth::keys::{self, KeyFamily};
+use crate::clock::{from_millis, rfc3339, to_millis};
+use crate::crypto::{new_id, random_base58};
+use crate::http::ApiError;
+use crate::state::AppState;
+
+/// At most this many active (unrevoked, unexpired) keys per account and family.
+pub const MAX_ACTIVE_KEYS: i64 = 10;
+
+/// A validated creation request.
+pub struct CreateKey {
+    pub family: KeyFamily,
+    pub name: String,
+    pub scopes: Vec<String>,
+    pub expires_in_days: Option<i64>,
+    pub webhook_url: Option<String>,
+}
+
+/// The creation response: the only time `key` and `webhookSecret` are ever shown.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedKey {
+    pub key_id: String,
+    pub name: String,
+    /// The secret, `svc_live_…`. Store it now: it cannot be retrieved again.
+    pub key: String,
+    pub key_prefix: String,
+    pub scopes: Vec<String>,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub webhook_url: Option<String>,
+    /// HMAC-SHA256 secret for verifying webhook signatures; only when `webhookUrl` was given.
+    pub webhook_secret: Option<String>,
+}
+
+/// A key as listed: never the secret.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyView {
+    pub key_id: String,
+    pub name: String,
+    pub key_prefix: String,
+    pub scopes: Vec<String>,
+    /// `active`, `revoked` or `expired`.
+    pub status: String,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+    pub webhook_url: Option<String>,
+}
+
+/// Mint a key for `account_id`, refusing the 11th active one.
+pub async fn create(state: &AppState, account_id: &str, request: CreateKey) -> Result<CreatedKey, ApiError> {
+    let now = state.now();
+    let minted = keys::mint();
+    let key_id = new_id("key");
+    let expires_at = request.expires_in_days.map(|days| now + Duration::days(days));
+    let webhook_secret = request.webhook_url.as_ref().map(|_| format!("whsec_{}", random_base58(32)));
+
+    let mut tx = state.store.begin().await?;
+    // Take the account row's write lock first so two concurrent creations cannot both see 9.
+    let locked = sqlx::query("UPDATE accounts SET updated_at = updated_at WHERE id = $1")
+        .bind(account_id)
+        .execute(&mut *tx)
+        .await?;
+    if locked.rows_affected() != 1 {
+        return Err(ApiError::NotFound("account not found".into()));
+    }
+    let (active,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM api_keys
+         WHERE account_id = $1 AND family = $2 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $3)",
+    )
+    .bind(account_id)
+    .bind(request.family.as_str())
+    .bind(to_millis(now))
+    .fetch_one(&mut *tx)
+    .await?;
+    if active >= MAX_ACTIVE_KEYS {
+        return Err(ApiError::Conflict(format!(
+            "an account may have at most {MAX_ACTIVE_KEYS} active API keys; revoke one before creating another"
+        )));
+    }
+    sqlx::query(
+        "INSERT INTO api_keys (id, account_id, family, name, key_prefix, key_hash, scopes, webhook_url,
+                               webhook_secret_sealed, created_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(&key_id)
+    .bind(account_id)
+    .bind(request.family.as_str())
+    .bind(&request.name)
+    .bind(&minted.prefix)
+    .bind(&minted.hash)
+    .bind(keys::join_scopes(&request.scopes))
+    .bind(request.webhook_url.as_deref())
+    .bind(webhook_secret.as_ref().map(|secret| state.sealer.seal(secret.as_bytes())))
+    .bind(to_millis(now))
+    .bind(expires_at.map(to_millis))
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    tracing::info!(account_id, key_id, family = request.family.as_str(), "API key created");
+
+    Ok(CreatedKey {
+        key_id,
+        name: request.name,
+        key: minted.key,
+        key_prefix: minted.prefix,
+        scopes: request.scopes,
+        created_at: rfc3339(now),
+        expires_at: expires_at.map(rfc3339),
+        webhook_url: request.webhook_url,
+        webhook_secret,
+    })
+}
+
+type KeyRow = (String, String, String, String, i64, Option<i64>, Option<i64>, Option<i64>, Option<String>);
+
+/// Every key of the account in `family`, newest first (revoked and expired ones included).
+pub async fn list(state: &AppState, account_id: &str, family: KeyFamily) -> Result<Vec<KeyView>, ApiError> {
+    let rows: Vec<KeyRow> = sqlx::query_as(
+        "SELECT id, name, key_prefix, scopes, created_at, expires_at, last_used_at, revoked_at, webhook_url
+         FROM api_keys WHERE account_id = $1 AND family = $2 ORDER BY created_at DESC, id",
+    )
+    .bind(account_id)
+    .bind(family.as_str())
+    .fetch_all(state.store.read())
+    .await?;
+    let now = state.now();
+    Ok(rows.into_iter().map(|row| key_view(row, now)).collect())
+}
+
+fn key_view(row: KeyRow, now: chrono::DateTime<chrono::Utc>) -> KeyView {
+    let (key_id, name, key_prefix, scopes, created_at, expires_at, last_used_at, revoked_at, webhook_url) = row;
+    let at = |millis: Option<i64>| millis.map(|ms| rfc3339(from_millis(ms)));
+    KeyView {
+        key_id,
+        name,
+        key_prefix,
+        scopes: keys::split_scopes(&scopes),
+        status: keys::status(expires_at, revoked_at, now).to_owned(),
+        created_at: rfc3339(from_millis(created_at)),
+        expires_at: at(expires_at),
+        last_used_at: at(last_used_at),
+        revoked_at: at(revoked_at),
+        webhook_url,
+    }
+}
+
+/// Revoke a key of the account; effective for the next request. Revoking twice is harmless.
+pub async fn revoke(state: &AppState, account_id: &str, family: KeyFamily, key_id: &str) -> Result<KeyView, ApiError> {
+    let now = to_millis(state.now());
+    sqlx::query(
+        "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3 AND family = $4 AND revoked_at IS NULL",
+    )
+    .bind(now)
+    .bind(key_id)
+    .bind(account_id)
+    .bind(family.as_str())
+    .execute(state.store.write())
+    .await?;
+    let row: Option<KeyRow> = sqlx::query_as(
+        "SELECT id, name, key_prefix, scopes, created_at, expires_at, last_used_at, revoked_at, webhook_url
+         FROM api_keys WHERE id = $1 AND account_id = $2 AND family = $3",
+    )
+    .bind(key_id)
+    .bind(account_id)
+    .bind(family.as_str())
+    .fetch_optional(state.store.write())
+    .await?;
+    row.map(|row| key_view(row, state.now()))
+        .ok_or_else(|| ApiError::NotFound(format!("no API key `{key_id}` on this account")))
+}

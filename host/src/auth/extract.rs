@@ -1,0 +1,124 @@
+//! Who is calling: extractors a handler takes to require a credential.
+//!
+//! - [`AccountAuth<Read>`] / [`AccountAuth<Write>`]: a session cookie (passes every scope) or an
+//!   account API key holding the scope (SPEC §4.2, §5). A key, when presented, is what counts.
+//! - [`SessionAuth`]: the session cookie only (SPEC §4.3: keys never manage keys).
+
+use std::marker::PhantomData;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+
+use super::keys::{self, KeyFamily};
+use super::session;
+use crate::http::ApiError;
+use crate::state::AppState;
+
+/// How the caller authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    Session,
+    ApiKey { key_id: String },
+}
+
+/// An authenticated account.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub account_id: String,
+    pub via: Via,
+}
+
+/// A scope an endpoint requires of account keys.
+pub trait Scope: Send + Sync + 'static {
+    const NAME: &'static str;
+}
+
+pub struct Read;
+impl Scope for Read {
+    const NAME: &'static str = "read";
+}
+
+pub struct Write;
+impl Scope for Write {
+    const NAME: &'static str = "write";
+}
+
+/// Session or account key with scope `S`.
+pub struct AccountAuth<S: Scope> {
+    pub caller: Caller,
+    _scope: PhantomData<S>,
+}
+
+impl<S: Scope> AccountAuth<S> {
+    pub fn account_id(&self) -> &str {
+        &self.caller.account_id
+    }
+}
+
+impl<S: Scope> FromRequestParts<AppState> for AccountAuth<S> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let caller = authenticate(parts, state, S::NAME).await?;
+        Ok(AccountAuth { caller, _scope: PhantomData })
+    }
+}
+
+/// An optional account credential: `None` when the caller sent none, an error when the one sent
+/// is bad. For endpoints that are public but attribute the call to a key's owner when one is given.
+pub struct MaybeAccountAuth<S: Scope>(pub Option<Caller>, PhantomData<S>);
+
+impl<S: Scope> FromRequestParts<AppState> for MaybeAccountAuth<S> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let sent_any = keys::presented(&parts.headers).is_some()
+            || session::token_from_headers(&parts.headers).is_some();
+        if !sent_any {
+            return Ok(MaybeAccountAuth(None, PhantomData));
+        }
+        Ok(MaybeAccountAuth(Some(authenticate(parts, state, S::NAME).await?), PhantomData))
+    }
+}
+
+async fn authenticate(parts: &Parts, state: &AppState, scope: &str) -> Result<Caller, ApiError> {
+    if let Some(presented) = keys::presented(&parts.headers) {
+        let key = keys::verify(state, &presented, KeyFamily::Account).await?;
+        if !key.allows(scope) {
+            return Err(ApiError::Forbidden(format!("this API key lacks the `{scope}` scope")));
+        }
+        return Ok(Caller { account_id: key.account_id, via: Via::ApiKey { key_id: key.key_id } });
+    }
+    match session::token_from_headers(&parts.headers) {
+        Some(token) => match session::resolve(state, &token).await? {
+            Some(account_id) => Ok(Caller { account_id, via: Via::Session }),
+            None => Err(ApiError::Unauthorized("the session has expired or was ended; sign in again".into())),
+        },
+        None => Err(ApiError::Unauthorized(
+            "sign in (session-token cookie) or send an API key as `Authorization: Bearer svc_live_…`".into(),
+        )),
+    }
+}
+
+/// A browser session, required where API keys are never accepted.
+pub struct SessionAuth {
+    pub account_id: String,
+}
+
+impl FromRequestParts<AppState> for SessionAuth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if let Some(token) = session::token_from_headers(&parts.headers)
+            && let Some(account_id) = session::resolve(state, &token).await?
+        {
+            return Ok(SessionAuth { account_id });
+        }
+        if keys::presented(&parts.headers).is_some() {
+            return Err(ApiError::Forbidden(
+                "API keys cannot list, create or revoke API keys: sign in and use the session".into(),
+            ));
+        }
+        Err(ApiError::Unauthorized("sign in first: this endpoint needs the session-token cookie".into()))
+    }
+}

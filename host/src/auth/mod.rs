@@ -1,0 +1,15 @@
+//! Authentication: who may call what (SPEC §5, DESIGN §4).
+//!
+//! Owns sign-up and sign-in (e-mail/password and wallet signature), browser sessions, account
+//! API key verification, and the extractors handlers use to demand a credential. It never
+//! decides what an authenticated caller may see: the resource modules do.
+
+pub mod extract;
+pub mod keys;
+pub mod password;
+mod routes;
+pub mod session;
+pub mod wallet_proof;
+
+pub use extract::{AccountAuth, Caller, MaybeAccountAuth, Read, SessionAuth, Via, Write};
+pub use routes::router;

@@ -1,0 +1,247 @@
+//! Sign-up, sign-in and sign-out: the web app's back end (paths ours, SPEC leaves them out).
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header::SET_COOKIE};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use sqlx::AnyConnection;
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::{password, session, wallet_proof};
+use crate::account::{self, AccountView};
+use crate::clock::{rfc3339, to_millis};
+use crate::crypto::new_id;
+use crate::db::is_unique_violation;
+use crate::domain::{Email, Label, Password, WalletAddress};
+use crate::http::json::Json;
+use crate::http::rate_limit::{AuthPolicy, IpLimit};
+use crate::http::ApiError;
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(signup))
+        .routes(routes!(login))
+        .routes(routes!(logout))
+        .routes(routes!(nonce))
+        .routes(routes!(wallet_sign_in))
+}
+
+const ACCEPTANCE_REQUIRED: &str =
+    "sign-up requires accepting the terms (`acceptTerms: true`) and the privacy policy (`acceptPrivacy: true`)";
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignupRequest {
+    email: String,
+    /// 10 to 128 characters with at least one letter and one digit.
+    password: String,
+    #[serde(default)]
+    accept_terms: bool,
+    #[serde(default)]
+    accept_privacy: bool,
+    display_name: Option<String>,
+}
+
+/// Create an account with e-mail and password. Creates its embedded custodial wallet and signs in.
+#[utoipa::path(post, path = "/api/auth/signup", tag = "auth", request_body = SignupRequest,
+    responses((status = 201, body = AccountView, description = "Signed up; `session-token` cookie set"),
+              (status = 400, description = "Invalid e-mail, password rules, or terms not accepted"),
+              (status = 409, description = "E-mail already registered"), (status = 429)))]
+async fn signup(
+    _limit: IpLimit<AuthPolicy>,
+    State(state): State<AppState>,
+    Json(body): Json<SignupRequest>,
+) -> Result<Response, ApiError> {
+    if !(body.accept_terms && body.accept_privacy) {
+        return Err(ApiError::bad_request(ACCEPTANCE_REQUIRED));
+    }
+    let email = Email::parse(&body.email).map_err(ApiError::BadRequest)?;
+    let password = Password::parse(&body.password).map_err(ApiError::BadRequest)?;
+    let display_name = body
+        .display_name
+        .as_deref()
+        .map(|name| Label::parse("displayName", name, 40).map(Label::into_inner))
+        .transpose()
+        .map_err(ApiError::BadRequest)?;
+    let password_hash = tokio::task::spawn_blocking(move || password::hash(&password))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::Internal)?;
+
+    let now = state.now();
+    let account_id = new_id("acc");
+    let mut tx = state.store.begin().await?;
+    let inserted = sqlx::query(
+        "INSERT INTO accounts (id, email, password_hash, display_name, terms_accepted_at, privacy_accepted_at,
+                               created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $5, $5, $5)",
+    )
+    .bind(&account_id)
+    .bind(email.as_str())
+    .bind(&password_hash)
+    .bind(display_name)
+    .bind(to_millis(now))
+    .execute(&mut *tx)
+    .await;
+    match inserted {
+        Err(error) if is_unique_violation(&error) => {
+            return Err(ApiError::Conflict("an account with this e-mail already exists; sign in instead".into()));
+        }
+        other => other?,
+    };
+    let wallet = crate::custodial::create(&mut tx, &state, "account", &account_id).await?;
+    account::link_wallet(&mut tx, &account_id, &wallet, "custodial", now).await?;
+    let new_session = session::create(&mut tx, &account_id, now).await?;
+    tx.commit().await?;
+    tracing::info!(account_id, "account signed up by e-mail");
+    signed_in(&state, StatusCode::CREATED, &account_id, &new_session.token).await
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct LoginRequest {
+    email: String,
+    password: String,
+}
+
+/// Sign in with e-mail and password.
+#[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginRequest,
+    responses((status = 200, body = AccountView, description = "Signed in; `session-token` cookie set"),
+              (status = 401, description = "Wrong e-mail or password"), (status = 429)))]
+async fn login(
+    _limit: IpLimit<AuthPolicy>,
+    State(state): State<AppState>,
+    Json(body): Json<LoginRequest>,
+) -> Result<Response, ApiError> {
+    let found: Option<(String, Option<String>)> =
+        match Email::parse(&body.email) {
+            Ok(email) => sqlx::query_as("SELECT id, password_hash FROM accounts WHERE email = $1")
+                .bind(email.as_str())
+                .fetch_optional(state.store.read())
+                .await?,
+            Err(_) => None,
+        };
+    let (account_id, stored_hash) = found.unzip();
+    let candidate = body.password;
+    let matches = tokio::task::spawn_blocking(move || password::verify(&candidate, stored_hash.flatten().as_deref()))
+        .await
+        .map_err(ApiError::internal)?;
+    let Some(account_id) = account_id.filter(|_| matches) else {
+        return Err(ApiError::Unauthorized("wrong e-mail or password".into()));
+    };
+    let mut conn = state.store.write().acquire().await?;
+    let new_session = session::create(&mut conn, &account_id, state.now()).await?;
+    drop(conn);
+    signed_in(&state, StatusCode::OK, &account_id, &new_session.token).await
+}
+
+/// End the current session. Always succeeds; the cookie is cleared.
+#[utoipa::path(post, path = "/api/auth/logout", tag = "auth", responses((status = 204)))]
+async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    if let Some(token) = session::token_from_headers(&headers) {
+        session::delete(&state, &token).await?;
+    }
+    Ok((StatusCode::NO_CONTENT, [(SET_COOKIE, session::clear_cookie(&state))]).into_response())
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NonceRequest {
+    /// The wallet that will sign.
+    wallet: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NonceResponse {
+    nonce: String,
+    /// Sign exactly these UTF-8 bytes with the wallet's ed25519 key.
+    message: String,
+    expires_at: String,
+}
+
+/// Get a single-use nonce and the message to sign (valid 5 minutes), for wallet sign-in or linking.
+#[utoipa::path(post, path = "/api/auth/nonce", tag = "auth", request_body = NonceRequest,
+    responses((status = 200, body = NonceResponse), (status = 400), (status = 429)))]
+async fn nonce(
+    _limit: IpLimit<AuthPolicy>,
+    State(state): State<AppState>,
+    Json(body): Json<NonceRequest>,
+) -> Result<axum::Json<NonceResponse>, ApiError> {
+    let wallet = WalletAddress::parse(&body.wallet).map_err(ApiError::BadRequest)?;
+    let challenge = wallet_proof::issue(&state, &wallet).await?;
+    Ok(axum::Json(NonceResponse {
+        nonce: challenge.nonce,
+        message: challenge.message,
+        expires_at: rfc3339(challenge.expires_at),
+    }))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WalletSignInRequest {
+    wallet: String,
+    nonce: String,
+    /// base58 ed25519 signature of the nonce's `message` by `wallet`.
+    signature: String,
+    /// Required (true) when this wallet has no account yet.
+    #[serde(default)]
+    accept_terms: bool,
+    #[serde(default)]
+    accept_privacy: bool,
+}
+
+/// Sign in with a wallet signature; the first sign-in creates the account.
+#[utoipa::path(post, path = "/api/auth/wallet", tag = "auth", request_body = WalletSignInRequest,
+    responses((status = 200, body = AccountView, description = "Signed in to the wallet's account"),
+              (status = 201, body = AccountView, description = "Account created and signed in"),
+              (status = 400), (status = 401, description = "Bad signature or unusable nonce"), (status = 429)))]
+async fn wallet_sign_in(
+    _limit: IpLimit<AuthPolicy>,
+    State(state): State<AppState>,
+    Json(body): Json<WalletSignInRequest>,
+) -> Result<Response, ApiError> {
+    let wallet = WalletAddress::parse(&body.wallet).map_err(ApiError::BadRequest)?;
+    let existing = account::owner_of_wallet(&state, &wallet).await?;
+    if existing.is_none() && !(body.accept_terms && body.accept_privacy) {
+        return Err(ApiError::bad_request(ACCEPTANCE_REQUIRED));
+    }
+    wallet_proof::verify_and_consume(&state, &wallet, &body.nonce, &body.signature).await?;
+
+    let now = state.now();
+    let mut tx = state.store.begin().await?;
+    let (account_id, status) = match existing {
+        Some(account_id) => (account_id, StatusCode::OK),
+        None => (create_wallet_account(&mut tx, &wallet, now).await?, StatusCode::CREATED),
+    };
+    let new_session = session::create(&mut tx, &account_id, now).await?;
+    tx.commit().await?;
+    signed_in(&state, status, &account_id, &new_session.token).await
+}
+
+async fn create_wallet_account(
+    conn: &mut AnyConnection,
+    wallet: &WalletAddress,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<String, ApiError> {
+    let account_id = new_id("acc");
+    sqlx::query(
+        "INSERT INTO accounts (id, terms_accepted_at, privacy_accepted_at, created_at, updated_at)
+         VALUES ($1, $2, $2, $2, $2)",
+    )
+    .bind(&account_id)
+    .bind(to_millis(now))
+    .execute(&mut *conn)
+    .await?;
+    match account::link_wallet(conn, &account_id, wallet, "linked", now).await {
+        Err(error) if is_unique_violation(&error) => {
+            Err(ApiError::Conflict("this wallet was just linked to an account; sign in again".into()))
+        }
+        other => Ok(other.map(|()| account_id)?),
+    }
+}
+
+async fn signed_in(state: &AppState, status: StatusCode, account_id: &str, token: &str) -> Result<Response, ApiError> {
+    let view = account::load(state, account_id).await?;
+    Ok((status, [(SET_COOKIE, session::set_cookie(state, token))], axum::Json(view)).into_response())
+}

@@ -1,0 +1,55 @@
+//! Wallets whose keys the server holds: accounts' embedded wallets (e-mail sign-up), and later
+//! agents' and escrow wallets. The ed25519 secret is sealed under the master key before it is
+//! stored; the address is the base58 public key, as on Solana.
+
+use ed25519_dalek::SigningKey;
+use sqlx::AnyConnection;
+
+use crate::clock::to_millis;
+use crate::domain::WalletAddress;
+use crate::state::AppState;
+
+/// Generate a keypair, store its sealed secret, and return the new address.
+pub async fn create(
+    conn: &mut AnyConnection,
+    state: &AppState,
+    owner_kind: &str,
+    owner_id: &str,
+) -> sqlx::Result<WalletAddress> {
+    let signing = SigningKey::generate(&mut rand::rngs::OsRng);
+    let address = WalletAddress::from_public_key(&signing.verifying_key().to_bytes());
+    sqlx::query(
+        "INSERT INTO custodial_wallets (address, owner_kind, owner_id, secret_sealed, created_at)
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(address.as_str())
+    .bind(owner_kind)
+    .bind(owner_id)
+    .bind(state.sealer.seal(&signing.to_bytes()))
+    .bind(to_millis(state.now()))
+    .execute(conn)
+    .await?;
+    Ok(address)
+}
+
+/// The signing key of a custodial wallet, for the server to sign transfers from it.
+pub async fn signing_key(state: &AppState, address: &WalletAddress) -> anyhow::Result<Option<SigningKey>> {
+    let sealed: Option<(String,)> = sqlx::query_as("SELECT secret_sealed FROM custodial_wallets WHERE address = $1")
+        .bind(address.as_str())
+        .fetch_optional(state.store.read())
+        .await?;
+    let Some((sealed,)) = sealed else {
+        return Ok(None);
+    };
+    let secret: [u8; 32] = state
+        .sealer
+        .open(&sealed)?
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("custodial secret of {address} has the wrong length"))?;
+    let key = SigningKey::from_bytes(&secret);
+    anyhow::ensure!(
+        WalletAddress::from_public_key(&key.verifying_key().to_bytes()) == *address,
+        "custodial secret of {address} does not match its address"
+    );
+    Ok(Some(key))
+}

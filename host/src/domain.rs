@@ -1,0 +1,193 @@
+//! Values that can only be built by parsing, so that whatever travels past the HTTP edge already
+//! carries its guarantee. Each `parse` error is a sentence a person can act on.
+
+use std::fmt;
+
+/// A Solana wallet address: base58 of 32 bytes, in canonical form.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WalletAddress(String);
+
+impl WalletAddress {
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        let trimmed = raw.trim();
+        let bytes = bs58::decode(trimmed)
+            .into_vec()
+            .map_err(|_| format!("`{trimmed}` is not a base58 Solana address"))?;
+        if bytes.len() != 32 {
+            return Err(format!("`{trimmed}` is not a Solana address (it decodes to {} bytes, not 32)", bytes.len()));
+        }
+        // Leading-zero or padded spellings decode to the same key; keep one spelling per key.
+        Ok(WalletAddress(bs58::encode(bytes).into_string()))
+    }
+
+    pub fn from_public_key(bytes: &[u8; 32]) -> Self {
+        WalletAddress(bs58::encode(bytes).into_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The 32 bytes of the address.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        // Built only from 32 decoded bytes, so decoding again cannot fail or differ in length.
+        if let Ok(bytes) = bs58::decode(&self.0).into_vec() {
+            out.copy_from_slice(&bytes);
+        }
+        out
+    }
+}
+
+impl fmt::Display for WalletAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A lower-cased e-mail address of plausible shape (delivery is what proves it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Email(String);
+
+impl Email {
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        let email = raw.trim().to_lowercase();
+        let problem = "`email` must be an e-mail address such as name@example.com";
+        if email.len() > 254 || email.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(problem.into());
+        }
+        let Some((local, domain)) = email.split_once('@') else {
+            return Err(problem.into());
+        };
+        let domain_ok = domain.contains('.')
+            && !domain.contains('@')
+            && domain.split('.').all(|label| !label.is_empty() && label.len() <= 63);
+        if local.is_empty() || local.len() > 64 || !domain_ok {
+            return Err(problem.into());
+        }
+        Ok(Email(email))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A password that meets the rules; never logged, never stored (only its argon2id hash is).
+pub struct Password(String);
+
+impl Password {
+    pub const RULES: &'static str =
+        "a password must be 10 to 128 characters long and contain at least one letter and one digit";
+
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        let length = raw.chars().count();
+        let has_letter = raw.chars().any(char::is_alphabetic);
+        let has_digit = raw.chars().any(|c| c.is_ascii_digit());
+        if !(10..=128).contains(&length) || !has_letter || !has_digit {
+            return Err(Self::RULES.into());
+        }
+        Ok(Password(raw.to_owned()))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Password {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Password(***)")
+    }
+}
+
+/// A short human label (display names, key names): trimmed, no control characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Label(String);
+
+impl Label {
+    pub fn parse(field: &str, raw: &str, max_chars: usize) -> Result<Self, String> {
+        let label = raw.trim();
+        if label.is_empty() {
+            return Err(format!("`{field}` must not be empty"));
+        }
+        if label.chars().count() > max_chars {
+            return Err(format!("`{field}` must be at most {max_chars} characters"));
+        }
+        if label.chars().any(char::is_control) {
+            return Err(format!("`{field}` must not contain control characters"));
+        }
+        Ok(Label(label.to_owned()))
+    }
+
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
+
+/// An absolute `http(s)` URL, e.g. a webhook target or an avatar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpUrl(String);
+
+impl HttpUrl {
+    pub fn parse(field: &str, raw: &str) -> Result<Self, String> {
+        let problem = || format!("`{field}` must be an absolute http:// or https:// URL of at most 2048 characters");
+        if raw.len() > 2048 {
+            return Err(problem());
+        }
+        let url = url::Url::parse(raw.trim()).map_err(|_| problem())?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+            return Err(problem());
+        }
+        Ok(HttpUrl(url.to_string()))
+    }
+
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wallet_addresses_are_32_byte_base58() {
+        let ok = WalletAddress::parse(" 11111111111111111111111111111111 ").expect("system program id");
+        assert_eq!(ok.as_str(), "11111111111111111111111111111111");
+        assert_eq!(ok.to_bytes(), [0u8; 32]);
+        assert!(WalletAddress::parse("not base58 0OIl").is_err());
+        assert!(WalletAddress::parse("abc").is_err());
+        let key = [9u8; 32];
+        assert_eq!(WalletAddress::from_public_key(&key).to_bytes(), key);
+    }
+
+    #[test]
+    fn emails_are_normalised_and_checked() {
+        assert_eq!(Email::parse(" Ann@Example.COM ").expect("valid").as_str(), "ann@example.com");
+        for bad in ["", "ann", "ann@", "@example.com", "ann@example", "a b@example.com", "ann@@x.com", "ann@x..com"] {
+            assert!(Email::parse(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn passwords_follow_the_stated_rules() {
+        assert!(Password::parse("correct horse 9").is_ok());
+        assert_eq!(Password::parse("short1").err().as_deref(), Some(Password::RULES));
+        assert!(Password::parse("onlyletterslong").is_err());
+        assert!(Password::parse("1234567890123").is_err());
+        assert!(Password::parse(&"a1".repeat(65)).is_err());
+        assert_eq!(format!("{:?}", Password::parse("secret pass 1").expect("ok")), "Password(***)");
+    }
+
+    #[test]
+    fn labels_and_urls() {
+        assert_eq!(Label::parse("name", "  bot  ", 10).expect("ok").into_inner(), "bot");
+        assert!(Label::parse("name", "   ", 10).is_err());
+        assert!(Label::parse("name", "elevenchars", 10).is_err());
+        assert!(Label::parse("name", "a\u{7}b", 10).is_err());
+        assert!(HttpUrl::parse("webhookUrl", "https://hooks.example.com/x").is_ok());
+        assert!(HttpUrl::parse("webhookUrl", "ftp://example.com").is_err());
+        assert!(HttpUrl::parse("webhookUrl", "/relative").is_err());
+    }
+}

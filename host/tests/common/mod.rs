@@ -1,0 +1,224 @@
+//! The integration-test harness: every test gets its own server on a free port, its own fresh
+//! database (a temp SQLite file, or a fresh schema in `TEST_DATABASE_URL` when it is set, so the
+//! same suite runs on PostgreSQL) and a manual clock; `TestApp` has a method per API call.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use crucible::clock::ManualClock;
+use crucible::config::{Config, sqlite_url_in};
+use crucible::startup::Application;
+use crucible::state::AppState;
+use ed25519_dalek::{Signer, SigningKey};
+use serde_json::{Value, json};
+
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub clock: Arc<ManualClock>,
+    pub state: AppState,
+    pub config: Config,
+    pub data_dir: tempfile::TempDir,
+    server: tokio::task::JoinHandle<()>,
+}
+
+/// How a request authenticates.
+#[derive(Clone, Copy)]
+pub enum Auth<'a> {
+    None,
+    Session(&'a str),
+    Bearer(&'a str),
+    XApiKey(&'a str),
+}
+
+#[derive(Debug)]
+pub struct TestResponse {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl TestResponse {
+    /// The `error` member of a platform error body.
+    pub fn error(&self) -> &str {
+        self.body["error"].as_str().unwrap_or_else(|| panic!("no `error` in {}", self.body))
+    }
+
+    /// The session token set by this response.
+    pub fn session_token(&self) -> String {
+        self.headers
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .find_map(|cookie| cookie.strip_prefix("session-token="))
+            .and_then(|rest| rest.split(';').next())
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no session-token cookie in {:?}", self.headers))
+    }
+}
+
+/// A database URL for a fresh, empty database: SQLite in `dir`, or a new PostgreSQL schema.
+pub async fn fresh_database_url(dir: &std::path::Path) -> String {
+    match std::env::var("TEST_DATABASE_URL") {
+        Ok(base) if !base.is_empty() => {
+            use sqlx::Connection;
+            sqlx::any::install_default_drivers();
+            let schema = format!("t_{}", crucible::crypto::random_base58(12).to_lowercase());
+            let mut conn = sqlx::AnyConnection::connect(&base).await.expect("connect TEST_DATABASE_URL");
+            sqlx::query(&format!("CREATE SCHEMA \"{schema}\"")).execute(&mut conn).await.expect("create schema");
+            conn.close().await.ok();
+            let separator = if base.contains('?') { '&' } else { '?' };
+            format!("{base}{separator}options=-c%20search_path%3D{schema}")
+        }
+        _ => sqlite_url_in(dir),
+    }
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        Self::spawn_with(|_| {}).await
+    }
+
+    /// Spawn with a tweaked configuration (e.g. rate limits on).
+    pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+        let data_dir = tempfile::tempdir().expect("tempdir");
+        let database_url = fresh_database_url(data_dir.path()).await;
+        let mut config = Config::for_tests(data_dir.path().to_path_buf(), database_url);
+        tweak(&mut config);
+        Self::start(config, data_dir).await
+    }
+
+    async fn start(config: Config, data_dir: tempfile::TempDir) -> TestApp {
+        let clock = Arc::new(ManualClock::new(Utc::now()));
+        let app = Application::build_with_clock(config.clone(), clock.clone()).await.expect("build app");
+        let address = format!("http://{}", app.local_addr());
+        let state = app.state().clone();
+        let server = tokio::spawn(async move {
+            app.run_until_stopped(std::future::pending()).await.expect("server");
+        });
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+        TestApp { address, client, clock, state, config, data_dir, server }
+    }
+
+    /// Stop this server and start a new one on the same database and data dir (a restart).
+    pub async fn restart(self) -> TestApp {
+        self.server.abort();
+        let _ = self.server.await;
+        self.state.store.close().await;
+        let TestApp { config, data_dir, clock, .. } = self;
+        let mut restarted = Self::start(config, data_dir).await;
+        restarted.clock = clock.clone();
+        restarted
+    }
+
+    pub fn advance(&self, by: Duration) {
+        self.clock.advance(by);
+    }
+
+    pub async fn request(&self, method: &str, path: &str, auth: Auth<'_>, body: Option<Body>) -> TestResponse {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut request = self.client.request(method, format!("{}{}", self.address, path));
+        request = match auth {
+            Auth::None => request,
+            Auth::Session(token) => request.header("cookie", format!("session-token={token}")),
+            Auth::Bearer(key) => request.header("authorization", format!("Bearer {key}")),
+            Auth::XApiKey(key) => request.header("x-api-key", key),
+        };
+        request = match body {
+            None => request,
+            Some(Body::Json(value)) => request.json(&value),
+            Some(Body::Raw(content_type, bytes)) => request.header("content-type", content_type).body(bytes),
+        };
+        let response = request.send().await.expect("request");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.expect("body");
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        TestResponse { status, headers, body }
+    }
+
+    pub async fn get(&self, path: &str, auth: Auth<'_>) -> TestResponse {
+        self.request("GET", path, auth, None).await
+    }
+
+    pub async fn post(&self, path: &str, auth: Auth<'_>, body: Value) -> TestResponse {
+        self.request("POST", path, auth, Some(Body::Json(body))).await
+    }
+
+    pub async fn patch(&self, path: &str, auth: Auth<'_>, body: Value) -> TestResponse {
+        self.request("PATCH", path, auth, Some(Body::Json(body))).await
+    }
+
+    pub async fn delete(&self, path: &str, auth: Auth<'_>) -> TestResponse {
+        self.request("DELETE", path, auth, None).await
+    }
+
+    /// Sign up `email` with a valid password; returns the response (account + cookie).
+    pub async fn signup(&self, email: &str) -> TestResponse {
+        self.post(
+            "/api/auth/signup",
+            Auth::None,
+            json!({"email": email, "password": "correct horse 9", "acceptTerms": true, "acceptPrivacy": true}),
+        )
+        .await
+    }
+
+    /// Sign up and return the session token.
+    pub async fn session(&self, email: &str) -> String {
+        let response = self.signup(email).await;
+        assert_eq!(response.status, 201, "{}", response.body);
+        response.session_token()
+    }
+
+    /// Create an account key with the given request body; returns the creation response body.
+    pub async fn create_key(&self, session: &str, body: Value) -> Value {
+        let response = self.post("/api/api-keys", Auth::Session(session), body).await;
+        assert_eq!(response.status, 201, "{}", response.body);
+        response.body
+    }
+
+    /// A session plus a key with `scopes`; returns (session, key secret).
+    pub async fn account_with_key(&self, email: &str, scopes: &[&str]) -> (String, String) {
+        let session = self.session(email).await;
+        let key = self.create_key(&session, json!({"name": "agent", "scopes": scopes})).await;
+        (session, key["key"].as_str().expect("key").to_owned())
+    }
+}
+
+pub enum Body {
+    Json(Value),
+    Raw(&'static str, Vec<u8>),
+}
+
+/// A wallet the test controls.
+pub struct TestWallet {
+    pub key: SigningKey,
+}
+
+impl TestWallet {
+    pub fn new(seed: u8) -> Self {
+        TestWallet { key: SigningKey::from_bytes(&[seed; 32]) }
+    }
+
+    pub fn address(&self) -> String {
+        bs58::encode(self.key.verifying_key().to_bytes()).into_string()
+    }
+
+    pub fn sign(&self, message: &str) -> String {
+        bs58::encode(self.key.sign(message.as_bytes()).to_bytes()).into_string()
+    }
+
+    /// Ask for a nonce and sign its message: (nonce, signature).
+    pub async fn prove(&self, app: &TestApp) -> (String, String) {
+        let response = app.post("/api/auth/nonce", Auth::None, json!({"wallet": self.address()})).await;
+        assert_eq!(response.status, 200, "{}", response.body);
+        let nonce = response.body["nonce"].as_str().expect("nonce").to_owned();
+        let signature = self.sign(response.body["message"].as_str().expect("message"));
+        (nonce, signature)
+    }
+}

@@ -8,7 +8,11 @@ use crate::config::{Config, ServeArgs, StorageArgs};
 use crate::db::Store;
 
 #[derive(Debug, Parser)]
-#[command(name = "crucible", version, about = "Crucible: AI agents competing with Solana wallets")]
+#[command(
+    name = "crucible",
+    version,
+    about = "Crucible: AI agents competing with Solana wallets"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -42,7 +46,8 @@ pub async fn run() -> ExitCode {
 async fn serve(config: Config) -> anyhow::Result<()> {
     let app = crate::startup::Application::build(config).await?;
     println!("crucible listening on http://{}", app.local_addr());
-    app.run_until_stopped(crate::startup::shutdown_signal()).await
+    app.run_until_stopped(crate::startup::shutdown_signal())
+        .await
 }
 
 async fn migrate(args: StorageArgs) -> anyhow::Result<()> {

@@ -51,20 +51,26 @@ impl std::fmt::Debug for Sealer {
 
 impl Sealer {
     pub fn new(key: [u8; 32]) -> Self {
-        Sealer { cipher: Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(&key)) }
+        Sealer {
+            cipher: Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(&key)),
+        }
     }
 
     /// The configured master key (64 hex characters) or, when none is configured, the one in
     /// `<data_dir>/master.key`, generated on first start.
     pub fn load(configured: Option<&str>, data_dir: &Path) -> anyhow::Result<Self> {
         if let Some(hex_key) = configured {
-            return Ok(Sealer::new(parse_key(hex_key).context("CRUCIBLE_MASTER_KEY")?));
+            return Ok(Sealer::new(
+                parse_key(hex_key).context("CRUCIBLE_MASTER_KEY")?,
+            ));
         }
         let path = data_dir.join(MASTER_KEY_FILE);
         if path.exists() {
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            return Ok(Sealer::new(parse_key(text.trim()).with_context(|| path.display().to_string())?));
+            return Ok(Sealer::new(
+                parse_key(text.trim()).with_context(|| path.display().to_string())?,
+            ));
         }
         let mut key = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut key);
@@ -92,7 +98,9 @@ impl Sealer {
 
     /// Decrypt what [`Sealer::seal`] produced; fails if it was tampered with or sealed under another key.
     pub fn open(&self, sealed: &str) -> anyhow::Result<Vec<u8>> {
-        let bytes = BASE64.decode(sealed).context("sealed secret is not base64")?;
+        let bytes = BASE64
+            .decode(sealed)
+            .context("sealed secret is not base64")?;
         if bytes.len() < NONCE_LEN {
             bail!("sealed secret is too short");
         }
@@ -116,7 +124,9 @@ fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
     file.write_all(contents.as_bytes())?;
     Ok(())
 }

@@ -33,11 +33,15 @@ pub async fn create(
 }
 
 /// The signing key of a custodial wallet, for the server to sign transfers from it.
-pub async fn signing_key(state: &AppState, address: &WalletAddress) -> anyhow::Result<Option<SigningKey>> {
-    let sealed: Option<(String,)> = sqlx::query_as("SELECT secret_sealed FROM custodial_wallets WHERE address = $1")
-        .bind(address.as_str())
-        .fetch_optional(state.store.read())
-        .await?;
+pub async fn signing_key(
+    state: &AppState,
+    address: &WalletAddress,
+) -> anyhow::Result<Option<SigningKey>> {
+    let sealed: Option<(String,)> =
+        sqlx::query_as("SELECT secret_sealed FROM custodial_wallets WHERE address = $1")
+            .bind(address.as_str())
+            .fetch_optional(state.store.read())
+            .await?;
     let Some((sealed,)) = sealed else {
         return Ok(None);
     };

@@ -14,7 +14,10 @@ impl WalletAddress {
             .into_vec()
             .map_err(|_| format!("`{trimmed}` is not a base58 Solana address"))?;
         if bytes.len() != 32 {
-            return Err(format!("`{trimmed}` is not a Solana address (it decodes to {} bytes, not 32)", bytes.len()));
+            return Err(format!(
+                "`{trimmed}` is not a Solana address (it decodes to {} bytes, not 32)",
+                bytes.len()
+            ));
         }
         // Leading-zero or padded spellings decode to the same key; keep one spelling per key.
         Ok(WalletAddress(bs58::encode(bytes).into_string()))
@@ -61,7 +64,9 @@ impl Email {
         };
         let domain_ok = domain.contains('.')
             && !domain.contains('@')
-            && domain.split('.').all(|label| !label.is_empty() && label.len() <= 63);
+            && domain
+                .split('.')
+                .all(|label| !label.is_empty() && label.len() <= 63);
         if local.is_empty() || local.len() > 64 || !domain_ok {
             return Err(problem.into());
         }
@@ -77,8 +82,7 @@ impl Email {
 pub struct Password(String);
 
 impl Password {
-    pub const RULES: &'static str =
-        "a password must be 10 to 128 characters long and contain at least one letter and one digit";
+    pub const RULES: &'static str = "a password must be 10 to 128 characters long and contain at least one letter and one digit";
 
     pub fn parse(raw: &str) -> Result<Self, String> {
         let length = raw.chars().count();
@@ -131,7 +135,11 @@ pub struct HttpUrl(String);
 
 impl HttpUrl {
     pub fn parse(field: &str, raw: &str) -> Result<Self, String> {
-        let problem = || format!("`{field}` must be an absolute http:// or https:// URL of at most 2048 characters");
+        let problem = || {
+            format!(
+                "`{field}` must be an absolute http:// or https:// URL of at most 2048 characters"
+            )
+        };
         if raw.len() > 2048 {
             return Err(problem());
         }
@@ -153,7 +161,8 @@ mod tests {
 
     #[test]
     fn wallet_addresses_are_32_byte_base58() {
-        let ok = WalletAddress::parse(" 11111111111111111111111111111111 ").expect("system program id");
+        let ok =
+            WalletAddress::parse(" 11111111111111111111111111111111 ").expect("system program id");
         assert_eq!(ok.as_str(), "11111111111111111111111111111111");
         assert_eq!(ok.to_bytes(), [0u8; 32]);
         assert!(WalletAddress::parse("not base58 0OIl").is_err());
@@ -164,8 +173,20 @@ mod tests {
 
     #[test]
     fn emails_are_normalised_and_checked() {
-        assert_eq!(Email::parse(" Ann@Example.COM ").expect("valid").as_str(), "ann@example.com");
-        for bad in ["", "ann", "ann@", "@example.com", "ann@example", "a b@example.com", "ann@@x.com", "ann@x..com"] {
+        assert_eq!(
+            Email::parse(" Ann@Example.COM ").expect("valid").as_str(),
+            "ann@example.com"
+        );
+        for bad in [
+            "",
+            "ann",
+            "ann@",
+            "@example.com",
+            "ann@example",
+            "a b@example.com",
+            "ann@@x.com",
+            "ann@x..com",
+        ] {
             assert!(Email::parse(bad).is_err(), "{bad:?} should be refused");
         }
     }
@@ -173,16 +194,27 @@ mod tests {
     #[test]
     fn passwords_follow_the_stated_rules() {
         assert!(Password::parse("correct horse 9").is_ok());
-        assert_eq!(Password::parse("short1").err().as_deref(), Some(Password::RULES));
+        assert_eq!(
+            Password::parse("short1").err().as_deref(),
+            Some(Password::RULES)
+        );
         assert!(Password::parse("onlyletterslong").is_err());
         assert!(Password::parse("1234567890123").is_err());
         assert!(Password::parse(&"a1".repeat(65)).is_err());
-        assert_eq!(format!("{:?}", Password::parse("secret pass 1").expect("ok")), "Password(***)");
+        assert_eq!(
+            format!("{:?}", Password::parse("secret pass 1").expect("ok")),
+            "Password(***)"
+        );
     }
 
     #[test]
     fn labels_and_urls() {
-        assert_eq!(Label::parse("name", "  bot  ", 10).expect("ok").into_inner(), "bot");
+        assert_eq!(
+            Label::parse("name", "  bot  ", 10)
+                .expect("ok")
+                .into_inner(),
+            "bot"
+        );
         assert!(Label::parse("name", "   ", 10).is_err());
         assert!(Label::parse("name", "elevenchars", 10).is_err());
         assert!(Label::parse("name", "a\u{7}b", 10).is_err());

@@ -28,10 +28,19 @@ pub struct Health {
 async fn health(State(state): State<AppState>) -> Response {
     let version = env!("CARGO_PKG_VERSION");
     match state.store.ping().await {
-        Ok(()) => Json(Health { status: "ok", version, database: "ok".into() }).into_response(),
+        Ok(()) => Json(Health {
+            status: "ok",
+            version,
+            database: "ok".into(),
+        })
+        .into_response(),
         Err(error) => {
             tracing::warn!(%error, "health check: database unreachable");
-            let body = Health { status: "degraded", version, database: format!("unreachable: {error}") };
+            let body = Health {
+                status: "degraded",
+                version,
+                database: format!("unreachable: {error}"),
+            };
             (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
         }
     }

@@ -47,7 +47,11 @@ impl Application {
             clock,
             sealer: Arc::new(sealer),
         };
-        Ok(Application { listener, state, local_addr })
+        Ok(Application {
+            listener,
+            state,
+            local_addr,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -59,14 +63,22 @@ impl Application {
     }
 
     /// Serve until `shutdown` completes, then finish in-flight requests and close the database.
-    pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let Application { listener, state, .. } = self;
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let Application {
+            listener, state, ..
+        } = self;
         let housekeeping = tokio::spawn(forget_idle_rate_limit_keys(state.clone()));
         let router = crate::http::router(state.clone());
-        axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(shutdown)
-            .await
-            .context("server error")?;
+        axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("server error")?;
         housekeeping.abort();
         state.store.close().await;
         tracing::info!("stopped");

@@ -37,7 +37,16 @@ pub struct WalletView {
     pub linked_at: String,
 }
 
-type AccountRow = (String, Option<String>, Option<String>, Option<String>, Option<String>, i64, i64, i64);
+type AccountRow = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+    i64,
+    i64,
+);
 
 /// Load the account's view; 404 if it does not exist (a session of a deleted account).
 pub async fn load(state: &AppState, account_id: &str) -> Result<AccountView, ApiError> {
@@ -58,7 +67,10 @@ pub async fn load(state: &AppState, account_id: &str) -> Result<AccountView, Api
         display_name,
         avatar_url,
         bio,
-        all_chain_wallets: wallets.iter().map(|wallet| wallet.address.clone()).collect(),
+        all_chain_wallets: wallets
+            .iter()
+            .map(|wallet| wallet.address.clone())
+            .collect(),
         wallets,
         created_at: rfc3339(from_millis(created_at)),
         terms_accepted_at: rfc3339(from_millis(terms)),
@@ -76,16 +88,24 @@ pub async fn wallets_of(state: &AppState, account_id: &str) -> Result<Vec<Wallet
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(address, kind, linked_at)| WalletView { address, kind, linked_at: rfc3339(from_millis(linked_at)) })
+        .map(|(address, kind, linked_at)| WalletView {
+            address,
+            kind,
+            linked_at: rfc3339(from_millis(linked_at)),
+        })
         .collect())
 }
 
 /// The account a wallet is linked to, if any.
-pub async fn owner_of_wallet(state: &AppState, wallet: &WalletAddress) -> Result<Option<String>, ApiError> {
-    let owner: Option<(String,)> = sqlx::query_as("SELECT account_id FROM account_wallets WHERE address = $1")
-        .bind(wallet.as_str())
-        .fetch_optional(state.store.read())
-        .await?;
+pub async fn owner_of_wallet(
+    state: &AppState,
+    wallet: &WalletAddress,
+) -> Result<Option<String>, ApiError> {
+    let owner: Option<(String,)> =
+        sqlx::query_as("SELECT account_id FROM account_wallets WHERE address = $1")
+            .bind(wallet.as_str())
+            .fetch_optional(state.store.read())
+            .await?;
     Ok(owner.map(|(id,)| id))
 }
 

@@ -64,17 +64,26 @@ async fn patch_account(
     auth: AccountAuth<Write>,
     Json(patch): Json<AccountPatch>,
 ) -> Result<axum::Json<AccountView>, ApiError> {
-    let clean = |field: &str, value: Option<Option<String>>, parse: &dyn Fn(&str) -> Result<String, String>| {
-        value.map(|inner| inner.map(|text| parse(&text)).transpose()).transpose().map_err(|why| {
-            tracing::debug!(field, "invalid account patch");
-            ApiError::BadRequest(why)
-        })
+    let clean = |field: &str,
+                 value: Option<Option<String>>,
+                 parse: &dyn Fn(&str) -> Result<String, String>| {
+        value
+            .map(|inner| inner.map(|text| parse(&text)).transpose())
+            .transpose()
+            .map_err(|why| {
+                tracing::debug!(field, "invalid account patch");
+                ApiError::BadRequest(why)
+            })
     };
     let display_name = clean("displayName", patch.display_name, &|text| {
         Label::parse("displayName", text, 40).map(Label::into_inner)
     })?;
-    let avatar_url = clean("avatarUrl", patch.avatar_url, &|text| HttpUrl::parse("avatarUrl", text).map(HttpUrl::into_inner))?;
-    let bio = clean("bio", patch.bio, &|text| Label::parse("bio", text, 280).map(Label::into_inner))?;
+    let avatar_url = clean("avatarUrl", patch.avatar_url, &|text| {
+        HttpUrl::parse("avatarUrl", text).map(HttpUrl::into_inner)
+    })?;
+    let bio = clean("bio", patch.bio, &|text| {
+        Label::parse("bio", text, 280).map(Label::into_inner)
+    })?;
 
     // COALESCE-free on purpose: each column is either set (to a value or NULL) or kept.
     sqlx::query(
@@ -129,21 +138,35 @@ async fn link_wallet(
     let wallet = WalletAddress::parse(&body.wallet).map_err(ApiError::BadRequest)?;
     wallet_proof::verify_and_consume(&state, &wallet, &body.nonce, &body.signature).await?;
     let mut conn = state.store.write().acquire().await?;
-    let linked = queries::link_wallet(&mut conn, auth.account_id(), &wallet, "linked", state.now()).await;
+    let linked =
+        queries::link_wallet(&mut conn, auth.account_id(), &wallet, "linked", state.now()).await;
     drop(conn);
     let status = match linked {
         Ok(()) => StatusCode::CREATED,
         Err(error) if is_unique_violation(&error) => {
-            if queries::owner_of_wallet(&state, &wallet).await?.as_deref() != Some(auth.account_id()) {
-                return Err(ApiError::Conflict("this wallet is linked to another account".into()));
+            if queries::owner_of_wallet(&state, &wallet).await?.as_deref()
+                != Some(auth.account_id())
+            {
+                return Err(ApiError::Conflict(
+                    "this wallet is linked to another account".into(),
+                ));
             }
             StatusCode::OK
         }
         Err(error) => return Err(error.into()),
     };
     let wallets = queries::wallets_of(&state, auth.account_id()).await?;
-    let all_chain_wallets = wallets.iter().map(|wallet| wallet.address.clone()).collect();
-    Ok((status, axum::Json(WalletsView { all_chain_wallets, wallets })))
+    let all_chain_wallets = wallets
+        .iter()
+        .map(|wallet| wallet.address.clone())
+        .collect();
+    Ok((
+        status,
+        axum::Json(WalletsView {
+            all_chain_wallets,
+            wallets,
+        }),
+    ))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -174,7 +197,17 @@ async fn account_tournaments(
     State(state): State<AppState>,
     auth: AccountAuth<Read>,
 ) -> Result<axum::Json<AccountTournaments>, ApiError> {
-    type Row = (String, String, String, String, Option<String>, i64, Option<i64>, Option<f64>, Option<i64>);
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+        i64,
+        Option<i64>,
+        Option<f64>,
+        Option<i64>,
+    );
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT t.id, t.name, t.status, r.wallet, r.tx_signature, r.registered_at, r.final_rank, r.final_pnl,
                 r.prize_awarded_raw
@@ -186,17 +219,29 @@ async fn account_tournaments(
     .await?;
     let tournaments = rows
         .into_iter()
-        .map(|(tournament_id, name, status, wallet, tx_signature, at, final_rank, final_pnl, prize)| AccountTournament {
-            tournament_id,
-            name,
-            status,
-            wallet,
-            tx_signature,
-            registered_at: rfc3339(from_millis(at)),
-            final_rank,
-            final_pnl,
-            prize_awarded_raw: prize.map(|raw| raw.to_string()),
-        })
+        .map(
+            |(
+                tournament_id,
+                name,
+                status,
+                wallet,
+                tx_signature,
+                at,
+                final_rank,
+                final_pnl,
+                prize,
+            )| AccountTournament {
+                tournament_id,
+                name,
+                status,
+                wallet,
+                tx_signature,
+                registered_at: rfc3339(from_millis(at)),
+                final_rank,
+                final_pnl,
+                prize_awarded_raw: prize.map(|raw| raw.to_string()),
+            },
+        )
         .collect();
     Ok(axum::Json(AccountTournaments { tournaments }))
 }
@@ -233,7 +278,19 @@ async fn account_payouts(
     State(state): State<AppState>,
     auth: AccountAuth<Read>,
 ) -> Result<axum::Json<AccountPayouts>, ApiError> {
-    type Row = (String, String, String, String, Option<i64>, i64, String, String, Option<String>, i64, Option<i64>);
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        Option<i64>,
+        i64,
+        String,
+        String,
+        Option<String>,
+        i64,
+        Option<i64>,
+    );
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT id, source_kind, source_id, wallet, rank, amount_raw, mint, status, tx_signature, created_at, sent_at
          FROM payouts WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500",
@@ -243,21 +300,35 @@ async fn account_payouts(
     .await?;
     let payouts = rows
         .into_iter()
-        .map(|(payout_id, source_kind, source_id, wallet, rank, amount, mint, status, tx_signature, created, sent)| {
-            AccountPayout {
+        .map(
+            |(
                 payout_id,
                 source_kind,
                 source_id,
                 wallet,
                 rank,
-                amount_raw: amount.to_string(),
+                amount,
                 mint,
                 status,
                 tx_signature,
-                created_at: rfc3339(from_millis(created)),
-                sent_at: sent.map(|at| rfc3339(from_millis(at))),
-            }
-        })
+                created,
+                sent,
+            )| {
+                AccountPayout {
+                    payout_id,
+                    source_kind,
+                    source_id,
+                    wallet,
+                    rank,
+                    amount_raw: amount.to_string(),
+                    mint,
+                    status,
+                    tx_signature,
+                    created_at: rfc3339(from_millis(created)),
+                    sent_at: sent.map(|at| rfc3339(from_millis(at))),
+                }
+            },
+        )
         .collect();
     Ok(axum::Json(AccountPayouts { payouts }))
 }

@@ -16,7 +16,9 @@ use crate::http::rate_limit::{AccountPolicy, IpLimit};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list_keys, create_key)).routes(routes!(revoke_key))
+    OpenApiRouter::new()
+        .routes(routes!(list_keys, create_key))
+        .routes(routes!(revoke_key))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -42,10 +44,19 @@ impl CreateKeyRequest {
                 if requested.is_empty() {
                     return Err("`scopes` must name at least one of `read`, `write` (or be omitted for both)".into());
                 }
-                if let Some(unknown) = requested.iter().find(|scope| !matches!(scope.as_str(), "read" | "write")) {
-                    return Err(format!("unknown scope `{unknown}`: allowed values are `read` and `write`"));
+                if let Some(unknown) = requested
+                    .iter()
+                    .find(|scope| !matches!(scope.as_str(), "read" | "write"))
+                {
+                    return Err(format!(
+                        "unknown scope `{unknown}`: allowed values are `read` and `write`"
+                    ));
                 }
-                ["read", "write"].into_iter().filter(|s| requested.iter().any(|r| r == s)).map(str::to_owned).collect()
+                ["read", "write"]
+                    .into_iter()
+                    .filter(|s| requested.iter().any(|r| r == s))
+                    .map(str::to_owned)
+                    .collect()
             }
         };
         if let Some(days) = self.expires_in_days
@@ -53,9 +64,17 @@ impl CreateKeyRequest {
         {
             return Err("`expiresInDays` must be a whole number of days from 1 to 365".into());
         }
-        let webhook_url =
-            self.webhook_url.map(|url| HttpUrl::parse("webhookUrl", &url).map(HttpUrl::into_inner)).transpose()?;
-        Ok(CreateKey { family: KeyFamily::Account, name, scopes, expires_in_days: self.expires_in_days, webhook_url })
+        let webhook_url = self
+            .webhook_url
+            .map(|url| HttpUrl::parse("webhookUrl", &url).map(HttpUrl::into_inner))
+            .transpose()?;
+        Ok(CreateKey {
+            family: KeyFamily::Account,
+            name,
+            scopes,
+            expires_in_days: self.expires_in_days,
+            webhook_url,
+        })
     }
 }
 
@@ -102,5 +121,7 @@ async fn revoke_key(
     session: SessionAuth,
     Path(key_id): Path<String>,
 ) -> Result<axum::Json<KeyView>, ApiError> {
-    Ok(axum::Json(service::revoke(&state, &session.account_id, KeyFamily::Account, &key_id).await?))
+    Ok(axum::Json(
+        service::revoke(&state, &session.account_id, KeyFamily::Account, &key_id).await?,
+    ))
 }

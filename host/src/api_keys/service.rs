@@ -58,12 +58,21 @@ pub struct KeyView {
 }
 
 /// Mint a key for `account_id`, refusing the 11th active one.
-pub async fn create(state: &AppState, account_id: &str, request: CreateKey) -> Result<CreatedKey, ApiError> {
+pub async fn create(
+    state: &AppState,
+    account_id: &str,
+    request: CreateKey,
+) -> Result<CreatedKey, ApiError> {
     let now = state.now();
     let minted = keys::mint();
     let key_id = new_id("key");
-    let expires_at = request.expires_in_days.map(|days| now + Duration::days(days));
-    let webhook_secret = request.webhook_url.as_ref().map(|_| format!("whsec_{}", random_base58(32)));
+    let expires_at = request
+        .expires_in_days
+        .map(|days| now + Duration::days(days));
+    let webhook_secret = request
+        .webhook_url
+        .as_ref()
+        .map(|_| format!("whsec_{}", random_base58(32)));
 
     let mut tx = state.store.begin().await?;
     // Take the account row's write lock first so two concurrent creations cannot both see 9.
@@ -107,7 +116,12 @@ pub async fn create(state: &AppState, account_id: &str, request: CreateKey) -> R
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
-    tracing::info!(account_id, key_id, family = request.family.as_str(), "API key created");
+    tracing::info!(
+        account_id,
+        key_id,
+        family = request.family.as_str(),
+        "API key created"
+    );
 
     Ok(CreatedKey {
         key_id,
@@ -122,10 +136,24 @@ pub async fn create(state: &AppState, account_id: &str, request: CreateKey) -> R
     })
 }
 
-type KeyRow = (String, String, String, String, i64, Option<i64>, Option<i64>, Option<i64>, Option<String>);
+type KeyRow = (
+    String,
+    String,
+    String,
+    String,
+    i64,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+);
 
 /// Every key of the account in `family`, newest first (revoked and expired ones included).
-pub async fn list(state: &AppState, account_id: &str, family: KeyFamily) -> Result<Vec<KeyView>, ApiError> {
+pub async fn list(
+    state: &AppState,
+    account_id: &str,
+    family: KeyFamily,
+) -> Result<Vec<KeyView>, ApiError> {
     let rows: Vec<KeyRow> = sqlx::query_as(
         "SELECT id, name, key_prefix, scopes, created_at, expires_at, last_used_at, revoked_at, webhook_url
          FROM api_keys WHERE account_id = $1 AND family = $2 ORDER BY created_at DESC, id",
@@ -139,7 +167,17 @@ pub async fn list(state: &AppState, account_id: &str, family: KeyFamily) -> Resu
 }
 
 fn key_view(row: KeyRow, now: chrono::DateTime<chrono::Utc>) -> KeyView {
-    let (key_id, name, key_prefix, scopes, created_at, expires_at, last_used_at, revoked_at, webhook_url) = row;
+    let (
+        key_id,
+        name,
+        key_prefix,
+        scopes,
+        created_at,
+        expires_at,
+        last_used_at,
+        revoked_at,
+        webhook_url,
+    ) = row;
     let at = |millis: Option<i64>| millis.map(|ms| rfc3339(from_millis(ms)));
     KeyView {
         key_id,
@@ -156,7 +194,12 @@ fn key_view(row: KeyRow, now: chrono::DateTime<chrono::Utc>) -> KeyView {
 }
 
 /// Revoke a key of the account; effective for the next request. Revoking twice is harmless.
-pub async fn revoke(state: &AppState, account_id: &str, family: KeyFamily, key_id: &str) -> Result<KeyView, ApiError> {
+pub async fn revoke(
+    state: &AppState,
+    account_id: &str,
+    family: KeyFamily,
+    key_id: &str,
+) -> Result<KeyView, ApiError> {
     let now = to_millis(state.now());
     sqlx::query(
         "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3 AND family = $4 AND revoked_at IS NULL",

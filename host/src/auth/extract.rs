@@ -58,9 +58,15 @@ impl<S: Scope> AccountAuth<S> {
 impl<S: Scope> FromRequestParts<AppState> for AccountAuth<S> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let caller = authenticate(parts, state, S::NAME).await?;
-        Ok(AccountAuth { caller, _scope: PhantomData })
+        Ok(AccountAuth {
+            caller,
+            _scope: PhantomData,
+        })
     }
 }
 
@@ -71,13 +77,19 @@ pub struct MaybeAccountAuth<S: Scope>(pub Option<Caller>, PhantomData<S>);
 impl<S: Scope> FromRequestParts<AppState> for MaybeAccountAuth<S> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let sent_any = keys::presented(&parts.headers).is_some()
             || session::token_from_headers(&parts.headers).is_some();
         if !sent_any {
             return Ok(MaybeAccountAuth(None, PhantomData));
         }
-        Ok(MaybeAccountAuth(Some(authenticate(parts, state, S::NAME).await?), PhantomData))
+        Ok(MaybeAccountAuth(
+            Some(authenticate(parts, state, S::NAME).await?),
+            PhantomData,
+        ))
     }
 }
 
@@ -85,9 +97,14 @@ async fn authenticate(parts: &Parts, state: &AppState, scope: &str) -> Result<Ca
     if let Some(presented) = keys::presented(&parts.headers) {
         let key = keys::verify(state, &presented, KeyFamily::Account).await?;
         if !key.allows(scope) {
-            return Err(ApiError::Forbidden(format!("this API key lacks the `{scope}` scope")));
+            return Err(ApiError::Forbidden(format!(
+                "this API key lacks the `{scope}` scope"
+            )));
         }
-        return Ok(Caller { account_id: key.account_id, via: Via::ApiKey { key_id: key.key_id } });
+        return Ok(Caller {
+            account_id: key.account_id,
+            via: Via::ApiKey { key_id: key.key_id },
+        });
     }
     match session::token_from_headers(&parts.headers) {
         Some(token) => match session::resolve(state, &token).await? {
@@ -108,7 +125,10 @@ pub struct SessionAuth {
 impl FromRequestParts<AppState> for SessionAuth {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         if let Some(token) = session::token_from_headers(&parts.headers)
             && let Some(account_id) = session::resolve(state, &token).await?
         {
@@ -116,9 +136,12 @@ impl FromRequestParts<AppState> for SessionAuth {
         }
         if keys::presented(&parts.headers).is_some() {
             return Err(ApiError::Forbidden(
-                "API keys cannot list, create or revoke API keys: sign in and use the session".into(),
+                "API keys cannot list, create or revoke API keys: sign in and use the session"
+                    .into(),
             ));
         }
-        Err(ApiError::Unauthorized("sign in first: this endpoint needs the session-token cookie".into()))
+        Err(ApiError::Unauthorized(
+            "sign in first: this endpoint needs the session-token cookie".into(),
+        ))
     }
 }

@@ -41,7 +41,11 @@ pub struct MintedKey {
 
 pub fn mint() -> MintedKey {
     let key = format!("{KEY_PREFIX}{}", random_base58(32));
-    MintedKey { prefix: key.chars().take(DISPLAY_PREFIX_LEN).collect(), hash: sha256_hex(&key), key }
+    MintedKey {
+        prefix: key.chars().take(DISPLAY_PREFIX_LEN).collect(),
+        hash: sha256_hex(&key),
+        key,
+    }
 }
 
 /// A key that passed the check: live, of the expected family.
@@ -63,19 +67,43 @@ pub fn presented(headers: &HeaderMap) -> Option<String> {
     let bearer = headers
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")))
+        .and_then(|value| {
+            value
+                .strip_prefix("Bearer ")
+                .or_else(|| value.strip_prefix("bearer "))
+        })
         .map(str::trim);
-    let header = headers.get("x-api-key").and_then(|value| value.to_str().ok()).map(str::trim);
-    bearer.or(header).filter(|key| !key.is_empty()).map(str::to_owned)
+    let header = headers
+        .get("x-api-key")
+        .and_then(|value| value.to_str().ok())
+        .map(str::trim);
+    bearer
+        .or(header)
+        .filter(|key| !key.is_empty())
+        .map(str::to_owned)
 }
 
 /// Check a presented key: 401 with the reason when it is unknown, revoked or expired.
-pub async fn verify(state: &AppState, presented: &str, family: KeyFamily) -> Result<VerifiedKey, ApiError> {
+pub async fn verify(
+    state: &AppState,
+    presented: &str,
+    family: KeyFamily,
+) -> Result<VerifiedKey, ApiError> {
     if !presented.starts_with(KEY_PREFIX) {
-        return Err(ApiError::Unauthorized(format!("not an API key: keys start with `{KEY_PREFIX}`")));
+        return Err(ApiError::Unauthorized(format!(
+            "not an API key: keys start with `{KEY_PREFIX}`"
+        )));
     }
     let hash = sha256_hex(presented);
-    type Row = (String, String, String, String, Option<i64>, Option<i64>, Option<i64>);
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        Option<i64>,
+        Option<i64>,
+        Option<i64>,
+    );
     let row: Option<Row> = sqlx::query_as(
         "SELECT id, account_id, key_hash, scopes, expires_at, revoked_at, last_used_at
          FROM api_keys WHERE key_hash = $1 AND family = $2",
@@ -84,7 +112,8 @@ pub async fn verify(state: &AppState, presented: &str, family: KeyFamily) -> Res
     .bind(family.as_str())
     .fetch_optional(state.store.read())
     .await?;
-    let Some((key_id, account_id, stored_hash, scopes, expires_at, revoked_at, last_used_at)) = row else {
+    let Some((key_id, account_id, stored_hash, scopes, expires_at, revoked_at, last_used_at)) = row
+    else {
         return Err(ApiError::Unauthorized("unknown API key".into()));
     };
     if !constant_time_eq(stored_hash.as_bytes(), hash.as_bytes()) {
@@ -98,7 +127,11 @@ pub async fn verify(state: &AppState, presented: &str, family: KeyFamily) -> Res
         return Err(ApiError::Unauthorized("this API key has expired".into()));
     }
     touch_last_used(state, &key_id, last_used_at, now);
-    Ok(VerifiedKey { key_id, account_id, scopes: split_scopes(&scopes) })
+    Ok(VerifiedKey {
+        key_id,
+        account_id,
+        scopes: split_scopes(&scopes),
+    })
 }
 
 /// Record use at minute granularity, off the request path.
@@ -135,7 +168,11 @@ pub fn join_scopes(scopes: &[String]) -> String {
 }
 
 /// Whether a key row is live at `now`.
-pub fn status(expires_at: Option<i64>, revoked_at: Option<i64>, now: DateTime<Utc>) -> &'static str {
+pub fn status(
+    expires_at: Option<i64>,
+    revoked_at: Option<i64>,
+    now: DateTime<Utc>,
+) -> &'static str {
     if revoked_at.is_some() {
         "revoked"
     } else if expires_at.is_some_and(|at| from_millis(at) <= now) {

@@ -27,7 +27,10 @@ pub fn verify(candidate: &str, stored: Option<&str>) -> bool {
     let Ok(parsed) = PasswordHash::new(phc) else {
         return false;
     };
-    hasher().verify_password(candidate.as_bytes(), &parsed).is_ok() && stored.is_some()
+    hasher()
+        .verify_password(candidate.as_bytes(), &parsed)
+        .is_ok()
+        && stored.is_some()
 }
 
 #[cfg(test)]

@@ -14,9 +14,9 @@ use crate::clock::{rfc3339, to_millis};
 use crate::crypto::new_id;
 use crate::db::is_unique_violation;
 use crate::domain::{Email, Label, Password, WalletAddress};
+use crate::http::ApiError;
 use crate::http::json::Json;
 use crate::http::rate_limit::{AuthPolicy, IpLimit};
-use crate::http::ApiError;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -28,8 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(wallet_sign_in))
 }
 
-const ACCEPTANCE_REQUIRED: &str =
-    "sign-up requires accepting the terms (`acceptTerms: true`) and the privacy policy (`acceptPrivacy: true`)";
+const ACCEPTANCE_REQUIRED: &str = "sign-up requires accepting the terms (`acceptTerms: true`) and the privacy policy (`acceptPrivacy: true`)";
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -87,7 +86,9 @@ async fn signup(
     .await;
     match inserted {
         Err(error) if is_unique_violation(&error) => {
-            return Err(ApiError::Conflict("an account with this e-mail already exists; sign in instead".into()));
+            return Err(ApiError::Conflict(
+                "an account with this e-mail already exists; sign in instead".into(),
+            ));
         }
         other => other?,
     };
@@ -114,19 +115,22 @@ async fn login(
     State(state): State<AppState>,
     Json(body): Json<LoginRequest>,
 ) -> Result<Response, ApiError> {
-    let found: Option<(String, Option<String>)> =
-        match Email::parse(&body.email) {
-            Ok(email) => sqlx::query_as("SELECT id, password_hash FROM accounts WHERE email = $1")
+    let found: Option<(String, Option<String>)> = match Email::parse(&body.email) {
+        Ok(email) => {
+            sqlx::query_as("SELECT id, password_hash FROM accounts WHERE email = $1")
                 .bind(email.as_str())
                 .fetch_optional(state.store.read())
-                .await?,
-            Err(_) => None,
-        };
+                .await?
+        }
+        Err(_) => None,
+    };
     let (account_id, stored_hash) = found.unzip();
     let candidate = body.password;
-    let matches = tokio::task::spawn_blocking(move || password::verify(&candidate, stored_hash.flatten().as_deref()))
-        .await
-        .map_err(ApiError::internal)?;
+    let matches = tokio::task::spawn_blocking(move || {
+        password::verify(&candidate, stored_hash.flatten().as_deref())
+    })
+    .await
+    .map_err(ApiError::internal)?;
     let Some(account_id) = account_id.filter(|_| matches) else {
         return Err(ApiError::Unauthorized("wrong e-mail or password".into()));
     };
@@ -142,7 +146,11 @@ async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Res
     if let Some(token) = session::token_from_headers(&headers) {
         session::delete(&state, &token).await?;
     }
-    Ok((StatusCode::NO_CONTENT, [(SET_COOKIE, session::clear_cookie(&state))]).into_response())
+    Ok((
+        StatusCode::NO_CONTENT,
+        [(SET_COOKIE, session::clear_cookie(&state))],
+    )
+        .into_response())
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -212,7 +220,10 @@ async fn wallet_sign_in(
     let mut tx = state.store.begin().await?;
     let (account_id, status) = match existing {
         Some(account_id) => (account_id, StatusCode::OK),
-        None => (create_wallet_account(&mut tx, &wallet, now).await?, StatusCode::CREATED),
+        None => (
+            create_wallet_account(&mut tx, &wallet, now).await?,
+            StatusCode::CREATED,
+        ),
     };
     let new_session = session::create(&mut tx, &account_id, now).await?;
     tx.commit().await?;
@@ -234,14 +245,24 @@ async fn create_wallet_account(
     .execute(&mut *conn)
     .await?;
     match account::link_wallet(conn, &account_id, wallet, "linked", now).await {
-        Err(error) if is_unique_violation(&error) => {
-            Err(ApiError::Conflict("this wallet was just linked to an account; sign in again".into()))
-        }
+        Err(error) if is_unique_violation(&error) => Err(ApiError::Conflict(
+            "this wallet was just linked to an account; sign in again".into(),
+        )),
         other => Ok(other.map(|()| account_id)?),
     }
 }
 
-async fn signed_in(state: &AppState, status: StatusCode, account_id: &str, token: &str) -> Result<Response, ApiError> {
+async fn signed_in(
+    state: &AppState,
+    status: StatusCode,
+    account_id: &str,
+    token: &str,
+) -> Result<Response, ApiError> {
     let view = account::load(state, account_id).await?;
-    Ok((status, [(SET_COOKIE, session::set_cookie(state, token))], axum::Json(view)).into_response())
+    Ok((
+        status,
+        [(SET_COOKIE, session::set_cookie(state, token))],
+        axum::Json(view),
+    )
+        .into_response())
 }

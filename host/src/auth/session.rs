@@ -23,7 +23,11 @@ pub struct NewSession {
 }
 
 /// Create a session for `account_id` inside the caller's transaction.
-pub async fn create(conn: &mut AnyConnection, account_id: &str, now: DateTime<Utc>) -> sqlx::Result<NewSession> {
+pub async fn create(
+    conn: &mut AnyConnection,
+    account_id: &str,
+    now: DateTime<Utc>,
+) -> sqlx::Result<NewSession> {
     let token = random_base58(32);
     let expires_at = now + Duration::days(LIFETIME_DAYS);
     sqlx::query(
@@ -58,12 +62,14 @@ pub async fn resolve(state: &AppState, token: &str) -> sqlx::Result<Option<Strin
         let expires_at = to_millis(now + Duration::days(LIFETIME_DAYS));
         // Off the request path: a lost slide only means the session ends a day earlier.
         tokio::spawn(async move {
-            let slid = sqlx::query("UPDATE sessions SET last_seen_at = $1, expires_at = $2 WHERE token_hash = $3")
-                .bind(to_millis(now))
-                .bind(expires_at)
-                .bind(&token_hash)
-                .execute(store.write())
-                .await;
+            let slid = sqlx::query(
+                "UPDATE sessions SET last_seen_at = $1, expires_at = $2 WHERE token_hash = $3",
+            )
+            .bind(to_millis(now))
+            .bind(expires_at)
+            .bind(&token_hash)
+            .execute(store.write())
+            .await;
             if let Err(error) = slid {
                 tracing::warn!(%error, "could not slide a session's expiry");
             }
@@ -105,11 +111,18 @@ pub fn set_cookie(state: &AppState, token: &str) -> String {
 
 /// `Set-Cookie` value that makes the browser forget the session.
 pub fn clear_cookie(state: &AppState) -> String {
-    format!("{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}", secure_attribute(state))
+    format!(
+        "{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}",
+        secure_attribute(state)
+    )
 }
 
 fn secure_attribute(state: &AppState) -> &'static str {
-    if state.config.public_url.starts_with("https://") { "; Secure" } else { "" }
+    if state.config.public_url.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    }
 }
 
 #[cfg(test)]
@@ -120,7 +133,10 @@ mod tests {
     #[test]
     fn finds_the_session_cookie_among_others() {
         let mut headers = HeaderMap::new();
-        headers.append(COOKIE, HeaderValue::from_static("theme=dark; session-token=abc123"));
+        headers.append(
+            COOKIE,
+            HeaderValue::from_static("theme=dark; session-token=abc123"),
+        );
         assert_eq!(token_from_headers(&headers).as_deref(), Some("abc123"));
         let mut empty = HeaderMap::new();
         empty.append(COOKIE, HeaderValue::from_static("session-token="));

@@ -37,10 +37,20 @@ pub async fn issue(state: &AppState, wallet: &WalletAddress) -> Result<Challenge
     .bind(to_millis(expires_at))
     .execute(state.store.write())
     .await?;
-    Ok(Challenge { nonce, message, expires_at })
+    Ok(Challenge {
+        nonce,
+        message,
+        expires_at,
+    })
 }
 
-fn message(public_url: &str, wallet: &WalletAddress, nonce: &str, now: DateTime<Utc>, expires: DateTime<Utc>) -> String {
+fn message(
+    public_url: &str,
+    wallet: &WalletAddress,
+    nonce: &str,
+    now: DateTime<Utc>,
+    expires: DateTime<Utc>,
+) -> String {
     let domain = url::Url::parse(public_url)
         .ok()
         .and_then(|url| url.host_str().map(str::to_owned))
@@ -85,23 +95,32 @@ pub async fn verify_and_consume(
     .execute(state.store.write())
     .await?;
     if consumed.rows_affected() != 1 {
-        return Err(ApiError::Unauthorized("the nonce was already used; request a new one".into()));
+        return Err(ApiError::Unauthorized(
+            "the nonce was already used; request a new one".into(),
+        ));
     }
     Ok(())
 }
 
 /// Verify a base58 ed25519 signature of `message` by `wallet` (strict: no malleable encodings).
-pub fn check_signature(wallet: &WalletAddress, message: &str, signature: &str) -> Result<(), ApiError> {
-    let key = VerifyingKey::from_bytes(&wallet.to_bytes())
-        .map_err(|_| ApiError::bad_request("`wallet` is not an ed25519 public key, so it cannot sign"))?;
+pub fn check_signature(
+    wallet: &WalletAddress,
+    message: &str,
+    signature: &str,
+) -> Result<(), ApiError> {
+    let key = VerifyingKey::from_bytes(&wallet.to_bytes()).map_err(|_| {
+        ApiError::bad_request("`wallet` is not an ed25519 public key, so it cannot sign")
+    })?;
     let bytes = bs58::decode(signature.trim())
         .into_vec()
         .map_err(|_| ApiError::bad_request("`signature` must be base58"))?;
-    let bytes: [u8; 64] = bytes
-        .try_into()
-        .map_err(|_| ApiError::bad_request("`signature` must be a 64-byte ed25519 signature in base58"))?;
+    let bytes: [u8; 64] = bytes.try_into().map_err(|_| {
+        ApiError::bad_request("`signature` must be a 64-byte ed25519 signature in base58")
+    })?;
     key.verify_strict(message.as_bytes(), &Signature::from_bytes(&bytes))
-        .map_err(|_| ApiError::Unauthorized("the signature does not match the message and wallet".into()))
+        .map_err(|_| {
+            ApiError::Unauthorized("the signature does not match the message and wallet".into())
+        })
 }
 
 #[cfg(test)]
@@ -116,10 +135,19 @@ mod tests {
         let message = "sign me";
         let good = bs58::encode(signer.sign(message.as_bytes()).to_bytes()).into_string();
         assert!(check_signature(&wallet, message, &good).is_ok());
-        assert!(matches!(check_signature(&wallet, "other", &good), Err(ApiError::Unauthorized(_))));
+        assert!(matches!(
+            check_signature(&wallet, "other", &good),
+            Err(ApiError::Unauthorized(_))
+        ));
         let stranger = SigningKey::from_bytes(&[4; 32]);
         let forged = bs58::encode(stranger.sign(message.as_bytes()).to_bytes()).into_string();
-        assert!(matches!(check_signature(&wallet, message, &forged), Err(ApiError::Unauthorized(_))));
-        assert!(matches!(check_signature(&wallet, message, "xyz"), Err(ApiError::BadRequest(_))));
+        assert!(matches!(
+            check_signature(&wallet, message, &forged),
+            Err(ApiError::Unauthorized(_))
+        ));
+        assert!(matches!(
+            check_signature(&wallet, message, "xyz"),
+            Err(ApiError::BadRequest(_))
+        ));
     }
 }

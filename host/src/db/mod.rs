@@ -74,7 +74,9 @@ pub struct Store {
 
 impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Store").field("backend", &self.backend).finish_non_exhaustive()
+        f.debug_struct("Store")
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
     }
 }
 
@@ -87,7 +89,11 @@ impl Store {
             Backend::Sqlite => {
                 let reader = sqlite_pool(url, 8).await?;
                 let writer = sqlite_pool(url, 1).await?;
-                Ok(Store { reader, writer, backend })
+                Ok(Store {
+                    reader,
+                    writer,
+                    backend,
+                })
             }
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
@@ -96,7 +102,11 @@ impl Store {
                     .connect(url)
                     .await
                     .map_err(StoreError::Connect)?;
-                Ok(Store { reader: pool.clone(), writer: pool, backend })
+                Ok(Store {
+                    reader: pool.clone(),
+                    writer: pool,
+                    backend,
+                })
             }
         }
     }
@@ -173,7 +183,9 @@ pub fn is_unique_violation(error: &sqlx::Error) -> bool {
     match error {
         sqlx::Error::Database(db) => {
             db.is_unique_violation()
-                || db.code().is_some_and(|code| code == "23505" || code == "2067" || code == "1555")
+                || db
+                    .code()
+                    .is_some_and(|code| code == "23505" || code == "2067" || code == "1555")
         }
         _ => false,
     }
@@ -185,16 +197,27 @@ mod tests {
 
     #[test]
     fn backend_follows_the_url_scheme() {
-        assert_eq!("sqlite://x.db".parse::<Backend>().ok(), Some(Backend::Sqlite));
-        assert_eq!("sqlite::memory:".parse::<Backend>().ok(), Some(Backend::Sqlite));
-        assert_eq!("postgres://u@h/db".parse::<Backend>().ok(), Some(Backend::Postgres));
+        assert_eq!(
+            "sqlite://x.db".parse::<Backend>().ok(),
+            Some(Backend::Sqlite)
+        );
+        assert_eq!(
+            "sqlite::memory:".parse::<Backend>().ok(),
+            Some(Backend::Sqlite)
+        );
+        assert_eq!(
+            "postgres://u@h/db".parse::<Backend>().ok(),
+            Some(Backend::Postgres)
+        );
         assert!("mysql://h/db".parse::<Backend>().is_err());
     }
 
     #[tokio::test]
     async fn sqlite_reads_dollar_placeholders_by_number() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::connect(&crate::config::sqlite_url_in(dir.path())).await.expect("open");
+        let store = Store::connect(&crate::config::sqlite_url_in(dir.path()))
+            .await
+            .expect("open");
         let (a, b): (i64, String) = sqlx::query_as("SELECT $2, $1")
             .bind("first")
             .bind(42_i64)

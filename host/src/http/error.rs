@@ -107,7 +107,9 @@ impl IntoResponse for ApiError {
             ApiError::RateLimited { retry_after } => {
                 let body = json!({ "error": "rate limit exceeded", "retryAfter": retry_after });
                 let mut response = (status, Json(body)).into_response();
-                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
                 response
             }
             other => (status, Json(json!({ "error": other.to_string() }))).into_response(),

@@ -50,7 +50,10 @@ pub fn router(state: AppState) -> Router {
     let (routes, openapi) = api();
     let openapi = std::sync::Arc::new(openapi);
     routes
-        .route("/api/openapi.json", get(move || async move { axum::Json(openapi.as_ref().clone()) }))
+        .route(
+            "/api/openapi.json",
+            get(move || async move { axum::Json(openapi.as_ref().clone()) }),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))

@@ -28,7 +28,11 @@ impl Limiter {
         let quota = Quota::with_period(period / burst.get())
             .unwrap_or_else(|| Quota::per_second(burst))
             .allow_burst(burst);
-        Limiter { enabled, inner: RateLimiter::keyed(quota), clock: DefaultClock::default() }
+        Limiter {
+            enabled,
+            inner: RateLimiter::keyed(quota),
+            clock: DefaultClock::default(),
+        }
     }
 
     /// Count one request for `key`; refused with the seconds until the next one may pass.
@@ -38,7 +42,9 @@ impl Limiter {
         }
         self.inner.check_key(&key.to_owned()).map_err(|not_until| {
             let wait = not_until.wait_time_from(self.clock.now());
-            ApiError::RateLimited { retry_after: wait.as_secs_f64().ceil().max(1.0) as u64 }
+            ApiError::RateLimited {
+                retry_after: wait.as_secs_f64().ceil().max(1.0) as u64,
+            }
         })
     }
 
@@ -79,7 +85,10 @@ pub struct ClientIp(pub IpAddr);
 impl FromRequestParts<AppState> for ClientIp {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         if state.config.trust_forwarded_for
             && let Some(ip) = parts
                 .headers
@@ -124,7 +133,10 @@ pub struct IpLimit<P>(PhantomData<P>);
 impl<P: Policy> FromRequestParts<AppState> for IpLimit<P> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let Ok(ClientIp(ip)) = ClientIp::from_request_parts(parts, state).await;
         P::limiter(&state.limits).check(&ip.to_string())?;
         Ok(IpLimit(PhantomData))

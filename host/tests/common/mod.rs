@@ -42,7 +42,9 @@ pub struct TestResponse {
 impl TestResponse {
     /// The `error` member of a platform error body.
     pub fn error(&self) -> &str {
-        self.body["error"].as_str().unwrap_or_else(|| panic!("no `error` in {}", self.body))
+        self.body["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no `error` in {}", self.body))
     }
 
     /// The session token set by this response.
@@ -65,8 +67,13 @@ pub async fn fresh_database_url(dir: &std::path::Path) -> String {
             use sqlx::Connection;
             sqlx::any::install_default_drivers();
             let schema = format!("t_{}", crucible::crypto::random_base58(12).to_lowercase());
-            let mut conn = sqlx::AnyConnection::connect(&base).await.expect("connect TEST_DATABASE_URL");
-            sqlx::query(&format!("CREATE SCHEMA \"{schema}\"")).execute(&mut conn).await.expect("create schema");
+            let mut conn = sqlx::AnyConnection::connect(&base)
+                .await
+                .expect("connect TEST_DATABASE_URL");
+            sqlx::query(&format!("CREATE SCHEMA \"{schema}\""))
+                .execute(&mut conn)
+                .await
+                .expect("create schema");
             conn.close().await.ok();
             let separator = if base.contains('?') { '&' } else { '?' };
             format!("{base}{separator}options=-c%20search_path%3D{schema}")
@@ -91,14 +98,29 @@ impl TestApp {
 
     async fn start(config: Config, data_dir: tempfile::TempDir) -> TestApp {
         let clock = Arc::new(ManualClock::new(Utc::now()));
-        let app = Application::build_with_clock(config.clone(), clock.clone()).await.expect("build app");
+        let app = Application::build_with_clock(config.clone(), clock.clone())
+            .await
+            .expect("build app");
         let address = format!("http://{}", app.local_addr());
         let state = app.state().clone();
         let server = tokio::spawn(async move {
-            app.run_until_stopped(std::future::pending()).await.expect("server");
+            app.run_until_stopped(std::future::pending())
+                .await
+                .expect("server");
         });
-        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
-        TestApp { address, client, clock, state, config, data_dir, server }
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client");
+        TestApp {
+            address,
+            client,
+            clock,
+            state,
+            config,
+            data_dir,
+            server,
+        }
     }
 
     /// Stop this server and start a new one on the same database and data dir (a restart).
@@ -106,7 +128,12 @@ impl TestApp {
         self.server.abort();
         let _ = self.server.await;
         self.state.store.close().await;
-        let TestApp { config, data_dir, clock, .. } = self;
+        let TestApp {
+            config,
+            data_dir,
+            clock,
+            ..
+        } = self;
         let mut restarted = Self::start(config, data_dir).await;
         restarted.clock = clock.clone();
         restarted
@@ -116,9 +143,17 @@ impl TestApp {
         self.clock.advance(by);
     }
 
-    pub async fn request(&self, method: &str, path: &str, auth: Auth<'_>, body: Option<Body>) -> TestResponse {
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        auth: Auth<'_>,
+        body: Option<Body>,
+    ) -> TestResponse {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
-        let mut request = self.client.request(method, format!("{}{}", self.address, path));
+        let mut request = self
+            .client
+            .request(method, format!("{}{}", self.address, path));
         request = match auth {
             Auth::None => request,
             Auth::Session(token) => request.header("cookie", format!("session-token={token}")),
@@ -128,7 +163,9 @@ impl TestApp {
         request = match body {
             None => request,
             Some(Body::Json(value)) => request.json(&value),
-            Some(Body::Raw(content_type, bytes)) => request.header("content-type", content_type).body(bytes),
+            Some(Body::Raw(content_type, bytes)) => {
+                request.header("content-type", content_type).body(bytes)
+            }
         };
         let response = request.send().await.expect("request");
         let status = response.status().as_u16();
@@ -137,9 +174,14 @@ impl TestApp {
         let body = if bytes.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
         };
-        TestResponse { status, headers, body }
+        TestResponse {
+            status,
+            headers,
+            body,
+        }
     }
 
     pub async fn get(&self, path: &str, auth: Auth<'_>) -> TestResponse {
@@ -147,11 +189,13 @@ impl TestApp {
     }
 
     pub async fn post(&self, path: &str, auth: Auth<'_>, body: Value) -> TestResponse {
-        self.request("POST", path, auth, Some(Body::Json(body))).await
+        self.request("POST", path, auth, Some(Body::Json(body)))
+            .await
     }
 
     pub async fn patch(&self, path: &str, auth: Auth<'_>, body: Value) -> TestResponse {
-        self.request("PATCH", path, auth, Some(Body::Json(body))).await
+        self.request("PATCH", path, auth, Some(Body::Json(body)))
+            .await
     }
 
     pub async fn delete(&self, path: &str, auth: Auth<'_>) -> TestResponse {
@@ -177,7 +221,9 @@ impl TestApp {
 
     /// Create an account key with the given request body; returns the creation response body.
     pub async fn create_key(&self, session: &str, body: Value) -> Value {
-        let response = self.post("/api/api-keys", Auth::Session(session), body).await;
+        let response = self
+            .post("/api/api-keys", Auth::Session(session), body)
+            .await;
         assert_eq!(response.status, 201, "{}", response.body);
         response.body
     }
@@ -185,7 +231,9 @@ impl TestApp {
     /// A session plus a key with `scopes`; returns (session, key secret).
     pub async fn account_with_key(&self, email: &str, scopes: &[&str]) -> (String, String) {
         let session = self.session(email).await;
-        let key = self.create_key(&session, json!({"name": "agent", "scopes": scopes})).await;
+        let key = self
+            .create_key(&session, json!({"name": "agent", "scopes": scopes}))
+            .await;
         (session, key["key"].as_str().expect("key").to_owned())
     }
 }
@@ -202,7 +250,9 @@ pub struct TestWallet {
 
 impl TestWallet {
     pub fn new(seed: u8) -> Self {
-        TestWallet { key: SigningKey::from_bytes(&[seed; 32]) }
+        TestWallet {
+            key: SigningKey::from_bytes(&[seed; 32]),
+        }
     }
 
     pub fn address(&self) -> String {
@@ -215,7 +265,13 @@ impl TestWallet {
 
     /// Ask for a nonce and sign its message: (nonce, signature).
     pub async fn prove(&self, app: &TestApp) -> (String, String) {
-        let response = app.post("/api/auth/nonce", Auth::None, json!({"wallet": self.address()})).await;
+        let response = app
+            .post(
+                "/api/auth/nonce",
+                Auth::None,
+                json!({"wallet": self.address()}),
+            )
+            .await;
         assert_eq!(response.status, 200, "{}", response.body);
         let nonce = response.body["nonce"].as_str().expect("nonce").to_owned();
         let signature = self.sign(response.body["message"].as_str().expect("message"));

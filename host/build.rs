@@ -1,0 +1,128 @@
+//! Builds the strategy components and the test guests for `wasm32-wasip2` and puts the `.wasm`
+//! files into `OUT_DIR`, where `sandbox::builtin` embeds them. No manual step: a fresh clone's
+//! `cargo build` / `cargo test` gets current components.
+//!
+//! The nested `cargo build` uses its own target dir (`target/wasm-guests`) so it never waits on
+//! the lock the outer build holds, and runs with the outer build's compiler and flag variables
+//! removed (wrappers such as clippy-driver, host RUSTFLAGS) so the guests build the same way
+//! whatever command started the outer build.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Guest packages and the `.wasm` file each produces.
+const GUESTS: &[(&str, &str)] = &[
+    ("strategy-fighter", "strategy_fighter.wasm"),
+    ("strategy-ranger", "strategy_ranger.wasm"),
+    ("strategy-mage", "strategy_mage.wasm"),
+    ("strategy-defender", "strategy_defender.wasm"),
+    ("strategy-gambler", "strategy_gambler.wasm"),
+    ("strategy-rogue", "strategy_rogue.wasm"),
+    ("hostile-guest", "hostile_guest.wasm"),
+    ("wrong-world-guest", "wrong_world_guest.wasm"),
+];
+
+/// Outer-build variables that must not leak into the nested build.
+fn leaks(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "RUSTC",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_LINKER",
+        "RUSTDOC",
+        "RUSTFLAGS",
+        "RUSTDOCFLAGS",
+        "CLIPPY_ARGS",
+        "CLIPPY_CONF_DIR",
+        "CARGO_TARGET_DIR",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_ENCODED_RUSTDOCFLAGS",
+        "CARGO_MAKEFLAGS",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_MANIFEST_LINKS",
+        "TARGET",
+        "HOST",
+        "OUT_DIR",
+        "OPT_LEVEL",
+        "PROFILE",
+        "DEBUG",
+        "NUM_JOBS",
+    ];
+    const PREFIXES: &[&str] = &[
+        "CARGO_PKG_",
+        "CARGO_CFG_",
+        "CARGO_FEATURE_",
+        "CARGO_BUILD_",
+        "CARGO_PROFILE_",
+        "CARGO_TARGET_",
+        "CARGO_LLVM_COV",
+        "DEP_",
+    ];
+    EXACT.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+fn main() {
+    let manifest_dir =
+        PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = manifest_dir
+        .parent()
+        .expect("host/ lives in the workspace root")
+        .to_path_buf();
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    for dir in ["wit", "sdk-guest", "strategies", "test-guests"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.lock").display()
+    );
+
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let target_dir = root.join("target").join("wasm-guests");
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root)
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--target-dir",
+        ])
+        .arg(&target_dir);
+    for (package, _) in GUESTS {
+        cmd.args(["-p", package]);
+    }
+    for (name, _) in env::vars_os() {
+        if let Some(name) = name.to_str()
+            && leaks(name)
+        {
+            cmd.env_remove(name);
+        }
+    }
+    // Small components compile faster on load: no debug info, symbols stripped.
+    cmd.env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+        .env("CARGO_PROFILE_RELEASE_STRIP", "true");
+
+    let output = cmd
+        .output()
+        .expect("run cargo for the wasm32-wasip2 guests");
+    if !output.status.success() {
+        panic!(
+            "building the strategy components failed (is the wasm32-wasip2 target installed? \
+             `rustup target add wasm32-wasip2`):\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let built = target_dir.join("wasm32-wasip2").join("release");
+    for (_, file) in GUESTS {
+        copy(&built.join(file), &out_dir.join(file));
+    }
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::copy(from, to)
+        .unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), to.display()));
+}

@@ -1,0 +1,161 @@
+//! Backtests: tick a strategy over a feed's history with a paper ledger, as the scheduler would
+//! tick a live paper agent, and report metrics, trades and faults.
+
+use super::engine::{LoadedStrategy, Sandbox};
+use super::tick::{AgentSettings, TickInput};
+use crate::market::{Interval, MarketError, MarketFeed, Pair};
+use crate::paper::{Fill, Ledger, Metrics, PaperConfig};
+
+/// What to backtest.
+#[derive(Debug, Clone)]
+pub struct BacktestSpec {
+    pub pair: Pair,
+    pub interval: Interval,
+    /// Close time of the last tick, Unix ms.
+    pub end: i64,
+    /// Number of ticks (one per candle).
+    pub ticks: usize,
+    /// Candles handed to the strategy on each tick.
+    pub window: usize,
+    pub settings: AgentSettings,
+    pub paper: PaperConfig,
+    pub initial_quote: f64,
+}
+
+impl BacktestSpec {
+    /// A spec with the platform defaults (200-candle window, 10,000 quote, 10 bps fee, 5 bps
+    /// slippage, maxAllocation 100 %) for `class` on `pair`.
+    pub fn new(class: &str, pair: Pair, interval: Interval, end: i64, ticks: usize) -> Self {
+        let settings = AgentSettings {
+            class: class.to_string(),
+            base: pair.base.clone(),
+            quote: pair.quote.clone(),
+            interval: interval.as_str().to_string(),
+            max_allocation: 100.0,
+            personality: String::new(),
+            model_id: "crucible/backtest".to_string(),
+        };
+        BacktestSpec {
+            pair,
+            interval,
+            end,
+            ticks,
+            window: 200,
+            settings,
+            paper: PaperConfig::default(),
+            initial_quote: 10_000.0,
+        }
+    }
+}
+
+/// A fill and when it happened.
+#[derive(Debug, Clone)]
+pub struct TradeRecord {
+    pub ts: i64,
+    pub fill: Fill,
+}
+
+/// A failed tick.
+#[derive(Debug, Clone)]
+pub struct FaultRecord {
+    pub ts: i64,
+    pub kind: &'static str,
+    pub message: String,
+}
+
+/// The outcome of a backtest.
+#[derive(Debug, Clone)]
+pub struct BacktestReport {
+    pub metrics: Metrics,
+    pub trades: Vec<TradeRecord>,
+    pub faults: Vec<FaultRecord>,
+    /// Orders the ledger refused (allocation reached, nothing to sell, ...).
+    pub rejected_orders: usize,
+    pub ticks: usize,
+    pub ledger: Ledger,
+    /// Return of simply holding the base over the same ticks, percent.
+    pub buy_and_hold_percent: f64,
+    pub fuel_used: u64,
+    pub first_ts: i64,
+    pub last_ts: i64,
+}
+
+/// Run `strategy` over `spec`; `progress(done, total)` is called as ticks complete.
+pub fn run_backtest(
+    sandbox: &Sandbox,
+    strategy: &LoadedStrategy,
+    feed: &dyn MarketFeed,
+    spec: &BacktestSpec,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<BacktestReport, MarketError> {
+    let candles = feed.candles(
+        &spec.pair,
+        spec.interval,
+        spec.end,
+        spec.ticks + spec.window,
+    )?;
+    if candles.len() < 2 {
+        return Err(MarketError::BadInput(
+            "a backtest needs at least two candles".into(),
+        ));
+    }
+    // Tick on each candle after the warm-up window (or on all but the first if history is short).
+    let first = candles.len().saturating_sub(spec.ticks).max(1);
+    let total = candles.len() - first;
+    let mut ledger = Ledger::new(spec.initial_quote, spec.paper);
+    let mut state: Vec<u8> = Vec::new();
+    let mut report_trades = Vec::new();
+    let mut faults = Vec::new();
+    let mut rejected = 0;
+    let mut fuel_used = 0;
+    ledger.mark(candles[first - 1].close);
+    for (done, i) in (first..candles.len()).enumerate() {
+        let candle = candles[i];
+        let now = candle.ts + spec.interval.millis();
+        let price = candle.close;
+        let window = &candles[(i + 1).saturating_sub(spec.window)..=i];
+        let signals = feed.signals(&spec.pair, now)?;
+        let input = TickInput {
+            settings: &spec.settings,
+            now,
+            candles: window,
+            signals,
+            portfolio: ledger.view(price),
+            state: &state,
+        };
+        let outcome = sandbox.tick(strategy, &input);
+        fuel_used += outcome.fuel_used;
+        match outcome.result {
+            Ok((orders, new_state)) => {
+                for order in &orders {
+                    match ledger.execute(order, price) {
+                        Ok(fill) => report_trades.push(TradeRecord { ts: now, fill }),
+                        Err(_) => rejected += 1,
+                    }
+                }
+                state = new_state;
+            }
+            Err(fault) => faults.push(FaultRecord {
+                ts: now,
+                kind: fault.kind(),
+                message: fault.to_string(),
+            }),
+        }
+        ledger.mark(price);
+        progress(done + 1, total);
+    }
+    let last = candles[candles.len() - 1];
+    let start_price = candles[first - 1].close;
+    Ok(BacktestReport {
+        metrics: ledger.metrics(last.close, spec.interval.per_year()),
+        trades: report_trades,
+        faults,
+        rejected_orders: rejected,
+        ticks: total,
+        buy_and_hold_percent: (last.close / start_price - 1.0) * 100.0,
+        ledger,
+        fuel_used,
+        first_ts: candles[first].ts + spec.interval.millis(),
+        last_ts: last.ts + spec.interval.millis(),
+    })
+}

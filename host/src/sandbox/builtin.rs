@@ -1,0 +1,37 @@
+//! The six class strategies (and the test guests), built by `host/build.rs` and embedded.
+
+/// Class names with a built-in strategy, in SPEC §1 order.
+pub const BUILTIN_CLASSES: [&str; 6] =
+    ["fighter", "ranger", "mage", "defender", "gambler", "rogue"];
+
+static FIGHTER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/strategy_fighter.wasm"));
+static RANGER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/strategy_ranger.wasm"));
+static MAGE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/strategy_mage.wasm"));
+static DEFENDER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/strategy_defender.wasm"));
+static GAMBLER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/strategy_gambler.wasm"));
+static ROGUE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/strategy_rogue.wasm"));
+static HOSTILE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile_guest.wasm"));
+static WRONG_WORLD: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/wrong_world_guest.wasm"));
+
+/// The component of a class's built-in strategy.
+pub fn builtin_component(class: &str) -> Option<&'static [u8]> {
+    match class {
+        "fighter" => Some(FIGHTER),
+        "ranger" => Some(RANGER),
+        "mage" => Some(MAGE),
+        "defender" => Some(DEFENDER),
+        "gambler" => Some(GAMBLER),
+        "rogue" => Some(ROGUE),
+        _ => None,
+    }
+}
+
+/// Test fixtures: `hostile` (misbehaves as its agent's personality says) and `wrong-world`.
+/// Shipped in the binary because they are small and let operators check a deployment's limits.
+pub fn test_guest(name: &str) -> Option<&'static [u8]> {
+    match name {
+        "hostile" => Some(HOSTILE),
+        "wrong-world" => Some(WRONG_WORLD),
+        _ => None,
+    }
+}

@@ -1,0 +1,161 @@
+//! The engine, the linker and loading components (validate → compile or load cached → pre-instantiate).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::cache::{ComponentCache, content_hash};
+use super::tick::TickState;
+use super::wit::{Strategy, StrategyPre};
+use super::{LoadError, SandboxConfig};
+
+/// The sandbox: one engine and linker shared by every strategy and tick. Cheap to share
+/// (`Arc` it); ticks on different threads run in parallel.
+pub struct Sandbox {
+    pub(super) engine: Engine,
+    linker: Linker<TickState>,
+    cache: Option<ComponentCache>,
+    pub(super) config: SandboxConfig,
+}
+
+/// A validated, compiled component ready to tick: its `InstancePre` and identity.
+#[derive(Clone)]
+pub struct LoadedStrategy {
+    pub(super) pre: StrategyPre<TickState>,
+    /// Hex SHA-256 of the component bytes.
+    pub hash: Arc<str>,
+    /// Size of the component in bytes.
+    pub size: usize,
+    /// Whether the compiled artifact came from the disk cache.
+    pub from_cache: bool,
+    /// Time spent compiling or loading the artifact.
+    pub load_time: Duration,
+}
+
+impl std::fmt::Debug for LoadedStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedStrategy")
+            .field("hash", &self.hash)
+            .field("size", &self.size)
+            .field("from_cache", &self.from_cache)
+            .finish()
+    }
+}
+
+impl Sandbox {
+    /// Build the engine (Cranelift, fuel, pooling allocator sized by `config`) and the linker
+    /// (`host.log` plus WASI with an empty, deny-by-default context).
+    pub fn new(config: SandboxConfig) -> Result<Self, LoadError> {
+        let mut pool = PoolingAllocationConfig::default();
+        let slots = config.max_concurrent_ticks;
+        pool.total_component_instances(slots)
+            .total_core_instances(slots * 16)
+            .max_core_instances_per_component(16)
+            .total_memories(slots * 2)
+            .max_memories_per_component(2)
+            .total_tables(slots * 8)
+            .max_tables_per_component(8)
+            .total_stacks(slots)
+            .max_memory_size(config.max_memory_bytes);
+        let mut wasm = Config::new();
+        wasm.strategy(wasmtime::Strategy::Cranelift)
+            .wasm_component_model(true)
+            .consume_fuel(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&wasm).map_err(|e| LoadError::Engine(e.to_string()))?;
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| LoadError::Engine(e.to_string()))?;
+        Strategy::add_to_linker::<TickState, HasSelf<TickState>>(&mut linker, |s| s)
+            .map_err(|e| LoadError::Engine(e.to_string()))?;
+
+        let cache = match &config.cache_dir {
+            Some(dir) => Some(ComponentCache::new(dir.clone(), &engine)?),
+            None => None,
+        };
+        Ok(Sandbox {
+            engine,
+            linker,
+            cache,
+            config,
+        })
+    }
+
+    /// The limits this sandbox enforces.
+    pub fn config(&self) -> &SandboxConfig {
+        &self.config
+    }
+
+    /// Validate and prepare a component: size limit, component format, imports we provide and
+    /// the `on-tick` export of our world. Compiled once; reused from the disk cache.
+    pub fn load(&self, bytes: &[u8]) -> Result<LoadedStrategy, LoadError> {
+        if bytes.len() > self.config.max_component_bytes {
+            return Err(LoadError::TooLarge {
+                size: bytes.len(),
+                limit: self.config.max_component_bytes,
+            });
+        }
+        if !wasmparser_is_component(bytes) {
+            return Err(LoadError::Invalid(
+                "the bytes are not a WebAssembly component (build with --target wasm32-wasip2)"
+                    .into(),
+            ));
+        }
+        let hash = content_hash(bytes);
+        let started = Instant::now();
+        let (component, from_cache) = self.compile_or_load(&hash, bytes)?;
+        let load_time = started.elapsed();
+        let instance_pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        let pre =
+            StrategyPre::new(instance_pre).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        Ok(LoadedStrategy {
+            pre,
+            hash: hash.into(),
+            size: bytes.len(),
+            from_cache,
+            load_time,
+        })
+    }
+
+    fn compile_or_load(&self, hash: &str, bytes: &[u8]) -> Result<(Component, bool), LoadError> {
+        if let Some(cache) = &self.cache
+            && let Some(artifact) = cache.get(hash)
+            && let Ok(component) = deserialize(&self.engine, &artifact)
+        {
+            return Ok((component, true));
+        }
+        let artifact = self
+            .engine
+            .precompile_component(bytes)
+            .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
+        let component = deserialize(&self.engine, &artifact)
+            .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        if let Some(cache) = &self.cache {
+            // A cache that cannot be written costs a recompile next start, nothing more.
+            if let Err(error) = cache.put(hash, &artifact) {
+                tracing::warn!(%error, "could not write compiled component to the cache");
+            }
+        }
+        Ok((component, false))
+    }
+}
+
+/// Load an artifact produced by this engine's `precompile_component`.
+#[allow(unsafe_code)]
+fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
+    // SAFETY: `artifact` is either what `Engine::precompile_component` of this same engine just
+    // returned, or a cache file this server wrote whose SHA-256 and engine compatibility hash
+    // were checked by `ComponentCache::get`. wasmtime additionally checks its own header.
+    unsafe { Component::deserialize(engine, artifact) }
+}
+
+/// A component starts with `\0asm`, then version 0x0d and layer 0x01 (a core module has layer 0).
+fn wasmparser_is_component(bytes: &[u8]) -> bool {
+    bytes.len() >= 8 && &bytes[..4] == b"\0asm" && bytes[6..8] == [0x01, 0x00]
+}

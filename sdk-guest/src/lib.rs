@@ -1,0 +1,133 @@
+//! `crucible-sdk`: write a Crucible strategy as one trait impl and one `export!` line.
+//!
+//! The host calls a strategy once per tick with a [`Context`] (agent configuration, recent
+//! candles, market signals, paper portfolio) and the strategy's own typed state from the previous
+//! tick. The strategy returns the [`Order`]s to place and mutates its state; the SDK encodes the
+//! state into the blob the host keeps (postcard) and decodes it on the next tick.
+//!
+//! ```ignore
+//! use crucible_sdk::{Context, Order, Strategy, indicators};
+//!
+//! #[derive(Default, serde::Serialize, serde::Deserialize)]
+//! pub struct State { ticks: u64 }
+//!
+//! pub struct Hodl;
+//!
+//! impl Strategy for Hodl {
+//!     type State = State;
+//!     fn on_tick(ctx: &Context, state: &mut State) -> Result<Vec<Order>, String> {
+//!         state.ticks += 1;
+//!         if ctx.portfolio.base == 0.0 {
+//!             return Ok(vec![Order::buy(0.5).because("first tick")]);
+//!         }
+//!         Ok(Vec::new())
+//!     }
+//! }
+//!
+//! crucible_sdk::export!(Hodl);
+//! ```
+//!
+//! Build with `cargo build --release --target wasm32-wasip2`, then try it with
+//! `crucible strategy backtest target/wasm32-wasip2/release/<name>.wasm`.
+//!
+//! The same strategy compiles natively (the `export!` line only emits the component export
+//! on `wasm32`), so its logic can be unit-tested with plain `cargo test`.
+
+pub mod indicators;
+mod types;
+
+pub use types::{AgentConfig, Candles, Context, Level, Order, Portfolio, Side, Signals, Size};
+
+use serde::{Serialize, de::DeserializeOwned};
+
+/// The generated bindings of `wit/strategy.wit`. Not part of the API: use the types above.
+#[doc(hidden)]
+pub mod __bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "strategy",
+        pub_export_macro: true,
+        export_macro_name: "__export_strategy",
+        default_bindings_module: "crucible_sdk::__bindings",
+    });
+}
+
+/// A trading strategy: a pure function of the tick's context and its own state.
+pub trait Strategy {
+    /// State kept between ticks (serialised with postcard; keep it small, at most 64 KiB).
+    /// A state that no longer decodes (e.g. after a change of this type) restarts from
+    /// `Default`.
+    type State: Serialize + DeserializeOwned + Default;
+
+    /// Decide this tick's orders. An `Err` skips the tick and is recorded as a strategy fault.
+    fn on_tick(ctx: &Context, state: &mut Self::State) -> Result<Vec<Order>, String>;
+}
+
+/// Write a line to the agent's log (capped by the host: 1 KiB a line, 32 lines a tick).
+/// Outside a component (native tests) this does nothing.
+pub fn log(level: Level, message: &str) {
+    #[cfg(target_arch = "wasm32")]
+    __bindings::crucible::strategy::host::log(level.into(), message);
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = (level, message);
+}
+
+/// Decode the state, run the strategy, encode the new state. Used by [`export!`].
+#[doc(hidden)]
+pub fn __run<S: Strategy>(
+    ctx: __bindings::crucible::strategy::types::TickContext,
+) -> Result<__bindings::crucible::strategy::types::TickOutput, String> {
+    let (context, blob) = Context::from_wit(ctx);
+    let mut state = decode_state::<S::State>(&blob);
+    let orders = S::on_tick(&context, &mut state)?;
+    let state = postcard::to_allocvec(&state).map_err(|e| format!("state does not encode: {e}"))?;
+    Ok(__bindings::crucible::strategy::types::TickOutput {
+        orders: orders.into_iter().map(Order::into_wit).collect(),
+        state,
+    })
+}
+
+/// Decode a state blob; empty or undecodable blobs give `Default` (a fresh start).
+pub fn decode_state<T: DeserializeOwned + Default>(blob: &[u8]) -> T {
+    if blob.is_empty() {
+        return T::default();
+    }
+    match postcard::from_bytes(blob) {
+        Ok(state) => state,
+        Err(_) => {
+            log(
+                Level::Warn,
+                "state blob did not decode; starting from default state",
+            );
+            T::default()
+        }
+    }
+}
+
+/// Encode a state the way the host will hand it back (for native tests of a strategy).
+pub fn encode_state<T: Serialize>(state: &T) -> Vec<u8> {
+    postcard::to_allocvec(state).unwrap_or_default()
+}
+
+/// Export a [`Strategy`] as the component's `on-tick`. One line per strategy crate:
+/// `crucible_sdk::export!(MyStrategy);`
+#[macro_export]
+macro_rules! export {
+    ($strategy:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            struct __CrucibleExport;
+            impl $crate::__bindings::Guest for __CrucibleExport {
+                fn on_tick(
+                    ctx: $crate::__bindings::crucible::strategy::types::TickContext,
+                ) -> ::core::result::Result<
+                    $crate::__bindings::crucible::strategy::types::TickOutput,
+                    ::std::string::String,
+                > {
+                    $crate::__run::<$strategy>(ctx)
+                }
+            }
+            $crate::__bindings::__export_strategy!(__CrucibleExport with_types_in $crate::__bindings);
+        };
+    };
+}

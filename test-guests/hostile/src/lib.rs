@@ -1,0 +1,60 @@
+//! Test fixture: a strategy that attacks the host in the way its agent's `personality` names.
+//! One component for every attack keeps the nested guest build short. Any other personality
+//! behaves (one small buy), so tests can check that well-behaved agents go on.
+
+use crucible_sdk::{Context, Level, Order, Strategy, log};
+
+pub struct Hostile;
+
+#[inline(never)]
+fn recurse(depth: u64, pad: &mut [u8; 256]) -> u64 {
+    pad[(depth % 256) as usize] = depth as u8;
+    // black_box keeps the recursion a real call chain (no tail-call or loop rewrite).
+    1 + recurse(std::hint::black_box(depth + 1), std::hint::black_box(pad))
+}
+
+impl Strategy for Hostile {
+    type State = Vec<u8>;
+
+    fn on_tick(ctx: &Context, state: &mut Vec<u8>) -> Result<Vec<Order>, String> {
+        match ctx.config.personality.as_str() {
+            "infinite-loop" => {
+                let mut x = 0u64;
+                loop {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            }
+            "memory-bomb" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "deep-recursion" => {
+                let mut pad = [0u8; 256];
+                let n = recurse(0, &mut pad);
+                Err(format!("returned from recursion {n}"))
+            }
+            "huge-output" => {
+                // 4 MiB of state: far over the 64 KiB the host keeps.
+                state.clear();
+                state.resize(4 << 20, 7);
+                Ok(Vec::new())
+            }
+            "many-orders" => Ok((0..10_000).map(|_| Order::buy(0.0001)).collect()),
+            "log-flood" => {
+                for i in 0..1_000_000u32 {
+                    log(Level::Info, &format!("flood line {i}"));
+                }
+                Ok(Vec::new())
+            }
+            "bad-order" => Ok(vec![Order::buy(f64::NAN)]),
+            "panic" => panic!("strategy panicked on purpose"),
+            "error" => Err("strategy refused this tick".to_string()),
+            _ => Ok(vec![Order::buy(0.01).because("well behaved")]),
+        }
+    }
+}
+
+crucible_sdk::export!(Hostile);

@@ -1,0 +1,43 @@
+//! The dungeon game engine (DESIGN §10): pure and deterministic. A day's [`DungeonMap`] comes from
+//! the date and a deployment salt; a [`Run`] is that map + a class + a run seed + the actions
+//! played, and the same inputs always give the same states, events and score. No I/O, no clock,
+//! no database, no global randomness may ever enter this module: the HTTP layer stores the actions
+//! and can always rebuild a run with [`Run::replay`].
+//!
+//! ```
+//! use crucible::dungeon::game::{Action, ActionKind, Class, DungeonMap, Run};
+//!
+//! let map = DungeonMap::for_date(2026, 11, 23, "deployment-salt");
+//! let mut run = Run::new(&map, Class::Rogue, 42);
+//! let state = run.view();
+//! let exit = state.room.exits[0].direction.clone();
+//! let outcome = run.apply(&Action::new(ActionKind::Move, Some(&exit))).expect("a legal move");
+//! assert_eq!(outcome.turn_number, 1);
+//! assert_eq!(run.view().player.ap, 99);
+//! ```
+
+mod actions;
+pub mod agent;
+mod combat;
+pub mod entities;
+pub mod event;
+pub mod map;
+pub mod rng;
+mod rules;
+mod run;
+pub mod score;
+pub mod skill;
+mod theme;
+mod view;
+
+#[cfg(test)]
+mod tests;
+
+pub use entities::{Class, Element};
+pub use event::GameEvent;
+pub use map::DungeonMap;
+pub use rules::{Action, ActionKind, TurnRequest};
+pub use run::{ILLEGAL_ACTION_AP, MAX_TURNS, Run, RunStatus, TurnError, TurnOutcome};
+pub use view::{
+    EnemyView, ExitView, InventoryEntry, ItemView, ObjectView, PlayerView, RoomView, VisibleState,
+};

@@ -44,7 +44,8 @@ pub struct SandboxConfig {
     pub max_log_line_bytes: usize,
     /// `log` calls after which the tick is stopped as a flood.
     pub log_flood_calls: u32,
-    /// Bytes a guest may pass to the host in one import call.
+    /// Bytes a guest may pass to the host in one call: a `log` line, or the whole `on-tick`
+    /// result (wasmtime's hostcall fuel). Above `max_state_bytes` plus a full order list.
     pub max_hostcall_bytes: usize,
     /// Orders accepted per tick and bytes of state kept.
     pub max_orders: usize,
@@ -64,7 +65,7 @@ impl Default for SandboxConfig {
             max_log_lines: 32,
             max_log_line_bytes: 1024,
             log_flood_calls: 1_000,
-            max_hostcall_bytes: 64 << 10,
+            max_hostcall_bytes: 256 << 10,
             max_orders: 16,
             max_state_bytes: 64 << 10,
             max_concurrent_ticks: 32,
@@ -109,8 +110,8 @@ pub enum TickFault {
     StackOverflow,
     #[error("logged more than {limit} lines in one tick")]
     LogFlood { limit: u32 },
-    #[error("passed more than {limit} bytes to the host in one call")]
-    HostcallLimit { limit: usize },
+    #[error("passed more than {limit} bytes to the host in one call (log line or output)")]
+    OutputTooLarge { limit: usize },
     #[error("guest trapped: {0}")]
     Trap(String),
     #[error("invalid output: {0}")]
@@ -129,7 +130,7 @@ impl TickFault {
             TickFault::MemoryLimit { .. } => "memory_limit",
             TickFault::StackOverflow => "stack_overflow",
             TickFault::LogFlood { .. } => "log_flood",
-            TickFault::HostcallLimit { .. } => "hostcall_limit",
+            TickFault::OutputTooLarge { .. } => "output_too_large",
             TickFault::Trap(_) => "trap",
             TickFault::InvalidOutput(_) => "invalid_output",
             TickFault::StrategyError(_) => "strategy_error",

@@ -225,8 +225,9 @@ impl Sandbox {
             Some(trap) => TickFault::Trap(trap.to_string()),
             None => {
                 let text = format!("{error:#}");
-                if text.contains("hostcall fuel") {
-                    TickFault::HostcallLimit {
+                // wasmtime's `HostcallFuelExhausted` is private; its message is stable in 48.x.
+                if text.contains("fuel allocated for hostcalls") {
+                    TickFault::OutputTooLarge {
                         limit: self.config.max_hostcall_bytes,
                     }
                 } else if instantiating {

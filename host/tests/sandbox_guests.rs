@@ -1,0 +1,233 @@
+//! Hostile guests, malformed components and the compiled-component cache.
+//!
+//! Every attack must end as the right recorded fault for that tick alone: the sandbox keeps
+//! serving, and a well-behaved agent ticking right after is unaffected.
+
+use crucible::market::{Interval, MarketFeed, Pair, SimulatedMarket};
+use crucible::paper::{Ledger, PaperConfig, Side};
+use crucible::sandbox::{
+    AgentSettings, LoadError, LoadedStrategy, Sandbox, SandboxConfig, TickFault, TickInput,
+    TickOutcome, builtin_component, test_guest,
+};
+
+struct Fixture {
+    sandbox: Sandbox,
+    hostile: LoadedStrategy,
+    fighter: LoadedStrategy,
+    candles: Vec<crucible::market::Candle>,
+    signals: crucible::market::Signals,
+}
+
+fn fixture() -> Fixture {
+    let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
+    let hostile = sandbox
+        .load(test_guest("hostile").expect("hostile guest"))
+        .expect("load hostile");
+    let fighter = sandbox
+        .load(builtin_component("fighter").expect("fighter"))
+        .expect("load fighter");
+    let market = SimulatedMarket::new(3);
+    let pair = Pair::new("SOL", "USDC");
+    let end = SimulatedMarket::origin() + 400 * Interval::H1.millis();
+    let candles = market
+        .candles(&pair, Interval::H1, end, 200)
+        .expect("candles");
+    let signals = market.signals(&pair, end).expect("signals");
+    Fixture {
+        sandbox,
+        hostile,
+        fighter,
+        candles,
+        signals,
+    }
+}
+
+fn settings(personality: &str) -> AgentSettings {
+    AgentSettings {
+        class: "rogue".into(),
+        base: "SOL".into(),
+        quote: "USDC".into(),
+        interval: "1h".into(),
+        max_allocation: 100.0,
+        personality: personality.into(),
+        model_id: "test/hostile".into(),
+    }
+}
+
+fn tick(f: &Fixture, strategy: &LoadedStrategy, personality: &str) -> TickOutcome {
+    let settings = settings(personality);
+    let ledger = Ledger::new(10_000.0, PaperConfig::default());
+    let price = f.candles.last().expect("candles").close;
+    let input = TickInput {
+        settings: &settings,
+        now: f.candles.last().expect("candles").ts + Interval::H1.millis(),
+        candles: &f.candles,
+        signals: f.signals,
+        portfolio: ledger.view(price),
+        state: &[],
+    };
+    f.sandbox.tick(strategy, &input)
+}
+
+/// After an attack, the same component behaves again and another agent's strategy still runs.
+fn others_go_on(f: &Fixture) {
+    let good = tick(f, &f.hostile, "polite");
+    let (orders, _) = good
+        .result
+        .expect("a well-behaved tick of the same component succeeds");
+    assert_eq!(orders.len(), 1);
+    assert_eq!(orders[0].side, Side::Buy);
+    assert_eq!(orders[0].reason.as_deref(), Some("well behaved"));
+    tick(f, &f.fighter, "")
+        .result
+        .expect("another agent's fighter still ticks");
+}
+
+fn fault(outcome: &TickOutcome) -> &TickFault {
+    outcome.result.as_ref().err().expect("the tick must fail")
+}
+
+#[test]
+fn hostile_guests_are_stopped_with_the_right_reason() {
+    let f = fixture();
+    let cases: [(&str, &str); 8] = [
+        ("infinite-loop", "timeout"),
+        ("memory-bomb", "memory_limit"),
+        ("deep-recursion", "stack_overflow"),
+        ("huge-output", "output_too_large"),
+        ("many-orders", "invalid_output"),
+        ("log-flood", "log_flood"),
+        ("bad-order", "invalid_output"),
+        ("panic", "trap"),
+    ];
+    for (attack, kind) in cases {
+        let outcome = tick(&f, &f.hostile, attack);
+        let fault = fault(&outcome);
+        assert_eq!(fault.kind(), kind, "{attack}: {fault}");
+        others_go_on(&f);
+    }
+}
+
+#[test]
+fn fault_details_are_recorded() {
+    let f = fixture();
+    let limits = f.sandbox.config().clone();
+
+    let loop_tick = tick(&f, &f.hostile, "infinite-loop");
+    assert_eq!(*fault(&loop_tick), TickFault::Timeout);
+    assert_eq!(
+        loop_tick.fuel_used, limits.fuel_per_tick,
+        "a timeout burns the whole budget"
+    );
+
+    let bomb = tick(&f, &f.hostile, "memory-bomb");
+    assert_eq!(*fault(&bomb), TickFault::MemoryLimit { limit: 16 << 20 });
+
+    let flood = tick(&f, &f.hostile, "log-flood");
+    assert_eq!(
+        *fault(&flood),
+        TickFault::LogFlood {
+            limit: limits.log_flood_calls
+        }
+    );
+    assert_eq!(
+        flood.logs.len(),
+        limits.max_log_lines,
+        "the first lines are kept"
+    );
+    assert_eq!(flood.logs[0].message, "flood line 0");
+    assert_eq!(
+        flood.logs_dropped,
+        limits.log_flood_calls - limits.max_log_lines as u32
+    );
+
+    let huge = tick(&f, &f.hostile, "huge-output");
+    assert_eq!(
+        *fault(&huge),
+        TickFault::OutputTooLarge {
+            limit: limits.max_hostcall_bytes
+        }
+    );
+    let many = tick(&f, &f.hostile, "many-orders");
+    assert_eq!(
+        *fault(&many),
+        TickFault::InvalidOutput("100 orders; at most 16 per tick".into())
+    );
+
+    let refused = tick(&f, &f.hostile, "error");
+    assert_eq!(
+        *fault(&refused),
+        TickFault::StrategyError("strategy refused this tick".into())
+    );
+}
+
+#[test]
+fn wrong_world_garbage_and_oversized_components_are_refused_on_load() {
+    let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
+
+    let wrong = sandbox
+        .load(test_guest("wrong-world").expect("fixture"))
+        .expect_err("wrong world");
+    assert!(matches!(wrong, LoadError::WrongWorld(_)), "{wrong}");
+    assert!(
+        wrong.to_string().contains("crucible:strategy/strategy"),
+        "{wrong}"
+    );
+
+    for garbage in [
+        &b"definitely not wasm"[..],
+        b"",
+        b"\0asm\x01\0\0\0",
+        b"\0asm\x0d\0\x01\0\xff\xff\xff",
+    ] {
+        let error = sandbox.load(garbage).expect_err("garbage");
+        assert!(
+            matches!(error, LoadError::Invalid(_)),
+            "{garbage:?}: {error}"
+        );
+    }
+
+    let small = Sandbox::new(SandboxConfig {
+        max_component_bytes: 1024,
+        ..SandboxConfig::default()
+    })
+    .expect("sandbox");
+    let fighter = builtin_component("fighter").expect("fighter");
+    assert!(matches!(
+        small.load(fighter),
+        Err(LoadError::TooLarge { size, limit: 1024 }) if size == fighter.len()
+    ));
+}
+
+#[test]
+fn compiled_components_are_cached_on_disk_and_tampering_is_ignored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bytes = builtin_component("defender").expect("defender");
+
+    let first = Sandbox::new(SandboxConfig::with_data_dir(dir.path())).expect("sandbox");
+    let cold = first.load(bytes).expect("compile");
+    assert!(!cold.from_cache);
+    let warm = first.load(bytes).expect("from cache");
+    assert!(warm.from_cache);
+    assert_eq!(warm.hash, cold.hash);
+
+    // A restart (new engine, same data dir) reuses the artifact.
+    let restarted = Sandbox::new(SandboxConfig::with_data_dir(dir.path())).expect("sandbox");
+    assert!(restarted.load(bytes).expect("load").from_cache);
+
+    // A tampered artifact fails its checksum: recompiled, never deserialised.
+    let cache_dir = dir.path().join("components");
+    let file = std::fs::read_dir(&cache_dir)
+        .expect("cache dir")
+        .next()
+        .expect("one artifact")
+        .expect("entry")
+        .path();
+    let mut artifact = std::fs::read(&file).expect("read artifact");
+    let last = artifact.len() - 1;
+    artifact[last] ^= 0xff;
+    std::fs::write(&file, &artifact).expect("tamper");
+    let reloaded = restarted.load(bytes).expect("recompile");
+    assert!(!reloaded.from_cache);
+    assert!(restarted.load(bytes).expect("cached again").from_cache);
+}

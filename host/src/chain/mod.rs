@@ -1,0 +1,204 @@
+//! Chain: everything Crucible knows about Solana (DESIGN §5).
+//!
+//! Other modules call three things on [`Chain`]: [`Chain::verify_payment`] (is this signature the
+//! expected entry payment, and is it final?), [`Chain::portfolio`] (a wallet's SOL and token
+//! balances, for leaderboards) and [`Chain::transfer_token`] (pay out from a server-held
+//! keypair). All three go through one JSON-RPC client ([`rpc`]); with `SOLANA_RPC_URL` unset
+//! that client talks over HTTP to the embedded [`simnet`] served by this same server at
+//! `/simnet/rpc`, exactly as it would to devnet or mainnet.
+//!
+//! This module never trusts a client's word about a payment: only finalized, parsed chain data
+//! is checked, by the pure function in [`verify`].
+
+pub mod keypair;
+pub mod portfolio;
+pub mod rpc;
+pub mod simnet;
+pub mod transfer;
+pub mod tx;
+pub mod verify;
+pub mod wallet_cli;
+mod wallets;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::crypto::Sealer;
+use crate::db::{Store, StoreError};
+use crate::domain::WalletAddress;
+
+pub use keypair::Keypair;
+pub use portfolio::{Portfolio, TokenBalance};
+pub use rpc::RpcClient;
+pub use simnet::Simnet;
+pub use verify::{ExpectedPayment, PaymentStatus, RejectReason};
+pub use wallets::ServerWallet;
+
+/// Errors at the chain boundary. Rejections of a payment are not errors: they are a
+/// [`PaymentStatus::Rejected`].
+#[derive(Debug, thiserror::Error)]
+pub enum ChainError {
+    #[error("cannot reach the Solana RPC at {url}: {detail}")]
+    Transport { url: String, detail: String },
+    #[error("the Solana RPC refused {method}: {message} (code {code})")]
+    Rpc {
+        method: String,
+        code: i64,
+        message: String,
+    },
+    #[error("unexpected answer from the Solana RPC to {method}: {detail}")]
+    Decode { method: String, detail: String },
+    #[error(transparent)]
+    Wire(#[from] tx::WireError),
+    #[error("{0}")]
+    Transfer(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Keypair(#[from] keypair::KeypairError),
+    #[error("chain configuration: {0}")]
+    Config(String),
+    #[error("simnet: {0}")]
+    Simnet(#[from] simnet::SimnetError),
+}
+
+impl From<sqlx::Error> for ChainError {
+    fn from(error: sqlx::Error) -> Self {
+        ChainError::Store(StoreError::Query(error))
+    }
+}
+
+/// The server's view of Solana: the RPC client, the stablecoin, the server wallets, and the
+/// embedded simnet when no external RPC is configured.
+#[derive(Debug)]
+pub struct Chain {
+    rpc: RpcClient,
+    simnet: Option<Arc<Simnet>>,
+    stablecoin_mint: String,
+    escrow: ServerWallet,
+    dungeon: ServerWallet,
+}
+
+impl Chain {
+    /// Open the chain for a server listening on `local_addr`: an external RPC when configured,
+    /// else the simnet (ledger in `store`) reached over HTTP at `http://<local_addr>/simnet/rpc`.
+    pub async fn open(
+        config: &Config,
+        store: &Store,
+        clock: Arc<dyn Clock>,
+        sealer: &Sealer,
+        local_addr: SocketAddr,
+    ) -> Result<Self, ChainError> {
+        let (rpc_url, simnet) = match &config.solana_rpc_url {
+            Some(url) => (url.clone(), None),
+            None => {
+                let mint = config
+                    .stablecoin_mint
+                    .as_deref()
+                    .map(str::parse)
+                    .transpose()
+                    .map_err(|_| {
+                        ChainError::Config("the stablecoin mint is not an address".into())
+                    })?
+                    .unwrap_or_else(simnet::default_stablecoin_mint);
+                let simnet =
+                    Simnet::open(store.clone(), clock, config.simnet_finality_ms, mint).await?;
+                let mut host = local_addr;
+                if host.ip().is_unspecified() {
+                    host.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+                }
+                (format!("http://{host}/simnet/rpc"), Some(Arc::new(simnet)))
+            }
+        };
+        let stablecoin_mint = match (&config.stablecoin_mint, &simnet) {
+            (Some(mint), _) => WalletAddress::parse(mint)
+                .map_err(ChainError::Config)?
+                .as_str()
+                .to_owned(),
+            (None, Some(simnet)) => simnet.stablecoin_mint().to_string(),
+            (None, None) => tx::MAINNET_USDC_MINT.to_owned(),
+        };
+        let escrow =
+            ServerWallet::resolve("escrow", config.escrow_wallet.as_deref(), store, sealer).await?;
+        let dungeon =
+            ServerWallet::resolve("dungeon", config.dungeon_wallet.as_deref(), store, sealer)
+                .await?;
+        Ok(Chain {
+            rpc: RpcClient::new(rpc_url)?,
+            simnet,
+            stablecoin_mint,
+            escrow,
+            dungeon,
+        })
+    }
+
+    pub fn rpc(&self) -> &RpcClient {
+        &self.rpc
+    }
+
+    /// The embedded ledger, when this server runs one.
+    pub fn simnet(&self) -> Option<&Arc<Simnet>> {
+        self.simnet.as_ref()
+    }
+
+    /// The stablecoin (USDC) mint entry fees and prizes are paid in.
+    pub fn stablecoin_mint(&self) -> &str {
+        &self.stablecoin_mint
+    }
+
+    /// Where tournament entry fees go (and prizes come from).
+    pub fn escrow(&self) -> &ServerWallet {
+        &self.escrow
+    }
+
+    /// Where dungeon entry fees go.
+    pub fn dungeon(&self) -> &ServerWallet {
+        &self.dungeon
+    }
+
+    /// Is `signature` the expected payment, and final? `Pending` until the node reports it
+    /// `finalized`; then the parsed transaction is checked by [`verify::verify_transaction`].
+    pub async fn verify_payment(
+        &self,
+        signature: &str,
+        expected: &ExpectedPayment,
+    ) -> Result<PaymentStatus, ChainError> {
+        let well_formed = bs58::decode(signature)
+            .into_vec()
+            .is_ok_and(|bytes| bytes.len() == 64);
+        if !well_formed {
+            return Ok(PaymentStatus::Rejected(RejectReason::UnknownSignature));
+        }
+        let Some(status) = self.rpc.get_signature_status(signature).await? else {
+            return Ok(PaymentStatus::Rejected(RejectReason::UnknownSignature));
+        };
+        if !status.is_finalized() {
+            return Ok(PaymentStatus::Pending);
+        }
+        match self.rpc.get_transaction(signature, "finalized").await? {
+            // Finalized by status but not yet served at `finalized` (another RPC node): later.
+            None => Ok(PaymentStatus::Pending),
+            Some(tx) => Ok(verify::verify_transaction(&tx, expected)),
+        }
+    }
+
+    /// SOL and every token balance of `wallet`.
+    pub async fn portfolio(&self, wallet: &WalletAddress) -> Result<Portfolio, ChainError> {
+        portfolio::read(&self.rpc, wallet).await
+    }
+
+    /// Send `amount_raw` of `mint` from `from` to `to_wallet`'s associated token account
+    /// (created if missing), with `memo`; returns the signature once the node accepted it.
+    pub async fn transfer_token(
+        &self,
+        from: &Keypair,
+        to_wallet: &WalletAddress,
+        mint: &str,
+        amount_raw: u64,
+        memo: &str,
+    ) -> Result<String, ChainError> {
+        transfer::transfer_token(&self.rpc, from, to_wallet, mint, amount_raw, memo).await
+    }
+}

@@ -1,0 +1,272 @@
+//! A small Solana JSON-RPC client over HTTP (reqwest): the methods Crucible needs, typed answers,
+//! a timeout per request and a few retries on transport errors. The same client talks to the
+//! embedded simnet (`/simnet/rpc`), devnet or mainnet.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use base64::Engine;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::ChainError;
+
+/// Attempts per call when the transport fails (connection refused, reset, timeout).
+const ATTEMPTS: u32 = 3;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+#[derive(Debug)]
+pub struct RpcClient {
+    url: String,
+    http: reqwest::Client,
+    next_id: AtomicU64,
+}
+
+/// The status of one signature from `getSignatureStatuses`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SignatureStatus {
+    pub slot: u64,
+    pub confirmations: Option<u64>,
+    pub err: Option<Value>,
+    pub confirmation_status: Option<String>,
+}
+
+impl SignatureStatus {
+    pub fn is_finalized(&self) -> bool {
+        self.confirmation_status.as_deref() == Some("finalized")
+    }
+}
+
+/// One token account from `getTokenAccountsByOwner` (jsonParsed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenAccount {
+    pub address: String,
+    /// The token program owning the account (Token or Token-2022).
+    pub program: String,
+    pub mint: String,
+    pub owner: String,
+    pub amount: u64,
+    pub decimals: u8,
+}
+
+/// Which token accounts of an owner to list.
+#[derive(Debug, Clone, Copy)]
+pub enum TokenFilter<'a> {
+    Mint(&'a str),
+    Program(&'a str),
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    result: Option<Value>,
+    error: Option<RpcErrorBody>,
+}
+
+#[derive(Deserialize)]
+struct RpcErrorBody {
+    code: i64,
+    message: String,
+}
+
+#[derive(Deserialize)]
+struct WithContext<T> {
+    value: T,
+}
+
+impl RpcClient {
+    pub fn new(url: impl Into<String>) -> Result<Self, ChainError> {
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| ChainError::Transport {
+                url: String::new(),
+                detail: e.to_string(),
+            })?;
+        Ok(RpcClient {
+            url: url.into(),
+            http,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// One JSON-RPC call with retries on transport errors (never on RPC errors: those are answers).
+    pub async fn call<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<T, ChainError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut attempt = 0;
+        let envelope: Envelope = loop {
+            attempt += 1;
+            let sent = self.http.post(&self.url).json(&body).send().await;
+            let outcome: Result<(), String> = match sent {
+                Ok(response) if response.status().is_server_error() || response.status() == 429 => {
+                    Err(format!("HTTP {}", response.status()))
+                }
+                Ok(response) => match response.json::<Envelope>().await {
+                    Ok(envelope) => break envelope,
+                    Err(e) if e.is_decode() => {
+                        return Err(ChainError::Decode {
+                            method: method.to_owned(),
+                            detail: e.to_string(),
+                        });
+                    }
+                    Err(e) => Err(e.to_string()),
+                },
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(detail) = outcome {
+                if attempt >= ATTEMPTS {
+                    return Err(ChainError::Transport {
+                        url: self.url.clone(),
+                        detail,
+                    });
+                }
+                tracing::warn!(method, attempt, %detail, "solana rpc transport error; retrying");
+                tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+            }
+        };
+        if let Some(error) = envelope.error {
+            return Err(ChainError::Rpc {
+                method: method.to_owned(),
+                code: error.code,
+                message: error.message,
+            });
+        }
+        serde_json::from_value(envelope.result.unwrap_or(Value::Null)).map_err(|e| {
+            ChainError::Decode {
+                method: method.to_owned(),
+                detail: e.to_string(),
+            }
+        })
+    }
+
+    /// The status of one signature, searching the whole history; `None` if the node never saw it.
+    pub async fn get_signature_status(
+        &self,
+        signature: &str,
+    ) -> Result<Option<SignatureStatus>, ChainError> {
+        let statuses: WithContext<Vec<Option<SignatureStatus>>> = self
+            .call(
+                "getSignatureStatuses",
+                json!([[signature], {"searchTransactionHistory": true}]),
+            )
+            .await?;
+        Ok(statuses.value.into_iter().next().flatten())
+    }
+
+    /// The transaction in `jsonParsed` form at `commitment`; `None` until it is visible there.
+    pub async fn get_transaction(
+        &self,
+        signature: &str,
+        commitment: &str,
+    ) -> Result<Option<Value>, ChainError> {
+        let tx: Value = self
+            .call(
+                "getTransaction",
+                json!([signature, {"encoding": "jsonParsed", "commitment": commitment,
+                                   "maxSupportedTransactionVersion": 0}]),
+            )
+            .await?;
+        Ok((!tx.is_null()).then_some(tx))
+    }
+
+    /// SOL balance in lamports.
+    pub async fn get_balance(&self, address: &str) -> Result<u64, ChainError> {
+        let balance: WithContext<u64> = self
+            .call("getBalance", json!([address, {"commitment": "confirmed"}]))
+            .await?;
+        Ok(balance.value)
+    }
+
+    pub async fn get_token_accounts_by_owner(
+        &self,
+        owner: &str,
+        filter: TokenFilter<'_>,
+    ) -> Result<Vec<TokenAccount>, ChainError> {
+        let filter = match filter {
+            TokenFilter::Mint(mint) => json!({"mint": mint}),
+            TokenFilter::Program(program) => json!({"programId": program}),
+        };
+        let accounts: WithContext<Vec<Value>> = self
+            .call(
+                "getTokenAccountsByOwner",
+                json!([owner, filter, {"encoding": "jsonParsed", "commitment": "confirmed"}]),
+            )
+            .await?;
+        accounts
+            .value
+            .iter()
+            .map(|entry| {
+                let info = &entry["account"]["data"]["parsed"]["info"];
+                let amount = &info["tokenAmount"];
+                let field = |v: &Value| v.as_str().map(str::to_owned);
+                Some(TokenAccount {
+                    address: field(&entry["pubkey"])?,
+                    program: field(&entry["account"]["owner"])?,
+                    mint: field(&info["mint"])?,
+                    owner: field(&info["owner"])?,
+                    amount: amount["amount"].as_str()?.parse().ok()?,
+                    decimals: u8::try_from(amount["decimals"].as_u64()?).ok()?,
+                })
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| ChainError::Decode {
+                method: "getTokenAccountsByOwner".to_owned(),
+                detail: "a token account is not in the jsonParsed shape".to_owned(),
+            })
+    }
+
+    /// A recent blockhash to sign with.
+    pub async fn get_latest_blockhash(&self) -> Result<[u8; 32], ChainError> {
+        #[derive(Deserialize)]
+        struct Latest {
+            blockhash: String,
+        }
+        let latest: WithContext<Latest> = self
+            .call("getLatestBlockhash", json!([{"commitment": "finalized"}]))
+            .await?;
+        bs58::decode(&latest.value.blockhash)
+            .into_vec()
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| ChainError::Decode {
+                method: "getLatestBlockhash".to_owned(),
+                detail: format!("`{}` is not a 32-byte hash", latest.value.blockhash),
+            })
+    }
+
+    /// Submit a signed wire transaction (base64); returns its signature.
+    pub async fn send_transaction(&self, wire: &[u8]) -> Result<String, ChainError> {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(wire);
+        self.call(
+            "sendTransaction",
+            json!([encoded, {"encoding": "base64", "preflightCommitment": "confirmed"}]),
+        )
+        .await
+    }
+
+    /// Ask for SOL (any faucet node) and, on simnet only, stablecoin raw units
+    /// (`{"stablecoinAmount": n}`, an extension of the third parameter).
+    pub async fn request_airdrop(
+        &self,
+        address: &str,
+        lamports: u64,
+        stablecoin_raw: Option<u64>,
+    ) -> Result<String, ChainError> {
+        let params = match stablecoin_raw {
+            Some(raw) => json!([address, lamports, {"stablecoinAmount": raw}]),
+            None => json!([address, lamports]),
+        };
+        self.call("requestAirdrop", params).await
+    }
+}

@@ -1,0 +1,411 @@
+//! The simnet runtime: executes a decoded message against an in-memory set of accounts, the way
+//! the Solana runtime and the programs Crucible uses would. Pure (no storage, no clock), so the
+//! rules are unit-tested directly: fee payment, System transfer, SPL Token transfer and
+//! transferChecked (Token and Token-2022), associated-token-account creation, Memo.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use crate::chain::tx::instructions::{self, AtaInstruction, SystemInstruction, TokenInstruction};
+use crate::chain::tx::{self, Message, Pubkey};
+
+/// Lamports per signature, as on mainnet.
+pub const FEE_PER_SIGNATURE: u64 = 5_000;
+/// Rent-exempt balance of a 165-byte token account, moved from the payer on creation.
+pub const TOKEN_ACCOUNT_RENT: u64 = 2_039_280;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A system-owned account (a wallet).
+    Wallet,
+    Mint {
+        program: Pubkey,
+        decimals: u8,
+    },
+    Token {
+        program: Pubkey,
+        mint: Pubkey,
+        owner: Pubkey,
+        amount: u64,
+        decimals: u8,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    pub lamports: u64,
+    pub kind: Kind,
+}
+
+impl Account {
+    pub fn wallet(lamports: u64) -> Self {
+        Account {
+            lamports,
+            kind: Kind::Wallet,
+        }
+    }
+}
+
+/// Accounts by address; an absent address is an empty wallet that does not exist yet.
+pub type Accounts = HashMap<Pubkey, Account>;
+
+/// Why a transaction cannot run at all (refused at submission, never lands, no fee).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error(
+        "unsupported program {0}: simnet runs System, SPL Token, Token-2022, associated token accounts, Memo and ComputeBudget"
+    )]
+    UnsupportedProgram(Pubkey),
+    #[error(
+        "Attempt to debit an account but found no record of a prior credit (the fee payer {0} cannot pay the fee)"
+    )]
+    InsufficientFundsForFee(Pubkey),
+}
+
+/// An instruction failed: the transaction lands as failed (fee charged, nothing else moves).
+/// `error` is the runtime's JSON form, e.g. `{"Custom": 1}` or `"InvalidAccountData"`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstructionFailure {
+    pub index: usize,
+    pub error: Value,
+    pub reason: String,
+}
+
+impl InstructionFailure {
+    /// `meta.err` as a real node reports it.
+    pub fn to_json(&self) -> Value {
+        json!({"InstructionError": [self.index, self.error]})
+    }
+}
+
+fn supported(program: &Pubkey) -> bool {
+    *program == tx::system_program()
+        || tx::is_token_program(program)
+        || *program == tx::associated_token_program()
+        || *program == tx::memo_program()
+        || *program == tx::memo_v1_program()
+        || *program == tx::compute_budget_program()
+}
+
+/// Check the programs and charge the fee. Returns the fee.
+pub fn charge_fee(message: &Message, accounts: &mut Accounts) -> Result<u64, Refusal> {
+    for ix in &message.instructions {
+        let program = message.account_keys[usize::from(ix.program_id_index)];
+        if !supported(&program) {
+            return Err(Refusal::UnsupportedProgram(program));
+        }
+    }
+    let fee = FEE_PER_SIGNATURE * u64::from(message.header.num_required_signatures);
+    let payer = message.account_keys[0];
+    match accounts.get_mut(&payer) {
+        Some(account) if account.kind == Kind::Wallet && account.lamports >= fee => {
+            account.lamports -= fee;
+            Ok(fee)
+        }
+        _ => Err(Refusal::InsufficientFundsForFee(payer)),
+    }
+}
+
+/// Run every instruction in order; on failure `accounts` is left partly modified and the
+/// caller must discard it (it keeps its post-fee copy).
+pub fn execute(message: &Message, accounts: &mut Accounts) -> Result<(), InstructionFailure> {
+    for (index, ix) in message.instructions.iter().enumerate() {
+        let program = message.account_keys[usize::from(ix.program_id_index)];
+        let metas: Vec<Meta> = ix
+            .accounts
+            .iter()
+            .map(|&i| Meta {
+                key: message.account_keys[usize::from(i)],
+                signer: message.is_signer(usize::from(i)),
+                writable: message.is_writable(usize::from(i)),
+            })
+            .collect();
+        let fail = |error: Value, reason: String| InstructionFailure {
+            index,
+            error,
+            reason,
+        };
+        let outcome = if program == tx::system_program() {
+            system(&metas, &ix.data, accounts)
+        } else if tx::is_token_program(&program) {
+            token(&program, &metas, &ix.data, accounts)
+        } else if program == tx::associated_token_program() {
+            associated_token(&metas, &ix.data, accounts)
+        } else if program == tx::memo_program() || program == tx::memo_v1_program() {
+            memo(&program, &metas, &ix.data)
+        } else {
+            // ComputeBudget: limits and priority fees mean nothing on simnet.
+            Ok(())
+        };
+        outcome.map_err(|(error, reason)| fail(error, reason))?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Meta {
+    key: Pubkey,
+    signer: bool,
+    writable: bool,
+}
+
+type Outcome = Result<(), (Value, String)>;
+
+fn err(code: &str, reason: impl Into<String>) -> Outcome {
+    Err((json!(code), reason.into()))
+}
+
+fn custom(code: u32, reason: impl Into<String>) -> Outcome {
+    Err((json!({ "Custom": code }), reason.into()))
+}
+
+fn account<'a>(metas: &'a [Meta], i: usize) -> Result<&'a Meta, (Value, String)> {
+    metas.get(i).ok_or_else(|| {
+        (
+            json!("NotEnoughAccountKeys"),
+            "the instruction lists too few accounts".to_owned(),
+        )
+    })
+}
+
+fn system(metas: &[Meta], data: &[u8], accounts: &mut Accounts) -> Outcome {
+    let Some(SystemInstruction::Transfer { lamports }) = instructions::decode_system(data) else {
+        return err(
+            "InvalidInstructionData",
+            "only the System Transfer instruction is supported",
+        );
+    };
+    let (from, to) = (account(metas, 0)?, account(metas, 1)?);
+    if !from.signer {
+        return err(
+            "MissingRequiredSignature",
+            format!("{} must sign the transfer", from.key),
+        );
+    }
+    if !from.writable || !to.writable {
+        return err("InvalidArgument", "both transfer accounts must be writable");
+    }
+    let source = accounts
+        .get(&from.key)
+        .cloned()
+        .unwrap_or(Account::wallet(0));
+    if source.kind != Kind::Wallet {
+        return err(
+            "InvalidArgument",
+            format!("{} is not a system account", from.key),
+        );
+    }
+    if source.lamports < lamports {
+        return custom(
+            1,
+            format!(
+                "{} has {} lamports, needs {lamports}",
+                from.key, source.lamports
+            ),
+        );
+    }
+    debit(accounts, &from.key, lamports);
+    credit(accounts, &to.key, lamports).map_err(|r| (json!("ArithmeticOverflow"), r))
+}
+
+fn debit(accounts: &mut Accounts, key: &Pubkey, lamports: u64) {
+    if let Some(account) = accounts.get_mut(key) {
+        account.lamports -= lamports.min(account.lamports);
+    }
+}
+
+fn credit(accounts: &mut Accounts, key: &Pubkey, lamports: u64) -> Result<(), String> {
+    let account = accounts.entry(*key).or_insert(Account::wallet(0));
+    account.lamports = account
+        .lamports
+        .checked_add(lamports)
+        .ok_or_else(|| format!("{key} would overflow"))?;
+    Ok(())
+}
+
+fn token(program: &Pubkey, metas: &[Meta], data: &[u8], accounts: &mut Accounts) -> Outcome {
+    let Some(instruction) = instructions::decode_token(data) else {
+        return err(
+            "InvalidInstructionData",
+            "only the SPL Token Transfer and TransferChecked instructions are supported",
+        );
+    };
+    let (source, mint_meta, destination, authority, amount, decimals) = match instruction {
+        TokenInstruction::Transfer { amount } => (
+            account(metas, 0)?,
+            None,
+            account(metas, 1)?,
+            account(metas, 2)?,
+            amount,
+            None,
+        ),
+        TokenInstruction::TransferChecked { amount, decimals } => (
+            account(metas, 0)?,
+            Some(account(metas, 1)?),
+            account(metas, 2)?,
+            account(metas, 3)?,
+            amount,
+            Some(decimals),
+        ),
+    };
+    let token_state = |key: &Pubkey| match accounts.get(key).map(|a| &a.kind) {
+        Some(Kind::Token {
+            program: p,
+            mint,
+            owner,
+            amount,
+            decimals,
+        }) if p == program => Some((*mint, *owner, *amount, *decimals)),
+        _ => None,
+    };
+    let Some((mint, owner, balance, mint_decimals)) = token_state(&source.key) else {
+        return err(
+            "InvalidAccountData",
+            format!("{} is not a token account of {program}", source.key),
+        );
+    };
+    let Some((dest_mint, _, dest_balance, _)) = token_state(&destination.key) else {
+        return err(
+            "InvalidAccountData",
+            format!(
+                "{} is not a token account of {program} (create it first)",
+                destination.key
+            ),
+        );
+    };
+    if !source.writable || !destination.writable {
+        return err("InvalidArgument", "source and destination must be writable");
+    }
+    if dest_mint != mint {
+        return custom(3, "the source and destination hold different mints");
+    }
+    if let Some(mint_meta) = mint_meta
+        && mint_meta.key != mint
+    {
+        return custom(3, format!("the mint account is not {mint}"));
+    }
+    if decimals.is_some_and(|d| d != mint_decimals) {
+        return custom(18, format!("the mint has {mint_decimals} decimals"));
+    }
+    if authority.key != owner {
+        return custom(4, format!("{} does not own {}", authority.key, source.key));
+    }
+    if !authority.signer {
+        return err(
+            "MissingRequiredSignature",
+            format!("{} must sign", authority.key),
+        );
+    }
+    if balance < amount {
+        return custom(1, format!("{} holds {balance}, needs {amount}", source.key));
+    }
+    if source.key == destination.key {
+        return Ok(());
+    }
+    let Some(new_dest) = dest_balance.checked_add(amount) else {
+        return custom(14, "the destination balance would overflow");
+    };
+    set_amount(accounts, &source.key, balance - amount);
+    set_amount(accounts, &destination.key, new_dest);
+    Ok(())
+}
+
+fn set_amount(accounts: &mut Accounts, key: &Pubkey, new: u64) {
+    if let Some(Account {
+        kind: Kind::Token { amount, .. },
+        ..
+    }) = accounts.get_mut(key)
+    {
+        *amount = new;
+    }
+}
+
+fn associated_token(metas: &[Meta], data: &[u8], accounts: &mut Accounts) -> Outcome {
+    let Some(instruction) = instructions::decode_ata(data) else {
+        return err(
+            "InvalidInstructionData",
+            "only Create and CreateIdempotent are supported",
+        );
+    };
+    let payer = account(metas, 0)?;
+    let ata = account(metas, 1)?;
+    let wallet = account(metas, 2)?;
+    let mint = account(metas, 3)?;
+    let token_program = account(metas, 5)?;
+    let Some(Kind::Mint { program, decimals }) = accounts.get(&mint.key).map(|a| a.kind.clone())
+    else {
+        return err("InvalidAccountData", format!("{} is not a mint", mint.key));
+    };
+    if program != token_program.key {
+        return err(
+            "IncorrectProgramId",
+            format!("{} belongs to {program}", mint.key),
+        );
+    }
+    if tx::associated_token_address(&wallet.key, &mint.key, &program) != ata.key {
+        return err(
+            "InvalidSeeds",
+            format!("{} is not the associated token account", ata.key),
+        );
+    }
+    if let Some(existing) = accounts.get(&ata.key) {
+        match (&existing.kind, instruction) {
+            (Kind::Token { owner, mint: m, .. }, AtaInstruction::CreateIdempotent)
+                if *owner == wallet.key && *m == mint.key =>
+            {
+                return Ok(());
+            }
+            (Kind::Token { .. }, _) => {
+                return custom(0, format!("{} is already in use", ata.key));
+            }
+            _ => {}
+        }
+    }
+    if !payer.signer || !payer.writable || !ata.writable {
+        return err(
+            "MissingRequiredSignature",
+            "the payer must sign and both accounts be writable",
+        );
+    }
+    let prefunded = accounts.get(&ata.key).map_or(0, |a| a.lamports);
+    let needed = TOKEN_ACCOUNT_RENT.saturating_sub(prefunded);
+    let paying = accounts.get(&payer.key).map_or(0, |a| a.lamports);
+    if paying < needed {
+        return custom(
+            1,
+            format!("{} cannot pay {needed} lamports of rent", payer.key),
+        );
+    }
+    debit(accounts, &payer.key, needed);
+    accounts.insert(
+        ata.key,
+        Account {
+            lamports: prefunded + needed,
+            kind: Kind::Token {
+                program,
+                mint: mint.key,
+                owner: wallet.key,
+                amount: 0,
+                decimals,
+            },
+        },
+    );
+    Ok(())
+}
+
+fn memo(program: &Pubkey, metas: &[Meta], data: &[u8]) -> Outcome {
+    if std::str::from_utf8(data).is_err() {
+        return err("InvalidInstructionData", "a memo must be UTF-8");
+    }
+    // Memo v2 requires every listed account to sign; v1 ignores accounts.
+    if *program == tx::memo_program()
+        && let Some(unsigned) = metas.iter().find(|m| !m.signer)
+    {
+        return err(
+            "MissingRequiredSignature",
+            format!("memo account {} did not sign", unsigned.key),
+        );
+    }
+    Ok(())
+}

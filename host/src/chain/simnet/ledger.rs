@@ -1,0 +1,209 @@
+//! The simnet's storage: accounts, blockhashes, transactions and counters in the database, so
+//! a restart (or another process on the same database) sees the same ledger. Every function
+//! takes a connection so callers compose them inside one transaction.
+
+use std::collections::HashMap;
+
+use sqlx::AnyConnection;
+
+use super::SimnetError;
+use super::executor::{Account, Accounts, Kind};
+use crate::chain::tx::Pubkey;
+
+pub fn to_db(value: u64) -> Result<i64, SimnetError> {
+    i64::try_from(value)
+        .map_err(|_| SimnetError::params(format!("{value} is too large for simnet")))
+}
+
+fn from_db(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or_default()
+}
+
+type Row = (
+    String,
+    i64,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+    i64,
+);
+
+const COLUMNS: &str = "address, lamports, kind, program, mint, owner, amount, decimals";
+
+fn decode(row: Row) -> Option<(Pubkey, Account)> {
+    let (address, lamports, kind, program, mint, owner, amount, decimals) = row;
+    let key = |v: Option<String>| v.and_then(|s| s.parse::<Pubkey>().ok());
+    let decimals = u8::try_from(decimals).ok()?;
+    let kind = match kind.as_str() {
+        "wallet" => Kind::Wallet,
+        "mint" => Kind::Mint {
+            program: key(program)?,
+            decimals,
+        },
+        "token" => Kind::Token {
+            program: key(program)?,
+            mint: key(mint)?,
+            owner: key(owner)?,
+            amount: from_db(amount),
+            decimals,
+        },
+        _ => return None,
+    };
+    Some((
+        address.parse().ok()?,
+        Account {
+            lamports: from_db(lamports),
+            kind,
+        },
+    ))
+}
+
+/// Load the given accounts (absent ones are simply missing from the map).
+pub async fn load(conn: &mut AnyConnection, keys: &[Pubkey]) -> Result<Accounts, SimnetError> {
+    let mut accounts = HashMap::with_capacity(keys.len());
+    for key in keys {
+        let row: Option<Row> = sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM simnet_accounts WHERE address = $1"
+        ))
+        .bind(key.to_string())
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some((address, account)) = row.and_then(decode) {
+            accounts.insert(address, account);
+        }
+    }
+    Ok(accounts)
+}
+
+/// Token accounts of `owner`, optionally restricted to a mint or a program.
+pub async fn token_accounts(
+    conn: &mut AnyConnection,
+    owner: &Pubkey,
+    mint: Option<&Pubkey>,
+    program: Option<&Pubkey>,
+) -> Result<Vec<(Pubkey, Account)>, SimnetError> {
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM simnet_accounts WHERE owner = $1 AND kind = 'token' \
+         AND ($2 = '' OR mint = $2) AND ($3 = '' OR program = $3) ORDER BY address"
+    ))
+    .bind(owner.to_string())
+    .bind(mint.map(Pubkey::to_string).unwrap_or_default())
+    .bind(program.map(Pubkey::to_string).unwrap_or_default())
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().filter_map(decode).collect())
+}
+
+/// Write every account of `after` that differs from `before`.
+pub async fn save_changes(
+    conn: &mut AnyConnection,
+    before: &Accounts,
+    after: &Accounts,
+) -> Result<(), SimnetError> {
+    for (key, account) in after {
+        if before.get(key) != Some(account) {
+            save(conn, key, account).await?;
+        }
+    }
+    Ok(())
+}
+
+pub async fn save(
+    conn: &mut AnyConnection,
+    key: &Pubkey,
+    account: &Account,
+) -> Result<(), SimnetError> {
+    let (kind, program, mint, owner, amount, decimals) = match &account.kind {
+        Kind::Wallet => ("wallet", None, None, None, 0, 0),
+        Kind::Mint { program, decimals } => {
+            ("mint", Some(program.to_string()), None, None, 0, *decimals)
+        }
+        Kind::Token {
+            program,
+            mint,
+            owner,
+            amount,
+            decimals,
+        } => (
+            "token",
+            Some(program.to_string()),
+            Some(mint.to_string()),
+            Some(owner.to_string()),
+            *amount,
+            *decimals,
+        ),
+    };
+    sqlx::query(&format!(
+        "INSERT INTO simnet_accounts ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT (address) DO UPDATE SET lamports = excluded.lamports, kind = excluded.kind, \
+         program = excluded.program, mint = excluded.mint, owner = excluded.owner, \
+         amount = excluded.amount, decimals = excluded.decimals"
+    ))
+    .bind(key.to_string())
+    .bind(to_db(account.lamports)?)
+    .bind(kind)
+    .bind(program)
+    .bind(mint)
+    .bind(owner)
+    .bind(to_db(amount)?)
+    .bind(i64::from(decimals))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Increment a counter and return its new value.
+pub async fn next(conn: &mut AnyConnection, name: &str) -> Result<i64, SimnetError> {
+    sqlx::query("UPDATE simnet_counters SET value = value + 1 WHERE name = $1")
+        .bind(name)
+        .execute(&mut *conn)
+        .await?;
+    current(conn, name).await
+}
+
+pub async fn current(conn: &mut AnyConnection, name: &str) -> Result<i64, SimnetError> {
+    let (value,): (i64,) = sqlx::query_as("SELECT value FROM simnet_counters WHERE name = $1")
+        .bind(name)
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(value)
+}
+
+/// A stored transaction: slot, execution time (ms), `meta.err` JSON, rendered JSON.
+pub type StoredTransaction = (i64, i64, Option<String>, String);
+
+pub async fn transaction(
+    conn: &mut AnyConnection,
+    signature: &str,
+) -> Result<Option<StoredTransaction>, SimnetError> {
+    Ok(sqlx::query_as(
+        "SELECT slot, executed_at, err, rendered FROM simnet_transactions WHERE signature = $1",
+    )
+    .bind(signature)
+    .fetch_optional(&mut *conn)
+    .await?)
+}
+
+pub async fn insert_transaction(
+    conn: &mut AnyConnection,
+    signature: &str,
+    slot: i64,
+    executed_at: i64,
+    err: Option<String>,
+    rendered: &serde_json::Value,
+) -> Result<(), SimnetError> {
+    sqlx::query(
+        "INSERT INTO simnet_transactions (signature, slot, executed_at, err, rendered) \
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(signature)
+    .bind(slot)
+    .bind(executed_at)
+    .bind(err)
+    .bind(rendered.to_string())
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}

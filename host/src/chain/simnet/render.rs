@@ -1,0 +1,208 @@
+//! The `jsonParsed` shape of `getTransaction`, as a real node returns it: `transaction.message`
+//! with `accountKeys` (`pubkey`, `signer`, `writable`, `source`) and instructions parsed for the
+//! known programs (`system`, `spl-token`, `spl-associated-token-account`, `spl-memo`), and `meta`
+//! with `err`, `fee`, pre/post lamport balances and pre/post token balances.
+
+use serde_json::{Value, json};
+
+use super::executor::{Accounts, Kind};
+use crate::chain::tx::instructions::{self, AtaInstruction, SystemInstruction, TokenInstruction};
+use crate::chain::tx::{self, CompiledInstruction, Message, MessageVersion, Pubkey};
+
+/// `uiTokenAmount` for a raw amount.
+pub fn ui_amount(amount: u64, decimals: u8) -> Value {
+    let scale = 10u64.pow(u32::from(decimals));
+    let whole = amount / scale;
+    let fraction = amount % scale;
+    let text = if decimals == 0 {
+        whole.to_string()
+    } else {
+        let digits = format!("{fraction:0width$}", width = usize::from(decimals));
+        let digits = digits.trim_end_matches('0');
+        if digits.is_empty() {
+            whole.to_string()
+        } else {
+            format!("{whole}.{digits}")
+        }
+    };
+    let ui = text.parse::<f64>().unwrap_or_default();
+    json!({"amount": amount.to_string(), "decimals": decimals,
+           "uiAmount": ui, "uiAmountString": text})
+}
+
+/// `{transaction, meta, version}` of an executed transaction (`err` = `meta.err`).
+pub fn transaction(
+    signatures: &[String],
+    message: &Message,
+    pre: &Accounts,
+    post: &Accounts,
+    fee: u64,
+    err: Option<&Value>,
+) -> Value {
+    let keys = &message.account_keys;
+    let account_keys: Vec<Value> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, key)| {
+            json!({"pubkey": key.to_string(), "signer": message.is_signer(i),
+                   "writable": message.is_writable(i), "source": "transaction"})
+        })
+        .collect();
+    let instructions: Vec<Value> = message
+        .instructions
+        .iter()
+        .map(|ix| instruction(message, ix))
+        .collect();
+    let lamports = |set: &Accounts| -> Vec<u64> {
+        keys.iter()
+            .map(|k| set.get(k).map_or(0, |a| a.lamports))
+            .collect()
+    };
+    let mut message_json = json!({
+        "accountKeys": account_keys,
+        "instructions": instructions,
+        "recentBlockhash": bs58::encode(message.recent_blockhash).into_string(),
+    });
+    let version = match message.version {
+        MessageVersion::Legacy => json!("legacy"),
+        MessageVersion::V0 => {
+            message_json["addressTableLookups"] = json!([]);
+            json!(0)
+        }
+    };
+    let status = match err {
+        None => json!({"Ok": null}),
+        Some(e) => json!({ "Err": e }),
+    };
+    json!({
+        "transaction": {"signatures": signatures, "message": message_json},
+        "meta": {
+            "err": err,
+            "status": status,
+            "fee": fee,
+            "preBalances": lamports(pre),
+            "postBalances": lamports(post),
+            "preTokenBalances": token_balances(keys, pre),
+            "postTokenBalances": token_balances(keys, post),
+            "innerInstructions": [],
+            "logMessages": [],
+            "rewards": [],
+            "loadedAddresses": {"readonly": [], "writable": []},
+            "computeUnitsConsumed": 0,
+        },
+        "version": version,
+    })
+}
+
+pub fn token_balances(keys: &[Pubkey], set: &Accounts) -> Vec<Value> {
+    keys.iter()
+        .enumerate()
+        .filter_map(|(i, key)| match &set.get(key)?.kind {
+            Kind::Token {
+                program,
+                mint,
+                owner,
+                amount,
+                decimals,
+            } => Some(json!({
+                "accountIndex": i,
+                "mint": mint.to_string(),
+                "owner": owner.to_string(),
+                "programId": program.to_string(),
+                "uiTokenAmount": ui_amount(*amount, *decimals),
+            })),
+            _ => None,
+        })
+        .collect()
+}
+
+fn instruction(message: &Message, ix: &CompiledInstruction) -> Value {
+    let program = message.account_keys[usize::from(ix.program_id_index)];
+    let key = |i: usize| -> String {
+        ix.accounts
+            .get(i)
+            .map(|&k| message.account_keys[usize::from(k)].to_string())
+            .unwrap_or_default()
+    };
+    let parsed = |name: &str, kind: &str, info: Value| {
+        json!({"program": name, "programId": program.to_string(),
+               "parsed": {"type": kind, "info": info}, "stackHeight": null})
+    };
+    if program == tx::system_program()
+        && let Some(SystemInstruction::Transfer { lamports }) =
+            instructions::decode_system(&ix.data)
+    {
+        return parsed(
+            "system",
+            "transfer",
+            json!({"source": key(0), "destination": key(1), "lamports": lamports}),
+        );
+    }
+    if tx::is_token_program(&program) {
+        let name = if program == tx::token_program() {
+            "spl-token"
+        } else {
+            "spl-token-2022"
+        };
+        match instructions::decode_token(&ix.data) {
+            Some(TokenInstruction::Transfer { amount }) => {
+                return parsed(
+                    name,
+                    "transfer",
+                    json!({"source": key(0), "destination": key(1), "authority": key(2),
+                           "amount": amount.to_string()}),
+                );
+            }
+            Some(TokenInstruction::TransferChecked { amount, decimals }) => {
+                return parsed(
+                    name,
+                    "transferChecked",
+                    json!({"source": key(0), "mint": key(1), "destination": key(2),
+                           "authority": key(3), "tokenAmount": ui_amount(amount, decimals)}),
+                );
+            }
+            None => {}
+        }
+    }
+    if program == tx::associated_token_program()
+        && let Some(kind) = instructions::decode_ata(&ix.data)
+    {
+        let kind = match kind {
+            AtaInstruction::Create => "create",
+            AtaInstruction::CreateIdempotent => "createIdempotent",
+        };
+        return parsed(
+            "spl-associated-token-account",
+            kind,
+            json!({"source": key(0), "account": key(1), "wallet": key(2), "mint": key(3),
+                   "systemProgram": key(4), "tokenProgram": key(5)}),
+        );
+    }
+    if (program == tx::memo_program() || program == tx::memo_v1_program())
+        && let Ok(text) = std::str::from_utf8(&ix.data)
+    {
+        return json!({"program": "spl-memo", "programId": program.to_string(),
+                      "parsed": text, "stackHeight": null});
+    }
+    json!({
+        "programId": program.to_string(),
+        "accounts": (0..ix.accounts.len()).map(key).collect::<Vec<_>>(),
+        "data": bs58::encode(&ix.data).into_string(),
+        "stackHeight": null,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ui_amounts_match_the_node() {
+        assert_eq!(ui_amount(1_500_000, 6)["uiAmountString"], "1.5");
+        assert_eq!(ui_amount(1_500_000, 6)["uiAmount"], 1.5);
+        assert_eq!(ui_amount(25_000_000, 6)["uiAmountString"], "25");
+        assert_eq!(ui_amount(1, 6)["uiAmountString"], "0.000001");
+        assert_eq!(ui_amount(7, 0)["uiAmountString"], "7");
+        assert_eq!(ui_amount(1_500_000, 6)["amount"], "1500000");
+    }
+}

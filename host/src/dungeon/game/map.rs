@@ -280,7 +280,7 @@ fn fill_room(rng: &mut Rng, theme: &Theme, floor: u32, index: usize, room: &mut 
     let last = index == ROOMS_PER_FLOOR - 1;
     if index == 0 {
         room.description = format!(
-            "{} The way you came is sealed behind you. {mood}",
+            "{}. The way you came is sealed behind you. {mood}",
             room.name
         );
         return;

@@ -158,6 +158,15 @@ impl Run {
         &self.tally
     }
 
+    pub fn class(&self) -> Class {
+        self.player.class
+    }
+
+    /// The seed that varies this run's dice (see [`Run::new`]).
+    pub fn run_seed(&self) -> u64 {
+        self.run_seed
+    }
+
     pub fn player(&self) -> &Player {
         &self.player
     }

@@ -24,6 +24,13 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply pending database migrations and exit.
     Migrate(StorageArgs),
+    /// Backtest or check strategy components (no server needed).
+    Strategy(crate::strategy_cli::StrategyArgs),
+    /// Create, list and cancel tournaments (on the same database as the server).
+    #[command(subcommand)]
+    Tournament(crate::tournaments::cli::TournamentCommand),
+    /// Solana wallets: create a keypair, fund it on simnet, pay an entry fee.
+    Wallet(crate::chain::wallet_cli::WalletArgs),
 }
 
 /// Parse the command line, run the chosen command and turn its outcome into an exit code.
@@ -33,6 +40,9 @@ pub async fn run() -> ExitCode {
     let outcome = match cli.command {
         Command::Serve(args) => serve(Config::from(args)).await,
         Command::Migrate(args) => migrate(args).await,
+        Command::Strategy(args) => crate::strategy_cli::run(args),
+        Command::Tournament(command) => crate::tournaments::cli::run(command).await,
+        Command::Wallet(args) => crate::chain::wallet_cli::run(args).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::tournaments::series::{SeriesSpec, default_series};
+
 /// Settings shared by every subcommand that touches the database.
 #[derive(Debug, Clone, Args)]
 pub struct StorageArgs {
@@ -16,6 +18,11 @@ pub struct StorageArgs {
     /// `postgres://…` for a multi-node deployment; by default an SQLite file in the data dir.
     #[arg(long, env = "DATABASE_URL")]
     pub database_url: Option<String>,
+
+    /// 32-byte key (64 hex characters) that encrypts secrets at rest. Without it a key is
+    /// generated into the data dir on first start (fine for development, not for production).
+    #[arg(long, env = "CRUCIBLE_MASTER_KEY", hide_env_values = true)]
+    pub master_key: Option<String>,
 }
 
 /// Settings of `crucible serve`.
@@ -28,11 +35,6 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub storage: StorageArgs,
 
-    /// 32-byte key (64 hex characters) that encrypts secrets at rest. Without it a key is
-    /// generated into the data dir on first start (fine for development, not for production).
-    #[arg(long, env = "CRUCIBLE_MASTER_KEY", hide_env_values = true)]
-    pub master_key: Option<String>,
-
     /// `off` disables every rate limit (tests and benchmarks).
     #[arg(long, env = "CRUCIBLE_RATE_LIMITS", default_value = "on", value_parser = ["on", "off"])]
     pub rate_limits: String,
@@ -44,6 +46,52 @@ pub struct ServeArgs {
     /// Public base URL used in links the server hands out; defaults to `http://<bind>`.
     #[arg(long, env = "CRUCIBLE_PUBLIC_URL")]
     pub public_url: Option<String>,
+
+    /// How often the scheduler looks for due work, in milliseconds (0 turns it off).
+    #[arg(long, env = "CRUCIBLE_SCHEDULER_INTERVAL_MS", default_value_t = 1000)]
+    pub scheduler_interval_ms: u64,
+
+    /// Recurring tournaments as a JSON array (see README); `[]` creates none. Default: daily,
+    /// weekly and monthly series.
+    #[arg(long, env = "CRUCIBLE_TOURNAMENT_SERIES", value_parser = parse_series)]
+    pub tournament_series: Option<Vec<SeriesSpec>>,
+
+    /// Seed demo tournaments into an empty database (`on` by default with the embedded SQLite).
+    #[arg(long, env = "CRUCIBLE_DEMO_DATA", value_parser = ["on", "off"])]
+    pub demo_data: Option<String>,
+
+    #[command(flatten)]
+    pub chain: ChainArgs,
+}
+
+/// Solana settings (DESIGN §5).
+#[derive(Debug, Clone, Args)]
+pub struct ChainArgs {
+    /// JSON-RPC URL of a Solana node (devnet, mainnet). Unset: the embedded simnet at
+    /// `http://<bind>/simnet/rpc`.
+    #[arg(long, env = "SOLANA_RPC_URL")]
+    pub solana_rpc_url: Option<String>,
+
+    /// Simnet: milliseconds from confirmation to finalization.
+    #[arg(long, env = "CRUCIBLE_SIMNET_FINALITY_MS", default_value_t = 3000)]
+    pub simnet_finality_ms: u64,
+
+    /// Stablecoin (USDC) mint. Default: mainnet USDC with an external RPC, the simnet mint otherwise.
+    #[arg(long, env = "CRUCIBLE_STABLECOIN_MINT")]
+    pub stablecoin_mint: Option<String>,
+
+    /// Wallet receiving tournament entry fees. Default: a server-held keypair generated once.
+    #[arg(long, env = "CRUCIBLE_ESCROW_WALLET")]
+    pub escrow_wallet: Option<String>,
+
+    /// Wallet receiving dungeon entry fees. Default: a server-held keypair generated once.
+    #[arg(long, env = "CRUCIBLE_DUNGEON_WALLET")]
+    pub dungeon_wallet: Option<String>,
+}
+
+fn parse_series(json: &str) -> Result<Vec<SeriesSpec>, String> {
+    serde_json::from_str(json)
+        .map_err(|error| format!("CRUCIBLE_TOURNAMENT_SERIES is not a valid series list: {error}"))
 }
 
 /// The resolved configuration the server runs with.
@@ -56,6 +104,16 @@ pub struct Config {
     pub rate_limits: bool,
     pub trust_forwarded_for: bool,
     pub public_url: String,
+    /// 0 = no background scheduler (tests drive it by hand).
+    pub scheduler_interval_ms: u64,
+    pub tournament_series: Vec<SeriesSpec>,
+    pub demo_data: bool,
+    /// `None`: the embedded simnet.
+    pub solana_rpc_url: Option<String>,
+    pub simnet_finality_ms: u64,
+    pub stablecoin_mint: Option<String>,
+    pub escrow_wallet: Option<String>,
+    pub dungeon_wallet: Option<String>,
 }
 
 impl StorageArgs {
@@ -81,11 +139,27 @@ impl From<ServeArgs> for Config {
             .unwrap_or_else(|| format!("http://{}", args.bind))
             .trim_end_matches('/')
             .to_owned();
+        let embedded = args
+            .storage
+            .database_url
+            .as_deref()
+            .is_none_or(|url| url.trim().is_empty());
         Config {
             bind: args.bind,
+            scheduler_interval_ms: args.scheduler_interval_ms,
+            tournament_series: args.tournament_series.unwrap_or_else(default_series),
+            demo_data: args.demo_data.map_or(embedded, |value| value == "on"),
+            solana_rpc_url: args
+                .chain
+                .solana_rpc_url
+                .filter(|url| !url.trim().is_empty()),
+            simnet_finality_ms: args.chain.simnet_finality_ms,
+            stablecoin_mint: args.chain.stablecoin_mint,
+            escrow_wallet: args.chain.escrow_wallet,
+            dungeon_wallet: args.chain.dungeon_wallet,
             database_url: args.storage.database_url(),
             data_dir: args.storage.data_dir,
-            master_key: args.master_key,
+            master_key: args.storage.master_key,
             rate_limits: args.rate_limits != "off",
             trust_forwarded_for: args.trust_forwarded_for,
             public_url,
@@ -105,6 +179,35 @@ impl Config {
             rate_limits: false,
             trust_forwarded_for: false,
             public_url: "http://127.0.0.1".to_owned(),
+            scheduler_interval_ms: 0,
+            tournament_series: Vec::new(),
+            demo_data: false,
+            solana_rpc_url: None,
+            simnet_finality_ms: 0,
+            stablecoin_mint: None,
+            escrow_wallet: None,
+            dungeon_wallet: None,
+        }
+    }
+
+    /// The configuration of CLI tools that work on the database without serving.
+    pub fn offline(storage: &StorageArgs) -> Self {
+        Config {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            data_dir: storage.data_dir.clone(),
+            database_url: storage.database_url(),
+            master_key: storage.master_key.clone(),
+            rate_limits: false,
+            trust_forwarded_for: false,
+            public_url: "http://127.0.0.1:8080".to_owned(),
+            scheduler_interval_ms: 0,
+            tournament_series: Vec::new(),
+            demo_data: false,
+            solana_rpc_url: None,
+            simnet_finality_ms: 3000,
+            stablecoin_mint: None,
+            escrow_wallet: None,
+            dungeon_wallet: None,
         }
     }
 }

@@ -12,9 +12,11 @@ use tokio::net::TcpListener;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
+use crate::config::StorageArgs;
 use crate::crypto::Sealer;
 use crate::db::Store;
 use crate::http::rate_limit::RateLimits;
+use crate::scheduler::Scheduler;
 use crate::state::AppState;
 
 pub struct Application {
@@ -40,13 +42,20 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", config.bind))?;
         let local_addr = listener.local_addr()?;
+        let chain =
+            crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, local_addr).await?;
         let state = AppState {
             limits: Arc::new(RateLimits::new(config.rate_limits)),
             config: Arc::new(config),
             store,
             clock,
             sealer: Arc::new(sealer),
+            chain: Arc::new(chain),
         };
+        if state.config.demo_data {
+            crate::tournaments::demo::seed_if_empty(&state).await?;
+        }
+        crate::tournaments::series::ensure(&state).await?;
         Ok(Application {
             listener,
             state,
@@ -71,6 +80,15 @@ impl Application {
             listener, state, ..
         } = self;
         let housekeeping = tokio::spawn(forget_idle_rate_limit_keys(state.clone()));
+        let scheduler = match state.config.scheduler_interval_ms {
+            0 => None,
+            ms => {
+                let scheduler = Scheduler::standard(&state)?;
+                Some(tokio::spawn(
+                    scheduler.run_forever(state.clone(), Duration::from_millis(ms)),
+                ))
+            }
+        };
         let router = crate::http::router(state.clone());
         axum::serve(
             listener,
@@ -80,10 +98,37 @@ impl Application {
         .await
         .context("server error")?;
         housekeeping.abort();
+        if let Some(scheduler) = scheduler {
+            scheduler.abort();
+        }
         state.store.close().await;
         tracing::info!("stopped");
         Ok(())
     }
+}
+
+/// State for CLI tools that work on the database without serving: opens (and migrates) the
+/// database and loads the master key from the data dir, as the server would.
+pub async fn offline_state(storage: &StorageArgs) -> anyhow::Result<AppState> {
+    let config = Config::offline(storage);
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
+    let store = Store::connect(&config.database_url).await?;
+    store.migrate().await?;
+    let sealer = Sealer::load(config.master_key.as_deref(), &config.data_dir)?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    // Offline tools reach the simnet of a server on the default address.
+    let default_server = SocketAddr::from(([127, 0, 0, 1], 8080));
+    let chain =
+        crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, default_server).await?;
+    Ok(AppState {
+        limits: Arc::new(RateLimits::new(false)),
+        config: Arc::new(config),
+        store,
+        clock,
+        sealer: Arc::new(sealer),
+        chain: Arc::new(chain),
+    })
 }
 
 async fn forget_idle_rate_limit_keys(state: AppState) {

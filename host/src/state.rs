@@ -17,6 +17,8 @@ pub struct AppState {
     /// Encrypts secrets at rest (custodial wallet keys, webhook secrets).
     pub sealer: Arc<Sealer>,
     pub limits: Arc<RateLimits>,
+    /// Solana: payment verification, portfolios, transfers, and the embedded simnet.
+    pub chain: Arc<crate::chain::Chain>,
 }
 
 impl AppState {

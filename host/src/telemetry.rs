@@ -1,4 +1,5 @@
-//! Logging is set up once, here: `RUST_LOG` picks the filter, `info` by default.
+//! Logging is set up once, here: `RUST_LOG` picks the filter, `info` by default. Logs go to
+//! stderr so that stdout carries only what a command prints for scripts (ids, tables).
 
 use tracing_subscriber::EnvFilter;
 
@@ -9,5 +10,6 @@ pub fn init() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        .with_writer(std::io::stderr)
         .try_init();
 }

@@ -33,6 +33,8 @@ CREATE TABLE custodial_wallets (
     created_at    BIGINT NOT NULL
 );
 CREATE INDEX custodial_wallets_by_owner ON custodial_wallets (owner_kind, owner_id);
+-- One wallet per platform role (escrow, dungeon pot): concurrent first uses settle on one.
+CREATE UNIQUE INDEX custodial_wallets_platform_role ON custodial_wallets (owner_id) WHERE owner_kind = 'platform';
 
 CREATE TABLE sessions (
     token_hash   TEXT PRIMARY KEY,
@@ -83,6 +85,10 @@ CREATE TABLE tournaments (
     current_participants  BIGINT NOT NULL DEFAULT 0,
     escrow_wallet         TEXT NOT NULL,
     payout_split          TEXT NOT NULL,
+    rake_bps              BIGINT NOT NULL DEFAULT 0,
+    series                TEXT,
+    cancelled_at          BIGINT,
+    last_snapshot_at      BIGINT,
     is_paper_trading      BIGINT NOT NULL DEFAULT 0,
     start_date            BIGINT NOT NULL,
     end_date              BIGINT NOT NULL,
@@ -97,6 +103,9 @@ CREATE TABLE tournament_registrations (
     account_id        TEXT REFERENCES accounts (id),
     tx_signature      TEXT,
     registered_at     BIGINT NOT NULL,
+    start_value_usd   DOUBLE PRECISION,
+    current_value_usd DOUBLE PRECISION,
+    snapshot_at       BIGINT,
     final_rank        BIGINT,
     final_pnl         DOUBLE PRECISION,
     prize_awarded_raw BIGINT,

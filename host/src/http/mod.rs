@@ -31,6 +31,7 @@ const MAX_BODY_BYTES: usize = 1024 * 1024;
         (name = "auth", description = "Sign-up and sign-in (the web app's back end)"),
         (name = "account", description = "The signed-in account (session or account API key)"),
         (name = "api-keys", description = "Account API keys (session only)"),
+        (name = "tournaments", description = "Trading tournaments: list, detail, registration"),
     )
 )]
 struct ApiDoc;
@@ -42,6 +43,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::auth::router())
         .merge(crate::account::router())
         .merge(crate::api_keys::router())
+        .merge(crate::tournaments::router())
         .split_for_parts()
 }
 
@@ -54,6 +56,7 @@ pub fn router(state: AppState) -> Router {
             "/api/openapi.json",
             get(move || async move { axum::Json(openapi.as_ref().clone()) }),
         )
+        .merge(crate::chain::simnet::rpc::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))

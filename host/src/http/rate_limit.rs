@@ -61,6 +61,8 @@ pub struct RateLimits {
     pub auth: Limiter,
     /// Account and key-management requests, per client IP.
     pub account: Limiter,
+    /// Tournament reads (list, detail, leaderboard, performance): SPEC §8, 120 / 60 s per IP.
+    pub tournament_reads: Limiter,
 }
 
 impl RateLimits {
@@ -69,11 +71,12 @@ impl RateLimits {
         RateLimits {
             auth: Limiter::new(enabled, 20, minute),
             account: Limiter::new(enabled, 300, minute),
+            tournament_reads: Limiter::new(enabled, 120, minute),
         }
     }
 
-    pub fn all(&self) -> [&Limiter; 2] {
-        [&self.auth, &self.account]
+    pub fn all(&self) -> [&Limiter; 3] {
+        [&self.auth, &self.account, &self.tournament_reads]
     }
 }
 
@@ -124,6 +127,13 @@ pub struct AccountPolicy;
 impl Policy for AccountPolicy {
     fn limiter(limits: &RateLimits) -> &Limiter {
         &limits.account
+    }
+}
+
+pub struct TournamentReadPolicy;
+impl Policy for TournamentReadPolicy {
+    fn limiter(limits: &RateLimits) -> &Limiter {
+        &limits.tournament_reads
     }
 }
 

@@ -93,11 +93,14 @@ impl TestApp {
         let database_url = fresh_database_url(data_dir.path()).await;
         let mut config = Config::for_tests(data_dir.path().to_path_buf(), database_url);
         tweak(&mut config);
-        Self::start(config, data_dir).await
+        Self::start(config, data_dir, Arc::new(ManualClock::new(Utc::now()))).await
     }
 
-    async fn start(config: Config, data_dir: tempfile::TempDir) -> TestApp {
-        let clock = Arc::new(ManualClock::new(Utc::now()));
+    async fn start(
+        config: Config,
+        data_dir: tempfile::TempDir,
+        clock: Arc<ManualClock>,
+    ) -> TestApp {
         let app = Application::build_with_clock(config.clone(), clock.clone())
             .await
             .expect("build app");
@@ -134,9 +137,7 @@ impl TestApp {
             clock,
             ..
         } = self;
-        let mut restarted = Self::start(config, data_dir).await;
-        restarted.clock = clock.clone();
-        restarted
+        Self::start(config, data_dir, clock).await
     }
 
     pub fn advance(&self, by: Duration) {

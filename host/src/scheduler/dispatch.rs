@@ -1,0 +1,31 @@
+//! Which module runs which job kind and recurring schedule. Adding work to the scheduler means
+//! adding an arm here; the modules own what the work does.
+
+use super::Job;
+use super::recurring::Recurring;
+use crate::state::AppState;
+use crate::tournaments;
+
+/// The recurring schedules every server runs.
+pub fn standard_schedules(_state: &AppState) -> anyhow::Result<Vec<Recurring>> {
+    Ok(vec![Recurring::new(SERIES, "0 */10 * * * *")?])
+}
+
+const SERIES: &str = "tournaments.series";
+
+pub async fn run_recurring(state: &AppState, name: &str) -> anyhow::Result<()> {
+    match name {
+        SERIES => tournaments::series::ensure(state).await.map(|_| ()),
+        other => anyhow::bail!("no handler for schedule `{other}`"),
+    }
+}
+
+pub async fn run_job(state: &AppState, job: &Job) -> anyhow::Result<()> {
+    match job.kind.as_str() {
+        tournaments::lifecycle::START_JOB => {
+            tournaments::lifecycle::start(state, &job.subject).await
+        }
+        tournaments::lifecycle::END_JOB => tournaments::lifecycle::end(state, &job.subject).await,
+        other => anyhow::bail!("no handler for job kind `{other}`"),
+    }
+}

@@ -1,0 +1,104 @@
+//! The scheduler (DESIGN §8): durable one-off jobs with leases, and recurring schedules from
+//! cron expressions. Nothing it does lives only in memory: a job is a row until it is done, so
+//! a restart (or another node) picks up where this one stopped, and work missed while the
+//! server was down runs on start — once, not once per missed occurrence.
+//!
+//! It never decides *what* a job does: [`dispatch`] hands each kind to the module that owns it.
+
+mod dispatch;
+pub mod queue;
+pub mod recurring;
+
+use std::time::Duration;
+
+use crate::crypto::random_base58;
+use crate::state::AppState;
+
+pub use queue::{Job, enqueue};
+pub use recurring::Recurring;
+
+/// How long a claimed job stays leased to its node before another may take it over.
+const LEASE: chrono::Duration = chrono::Duration::minutes(5);
+/// Jobs claimed per round trip.
+const BATCH: i64 = 32;
+
+/// What one pass did, for logs and tests.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Pass {
+    pub schedules_run: Vec<String>,
+    pub jobs_done: usize,
+    pub jobs_failed: usize,
+}
+
+/// One node's scheduler. Several may run against one PostgreSQL database.
+pub struct Scheduler {
+    owner: String,
+    recurring: Vec<Recurring>,
+}
+
+impl Scheduler {
+    pub fn new(recurring: Vec<Recurring>) -> Self {
+        Scheduler {
+            owner: format!("node_{}", random_base58(8)),
+            recurring,
+        }
+    }
+
+    /// The scheduler with the server's standard recurring schedules.
+    pub fn standard(state: &AppState) -> anyhow::Result<Self> {
+        Ok(Self::new(dispatch::standard_schedules(state)?))
+    }
+
+    /// Run every due schedule once, then every due job, until nothing is due at this instant.
+    pub async fn run_due(&self, state: &AppState) -> anyhow::Result<Pass> {
+        let mut pass = Pass::default();
+        let now = state.now();
+        for schedule in &self.recurring {
+            if recurring::claim_if_due(&state.store, schedule, now).await? {
+                match dispatch::run_recurring(state, schedule.name).await {
+                    Ok(()) => pass.schedules_run.push(schedule.name.to_owned()),
+                    Err(error) => {
+                        tracing::error!(schedule = schedule.name, error = %format!("{error:#}"), "schedule failed")
+                    }
+                }
+            }
+        }
+        loop {
+            let jobs = queue::claim(&state.store, &self.owner, state.now(), LEASE, BATCH).await?;
+            if jobs.is_empty() {
+                break;
+            }
+            for job in jobs {
+                let span = tracing::info_span!("job", id = %job.id, attempt = job.attempts);
+                let outcome =
+                    tracing::Instrument::instrument(dispatch::run_job(state, &job), span).await;
+                match outcome {
+                    Ok(()) => {
+                        queue::complete(&state.store, &job, &self.owner, state.now()).await?;
+                        pass.jobs_done += 1;
+                    }
+                    Err(error) => {
+                        let message = format!("{error:#}");
+                        tracing::warn!(job = %job.id, attempt = job.attempts, error = %message, "job failed; will retry");
+                        queue::retry_later(&state.store, &job, &self.owner, state.now(), &message)
+                            .await?;
+                        pass.jobs_failed += 1;
+                    }
+                }
+            }
+        }
+        Ok(pass)
+    }
+
+    /// Run passes every `interval` until the task is dropped.
+    pub async fn run_forever(self, state: AppState, interval: Duration) {
+        let mut every = tokio::time::interval(interval);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            if let Err(error) = self.run_due(&state).await {
+                tracing::error!(error = %format!("{error:#}"), "scheduler pass failed");
+            }
+        }
+    }
+}

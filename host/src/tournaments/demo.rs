@@ -1,0 +1,66 @@
+//! Demo data for a fresh embedded install, so the README's first command shows something real:
+//! one free tournament that is live and one paid tournament that is upcoming.
+
+use chrono::Duration;
+
+use super::model::USDC_UNIT;
+use super::queries::{self, NewTournament};
+use crate::crypto::new_id;
+use crate::state::AppState;
+
+/// Seed the demo tournaments if no tournament exists yet. Returns how many were created.
+pub async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
+    let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tournaments")
+        .fetch_one(state.store.read())
+        .await?;
+    if count > 0 {
+        return Ok(0);
+    }
+    let now = state.now();
+    let escrow = crate::custodial::platform_wallet(state, "escrow")
+        .await?
+        .to_string();
+    let demos = [
+        NewTournament {
+            id: new_id("trn"),
+            name: "Demo Free-for-All".into(),
+            description:
+                "A free, live demo tournament: register any wallet with a null txSignature.".into(),
+            kind: "highest_pnl".into(),
+            visibility: "public".into(),
+            entry_fee_raw: 0,
+            max_participants: 1000,
+            escrow_wallet: escrow.clone(),
+            payout_split: vec![100],
+            rake_bps: 0,
+            is_paper_trading: true,
+            start_date: now - Duration::minutes(1),
+            end_date: now + Duration::days(7),
+            series: None,
+        },
+        NewTournament {
+            id: new_id("trn"),
+            name: "Demo Paid Cup".into(),
+            description:
+                "A paid demo tournament (1 USDC on the embedded simnet); starts in an hour.".into(),
+            kind: "highest_pnl".into(),
+            visibility: "public".into(),
+            entry_fee_raw: USDC_UNIT,
+            max_participants: 100,
+            escrow_wallet: escrow,
+            payout_split: vec![60, 30, 10],
+            rake_bps: 1000,
+            is_paper_trading: false,
+            start_date: now + Duration::hours(1),
+            end_date: now + Duration::days(2),
+            series: None,
+        },
+    ];
+    let mut tx = state.store.begin().await?;
+    for demo in &demos {
+        queries::insert(&mut tx, demo, now).await?;
+    }
+    tx.commit().await?;
+    tracing::info!("seeded demo tournaments");
+    Ok(demos.len())
+}

@@ -1,0 +1,53 @@
+//! Moving tournaments along `upcoming → live → ended` (SPEC §3.1), one way, at their window
+//! edges. The moves are scheduler jobs enqueued at creation, so they happen after a restart
+//! that spanned an edge; each is a conditional update, so running one twice changes nothing.
+
+use anyhow::Context;
+
+use crate::clock::to_millis;
+use crate::state::AppState;
+
+pub const START_JOB: &str = "tournament.start";
+pub const END_JOB: &str = "tournament.end";
+
+/// The window opened: `upcoming → live`.
+pub async fn start(state: &AppState, tournament_id: &str) -> anyhow::Result<()> {
+    let moved =
+        sqlx::query("UPDATE tournaments SET status = 'live' WHERE id = $1 AND status = 'upcoming'")
+            .bind(tournament_id)
+            .execute(state.store.write())
+            .await
+            .context("marking the tournament live")?;
+    if moved.rows_affected() == 1 {
+        tracing::info!(tournament_id, "tournament is live");
+    }
+    Ok(())
+}
+
+/// The window closed: `upcoming | live → ended`. Registration is closed from here on (410).
+pub async fn end(state: &AppState, tournament_id: &str) -> anyhow::Result<()> {
+    let moved = sqlx::query(
+        "UPDATE tournaments SET status = 'ended' WHERE id = $1 AND status IN ('upcoming', 'live')",
+    )
+    .bind(tournament_id)
+    .execute(state.store.write())
+    .await
+    .context("marking the tournament ended")?;
+    if moved.rows_affected() == 1 {
+        tracing::info!(tournament_id, "tournament ended");
+    }
+    Ok(())
+}
+
+/// Cancel a tournament that has not ended. Returns false when it had already ended or was unknown.
+pub async fn cancel(state: &AppState, tournament_id: &str) -> anyhow::Result<bool> {
+    let moved = sqlx::query(
+        "UPDATE tournaments SET status = 'cancelled', cancelled_at = $1
+         WHERE id = $2 AND status IN ('upcoming', 'live') AND end_date > $1",
+    )
+    .bind(to_millis(state.now()))
+    .bind(tournament_id)
+    .execute(state.store.write())
+    .await?;
+    Ok(moved.rows_affected() == 1)
+}

@@ -1,0 +1,14 @@
+//! Tournaments (SPEC §2.1, §3.1, §4.1): the records, their lifecycle driven by the scheduler,
+//! recurring series, demo data, and the public read endpoints. Owns the `tournaments` table;
+//! never moves money itself (the chain module does).
+
+pub mod cli;
+pub mod demo;
+pub mod lifecycle;
+pub mod model;
+pub mod queries;
+mod routes;
+pub mod series;
+
+pub use model::{Status, Tournament, TournamentView, registration_memo};
+pub use routes::router;

@@ -1,0 +1,246 @@
+//! A tournament as stored and as shown (SPEC §2.1 plus the reference platform's fields, DESIGN §10a).
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::clock::{from_millis, rfc3339};
+
+/// Raw units per whole stablecoin (USDC has 6 decimals).
+pub const USDC_UNIT: i64 = 1_000_000;
+
+/// Lifecycle of a tournament; one way only (SPEC §3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Upcoming,
+    Live,
+    Ended,
+    Cancelled,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Upcoming => "upcoming",
+            Status::Live => "live",
+            Status::Ended => "ended",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(stored: &str) -> Status {
+        match stored {
+            "live" => Status::Live,
+            "ended" => Status::Ended,
+            "cancelled" => Status::Cancelled,
+            _ => Status::Upcoming,
+        }
+    }
+}
+
+/// A tournament row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Tournament {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    #[sqlx(rename = "type")]
+    pub kind: String,
+    pub visibility: String,
+    pub status: String,
+    pub entry_fee_raw: i64,
+    pub max_participants: i64,
+    pub current_participants: i64,
+    pub escrow_wallet: String,
+    pub payout_split: String,
+    pub rake_bps: i64,
+    pub is_paper_trading: i64,
+    pub start_date: i64,
+    pub end_date: i64,
+    pub registration_deadline: Option<i64>,
+    pub last_snapshot_at: Option<i64>,
+    pub created_at: i64,
+}
+
+/// Columns of [`Tournament`], for `SELECT`s.
+pub const COLUMNS: &str = "id, name, description, type, visibility, status, entry_fee_raw, max_participants, \
+     current_participants, escrow_wallet, payout_split, rake_bps, is_paper_trading, start_date, end_date, \
+     registration_deadline, last_snapshot_at, created_at";
+
+impl Tournament {
+    /// The status at `now`: the stored one, moved along by the clock if the scheduler has not yet
+    /// run the transition (so a read right after an edge is already exact).
+    pub fn status_at(&self, now: DateTime<Utc>) -> Status {
+        let now = now.timestamp_millis();
+        match Status::parse(&self.status) {
+            Status::Cancelled => Status::Cancelled,
+            Status::Ended => Status::Ended,
+            _ if now >= self.end_date => Status::Ended,
+            Status::Live => Status::Live,
+            _ if now >= self.start_date => Status::Live,
+            _ => Status::Upcoming,
+        }
+    }
+
+    /// Prize percentages by rank, e.g. `[50, 30, 20]`.
+    pub fn payout_split(&self) -> Vec<u32> {
+        serde_json::from_str(&self.payout_split).unwrap_or_else(|_| vec![100])
+    }
+
+    /// Entry fees collected so far, less the rake, in raw units.
+    pub fn prize_pool_raw(&self) -> i64 {
+        let collected = i128::from(self.entry_fee_raw) * i128::from(self.current_participants);
+        let pool = collected * i128::from(10_000 - self.rake_bps.clamp(0, 10_000)) / 10_000;
+        i64::try_from(pool).unwrap_or(i64::MAX)
+    }
+
+    pub fn view(&self, now: DateTime<Utc>) -> TournamentView {
+        let at = |millis: i64| rfc3339(from_millis(millis));
+        TournamentView {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            description: self.description.clone(),
+            kind: self.kind.clone(),
+            status: self.status_at(now),
+            visibility: self.visibility.clone(),
+            current_participants: self.current_participants,
+            max_participants: self.max_participants,
+            escrow_wallet_address: self.escrow_wallet.clone(),
+            entry_fee: ui_amount(self.entry_fee_raw),
+            entry_fee_raw: self.entry_fee_raw.to_string(),
+            prize_pool: ui_amount(self.prize_pool_raw()),
+            payout_split: self.payout_split(),
+            rake_percent: self.rake_bps as f64 / 100.0,
+            is_paper_trading: self.is_paper_trading != 0,
+            start_date: at(self.start_date),
+            end_date: at(self.end_date),
+            registration_deadline: self.registration_deadline.map(at),
+            created_at: at(self.created_at),
+            registration_memo: MemoRule {
+                format: format!("reg:{}:<h>", self.id),
+                hash: "h = first 16 hex characters of SHA-256 over the registered wallets, de-duplicated, \
+                       sorted and joined with ','"
+                    .into(),
+            },
+        }
+    }
+}
+
+/// Whole-unit amount for display (never used for arithmetic).
+pub fn ui_amount(raw: i64) -> f64 {
+    raw as f64 / USDC_UNIT as f64
+}
+
+/// The public record of a tournament.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TournamentView {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// Tournament type, e.g. `highest_pnl`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub status: Status,
+    /// `public` or `private`.
+    pub visibility: String,
+    pub current_participants: i64,
+    pub max_participants: i64,
+    /// Where a paid entry fee is sent.
+    pub escrow_wallet_address: String,
+    /// Stablecoin per wallet (display units); 0 for free tournaments.
+    pub entry_fee: f64,
+    /// Entry fee in raw units (6 decimals), as a string.
+    pub entry_fee_raw: String,
+    /// Entry fees collected less the rake (display units).
+    pub prize_pool: f64,
+    /// Percent of the pool per final rank, first place first.
+    pub payout_split: Vec<u32>,
+    pub rake_percent: f64,
+    pub is_paper_trading: bool,
+    pub start_date: String,
+    pub end_date: String,
+    pub registration_deadline: Option<String>,
+    pub created_at: String,
+    /// How to build the memo a paid registration's transaction must carry.
+    pub registration_memo: MemoRule,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MemoRule {
+    pub format: String,
+    pub hash: String,
+}
+
+/// The memo a paid registration must carry (DESIGN §5): `reg:<id>:<first 16 hex of SHA-256 of
+/// the de-duplicated, sorted wallets joined by ','>`. Wallet order never changes it.
+pub fn registration_memo(tournament_id: &str, wallets: &[String]) -> String {
+    let mut sorted: Vec<&str> = wallets.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let digest = crate::crypto::sha256_hex(sorted.join(","));
+    format!("reg:{tournament_id}:{}", &digest[..16])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tournament(status: &str, start: i64, end: i64) -> Tournament {
+        Tournament {
+            id: "trn_1".into(),
+            name: "t".into(),
+            description: String::new(),
+            kind: "highest_pnl".into(),
+            visibility: "public".into(),
+            status: status.into(),
+            entry_fee_raw: 2_500_000,
+            max_participants: 10,
+            current_participants: 4,
+            escrow_wallet: "e".into(),
+            payout_split: "[60,40]".into(),
+            rake_bps: 1000,
+            is_paper_trading: 0,
+            start_date: start,
+            end_date: end,
+            registration_deadline: None,
+            last_snapshot_at: None,
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn the_clock_moves_a_status_forward_never_back() {
+        let t = tournament("upcoming", 1_000, 2_000);
+        assert_eq!(t.status_at(from_millis(999)), Status::Upcoming);
+        assert_eq!(t.status_at(from_millis(1_000)), Status::Live);
+        assert_eq!(t.status_at(from_millis(2_000)), Status::Ended);
+        assert_eq!(
+            tournament("ended", 1_000, 2_000).status_at(from_millis(0)),
+            Status::Ended
+        );
+        assert_eq!(
+            tournament("cancelled", 1_000, 2_000).status_at(from_millis(1_500)),
+            Status::Cancelled
+        );
+    }
+
+    #[test]
+    fn prize_pool_is_fees_less_rake() {
+        let t = tournament("live", 0, 1);
+        assert_eq!(t.prize_pool_raw(), 9_000_000);
+        assert_eq!(t.view(from_millis(0)).prize_pool, 9.0);
+        assert_eq!(t.payout_split(), vec![60, 40]);
+    }
+
+    #[test]
+    fn memo_ignores_wallet_order_and_duplicates() {
+        let a = registration_memo("trn_1", &["b".into(), "a".into()]);
+        let b = registration_memo("trn_1", &["a".into(), "b".into(), "a".into()]);
+        assert_eq!(a, b);
+        assert!(a.starts_with("reg:trn_1:"));
+        assert_eq!(a.len(), "reg:trn_1:".len() + 16);
+        assert_ne!(a, registration_memo("trn_2", &["a".into(), "b".into()]));
+    }
+}

@@ -1,0 +1,248 @@
+//! Reading and creating tournaments.
+
+use chrono::{DateTime, Utc};
+use sqlx::AnyConnection;
+
+use super::model::{COLUMNS, Status, Tournament};
+use crate::clock::to_millis;
+use crate::db::Store;
+use crate::scheduler;
+
+/// A validated tournament to create.
+#[derive(Debug, Clone)]
+pub struct NewTournament {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub kind: String,
+    pub visibility: String,
+    pub entry_fee_raw: i64,
+    pub max_participants: i64,
+    pub escrow_wallet: String,
+    pub payout_split: Vec<u32>,
+    pub rake_bps: i64,
+    pub is_paper_trading: bool,
+    pub start_date: DateTime<Utc>,
+    pub end_date: DateTime<Utc>,
+    pub series: Option<String>,
+}
+
+impl NewTournament {
+    /// Check the invariants every creator (CLI, series, demo) must respect.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.name.trim().is_empty() || self.name.chars().count() > 100 {
+            return Err("the name must be 1 to 100 characters".into());
+        }
+        if self.kind.trim().is_empty()
+            || !self
+                .kind
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(
+                "the type must be letters, digits and underscores, e.g. highest_pnl".into(),
+            );
+        }
+        if !matches!(self.visibility.as_str(), "public" | "private") {
+            return Err("visibility must be `public` or `private`".into());
+        }
+        if self.entry_fee_raw < 0 {
+            return Err("the entry fee cannot be negative".into());
+        }
+        if !(1..=100_000).contains(&self.max_participants) {
+            return Err("max participants must be 1 to 100000".into());
+        }
+        if self.end_date <= self.start_date {
+            return Err("the end must come after the start".into());
+        }
+        if self.payout_split.is_empty() || self.payout_split.iter().sum::<u32>() != 100 {
+            return Err(
+                "the payout split must be percentages that add up to 100, e.g. 50,30,20".into(),
+            );
+        }
+        if !(0..=5_000).contains(&self.rake_bps) {
+            return Err("the rake must be 0 to 50 percent".into());
+        }
+        Ok(())
+    }
+}
+
+/// Insert a tournament and schedule its start and end. Returns false if the id already exists
+/// (series creation is idempotent).
+pub async fn insert(
+    conn: &mut AnyConnection,
+    new: &NewTournament,
+    now: DateTime<Utc>,
+) -> sqlx::Result<bool> {
+    let inserted = sqlx::query(
+        "INSERT INTO tournaments (id, name, description, type, visibility, status, entry_fee_raw, max_participants,
+                                  escrow_wallet, payout_split, rake_bps, series, is_paper_trading, start_date, end_date,
+                                  created_at)
+         VALUES ($1, $2, $3, $4, $5, 'upcoming', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(&new.id)
+    .bind(&new.name)
+    .bind(&new.description)
+    .bind(&new.kind)
+    .bind(&new.visibility)
+    .bind(new.entry_fee_raw)
+    .bind(new.max_participants)
+    .bind(&new.escrow_wallet)
+    .bind(serde_json::to_string(&new.payout_split).unwrap_or_else(|_| "[100]".into()))
+    .bind(new.rake_bps)
+    .bind(new.series.as_deref())
+    .bind(i64::from(new.is_paper_trading))
+    .bind(to_millis(new.start_date))
+    .bind(to_millis(new.end_date))
+    .bind(to_millis(now))
+    .execute(&mut *conn)
+    .await?;
+    if inserted.rows_affected() == 0 {
+        return Ok(false);
+    }
+    scheduler::enqueue(
+        &mut *conn,
+        super::lifecycle::START_JOB,
+        &new.id,
+        new.start_date,
+        now,
+    )
+    .await?;
+    scheduler::enqueue(
+        &mut *conn,
+        super::lifecycle::END_JOB,
+        &new.id,
+        new.end_date,
+        now,
+    )
+    .await?;
+    Ok(true)
+}
+
+pub async fn get(store: &Store, id: &str) -> sqlx::Result<Option<Tournament>> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM tournaments WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(store.read())
+        .await
+}
+
+/// Filters and paging of a tournament list.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    pub status: Option<Status>,
+    pub kind: Option<String>,
+    /// `None` lists public tournaments only; private ones are listed when asked for by name.
+    pub visibility: Option<String>,
+    pub search: Option<String>,
+    pub page: i64,
+    pub page_size: i64,
+    pub order_by: OrderBy,
+    pub descending: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OrderBy {
+    Name,
+    #[default]
+    CreatedAt,
+    StartDate,
+    EndDate,
+    CurrentParticipants,
+}
+
+impl OrderBy {
+    pub fn parse(raw: &str) -> Option<Self> {
+        Some(match raw {
+            "name" => OrderBy::Name,
+            "createdAt" => OrderBy::CreatedAt,
+            "startDate" => OrderBy::StartDate,
+            "endDate" => OrderBy::EndDate,
+            "currentParticipants" => OrderBy::CurrentParticipants,
+            _ => return None,
+        })
+    }
+
+    fn column(self) -> &'static str {
+        match self {
+            OrderBy::Name => "name",
+            OrderBy::CreatedAt => "created_at",
+            OrderBy::StartDate => "start_date",
+            OrderBy::EndDate => "end_date",
+            OrderBy::CurrentParticipants => "current_participants",
+        }
+    }
+}
+
+/// One page of tournaments and the total count of matches.
+pub async fn list(
+    store: &Store,
+    query: &ListQuery,
+    now: DateTime<Utc>,
+) -> sqlx::Result<(Vec<Tournament>, i64)> {
+    let mut conditions = vec!["visibility = $1".to_owned()];
+    let mut texts = vec![query.visibility.clone().unwrap_or_else(|| "public".into())];
+    if let Some(kind) = &query.kind {
+        texts.push(kind.clone());
+        conditions.push(format!("type = ${}", texts.len()));
+    }
+    if let Some(search) = query
+        .search
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        let escaped = search
+            .to_lowercase()
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        texts.push(format!("%{escaped}%"));
+        let n = texts.len();
+        conditions.push(format!(
+            "(LOWER(name) LIKE ${n} ESCAPE '\\' OR LOWER(description) LIKE ${n} ESCAPE '\\')"
+        ));
+    }
+    // Status is filtered on the effective status, so rows the scheduler has not moved yet match.
+    let now_param = texts.len() + 1;
+    if let Some(status) = query.status {
+        conditions.push(match status {
+            Status::Cancelled => "status = 'cancelled'".to_owned(),
+            Status::Ended => format!("(status = 'ended' OR (status <> 'cancelled' AND end_date <= ${now_param}))"),
+            Status::Live => format!(
+                "(status IN ('upcoming', 'live') AND start_date <= ${now_param} AND end_date > ${now_param})"
+            ),
+            Status::Upcoming => format!("(status = 'upcoming' AND start_date > ${now_param})"),
+        });
+    } else {
+        // Cancelled tournaments are listed only when asked for; `$now >= 0` keeps the parameter
+        // referenced so the bound list is the same for every filter.
+        conditions.push(format!("(status <> 'cancelled' AND ${now_param} >= 0)"));
+    }
+    let filter = conditions.join(" AND ");
+    let direction = if query.descending { "DESC" } else { "ASC" };
+    let order = query.order_by.column();
+    let limit_param = now_param + 1;
+    let offset_param = now_param + 2;
+    let page_sql = format!(
+        "SELECT {COLUMNS} FROM tournaments WHERE {filter} ORDER BY {order} {direction}, id {direction}
+         LIMIT ${limit_param} OFFSET ${offset_param}"
+    );
+    let mut page = sqlx::query_as::<_, Tournament>(&page_sql);
+    for text in &texts {
+        page = page.bind(text);
+    }
+    let rows = page
+        .bind(to_millis(now))
+        .bind(query.page_size)
+        .bind(query.page.saturating_mul(query.page_size))
+        .fetch_all(store.read())
+        .await?;
+    let count_sql = format!("SELECT COUNT(*) FROM tournaments WHERE {filter}");
+    let mut count = sqlx::query_as::<_, (i64,)>(&count_sql);
+    for text in &texts {
+        count = count.bind(text);
+    }
+    let (total,) = count.bind(to_millis(now)).fetch_one(store.read()).await?;
+    Ok((rows, total))
+}

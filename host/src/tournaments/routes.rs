@@ -1,0 +1,214 @@
+//! Public tournament reads (SPEC §4.1): list, detail, and the memo a paid registration needs.
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::model::{Status, TournamentView, registration_memo};
+use super::queries::{self, ListQuery, OrderBy};
+use crate::domain::WalletAddress;
+use crate::http::ApiError;
+use crate::http::json::{Path, Query};
+use crate::http::rate_limit::{IpLimit, TournamentReadPolicy};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_tournaments))
+        .routes(routes!(get_tournament))
+        .routes(routes!(get_registration_memo))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// `upcoming`, `live` (or `active`), `ended` (or `completed`), `cancelled`.
+    status: Option<String>,
+    /// Tournament type, e.g. `highest_pnl`.
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    kind: Option<String>,
+    /// `public` (default) or `private`.
+    visibility: Option<String>,
+    /// Matches name or description, case-insensitively.
+    search: Option<String>,
+    /// 0-based page number (default 0).
+    page: Option<i64>,
+    /// 1 to 50 (default 10).
+    page_size: Option<i64>,
+    /// `name`, `createdAt` (default), `startDate`, `endDate`, `currentParticipants`.
+    order_by: Option<String>,
+    /// `asc` or `desc` (default).
+    order: Option<String>,
+}
+
+impl ListParams {
+    fn validate(self) -> Result<ListQuery, ApiError> {
+        let bad = |message: &str| ApiError::bad_request(message);
+        let status = match self.status.as_deref() {
+            None | Some("") => None,
+            Some("upcoming") => Some(Status::Upcoming),
+            Some("live" | "active") => Some(Status::Live),
+            Some("ended" | "completed") => Some(Status::Ended),
+            Some("cancelled") => Some(Status::Cancelled),
+            Some(_) => {
+                return Err(bad(
+                    "`status` must be one of upcoming, live, ended, cancelled (or active, completed)",
+                ));
+            }
+        };
+        let visibility = match self.visibility.as_deref() {
+            None | Some("") => None,
+            Some(v @ ("public" | "private")) => Some(v.to_owned()),
+            Some(_) => return Err(bad("`visibility` must be `public` or `private`")),
+        };
+        let page = self.page.unwrap_or(0);
+        if !(0..=100_000).contains(&page) {
+            return Err(bad("`page` must be 0 or more"));
+        }
+        let page_size = self.page_size.unwrap_or(10);
+        if !(1..=50).contains(&page_size) {
+            return Err(bad("`pageSize` must be 1 to 50"));
+        }
+        let order_by = match self.order_by.as_deref() {
+            None | Some("") => OrderBy::CreatedAt,
+            Some(raw) => OrderBy::parse(raw).ok_or_else(|| {
+                bad("`orderBy` must be one of name, createdAt, startDate, endDate, currentParticipants")
+            })?,
+        };
+        let descending = match self.order.as_deref() {
+            None | Some("") | Some("desc") => true,
+            Some("asc") => false,
+            Some(_) => return Err(bad("`order` must be `asc` or `desc`")),
+        };
+        let search = self.search.filter(|s| !s.trim().is_empty());
+        if search.as_ref().is_some_and(|s| s.chars().count() > 100) {
+            return Err(bad("`search` must be at most 100 characters"));
+        }
+        Ok(ListQuery {
+            status,
+            kind: self.kind.filter(|k| !k.is_empty()),
+            visibility,
+            search,
+            page,
+            page_size,
+            order_by,
+            descending,
+        })
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Pagination {
+    page: i64,
+    page_size: i64,
+    total_count: i64,
+    total_pages: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TournamentList {
+    tournaments: Vec<TournamentView>,
+    pagination: Pagination,
+}
+
+/// Tournaments, newest first by default; filter by status, type, visibility and text.
+#[utoipa::path(get, path = "/api/tournaments", tag = "tournaments", params(ListParams),
+    responses((status = 200, body = TournamentList), (status = 400), (status = 429)))]
+async fn list_tournaments(
+    _limit: IpLimit<TournamentReadPolicy>,
+    State(state): State<AppState>,
+    Query(params): Query<ListParams>,
+) -> Result<axum::Json<TournamentList>, ApiError> {
+    let query = params.validate()?;
+    let now = state.now();
+    let (rows, total) = queries::list(&state.store, &query, now).await?;
+    Ok(axum::Json(TournamentList {
+        tournaments: rows.iter().map(|t| t.view(now)).collect(),
+        pagination: Pagination {
+            page: query.page,
+            page_size: query.page_size,
+            total_count: total,
+            total_pages: (total + query.page_size - 1) / query.page_size,
+        },
+    }))
+}
+
+/// One tournament, with its escrow wallet, entry fee and status.
+#[utoipa::path(get, path = "/api/tournaments/{id}", tag = "tournaments",
+    params(("id" = String, Path, description = "Tournament id")),
+    responses((status = 200, body = TournamentView), (status = 404), (status = 429)))]
+async fn get_tournament(
+    _limit: IpLimit<TournamentReadPolicy>,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<TournamentView>, ApiError> {
+    let tournament = queries::get(&state.store, &id)
+        .await?
+        .ok_or_else(|| not_found(&id))?;
+    Ok(axum::Json(tournament.view(state.now())))
+}
+
+pub fn not_found(id: &str) -> ApiError {
+    ApiError::NotFound(format!("no tournament `{id}`"))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MemoParams {
+    /// The wallets to register, comma-separated (1 to 10).
+    wallets: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoView {
+    memo: String,
+    wallets: Vec<String>,
+    /// Entry fee × wallets, raw units, as a string.
+    amount_raw: String,
+    amount_ui: f64,
+    escrow_wallet_address: String,
+}
+
+/// The exact memo and amount a paid registration of these wallets must carry.
+#[utoipa::path(get, path = "/api/tournaments/{id}/registration-memo", tag = "tournaments",
+    params(("id" = String, Path, description = "Tournament id"), MemoParams),
+    responses((status = 200, body = MemoView), (status = 400), (status = 404), (status = 429)))]
+async fn get_registration_memo(
+    _limit: IpLimit<TournamentReadPolicy>,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(params): Query<MemoParams>,
+) -> Result<axum::Json<MemoView>, ApiError> {
+    let tournament = queries::get(&state.store, &id)
+        .await?
+        .ok_or_else(|| not_found(&id))?;
+    let mut wallets = params
+        .wallets
+        .split(',')
+        .filter(|w| !w.trim().is_empty())
+        .map(|w| WalletAddress::parse(w).map(|w| w.to_string()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(ApiError::BadRequest)?;
+    wallets.sort_unstable();
+    wallets.dedup();
+    if !(1..=10).contains(&wallets.len()) {
+        return Err(ApiError::bad_request(
+            "`wallets` must list 1 to 10 distinct wallet addresses",
+        ));
+    }
+    let amount = tournament
+        .entry_fee_raw
+        .saturating_mul(wallets.len() as i64);
+    Ok(axum::Json(MemoView {
+        memo: registration_memo(&tournament.id, &wallets),
+        amount_raw: amount.to_string(),
+        amount_ui: super::model::ui_amount(amount),
+        escrow_wallet_address: tournament.escrow_wallet,
+        wallets,
+    }))
+}

@@ -1,0 +1,165 @@
+//! The scheduler: durable jobs run once across nodes, failures retry with backoff, schedules
+//! missed while down run once.
+
+mod common;
+
+use chrono::Duration;
+use common::TestApp;
+use crucible::scheduler::{self, Recurring, Scheduler};
+
+async fn enqueue(app: &TestApp, kind: &str, subject: &str, due_in: Duration) {
+    let now = app.state.now();
+    let mut conn = app.state.store.write().acquire().await.expect("conn");
+    scheduler::enqueue(&mut conn, kind, subject, now + due_in, now)
+        .await
+        .expect("enqueue");
+}
+
+async fn job_row(app: &TestApp, id: &str) -> (i64, Option<i64>, Option<String>) {
+    sqlx::query_as("SELECT attempts, done_at, last_error FROM jobs WHERE id = $1")
+        .bind(id)
+        .fetch_one(app.state.store.read())
+        .await
+        .expect("job")
+}
+
+#[tokio::test]
+async fn a_job_waits_for_its_time_then_runs_once_across_two_nodes() {
+    let app = TestApp::spawn().await;
+    // A real job kind: moving a (nonexistent) tournament live is a harmless no-op that succeeds.
+    enqueue(
+        &app,
+        "tournament.start",
+        "trn_missing",
+        Duration::minutes(10),
+    )
+    .await;
+    let (node_a, node_b) = (Scheduler::new(Vec::new()), Scheduler::new(Vec::new()));
+    assert_eq!(
+        node_a.run_due(&app.state).await.expect("pass").jobs_done,
+        0,
+        "not due yet"
+    );
+    app.advance(Duration::minutes(10));
+    let (a, b) = tokio::join!(node_a.run_due(&app.state), node_b.run_due(&app.state));
+    assert_eq!(
+        a.expect("a").jobs_done + b.expect("b").jobs_done,
+        1,
+        "exactly one node ran it"
+    );
+    let (attempts, done_at, _) = job_row(&app, "tournament.start:trn_missing").await;
+    assert_eq!(attempts, 1);
+    assert!(done_at.is_some());
+    assert_eq!(
+        node_a.run_due(&app.state).await.expect("pass").jobs_done,
+        0,
+        "done jobs stay done"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_job_is_retried_with_backoff_and_keeps_its_error() {
+    let app = TestApp::spawn().await;
+    enqueue(&app, "no.such.kind", "x", Duration::zero()).await;
+    let node = Scheduler::new(Vec::new());
+    let pass = node.run_due(&app.state).await.expect("pass");
+    assert_eq!((pass.jobs_done, pass.jobs_failed), (0, 1));
+    let (attempts, done_at, error) = job_row(&app, "no.such.kind:x").await;
+    assert_eq!((attempts, done_at), (1, None));
+    assert!(error.expect("error").contains("no handler"));
+    app.advance(Duration::seconds(4));
+    assert_eq!(
+        node.run_due(&app.state).await.expect("pass").jobs_failed,
+        0,
+        "backing off"
+    );
+    app.advance(Duration::seconds(1));
+    assert_eq!(
+        node.run_due(&app.state).await.expect("pass").jobs_failed,
+        1,
+        "retried after 5 s"
+    );
+    assert_eq!(job_row(&app, "no.such.kind:x").await.0, 2);
+}
+
+#[tokio::test]
+async fn a_lease_of_a_node_that_died_is_taken_over() {
+    let app = TestApp::spawn().await;
+    enqueue(&app, "tournament.end", "trn_gone", Duration::zero()).await;
+    let claimed = scheduler::queue::claim(
+        &app.state.store,
+        "dead-node",
+        app.state.now(),
+        Duration::minutes(5),
+        10,
+    )
+    .await
+    .expect("claim");
+    assert_eq!(claimed.len(), 1);
+    let survivor = Scheduler::new(Vec::new());
+    assert_eq!(
+        survivor.run_due(&app.state).await.expect("pass").jobs_done,
+        0,
+        "lease still held"
+    );
+    app.advance(Duration::minutes(5));
+    assert_eq!(
+        survivor.run_due(&app.state).await.expect("pass").jobs_done,
+        1,
+        "expired lease taken over"
+    );
+}
+
+#[tokio::test]
+async fn jobs_survive_a_restart() {
+    let app = TestApp::spawn().await;
+    enqueue(&app, "tournament.start", "trn_later", Duration::hours(1)).await;
+    let app = app.restart().await;
+    app.advance(Duration::hours(2));
+    assert_eq!(
+        Scheduler::new(Vec::new())
+            .run_due(&app.state)
+            .await
+            .expect("pass")
+            .jobs_done,
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_schedule_missed_for_days_runs_once_and_once_per_occurrence_across_nodes() {
+    let app = TestApp::spawn().await;
+    let node = |_: u8| {
+        Scheduler::new(vec![
+            Recurring::new("tournaments.series", "0 0 * * * *").expect("hourly"),
+        ])
+    };
+    let (a, b) = (node(1), node(2));
+    assert!(
+        a.run_due(&app.state)
+            .await
+            .expect("pass")
+            .schedules_run
+            .is_empty(),
+        "first run is the next occurrence"
+    );
+    app.advance(Duration::days(3));
+    let (first, second) = tokio::join!(a.run_due(&app.state), b.run_due(&app.state));
+    let runs = first.expect("a").schedules_run.len() + second.expect("b").schedules_run.len();
+    assert_eq!(
+        runs, 1,
+        "three days of missed hours collapse into one run, on one node"
+    );
+    assert!(
+        a.run_due(&app.state)
+            .await
+            .expect("pass")
+            .schedules_run
+            .is_empty()
+    );
+    app.advance(Duration::hours(1));
+    assert_eq!(
+        b.run_due(&app.state).await.expect("pass").schedules_run,
+        ["tournaments.series"]
+    );
+}

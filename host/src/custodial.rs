@@ -57,36 +57,3 @@ pub async fn signing_key(
     );
     Ok(Some(key))
 }
-
-/// The server's own wallet for `role` (e.g. `escrow`), created on first use. A unique index
-/// makes concurrent first uses (several nodes, the CLI beside a server) settle on one wallet.
-pub async fn platform_wallet(state: &AppState, role: &str) -> anyhow::Result<WalletAddress> {
-    if let Some(address) = find_platform_wallet(state, role).await? {
-        return Ok(address);
-    }
-    let mut conn = state.store.write().acquire().await?;
-    match create(&mut conn, state, "platform", role).await {
-        Ok(address) => Ok(address),
-        Err(error) if crate::db::is_unique_violation(&error) => {
-            drop(conn);
-            find_platform_wallet(state, role).await?.ok_or_else(|| {
-                anyhow::anyhow!("platform wallet `{role}` vanished after a conflicting insert")
-            })
-        }
-        Err(error) => Err(error.into()),
-    }
-}
-
-async fn find_platform_wallet(
-    state: &AppState,
-    role: &str,
-) -> anyhow::Result<Option<WalletAddress>> {
-    let row: Option<(String,)> = sqlx::query_as(
-        "SELECT address FROM custodial_wallets WHERE owner_kind = 'platform' AND owner_id = $1",
-    )
-    .bind(role)
-    .fetch_optional(state.store.read())
-    .await?;
-    row.map(|(address,)| WalletAddress::parse(&address).map_err(anyhow::Error::msg))
-        .transpose()
-}

@@ -33,8 +33,6 @@ CREATE TABLE custodial_wallets (
     created_at    BIGINT NOT NULL
 );
 CREATE INDEX custodial_wallets_by_owner ON custodial_wallets (owner_kind, owner_id);
--- One wallet per platform role (escrow, dungeon pot): concurrent first uses settle on one.
-CREATE UNIQUE INDEX custodial_wallets_platform_role ON custodial_wallets (owner_id) WHERE owner_kind = 'platform';
 
 CREATE TABLE sessions (
     token_hash   TEXT PRIMARY KEY,

@@ -80,7 +80,7 @@ pub async fn run(command: TournamentCommand) -> anyhow::Result<()> {
     match command {
         TournamentCommand::Create(args) => {
             let state = crate::startup::offline_state(&args.storage).await?;
-            let escrow = crate::custodial::platform_wallet(&state, "escrow").await?;
+            let escrow = state.chain.escrow().address.to_string();
             let new = NewTournament {
                 id: new_id("trn"),
                 name: args.name,
@@ -89,7 +89,7 @@ pub async fn run(command: TournamentCommand) -> anyhow::Result<()> {
                 visibility: args.visibility,
                 entry_fee_raw: args.entry_fee,
                 max_participants: args.max_participants,
-                escrow_wallet: escrow.to_string(),
+                escrow_wallet: escrow.clone(),
                 payout_split: args.payout_split,
                 rake_bps: (args.rake_percent * 100.0).round() as i64,
                 is_paper_trading: false,

@@ -17,9 +17,7 @@ pub async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
         return Ok(0);
     }
     let now = state.now();
-    let escrow = crate::custodial::platform_wallet(state, "escrow")
-        .await?
-        .to_string();
+    let escrow = state.chain.escrow().address.to_string();
     let demos = [
         NewTournament {
             id: new_id("trn"),

@@ -82,7 +82,7 @@ pub fn default_series() -> Vec<SeriesSpec> {
 /// Make sure every series has its current window (if one is open) and its next window created.
 pub async fn ensure(state: &AppState) -> anyhow::Result<usize> {
     let now = state.now();
-    let escrow = crate::custodial::platform_wallet(state, "escrow").await?;
+    let escrow = state.chain.escrow().address.to_string();
     let mut created = 0;
     for spec in &state.config.tournament_series {
         let schedule = Recurring::new("series", &spec.cron)?;
@@ -105,7 +105,7 @@ pub async fn ensure(state: &AppState) -> anyhow::Result<usize> {
                 visibility: spec.visibility.clone(),
                 entry_fee_raw: (spec.entry_fee_usdc * USDC_UNIT as f64).round() as i64,
                 max_participants: spec.max_participants,
-                escrow_wallet: escrow.to_string(),
+                escrow_wallet: escrow.clone(),
                 payout_split: spec.payout_split.clone(),
                 rake_bps: (spec.rake_percent * 100.0).round() as i64,
                 is_paper_trading: false,

@@ -229,7 +229,11 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
     let payer = funded(&app, 1_000_000_000, 0).await;
     let to = Pubkey::new([9; 32]);
     let ix = instructions::system_transfer(&payer.pubkey(), &to, 1_000);
-    let message = Message::new_legacy(&[ix.clone()], &payer.pubkey(), blockhash(&app).await);
+    let message = Message::new_legacy(
+        std::slice::from_ref(&ix),
+        &payer.pubkey(),
+        blockhash(&app).await,
+    );
     let wire = Transaction::sign(message.clone(), &[payer.signing_key()])
         .unwrap()
         .serialize()
@@ -272,7 +276,7 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
     );
 
     // A blockhash simnet never issued, and one that fell out of the last 150.
-    let unknown = Message::new_legacy(&[ix.clone()], &payer.pubkey(), [3; 32]);
+    let unknown = Message::new_legacy(std::slice::from_ref(&ix), &payer.pubkey(), [3; 32]);
     let reply = send_b64(
         &app,
         &Transaction::sign(unknown, &[payer.signing_key()])

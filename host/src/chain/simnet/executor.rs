@@ -160,7 +160,7 @@ fn custom(code: u32, reason: impl Into<String>) -> Outcome {
     Err((json!({ "Custom": code }), reason.into()))
 }
 
-fn account<'a>(metas: &'a [Meta], i: usize) -> Result<&'a Meta, (Value, String)> {
+fn account(metas: &[Meta], i: usize) -> Result<&Meta, (Value, String)> {
     metas.get(i).ok_or_else(|| {
         (
             json!("NotEnoughAccountKeys"),

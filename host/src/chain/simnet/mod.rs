@@ -369,7 +369,14 @@ impl Simnet {
         let mut signature = [0u8; 64];
         rand::rngs::OsRng.fill_bytes(&mut signature);
         let signature = bs58::encode(signature).into_string();
-        let rendered = render::transaction(&[signature.clone()], &message, &pre, &post, 0, None);
+        let rendered = render::transaction(
+            std::slice::from_ref(&signature),
+            &message,
+            &pre,
+            &post,
+            0,
+            None,
+        );
         ledger::insert_transaction(&mut tx, &signature, slot, self.now_ms(), None, &rendered)
             .await?;
         ledger::save_changes(&mut tx, &pre, &post).await?;

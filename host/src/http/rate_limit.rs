@@ -63,6 +63,10 @@ pub struct RateLimits {
     pub account: Limiter,
     /// Tournament reads (list, detail, leaderboard, performance): SPEC §8, 120 / 60 s per IP.
     pub tournament_reads: Limiter,
+    /// Registrations: SPEC §8, 10 / 60 s per IP …
+    pub registrations_per_ip: Limiter,
+    /// … and 5 / 60 s per tournament; either limit gives 429.
+    pub registrations_per_tournament: Limiter,
 }
 
 impl RateLimits {
@@ -72,11 +76,19 @@ impl RateLimits {
             auth: Limiter::new(enabled, 20, minute),
             account: Limiter::new(enabled, 300, minute),
             tournament_reads: Limiter::new(enabled, 120, minute),
+            registrations_per_ip: Limiter::new(enabled, 10, minute),
+            registrations_per_tournament: Limiter::new(enabled, 5, minute),
         }
     }
 
-    pub fn all(&self) -> [&Limiter; 3] {
-        [&self.auth, &self.account, &self.tournament_reads]
+    pub fn all(&self) -> [&Limiter; 5] {
+        [
+            &self.auth,
+            &self.account,
+            &self.tournament_reads,
+            &self.registrations_per_ip,
+            &self.registrations_per_tournament,
+        ]
     }
 }
 
@@ -134,6 +146,13 @@ pub struct TournamentReadPolicy;
 impl Policy for TournamentReadPolicy {
     fn limiter(limits: &RateLimits) -> &Limiter {
         &limits.tournament_reads
+    }
+}
+
+pub struct RegistrationPolicy;
+impl Policy for RegistrationPolicy {
+    fn limiter(limits: &RateLimits) -> &Limiter {
+        &limits.registrations_per_ip
     }
 }
 

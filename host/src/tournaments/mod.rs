@@ -7,6 +7,7 @@ pub mod demo;
 pub mod lifecycle;
 pub mod model;
 pub mod queries;
+pub mod registration;
 mod routes;
 pub mod series;
 

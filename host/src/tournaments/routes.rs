@@ -7,10 +7,13 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::model::{Status, TournamentView, registration_memo};
 use super::queries::{self, ListQuery, OrderBy};
+use super::registration::{self, Outcome, RegisterRequest};
+use crate::auth::{MaybeAccountAuth, Write};
 use crate::domain::WalletAddress;
 use crate::http::ApiError;
+use crate::http::json::Json;
 use crate::http::json::{Path, Query};
-use crate::http::rate_limit::{IpLimit, TournamentReadPolicy};
+use crate::http::rate_limit::{IpLimit, RegistrationPolicy, TournamentReadPolicy};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -18,6 +21,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_tournaments))
         .routes(routes!(get_tournament))
         .routes(routes!(get_registration_memo))
+        .routes(routes!(register))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -211,4 +215,58 @@ async fn get_registration_memo(
         escrow_wallet_address: tournament.escrow_wallet,
         wallets,
     }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Registered {
+    /// Wallets registered.
+    count: usize,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PendingPayment {
+    /// Always true: resend the same request in a few seconds.
+    retryable: bool,
+    message: String,
+}
+
+/// Register 1–10 wallets. Free: `txSignature: null`. Paid: send the entry fee × wallets to
+/// `escrowWalletAddress` with the registration memo, then this request with its signature;
+/// 202 while the payment is not final (resend unchanged), 201 once registered. With an account
+/// key (scope `write`) or session, the entry is attributed to that account and every wallet
+/// must be one of its `allChainWallets`.
+#[utoipa::path(post, path = "/api/tournaments/{id}/register", tag = "tournaments",
+    params(("id" = String, Path, description = "Tournament id")),
+    request_body = RegisterRequest,
+    responses((status = 201, body = Registered), (status = 202, body = PendingPayment),
+              (status = 400, description = "Invalid body or missing fields"),
+              (status = 403, description = "A wallet is not linked to the key's account"),
+              (status = 404), (status = 409, description = "Already registered, full, or signature already used"),
+              (status = 410, description = "Ended"), (status = 422, description = "Payment verification failed"),
+              (status = 429)))]
+async fn register(
+    _limit: IpLimit<RegistrationPolicy>,
+    State(state): State<AppState>,
+    auth: MaybeAccountAuth<Write>,
+    Path(id): Path<String>,
+    Json(body): Json<RegisterRequest>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    state.limits.registrations_per_tournament.check(&id)?;
+    match registration::register(&state, &id, auth.0.as_ref(), body).await? {
+        Outcome::Registered { count } => {
+            Ok((StatusCode::CREATED, axum::Json(Registered { count })).into_response())
+        }
+        Outcome::Pending => Ok((
+            StatusCode::ACCEPTED,
+            axum::Json(PendingPayment {
+                retryable: true,
+                message:
+                    "the transaction is not finalized yet; resend the same request in a few seconds"
+                        .into(),
+            }),
+        )
+            .into_response()),
+    }
 }

@@ -1,0 +1,348 @@
+//! Registering wallets for a tournament (SPEC §2.2, §3.2, §7.2): all wallets of a request
+//! register together or none do; a paid entry is verified on chain (amount = fee × wallets, to
+//! the escrow wallet, with the deterministic memo) and its signature pays for one registration
+//! only; not yet finalized is a retryable 202 and the same request succeeds later.
+
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::model::{Status, registration_memo};
+use super::queries;
+use crate::auth::Caller;
+use crate::chain::{ExpectedPayment, PaymentStatus, RejectReason};
+use crate::clock::to_millis;
+use crate::db::is_unique_violation;
+use crate::domain::WalletAddress;
+use crate::http::ApiError;
+use crate::state::AppState;
+
+/// At most this many wallets per request (SPEC §8).
+pub const MAX_WALLETS: usize = 10;
+
+/// The request body of SPEC §2.2.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterRequest {
+    /// One wallet to register (or use `registeredWallets`).
+    registered_wallet: Option<String>,
+    /// 1 to 10 wallets sharing one payment (or use `registeredWallet`).
+    registered_wallets: Option<Vec<String>>,
+    /// Required: `null` for a free tournament, the payment's signature for a paid one.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, required = true)]
+    tx_signature: Option<Option<String>>,
+    /// The wallet that paid (paid tournaments).
+    payer_wallet: Option<String>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(deserializer).map(Some)
+}
+
+/// A parsed request.
+struct Registration {
+    wallets: Vec<WalletAddress>,
+    signature: Option<String>,
+    payer: Option<WalletAddress>,
+}
+
+impl RegisterRequest {
+    fn parse(self) -> Result<Registration, ApiError> {
+        let raw = match (self.registered_wallet, self.registered_wallets) {
+            (Some(one), None) => vec![one],
+            (None, Some(many)) => many,
+            (Some(_), Some(_)) => {
+                return Err(ApiError::bad_request(
+                    "send either `registeredWallet` or `registeredWallets`, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(ApiError::bad_request(
+                    "`registeredWallet` or `registeredWallets` is required",
+                ));
+            }
+        };
+        if raw.is_empty() || raw.len() > MAX_WALLETS {
+            return Err(ApiError::bad_request(format!(
+                "`registeredWallets` must list 1 to {MAX_WALLETS} wallets"
+            )));
+        }
+        let mut wallets = raw
+            .iter()
+            .map(|wallet| WalletAddress::parse(wallet))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ApiError::BadRequest)?;
+        let count = wallets.len();
+        wallets.sort();
+        wallets.dedup();
+        if wallets.len() != count {
+            return Err(ApiError::bad_request(
+                "`registeredWallets` lists a wallet twice",
+            ));
+        }
+        let Some(signature) = self.tx_signature else {
+            return Err(ApiError::bad_request(
+                "`txSignature` is required: null for a free tournament, the payment's signature for a paid one",
+            ));
+        };
+        let payer = self
+            .payer_wallet
+            .as_deref()
+            .map(WalletAddress::parse)
+            .transpose()
+            .map_err(ApiError::BadRequest)?;
+        Ok(Registration {
+            wallets,
+            signature: signature.filter(|s| !s.trim().is_empty()),
+            payer,
+        })
+    }
+}
+
+/// The outcome the handler turns into 201 or 202.
+pub enum Outcome {
+    Registered {
+        count: usize,
+    },
+    /// The payment is not final yet: resend the same request in a few seconds.
+    Pending,
+}
+
+pub async fn register(
+    state: &AppState,
+    tournament_id: &str,
+    caller: Option<&Caller>,
+    request: RegisterRequest,
+) -> Result<Outcome, ApiError> {
+    let registration = request.parse()?;
+    let tournament = queries::get(&state.store, tournament_id)
+        .await?
+        .ok_or_else(|| super::routes::not_found(tournament_id))?;
+    ensure_open(tournament.status_at(state.now()))?;
+
+    if let Some(caller) = caller {
+        ensure_owned(state, caller, &registration).await?;
+    }
+    let wallets: Vec<String> = registration
+        .wallets
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    // Cheap refusals first, so a doomed request never waits on the chain.
+    ensure_room(state, &tournament.id, &wallets, tournament.max_participants).await?;
+
+    let paid = tournament.entry_fee_raw > 0;
+    let claim = match (paid, &registration.signature) {
+        (false, None) => None,
+        (false, Some(_)) => {
+            return Err(ApiError::bad_request(
+                "this tournament is free: send `txSignature: null`",
+            ));
+        }
+        (true, None) => {
+            return Err(ApiError::bad_request(
+                "this tournament has an entry fee: send the payment's `txSignature`",
+            ));
+        }
+        (true, Some(signature)) => {
+            let payer = registration.payer.clone().ok_or_else(|| {
+                ApiError::bad_request("`payerWallet` is required for a paid tournament")
+            })?;
+            let amount = u64::try_from(tournament.entry_fee_raw)
+                .unwrap_or(0)
+                .saturating_mul(wallets.len() as u64);
+            let expected = ExpectedPayment {
+                payer: payer.to_string(),
+                recipient: tournament.escrow_wallet.clone(),
+                mint: state.chain.stablecoin_mint().to_owned(),
+                amount_raw: amount,
+                memo: registration_memo(&tournament.id, &wallets),
+            };
+            if claimed(state, signature).await? {
+                return Err(signature_used());
+            }
+            match state.chain.verify_payment(signature, &expected).await {
+                Ok(PaymentStatus::Verified { .. }) => Some((signature.clone(), payer, amount)),
+                Ok(PaymentStatus::Pending) => return Ok(Outcome::Pending),
+                Ok(PaymentStatus::Rejected(reason)) => return Err(rejected(&reason)),
+                Err(error) => {
+                    tracing::warn!(%error, tournament_id, "payment verification unavailable");
+                    return Err(ApiError::Unavailable(
+                        "the payment cannot be verified right now (Solana RPC unreachable); retry shortly".into(),
+                    ));
+                }
+            }
+        }
+    };
+    commit(state, &tournament.id, caller, &wallets, claim).await?;
+    tracing::info!(tournament_id, count = wallets.len(), "wallets registered");
+    Ok(Outcome::Registered {
+        count: wallets.len(),
+    })
+}
+
+fn ensure_open(status: Status) -> Result<(), ApiError> {
+    match status {
+        Status::Upcoming | Status::Live => Ok(()),
+        Status::Ended => Err(ApiError::Gone(
+            "this tournament has ended; registration is closed".into(),
+        )),
+        Status::Cancelled => Err(ApiError::Gone(
+            "this tournament was cancelled; registration is closed".into(),
+        )),
+    }
+}
+
+/// A key (or session) acts only for its account's proven wallets.
+async fn ensure_owned(
+    state: &AppState,
+    caller: &Caller,
+    registration: &Registration,
+) -> Result<(), ApiError> {
+    let owned = crate::account::wallets_of(state, &caller.account_id).await?;
+    let is_owned = |wallet: &WalletAddress| owned.iter().any(|w| w.address == wallet.as_str());
+    if let Some(foreign) = registration
+        .wallets
+        .iter()
+        .chain(registration.payer.iter())
+        .find(|w| !is_owned(w))
+    {
+        return Err(ApiError::Forbidden(format!(
+            "wallet {foreign} is not linked to this account (see allChainWallets in GET /api/account)"
+        )));
+    }
+    Ok(())
+}
+
+async fn ensure_room(
+    state: &AppState,
+    tournament_id: &str,
+    wallets: &[String],
+    max: i64,
+) -> Result<(), ApiError> {
+    let (current,): (i64,) =
+        sqlx::query_as("SELECT current_participants FROM tournaments WHERE id = $1")
+            .bind(tournament_id)
+            .fetch_one(state.store.read())
+            .await?;
+    if current + wallets.len() as i64 > max {
+        return Err(full(max));
+    }
+    for wallet in wallets {
+        let taken: Option<(i64,)> = sqlx::query_as(
+            "SELECT 1 FROM tournament_registrations WHERE tournament_id = $1 AND wallet = $2",
+        )
+        .bind(tournament_id)
+        .bind(wallet)
+        .fetch_optional(state.store.read())
+        .await?;
+        if taken.is_some() {
+            return Err(already_registered(wallet));
+        }
+    }
+    Ok(())
+}
+
+async fn claimed(state: &AppState, signature: &str) -> Result<bool, ApiError> {
+    let row: Option<(String,)> =
+        sqlx::query_as("SELECT purpose FROM payment_claims WHERE signature = $1")
+            .bind(signature)
+            .fetch_optional(state.store.read())
+            .await?;
+    Ok(row.is_some())
+}
+
+/// Write the registration whole: seats, the payment claim and every wallet, or nothing.
+async fn commit(
+    state: &AppState,
+    tournament_id: &str,
+    caller: Option<&Caller>,
+    wallets: &[String],
+    claim: Option<(String, WalletAddress, u64)>,
+) -> Result<(), ApiError> {
+    let now = state.now();
+    let n = wallets.len() as i64;
+    let mut tx = state.store.begin().await?;
+    // Taking the seats first also takes the tournament row's lock, which orders concurrent
+    // registrations of one tournament on PostgreSQL (SQLite has a single writer anyway).
+    let seated = sqlx::query(
+        "UPDATE tournaments SET current_participants = current_participants + $1
+         WHERE id = $2 AND current_participants + $1 <= max_participants
+           AND status IN ('upcoming', 'live') AND end_date > $3",
+    )
+    .bind(n)
+    .bind(tournament_id)
+    .bind(to_millis(now))
+    .execute(&mut *tx)
+    .await?;
+    if seated.rows_affected() != 1 {
+        drop(tx);
+        let tournament = queries::get(&state.store, tournament_id)
+            .await?
+            .ok_or_else(|| super::routes::not_found(tournament_id))?;
+        ensure_open(tournament.status_at(now))?;
+        return Err(full(tournament.max_participants));
+    }
+    let signature = claim.as_ref().map(|(signature, _, _)| signature.clone());
+    if let Some((signature, payer, amount)) = &claim {
+        let inserted = sqlx::query(
+            "INSERT INTO payment_claims (signature, purpose, reference, payer, amount_raw, claimed_at)
+             VALUES ($1, 'tournament', $2, $3, $4, $5)",
+        )
+        .bind(signature)
+        .bind(tournament_id)
+        .bind(payer.as_str())
+        .bind(i64::try_from(*amount).unwrap_or(i64::MAX))
+        .bind(to_millis(now))
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Err(error) if is_unique_violation(&error) => return Err(signature_used()),
+            other => other?,
+        };
+    }
+    for wallet in wallets {
+        let inserted = sqlx::query(
+            "INSERT INTO tournament_registrations (tournament_id, wallet, account_id, tx_signature, registered_at)
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(tournament_id)
+        .bind(wallet)
+        .bind(caller.map(|c| c.account_id.as_str()))
+        .bind(signature.as_deref())
+        .bind(to_millis(now))
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Err(error) if is_unique_violation(&error) => return Err(already_registered(wallet)),
+            other => other?,
+        };
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+fn full(max: i64) -> ApiError {
+    ApiError::Conflict(format!(
+        "the tournament is full ({max} participants) or has too few seats left for these wallets"
+    ))
+}
+
+fn already_registered(wallet: &str) -> ApiError {
+    ApiError::Conflict(format!(
+        "wallet {wallet} is already registered for this tournament"
+    ))
+}
+
+fn signature_used() -> ApiError {
+    ApiError::Conflict("this transaction signature has already paid for a registration".into())
+}
+
+fn rejected(reason: &RejectReason) -> ApiError {
+    ApiError::Unprocessable(format!(
+        "transaction verification failed ({}): {reason}",
+        reason.field()
+    ))
+}

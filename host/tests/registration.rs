@@ -1,0 +1,419 @@
+//! Tournament registration (SPEC §2.2, §3.2, §7.2) with real payments on the embedded simnet.
+
+mod common;
+
+use chrono::Duration;
+use common::{Auth, Body, TestApp};
+use crucible::chain::Keypair;
+use crucible::domain::WalletAddress;
+use crucible::tournaments::queries::{self, NewTournament};
+use serde_json::{Value, json};
+
+const FEE: i64 = 2_000_000;
+
+async fn tournament(app: &TestApp, id: &str, fee: i64, max: i64) {
+    let now = app.state.now();
+    let new = NewTournament {
+        id: id.into(),
+        name: format!("Cup {id}"),
+        description: String::new(),
+        kind: "highest_pnl".into(),
+        visibility: "public".into(),
+        entry_fee_raw: fee,
+        max_participants: max,
+        escrow_wallet: app.state.chain.escrow().address.to_string(),
+        payout_split: vec![100],
+        rake_bps: 0,
+        is_paper_trading: false,
+        start_date: now + Duration::hours(1),
+        end_date: now + Duration::hours(5),
+        series: None,
+    };
+    let mut conn = app.state.store.write().acquire().await.expect("conn");
+    assert!(queries::insert(&mut conn, &new, now).await.expect("insert"));
+}
+
+fn wallet(seed: u8) -> String {
+    WalletAddress::from_public_key(&[seed; 32]).to_string()
+}
+
+async fn register(app: &TestApp, id: &str, auth: Auth<'_>, body: Value) -> common::TestResponse {
+    app.post(&format!("/api/tournaments/{id}/register"), auth, body)
+        .await
+}
+
+async fn participants(app: &TestApp, id: &str) -> i64 {
+    app.get(&format!("/api/tournaments/{id}"), Auth::None)
+        .await
+        .body["currentParticipants"]
+        .as_i64()
+        .expect("count")
+}
+
+/// A keypair holding SOL for fees and `usdc_raw` of the simnet stablecoin.
+async fn funded_payer(app: &TestApp, usdc_raw: u64) -> Keypair {
+    let payer = Keypair::generate();
+    let reply: Value = app
+        .client
+        .post(format!("{}/simnet/rpc", app.address))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "requestAirdrop",
+                      "params": [payer.pubkey().to_string(), 1_000_000_000u64, {"stablecoinAmount": usdc_raw}]}))
+        .send()
+        .await
+        .expect("airdrop")
+        .json()
+        .await
+        .expect("json");
+    assert!(reply["error"].is_null(), "{reply}");
+    payer
+}
+
+/// Pay `amount` to the escrow with `memo`; returns the signature.
+async fn pay(app: &TestApp, payer: &Keypair, amount: u64, memo: &str) -> String {
+    let escrow = app.state.chain.escrow().address.clone();
+    let mint = app.state.chain.stablecoin_mint().to_owned();
+    app.state
+        .chain
+        .transfer_token(payer, &escrow, &mint, amount, memo)
+        .await
+        .expect("transfer")
+}
+
+fn memo(id: &str, wallets: &[&str]) -> String {
+    crucible::tournaments::registration_memo(
+        id,
+        &wallets.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
+    )
+}
+
+#[tokio::test]
+async fn free_registration_takes_a_null_signature_and_counts_wallets() {
+    let app = TestApp::spawn().await;
+    tournament(&app, "trn_free", 0, 100).await;
+    let one = register(
+        &app,
+        "trn_free",
+        Auth::None,
+        json!({"registeredWallet": wallet(1), "txSignature": null}),
+    )
+    .await;
+    assert_eq!(one.status, 201, "{}", one.body);
+    assert_eq!(one.body["count"], 1);
+    let many = register(
+        &app,
+        "trn_free",
+        Auth::None,
+        json!({"registeredWallets": [wallet(2), wallet(3), wallet(4)], "txSignature": null}),
+    )
+    .await;
+    assert_eq!(many.status, 201);
+    assert_eq!(many.body["count"], 3);
+    assert_eq!(participants(&app, "trn_free").await, 4);
+
+    let again = register(
+        &app,
+        "trn_free",
+        Auth::None,
+        json!({"registeredWallets": [wallet(9), wallet(1)], "txSignature": null}),
+    )
+    .await;
+    assert_eq!(again.status, 409);
+    assert!(again.error().contains("already registered"));
+    assert_eq!(
+        participants(&app, "trn_free").await,
+        4,
+        "all or nothing: wallet 9 was not registered either"
+    );
+}
+
+#[tokio::test]
+async fn malformed_registrations_are_400_and_change_nothing() {
+    let app = TestApp::spawn().await;
+    tournament(&app, "trn_v", 0, 100).await;
+    let eleven: Vec<String> = (1..=11).map(wallet).collect();
+    let cases = [
+        json!({"registeredWallets": eleven, "txSignature": null}),
+        json!({"registeredWallets": [], "txSignature": null}),
+        json!({"registeredWallets": [wallet(1), wallet(1)], "txSignature": null}),
+        json!({"registeredWallet": wallet(1), "registeredWallets": [wallet(2)], "txSignature": null}),
+        json!({"txSignature": null}),
+        json!({"registeredWallet": wallet(1)}),
+        json!({"registeredWallet": "not-a-wallet", "txSignature": null}),
+        json!({"registeredWallet": wallet(1), "txSignature": "5xSig"}),
+        json!({"registeredWallet": 7, "txSignature": null}),
+    ];
+    for body in cases {
+        let response = register(&app, "trn_v", Auth::None, body.clone()).await;
+        assert_eq!(response.status, 400, "{body}: {}", response.body);
+        assert!(!response.error().is_empty());
+    }
+    let garbage = app
+        .request(
+            "POST",
+            "/api/tournaments/trn_v/register",
+            Auth::None,
+            Some(Body::Raw("application/json", b"{".to_vec())),
+        )
+        .await;
+    assert_eq!(garbage.status, 400);
+    assert_eq!(participants(&app, "trn_v").await, 0);
+    let missing = register(
+        &app,
+        "trn_nope",
+        Auth::None,
+        json!({"registeredWallet": wallet(1), "txSignature": null}),
+    )
+    .await;
+    assert_eq!(missing.status, 404);
+}
+
+#[tokio::test]
+async fn a_paid_entry_is_202_until_final_then_201_and_its_signature_pays_once() {
+    let app = TestApp::spawn_with(|config| config.simnet_finality_ms = 3_000).await;
+    tournament(&app, "trn_paid", FEE, 100).await;
+    let payer = funded_payer(&app, 10_000_000).await;
+    let wallets = [wallet(1), wallet(2)];
+    let signature = pay(
+        &app,
+        &payer,
+        2 * FEE as u64,
+        &memo("trn_paid", &[&wallets[1], &wallets[0]]),
+    )
+    .await;
+    let body = json!({"registeredWallets": wallets, "txSignature": signature, "payerWallet": payer.pubkey().to_string()});
+
+    let pending = register(&app, "trn_paid", Auth::None, body.clone()).await;
+    assert_eq!(pending.status, 202, "{}", pending.body);
+    assert_eq!(pending.body["retryable"], true);
+    assert_eq!(participants(&app, "trn_paid").await, 0);
+
+    app.advance(Duration::seconds(3));
+    let registered = register(&app, "trn_paid", Auth::None, body).await;
+    assert_eq!(registered.status, 201, "{}", registered.body);
+    assert_eq!(registered.body["count"], 2);
+    assert_eq!(participants(&app, "trn_paid").await, 2);
+    let detail = app.get("/api/tournaments/trn_paid", Auth::None).await.body;
+    assert_eq!(detail["prizePool"], 4.0);
+
+    // The same payment cannot register other wallets.
+    let reused = register(&app, "trn_paid", Auth::None,
+        json!({"registeredWallet": wallet(3), "txSignature": signature, "payerWallet": payer.pubkey().to_string()})).await;
+    assert_eq!(reused.status, 409);
+    assert!(reused.error().contains("already paid"));
+}
+
+#[tokio::test]
+async fn wrong_memo_or_amount_is_422_naming_the_field() {
+    let app = TestApp::spawn().await;
+    tournament(&app, "trn_check", FEE, 100).await;
+    let payer = funded_payer(&app, 10_000_000).await;
+    let payer_address = payer.pubkey().to_string();
+
+    let tampered = pay(&app, &payer, FEE as u64, "reg:trn_check:0000000000000000").await;
+    let response = register(&app, "trn_check", Auth::None,
+        json!({"registeredWallet": wallet(1), "txSignature": tampered, "payerWallet": payer_address})).await;
+    assert_eq!(response.status, 422, "{}", response.body);
+    assert!(response.error().contains("memo"), "{}", response.error());
+
+    let short = pay(
+        &app,
+        &payer,
+        (FEE - 1) as u64,
+        &memo("trn_check", &[&wallet(1)]),
+    )
+    .await;
+    let response = register(
+        &app,
+        "trn_check",
+        Auth::None,
+        json!({"registeredWallet": wallet(1), "txSignature": short, "payerWallet": payer_address}),
+    )
+    .await;
+    assert_eq!(response.status, 422);
+    assert!(response.error().contains("amount"), "{}", response.error());
+
+    // Paying for one wallet does not pay for two.
+    let single = pay(&app, &payer, FEE as u64, &memo("trn_check", &[&wallet(1)])).await;
+    let response = register(&app, "trn_check", Auth::None,
+        json!({"registeredWallets": [wallet(1), wallet(2)], "txSignature": single, "payerWallet": payer_address})).await;
+    assert_eq!(response.status, 422);
+    assert_eq!(participants(&app, "trn_check").await, 0);
+
+    let no_payer = register(
+        &app,
+        "trn_check",
+        Auth::None,
+        json!({"registeredWallet": wallet(1), "txSignature": single}),
+    )
+    .await;
+    assert_eq!(no_payer.status, 400);
+    let unknown = register(&app, "trn_check", Auth::None,
+        json!({"registeredWallet": wallet(1), "txSignature": "1111111111111111111111111111111111111111111111111111111111111111", "payerWallet": payer_address})).await;
+    assert_eq!(unknown.status, 422);
+}
+
+#[tokio::test]
+async fn full_and_ended_tournaments_refuse() {
+    let app = TestApp::spawn().await;
+    tournament(&app, "trn_small", 0, 2).await;
+    assert_eq!(
+        register(
+            &app,
+            "trn_small",
+            Auth::None,
+            json!({"registeredWallets": [wallet(1), wallet(2)], "txSignature": null})
+        )
+        .await
+        .status,
+        201
+    );
+    let full = register(
+        &app,
+        "trn_small",
+        Auth::None,
+        json!({"registeredWallet": wallet(3), "txSignature": null}),
+    )
+    .await;
+    assert_eq!(full.status, 409);
+    assert!(full.error().contains("full"));
+
+    tournament(&app, "trn_over", 0, 10).await;
+    app.advance(Duration::hours(6));
+    let ended = register(
+        &app,
+        "trn_over",
+        Auth::None,
+        json!({"registeredWallet": wallet(4), "txSignature": null}),
+    )
+    .await;
+    assert_eq!(ended.status, 410);
+    // Live (after the start) is still open.
+    tournament(&app, "trn_live", 0, 10).await;
+    app.advance(Duration::hours(2));
+    assert_eq!(
+        register(
+            &app,
+            "trn_live",
+            Auth::None,
+            json!({"registeredWallet": wallet(5), "txSignature": null})
+        )
+        .await
+        .status,
+        201
+    );
+}
+
+#[tokio::test]
+async fn a_key_registers_only_its_accounts_wallets_and_the_entry_is_attributed() {
+    let app = TestApp::spawn().await;
+    tournament(&app, "trn_k", 0, 10).await;
+    let (session, key) = app
+        .account_with_key("reg@example.com", &["read", "write"])
+        .await;
+    let own = app.get("/api/account", Auth::Session(&session)).await.body["allChainWallets"][0]
+        .as_str()
+        .expect("wallet")
+        .to_owned();
+
+    let foreign = register(
+        &app,
+        "trn_k",
+        Auth::Bearer(&key),
+        json!({"registeredWallets": [own.clone(), wallet(7)], "txSignature": null}),
+    )
+    .await;
+    assert_eq!(foreign.status, 403);
+    assert!(foreign.error().contains(&wallet(7)));
+
+    let read_only = app
+        .create_key(&session, json!({"name": "ro", "scopes": ["read"]}))
+        .await;
+    let scoped = register(
+        &app,
+        "trn_k",
+        Auth::Bearer(read_only["key"].as_str().expect("key")),
+        json!({"registeredWallet": own, "txSignature": null}),
+    )
+    .await;
+    assert_eq!(scoped.status, 403);
+
+    let mine = register(
+        &app,
+        "trn_k",
+        Auth::Bearer(&key),
+        json!({"registeredWallet": own, "txSignature": null}),
+    )
+    .await;
+    assert_eq!(mine.status, 201);
+    let listed = app
+        .get("/api/account/tournaments", Auth::Bearer(&key))
+        .await
+        .body;
+    assert_eq!(listed["tournaments"][0]["tournamentId"], "trn_k");
+    assert_eq!(listed["tournaments"][0]["wallet"], own);
+
+    let revoked = register(
+        &app,
+        "trn_k",
+        Auth::Bearer("svc_live_unknown"),
+        json!({"registeredWallet": wallet(8), "txSignature": null}),
+    )
+    .await;
+    assert_eq!(revoked.status, 401, "a bad key is refused, not ignored");
+}
+
+#[tokio::test]
+async fn concurrent_identical_registrations_register_once() {
+    let app = TestApp::spawn().await;
+    tournament(&app, "trn_race", 0, 100).await;
+    let body = json!({"registeredWallets": [wallet(1), wallet(2)], "txSignature": null});
+    let attempts = (0..6).map(|_| register(&app, "trn_race", Auth::None, body.clone()));
+    let statuses: Vec<u16> = futures_util::future::join_all(attempts)
+        .await
+        .into_iter()
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 201 || *s == 409),
+        "{statuses:?}"
+    );
+    assert_eq!(participants(&app, "trn_race").await, 2);
+    let (rows,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM tournament_registrations WHERE tournament_id = 'trn_race'",
+    )
+    .fetch_one(app.state.store.read())
+    .await
+    .expect("count");
+    assert_eq!(rows, 2);
+}
+
+#[tokio::test]
+async fn registration_is_limited_per_ip_and_per_tournament() {
+    let app = TestApp::spawn_with(|config| config.rate_limits = true).await;
+    tournament(&app, "trn_rl", 0, 100).await;
+    for n in 0..5 {
+        let response = register(
+            &app,
+            "trn_rl",
+            Auth::None,
+            json!({"registeredWallet": wallet(n + 1), "txSignature": null}),
+        )
+        .await;
+        assert_eq!(response.status, 201);
+    }
+    let limited = register(
+        &app,
+        "trn_rl",
+        Auth::None,
+        json!({"registeredWallet": wallet(20), "txSignature": null}),
+    )
+    .await;
+    assert_eq!(limited.status, 429);
+    assert!(limited.body["retryAfter"].as_u64().expect("retryAfter") >= 1);
+    assert!(limited.headers.contains_key("retry-after"));
+}

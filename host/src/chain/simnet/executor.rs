@@ -409,3 +409,181 @@ fn memo(program: &Pubkey, metas: &[Meta], data: &[u8]) -> Outcome {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::tx::message::Instruction;
+
+    struct World {
+        accounts: Accounts,
+        mint: Pubkey,
+        alice: Pubkey,
+        bob: Pubkey,
+        alice_ata: Pubkey,
+        bob_ata: Pubkey,
+    }
+
+    fn world() -> World {
+        let (alice, bob, mint) = (Pubkey([1; 32]), Pubkey([2; 32]), Pubkey([3; 32]));
+        let program = tx::token_program();
+        let alice_ata = tx::associated_token_address(&alice, &mint, &program);
+        let bob_ata = tx::associated_token_address(&bob, &mint, &program);
+        let token = |owner: Pubkey, amount: u64| Account {
+            lamports: TOKEN_ACCOUNT_RENT,
+            kind: Kind::Token {
+                program,
+                mint,
+                owner,
+                amount,
+                decimals: 6,
+            },
+        };
+        let mut accounts = Accounts::new();
+        accounts.insert(alice, Account::wallet(10_000_000));
+        accounts.insert(
+            mint,
+            Account {
+                lamports: 1,
+                kind: Kind::Mint {
+                    program,
+                    decimals: 6,
+                },
+            },
+        );
+        accounts.insert(alice_ata, token(alice, 100));
+        accounts.insert(bob_ata, token(bob, 0));
+        World {
+            accounts,
+            mint,
+            alice,
+            bob,
+            alice_ata,
+            bob_ata,
+        }
+    }
+
+    fn run(w: &mut World, ixs: &[Instruction]) -> Result<(), InstructionFailure> {
+        let message = Message::new_legacy(ixs, &w.alice, [0; 32]);
+        charge_fee(&message, &mut w.accounts).expect("fee");
+        execute(&message, &mut w.accounts)
+    }
+
+    fn amount(w: &World, key: &Pubkey) -> u64 {
+        match w.accounts.get(key).map(|a| &a.kind) {
+            Some(Kind::Token { amount, .. }) => *amount,
+            _ => panic!("not a token account"),
+        }
+    }
+
+    fn transfer(w: &World, amount: u64, decimals: u8) -> Instruction {
+        instructions::token_transfer_checked(
+            &tx::token_program(),
+            &w.alice_ata,
+            &w.mint,
+            &w.bob_ata,
+            &w.alice,
+            amount,
+            decimals,
+        )
+    }
+
+    #[test]
+    fn transfer_checked_moves_tokens_and_checks_every_rule() {
+        let mut w = world();
+        let ix = transfer(&w, 40, 6);
+        run(&mut w, &[ix]).expect("transfer");
+        assert_eq!((amount(&w, &w.alice_ata), amount(&w, &w.bob_ata)), (60, 40));
+        assert_eq!(
+            w.accounts[&w.alice].lamports,
+            10_000_000 - FEE_PER_SIGNATURE
+        );
+
+        let ix = transfer(&w, 61, 6);
+        let failure = run(&mut w, &[ix]).expect_err("too much");
+        assert_eq!(failure.error, json!({"Custom": 1}));
+        let ix = transfer(&w, 1, 9);
+        let failure = run(&mut w, &[ix]).expect_err("decimals");
+        assert_eq!(failure.error, json!({"Custom": 18}));
+
+        // Bob's account cannot be drained by Alice's signature.
+        let mut stolen = transfer(&w, 1, 6);
+        stolen.accounts[0].pubkey = w.bob_ata;
+        stolen.accounts[2].pubkey = w.alice_ata;
+        let failure = run(&mut w, &[stolen]).expect_err("owner");
+        assert_eq!(failure.error, json!({"Custom": 4}));
+
+        // The same layout under Token-2022 does not touch Token accounts.
+        let mut wrong_program = transfer(&w, 1, 6);
+        wrong_program.program_id = tx::token_2022_program();
+        let failure = run(&mut w, &[wrong_program]).expect_err("program");
+        assert_eq!(failure.error, json!("InvalidAccountData"));
+    }
+
+    #[test]
+    fn associated_accounts_are_created_once_at_the_derived_address() {
+        let mut w = world();
+        let carol = Pubkey([4; 32]);
+        let create = instructions::create_associated_token_account_idempotent(
+            &w.alice,
+            &carol,
+            &w.mint,
+            &tx::token_program(),
+        );
+        run(&mut w, &[create.clone()]).expect("create");
+        let ata = tx::associated_token_address(&carol, &w.mint, &tx::token_program());
+        assert_eq!(amount(&w, &ata), 0);
+        assert_eq!(
+            w.accounts[&w.alice].lamports,
+            10_000_000 - FEE_PER_SIGNATURE - TOKEN_ACCOUNT_RENT
+        );
+        run(&mut w, &[create.clone()]).expect("idempotent");
+        let mut plain = create.clone();
+        plain.data = vec![0];
+        assert_eq!(
+            run(&mut w, &[plain]).expect_err("exists").error,
+            json!({"Custom": 0})
+        );
+        let mut wrong_address = create;
+        wrong_address.accounts[1].pubkey = Pubkey([5; 32]);
+        assert_eq!(
+            run(&mut w, &[wrong_address]).expect_err("seeds").error,
+            json!("InvalidSeeds")
+        );
+    }
+
+    #[test]
+    fn fees_programs_and_memo_signers_are_enforced() {
+        let mut w = world();
+        let memo_by_bob = instructions::memo("hi", &[w.bob]);
+        let message = Message::new_legacy(&[memo_by_bob], &w.alice, [0; 32]);
+        // Bob is listed as a signer, so the message itself requires his signature.
+        assert_eq!(message.header.num_required_signatures, 2);
+
+        let mut unsigned = instructions::memo("hi", &[]);
+        unsigned
+            .accounts
+            .push(tx::message::AccountMeta::readonly(w.bob, false));
+        assert_eq!(
+            run(&mut w, &[unsigned]).expect_err("unsigned").error,
+            json!("MissingRequiredSignature")
+        );
+        run(&mut w, &[instructions::memo("ok", &[])]).expect("memo");
+
+        let foreign = Instruction {
+            program_id: Pubkey([9; 32]),
+            accounts: vec![],
+            data: vec![],
+        };
+        let message = Message::new_legacy(&[foreign], &w.alice, [0; 32]);
+        assert!(matches!(
+            charge_fee(&message, &mut w.accounts),
+            Err(Refusal::UnsupportedProgram(_))
+        ));
+        let broke = Message::new_legacy(&[instructions::memo("x", &[])], &w.bob, [0; 32]);
+        assert!(matches!(
+            charge_fee(&broke, &mut w.accounts),
+            Err(Refusal::InsufficientFundsForFee(_))
+        ));
+    }
+}

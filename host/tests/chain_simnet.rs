@@ -293,6 +293,30 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
             .contains("Blockhash not found"),
         "{reply}"
     );
+    // Expired by time alone (150 slots of 400 ms), with no newer blockhash ever asked for.
+    let quiet = blockhash(&app).await;
+    app.advance(Duration::seconds(61));
+    let expired = Message::new_legacy(
+        &[instructions::system_transfer(&payer.pubkey(), &to, 3_000)],
+        &payer.pubkey(),
+        quiet,
+    );
+    let reply = send_b64(
+        &app,
+        &Transaction::sign(expired, &[payer.signing_key()])
+            .unwrap()
+            .serialize()
+            .unwrap(),
+        false,
+    )
+    .await;
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Blockhash not found"),
+        "{reply}"
+    );
     let old = blockhash(&app).await;
     for _ in 0..150 {
         app.advance(Duration::milliseconds(400));

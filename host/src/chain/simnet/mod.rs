@@ -242,14 +242,18 @@ impl Simnet {
                 "This transaction has already been processed",
             ));
         }
-        let issued: Option<(i64,)> =
-            sqlx::query_as("SELECT seq FROM simnet_blockhashes WHERE hash = $1")
+        let issued: Option<(i64, i64)> =
+            sqlx::query_as("SELECT seq, issued_at FROM simnet_blockhashes WHERE hash = $1")
                 .bind(&blockhash)
                 .fetch_optional(&mut *tx)
                 .await?;
         let newest = ledger::current(&mut tx, "blockhash_seq").await?;
         match issued {
-            Some((seq,)) if newest - seq < RECENT_BLOCKHASHES => {}
+            // Recent = among the last 150 issued, and issued within 150 slots of wall time
+            // (a real blockhash expires after ~60-90 s even when nobody asks for a new one).
+            Some((seq, issued_at))
+                if newest - seq < RECENT_BLOCKHASHES
+                    && self.now_ms() - issued_at < RECENT_BLOCKHASHES * SLOT_MS => {}
             _ => return Err(SimnetError::simulation("Blockhash not found")),
         }
 

@@ -56,6 +56,10 @@ pub struct ServeArgs {
     #[arg(long, env = "CRUCIBLE_TOURNAMENT_SERIES", value_parser = parse_series)]
     pub tournament_series: Option<Vec<SeriesSpec>>,
 
+    /// Seed of the simulated market (prices, candles, signals): same seed, same market.
+    #[arg(long, env = "CRUCIBLE_MARKET_SEED", default_value_t = 42)]
+    pub market_seed: u64,
+
     /// Seed demo tournaments into an empty database (`on` by default with the embedded SQLite).
     #[arg(long, env = "CRUCIBLE_DEMO_DATA", value_parser = ["on", "off"])]
     pub demo_data: Option<String>,
@@ -108,6 +112,7 @@ pub struct Config {
     pub scheduler_interval_ms: u64,
     pub tournament_series: Vec<SeriesSpec>,
     pub demo_data: bool,
+    pub market_seed: u64,
     /// `None`: the embedded simnet.
     pub solana_rpc_url: Option<String>,
     pub simnet_finality_ms: u64,
@@ -149,6 +154,7 @@ impl From<ServeArgs> for Config {
             scheduler_interval_ms: args.scheduler_interval_ms,
             tournament_series: args.tournament_series.unwrap_or_else(default_series),
             demo_data: args.demo_data.map_or(embedded, |value| value == "on"),
+            market_seed: args.market_seed,
             solana_rpc_url: args
                 .chain
                 .solana_rpc_url
@@ -182,6 +188,7 @@ impl Config {
             scheduler_interval_ms: 0,
             tournament_series: Vec::new(),
             demo_data: false,
+            market_seed: 42,
             solana_rpc_url: None,
             simnet_finality_ms: 0,
             stablecoin_mint: None,
@@ -203,6 +210,7 @@ impl Config {
             scheduler_interval_ms: 0,
             tournament_series: Vec::new(),
             demo_data: false,
+            market_seed: 42,
             solana_rpc_url: None,
             simnet_finality_ms: 3000,
             stablecoin_mint: None,

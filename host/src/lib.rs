@@ -15,6 +15,7 @@ pub mod custodial;
 pub mod db;
 pub mod domain;
 pub mod dungeon;
+pub mod events;
 pub mod health;
 pub mod http;
 pub mod market;

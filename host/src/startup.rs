@@ -44,6 +44,7 @@ impl Application {
         let local_addr = listener.local_addr()?;
         let chain =
             crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, local_addr).await?;
+        let market_seed = config.market_seed;
         let state = AppState {
             limits: Arc::new(RateLimits::new(config.rate_limits)),
             config: Arc::new(config),
@@ -51,6 +52,9 @@ impl Application {
             clock,
             sealer: Arc::new(sealer),
             chain: Arc::new(chain),
+            market: Arc::new(crate::market::SimulatedMarket::new(market_seed)),
+            events: crate::events::Bus::new(),
+            leaderboards: Default::default(),
         };
         if state.config.demo_data {
             crate::tournaments::demo::seed_if_empty(&state).await?;
@@ -121,6 +125,7 @@ pub async fn offline_state(storage: &StorageArgs) -> anyhow::Result<AppState> {
     let default_server = SocketAddr::from(([127, 0, 0, 1], 8080));
     let chain =
         crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, default_server).await?;
+    let market_seed = config.market_seed;
     Ok(AppState {
         limits: Arc::new(RateLimits::new(false)),
         config: Arc::new(config),
@@ -128,6 +133,9 @@ pub async fn offline_state(storage: &StorageArgs) -> anyhow::Result<AppState> {
         clock,
         sealer: Arc::new(sealer),
         chain: Arc::new(chain),
+        market: Arc::new(crate::market::SimulatedMarket::new(market_seed)),
+        events: crate::events::Bus::new(),
+        leaderboards: Default::default(),
     })
 }
 

@@ -19,6 +19,12 @@ pub struct AppState {
     pub limits: Arc<RateLimits>,
     /// Solana: payment verification, portfolios, transfers, and the embedded simnet.
     pub chain: Arc<crate::chain::Chain>,
+    /// Prices, candles and signals (the seeded simulated market by default).
+    pub market: Arc<dyn crate::market::MarketFeed>,
+    /// Announces changes to streams.
+    pub events: crate::events::Bus,
+    /// Serialized leaderboards, rebuilt only when their tournament changed.
+    pub leaderboards: Arc<crate::tournaments::leaderboard::Cache>,
 }
 
 impl AppState {

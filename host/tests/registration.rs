@@ -53,18 +53,8 @@ async fn participants(app: &TestApp, id: &str) -> i64 {
 /// A keypair holding SOL for fees and `usdc_raw` of the simnet stablecoin.
 async fn funded_payer(app: &TestApp, usdc_raw: u64) -> Keypair {
     let payer = Keypair::generate();
-    let reply: Value = app
-        .client
-        .post(format!("{}/simnet/rpc", app.address))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "requestAirdrop",
-                      "params": [payer.pubkey().to_string(), 1_000_000_000u64, {"stablecoinAmount": usdc_raw}]}))
-        .send()
-        .await
-        .expect("airdrop")
-        .json()
-        .await
-        .expect("json");
-    assert!(reply["error"].is_null(), "{reply}");
+    app.airdrop(&payer.pubkey().to_string(), 1_000_000_000, usdc_raw)
+        .await;
     payer
 }
 

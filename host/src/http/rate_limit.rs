@@ -67,6 +67,8 @@ pub struct RateLimits {
     pub registrations_per_ip: Limiter,
     /// … and 5 / 60 s per tournament; either limit gives 429.
     pub registrations_per_tournament: Limiter,
+    /// Live leaderboard streams: SPEC §8, 20 connections / 60 s per IP.
+    pub live_connections: Limiter,
 }
 
 impl RateLimits {
@@ -78,16 +80,18 @@ impl RateLimits {
             tournament_reads: Limiter::new(enabled, 120, minute),
             registrations_per_ip: Limiter::new(enabled, 10, minute),
             registrations_per_tournament: Limiter::new(enabled, 5, minute),
+            live_connections: Limiter::new(enabled, 20, minute),
         }
     }
 
-    pub fn all(&self) -> [&Limiter; 5] {
+    pub fn all(&self) -> [&Limiter; 6] {
         [
             &self.auth,
             &self.account,
             &self.tournament_reads,
             &self.registrations_per_ip,
             &self.registrations_per_tournament,
+            &self.live_connections,
         ]
     }
 }
@@ -146,6 +150,13 @@ pub struct TournamentReadPolicy;
 impl Policy for TournamentReadPolicy {
     fn limiter(limits: &RateLimits) -> &Limiter {
         &limits.tournament_reads
+    }
+}
+
+pub struct LivePolicy;
+impl Policy for LivePolicy {
+    fn limiter(limits: &RateLimits) -> &Limiter {
+        &limits.live_connections
     }
 }
 

@@ -8,14 +8,19 @@ use crate::tournaments;
 
 /// The recurring schedules every server runs.
 pub fn standard_schedules(_state: &AppState) -> anyhow::Result<Vec<Recurring>> {
-    Ok(vec![Recurring::new(SERIES, "0 */10 * * * *")?])
+    Ok(vec![
+        Recurring::new(SERIES, "0 */10 * * * *")?,
+        Recurring::new(SNAPSHOTS, "0 */5 * * * *")?,
+    ])
 }
 
 const SERIES: &str = "tournaments.series";
+const SNAPSHOTS: &str = "tournaments.snapshots";
 
 pub async fn run_recurring(state: &AppState, name: &str) -> anyhow::Result<()> {
     match name {
         SERIES => tournaments::series::ensure(state).await.map(|_| ()),
+        SNAPSHOTS => tournaments::tracking::snapshot_live(state).await,
         other => anyhow::bail!("no handler for schedule `{other}`"),
     }
 }

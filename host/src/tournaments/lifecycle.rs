@@ -20,12 +20,26 @@ pub async fn start(state: &AppState, tournament_id: &str) -> anyhow::Result<()> 
             .context("marking the tournament live")?;
     if moved.rows_affected() == 1 {
         tracing::info!(tournament_id, "tournament is live");
+        // The baseline of every wallet registered before the start.
+        super::tracking::snapshot_tournament(state, tournament_id)
+            .await
+            .context("baseline snapshot")?;
     }
     Ok(())
 }
 
-/// The window closed: `upcoming | live → ended`. Registration is closed from here on (410).
+/// The window closed: `upcoming | live → ended`. Registration is closed from here on (410);
+/// a last snapshot is taken and the final standings are frozen.
 pub async fn end(state: &AppState, tournament_id: &str) -> anyhow::Result<()> {
+    let Some(tournament) = super::queries::get(&state.store, tournament_id).await? else {
+        return Ok(());
+    };
+    if matches!(tournament.status.as_str(), "ended" | "cancelled") {
+        return Ok(());
+    }
+    super::tracking::snapshot_tournament(state, tournament_id)
+        .await
+        .context("final snapshot")?;
     let moved = sqlx::query(
         "UPDATE tournaments SET status = 'ended' WHERE id = $1 AND status IN ('upcoming', 'live')",
     )
@@ -34,6 +48,14 @@ pub async fn end(state: &AppState, tournament_id: &str) -> anyhow::Result<()> {
     .await
     .context("marking the tournament ended")?;
     if moved.rows_affected() == 1 {
+        if let Some(ended) = super::queries::get(&state.store, tournament_id).await? {
+            super::leaderboard::freeze(state, &ended)
+                .await
+                .context("freezing the standings")?;
+        }
+        state.events.publish(crate::events::Event::TournamentEnded {
+            tournament_id: tournament_id.to_owned(),
+        });
         tracing::info!(tournament_id, "tournament ended");
     }
     Ok(())

@@ -4,12 +4,15 @@
 
 pub mod cli;
 pub mod demo;
+pub mod leaderboard;
 pub mod lifecycle;
+mod live;
 pub mod model;
 pub mod queries;
 pub mod registration;
 mod routes;
 pub mod series;
+pub mod tracking;
 
 pub use model::{Status, Tournament, TournamentView, registration_memo};
 pub use routes::router;

@@ -178,6 +178,21 @@ pub async fn register(
     };
     commit(state, &tournament.id, caller, &wallets, claim).await?;
     tracing::info!(tournament_id, count = wallets.len(), "wallets registered");
+    if tournament.status_at(state.now()) == Status::Live {
+        // Joining a live tournament: the baseline is taken now. If the chain cannot be read,
+        // the next scheduled snapshot sets it.
+        if let Err(error) =
+            super::tracking::snapshot_wallets(state, &tournament.id, wallets.clone()).await
+        {
+            tracing::warn!(tournament_id, error = %format!("{error:#}"), "baseline at registration deferred");
+        }
+    } else {
+        state
+            .events
+            .publish(crate::events::Event::LeaderboardChanged {
+                tournament_id: tournament.id.clone(),
+            });
+    }
     Ok(Outcome::Registered {
         count: wallets.len(),
     })

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::leaderboard::{self, LeaderboardView};
 use super::model::{Status, TournamentView, registration_memo};
 use super::queries::{self, ListQuery, OrderBy};
 use super::registration::{self, Outcome, RegisterRequest};
@@ -22,6 +23,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_tournament))
         .routes(routes!(get_registration_memo))
         .routes(routes!(register))
+        .routes(routes!(get_leaderboard))
+        .routes(routes!(get_performance))
+        .routes(routes!(super::live::live))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -268,5 +272,170 @@ async fn register(
             }),
         )
             .into_response()),
+    }
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct PageParams {
+    /// 0-based page (default 0).
+    page: Option<usize>,
+    /// 1 to 500 entries (default 100).
+    page_size: Option<usize>,
+}
+
+impl PageParams {
+    pub fn validate(&self) -> Result<(usize, usize), ApiError> {
+        let page_size = self.page_size.unwrap_or(100);
+        if !(1..=500).contains(&page_size) {
+            return Err(ApiError::bad_request("`pageSize` must be 1 to 500"));
+        }
+        Ok((self.page.unwrap_or(0), page_size))
+    }
+}
+
+/// Ranked wallets: rank, PnL and portfolio values; `stale` when the newest snapshot is over 2 h old.
+#[utoipa::path(get, path = "/api/tournaments/{id}/leaderboard", tag = "tournaments",
+    params(("id" = String, Path, description = "Tournament id"), PageParams),
+    responses((status = 200, body = LeaderboardView), (status = 400), (status = 404), (status = 429)))]
+async fn get_leaderboard(
+    _limit: IpLimit<TournamentReadPolicy>,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(params): Query<PageParams>,
+) -> Result<axum::Json<LeaderboardView>, ApiError> {
+    let (page, page_size) = params.validate()?;
+    let tournament = queries::get(&state.store, &id)
+        .await?
+        .ok_or_else(|| not_found(&id))?;
+    Ok(axum::Json(
+        leaderboard::view(&state, &tournament, page, page_size).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PerformanceParams {
+    /// One wallet's series; default: the top 10 of the leaderboard.
+    wallet: Option<String>,
+    /// Points per series, 2 to 500 (default 100).
+    points: Option<usize>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Point {
+    at: String,
+    value_usd: f64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Series {
+    wallet: String,
+    rank: usize,
+    points: Vec<Point>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Performance {
+    tournament_id: String,
+    series: Vec<Series>,
+}
+
+/// Portfolio value over time per wallet, for charts (each series downsampled to `points`).
+#[utoipa::path(get, path = "/api/tournaments/{id}/performance", tag = "tournaments",
+    params(("id" = String, Path, description = "Tournament id"), PerformanceParams),
+    responses((status = 200, body = Performance), (status = 400), (status = 404), (status = 429)))]
+async fn get_performance(
+    _limit: IpLimit<TournamentReadPolicy>,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(params): Query<PerformanceParams>,
+) -> Result<axum::Json<Performance>, ApiError> {
+    let points = params.points.unwrap_or(100);
+    if !(2..=500).contains(&points) {
+        return Err(ApiError::bad_request("`points` must be 2 to 500"));
+    }
+    let tournament = queries::get(&state.store, &id)
+        .await?
+        .ok_or_else(|| not_found(&id))?;
+    let ranked = leaderboard::ranked(&state, &tournament).await?;
+    let chosen: Vec<(String, usize)> = match params.wallet {
+        Some(wallet) => {
+            let entry = ranked
+                .iter()
+                .find(|entry| entry.wallet == wallet)
+                .ok_or_else(|| {
+                    ApiError::NotFound(format!(
+                        "wallet {wallet} is not registered for this tournament"
+                    ))
+                })?;
+            vec![(entry.wallet.clone(), entry.rank)]
+        }
+        None => ranked
+            .iter()
+            .take(10)
+            .map(|entry| (entry.wallet.clone(), entry.rank))
+            .collect(),
+    };
+    let mut series = Vec::with_capacity(chosen.len());
+    for (wallet, rank) in chosen {
+        let rows: Vec<(i64, f64)> = sqlx::query_as(
+            "SELECT taken_at, value_usd FROM portfolio_snapshots WHERE tournament_id = $1 AND wallet = $2 ORDER BY taken_at",
+        )
+        .bind(&tournament.id)
+        .bind(&wallet)
+        .fetch_all(state.store.read())
+        .await?;
+        let points = downsample(&rows, points)
+            .into_iter()
+            .map(|(at, value_usd)| Point {
+                at: crate::clock::rfc3339(crate::clock::from_millis(at)),
+                value_usd,
+            })
+            .collect();
+        series.push(Series {
+            wallet,
+            rank,
+            points,
+        });
+    }
+    Ok(axum::Json(Performance {
+        tournament_id: tournament.id,
+        series,
+    }))
+}
+
+/// At most `max` points: the series split into equal runs, each run's last point kept (so the
+/// first and the latest values always survive).
+fn downsample(rows: &[(i64, f64)], max: usize) -> Vec<(i64, f64)> {
+    if rows.len() <= max {
+        return rows.to_vec();
+    }
+    let mut out = vec![rows[0]];
+    let runs = max - 1;
+    for run in 1..=runs {
+        let index = (run * (rows.len() - 1)) / runs;
+        out.push(rows[index]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::downsample;
+
+    #[test]
+    fn downsampling_keeps_first_and_last_and_bounds_the_size() {
+        let rows: Vec<(i64, f64)> = (0..1000).map(|i| (i, i as f64)).collect();
+        let out = downsample(&rows, 100);
+        assert_eq!(out.len(), 100);
+        assert_eq!(out[0], (0, 0.0));
+        assert_eq!(out[99], (999, 999.0));
+        assert!(out.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(downsample(&rows[..5], 100).len(), 5);
     }
 }

@@ -239,6 +239,26 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// Give `address` SOL (lamports) and simnet stablecoin (raw units) through simnet's RPC.
+    pub async fn airdrop(&self, address: &str, lamports: u64, usdc_raw: u64) {
+        let reply: Value = self
+            .client
+            .post(format!("{}/simnet/rpc", self.address))
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "requestAirdrop",
+                          "params": [address, lamports, {"stablecoinAmount": usdc_raw}]}),
+            )
+            .send()
+            .await
+            .expect("airdrop")
+            .json()
+            .await
+            .expect("json");
+        assert!(reply["error"].is_null(), "airdrop: {reply}");
+    }
+}
+
 pub enum Body {
     Json(Value),
     Raw(&'static str, Vec<u8>),

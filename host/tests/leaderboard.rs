@@ -1,0 +1,377 @@
+//! Portfolio tracking, leaderboards, performance series and the live stream.
+
+mod common;
+
+use std::time::Duration as StdDuration;
+
+use chrono::Duration;
+use common::{Auth, TestApp};
+use crucible::chain::Keypair;
+use crucible::scheduler::Scheduler;
+use crucible::tournaments::queries::{self, NewTournament};
+use serde_json::{Value, json};
+
+async fn tournament(app: &TestApp, id: &str, starts_in: Duration, hours: i64) {
+    let now = app.state.now();
+    let new = NewTournament {
+        id: id.into(),
+        name: format!("Board {id}"),
+        description: String::new(),
+        kind: "highest_pnl".into(),
+        visibility: "public".into(),
+        entry_fee_raw: 0,
+        max_participants: 100,
+        escrow_wallet: app.state.chain.escrow().address.to_string(),
+        payout_split: vec![100],
+        rake_bps: 0,
+        is_paper_trading: false,
+        start_date: now + starts_in,
+        end_date: now + starts_in + Duration::hours(hours),
+        series: None,
+    };
+    let mut conn = app.state.store.write().acquire().await.expect("conn");
+    assert!(queries::insert(&mut conn, &new, now).await.expect("insert"));
+}
+
+async fn register(app: &TestApp, id: &str, wallet: &str) {
+    let response = app
+        .post(
+            &format!("/api/tournaments/{id}/register"),
+            Auth::None,
+            json!({"registeredWallet": wallet, "txSignature": null}),
+        )
+        .await;
+    assert_eq!(response.status, 201, "{}", response.body);
+}
+
+async fn board(app: &TestApp, id: &str) -> Value {
+    let response = app
+        .get(&format!("/api/tournaments/{id}/leaderboard"), Auth::None)
+        .await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    response.body
+}
+
+fn wallets(board: &Value) -> Vec<String> {
+    board["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["wallet"].as_str().expect("w").to_owned())
+        .collect()
+}
+
+/// Three wallets with 100, 100 and 0 USDC.
+async fn three_wallets(app: &TestApp) -> [String; 3] {
+    let [a, b, c] = [
+        Keypair::generate(),
+        Keypair::generate(),
+        Keypair::generate(),
+    ]
+    .map(|k| k.pubkey().to_string());
+    app.airdrop(&a, 0, 100_000_000).await;
+    app.airdrop(&b, 0, 100_000_000).await;
+    [a, b, c]
+}
+
+#[tokio::test]
+async fn joining_live_sets_a_baseline_and_snapshots_rank_by_pnl_percent() {
+    let app = TestApp::spawn().await;
+    tournament(&app, "trn_b", -Duration::minutes(1), 24).await;
+    let [a, b, c] = three_wallets(&app).await;
+    for wallet in [&b, &a, &c] {
+        register(&app, "trn_b", wallet).await;
+        app.advance(Duration::seconds(1));
+    }
+    let baseline = board(&app, "trn_b").await;
+    assert_eq!(
+        baseline["entries"][0]["startValue"], 100.0,
+        "baseline taken at registration"
+    );
+    assert_eq!(baseline["stale"], false);
+
+    app.airdrop(&a, 0, 50_000_000).await;
+    crucible::tournaments::tracking::snapshot_live(&app.state)
+        .await
+        .expect("snapshot");
+    let after = board(&app, "trn_b").await;
+    assert_eq!(
+        wallets(&after),
+        [a.clone(), b.clone(), c.clone()],
+        "a gained; b before c by registration time"
+    );
+    let top = &after["entries"][0];
+    assert_eq!(top["rank"], 1);
+    assert_eq!(top["currentValue"], 150.0);
+    assert_eq!(top["pnl"], 50.0);
+    assert_eq!(top["pnlPercent"], 50.0);
+    assert!(after["latestSnapshotAt"].is_string());
+    assert_eq!(after["totalEntries"], 3);
+
+    let page = app
+        .get(
+            "/api/tournaments/trn_b/leaderboard?page=1&pageSize=2",
+            Auth::None,
+        )
+        .await
+        .body;
+    assert_eq!(wallets(&page), [c]);
+    assert_eq!(
+        app.get("/api/tournaments/trn_b/leaderboard?pageSize=0", Auth::None)
+            .await
+            .status,
+        400
+    );
+    assert_eq!(
+        app.get("/api/tournaments/nope/leaderboard", Auth::None)
+            .await
+            .status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn a_live_board_is_stale_when_its_newest_snapshot_is_over_two_hours_old() {
+    let app = TestApp::spawn().await;
+    tournament(&app, "trn_s", -Duration::minutes(1), 24).await;
+    let [a, _, _] = three_wallets(&app).await;
+    register(&app, "trn_s", &a).await;
+    app.advance(Duration::hours(2));
+    assert_eq!(
+        board(&app, "trn_s").await["stale"],
+        false,
+        "exactly two hours is not stale yet"
+    );
+    app.advance(Duration::minutes(1));
+    assert_eq!(board(&app, "trn_s").await["stale"], true);
+    crucible::tournaments::tracking::snapshot_live(&app.state)
+        .await
+        .expect("snapshot");
+    assert_eq!(board(&app, "trn_s").await["stale"], false);
+}
+
+#[tokio::test]
+async fn start_takes_the_baseline_and_end_freezes_the_final_standings() {
+    let app = TestApp::spawn().await;
+    let scheduler = Scheduler::new(Vec::new());
+    tournament(&app, "trn_f", Duration::hours(1), 2).await;
+    let [a, b, _] = three_wallets(&app).await;
+    let (session, key) = app
+        .account_with_key("final@example.com", &["read", "write"])
+        .await;
+    let own = app.get("/api/account", Auth::Session(&session)).await.body["allChainWallets"][0]
+        .as_str()
+        .expect("w")
+        .to_owned();
+    app.airdrop(&own, 0, 10_000_000).await;
+    register(&app, "trn_f", &a).await;
+    register(&app, "trn_f", &b).await;
+    let attributed = app
+        .post(
+            "/api/tournaments/trn_f/register",
+            Auth::Bearer(&key),
+            json!({"registeredWallet": own, "txSignature": null}),
+        )
+        .await;
+    assert_eq!(attributed.status, 201);
+    assert!(
+        board(&app, "trn_f").await["entries"][0]["startValue"].is_null(),
+        "no baseline before the start"
+    );
+
+    app.advance(Duration::hours(1));
+    scheduler.run_due(&app.state).await.expect("start");
+    assert_eq!(
+        board(&app, "trn_f").await["entries"][0]["startValue"],
+        100.0
+    );
+
+    app.airdrop(&own, 0, 10_000_000).await; // +100 %
+    app.advance(Duration::hours(2));
+    scheduler.run_due(&app.state).await.expect("end");
+    let ended = board(&app, "trn_f").await;
+    assert_eq!(ended["status"], "ended");
+    assert_eq!(ended["stale"], false, "final standings are not stale");
+    assert_eq!(ended["entries"][0]["wallet"], own);
+    let mine = app
+        .get("/api/account/tournaments", Auth::Bearer(&key))
+        .await
+        .body;
+    assert_eq!(mine["tournaments"][0]["finalRank"], 1);
+    assert_eq!(mine["tournaments"][0]["finalPnl"], 100.0);
+}
+
+#[tokio::test]
+async fn performance_series_follow_the_snapshots_and_are_bounded() {
+    let app = TestApp::spawn().await;
+    tournament(&app, "trn_p", -Duration::minutes(1), 24).await;
+    let [a, b, _] = three_wallets(&app).await;
+    register(&app, "trn_p", &a).await;
+    register(&app, "trn_p", &b).await;
+    for _ in 0..6 {
+        app.advance(Duration::minutes(5));
+        app.airdrop(&a, 0, 1_000_000).await;
+        crucible::tournaments::tracking::snapshot_live(&app.state)
+            .await
+            .expect("snapshot");
+    }
+    let all = app
+        .get("/api/tournaments/trn_p/performance", Auth::None)
+        .await;
+    assert_eq!(all.status, 200, "{}", all.body);
+    let series = all.body["series"].as_array().expect("series");
+    assert_eq!(series.len(), 2);
+    assert_eq!(series[0]["wallet"], a);
+    let points = series[0]["points"].as_array().expect("points");
+    assert_eq!(points.len(), 7, "baseline + six snapshots");
+    assert_eq!(points[6]["valueUsd"], 106.0);
+
+    let one = app
+        .get(
+            &format!("/api/tournaments/trn_p/performance?wallet={b}&points=3"),
+            Auth::None,
+        )
+        .await
+        .body;
+    assert_eq!(one["series"].as_array().expect("series").len(), 1);
+    assert_eq!(
+        one["series"][0]["points"].as_array().expect("points").len(),
+        3
+    );
+    assert_eq!(
+        app.get("/api/tournaments/trn_p/performance?points=1", Auth::None)
+            .await
+            .status,
+        400
+    );
+    assert_eq!(
+        app.get(
+            "/api/tournaments/trn_p/performance?wallet=nobody",
+            Auth::None
+        )
+        .await
+        .status,
+        404
+    );
+}
+
+/// Read SSE events (name, data) from a streaming response until `count` arrive or the stream ends.
+async fn read_events(
+    response: &mut reqwest::Response,
+    count: usize,
+    buffer: &mut String,
+) -> Vec<(String, Value)> {
+    let mut events = Vec::new();
+    while events.len() < count {
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let name = block
+                .lines()
+                .find_map(|l| l.strip_prefix("event:"))
+                .map(|n| n.trim().to_owned());
+            let data: String = block
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim)
+                .collect();
+            if let Some(name) = name {
+                events.push((name, serde_json::from_str(&data).expect("json data")));
+            }
+        }
+        if events.len() >= count {
+            break;
+        }
+        match tokio::time::timeout(StdDuration::from_secs(10), response.chunk())
+            .await
+            .expect("event in time")
+        {
+            Ok(Some(chunk)) => buffer.push_str(&String::from_utf8_lossy(&chunk)),
+            _ => break,
+        }
+    }
+    events
+}
+
+#[tokio::test]
+async fn the_live_stream_sends_updates_then_tournament_ended_then_closes() {
+    let app = TestApp::spawn().await;
+    tournament(&app, "trn_sse", -Duration::minutes(1), 1).await;
+    let [a, b, _] = three_wallets(&app).await;
+    register(&app, "trn_sse", &a).await;
+
+    let mut response = app
+        .client
+        .get(format!("{}/api/tournaments/trn_sse/live", app.address))
+        .send()
+        .await
+        .expect("connect");
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .expect("ct")
+            .starts_with("text/event-stream")
+    );
+    let mut buffer = String::new();
+    let first = read_events(&mut response, 1, &mut buffer).await;
+    assert_eq!(first[0].0, "leaderboard:update");
+    assert_eq!(first[0].1["totalEntries"], 1);
+
+    register(&app, "trn_sse", &b).await;
+    let update = read_events(&mut response, 1, &mut buffer).await;
+    assert_eq!(update[0].0, "leaderboard:update");
+    assert_eq!(
+        update[0].1["totalEntries"], 2,
+        "pushed after the change, not after 30 s"
+    );
+
+    app.advance(Duration::hours(1));
+    Scheduler::new(Vec::new())
+        .run_due(&app.state)
+        .await
+        .expect("end");
+    // Everything until the server closes the stream: updates (the start's baseline, the final
+    // snapshot), then tournament:ended last.
+    let rest = read_events(&mut response, usize::MAX, &mut buffer).await;
+    let names: Vec<&str> = rest.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names.last(), Some(&"tournament:ended"), "{names:?}");
+    assert!(
+        names[..names.len() - 1]
+            .iter()
+            .all(|name| *name == "leaderboard:update"),
+        "{names:?}"
+    );
+    let ended = &rest[rest.len() - 1].1;
+    assert_eq!(ended["status"], "ended");
+    assert_eq!(ended["standings"]["totalEntries"], 2);
+    assert!(
+        response.chunk().await.expect("eof").is_none(),
+        "the stream is closed"
+    );
+
+    assert_eq!(
+        app.get("/api/tournaments/nope/live", Auth::None)
+            .await
+            .status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn live_connections_are_limited_to_twenty_a_minute_per_ip() {
+    let app = TestApp::spawn_with(|config| config.rate_limits = true).await;
+    tournament(&app, "trn_lim", -Duration::minutes(1), 1).await;
+    let mut open = Vec::new();
+    for _ in 0..20 {
+        let response = app
+            .client
+            .get(format!("{}/api/tournaments/trn_lim/live", app.address))
+            .send()
+            .await
+            .expect("connect");
+        assert_eq!(response.status(), 200);
+        open.push(response);
+    }
+    let refused = app.get("/api/tournaments/trn_lim/live", Auth::None).await;
+    assert_eq!(refused.status, 429);
+}

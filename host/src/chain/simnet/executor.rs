@@ -530,14 +530,14 @@ mod tests {
             &w.mint,
             &tx::token_program(),
         );
-        run(&mut w, &[create.clone()]).expect("create");
+        run(&mut w, std::slice::from_ref(&create)).expect("create");
         let ata = tx::associated_token_address(&carol, &w.mint, &tx::token_program());
         assert_eq!(amount(&w, &ata), 0);
         assert_eq!(
             w.accounts[&w.alice].lamports,
             10_000_000 - FEE_PER_SIGNATURE - TOKEN_ACCOUNT_RENT
         );
-        run(&mut w, &[create.clone()]).expect("idempotent");
+        run(&mut w, std::slice::from_ref(&create)).expect("idempotent");
         let mut plain = create.clone();
         plain.data = vec![0];
         assert_eq!(

@@ -90,7 +90,7 @@ fn fault(outcome: &TickOutcome) -> &TickFault {
 #[test]
 fn hostile_guests_are_stopped_with_the_right_reason() {
     let f = fixture();
-    let cases: [(&str, &str); 8] = [
+    let cases: [(&str, &str); 9] = [
         ("infinite-loop", "timeout"),
         ("memory-bomb", "memory_limit"),
         ("deep-recursion", "stack_overflow"),
@@ -99,6 +99,7 @@ fn hostile_guests_are_stopped_with_the_right_reason() {
         ("log-flood", "log_flood"),
         ("bad-order", "invalid_output"),
         ("panic", "trap"),
+        ("read-clock", "trap"),
     ];
     for (attack, kind) in cases {
         let outcome = tick(&f, &f.hostile, attack);
@@ -153,6 +154,12 @@ fn fault_details_are_recorded() {
         *fault(&many),
         TickFault::InvalidOutput("100 orders; at most 16 per tick".into())
     );
+
+    let clock = tick(&f, &f.hostile, "read-clock");
+    let TickFault::Trap(message) = fault(&clock) else {
+        panic!("{:?}", clock.result)
+    };
+    assert!(message.contains("wasi:clocks/wall-clock"), "{message}");
 
     let refused = tick(&f, &f.hostile, "error");
     assert_eq!(

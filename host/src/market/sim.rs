@@ -109,7 +109,7 @@ impl PairPath {
         let (mean, vol_mult) = self.regime.params();
         // Hidden drift: Ornstein–Uhlenbeck around the regime mean, in step sigmas.
         let shock = self.normal();
-        self.drift += 0.02 * (mean - self.drift) + 0.01 * shock;
+        self.drift += 0.02 * (mean - self.drift) + 0.007 * shock;
         let noise = self.normal();
         let jump = if self.rng.r#gen::<f64>() < 0.001 {
             6.0 * self.normal()
@@ -135,11 +135,11 @@ impl PairPath {
             self.normal(),
         );
         let signals = Signals {
-            sentiment: (0.8 * z + 0.6 * n1).tanh(),
+            sentiment: (0.6 * z + 0.9 * n1).tanh(),
             mention_volume: (0.3 * z.abs() + 0.2 * n2).exp(),
-            exchange_net_flow: 0.002 * (-z + n3),
-            whale_net_buy: (0.6 * z + 0.8 * n4).tanh(),
-            active_wallets_change: 0.05 * (z + 1.5 * n5),
+            exchange_net_flow: 0.002 * (-0.7 * z + n3),
+            whale_net_buy: (0.5 * z + n4).tanh(),
+            active_wallets_change: 0.05 * (0.7 * z + 1.5 * n5),
         };
         let ts = ORIGIN_MS + self.steps.len() as i64 * STEP_MS;
         let candle = Candle {

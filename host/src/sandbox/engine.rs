@@ -46,7 +46,7 @@ impl std::fmt::Debug for LoadedStrategy {
 
 impl Sandbox {
     /// Build the engine (Cranelift, fuel, pooling allocator sized by `config`) and the linker
-    /// (`host.log` plus WASI with an empty, deny-by-default context).
+    /// (`host.log` only; see `linker_for`).
     pub fn new(config: SandboxConfig) -> Result<Self, LoadError> {
         let mut pool = PoolingAllocationConfig::default();
         let slots = config.max_concurrent_ticks;
@@ -57,7 +57,6 @@ impl Sandbox {
             .max_memories_per_component(2)
             .total_tables(slots * 8)
             .max_tables_per_component(8)
-            .total_stacks(slots)
             .max_memory_size(config.max_memory_bytes);
         let mut wasm = Config::new();
         wasm.strategy(wasmtime::Strategy::Cranelift)
@@ -66,9 +65,9 @@ impl Sandbox {
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&wasm).map_err(|e| LoadError::Engine(e.to_string()))?;
 
+        // Only `host.log`. WASI imports (a std guest always declares some) are checked and
+        // stubbed to trap per component in `load`: no WASI context is built per tick.
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
-            .map_err(|e| LoadError::Engine(e.to_string()))?;
         Strategy::add_to_linker::<TickState, HasSelf<TickState>>(&mut linker, |s| s)
             .map_err(|e| LoadError::Engine(e.to_string()))?;
 
@@ -108,8 +107,8 @@ impl Sandbox {
         let started = Instant::now();
         let (component, from_cache) = self.compile_or_load(&hash, bytes)?;
         let load_time = started.elapsed();
-        let instance_pre = self
-            .linker
+        let linker = self.linker_for(&component)?;
+        let instance_pre = linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
         let pre =
@@ -121,6 +120,25 @@ impl Sandbox {
             from_cache,
             load_time,
         })
+    }
+
+    /// The linker for one component: our `host` interface, plus every `wasi:*` import the
+    /// component declares defined as a function that traps (deny by default: no files, env,
+    /// clocks, random or network). Any other import means another world: refused.
+    fn linker_for(&self, component: &Component) -> Result<Linker<TickState>, LoadError> {
+        for (name, _) in component.component_type().imports(&self.engine) {
+            let ours = name.starts_with("crucible:strategy/") && name.ends_with("@0.1.0");
+            if !(ours || name.starts_with("wasi:")) {
+                return Err(LoadError::WrongWorld(format!(
+                    "it imports `{name}`, which this host does not provide"
+                )));
+            }
+        }
+        let mut linker = self.linker.clone();
+        linker
+            .define_unknown_imports_as_traps(component)
+            .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        Ok(linker)
     }
 
     fn compile_or_load(&self, hash: &str, bytes: &[u8]) -> Result<(Component, bool), LoadError> {

@@ -1,8 +1,6 @@
 //! One tick: fresh store and instance, call `on-tick`, classify failures, validate the output.
 
-use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Store, Trap};
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::engine::{LoadedStrategy, Sandbox};
 use super::wit::crucible::strategy::{host, types as w};
@@ -52,21 +50,10 @@ pub struct TickOutcome {
     pub fuel_used: u64,
 }
 
-/// Per-tick store data: an empty WASI context, the limiter and the log sink.
+/// Per-tick store data: the limiter and the log sink (nothing else is reachable from a guest).
 pub struct TickState {
-    wasi: WasiCtx,
-    table: ResourceTable,
     limiter: TickLimiter,
     logs: LogSink,
-}
-
-impl WasiView for TickState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
 }
 
 impl w::Host for TickState {}
@@ -152,9 +139,6 @@ impl ResourceLimiter for TickLimiter {
 impl TickState {
     fn new(config: &SandboxConfig) -> Self {
         TickState {
-            // Deny by default: no args, env, preopens or network; stdio goes nowhere.
-            wasi: WasiCtxBuilder::new().build(),
-            table: ResourceTable::new(),
             limiter: TickLimiter {
                 max_memory: config.max_memory_bytes,
                 memory_denied: false,

@@ -51,6 +51,11 @@ impl Strategy for Hostile {
             }
             "bad-order" => Ok(vec![Order::buy(f64::NAN)]),
             "panic" => panic!("strategy panicked on purpose"),
+            "read-clock" => {
+                // WASI is declared by every std guest but granted to none: this must trap.
+                let now = std::time::SystemTime::now();
+                Err(format!("read the clock: {now:?}"))
+            }
             "error" => Err("strategy refused this tick".to_string()),
             _ => Ok(vec![Order::buy(0.01).because("well behaved")]),
         }

@@ -124,6 +124,7 @@ CREATE TABLE payouts (
     status       TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
     tx_signature TEXT,
     attempts     BIGINT NOT NULL DEFAULT 0,
+    last_attempt_at BIGINT,
     last_error   TEXT,
     created_at   BIGINT NOT NULL,
     sent_at      BIGINT,

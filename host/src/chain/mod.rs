@@ -70,6 +70,11 @@ impl From<sqlx::Error> for ChainError {
     }
 }
 
+/// Below this many lamports a simnet server wallet is topped up at start.
+const SERVER_WALLET_SOL_FLOOR: u64 = 1_000_000_000;
+/// What a simnet server wallet is topped up with (10 SOL).
+const SERVER_WALLET_SOL_TOP_UP: u64 = 10_000_000_000;
+
 /// The server's view of Solana: the RPC client, the stablecoin, the server wallets, and the
 /// embedded simnet when no external RPC is configured.
 #[derive(Debug)]
@@ -125,6 +130,16 @@ impl Chain {
         let dungeon =
             ServerWallet::resolve("dungeon", config.dungeon_wallet.as_deref(), store, sealer)
                 .await?;
+        if let Some(simnet) = &simnet {
+            // On the embedded ledger the server's own wallets start with SOL for fees (payouts
+            // sign from the escrow); on a real cluster the host funds them.
+            for wallet in [&escrow, &dungeon] {
+                let key = tx::Pubkey::from(&wallet.address);
+                if simnet.balance(&key).await? < SERVER_WALLET_SOL_FLOOR {
+                    simnet.airdrop(&key, SERVER_WALLET_SOL_TOP_UP, 0).await?;
+                }
+            }
+        }
         Ok(Chain {
             rpc: RpcClient::new(rpc_url)?,
             simnet,
@@ -200,5 +215,33 @@ impl Chain {
         memo: &str,
     ) -> Result<String, ChainError> {
         transfer::transfer_token(&self.rpc, from, to_wallet, mint, amount_raw, memo).await
+    }
+
+    /// Sign (do not send) the transfer [`Chain::transfer_token`] would send: `(signature, wire)`.
+    pub async fn sign_token_transfer(
+        &self,
+        from: &Keypair,
+        to_wallet: &WalletAddress,
+        mint: &str,
+        amount_raw: u64,
+        memo: &str,
+    ) -> Result<(String, Vec<u8>), ChainError> {
+        let transaction =
+            transfer::sign_token_transfer(&self.rpc, from, to_wallet, mint, amount_raw, memo)
+                .await?;
+        Ok((transaction.signature(), transaction.serialize()?))
+    }
+
+    /// Send a transaction signed earlier; returns its signature.
+    pub async fn send_signed(&self, wire: &[u8]) -> Result<String, ChainError> {
+        self.rpc.send_transaction(wire).await
+    }
+
+    /// What the node knows of `signature`: `None` if it never saw it.
+    pub async fn signature_status(
+        &self,
+        signature: &str,
+    ) -> Result<Option<rpc::SignatureStatus>, ChainError> {
+        self.rpc.get_signature_status(signature).await
     }
 }

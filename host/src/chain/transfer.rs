@@ -16,6 +16,20 @@ pub async fn transfer_token(
     amount_raw: u64,
     memo: &str,
 ) -> Result<String, ChainError> {
+    let transaction = sign_token_transfer(rpc, from, to_wallet, mint, amount_raw, memo).await?;
+    rpc.send_transaction(&transaction.serialize()?).await
+}
+
+/// Build and sign the transfer without sending it: its signature is known before it reaches
+/// the network, so a caller can record it first and never pay twice after a crash.
+pub async fn sign_token_transfer(
+    rpc: &RpcClient,
+    from: &Keypair,
+    to_wallet: &WalletAddress,
+    mint: &str,
+    amount_raw: u64,
+    memo: &str,
+) -> Result<Transaction, ChainError> {
     let payer = from.pubkey();
     let mint_key: Pubkey = mint.parse()?;
     // The payer's own token account tells the token program and the decimals of the mint.
@@ -61,6 +75,5 @@ pub async fn transfer_token(
     ];
     let blockhash = rpc.get_latest_blockhash().await?;
     let message = Message::new_legacy(&ixs, &payer, blockhash);
-    let transaction = Transaction::sign(message, &[from.signing_key()])?;
-    rpc.send_transaction(&transaction.serialize()?).await
+    Ok(Transaction::sign(message, &[from.signing_key()])?)
 }

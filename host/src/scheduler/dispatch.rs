@@ -31,6 +31,7 @@ pub async fn run_job(state: &AppState, job: &Job) -> anyhow::Result<()> {
             tournaments::lifecycle::start(state, &job.subject).await
         }
         tournaments::lifecycle::END_JOB => tournaments::lifecycle::end(state, &job.subject).await,
+        tournaments::payouts::SEND_JOB => tournaments::payouts::send(state, &job.subject).await,
         other => anyhow::bail!("no handler for job kind `{other}`"),
     }
 }

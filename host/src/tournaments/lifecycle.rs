@@ -29,30 +29,38 @@ pub async fn start(state: &AppState, tournament_id: &str) -> anyhow::Result<()> 
 }
 
 /// The window closed: `upcoming | live → ended`. Registration is closed from here on (410);
-/// a last snapshot is taken and the final standings are frozen.
+/// a last snapshot is taken, the final standings are frozen and the payouts recorded. Every
+/// step is idempotent, so a retry after a failure part-way finishes the job.
 pub async fn end(state: &AppState, tournament_id: &str) -> anyhow::Result<()> {
     let Some(tournament) = super::queries::get(&state.store, tournament_id).await? else {
         return Ok(());
     };
-    if matches!(tournament.status.as_str(), "ended" | "cancelled") {
-        return Ok(());
-    }
-    super::tracking::snapshot_tournament(state, tournament_id)
-        .await
-        .context("final snapshot")?;
-    let moved = sqlx::query(
-        "UPDATE tournaments SET status = 'ended' WHERE id = $1 AND status IN ('upcoming', 'live')",
-    )
-    .bind(tournament_id)
-    .execute(state.store.write())
-    .await
-    .context("marking the tournament ended")?;
-    if moved.rows_affected() == 1 {
-        if let Some(ended) = super::queries::get(&state.store, tournament_id).await? {
-            super::leaderboard::freeze(state, &ended)
+    let newly_ended = match tournament.status.as_str() {
+        "cancelled" => return Ok(()),
+        "ended" => false,
+        _ => {
+            super::tracking::snapshot_tournament(state, tournament_id)
                 .await
-                .context("freezing the standings")?;
+                .context("final snapshot")?;
+            sqlx::query("UPDATE tournaments SET status = 'ended' WHERE id = $1 AND status IN ('upcoming', 'live')")
+                .bind(tournament_id)
+                .execute(state.store.write())
+                .await
+                .context("marking the tournament ended")?
+                .rows_affected()
+                == 1
         }
+    };
+    let ended = super::queries::get(&state.store, tournament_id)
+        .await?
+        .context("tournament vanished")?;
+    super::leaderboard::freeze(state, &ended)
+        .await
+        .context("freezing the standings")?;
+    super::payouts::award(state, &ended)
+        .await
+        .context("recording the payouts")?;
+    if newly_ended {
         state.events.publish(crate::events::Event::TournamentEnded {
             tournament_id: tournament_id.to_owned(),
         });

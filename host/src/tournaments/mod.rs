@@ -8,6 +8,7 @@ pub mod leaderboard;
 pub mod lifecycle;
 mod live;
 pub mod model;
+pub mod payouts;
 pub mod queries;
 pub mod registration;
 mod routes;

@@ -84,7 +84,10 @@ fn others_go_on(f: &Fixture) {
 }
 
 fn fault(outcome: &TickOutcome) -> &TickFault {
-    outcome.result.as_ref().err().expect("the tick must fail")
+    match &outcome.result {
+        Err(fault) => fault,
+        Ok(output) => panic!("the tick must fail, it returned {output:?}"),
+    }
 }
 
 #[test]

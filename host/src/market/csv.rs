@@ -183,6 +183,7 @@ impl MarketFeed for CsvFeed {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

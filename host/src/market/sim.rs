@@ -279,6 +279,7 @@ fn fnv1a(s: &str) -> u64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

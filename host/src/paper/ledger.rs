@@ -321,6 +321,7 @@ fn fee_of(notional: i64, bps: u32) -> i64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -385,8 +386,25 @@ mod tests {
         );
         let f = l.execute(&buy(1.0), 50.0).unwrap();
         assert_eq!(f.notional, 2_500_000_000);
+        // Fee and slippage leave a few cents of room at most; the cap holds whatever follows.
+        for _ in 0..3 {
+            match l.execute(&buy(0.5), 50.0) {
+                Ok(fill) => assert!(fill.notional < 1_000_000, "{fill:?}"),
+                Err(rejection) => {
+                    assert!(
+                        matches!(
+                            rejection,
+                            Rejection::AllocationReached(_) | Rejection::TooSmall
+                        ),
+                        "{rejection}"
+                    )
+                }
+            }
+        }
+        let v = l.view(50.0);
+        assert!(v.base * 50.0 <= 0.25 * v.equity + 1e-9, "{v:?}");
         assert_eq!(
-            l.execute(&buy(0.5), 50.0),
+            l.execute(&buy(0.5), 50.0).map(|_| ()),
             Err(Rejection::AllocationReached(25.0))
         );
     }

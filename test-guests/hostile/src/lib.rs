@@ -7,6 +7,7 @@ use crucible_sdk::{Context, Level, Order, Strategy, log};
 pub struct Hostile;
 
 #[inline(never)]
+#[allow(unconditional_recursion)] // The point of the fixture: recursion that never ends.
 fn recurse(depth: u64, pad: &mut [u8; 256]) -> u64 {
     pad[(depth % 256) as usize] = depth as u8;
     // black_box keeps the recursion a real call chain (no tail-call or loop rewrite).

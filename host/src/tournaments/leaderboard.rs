@@ -41,10 +41,24 @@ struct Version {
     status: String,
 }
 
+/// A ranked board and the data version it was built from.
+type Built = (Version, Arc<Vec<Entry>>);
+
+/// A registration as ranking needs it: wallet, registered at, start value, current value,
+/// snapshot time, the account's display name.
+type Row = (
+    String,
+    i64,
+    Option<f64>,
+    Option<f64>,
+    Option<i64>,
+    Option<String>,
+);
+
 /// Ranked boards by tournament id.
 #[derive(Default)]
 pub struct Cache {
-    boards: Mutex<HashMap<String, (Version, Arc<Vec<Entry>>)>>,
+    boards: Mutex<HashMap<String, Built>>,
 }
 
 impl Cache {
@@ -81,14 +95,6 @@ pub async fn ranked(
     if let Some(entries) = state.leaderboards.get(&tournament.id, &version) {
         return Ok(entries);
     }
-    type Row = (
-        String,
-        i64,
-        Option<f64>,
-        Option<f64>,
-        Option<i64>,
-        Option<String>,
-    );
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT r.wallet, r.registered_at, r.start_value_usd, r.current_value_usd, r.snapshot_at, a.display_name
          FROM tournament_registrations r LEFT JOIN accounts a ON a.id = r.account_id
@@ -104,16 +110,7 @@ pub async fn ranked(
     Ok(entries)
 }
 
-fn rank(
-    rows: Vec<(
-        String,
-        i64,
-        Option<f64>,
-        Option<f64>,
-        Option<i64>,
-        Option<String>,
-    )>,
-) -> Vec<Entry> {
+fn rank(rows: Vec<Row>) -> Vec<Entry> {
     let mut entries: Vec<(Entry, i64)> = rows
         .into_iter()
         .map(

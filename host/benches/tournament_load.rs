@@ -1,0 +1,132 @@
+//! Load benchmark of the tournament read path (issue: 10,000 registered wallets).
+//!
+//! 1. `GET /api/tournaments/{id}/leaderboard` (first page of 100) with 256 concurrent clients,
+//!    server on one core, rate limits off: requests/s and latency percentiles.
+//! 2. 5,000 concurrent subscribers of `GET /api/tournaments/{id}/live`, each receiving its first
+//!    `leaderboard:update`: time to connect them all and the memory the process grew by.
+//!
+//! `cargo bench --bench tournament_load`; `TEST_DATABASE_URL=postgres://…` for PostgreSQL;
+//! `BENCH_SECONDS`, `BENCH_CONCURRENCY`, `BENCH_WALLETS`, `BENCH_SUBSCRIBERS` tune it.
+//! Needs `ulimit -n` above twice the subscribers (client and server ends share the process).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+mod support;
+
+use std::time::Instant;
+
+use chrono::Duration;
+use crucible::tournaments::queries::{self, NewTournament};
+use support::{closed_loop, env_number, percentile_ms, rss_mib};
+
+fn main() {
+    let seconds = env_number("BENCH_SECONDS", 10);
+    let concurrency = env_number("BENCH_CONCURRENCY", 256) as usize;
+    let wallets = env_number("BENCH_WALLETS", 10_000) as usize;
+    let subscribers = env_number("BENCH_SUBSCRIBERS", 5_000) as usize;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (url, backend) = support::database_url(dir.path());
+    let (base, state) = support::serve_on_one_core(dir.path(), url);
+
+    let client_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("rt");
+    client_runtime.block_on(async move {
+        seed(&state, wallets).await;
+        let client = reqwest::Client::builder().pool_max_idle_per_host(concurrency).build().expect("client");
+        let url = format!("{base}/api/tournaments/trn_bench/leaderboard");
+        let first: serde_json::Value = client.get(&url).send().await.expect("get").json().await.expect("json");
+        assert_eq!(first["totalEntries"].as_u64(), Some(wallets as u64));
+
+        let (latencies, elapsed) = closed_loop(&client, &url, None, concurrency, seconds).await;
+        println!(
+            "GET leaderboard ({wallets} wallets, page of 100), {backend}, server on 1 core, {concurrency} clients, {seconds} s: \
+             {} requests, {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            latencies.len(),
+            latencies.len() as f64 / elapsed,
+            percentile_ms(&latencies, 0.50),
+            percentile_ms(&latencies, 0.99),
+            percentile_ms(&latencies, 1.0),
+        );
+
+        let before = rss_mib();
+        let started = Instant::now();
+        let live = format!("{base}/api/tournaments/trn_bench/live");
+        let mut streams = Vec::with_capacity(subscribers);
+        for batch in 0..subscribers.div_ceil(250) {
+            let connecting: Vec<_> = (0..250.min(subscribers - batch * 250))
+                .map(|_| {
+                    let (client, live) = (reqwest::Client::new(), live.clone());
+                    tokio::spawn(async move {
+                        let mut response = client.get(&live).send().await.expect("subscribe");
+                        let first = response.chunk().await.expect("chunk").expect("first event");
+                        assert!(String::from_utf8_lossy(&first).contains("leaderboard:update"));
+                        response
+                    })
+                })
+                .collect();
+            for connection in connecting {
+                streams.push(connection.await.expect("subscriber"));
+            }
+        }
+        let connected_in = started.elapsed().as_secs_f64();
+        let after = rss_mib();
+        println!(
+            "live SSE: {} subscribers connected and served their first leaderboard:update in {connected_in:.1} s; \
+             process memory {before:.0} MiB -> {after:.0} MiB ({:.1} KiB per subscriber, client and server ends together)",
+            streams.len(),
+            (after - before) * 1024.0 / streams.len() as f64,
+        );
+    });
+}
+
+/// A live tournament with `wallets` registrations, each with a baseline and a current value.
+async fn seed(state: &crucible::state::AppState, wallets: usize) {
+    let now = state.now();
+    let new = NewTournament {
+        id: "trn_bench".into(),
+        name: "Bench Cup".into(),
+        description: String::new(),
+        kind: "highest_pnl".into(),
+        visibility: "public".into(),
+        entry_fee_raw: 0,
+        max_participants: wallets as i64,
+        escrow_wallet: state.chain.escrow().address.to_string(),
+        payout_split: vec![100],
+        rake_bps: 0,
+        is_paper_trading: false,
+        start_date: now - Duration::minutes(1),
+        end_date: now + Duration::days(1),
+        series: None,
+    };
+    let mut tx = state.store.begin().await.expect("tx");
+    queries::insert(&mut tx, &new, now)
+        .await
+        .expect("tournament");
+    let at = crucible::clock::to_millis(now);
+    for n in 0..wallets {
+        let wallet = crucible::domain::WalletAddress::from_public_key(
+            &crucible::crypto::sha256_hex(n.to_string()).as_bytes()[..32]
+                .try_into()
+                .expect("32"),
+        );
+        sqlx::query(
+            "INSERT INTO tournament_registrations (tournament_id, wallet, registered_at, start_value_usd, current_value_usd, snapshot_at)
+             VALUES ('trn_bench', $1, $2, 1000.0, $3, $2)",
+        )
+        .bind(wallet.as_str())
+        .bind(at + n as i64)
+        .bind(1000.0 + (n % 997) as f64)
+        .execute(&mut *tx)
+        .await
+        .expect("registration");
+    }
+    sqlx::query("UPDATE tournaments SET current_participants = $1, last_snapshot_at = $2 WHERE id = 'trn_bench'")
+        .bind(wallets as i64)
+        .bind(at)
+        .execute(&mut *tx)
+        .await
+        .expect("count");
+    tx.commit().await.expect("commit");
+}

@@ -56,6 +56,13 @@ async fn openapi_document_lists_every_endpoint() {
         ("/api/api-keys", "get"),
         ("/api/api-keys", "post"),
         ("/api/api-keys/{keyId}", "delete"),
+        ("/api/tournaments", "get"),
+        ("/api/tournaments/{id}", "get"),
+        ("/api/tournaments/{id}/register", "post"),
+        ("/api/tournaments/{id}/registration-memo", "get"),
+        ("/api/tournaments/{id}/leaderboard", "get"),
+        ("/api/tournaments/{id}/performance", "get"),
+        ("/api/tournaments/{id}/live", "get"),
     ] {
         assert!(
             paths.get(path).and_then(|p| p.get(method)).is_some(),

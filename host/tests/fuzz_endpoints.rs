@@ -23,6 +23,12 @@ const ENDPOINTS: &[(&str, &str)] = &[
     ("POST", "/api/api-keys"),
     ("DELETE", "/api/api-keys/{id}"),
     ("GET", "/api/health"),
+    ("GET", "/api/tournaments"),
+    ("GET", "/api/tournaments/{id}"),
+    ("POST", "/api/tournaments/{id}/register"),
+    ("GET", "/api/tournaments/{id}/leaderboard"),
+    ("GET", "/api/tournaments/{id}/performance"),
+    ("GET", "/api/tournaments/{id}/registration-memo"),
 ];
 
 /// Field names the endpoints know, so random objects often get past the first parse.
@@ -42,6 +48,10 @@ const FIELDS: &[&str] = &[
     "expiresInDays",
     "expiry",
     "webhookUrl",
+    "registeredWallet",
+    "registeredWallets",
+    "txSignature",
+    "payerWallet",
 ];
 
 fn json_value() -> impl Strategy<Value = Value> {
@@ -80,6 +90,31 @@ fn payload() -> impl Strategy<Value = Payload> {
     ]
 }
 
+/// A live paid tournament, so random registrations reach the payment and seat logic.
+async fn seed_tournament(app: &TestApp) {
+    let now = app.state.now();
+    let tournament = crucible::tournaments::queries::NewTournament {
+        id: "trn_fuzz".into(),
+        name: "Fuzz Cup".into(),
+        description: String::new(),
+        kind: "highest_pnl".into(),
+        visibility: "public".into(),
+        entry_fee_raw: 1_000_000,
+        max_participants: 1000,
+        escrow_wallet: app.state.chain.escrow().address.to_string(),
+        payout_split: vec![100],
+        rake_bps: 0,
+        is_paper_trading: false,
+        start_date: now - chrono::Duration::minutes(1),
+        end_date: now + chrono::Duration::days(1),
+        series: None,
+    };
+    let mut conn = app.state.store.write().acquire().await.expect("conn");
+    crucible::tournaments::queries::insert(&mut conn, &tournament, now)
+        .await
+        .expect("tournament");
+}
+
 #[test]
 fn random_input_never_yields_a_server_error() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -92,6 +127,7 @@ fn random_input_never_yields_a_server_error() {
         let (session, key) = app
             .account_with_key("fuzz@example.com", &["read", "write"])
             .await;
+        seed_tournament(&app).await;
         (app, session, key)
     });
     let mut runner = TestRunner::new(ProptestConfig {
@@ -103,7 +139,7 @@ fn random_input_never_yields_a_server_error() {
         0..ENDPOINTS.len(),
         0..3usize,
         payload(),
-        "[a-zA-Z0-9_%.-]{0,24}",
+        prop_oneof![Just("trn_fuzz".to_owned()), "[a-zA-Z0-9_%.-]{0,24}"],
     );
     let outcome = runner.run(&strategy, |(endpoint, auth, payload, segment)| {
         let (method, path) = ENDPOINTS[endpoint];

@@ -33,29 +33,11 @@ impl Application {
 
     /// Build with an injected clock (tests move time instead of sleeping).
     pub async fn build_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&config.data_dir)
-            .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
-        let store = Store::connect(&config.database_url).await?;
-        store.migrate().await?;
-        let sealer = Sealer::load(config.master_key.as_deref(), &config.data_dir)?;
         let listener = TcpListener::bind(config.bind)
             .await
             .with_context(|| format!("cannot listen on {}", config.bind))?;
         let local_addr = listener.local_addr()?;
-        let chain =
-            crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, local_addr).await?;
-        let market_seed = config.market_seed;
-        let state = AppState {
-            limits: Arc::new(RateLimits::new(config.rate_limits)),
-            config: Arc::new(config),
-            store,
-            clock,
-            sealer: Arc::new(sealer),
-            chain: Arc::new(chain),
-            market: Arc::new(crate::market::SimulatedMarket::new(market_seed)),
-            events: crate::events::Bus::new(),
-            leaderboards: Default::default(),
-        };
+        let state = assemble_state(config, clock, local_addr).await?;
         if state.config.demo_data {
             crate::tournaments::demo::seed_if_empty(&state).await?;
         }
@@ -112,28 +94,39 @@ impl Application {
 }
 
 /// State for CLI tools that work on the database without serving: opens (and migrates) the
-/// database and loads the master key from the data dir, as the server would.
+/// database and loads the master key from the data dir, as the server would. They reach the
+/// simnet of a server on the default address.
 pub async fn offline_state(storage: &StorageArgs) -> anyhow::Result<AppState> {
-    let config = Config::offline(storage);
+    let default_server = SocketAddr::from(([127, 0, 0, 1], 8080));
+    assemble_state(
+        Config::offline(storage),
+        Arc::new(SystemClock),
+        default_server,
+    )
+    .await
+}
+
+/// Open everything the server (or a CLI tool) works with: data dir, database (migrated),
+/// master key, chain (simnet served at `server`), market, limits and the event bus.
+async fn assemble_state(
+    config: Config,
+    clock: Arc<dyn Clock>,
+    server: SocketAddr,
+) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
     let store = Store::connect(&config.database_url).await?;
     store.migrate().await?;
     let sealer = Sealer::load(config.master_key.as_deref(), &config.data_dir)?;
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    // Offline tools reach the simnet of a server on the default address.
-    let default_server = SocketAddr::from(([127, 0, 0, 1], 8080));
-    let chain =
-        crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, default_server).await?;
-    let market_seed = config.market_seed;
+    let chain = crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, server).await?;
     Ok(AppState {
-        limits: Arc::new(RateLimits::new(false)),
+        limits: Arc::new(RateLimits::new(config.rate_limits)),
+        market: Arc::new(crate::market::SimulatedMarket::new(config.market_seed)),
         config: Arc::new(config),
         store,
         clock,
         sealer: Arc::new(sealer),
         chain: Arc::new(chain),
-        market: Arc::new(crate::market::SimulatedMarket::new(market_seed)),
         events: crate::events::Bus::new(),
         leaderboards: Default::default(),
     })

@@ -92,27 +92,14 @@ fn payload() -> impl Strategy<Value = Payload> {
 
 /// A live paid tournament, so random registrations reach the payment and seat logic.
 async fn seed_tournament(app: &TestApp) {
-    let now = app.state.now();
-    let tournament = crucible::tournaments::queries::NewTournament {
-        id: "trn_fuzz".into(),
-        name: "Fuzz Cup".into(),
-        description: String::new(),
-        kind: "highest_pnl".into(),
-        visibility: "public".into(),
-        entry_fee_raw: 1_000_000,
-        max_participants: 1000,
-        escrow_wallet: app.state.chain.escrow().address.to_string(),
-        payout_split: vec![100],
-        rake_bps: 0,
-        is_paper_trading: false,
-        start_date: now - chrono::Duration::minutes(1),
-        end_date: now + chrono::Duration::days(1),
-        series: None,
-    };
-    let mut conn = app.state.store.write().acquire().await.expect("conn");
-    crucible::tournaments::queries::insert(&mut conn, &tournament, now)
-        .await
-        .expect("tournament");
+    app.create_tournament(app.new_tournament(
+        "trn_fuzz",
+        1_000_000,
+        1000,
+        -chrono::Duration::minutes(1),
+        24,
+    ))
+    .await;
 }
 
 #[test]

@@ -8,29 +8,11 @@ use chrono::Duration;
 use common::{Auth, TestApp};
 use crucible::chain::Keypair;
 use crucible::scheduler::Scheduler;
-use crucible::tournaments::queries::{self, NewTournament};
 use serde_json::{Value, json};
 
 async fn tournament(app: &TestApp, id: &str, starts_in: Duration, hours: i64) {
-    let now = app.state.now();
-    let new = NewTournament {
-        id: id.into(),
-        name: format!("Board {id}"),
-        description: String::new(),
-        kind: "highest_pnl".into(),
-        visibility: "public".into(),
-        entry_fee_raw: 0,
-        max_participants: 100,
-        escrow_wallet: app.state.chain.escrow().address.to_string(),
-        payout_split: vec![100],
-        rake_bps: 0,
-        is_paper_trading: false,
-        start_date: now + starts_in,
-        end_date: now + starts_in + Duration::hours(hours),
-        series: None,
-    };
-    let mut conn = app.state.store.write().acquire().await.expect("conn");
-    assert!(queries::insert(&mut conn, &new, now).await.expect("insert"));
+    app.create_tournament(app.new_tournament(id, 0, 100, starts_in, hours))
+        .await;
 }
 
 async fn register(app: &TestApp, id: &str, wallet: &str) {
@@ -181,10 +163,18 @@ async fn start_takes_the_baseline_and_end_freezes_the_final_standings() {
 
     app.advance(Duration::hours(1));
     scheduler.run_due(&app.state).await.expect("start");
-    assert_eq!(
-        board(&app, "trn_f").await["entries"][0]["startValue"],
-        100.0
-    );
+    let started = board(&app, "trn_f").await;
+    let start_of = |wallet: &str| {
+        started["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .find(|e| e["wallet"] == wallet)
+            .expect("entry")["startValue"]
+            .clone()
+    };
+    assert_eq!(start_of(&a), 100.0);
+    assert_eq!(start_of(&own), 10.0);
 
     app.airdrop(&own, 0, 10_000_000).await; // +100 %
     app.advance(Duration::hours(2));

@@ -7,7 +7,6 @@ use common::{Auth, TestApp};
 use crucible::chain::Keypair;
 use crucible::domain::WalletAddress;
 use crucible::scheduler::Scheduler;
-use crucible::tournaments::queries::{self, NewTournament};
 use serde_json::json;
 
 const FEE: u64 = 2_000_000;
@@ -45,25 +44,10 @@ async fn enter(app: &TestApp, keypair: &Keypair, auth: Auth<'_>) {
 }
 
 async fn prize_tournament(app: &TestApp) {
-    let now = app.state.now();
-    let new = NewTournament {
-        id: "trn_prize".into(),
-        name: "Prize Cup".into(),
-        description: String::new(),
-        kind: "highest_pnl".into(),
-        visibility: "public".into(),
-        entry_fee_raw: FEE as i64,
-        max_participants: 10,
-        escrow_wallet: app.state.chain.escrow().address.to_string(),
-        payout_split: vec![60, 40],
-        rake_bps: 1000,
-        is_paper_trading: false,
-        start_date: now + Duration::minutes(1),
-        end_date: now + Duration::hours(1),
-        series: None,
-    };
-    let mut conn = app.state.store.write().acquire().await.expect("conn");
-    queries::insert(&mut conn, &new, now).await.expect("insert");
+    let mut new = app.new_tournament("trn_prize", FEE as i64, 10, Duration::minutes(1), 1);
+    new.payout_split = vec![60, 40];
+    new.rake_bps = 1000;
+    app.create_tournament(new).await;
 }
 
 #[tokio::test]

@@ -6,31 +6,13 @@ use chrono::Duration;
 use common::{Auth, Body, TestApp};
 use crucible::chain::Keypair;
 use crucible::domain::WalletAddress;
-use crucible::tournaments::queries::{self, NewTournament};
 use serde_json::{Value, json};
 
 const FEE: i64 = 2_000_000;
 
 async fn tournament(app: &TestApp, id: &str, fee: i64, max: i64) {
-    let now = app.state.now();
-    let new = NewTournament {
-        id: id.into(),
-        name: format!("Cup {id}"),
-        description: String::new(),
-        kind: "highest_pnl".into(),
-        visibility: "public".into(),
-        entry_fee_raw: fee,
-        max_participants: max,
-        escrow_wallet: app.state.chain.escrow().address.to_string(),
-        payout_split: vec![100],
-        rake_bps: 0,
-        is_paper_trading: false,
-        start_date: now + Duration::hours(1),
-        end_date: now + Duration::hours(5),
-        series: None,
-    };
-    let mut conn = app.state.store.write().acquire().await.expect("conn");
-    assert!(queries::insert(&mut conn, &new, now).await.expect("insert"));
+    app.create_tournament(app.new_tournament(id, fee, max, Duration::hours(1), 4))
+        .await;
 }
 
 fn wallet(seed: u8) -> String {

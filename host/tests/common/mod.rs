@@ -10,6 +10,7 @@ use crucible::clock::ManualClock;
 use crucible::config::{Config, sqlite_url_in};
 use crucible::startup::Application;
 use crucible::state::AppState;
+use crucible::tournaments::queries::{self, NewTournament};
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{Value, json};
 
@@ -240,6 +241,47 @@ impl TestApp {
 }
 
 impl TestApp {
+    /// A public `highest_pnl` tournament paid into the server's escrow, winner takes all, no
+    /// rake; starting `starts_in` from now and lasting `hours`. Adjust fields before creating.
+    pub fn new_tournament(
+        &self,
+        id: &str,
+        fee_raw: i64,
+        max: i64,
+        starts_in: Duration,
+        hours: i64,
+    ) -> NewTournament {
+        let start = self.state.now() + starts_in;
+        NewTournament {
+            id: id.into(),
+            name: format!("Cup {id}"),
+            description: String::new(),
+            kind: "highest_pnl".into(),
+            visibility: "public".into(),
+            entry_fee_raw: fee_raw,
+            max_participants: max,
+            escrow_wallet: self.state.chain.escrow().address.to_string(),
+            payout_split: vec![100],
+            rake_bps: 0,
+            is_paper_trading: false,
+            start_date: start,
+            end_date: start + Duration::hours(hours),
+            series: None,
+        }
+    }
+
+    /// Create a tournament (and its lifecycle jobs) as the CLI would.
+    pub async fn create_tournament(&self, new: NewTournament) {
+        new.validate().expect("a valid tournament");
+        let mut conn = self.state.store.write().acquire().await.expect("conn");
+        assert!(
+            queries::insert(&mut conn, &new, self.state.now())
+                .await
+                .expect("insert"),
+            "id taken"
+        );
+    }
+
     /// Give `address` SOL (lamports) and simnet stablecoin (raw units) through simnet's RPC.
     pub async fn airdrop(&self, address: &str, lamports: u64, usdc_raw: u64) {
         let reply: Value = self

@@ -64,6 +64,16 @@ pub struct ServeArgs {
     #[arg(long, env = "CRUCIBLE_DEMO_DATA", value_parser = ["on", "off"])]
     pub demo_data: Option<String>,
 
+    /// Dungeon runs without a turn for this many seconds are abandoned (their key dies).
+    #[arg(long, env = "CRUCIBLE_DUNGEON_IDLE_TIMEOUT_SECS", default_value_t = 1800,
+          value_parser = clap::value_parser!(u64).range(60..=604_800))]
+    pub dungeon_idle_timeout_secs: u64,
+
+    /// Percent of the dungeon's daily entry fees kept by the host; the rest is the day's prize.
+    #[arg(long, env = "CRUCIBLE_DUNGEON_RAKE_PERCENT", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub dungeon_rake_percent: u32,
+
     #[command(flatten)]
     pub chain: ChainArgs,
 }
@@ -119,6 +129,10 @@ pub struct Config {
     pub stablecoin_mint: Option<String>,
     pub escrow_wallet: Option<String>,
     pub dungeon_wallet: Option<String>,
+    /// Seconds without a turn after which a dungeon run is abandoned (default 1800).
+    pub dungeon_idle_timeout_secs: u64,
+    /// Percent of a day's dungeon entry fees kept as rake (default 10); the rest is the prize.
+    pub dungeon_rake_percent: u32,
 }
 
 impl StorageArgs {
@@ -163,6 +177,8 @@ impl From<ServeArgs> for Config {
             stablecoin_mint: args.chain.stablecoin_mint,
             escrow_wallet: args.chain.escrow_wallet,
             dungeon_wallet: args.chain.dungeon_wallet,
+            dungeon_idle_timeout_secs: args.dungeon_idle_timeout_secs,
+            dungeon_rake_percent: args.dungeon_rake_percent,
             database_url: args.storage.database_url(),
             data_dir: args.storage.data_dir,
             master_key: args.storage.master_key,
@@ -194,6 +210,8 @@ impl Config {
             stablecoin_mint: None,
             escrow_wallet: None,
             dungeon_wallet: None,
+            dungeon_idle_timeout_secs: 1800,
+            dungeon_rake_percent: 10,
         }
     }
 
@@ -216,6 +234,8 @@ impl Config {
             stablecoin_mint: None,
             escrow_wallet: None,
             dungeon_wallet: None,
+            dungeon_idle_timeout_secs: 1800,
+            dungeon_rake_percent: 10,
         }
     }
 }

@@ -11,6 +11,8 @@ pub enum Event {
     LeaderboardChanged { tournament_id: String },
     /// The tournament's window closed; final standings are frozen.
     TournamentEnded { tournament_id: String },
+    /// A dungeon run's events up to `seq` are stored (`dungeon_run_events`); watchers read them.
+    DungeonRunEvent { run_id: String, seq: i64 },
 }
 
 /// Fan-out of [`Event`]s to every subscriber of this process.

@@ -1,5 +1,21 @@
-//! The daily dungeon (DESIGN §10). This module currently owns only the pure game engine in
-//! [`game`]; the HTTP endpoints, paid entry, per-run keys, storage and the watch stream are built on
-//! top of it elsewhere and must never leak I/O, clocks or randomness into it.
+//! The daily dungeon (DESIGN §10): the pure game engine in [`game`], and around it everything
+//! that touches the world — the day's dungeon and its price ([`day`]), paid entry with quotes and
+//! on-chain verification ([`entry`]), per-run keys ([`run_key`]), turns and broadcasts stored as
+//! ordered events ([`play`], [`store`]), the watch stream ([`watch`]), public reads ([`views`]),
+//! and the scheduled work: idle abandonment and the daily prize ([`maintenance`]).
+//!
+//! I/O, clocks and randomness stay out of [`game`]: this layer stores the actions and the
+//! serialized run, and the engine can always rebuild a run from them.
 
+pub mod day;
+pub mod entry;
 pub mod game;
+pub mod maintenance;
+pub mod play;
+mod routes;
+pub mod run_key;
+pub mod store;
+pub mod views;
+mod watch;
+
+pub use routes::router;

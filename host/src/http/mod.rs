@@ -57,6 +57,8 @@ pub fn router(state: AppState) -> Router {
             get(move || async move { axum::Json(openapi.as_ref().clone()) }),
         )
         .merge(crate::chain::simnet::rpc::router())
+        // Outside the OpenAPI document (SPEC §9).
+        .merge(crate::dungeon::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))

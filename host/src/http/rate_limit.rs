@@ -69,6 +69,9 @@ pub struct RateLimits {
     pub registrations_per_tournament: Limiter,
     /// Live leaderboard streams: SPEC §8, 20 connections / 60 s per IP.
     pub live_connections: Limiter,
+    /// Public dungeon reads (list, detail, quote, leaderboard, run page), like tournament reads:
+    /// 120 / 60 s per IP.
+    pub dungeon_reads: Limiter,
 }
 
 impl RateLimits {
@@ -81,10 +84,11 @@ impl RateLimits {
             registrations_per_ip: Limiter::new(enabled, 10, minute),
             registrations_per_tournament: Limiter::new(enabled, 5, minute),
             live_connections: Limiter::new(enabled, 20, minute),
+            dungeon_reads: Limiter::new(enabled, 120, minute),
         }
     }
 
-    pub fn all(&self) -> [&Limiter; 6] {
+    pub fn all(&self) -> [&Limiter; 7] {
         [
             &self.auth,
             &self.account,
@@ -92,6 +96,7 @@ impl RateLimits {
             &self.registrations_per_ip,
             &self.registrations_per_tournament,
             &self.live_connections,
+            &self.dungeon_reads,
         ]
     }
 }

@@ -11,6 +11,10 @@ pub fn standard_schedules(_state: &AppState) -> anyhow::Result<Vec<Recurring>> {
     Ok(vec![
         Recurring::new(SERIES, "0 */10 * * * *")?,
         Recurring::new(SNAPSHOTS, "0 */5 * * * *")?,
+        Recurring::new(
+            crate::dungeon::maintenance::SCHEDULE,
+            crate::dungeon::maintenance::CRON,
+        )?,
     ])
 }
 
@@ -21,6 +25,9 @@ pub async fn run_recurring(state: &AppState, name: &str) -> anyhow::Result<()> {
     match name {
         SERIES => tournaments::series::ensure(state).await.map(|_| ()),
         SNAPSHOTS => tournaments::tracking::snapshot_live(state).await,
+        crate::dungeon::maintenance::SCHEDULE => {
+            crate::dungeon::maintenance::run(state).await.map(|_| ())
+        }
         other => anyhow::bail!("no handler for schedule `{other}`"),
     }
 }

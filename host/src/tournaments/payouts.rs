@@ -1,6 +1,7 @@
 //! Prizes: when a tournament ends, the pool (entry fees × participants − rake) is split by the
 //! configured percentages over the final ranks and recorded as payouts (`pending`), each sent
-//! from the escrow wallet by a scheduler job (`sent` with the transfer signature).
+//! from the escrow wallet by a scheduler job (`sent` with the transfer signature). The same job
+//! sends the dungeon's daily prize (`source_kind = 'dungeon'`) from the dungeon wallet.
 //!
 //! A payout is never sent twice: the transfer is signed first and its signature recorded, then
 //! sent. A retry first asks the chain about the recorded signature; it signs a new transfer only
@@ -92,17 +93,25 @@ pub async fn award(state: &AppState, tournament: &Tournament) -> anyhow::Result<
     Ok(recorded)
 }
 
-type PayoutRow = (String, i64, String, String, Option<String>, Option<i64>);
+type PayoutRow = (
+    String,
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<i64>,
+    String,
+);
 
 /// Send one payout (the job). Errors leave it `pending` for the scheduler to retry.
 pub async fn send(state: &AppState, payout_id: &str) -> anyhow::Result<()> {
     let row: Option<PayoutRow> = sqlx::query_as(
-        "SELECT wallet, amount_raw, mint, status, tx_signature, last_attempt_at FROM payouts WHERE id = $1",
+        "SELECT wallet, amount_raw, mint, status, tx_signature, last_attempt_at, source_kind FROM payouts WHERE id = $1",
     )
     .bind(payout_id)
     .fetch_optional(state.store.read())
     .await?;
-    let Some((wallet, amount, mint, status, recorded, last_attempt_at)) = row else {
+    let Some((wallet, amount, mint, status, recorded, last_attempt_at, source_kind)) = row else {
         return Ok(());
     };
     if status == "sent" {
@@ -131,8 +140,14 @@ pub async fn send(state: &AppState, payout_id: &str) -> anyhow::Result<()> {
             }
         }
     }
-    let escrow = state.chain.escrow().keypair().ok_or_else(|| {
-        anyhow!("this server does not hold the escrow key, so it cannot pay prizes")
+    // Tournament prizes come from the escrow that took the fees, dungeon prizes from the
+    // dungeon wallet.
+    let (source, role) = match source_kind.as_str() {
+        "dungeon" => (state.chain.dungeon(), "dungeon wallet"),
+        _ => (state.chain.escrow(), "escrow"),
+    };
+    let escrow = source.keypair().ok_or_else(|| {
+        anyhow!("this server does not hold the {role} key, so it cannot pay prizes")
     })?;
     let to = WalletAddress::parse(&wallet).map_err(anyhow::Error::msg)?;
     let amount = u64::try_from(amount).context("negative payout")?;

@@ -341,3 +341,112 @@ impl TestWallet {
         (nonce, signature)
     }
 }
+
+/// A dungeon player: an account (session and a `read`+`write` key) with a linked wallet whose
+/// keypair the test holds, funded on simnet with SOL and stablecoin.
+pub struct DungeonPlayer {
+    pub session: String,
+    pub key: String,
+    pub payer: crucible::chain::Keypair,
+}
+
+impl DungeonPlayer {
+    pub fn wallet(&self) -> String {
+        self.payer.pubkey().to_string()
+    }
+}
+
+impl TestApp {
+    /// Sign up `email`, mint a key, link the wallet of `seed` (proved by signature) and fund it
+    /// with 1 SOL and `usdc_raw` of the stablecoin.
+    pub async fn dungeon_player(&self, email: &str, seed: u8, usdc_raw: u64) -> DungeonPlayer {
+        let (session, key) = self.account_with_key(email, &["read", "write"]).await;
+        let wallet = TestWallet::new(seed);
+        let (nonce, signature) = wallet.prove(self).await;
+        let linked = self
+            .post(
+                "/api/account/wallets",
+                Auth::Session(&session),
+                json!({"wallet": wallet.address(), "nonce": nonce, "signature": signature}),
+            )
+            .await;
+        assert_eq!(linked.status, 201, "{}", linked.body);
+        let payer = crucible::chain::Keypair::from_secret([seed; 32]);
+        assert_eq!(payer.pubkey().to_string(), wallet.address());
+        self.airdrop(&wallet.address(), 1_000_000_000, usdc_raw)
+            .await;
+        DungeonPlayer {
+            session,
+            key,
+            payer,
+        }
+    }
+
+    /// Today's dungeon id (the manual clock's UTC date).
+    pub fn dungeon_today(&self) -> String {
+        self.state.now().format("%Y-%m-%d").to_string()
+    }
+
+    /// A quote for `wallet` on `dungeon_id`; asserts 200.
+    pub async fn dungeon_quote(&self, dungeon_id: &str, wallet: &str) -> Value {
+        let quote = self
+            .get(
+                &format!("/api/dungeons/{dungeon_id}/quote?wallet={wallet}"),
+                Auth::None,
+            )
+            .await;
+        assert_eq!(quote.status, 200, "{}", quote.body);
+        quote.body
+    }
+
+    /// Pay `amount_raw` of the stablecoin from `payer` to the dungeon wallet with `memo`.
+    pub async fn dungeon_pay(
+        &self,
+        payer: &crucible::chain::Keypair,
+        amount_raw: u64,
+        memo: &str,
+    ) -> String {
+        let to = self.state.chain.dungeon().address.clone();
+        let mint = self.state.chain.stablecoin_mint().to_owned();
+        self.state
+            .chain
+            .transfer_token(payer, &to, &mint, amount_raw, memo)
+            .await
+            .expect("transfer")
+    }
+
+    /// `POST /api/dungeons/{id}/enter` with `auth` and `body`.
+    pub async fn dungeon_enter(
+        &self,
+        dungeon_id: &str,
+        auth: Auth<'_>,
+        body: Value,
+    ) -> TestResponse {
+        self.post(&format!("/api/dungeons/{dungeon_id}/enter"), auth, body)
+            .await
+    }
+
+    /// Quote, pay 1 USDC with the memo and enter today's dungeon (finality must be immediate);
+    /// returns the 201 body.
+    pub async fn dungeon_run(&self, player: &DungeonPlayer, class: &str) -> Value {
+        let today = self.dungeon_today();
+        let quote = self.dungeon_quote(&today, &player.wallet()).await;
+        let signature = self
+            .dungeon_pay(
+                &player.payer,
+                1_000_000,
+                quote["memo"].as_str().expect("memo"),
+            )
+            .await;
+        let entered = self
+            .dungeon_enter(
+                &today,
+                Auth::Bearer(&player.key),
+                json!({"quoteId": quote["quoteId"], "payerWallet": player.wallet(),
+                       "txSignature": signature, "class": class}),
+            )
+            .await;
+        assert_eq!(entered.status, 201, "{}", entered.body);
+        entered.body
+    }
+}

@@ -1,0 +1,384 @@
+//! Paid entry (SPEC §4.2, DESIGN §5): a quote names the amount, the dungeon wallet and the memo
+//! `dgn:<dungeonId>:<payerWallet>:<quoteId>`; the operator pays it on chain from one of its
+//! `allChainWallets` and sends the signature to `enter`. The payment is verified exactly as a
+//! tournament registration's (202 while not final, 422 naming what is wrong, 409 once used);
+//! the payment claim, the run and its key are written in one transaction.
+
+use chrono::Duration;
+use serde::{Deserialize, Serialize};
+
+use super::day::{self, DungeonDay, ENTRY_FEE_RAW};
+use super::game::skill::{SkillContext, agent_skill_markdown};
+use super::game::{Class, Run, rng};
+use super::run_key;
+use crate::auth::Caller;
+use crate::chain::{ExpectedPayment, PaymentStatus};
+use crate::clock::{from_millis, rfc3339, to_millis};
+use crate::crypto::new_id;
+use crate::db::is_unique_violation;
+use crate::domain::WalletAddress;
+use crate::http::ApiError;
+use crate::state::AppState;
+
+/// How long a quote may be paid and used (never past the day's end).
+pub const QUOTE_TTL: Duration = Duration::minutes(15);
+
+/// `GET /api/dungeons/{dungeonId}/quote` answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Quote {
+    pub quote_id: String,
+    pub dungeon_id: String,
+    pub payer_wallet: String,
+    pub amount_ui: f64,
+    pub amount_raw: String,
+    pub mint: String,
+    pub dungeon_wallet_address: String,
+    pub memo: String,
+    pub expires_at: String,
+}
+
+pub fn memo(dungeon_id: &str, payer: &str, quote_id: &str) -> String {
+    format!("dgn:{dungeon_id}:{payer}:{quote_id}")
+}
+
+pub async fn quote(state: &AppState, dungeon_id: &str, wallet: &str) -> Result<Quote, ApiError> {
+    let day = day::known(state, dungeon_id)?;
+    day::ensure_open(state, day)?;
+    let payer = WalletAddress::parse(wallet).map_err(ApiError::BadRequest)?;
+    let now = state.now();
+    let expires = (now + QUOTE_TTL).min(day.closes_at());
+    let quote_id = new_id("dq");
+    let memo = memo(&day.id(), payer.as_str(), &quote_id);
+    sqlx::query(
+        "INSERT INTO dungeon_quotes (id, dungeon_id, payer, amount_raw, memo, created_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(&quote_id)
+    .bind(day.id())
+    .bind(payer.as_str())
+    .bind(ENTRY_FEE_RAW as i64)
+    .bind(&memo)
+    .bind(to_millis(now))
+    .bind(to_millis(expires))
+    .execute(state.store.write())
+    .await?;
+    Ok(Quote {
+        quote_id,
+        dungeon_id: day.id(),
+        payer_wallet: payer.to_string(),
+        amount_ui: day::ui_amount(ENTRY_FEE_RAW as i64),
+        amount_raw: ENTRY_FEE_RAW.to_string(),
+        mint: state.chain.stablecoin_mint().to_owned(),
+        dungeon_wallet_address: state.chain.dungeon().address.to_string(),
+        memo,
+        expires_at: rfc3339(expires),
+    })
+}
+
+/// The body of `POST /api/dungeons/{dungeonId}/enter`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EnterRequest {
+    pub quote_id: String,
+    pub payer_wallet: String,
+    pub tx_signature: String,
+    /// `fighter` (default), `ranger`, `mage`, `defender`, `gambler` or `rogue`.
+    #[serde(default)]
+    pub class: Option<String>,
+}
+
+/// What `enter` hands back (201).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entered {
+    pub run_id: String,
+    pub dungeon_id: String,
+    pub class: String,
+    pub registration_key: String,
+    pub turn_url: String,
+    pub broadcast_url: String,
+    pub watch_url: String,
+    pub run_url: String,
+    pub agent_skill_file: String,
+}
+
+pub enum EnterOutcome {
+    Entered(Box<Entered>),
+    /// Not final yet: resend the same request in a few seconds.
+    Pending,
+}
+
+/// The run's absolute URLs.
+pub struct RunUrls {
+    pub turn: String,
+    pub broadcast: String,
+    pub watch: String,
+    pub run: String,
+}
+
+impl RunUrls {
+    pub fn of(state: &AppState, run_id: &str) -> Self {
+        let base = format!("{}/api/dungeons/runs/{run_id}", state.config.public_url);
+        RunUrls {
+            turn: format!("{base}/turn"),
+            broadcast: format!("{base}/broadcast"),
+            watch: format!("{base}/watch"),
+            run: base,
+        }
+    }
+}
+
+struct Checked {
+    day: DungeonDay,
+    payer: WalletAddress,
+    class: Class,
+    quote_id: String,
+    memo: String,
+    signature: String,
+}
+
+pub async fn enter(
+    state: &AppState,
+    dungeon_id: &str,
+    caller: &Caller,
+    request: EnterRequest,
+) -> Result<EnterOutcome, ApiError> {
+    let checked = check(state, dungeon_id, caller, request).await?;
+    let expected = ExpectedPayment {
+        payer: checked.payer.to_string(),
+        recipient: state.chain.dungeon().address.to_string(),
+        mint: state.chain.stablecoin_mint().to_owned(),
+        amount_raw: ENTRY_FEE_RAW,
+        memo: checked.memo.clone(),
+    };
+    match state
+        .chain
+        .verify_payment(&checked.signature, &expected)
+        .await
+    {
+        Ok(PaymentStatus::Verified { .. }) => {}
+        Ok(PaymentStatus::Pending) => return Ok(EnterOutcome::Pending),
+        Ok(PaymentStatus::Rejected(reason)) => {
+            return Err(ApiError::Unprocessable(format!(
+                "transaction verification failed ({}): {reason}",
+                reason.field()
+            )));
+        }
+        Err(error) => {
+            tracing::warn!(%error, dungeon_id, "payment verification unavailable");
+            return Err(ApiError::Unavailable(
+                "the payment cannot be verified right now (Solana RPC unreachable); retry shortly"
+                    .into(),
+            ));
+        }
+    }
+    let entered = open_run(state, caller, &checked).await?;
+    tracing::info!(
+        run_id = entered.run_id,
+        dungeon_id,
+        account_id = caller.account_id,
+        "dungeon run opened"
+    );
+    Ok(EnterOutcome::Entered(Box::new(entered)))
+}
+
+/// Everything that can be refused before asking the chain.
+async fn check(
+    state: &AppState,
+    dungeon_id: &str,
+    caller: &Caller,
+    request: EnterRequest,
+) -> Result<Checked, ApiError> {
+    let day = day::known(state, dungeon_id)?;
+    let payer = WalletAddress::parse(&request.payer_wallet).map_err(ApiError::BadRequest)?;
+    let class = match request.class.as_deref().map(str::trim) {
+        None | Some("") => Class::Fighter,
+        Some(name) => Class::parse(name).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "unknown class `{name}`: use one of {}",
+                Class::ALL.map(Class::as_str).join(", ")
+            ))
+        })?,
+    };
+    let signature = request.tx_signature.trim().to_owned();
+    if signature.is_empty() {
+        return Err(ApiError::bad_request(
+            "`txSignature` is required: the signature of the entry payment",
+        ));
+    }
+    let owned = crate::account::wallets_of(state, &caller.account_id).await?;
+    if !owned.iter().any(|w| w.address == payer.as_str()) {
+        return Err(ApiError::Forbidden(format!(
+            "wallet {payer} is not linked to this account (see allChainWallets in GET /api/account)"
+        )));
+    }
+    day::ensure_open(state, day)?;
+    let quote: Option<(String, String, String, i64)> = sqlx::query_as(
+        "SELECT dungeon_id, payer, memo, expires_at FROM dungeon_quotes WHERE id = $1",
+    )
+    .bind(request.quote_id.trim())
+    .fetch_optional(state.store.read())
+    .await?;
+    let Some((quoted_day, quoted_payer, memo, expires_at)) = quote else {
+        return Err(ApiError::NotFound(format!(
+            "no quote `{}`: ask GET /api/dungeons/{}/quote?wallet=<payer> first",
+            request.quote_id,
+            day.id()
+        )));
+    };
+    if quoted_day != day.id() {
+        return Err(ApiError::Unprocessable(format!(
+            "quote {} is for dungeon {quoted_day}, not {}",
+            request.quote_id,
+            day.id()
+        )));
+    }
+    if quoted_payer != payer.as_str() {
+        return Err(ApiError::Unprocessable(format!(
+            "quote {} was issued to wallet {quoted_payer}, not {payer}",
+            request.quote_id
+        )));
+    }
+    if to_millis(state.now()) > expires_at {
+        return Err(ApiError::Gone(format!(
+            "quote {} expired at {}; ask for a new quote and pay it",
+            request.quote_id,
+            rfc3339(from_millis(expires_at))
+        )));
+    }
+    let used: Option<(String,)> =
+        sqlx::query_as("SELECT purpose FROM payment_claims WHERE signature = $1")
+            .bind(&signature)
+            .fetch_optional(state.store.read())
+            .await?;
+    if used.is_some() {
+        return Err(signature_used());
+    }
+    let quote_used: Option<(String,)> =
+        sqlx::query_as("SELECT id FROM dungeon_runs WHERE quote_id = $1")
+            .bind(request.quote_id.trim())
+            .fetch_optional(state.store.read())
+            .await?;
+    if quote_used.is_some() {
+        return Err(quote_used_error(&request.quote_id));
+    }
+    Ok(Checked {
+        day,
+        payer,
+        class,
+        quote_id: request.quote_id.trim().to_owned(),
+        memo,
+        signature,
+    })
+}
+
+fn signature_used() -> ApiError {
+    ApiError::Conflict("this transaction signature has already paid for an entry".into())
+}
+
+fn quote_used_error(quote_id: &str) -> ApiError {
+    ApiError::Conflict(format!("quote {quote_id} has already been used for a run"))
+}
+
+/// The claim, the run and its key, all or nothing.
+async fn open_run(
+    state: &AppState,
+    caller: &Caller,
+    checked: &Checked,
+) -> Result<Entered, ApiError> {
+    let salt = day::map_salt(state).await?;
+    let map = checked.day.map(&salt);
+    let run_id = new_id("run");
+    let run = Run::new(&map, checked.class, rng::seed_from_str(&run_id));
+    let key = run_key::mint();
+    let now = to_millis(state.now());
+    let mut tx = state.store.begin().await?;
+    let claimed = sqlx::query(
+        "INSERT INTO payment_claims (signature, purpose, reference, payer, amount_raw, claimed_at)
+         VALUES ($1, 'dungeon', $2, $3, $4, $5)",
+    )
+    .bind(&checked.signature)
+    .bind(&run_id)
+    .bind(checked.payer.as_str())
+    .bind(ENTRY_FEE_RAW as i64)
+    .bind(now)
+    .execute(&mut *tx)
+    .await;
+    match claimed {
+        Err(error) if is_unique_violation(&error) => return Err(signature_used()),
+        other => other?,
+    };
+    let inserted = sqlx::query(
+        "INSERT INTO dungeon_runs (id, dungeon_id, account_id, wallet, class, quote_id, tx_signature,
+             amount_raw, key_hash, key_sealed, status, score, deepest_floor, turn_number, version,
+             last_seq, state, created_at, last_action_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'active', $11, $12, 0, 0, 0, $13, $14, $14)",
+    )
+    .bind(&run_id)
+    .bind(checked.day.id())
+    .bind(&caller.account_id)
+    .bind(checked.payer.as_str())
+    .bind(checked.class.as_str())
+    .bind(&checked.quote_id)
+    .bind(&checked.signature)
+    .bind(ENTRY_FEE_RAW as i64)
+    .bind(&key.hash)
+    .bind(state.sealer.seal(key.key.as_bytes()))
+    .bind(run.score())
+    .bind(i64::from(run.tally().deepest_floor))
+    .bind(serde_json::to_string(&run).map_err(ApiError::internal)?)
+    .bind(now)
+    .execute(&mut *tx)
+    .await;
+    match inserted {
+        Err(error) if is_unique_violation(&error) => {
+            return Err(quote_used_error(&checked.quote_id));
+        }
+        other => other?,
+    };
+    tx.commit().await?;
+    let urls = RunUrls::of(state, &run_id);
+    let skill = agent_skill_markdown(&SkillContext {
+        run_id: &run_id,
+        dungeon_id: &map.id,
+        theme: &map.theme,
+        class: checked.class,
+        turn_url: &urls.turn,
+        broadcast_url: &urls.broadcast,
+        watch_url: &urls.watch,
+        run_url: &urls.run,
+    });
+    Ok(Entered {
+        dungeon_id: map.id.clone(),
+        class: checked.class.as_str().to_owned(),
+        registration_key: key.key,
+        turn_url: urls.turn,
+        broadcast_url: urls.broadcast,
+        watch_url: urls.watch,
+        run_url: urls.run,
+        agent_skill_file: skill,
+        run_id,
+    })
+}
+
+/// The skill file of an existing run (for the credential endpoint).
+pub fn skill_file(
+    state: &AppState,
+    run_id: &str,
+    dungeon_id: &str,
+    theme: &str,
+    class: Class,
+) -> String {
+    let urls = RunUrls::of(state, run_id);
+    agent_skill_markdown(&SkillContext {
+        run_id,
+        dungeon_id,
+        theme,
+        class,
+        turn_url: &urls.turn,
+        broadcast_url: &urls.broadcast,
+        watch_url: &urls.watch,
+        run_url: &urls.run,
+    })
+}

@@ -1,0 +1,268 @@
+//! Playing a run (SPEC §4.4, DESIGN §10): turns, broadcasts and abandonment.
+//!
+//! A turn loads the run, applies the action with the pure engine and stores the new state with
+//! its events in one transaction guarded by the run's version: two turns racing on one run are
+//! serialized (the loser reloads and plays on the newer state, or finds its turn already
+//! played). A retried turn — same `turnNumber` — is answered from the stored `run:turn` event
+//! and never played twice. An illegal action is refused with 400 listing the legal ones; per
+//! DESIGN §10 it still costs 1 AP, so the charge is stored (and watched) like a turn.
+
+use serde_json::{Value, json};
+
+use super::game::{GameEvent, Run, TurnError, TurnRequest};
+use super::store::{self, Advance, NewEvent, RunRow};
+use crate::clock::to_millis;
+use crate::http::ApiError;
+use crate::state::AppState;
+
+/// Longest broadcast, in characters.
+pub use super::game::skill::BROADCAST_MAX_CHARS;
+/// Broadcasts allowed per run per minute.
+pub const BROADCASTS_PER_MINUTE: i64 = 5;
+/// Attempts at a contended run before giving up with 409.
+const RACE_RETRIES: usize = 16;
+
+/// What a turn request produced.
+pub enum TurnResult {
+    /// A legal turn (played now, or replayed from the record): the reply body.
+    Played(Value),
+    /// Not legal: the message, the legal actions and the state after the 1 AP charge.
+    Illegal { message: String, reply: Value },
+}
+
+pub async fn turn(
+    state: &AppState,
+    run_id: &str,
+    request: TurnRequest,
+) -> Result<TurnResult, ApiError> {
+    for _ in 0..RACE_RETRIES {
+        let row = store::load(state, run_id)
+            .await?
+            .ok_or_else(|| run_not_found(run_id))?;
+        if let Some(number) = request.turn_number {
+            let number = i64::try_from(number).unwrap_or(i64::MAX);
+            if number < 1 {
+                return Err(ApiError::bad_request(
+                    "`turnNumber` starts at 1: send the state's turnNumber + 1",
+                ));
+            }
+            if number <= row.turn_number {
+                let record = store::turn_record(state, run_id, number)
+                    .await?
+                    .ok_or_else(|| {
+                        ApiError::internal(anyhow::anyhow!(
+                            "turn {number} of {run_id} has no record"
+                        ))
+                    })?;
+                return Ok(TurnResult::Played(reply_from_record(&record, true)));
+            }
+            if number > row.turn_number + 1 {
+                return Err(ApiError::Conflict(format!(
+                    "`turnNumber` {number} is ahead of the run: the next turn is {}",
+                    row.turn_number + 1
+                )));
+            }
+        }
+        if !row.is_active() {
+            return Err(ended(&row));
+        }
+        let mut run = row.game()?;
+        let action = request.to_action();
+        let outcome = run.apply(&action);
+        let (record, illegal) = match outcome {
+            Ok(outcome) => (
+                json!({
+                    "runId": run_id,
+                    "turnNumber": outcome.turn_number,
+                    "action": outcome.action,
+                    "target": outcome.target,
+                    "legal": true,
+                    "apSpent": outcome.ap_spent,
+                    "events": outcome.events,
+                    "state": run.view(),
+                }),
+                None,
+            ),
+            Err(TurnError::Illegal {
+                action: name,
+                reason,
+                legal,
+                events,
+            }) => {
+                let names: Vec<&str> = legal.iter().map(|kind| kind.as_str()).collect();
+                let message = format!(
+                    "`{name}` is not a legal action now ({reason}); legal actions: {}. 1 AP was charged; the turn number did not advance",
+                    if names.is_empty() {
+                        "none, the run is over".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                );
+                (
+                    json!({
+                        "runId": run_id,
+                        "turnNumber": run.turn_number(),
+                        "action": name,
+                        "target": action.target,
+                        "legal": false,
+                        "reason": reason,
+                        "apSpent": super::game::ILLEGAL_ACTION_AP,
+                        "events": events,
+                        "state": run.view(),
+                    }),
+                    Some(message),
+                )
+            }
+            Err(TurnError::RunOver { .. }) => return Err(ended(&row)),
+        };
+        let mut events = vec![NewEvent {
+            kind: store::TURN,
+            turn_number: illegal.is_none().then_some(run.turn_number() as i64),
+            payload: record.clone(),
+        }];
+        if run.status().is_over() {
+            events.push(ended_event(run_id, &run));
+        }
+        match store::advance(state, &row, &run, events).await? {
+            Advance::Raced => continue,
+            Advance::Written => {}
+        }
+        if run.status().is_over() {
+            tracing::info!(
+                run_id,
+                status = run.status().as_str(),
+                score = run.score(),
+                "dungeon run ended"
+            );
+        }
+        return Ok(match illegal {
+            None => TurnResult::Played(reply_from_record(&record, false)),
+            Some(message) => TurnResult::Illegal {
+                message,
+                reply: reply_from_record(&record, false),
+            },
+        });
+    }
+    Err(ApiError::Conflict(
+        "this run is being played by several requests at once; send one turn at a time".into(),
+    ))
+}
+
+/// The reply to a turn: the whole visible state, plus what the turn did (`lastTurn`).
+fn reply_from_record(record: &Value, replayed: bool) -> Value {
+    let mut reply = record["state"].clone();
+    if let Value::Object(fields) = &mut reply {
+        fields.insert("runId".into(), record["runId"].clone());
+        fields.insert(
+            "lastTurn".into(),
+            json!({
+                "turnNumber": record["turnNumber"],
+                "action": record["action"],
+                "target": record["target"],
+                "legal": record["legal"],
+                "apSpent": record["apSpent"],
+                "events": record["events"],
+            }),
+        );
+        fields.insert("replayed".into(), Value::Bool(replayed));
+    }
+    reply
+}
+
+fn ended_event(run_id: &str, run: &Run) -> NewEvent {
+    NewEvent {
+        kind: store::ENDED,
+        turn_number: None,
+        payload: json!({
+            "runId": run_id,
+            "status": run.status(),
+            "score": run.score(),
+            "deepestFloor": run.tally().deepest_floor,
+            "turnNumber": run.turn_number(),
+            "cleared": run.status() == super::game::RunStatus::Cleared,
+        }),
+    }
+}
+
+fn ended(row: &RunRow) -> ApiError {
+    ApiError::Unauthorized(format!(
+        "run {} has ended ({}); its key no longer works",
+        row.id, row.status
+    ))
+}
+
+pub fn run_not_found(run_id: &str) -> ApiError {
+    ApiError::NotFound(format!("no dungeon run `{run_id}`"))
+}
+
+/// `POST .../broadcast`: a message for the watchers, at most 280 characters and
+/// [`BROADCASTS_PER_MINUTE`] per run. Returns the event's sequence number.
+pub async fn broadcast(state: &AppState, run_id: &str, message: &str) -> Result<i64, ApiError> {
+    let message = message.trim();
+    let length = message.chars().count();
+    if length == 0 || length > BROADCAST_MAX_CHARS {
+        return Err(ApiError::bad_request(format!(
+            "`message` must be 1 to {BROADCAST_MAX_CHARS} characters (got {length})"
+        )));
+    }
+    let now = to_millis(state.now());
+    let window_start = now - 60_000;
+    let recent: Vec<(i64,)> = sqlx::query_as(
+        "SELECT created_at FROM dungeon_run_events WHERE run_id = $1 AND kind = $2 AND created_at > $3
+         ORDER BY created_at",
+    )
+    .bind(run_id)
+    .bind(store::BROADCAST)
+    .bind(window_start)
+    .fetch_all(state.store.read())
+    .await?;
+    if recent.len() as i64 >= BROADCASTS_PER_MINUTE {
+        let oldest = recent.first().map_or(now, |(at,)| *at);
+        let wait_ms = (oldest + 60_000 - now).max(1);
+        return Err(ApiError::RateLimited {
+            retry_after: ((wait_ms + 999) / 1000) as u64,
+        });
+    }
+    let event = NewEvent {
+        kind: store::BROADCAST,
+        turn_number: None,
+        payload: json!({
+            "runId": run_id,
+            "message": message,
+            "at": crate::clock::rfc3339(state.now()),
+        }),
+    };
+    store::append(state, run_id, event).await?.ok_or_else(|| {
+        ApiError::Unauthorized(format!("run {run_id} has ended; its key no longer works"))
+    })
+}
+
+/// End an active run as abandoned (idle timeout). False if it was already over.
+pub async fn abandon(state: &AppState, run_id: &str) -> Result<bool, ApiError> {
+    for _ in 0..RACE_RETRIES {
+        let Some(row) = store::load(state, run_id).await? else {
+            return Ok(false);
+        };
+        if !row.is_active() {
+            return Ok(false);
+        }
+        let mut run = row.game()?;
+        let ended = run.abandon();
+        if !ended
+            .iter()
+            .any(|event| matches!(event, GameEvent::RunEnded { .. }))
+        {
+            return Ok(false);
+        }
+        match store::advance(state, &row, &run, vec![ended_event(run_id, &run)]).await? {
+            Advance::Raced => continue,
+            Advance::Written => {
+                tracing::info!(run_id, score = run.score(), "idle dungeon run abandoned");
+                return Ok(true);
+            }
+        }
+    }
+    Err(ApiError::Conflict(format!(
+        "run {run_id} kept changing while being abandoned"
+    )))
+}

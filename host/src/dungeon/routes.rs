@@ -1,0 +1,200 @@
+//! `/api/dungeons…` handlers (SPEC §4.2, §4.4, §6.1) and the account's run list. Thin: parse,
+//! call one service function, shape JSON. These routes are outside the OpenAPI document
+//! (SPEC §9), so they are a plain axum router.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::entry::{self, EnterOutcome, EnterRequest};
+use super::game::TurnRequest;
+use super::play::{self, TurnResult};
+use super::run_key::RunKey;
+use super::{views, watch};
+use crate::auth::{AccountAuth, Read, Write};
+use crate::http::ApiError;
+use crate::http::json::{Json, Path, Query};
+use crate::http::rate_limit::{AccountPolicy, IpLimit, Limiter, Policy, RateLimits};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/dungeons", get(list))
+        .route("/api/dungeons/{dungeon_id}", get(detail))
+        .route("/api/dungeons/{dungeon_id}/quote", get(quote))
+        .route("/api/dungeons/{dungeon_id}/leaderboard", get(leaderboard))
+        .route("/api/dungeons/{dungeon_id}/enter", post(enter))
+        .route("/api/dungeons/runs/{run_id}", get(run_page))
+        .route("/api/dungeons/runs/{run_id}/credential", get(credential))
+        .route("/api/dungeons/runs/{run_id}/turn", post(turn))
+        .route("/api/dungeons/runs/{run_id}/broadcast", post(broadcast))
+        .route("/api/dungeons/runs/{run_id}/watch", get(watch))
+        .route("/api/account/dungeon-runs", get(account_runs))
+}
+
+/// Public dungeon reads share one per-IP budget (SPEC §8's tournament-read figure).
+pub struct DungeonReadPolicy;
+impl Policy for DungeonReadPolicy {
+    fn limiter(limits: &RateLimits) -> &Limiter {
+        &limits.dungeon_reads
+    }
+}
+
+type Reads = IpLimit<DungeonReadPolicy>;
+
+async fn list(_limit: Reads, State(state): State<AppState>) -> Result<Response, ApiError> {
+    Ok(axum::Json(views::list(&state).await?).into_response())
+}
+
+async fn detail(
+    _limit: Reads,
+    State(state): State<AppState>,
+    Path(dungeon_id): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(axum::Json(views::detail(&state, &dungeon_id).await?).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+struct QuoteParams {
+    /// The wallet that will pay.
+    wallet: Option<String>,
+}
+
+async fn quote(
+    _limit: Reads,
+    State(state): State<AppState>,
+    Path(dungeon_id): Path<String>,
+    Query(params): Query<QuoteParams>,
+) -> Result<Response, ApiError> {
+    let wallet = params.wallet.ok_or_else(|| {
+        ApiError::bad_request("`wallet` is required: the wallet that will pay the entry")
+    })?;
+    Ok(axum::Json(entry::quote(&state, &dungeon_id, &wallet).await?).into_response())
+}
+
+async fn leaderboard(
+    _limit: Reads,
+    State(state): State<AppState>,
+    Path(dungeon_id): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(axum::Json(views::leaderboard(&state, &dungeon_id).await?).into_response())
+}
+
+async fn enter(
+    _limit: IpLimit<AccountPolicy>,
+    State(state): State<AppState>,
+    auth: AccountAuth<Write>,
+    Path(dungeon_id): Path<String>,
+    Json(request): Json<EnterRequest>,
+) -> Result<Response, ApiError> {
+    Ok(
+        match entry::enter(&state, &dungeon_id, &auth.caller, request).await? {
+            EnterOutcome::Entered(entered) => {
+                (StatusCode::CREATED, axum::Json(entered)).into_response()
+            }
+            EnterOutcome::Pending => (
+                StatusCode::ACCEPTED,
+                axum::Json(json!({
+                    "retryable": true,
+                    "error": "the payment is not finalized yet; resend the same request in a few seconds",
+                })),
+            )
+                .into_response(),
+        },
+    )
+}
+
+async fn run_page(
+    _limit: Reads,
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(axum::Json(views::run_page(&state, &run_id).await?).into_response())
+}
+
+async fn credential(
+    _limit: IpLimit<AccountPolicy>,
+    State(state): State<AppState>,
+    auth: AccountAuth<Read>,
+    Path(run_id): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(axum::Json(views::credential(&state, &run_id, auth.account_id()).await?).into_response())
+}
+
+async fn account_runs(
+    _limit: IpLimit<AccountPolicy>,
+    State(state): State<AppState>,
+    auth: AccountAuth<Read>,
+) -> Result<Response, ApiError> {
+    Ok(axum::Json(views::account_runs(&state, auth.account_id()).await?).into_response())
+}
+
+async fn turn(
+    State(state): State<AppState>,
+    key: RunKey,
+    Path(run_id): Path<String>,
+    Json(request): Json<TurnRequest>,
+) -> Result<Response, ApiError> {
+    key.for_run(&run_id)?;
+    let span = tracing::debug_span!("dungeon_turn", run_id);
+    let result =
+        tracing::Instrument::instrument(play::turn(&state, &run_id, request), span).await?;
+    Ok(match result {
+        TurnResult::Played(reply) => axum::Json(reply).into_response(),
+        TurnResult::Illegal { message, reply } => (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({
+                "error": message,
+                "availableActions": reply["availableActions"],
+                "state": reply,
+            })),
+        )
+            .into_response(),
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BroadcastRequest {
+    message: String,
+}
+
+async fn broadcast(
+    State(state): State<AppState>,
+    key: RunKey,
+    Path(run_id): Path<String>,
+    Json(request): Json<BroadcastRequest>,
+) -> Result<Response, ApiError> {
+    key.for_run(&run_id)?;
+    let seq = play::broadcast(&state, &run_id, &request.message).await?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(json!({ "runId": run_id, "seq": seq })),
+    )
+        .into_response())
+}
+
+async fn watch(
+    State(state): State<AppState>,
+    key: RunKey,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    key.for_run(&run_id)?;
+    let last_seq = match headers.get("last-event-id") {
+        None => 0,
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|text| text.trim().parse::<i64>().ok())
+            .filter(|seq| *seq >= 0)
+            .ok_or_else(|| {
+                ApiError::bad_request("`Last-Event-ID` must be an event id (a sequence number)")
+            })?,
+    };
+    Ok(watch::stream(state, run_id, last_seq).into_response())
+}

@@ -1,0 +1,103 @@
+//! Per-run keys `dgr_<base58 of 32 random bytes>` (SPEC §5): minted on enter, scoped to one run,
+//! valid until that run ends, accepted only on its turn / broadcast / watch endpoints. Stored as
+//! SHA-256 (the lookup) and sealed under the master key (the credential endpoint shows it again).
+//!
+//! The [`RunKey`] extractor refuses every other credential with 401: account keys, v1 keys and
+//! sessions never play a run. A live key of *another* run is a 403 (the key is genuine, it is
+//! simply not this run's), which tells a confused agent that it mixed up its runs.
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+
+use crate::crypto::{constant_time_eq, random_base58, sha256_hex};
+use crate::http::ApiError;
+use crate::state::AppState;
+
+pub const PREFIX: &str = "dgr_";
+
+/// A fresh run key and what is stored of it.
+pub struct MintedRunKey {
+    pub key: String,
+    pub hash: String,
+}
+
+pub fn mint() -> MintedRunKey {
+    let key = format!("{PREFIX}{}", random_base58(32));
+    MintedRunKey {
+        hash: sha256_hex(&key),
+        key,
+    }
+}
+
+/// A live run key: the run it belongs to.
+#[derive(Debug, Clone)]
+pub struct RunKey {
+    pub run_id: String,
+}
+
+impl RunKey {
+    /// The key must be `run_id`'s own.
+    pub fn for_run(&self, run_id: &str) -> Result<(), ApiError> {
+        if constant_time_eq(self.run_id.as_bytes(), run_id.as_bytes()) {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden(format!(
+                "this run key belongs to another run, not to {run_id}"
+            )))
+        }
+    }
+}
+
+fn required() -> ApiError {
+    ApiError::Unauthorized(
+        "a run key is required: send this run's registrationKey as `Authorization: Bearer dgr_…` \
+         (account keys, v1 keys and sessions are not accepted here)"
+            .into(),
+    )
+}
+
+impl FromRequestParts<AppState> for RunKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let bearer = parts
+            .headers
+            .get(AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| {
+                value
+                    .strip_prefix("Bearer ")
+                    .or_else(|| value.strip_prefix("bearer "))
+            })
+            .map(str::trim);
+        let Some(key) = bearer.filter(|key| key.starts_with(PREFIX)) else {
+            return Err(required());
+        };
+        let hash = sha256_hex(key);
+        let row: Option<(String, String, String)> =
+            sqlx::query_as("SELECT id, status, key_hash FROM dungeon_runs WHERE key_hash = $1")
+                .bind(&hash)
+                .fetch_optional(state.store.read())
+                .await?;
+        match row {
+            Some((run_id, status, stored))
+                if constant_time_eq(stored.as_bytes(), hash.as_bytes()) =>
+            {
+                if status == "active" {
+                    Ok(RunKey { run_id })
+                } else {
+                    Err(ApiError::Unauthorized(format!(
+                        "run {run_id} has ended ({status}); its key no longer works"
+                    )))
+                }
+            }
+            _ => Err(ApiError::Unauthorized(
+                "unknown run key: send the registrationKey returned when you entered".into(),
+            )),
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! The dungeon's rows: a run (its game state as a cache, guarded by a version so concurrent
+//! turns are serialized), and its events (the durable, ordered record every watcher replays).
+//! A change to a run is one transaction: the run row moves forward only if nobody else moved
+//! it first, and its events are written with it; the bus hears of them after the commit.
+
+use serde_json::Value;
+
+use super::game::Run;
+use crate::clock::to_millis;
+use crate::events::Event;
+use crate::http::ApiError;
+use crate::state::AppState;
+
+/// Event kinds of the watch stream (DESIGN §10).
+pub const TURN: &str = "run:turn";
+pub const BROADCAST: &str = "run:broadcast";
+pub const ENDED: &str = "run:ended";
+
+/// A run as stored.
+#[derive(Debug, Clone)]
+pub struct RunRow {
+    pub id: String,
+    pub dungeon_id: String,
+    pub account_id: String,
+    pub wallet: String,
+    pub class: String,
+    pub status: String,
+    pub score: i64,
+    pub deepest_floor: i64,
+    pub turn_number: i64,
+    pub version: i64,
+    pub state: String,
+    pub created_at: i64,
+    pub last_action_at: i64,
+    pub ended_at: Option<i64>,
+}
+
+type Row = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    i64,
+    i64,
+    String,
+    i64,
+    i64,
+    Option<i64>,
+);
+
+const COLUMNS: &str = "id, dungeon_id, account_id, wallet, class, status, score, deepest_floor, turn_number, version, state, created_at, last_action_at, ended_at";
+
+impl RunRow {
+    fn from_row(row: Row) -> Self {
+        let (
+            id,
+            dungeon_id,
+            account_id,
+            wallet,
+            class,
+            status,
+            score,
+            deepest_floor,
+            turn_number,
+            version,
+            state,
+            created_at,
+            last_action_at,
+            ended_at,
+        ) = row;
+        RunRow {
+            id,
+            dungeon_id,
+            account_id,
+            wallet,
+            class,
+            status,
+            score,
+            deepest_floor,
+            turn_number,
+            version,
+            state,
+            created_at,
+            last_action_at,
+            ended_at,
+        }
+    }
+
+    /// The game run this row caches.
+    pub fn game(&self) -> Result<Run, ApiError> {
+        serde_json::from_str(&self.state).map_err(ApiError::internal)
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.status == "active"
+    }
+}
+
+pub async fn load(state: &AppState, run_id: &str) -> Result<Option<RunRow>, ApiError> {
+    let row: Option<Row> =
+        sqlx::query_as(&format!("SELECT {COLUMNS} FROM dungeon_runs WHERE id = $1"))
+            .bind(run_id)
+            .fetch_optional(state.store.read())
+            .await?;
+    Ok(row.map(RunRow::from_row))
+}
+
+pub async fn list_for_account(state: &AppState, account_id: &str) -> Result<Vec<RunRow>, ApiError> {
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM dungeon_runs WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500"
+    ))
+    .bind(account_id)
+    .fetch_all(state.store.read())
+    .await?;
+    Ok(rows.into_iter().map(RunRow::from_row).collect())
+}
+
+/// One stored event.
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    pub seq: i64,
+    pub kind: String,
+    pub payload: Value,
+    pub created_at: i64,
+}
+
+/// A run's events after `after_seq`, in order.
+pub async fn events_after(
+    state: &AppState,
+    run_id: &str,
+    after_seq: i64,
+    limit: i64,
+) -> Result<Vec<StoredEvent>, ApiError> {
+    let rows: Vec<(i64, String, String, i64)> = sqlx::query_as(
+        "SELECT seq, kind, payload, created_at FROM dungeon_run_events
+         WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+    )
+    .bind(run_id)
+    .bind(after_seq)
+    .bind(limit)
+    .fetch_all(state.store.read())
+    .await?;
+    rows.into_iter()
+        .map(|(seq, kind, payload, created_at)| {
+            Ok(StoredEvent {
+                seq,
+                kind,
+                payload: serde_json::from_str(&payload).map_err(ApiError::internal)?,
+                created_at,
+            })
+        })
+        .collect()
+}
+
+/// The stored `run:turn` payload of legal turn `turn_number`, if it was played.
+pub async fn turn_record(
+    state: &AppState,
+    run_id: &str,
+    turn_number: i64,
+) -> Result<Option<Value>, ApiError> {
+    let row: Option<(String,)> = sqlx::query_as(
+        "SELECT payload FROM dungeon_run_events WHERE run_id = $1 AND turn_number = $2 AND kind = $3",
+    )
+    .bind(run_id)
+    .bind(turn_number)
+    .bind(TURN)
+    .fetch_optional(state.store.read())
+    .await?;
+    row.map(|(payload,)| serde_json::from_str(&payload).map_err(ApiError::internal))
+        .transpose()
+}
+
+/// An event to append: kind, the legal turn it records (if any), payload.
+pub struct NewEvent {
+    pub kind: &'static str,
+    pub turn_number: Option<i64>,
+    pub payload: Value,
+}
+
+/// Why [`advance`] did not write.
+pub enum Advance {
+    Written,
+    /// Someone else moved the run first: reload and try again.
+    Raced,
+}
+
+/// Store `run` as the new state of `row` (if `row.version` is still current) together with
+/// `events`, then announce them.
+pub async fn advance(
+    state: &AppState,
+    row: &RunRow,
+    run: &Run,
+    events: Vec<NewEvent>,
+) -> Result<Advance, ApiError> {
+    let now = to_millis(state.now());
+    let over = run.status().is_over();
+    let serialized = serde_json::to_string(run).map_err(ApiError::internal)?;
+    let count = events.len() as i64;
+    let mut tx = state.store.begin().await?;
+    let updated: Option<(i64,)> = sqlx::query_as(
+        "UPDATE dungeon_runs SET state = $1, version = version + 1, status = $2, score = $3,
+             deepest_floor = $4, turn_number = $5, last_seq = last_seq + $6, last_action_at = $7,
+             ended_at = CASE WHEN $8 = 1 THEN $7 ELSE ended_at END
+         WHERE id = $9 AND version = $10
+         RETURNING last_seq",
+    )
+    .bind(&serialized)
+    .bind(run.status().as_str())
+    .bind(run.score())
+    .bind(i64::from(run.tally().deepest_floor))
+    .bind(run.turn_number() as i64)
+    .bind(count)
+    .bind(now)
+    .bind(i64::from(over))
+    .bind(&row.id)
+    .bind(row.version)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((last_seq,)) = updated else {
+        return Ok(Advance::Raced);
+    };
+    let first = last_seq - count + 1;
+    for (offset, event) in events.iter().enumerate() {
+        insert_event(&mut tx, &row.id, first + offset as i64, event, now).await?;
+    }
+    tx.commit().await?;
+    announce(state, &row.id, last_seq);
+    Ok(Advance::Written)
+}
+
+/// Append one event to an active run (broadcasts), outside the turn pipeline. `None` if the
+/// run is no longer active.
+pub async fn append(
+    state: &AppState,
+    run_id: &str,
+    event: NewEvent,
+) -> Result<Option<i64>, ApiError> {
+    let now = to_millis(state.now());
+    let mut tx = state.store.begin().await?;
+    let updated: Option<(i64,)> = sqlx::query_as(
+        "UPDATE dungeon_runs SET last_seq = last_seq + 1 WHERE id = $1 AND status = 'active' RETURNING last_seq",
+    )
+    .bind(run_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((seq,)) = updated else {
+        return Ok(None);
+    };
+    insert_event(&mut tx, run_id, seq, &event, now).await?;
+    tx.commit().await?;
+    announce(state, run_id, seq);
+    Ok(Some(seq))
+}
+
+async fn insert_event(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    run_id: &str,
+    seq: i64,
+    event: &NewEvent,
+    now: i64,
+) -> Result<(), ApiError> {
+    sqlx::query(
+        "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(run_id)
+    .bind(seq)
+    .bind(event.kind)
+    .bind(event.turn_number)
+    .bind(event.payload.to_string())
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+fn announce(state: &AppState, run_id: &str, seq: i64) {
+    state.events.publish(Event::DungeonRunEvent {
+        run_id: run_id.to_owned(),
+        seq,
+    });
+}

@@ -1,0 +1,329 @@
+//! The dungeon's read models: the list of recent days, one day's detail and leaderboard, a
+//! run's public page (with its stored events: a deterministic replay any client can render),
+//! an account's runs and a run's credential.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::day::{self, DungeonDay, ENTRY_FEE_RAW, RECENT_DAYS};
+use super::entry::RunUrls;
+use super::game::map::{FLOORS, ROOMS_PER_FLOOR};
+use super::play::run_not_found;
+use super::store::{self, RunRow};
+use crate::clock::{from_millis, rfc3339};
+use crate::http::ApiError;
+use crate::state::AppState;
+
+/// Leaderboard rows shown.
+const BOARD_SIZE: i64 = 100;
+/// Best scores shown per day in the list.
+const TOP_IN_LIST: i64 = 3;
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntryFee {
+    amount_ui: f64,
+    amount_raw: String,
+    mint: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BestScore {
+    wallet: String,
+    score: i64,
+    run_id: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DungeonView {
+    dungeon_id: String,
+    theme: String,
+    /// `open` (today: entries accepted) or `closed`.
+    status: &'static str,
+    opens_at: String,
+    closes_at: String,
+    floors: usize,
+    rooms_per_floor: usize,
+    entry_fee: EntryFee,
+    dungeon_wallet_address: String,
+    entries: i64,
+    /// Entry fees minus the rake, paid to the day's best score.
+    prize_pool_raw: String,
+    prize_pool_ui: f64,
+    rake_percent: u32,
+    best_scores: Vec<BestScore>,
+}
+
+async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonView, ApiError> {
+    let id = day.id();
+    let (entries,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM dungeon_runs WHERE dungeon_id = $1")
+            .bind(&id)
+            .fetch_one(state.store.read())
+            .await?;
+    let best: Vec<(String, i64, String)> = sqlx::query_as(
+        "SELECT wallet, score, id FROM dungeon_runs WHERE dungeon_id = $1
+         ORDER BY score DESC, created_at, id LIMIT $2",
+    )
+    .bind(&id)
+    .bind(TOP_IN_LIST)
+    .fetch_all(state.store.read())
+    .await?;
+    let rake = state.config.dungeon_rake_percent;
+    let pot = day::pot_raw(entries, rake);
+    let open = day == DungeonDay::of(state.now());
+    Ok(DungeonView {
+        theme: day.map(salt).theme,
+        dungeon_id: id,
+        status: if open { "open" } else { "closed" },
+        opens_at: rfc3339(day.opens_at()),
+        closes_at: rfc3339(day.closes_at()),
+        floors: FLOORS,
+        rooms_per_floor: ROOMS_PER_FLOOR,
+        entry_fee: EntryFee {
+            amount_ui: day::ui_amount(ENTRY_FEE_RAW as i64),
+            amount_raw: ENTRY_FEE_RAW.to_string(),
+            mint: state.chain.stablecoin_mint().to_owned(),
+        },
+        dungeon_wallet_address: state.chain.dungeon().address.to_string(),
+        entries,
+        prize_pool_raw: pot.to_string(),
+        prize_pool_ui: day::ui_amount(pot),
+        rake_percent: rake,
+        best_scores: best
+            .into_iter()
+            .map(|(wallet, score, run_id)| BestScore {
+                wallet,
+                score,
+                run_id,
+            })
+            .collect(),
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct DungeonList {
+    dungeons: Vec<DungeonView>,
+}
+
+/// Today's dungeon first, then the previous days.
+pub async fn list(state: &AppState) -> Result<DungeonList, ApiError> {
+    let salt = day::map_salt(state).await?;
+    let today = DungeonDay::of(state.now());
+    let mut dungeons = Vec::with_capacity(RECENT_DAYS as usize);
+    for back in 0..RECENT_DAYS {
+        dungeons.push(view(state, today.days_before(back), &salt).await?);
+    }
+    Ok(DungeonList { dungeons })
+}
+
+pub async fn detail(state: &AppState, dungeon_id: &str) -> Result<DungeonView, ApiError> {
+    let day = day::known(state, dungeon_id)?;
+    let salt = day::map_salt(state).await?;
+    view(state, day, &salt).await
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BoardEntry {
+    rank: usize,
+    wallet: String,
+    best_score: i64,
+    deepest_floor: i64,
+    cleared: bool,
+    runs: i64,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Leaderboard {
+    dungeon_id: String,
+    entries: Vec<BoardEntry>,
+}
+
+/// Per wallet: best score, deepest floor, whether any run cleared; best first.
+pub async fn leaderboard(state: &AppState, dungeon_id: &str) -> Result<Leaderboard, ApiError> {
+    let day = day::known(state, dungeon_id)?;
+    let rows: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
+        "SELECT wallet, MAX(score), MAX(deepest_floor),
+                CAST(MAX(CASE WHEN status = 'cleared' THEN 1 ELSE 0 END) AS BIGINT), COUNT(*)
+         FROM dungeon_runs WHERE dungeon_id = $1
+         GROUP BY wallet ORDER BY MAX(score) DESC, MIN(created_at), wallet LIMIT $2",
+    )
+    .bind(day.id())
+    .bind(BOARD_SIZE)
+    .fetch_all(state.store.read())
+    .await?;
+    Ok(Leaderboard {
+        dungeon_id: day.id(),
+        entries: rows
+            .into_iter()
+            .enumerate()
+            .map(
+                |(i, (wallet, best_score, deepest_floor, cleared, runs))| BoardEntry {
+                    rank: i + 1,
+                    wallet,
+                    best_score,
+                    deepest_floor,
+                    cleared: cleared == 1,
+                    runs,
+                },
+            )
+            .collect(),
+    })
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    run_id: String,
+    dungeon_id: String,
+    class: String,
+    wallet: String,
+    /// `active`, `cleared`, `dead`, `exhausted` or `abandoned`.
+    status: String,
+    score: i64,
+    deepest_floor: i64,
+    turn_number: i64,
+    created_at: String,
+    last_action_at: String,
+    ended_at: Option<String>,
+    run_url: String,
+}
+
+impl RunSummary {
+    fn of(state: &AppState, row: &RunRow) -> Self {
+        RunSummary {
+            run_id: row.id.clone(),
+            dungeon_id: row.dungeon_id.clone(),
+            class: row.class.clone(),
+            wallet: row.wallet.clone(),
+            status: row.status.clone(),
+            score: row.score,
+            deepest_floor: row.deepest_floor,
+            turn_number: row.turn_number,
+            created_at: rfc3339(from_millis(row.created_at)),
+            last_action_at: rfc3339(from_millis(row.last_action_at)),
+            ended_at: row.ended_at.map(|at| rfc3339(from_millis(at))),
+            run_url: RunUrls::of(state, &row.id).run,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchedEvent {
+    seq: i64,
+    event: String,
+    data: Value,
+    at: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunPage {
+    #[serde(flatten)]
+    summary: RunSummary,
+    /// The visible state now.
+    state: Value,
+    /// Every stored event in order: the replay.
+    events: Vec<WatchedEvent>,
+}
+
+/// The public run page: summary, current state and the whole event record.
+pub async fn run_page(state: &AppState, run_id: &str) -> Result<RunPage, ApiError> {
+    let row = store::load(state, run_id)
+        .await?
+        .ok_or_else(|| run_not_found(run_id))?;
+    let current = serde_json::to_value(row.game()?.view()).map_err(ApiError::internal)?;
+    let mut events = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store::events_after(state, run_id, after, 1000).await?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        events.extend(page.into_iter().map(|event| WatchedEvent {
+            seq: event.seq,
+            event: event.kind,
+            data: event.payload,
+            at: rfc3339(from_millis(event.created_at)),
+        }));
+    }
+    Ok(RunPage {
+        summary: RunSummary::of(state, &row),
+        state: current,
+        events,
+    })
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountRuns {
+    runs: Vec<RunSummary>,
+}
+
+/// The caller's runs, newest first.
+pub async fn account_runs(state: &AppState, account_id: &str) -> Result<AccountRuns, ApiError> {
+    let rows = store::list_for_account(state, account_id).await?;
+    Ok(AccountRuns {
+        runs: rows.iter().map(|row| RunSummary::of(state, row)).collect(),
+    })
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Credential {
+    run_id: String,
+    registration_key: String,
+    /// The key works only while this is `active`.
+    status: String,
+    turn_url: String,
+    broadcast_url: String,
+    watch_url: String,
+    run_url: String,
+    agent_skill_file: String,
+}
+
+/// The run's key again, for its owner only; anyone else is told the run does not exist.
+pub async fn credential(
+    state: &AppState,
+    run_id: &str,
+    account_id: &str,
+) -> Result<Credential, ApiError> {
+    let row: Option<(String, String)> = sqlx::query_as(
+        "SELECT key_sealed, status FROM dungeon_runs WHERE id = $1 AND account_id = $2",
+    )
+    .bind(run_id)
+    .bind(account_id)
+    .fetch_optional(state.store.read())
+    .await?;
+    let Some((sealed, status)) = row else {
+        return Err(run_not_found(run_id));
+    };
+    let key = state.sealer.open(&sealed).map_err(ApiError::internal)?;
+    let key = String::from_utf8(key).map_err(ApiError::internal)?;
+    let run = store::load(state, run_id)
+        .await?
+        .ok_or_else(|| run_not_found(run_id))?
+        .game()?;
+    let view = run.view();
+    let urls = RunUrls::of(state, run_id);
+    Ok(Credential {
+        agent_skill_file: super::entry::skill_file(
+            state,
+            run_id,
+            &view.dungeon_id,
+            &view.theme,
+            run.class(),
+        ),
+        run_id: run_id.to_owned(),
+        registration_key: key,
+        status,
+        turn_url: urls.turn,
+        broadcast_url: urls.broadcast,
+        watch_url: urls.watch,
+        run_url: urls.run,
+    })
+}

@@ -1,0 +1,107 @@
+//! `GET /api/dungeons/runs/{runId}/watch` (SPEC §6.1, DESIGN §9–10): a server-sent event stream
+//! of one run. On connect it replays the run's stored events (after `Last-Event-ID` when the
+//! client resumes), then follows live `run:turn`, `run:broadcast` and `run:ended`, and closes
+//! after `run:ended`. Event ids are the run's sequence numbers.
+//!
+//! The database is the only source: a bus message just says "there is more", and the stream
+//! reads what follows the last id it sent, so a slow or lagging watcher never skips or reorders
+//! anything.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures_util::Stream;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::store::{self, StoredEvent};
+use crate::events::Event;
+use crate::state::AppState;
+
+/// Events read from the database per round trip.
+const PAGE: i64 = 200;
+/// Keep-alive comment interval.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+struct Watch {
+    state: AppState,
+    run_id: String,
+    last_seq: i64,
+    buffer: VecDeque<StoredEvent>,
+    events: tokio::sync::broadcast::Receiver<Event>,
+    done: bool,
+}
+
+/// The stream of `run_id` from after `last_seq`.
+pub fn stream(
+    state: AppState,
+    run_id: String,
+    last_seq: i64,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let watch = Watch {
+        // Subscribed before the first read, so nothing written in between is missed.
+        events: state.events.subscribe(),
+        state,
+        run_id,
+        last_seq,
+        buffer: VecDeque::new(),
+        done: false,
+    };
+    let stream = futures_util::stream::unfold(watch, |mut watch| async move {
+        let event = watch.next().await?;
+        Some((Ok(event), watch))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+}
+
+impl Watch {
+    async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(event) = self.buffer.pop_front() {
+                self.last_seq = event.seq;
+                if event.kind == store::ENDED {
+                    self.done = true;
+                    self.buffer.clear();
+                }
+                return Some(
+                    SseEvent::default()
+                        .id(event.seq.to_string())
+                        .event(event.kind)
+                        .data(event.payload.to_string()),
+                );
+            }
+            if self.done {
+                return None;
+            }
+            match store::events_after(&self.state, &self.run_id, self.last_seq, PAGE).await {
+                Ok(events) if !events.is_empty() => {
+                    self.buffer.extend(events);
+                    continue;
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(run_id = self.run_id, error = %error, "watch stream cannot read events");
+                    return None;
+                }
+            }
+            // Everything stored has been sent: a run that is over has nothing more to say.
+            match store::load(&self.state, &self.run_id).await {
+                Ok(Some(row)) if row.is_active() => {}
+                _ => return None,
+            }
+            loop {
+                match self.events.recv().await {
+                    Ok(Event::DungeonRunEvent { run_id, seq })
+                        if run_id == self.run_id && seq > self.last_seq =>
+                    {
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => break,
+                    Err(RecvError::Closed) => return None,
+                }
+            }
+        }
+    }
+}

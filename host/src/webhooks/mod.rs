@@ -1,0 +1,147 @@
+//! Signed webhooks (SPEC §6.2, DESIGN §9): a durable outbox, signing, and delivery workers.
+//!
+//! Producers call [`enqueue`] inside the transaction of the change the event reports, so an event
+//! exists exactly when its change committed; nothing is sent on the request path. The worker
+//! ([`run_forever`], started beside the scheduler) calls [`deliver_due`], which leases due rows,
+//! POSTs each to its key's webhook URL (10 s timeout, no redirects) and records the answer: 2xx
+//! is delivered; anything else is retried with jittered exponential backoff for 24 h
+//! ([`schedule`]), then dead-lettered. Owners see their deliveries in [`recent_deliveries`].
+//!
+//! This module never decides *when* an event happens (its producers do), and never holds a
+//! database transaction across an HTTP request.
+
+mod delivery;
+mod outbox;
+pub mod schedule;
+pub mod signing;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::clock::{from_millis, rfc3339};
+use crate::crypto::new_id;
+use crate::http::ApiError;
+use crate::state::AppState;
+
+pub use delivery::deliver_due;
+
+/// An agent began trading (start endpoint); data `{agentId, startedAt}`.
+pub const AGENT_STARTED: &str = "agent.started";
+/// An agent stopped (stop endpoint); data `{agentId, stoppedAt}`.
+pub const AGENT_STOPPED: &str = "agent.stopped";
+/// An agent executed a trade; data `{agentId, type, token, amount, price, txHash}`.
+pub const AGENT_TRADE: &str = "agent.trade";
+/// Daily at 00:00 UTC: the account's 24 h PnL, win rate, total trades, best and worst agent.
+pub const AGENT_PERFORMANCE: &str = "agent.performance";
+
+/// Most deliveries [`recent_deliveries`] returns at once.
+pub const MAX_LISTED: i64 = 100;
+
+/// Queue `event` with `data` for every live (unrevoked, unexpired) API key of the account — both
+/// families, `account` and `v1` — that has a webhook URL; one outbox row per key, in the caller's
+/// transaction, so the event exists iff the change that caused it committed. Returns rows queued.
+///
+/// `now` becomes the payload's `timestamp`; `data` should be a JSON object (SPEC §6.2). The signed
+/// payload is serialised here, once, so every retry sends the same bytes.
+pub async fn enqueue(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    event: &str,
+    data: serde_json::Value,
+    now: DateTime<Utc>,
+) -> sqlx::Result<u64> {
+    let subscribers = outbox::subscribers(conn, account_id, now).await?;
+    if subscribers.is_empty() {
+        return Ok(0);
+    }
+    let payload = signing::signed_payload(event, &rfc3339(now), &data);
+    for subscriber in &subscribers {
+        let id = new_id("whd");
+        outbox::insert(
+            conn,
+            outbox::NewDelivery {
+                id: &id,
+                account_id,
+                key_id: &subscriber.key_id,
+                event,
+                url: &subscriber.url,
+                payload: &payload,
+                now,
+            },
+        )
+        .await?;
+        tracing::debug!(delivery_id = %id, key_id = %subscriber.key_id, event, "webhook queued");
+    }
+    Ok(subscribers.len() as u64)
+}
+
+/// One delivery as its owner sees it (`GET /api/v1/webhooks/deliveries`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryView {
+    /// Also sent as the `X-Svc-Delivery` header, the same on every retry.
+    pub delivery_id: String,
+    /// The API key whose webhook URL and secret this delivery uses.
+    pub key_id: String,
+    pub event: String,
+    pub url: String,
+    /// `pending` (queued or between retries), `delivered` (a 2xx came back) or `dead` (gave up
+    /// after 24 h of failures, or dropped unsent because the key was revoked or expired).
+    pub status: String,
+    /// Requests sent (or started) so far.
+    pub attempts: i64,
+    /// HTTP status of the last response; null when none came (timeout, connection error).
+    pub last_status_code: Option<i64>,
+    /// What went wrong last time; null after a first-time success.
+    pub last_error: Option<String>,
+    pub created_at: String,
+    pub last_attempt_at: Option<String>,
+    /// When the next attempt is due; only while `pending`.
+    pub next_attempt_at: Option<String>,
+    pub delivered_at: Option<String>,
+    pub dead_at: Option<String>,
+}
+
+/// Recent deliveries of the account's keys, newest first, for `GET /api/v1/webhooks/deliveries`.
+/// `limit` is clamped to 1..=[`MAX_LISTED`].
+pub async fn recent_deliveries(
+    state: &AppState,
+    account_id: &str,
+    limit: i64,
+) -> Result<Vec<DeliveryView>, ApiError> {
+    let rows = outbox::recent(&state.store, account_id, limit.clamp(1, MAX_LISTED)).await?;
+    let at = |millis: Option<i64>| millis.map(|ms| rfc3339(from_millis(ms)));
+    Ok(rows
+        .into_iter()
+        .map(|row| DeliveryView {
+            next_attempt_at: (row.status == "pending")
+                .then(|| rfc3339(from_millis(row.next_attempt_at))),
+            delivery_id: row.id,
+            key_id: row.key_id,
+            event: row.event,
+            url: row.url,
+            status: row.status,
+            attempts: row.attempts,
+            last_status_code: row.last_status_code,
+            last_error: row.last_error,
+            created_at: rfc3339(from_millis(row.created_at)),
+            last_attempt_at: at(row.last_attempt_at),
+            delivered_at: at(row.delivered_at),
+            dead_at: at(row.dead_at),
+        })
+        .collect())
+}
+
+/// The worker: [`deliver_due`] every `interval` until the task is aborted. Started by the server
+/// next to the scheduler; safe to run on every node.
+pub async fn run_forever(state: AppState, interval: std::time::Duration) {
+    let mut every = tokio::time::interval(interval);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if let Err(error) = deliver_due(&state).await {
+            tracing::error!(error = %format!("{error:#}"), "webhook delivery pass failed");
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! What a webhook request carries and how it is signed (SPEC §6.2, DESIGN §9).
+//!
+//! The *signed payload* is the compact JSON `{"event":…,"timestamp":…,"data":…}` — members in
+//! that order, no whitespace — serialised once at enqueue time and stored. The body sent is those
+//! exact bytes with one member appended, `,"signature":"<hex>"`, before the closing brace, where
+//! `<hex>` is the HMAC-SHA256 of the signed payload under the key's `webhookSecret`. The header
+//! `X-Svc-Signature: sha256=<hex>` is the HMAC of the whole body. Both are pure functions of the
+//! stored payload and the secret, so every retry sends byte-identical bytes, and a receiver can
+//! recover the signed payload without re-serialising anything: drop the last member.
+
+use hmac::{Hmac, Mac};
+use serde::Serialize;
+use sha2::Sha256;
+
+/// Header carrying `sha256=<hex HMAC of the raw body>`.
+pub const SIGNATURE_HEADER: &str = "x-svc-signature";
+/// Header carrying the delivery id, the same on every retry, so receivers can drop duplicates.
+pub const DELIVERY_HEADER: &str = "x-svc-delivery";
+/// Header naming the event, so receivers can route before parsing.
+pub const EVENT_HEADER: &str = "x-svc-event";
+
+/// The members covered by the `signature` member, in their serialised order.
+#[derive(Serialize)]
+struct SignedPayload<'a> {
+    event: &'a str,
+    timestamp: &'a str,
+    data: &'a serde_json::Value,
+}
+
+/// The bytes the `signature` member signs: compact JSON of `{event, timestamp, data}`.
+pub fn signed_payload(event: &str, timestamp: &str, data: &serde_json::Value) -> String {
+    // Serialising a struct of strings and a `Value` cannot fail (no maps with non-string keys).
+    serde_json::to_string(&SignedPayload {
+        event,
+        timestamp,
+        data,
+    })
+    .unwrap_or_default()
+}
+
+/// Lower-case hex HMAC-SHA256 of `message` under `secret` (the `webhookSecret` string's bytes).
+pub fn hmac_hex(secret: &[u8], message: &[u8]) -> String {
+    // HMAC accepts keys of any length; `new_from_slice` cannot fail for it.
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret)
+        .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+    mac.update(message);
+    hex::encode(mac.finalize().into_bytes())
+}
+
+/// A request ready to send: the body and the value of [`SIGNATURE_HEADER`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedRequest {
+    pub body: String,
+    pub signature_header: String,
+}
+
+/// The body for a stored `payload` (a JSON object, as [`signed_payload`] makes it), signed with
+/// `secret`: `payload` with `"signature"` appended, and the header signing that body.
+pub fn sign(payload: &str, secret: &[u8]) -> SignedRequest {
+    let signature = hmac_hex(secret, payload.as_bytes());
+    let open = payload.strip_suffix('}').unwrap_or(payload);
+    let body = format!("{open},\"signature\":\"{signature}\"}}");
+    let signature_header = format!("sha256={}", hmac_hex(secret, body.as_bytes()));
+    SignedRequest {
+        body,
+        signature_header,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn hmac_matches_the_rfc_4231_vector() {
+        // RFC 4231, test case 2.
+        assert_eq!(
+            hmac_hex(b"Jefe", b"what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn the_signed_payload_is_compact_json_in_a_fixed_member_order() {
+        let payload = signed_payload(
+            "agent.trade",
+            "2026-11-23T12:00:00.000Z",
+            &json!({"agentId": "agt_1", "amount": 1.5, "type": "BUY"}),
+        );
+        assert_eq!(
+            payload,
+            r#"{"event":"agent.trade","timestamp":"2026-11-23T12:00:00.000Z","data":{"agentId":"agt_1","amount":1.5,"type":"BUY"}}"#
+        );
+    }
+
+    #[test]
+    fn the_body_is_the_payload_plus_its_signature_and_the_header_signs_the_body() {
+        let payload = signed_payload(
+            "agent.started",
+            "2026-11-23T12:00:00.000Z",
+            &json!({"agentId": "a"}),
+        );
+        let secret = b"whsec_test";
+        let signed = sign(&payload, secret);
+
+        let body: serde_json::Value = serde_json::from_str(&signed.body).expect("valid JSON");
+        assert_eq!(body["event"], "agent.started");
+        assert_eq!(body["data"]["agentId"], "a");
+        assert_eq!(body["signature"], hmac_hex(secret, payload.as_bytes()));
+        assert_eq!(
+            signed.signature_header,
+            format!("sha256={}", hmac_hex(secret, signed.body.as_bytes()))
+        );
+        // A receiver recovers the signed bytes by dropping the last member.
+        let cut = signed
+            .body
+            .rfind(",\"signature\":")
+            .expect("signature member");
+        assert_eq!(format!("{}}}", &signed.body[..cut]), payload);
+        // Deterministic: a retry sends the same bytes; another secret signs differently.
+        assert_eq!(sign(&payload, secret), signed);
+        assert_ne!(sign(&payload, b"whsec_other").body, signed.body);
+    }
+}

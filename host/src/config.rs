@@ -51,6 +51,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CRUCIBLE_SCHEDULER_INTERVAL_MS", default_value_t = 1000)]
     pub scheduler_interval_ms: u64,
 
+    /// How long a webhook receiver has to answer one delivery, in milliseconds.
+    #[arg(long, env = "CRUCIBLE_WEBHOOK_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=300_000))]
+    pub webhook_timeout_ms: u64,
+
     /// Recurring tournaments as a JSON array (see README); `[]` creates none. Default: daily,
     /// weekly and monthly series.
     #[arg(long, env = "CRUCIBLE_TOURNAMENT_SERIES", value_parser = parse_series)]
@@ -63,6 +68,20 @@ pub struct ServeArgs {
     /// Seed demo tournaments into an empty database (`on` by default with the embedded SQLite).
     #[arg(long, env = "CRUCIBLE_DEMO_DATA", value_parser = ["on", "off"])]
     pub demo_data: Option<String>,
+
+    /// Run the simulated market clock and agent tick intervals this many times faster than wall
+    /// time (demos and black-box tests: at 300 a 5m agent ticks every second).
+    #[arg(long, env = "CRUCIBLE_TIME_SCALE", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub time_scale: u32,
+
+    /// SOL (in lamports) an agent's wallet must hold for fees before it may start (0.01 SOL).
+    #[arg(
+        long,
+        env = "CRUCIBLE_AGENT_FEE_RESERVE_LAMPORTS",
+        default_value_t = 10_000_000
+    )]
+    pub agent_fee_reserve_lamports: u64,
 
     /// Dungeon runs without a turn for this many seconds are abandoned (their key dies).
     #[arg(long, env = "CRUCIBLE_DUNGEON_IDLE_TIMEOUT_SECS", default_value_t = 1800,
@@ -120,6 +139,8 @@ pub struct Config {
     pub public_url: String,
     /// 0 = no background scheduler (tests drive it by hand).
     pub scheduler_interval_ms: u64,
+    /// Per-request timeout of webhook deliveries (default 10 000).
+    pub webhook_timeout_ms: u64,
     pub tournament_series: Vec<SeriesSpec>,
     pub demo_data: bool,
     pub market_seed: u64,
@@ -133,6 +154,10 @@ pub struct Config {
     pub dungeon_idle_timeout_secs: u64,
     /// Percent of a day's dungeon entry fees kept as rake (default 10); the rest is the prize.
     pub dungeon_rake_percent: u32,
+    /// Market clock and agent intervals run this many times faster than wall time (≥ 1).
+    pub time_scale: u32,
+    /// Lamports an agent wallet needs before it may start.
+    pub agent_fee_reserve_lamports: u64,
 }
 
 impl StorageArgs {
@@ -166,6 +191,7 @@ impl From<ServeArgs> for Config {
         Config {
             bind: args.bind,
             scheduler_interval_ms: args.scheduler_interval_ms,
+            webhook_timeout_ms: args.webhook_timeout_ms,
             tournament_series: args.tournament_series.unwrap_or_else(default_series),
             demo_data: args.demo_data.map_or(embedded, |value| value == "on"),
             market_seed: args.market_seed,
@@ -179,6 +205,8 @@ impl From<ServeArgs> for Config {
             dungeon_wallet: args.chain.dungeon_wallet,
             dungeon_idle_timeout_secs: args.dungeon_idle_timeout_secs,
             dungeon_rake_percent: args.dungeon_rake_percent,
+            time_scale: args.time_scale,
+            agent_fee_reserve_lamports: args.agent_fee_reserve_lamports,
             database_url: args.storage.database_url(),
             data_dir: args.storage.data_dir,
             master_key: args.storage.master_key,
@@ -202,6 +230,7 @@ impl Config {
             trust_forwarded_for: false,
             public_url: "http://127.0.0.1".to_owned(),
             scheduler_interval_ms: 0,
+            webhook_timeout_ms: 10_000,
             tournament_series: Vec::new(),
             demo_data: false,
             market_seed: 42,
@@ -212,6 +241,8 @@ impl Config {
             dungeon_wallet: None,
             dungeon_idle_timeout_secs: 1800,
             dungeon_rake_percent: 10,
+            time_scale: 1,
+            agent_fee_reserve_lamports: 10_000_000,
         }
     }
 
@@ -226,6 +257,7 @@ impl Config {
             trust_forwarded_for: false,
             public_url: "http://127.0.0.1:8080".to_owned(),
             scheduler_interval_ms: 0,
+            webhook_timeout_ms: 10_000,
             tournament_series: Vec::new(),
             demo_data: false,
             market_seed: 42,
@@ -236,6 +268,8 @@ impl Config {
             dungeon_wallet: None,
             dungeon_idle_timeout_secs: 1800,
             dungeon_rake_percent: 10,
+            time_scale: 1,
+            agent_fee_reserve_lamports: 10_000_000,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! One module per concern; each owns its routes, its service functions and its queries.
 
 pub mod account;
+pub mod agents;
 pub mod api_keys;
 pub mod auth;
 pub mod chain;
@@ -27,3 +28,5 @@ pub mod state;
 pub mod strategy_cli;
 pub mod telemetry;
 pub mod tournaments;
+pub mod v1;
+pub mod webhooks;

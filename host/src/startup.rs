@@ -75,6 +75,14 @@ impl Application {
                 ))
             }
         };
+        // Webhook deliveries drain the outbox on the scheduler's beat, off the request path.
+        let webhooks = match state.config.scheduler_interval_ms {
+            0 => None,
+            ms => Some(tokio::spawn(crate::webhooks::run_forever(
+                state.clone(),
+                Duration::from_millis(ms),
+            ))),
+        };
         let router = crate::http::router(state.clone());
         axum::serve(
             listener,
@@ -86,6 +94,9 @@ impl Application {
         housekeeping.abort();
         if let Some(scheduler) = scheduler {
             scheduler.abort();
+        }
+        if let Some(webhooks) = webhooks {
+            webhooks.abort();
         }
         state.store.close().await;
         tracing::info!("stopped");
@@ -119,6 +130,7 @@ async fn assemble_state(
     store.migrate().await?;
     let sealer = Sealer::load(config.master_key.as_deref(), &config.data_dir)?;
     let chain = crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, server).await?;
+    let config_data_dir = config.data_dir.clone();
     Ok(AppState {
         limits: Arc::new(RateLimits::new(config.rate_limits)),
         market: Arc::new(crate::market::SimulatedMarket::new(config.market_seed)),
@@ -129,6 +141,7 @@ async fn assemble_state(
         chain: Arc::new(chain),
         events: crate::events::Bus::new(),
         leaderboards: Default::default(),
+        agents: Arc::new(crate::agents::Runtime::new(config_data_dir)),
     })
 }
 

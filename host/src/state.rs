@@ -23,6 +23,8 @@ pub struct AppState {
     pub market: Arc<dyn crate::market::MarketFeed>,
     /// Announces changes to streams.
     pub events: crate::events::Bus,
+    /// The sandbox and loaded strategy components of the agents.
+    pub agents: Arc<crate::agents::Runtime>,
     /// Serialized leaderboards, rebuilt only when their tournament changed.
     pub leaderboards: Arc<crate::tournaments::leaderboard::Cache>,
 }

@@ -62,6 +62,9 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        // Added after the limit above: the v1 family answers in its own error envelope and
+        // sets its own body limits (strategy uploads are larger).
+        .nest("/api/v1", crate::v1::router())
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -72,11 +72,18 @@ pub struct RateLimits {
     /// Public dungeon reads (list, detail, quote, leaderboard, run page), like tournament reads:
     /// 120 / 60 s per IP.
     pub dungeon_reads: Limiter,
+    /// `v1/public` agent creation (and strategy uploads): SPEC §8, 10 per hour per key.
+    pub v1_create: Limiter,
+    /// `v1/public` start / stop: SPEC §8, 100 per hour per key.
+    pub v1_control: Limiter,
+    /// `v1/public` reads: SPEC §8, 1000 per hour per key.
+    pub v1_reads: Limiter,
 }
 
 impl RateLimits {
     pub fn new(enabled: bool) -> Self {
         let minute = Duration::from_secs(60);
+        let hour = Duration::from_secs(3600);
         RateLimits {
             auth: Limiter::new(enabled, 20, minute),
             account: Limiter::new(enabled, 300, minute),
@@ -85,11 +92,15 @@ impl RateLimits {
             registrations_per_tournament: Limiter::new(enabled, 5, minute),
             live_connections: Limiter::new(enabled, 20, minute),
             dungeon_reads: Limiter::new(enabled, 120, minute),
+            v1_create: Limiter::new(enabled, 10, hour),
+            v1_control: Limiter::new(enabled, 100, hour),
+            v1_reads: Limiter::new(enabled, 1000, hour),
         }
     }
 
-    pub fn all(&self) -> [&Limiter; 7] {
-        [
+    /// Every limiter, for housekeeping.
+    pub fn all(&self) -> Vec<&Limiter> {
+        vec![
             &self.auth,
             &self.account,
             &self.tournament_reads,
@@ -97,6 +108,9 @@ impl RateLimits {
             &self.registrations_per_tournament,
             &self.live_connections,
             &self.dungeon_reads,
+            &self.v1_create,
+            &self.v1_control,
+            &self.v1_reads,
         ]
     }
 }

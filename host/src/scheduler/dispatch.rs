@@ -4,13 +4,15 @@
 use super::Job;
 use super::recurring::Recurring;
 use crate::state::AppState;
-use crate::tournaments;
+use crate::{agents, tournaments};
 
 /// The recurring schedules every server runs.
 pub fn standard_schedules(_state: &AppState) -> anyhow::Result<Vec<Recurring>> {
     Ok(vec![
         Recurring::new(SERIES, "0 */10 * * * *")?,
         Recurring::new(SNAPSHOTS, "0 */5 * * * *")?,
+        Recurring::new(AGENT_FUNDING, "0 * * * * *")?,
+        Recurring::new(AGENT_DAILY_REPORT, "0 0 0 * * *")?,
         Recurring::new(
             crate::dungeon::maintenance::SCHEDULE,
             crate::dungeon::maintenance::CRON,
@@ -20,11 +22,18 @@ pub fn standard_schedules(_state: &AppState) -> anyhow::Result<Vec<Recurring>> {
 
 const SERIES: &str = "tournaments.series";
 const SNAPSHOTS: &str = "tournaments.snapshots";
+const AGENT_FUNDING: &str = "agents.funding";
+const AGENT_DAILY_REPORT: &str = "agents.daily_report";
 
 pub async fn run_recurring(state: &AppState, name: &str) -> anyhow::Result<()> {
     match name {
         SERIES => tournaments::series::ensure(state).await.map(|_| ()),
         SNAPSHOTS => tournaments::tracking::snapshot_live(state).await,
+        AGENT_FUNDING => agents::funding::check_unfunded(state).await,
+        AGENT_DAILY_REPORT => {
+            agents::daily_report::send(state).await?;
+            agents::daily_report::prune_equity_marks(state).await
+        }
         crate::dungeon::maintenance::SCHEDULE => {
             crate::dungeon::maintenance::run(state).await.map(|_| ())
         }

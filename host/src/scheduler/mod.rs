@@ -28,6 +28,8 @@ pub struct Pass {
     pub schedules_run: Vec<String>,
     pub jobs_done: usize,
     pub jobs_failed: usize,
+    /// Agent ticks stored (DESIGN §8: agents tick on their interval).
+    pub agent_ticks: crate::agents::ticker::TickPass,
 }
 
 /// One node's scheduler. Several may run against one PostgreSQL database.
@@ -87,6 +89,7 @@ impl Scheduler {
                 }
             }
         }
+        pass.agent_ticks = crate::agents::ticker::run_due(state, &self.owner).await?;
         Ok(pass)
     }
 

@@ -450,3 +450,150 @@ impl TestApp {
         entered.body
     }
 }
+
+/// The `v1/public` family: keys, agents and the ticker.
+impl TestApp {
+    /// Mint a v1 key with `permissions` (and optionally a webhook URL) for the session; returns
+    /// the creation response's `data`.
+    pub async fn v1_key_with(
+        &self,
+        session: &str,
+        permissions: &[&str],
+        webhook_url: Option<&str>,
+    ) -> Value {
+        let mut body = json!({"name": "operator", "permissions": permissions});
+        if let Some(url) = webhook_url {
+            body["webhookUrl"] = json!(url);
+        }
+        let response = self
+            .post("/api/v1/api-keys", Auth::Session(session), body)
+            .await;
+        assert_eq!(response.status, 201, "{}", response.body);
+        response.body["data"].clone()
+    }
+
+    /// A v1 key secret holding every agent permission.
+    pub async fn v1_key(&self, session: &str) -> String {
+        let all = ["agents:read", "agents:write", "agents:start", "agents:stop"];
+        self.v1_key_with(session, &all, None).await["key"]
+            .as_str()
+            .expect("key")
+            .to_owned()
+    }
+
+    /// Create a builtin-strategy agent; returns its `data` (agentId, walletAddress, …).
+    pub async fn create_agent(
+        &self,
+        key: &str,
+        username: &str,
+        class: &str,
+        interval: &str,
+    ) -> Value {
+        let response = self
+            .post(
+                "/api/v1/public/agents/create",
+                Auth::XApiKey(key),
+                json!({
+                    "name": format!("Agent {username}"), "username": username, "class": class,
+                    "modelId": "openai/gpt-4o",
+                    "strategy": {"type": "builtin", "tokenPair": {"base": "SOL", "quote": "USDC"},
+                                 "timeInterval": interval}
+                }),
+            )
+            .await;
+        assert_eq!(response.status, 201, "{}", response.body);
+        response.body["data"].clone()
+    }
+
+    /// Run one scheduler pass (jobs, schedules and agent ticks) at the current test time.
+    pub async fn run_scheduler(&self) -> crucible::scheduler::Pass {
+        crucible::scheduler::Scheduler::new(Vec::new())
+            .run_due(&self.state)
+            .await
+            .expect("scheduler pass")
+    }
+}
+
+/// The v1 error envelope's code, asserting the envelope's shape.
+pub fn v1_code(response: &TestResponse) -> String {
+    assert_eq!(response.body["success"], false, "{}", response.body);
+    assert!(
+        response.body["error"]["message"].is_string(),
+        "{}",
+        response.body
+    );
+    assert!(
+        response.body["error"]["details"].is_object(),
+        "{}",
+        response.body
+    );
+    response.body["error"]["code"]
+        .as_str()
+        .expect("code")
+        .to_owned()
+}
+
+/// Playing dungeon runs over HTTP.
+impl TestApp {
+    /// Moves the manual clock to the next day's noon (UTC), so a test never straddles midnight.
+    pub fn dungeon_noon(&self) {
+        let now = self.state.now();
+        let noon = (now.date_naive() + Duration::days(1))
+            .and_hms_opt(12, 0, 0)
+            .expect("noon")
+            .and_utc();
+        self.advance(noon - now);
+    }
+
+    /// `POST /api/dungeons/runs/{run_id}/turn` with the run key.
+    pub async fn dungeon_turn(&self, run_id: &str, key: &str, body: Value) -> TestResponse {
+        self.post(
+            &format!("/api/dungeons/runs/{run_id}/turn"),
+            Auth::Bearer(key),
+            body,
+        )
+        .await
+    }
+
+    /// Plays `run_id` to its end with the engine's greedy agent over HTTP; returns how many
+    /// turns were legal (answered 200) and the final state.
+    pub async fn dungeon_play_to_end(
+        &self,
+        run_id: &str,
+        key: &str,
+    ) -> (usize, crucible::dungeon::game::VisibleState) {
+        use crucible::dungeon::game::agent::{Agent, GreedyAgent};
+        let mut agent = GreedyAgent::new();
+        let first = self
+            .dungeon_turn(run_id, key, json!({"action": "inventory", "turnNumber": 1}))
+            .await;
+        assert_eq!(first.status, 200, "{}", first.body);
+        let mut state: crucible::dungeon::game::VisibleState =
+            serde_json::from_value(first.body).expect("visible state");
+        let mut legal = 1;
+        for _ in 0..2_000 {
+            if state.status.is_over() {
+                return (legal, state);
+            }
+            let action = agent.decide(&state);
+            let reply = self
+                .dungeon_turn(
+                    run_id,
+                    key,
+                    json!({"action": action.action, "target": action.target,
+                           "turnNumber": state.turn_number + 1}),
+                )
+                .await;
+            let body = match reply.status {
+                200 => {
+                    legal += 1;
+                    reply.body
+                }
+                400 => reply.body["state"].clone(),
+                other => panic!("turn answered {other}: {}", reply.body),
+            };
+            state = serde_json::from_value(body).expect("visible state");
+        }
+        panic!("the run did not end in 2000 turns");
+    }
+}

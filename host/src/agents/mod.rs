@@ -1,0 +1,20 @@
+//! Trading agents of the `v1/public` family (SPEC §2.7, §3.4; DESIGN §6–8).
+//!
+//! Owns the agent records and their lifecycle (`unfunded` → `idle` ⇄ `active`, `error` after
+//! repeated faults), the uploaded strategy components, the ticker that runs each active agent's
+//! strategy in the sandbox and fills its orders on paper, performance over periods, and the
+//! daily report. HTTP lives in [`crate::v1`]; this module never shapes responses.
+
+pub mod daily_report;
+pub mod funding;
+mod model;
+pub mod new_agent;
+pub mod performance;
+mod runtime;
+pub mod service;
+pub mod strategies;
+pub mod tick;
+pub mod ticker;
+
+pub use model::{Agent, AgentStatus, AgentView, PAPER_CAPITAL};
+pub use runtime::Runtime;

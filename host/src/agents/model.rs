@@ -1,0 +1,187 @@
+//! An agent as stored and as shown (SPEC §2.7, §3.4).
+
+use serde::Serialize;
+
+use crate::clock::{from_millis, rfc3339};
+use crate::paper::Ledger;
+
+/// Lifecycle of an agent (DESIGN §6): `unfunded` → `idle` → `active` ⇄ `idle`; `error` after
+/// repeated strategy faults (start clears it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentStatus {
+    Unfunded,
+    Idle,
+    Active,
+    Error,
+}
+
+impl AgentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Unfunded => "unfunded",
+            AgentStatus::Idle => "idle",
+            AgentStatus::Active => "active",
+            AgentStatus::Error => "error",
+        }
+    }
+
+    pub fn parse(stored: &str) -> AgentStatus {
+        match stored {
+            "idle" => AgentStatus::Idle,
+            "active" => AgentStatus::Active,
+            "error" => AgentStatus::Error,
+            _ => AgentStatus::Unfunded,
+        }
+    }
+}
+
+/// Paper capital every agent starts with, whole quote tokens (DESIGN §6).
+pub const PAPER_CAPITAL: f64 = 10_000.0;
+
+/// The columns of [`Agent`], in order.
+pub const COLUMNS: &str = "id, account_id, name, username, class, model_id, strategy_type, strategy_component, \
+     base_token, quote_token, time_interval, max_allocation, personality, is_paper_trading, avatar_url, \
+     wallet_address, status, status_reason, ledger, consecutive_faults, ticks, faults, last_fault, \
+     last_tick_at, last_price, started_at, stopped_at, created_at";
+
+/// An agent row (without its strategy state blob, which only ticks read).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Agent {
+    pub id: String,
+    pub account_id: String,
+    pub name: String,
+    pub username: String,
+    pub class: String,
+    pub model_id: String,
+    pub strategy_type: String,
+    pub strategy_component: Option<String>,
+    pub base_token: String,
+    pub quote_token: String,
+    pub time_interval: String,
+    pub max_allocation: f64,
+    pub personality: String,
+    pub is_paper_trading: i64,
+    pub avatar_url: Option<String>,
+    pub wallet_address: String,
+    pub status: String,
+    pub status_reason: Option<String>,
+    pub ledger: String,
+    pub consecutive_faults: i64,
+    pub ticks: i64,
+    pub faults: i64,
+    pub last_fault: Option<String>,
+    pub last_tick_at: Option<i64>,
+    pub last_price: Option<f64>,
+    pub started_at: Option<i64>,
+    pub stopped_at: Option<i64>,
+    pub created_at: i64,
+}
+
+impl Agent {
+    pub fn status(&self) -> AgentStatus {
+        AgentStatus::parse(&self.status)
+    }
+
+    pub fn ledger(&self) -> anyhow::Result<Ledger> {
+        Ok(serde_json::from_str(&self.ledger)?)
+    }
+
+    pub fn view(&self) -> AgentView {
+        let at = |millis: Option<i64>| millis.map(|ms| rfc3339(from_millis(ms)));
+        let paper = self.ledger().ok().map(|ledger| {
+            let price = self.last_price.unwrap_or(0.0);
+            let view = ledger.view(price);
+            PaperView {
+                equity: view.equity,
+                base: view.base,
+                quote: view.quote,
+                total_trades: ledger.trades,
+                price: self.last_price,
+            }
+        });
+        AgentView {
+            agent_id: self.id.clone(),
+            name: self.name.clone(),
+            username: self.username.clone(),
+            class: self.class.clone(),
+            model_id: self.model_id.clone(),
+            status: self.status(),
+            status_reason: self.status_reason.clone(),
+            wallet_address: self.wallet_address.clone(),
+            strategy: StrategyView {
+                kind: self.strategy_type.clone(),
+                token_pair: TokenPair {
+                    base: self.base_token.clone(),
+                    quote: self.quote_token.clone(),
+                },
+                time_interval: self.time_interval.clone(),
+                max_allocation: self.max_allocation,
+            },
+            personality: self.personality.clone(),
+            is_paper_trading: self.is_paper_trading != 0,
+            avatar_url: self.avatar_url.clone(),
+            paper,
+            ticks: self.ticks,
+            faults: self.faults,
+            last_fault: self.last_fault.clone(),
+            last_tick_at: at(self.last_tick_at),
+            started_at: at(self.started_at),
+            stopped_at: at(self.stopped_at),
+            created_at: rfc3339(from_millis(self.created_at)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentView {
+    pub agent_id: String,
+    pub name: String,
+    pub username: String,
+    pub class: String,
+    pub model_id: String,
+    pub status: AgentStatus,
+    /// Why the agent is in `error` (the last fault), or what it waits for.
+    pub status_reason: Option<String>,
+    pub wallet_address: String,
+    pub strategy: StrategyView,
+    pub personality: String,
+    pub is_paper_trading: bool,
+    pub avatar_url: Option<String>,
+    /// The paper account at the last tick's price.
+    pub paper: Option<PaperView>,
+    pub ticks: i64,
+    pub faults: i64,
+    pub last_fault: Option<String>,
+    pub last_tick_at: Option<String>,
+    pub started_at: Option<String>,
+    pub stopped_at: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StrategyView {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub token_pair: TokenPair,
+    pub time_interval: String,
+    pub max_allocation: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenPair {
+    pub base: String,
+    pub quote: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaperView {
+    pub equity: f64,
+    pub base: f64,
+    pub quote: f64,
+    pub total_trades: u64,
+    pub price: Option<f64>,
+}

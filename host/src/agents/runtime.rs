@@ -1,0 +1,71 @@
+//! The agents' share of the sandbox: one [`Sandbox`] per server, built on first use (tests and
+//! CLI tools that never tick pay nothing for its pooled memory), and the loaded components —
+//! each class's built-in and every uploaded component an agent uses — compiled once.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+use crate::sandbox::{LoadError, LoadedStrategy, Sandbox, SandboxConfig, builtin_component};
+
+pub struct Runtime {
+    data_dir: PathBuf,
+    sandbox: OnceLock<Result<Sandbox, String>>,
+    loaded: Mutex<HashMap<String, LoadedStrategy>>,
+}
+
+impl Runtime {
+    pub fn new(data_dir: PathBuf) -> Self {
+        Runtime {
+            data_dir,
+            sandbox: OnceLock::new(),
+            loaded: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The sandbox, created on first call with the component cache in the data dir.
+    pub fn sandbox(&self) -> Result<&Sandbox, LoadError> {
+        self.sandbox
+            .get_or_init(|| {
+                Sandbox::new(SandboxConfig::with_data_dir(&self.data_dir))
+                    .map_err(|error| error.to_string())
+            })
+            .as_ref()
+            .map_err(|message| LoadError::Engine(message.clone()))
+    }
+
+    /// A loaded component from memory, if it was loaded before.
+    pub fn cached(&self, key: &str) -> Option<LoadedStrategy> {
+        self.loaded
+            .lock()
+            .ok()
+            .and_then(|loaded| loaded.get(key).cloned())
+    }
+
+    /// The class's built-in strategy.
+    pub fn builtin(&self, class: &str) -> Result<LoadedStrategy, LoadError> {
+        let key = format!("builtin:{class}");
+        if let Some(strategy) = self.cached(&key) {
+            return Ok(strategy);
+        }
+        let bytes = builtin_component(class)
+            .ok_or_else(|| LoadError::Invalid(format!("no built-in strategy for `{class}`")))?;
+        self.remember(key, self.sandbox()?.load(bytes)?)
+    }
+
+    /// An uploaded component by id, from its bytes (validated and compiled on first use).
+    pub fn custom(&self, id: &str, bytes: &[u8]) -> Result<LoadedStrategy, LoadError> {
+        let key = format!("custom:{id}");
+        if let Some(strategy) = self.cached(&key) {
+            return Ok(strategy);
+        }
+        self.remember(key, self.sandbox()?.load(bytes)?)
+    }
+
+    fn remember(&self, key: String, strategy: LoadedStrategy) -> Result<LoadedStrategy, LoadError> {
+        if let Ok(mut loaded) = self.loaded.lock() {
+            loaded.insert(key, strategy.clone());
+        }
+        Ok(strategy)
+    }
+}

@@ -1,0 +1,223 @@
+//! Creating, listing, starting and stopping agents (SPEC §3.4, DESIGN §6). Each change and the
+//! webhook it causes commit together: an `agent.started` exists if and only if the agent started.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::model::{AgentStatus, COLUMNS, PAPER_CAPITAL};
+use super::new_agent::{NewAgent, StrategyChoice};
+use super::{Agent, funding, strategies};
+use crate::clock::{rfc3339, to_millis};
+use crate::crypto::new_id;
+use crate::db::is_unique_violation;
+use crate::paper::{Ledger, PaperConfig};
+use crate::state::AppState;
+use crate::v1::V1Error;
+
+/// Create an agent for the account: a custodial wallet, a fresh paper account, status
+/// `unfunded` until the wallet holds the fee reserve.
+pub async fn create(state: &AppState, account_id: &str, new: NewAgent) -> Result<Agent, V1Error> {
+    let component = match &new.strategy {
+        StrategyChoice::Builtin => None,
+        StrategyChoice::Custom(id) => {
+            if !strategies::owned_by(state, account_id, id).await? {
+                return Err(V1Error::field(
+                    "strategy.type",
+                    format!(
+                        "no uploaded strategy `{id}` on this account: upload it with POST /api/v1/public/strategies"
+                    ),
+                ));
+            }
+            Some(id.clone())
+        }
+    };
+    let now = state.now();
+    let agent_id = new_id("agt");
+    let ledger = Ledger::new(
+        PAPER_CAPITAL,
+        PaperConfig {
+            max_allocation_pct: new.max_allocation,
+            ..PaperConfig::default()
+        },
+    );
+    let ledger = serde_json::to_string(&ledger).map_err(V1Error::internal)?;
+
+    let mut tx = state.store.begin().await?;
+    let wallet = crate::custodial::create(&mut tx, state, "agent", &agent_id).await?;
+    let inserted = sqlx::query(
+        "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id, strategy_type,
+                             strategy_component, base_token, quote_token, time_interval, max_allocation,
+                             personality, is_paper_trading, avatar_url, wallet_address, status, ledger,
+                             created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15, $16, 'unfunded', $17, $18, $18)",
+    )
+    .bind(&agent_id)
+    .bind(account_id)
+    .bind(&new.name)
+    .bind(&new.username)
+    .bind(new.username.to_ascii_lowercase())
+    .bind(&new.class)
+    .bind(&new.model_id)
+    .bind(new.strategy.type_name())
+    .bind(component.as_deref())
+    .bind(&new.pair.base)
+    .bind(&new.pair.quote)
+    .bind(new.interval.as_str())
+    .bind(new.max_allocation)
+    .bind(&new.personality)
+    .bind(new.avatar_url.as_deref())
+    .bind(wallet.as_str())
+    .bind(&ledger)
+    .bind(to_millis(now))
+    .execute(&mut *tx)
+    .await;
+    match inserted {
+        Err(error) if is_unique_violation(&error) => {
+            return Err(V1Error::field(
+                "username",
+                format!("the username `{}` is taken", new.username),
+            ));
+        }
+        other => {
+            other?;
+        }
+    }
+    tx.commit().await?;
+    tracing::info!(
+        account_id,
+        agent_id,
+        username = new.username,
+        "agent created"
+    );
+    find(state, account_id, &agent_id)
+        .await?
+        .ok_or_else(|| V1Error::internal(anyhow::anyhow!("agent {agent_id} vanished")))
+}
+
+/// One page of the account's agents, oldest first, and how many it has.
+pub async fn list(
+    state: &AppState,
+    account_id: &str,
+    page: i64,
+    page_size: i64,
+) -> Result<(Vec<Agent>, i64), V1Error> {
+    let agents: Vec<Agent> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM agents WHERE account_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3"
+    ))
+    .bind(account_id)
+    .bind(page_size)
+    .bind(page.saturating_mul(page_size))
+    .fetch_all(state.store.read())
+    .await?;
+    let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agents WHERE account_id = $1")
+        .bind(account_id)
+        .fetch_one(state.store.read())
+        .await?;
+    Ok((agents, total))
+}
+
+/// The account's agent `agent_id`; `None` also when it belongs to another account.
+pub async fn find(
+    state: &AppState,
+    account_id: &str,
+    agent_id: &str,
+) -> Result<Option<Agent>, V1Error> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM agents WHERE id = $1 AND account_id = $2"
+    ))
+    .bind(agent_id)
+    .bind(account_id)
+    .fetch_optional(state.store.write())
+    .await?)
+}
+
+async fn owned(state: &AppState, account_id: &str, agent_id: &str) -> Result<Agent, V1Error> {
+    find(state, account_id, agent_id)
+        .await?
+        .ok_or_else(|| V1Error::AgentNotFound(agent_id.to_owned()))
+}
+
+/// Start an agent: from `idle` or `error`, or from `unfunded` once its wallet holds the fee
+/// reserve (checked on chain now). Starting an active agent changes nothing.
+pub async fn start(state: &AppState, account_id: &str, agent_id: &str) -> Result<Agent, V1Error> {
+    let agent = owned(state, account_id, agent_id).await?;
+    match agent.status() {
+        AgentStatus::Active => return Ok(agent),
+        AgentStatus::Unfunded => funding::require_reserve(state, &agent).await?,
+        AgentStatus::Idle | AgentStatus::Error => {}
+    }
+    let now = state.now();
+    let mut tx = state.store.begin().await?;
+    let started = sqlx::query(
+        "UPDATE agents SET status = 'active', status_reason = NULL, consecutive_faults = 0,
+                started_at = $1, clock_origin_wall = $1, clock_origin_market = $1, next_tick_at = $1,
+                tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $1
+         WHERE id = $2 AND account_id = $3 AND status <> 'active'",
+    )
+    .bind(to_millis(now))
+    .bind(agent_id)
+    .bind(account_id)
+    .execute(&mut *tx)
+    .await?;
+    if started.rows_affected() == 1 {
+        crate::webhooks::enqueue(
+            &mut tx,
+            account_id,
+            "agent.started",
+            json!({ "agentId": agent_id, "startedAt": rfc3339(now) }),
+            now,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    if started.rows_affected() == 1 {
+        tracing::info!(account_id, agent_id, "agent started");
+    }
+    owned(state, account_id, agent_id).await
+}
+
+/// Stop an active agent (it becomes `idle`); a tick in flight is discarded whole. Stopping an
+/// agent that is not active changes nothing.
+pub async fn stop(state: &AppState, account_id: &str, agent_id: &str) -> Result<Agent, V1Error> {
+    let agent = owned(state, account_id, agent_id).await?;
+    if agent.status() != AgentStatus::Active {
+        return Ok(agent);
+    }
+    let now = state.now();
+    let mut tx = state.store.begin().await?;
+    let stopped = mark_stopped(&mut tx, agent_id, account_id, now).await?;
+    if stopped {
+        crate::webhooks::enqueue(
+            &mut tx,
+            account_id,
+            "agent.stopped",
+            json!({ "agentId": agent_id, "stoppedAt": rfc3339(now) }),
+            now,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    if stopped {
+        tracing::info!(account_id, agent_id, "agent stopped");
+    }
+    owned(state, account_id, agent_id).await
+}
+
+async fn mark_stopped(
+    conn: &mut sqlx::AnyConnection,
+    agent_id: &str,
+    account_id: &str,
+    now: DateTime<Utc>,
+) -> sqlx::Result<bool> {
+    let stopped = sqlx::query(
+        "UPDATE agents SET status = 'idle', stopped_at = $1, next_tick_at = NULL,
+                tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $1
+         WHERE id = $2 AND account_id = $3 AND status = 'active'",
+    )
+    .bind(to_millis(now))
+    .bind(agent_id)
+    .bind(account_id)
+    .execute(conn)
+    .await?;
+    Ok(stopped.rows_affected() == 1)
+}

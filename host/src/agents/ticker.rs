@@ -1,0 +1,382 @@
+//! The agent ticker (DESIGN §8): every active agent is ticked on its interval. An agent row is
+//! its own job row: `next_tick_at` says when, a lease (`tick_lease_owner`, `tick_lease_until`)
+//! says who is ticking it, so with several nodes each tick runs once, and a node that dies
+//! mid-tick loses its lease, not the tick. A batch of agents is claimed in one statement, ticked
+//! on a blocking thread, and stored in one transaction: per agent the new ledger and state, its
+//! trades, an equity mark and the `agent.trade` webhooks — all or nothing.
+//!
+//! A strategy that faults [`FAULT_LIMIT`] ticks in a row moves its agent to `error` (circuit
+//! breaker); the reason is in the agent list, and start clears it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::Duration;
+use serde_json::json;
+
+use super::tick::{self, DueAgent, TickResult};
+use crate::clock::{rfc3339, to_millis};
+use crate::crypto::new_id;
+use crate::db::Backend;
+use crate::market::Interval;
+use crate::paper::{Side, UNIT};
+use crate::sandbox::{AgentSettings, LoadedStrategy};
+use crate::state::AppState;
+
+/// Agents claimed per round trip.
+pub const BATCH: i64 = 256;
+/// Faulted ticks in a row after which an agent is moved to `error`.
+pub const FAULT_LIMIT: i64 = 5;
+/// How long a claimed tick stays leased before another node may take it over.
+const LEASE: Duration = Duration::minutes(2);
+
+/// What a pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TickPass {
+    pub ticked: usize,
+    pub faulted: usize,
+    pub trades: usize,
+    /// Agents moved to `error` by the circuit breaker.
+    pub broken: usize,
+}
+
+type DueRow = (
+    String,
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+    String,
+    f64,
+    String,
+    String,
+    String,
+    Option<Vec<u8>>,
+    i64,
+    (Option<i64>, Option<i64>, Option<i64>),
+);
+
+/// Tick every agent due now, batch after batch, until none is due.
+pub async fn run_due(state: &AppState, owner: &str) -> anyhow::Result<TickPass> {
+    let mut pass = TickPass::default();
+    loop {
+        let due = claim(state, owner).await?;
+        if due.is_empty() {
+            return Ok(pass);
+        }
+        let strategies = strategies_for(state, &due).await;
+        let now = to_millis(state.now());
+        let scale = state.config.time_scale;
+        let worker_state = state.clone();
+        let results = tokio::task::spawn_blocking(move || {
+            let sandbox = worker_state.agents.sandbox().ok();
+            due.into_iter()
+                .map(|agent| {
+                    let strategy = strategies
+                        .get(&strategy_key(&agent))
+                        .map(|loaded| match loaded {
+                            Ok(strategy) => Ok(strategy.as_ref()),
+                            Err(reason) => Err(reason.clone()),
+                        })
+                        .unwrap_or_else(|| Err("strategy not loaded".to_owned()));
+                    let market_ts = tick::market_now(&agent, now, scale);
+                    let result = tick::run(
+                        sandbox,
+                        strategy,
+                        worker_state.market.as_ref(),
+                        &agent,
+                        market_ts,
+                    );
+                    (agent, result)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await?;
+        store(state, owner, results, &mut pass).await?;
+    }
+}
+
+async fn claim(state: &AppState, owner: &str) -> anyhow::Result<Vec<DueAgent>> {
+    let now = state.now();
+    let lock = match state.store.backend() {
+        Backend::Postgres => "FOR UPDATE SKIP LOCKED",
+        Backend::Sqlite => "",
+    };
+    let sql = format!(
+        "UPDATE agents SET tick_lease_owner = $1, tick_lease_until = $2
+         WHERE id IN (SELECT id FROM agents
+                      WHERE status = 'active' AND next_tick_at <= $3
+                        AND (tick_lease_until IS NULL OR tick_lease_until <= $3)
+                      ORDER BY next_tick_at, id LIMIT $4 {lock})
+         RETURNING id, account_id, class, strategy_component, base_token, quote_token, time_interval,
+                   max_allocation, personality, model_id, ledger, strategy_state, consecutive_faults,
+                   clock_origin_wall, clock_origin_market, next_tick_at"
+    );
+    let rows: Vec<sqlx::any::AnyRow> = sqlx::query(&sql)
+        .bind(owner)
+        .bind(to_millis(now + LEASE))
+        .bind(to_millis(now))
+        .bind(BATCH)
+        .fetch_all(state.store.write())
+        .await?;
+    let now_ms = to_millis(now);
+    rows.iter()
+        .map(|row| {
+            use sqlx::Row;
+            let row: DueRow = (
+                row.try_get(0)?,
+                row.try_get(1)?,
+                row.try_get(2)?,
+                row.try_get(3)?,
+                row.try_get(4)?,
+                row.try_get(5)?,
+                row.try_get(6)?,
+                row.try_get(7)?,
+                row.try_get(8)?,
+                row.try_get(9)?,
+                row.try_get(10)?,
+                row.try_get(11)?,
+                row.try_get(12)?,
+                (row.try_get(13)?, row.try_get(14)?, row.try_get(15)?),
+            );
+            Ok(due_agent(row, now_ms))
+        })
+        .collect()
+}
+
+fn due_agent(row: DueRow, now: i64) -> DueAgent {
+    let (
+        id,
+        account_id,
+        class,
+        strategy_component,
+        base,
+        quote,
+        interval,
+        max_allocation,
+        personality,
+        model_id,
+        ledger,
+        state,
+        consecutive_faults,
+        (origin_wall, origin_market, next_tick_at),
+    ) = row;
+    DueAgent {
+        id,
+        account_id,
+        settings: AgentSettings {
+            class,
+            base,
+            quote,
+            interval,
+            max_allocation,
+            personality,
+            model_id,
+        },
+        strategy_component,
+        ledger,
+        state: state.unwrap_or_default(),
+        consecutive_faults,
+        clock_origin_wall: origin_wall.unwrap_or(now),
+        clock_origin_market: origin_market.unwrap_or(now),
+        next_tick_at: next_tick_at.unwrap_or(now),
+    }
+}
+
+fn strategy_key(agent: &DueAgent) -> String {
+    match &agent.strategy_component {
+        Some(id) => format!("custom:{id}"),
+        None => format!("builtin:{}", agent.settings.class),
+    }
+}
+
+/// Load (or take from memory) every component the batch needs; a failure is that agents' fault.
+async fn strategies_for(
+    state: &AppState,
+    due: &[DueAgent],
+) -> HashMap<String, Result<Arc<LoadedStrategy>, String>> {
+    let mut loaded = HashMap::new();
+    for agent in due {
+        let key = strategy_key(agent);
+        if loaded.contains_key(&key) {
+            continue;
+        }
+        let result = match &agent.strategy_component {
+            None => {
+                let runtime = state.agents.clone();
+                let class = agent.settings.class.clone();
+                match runtime.cached(&key) {
+                    Some(strategy) => Ok(strategy),
+                    None => tokio::task::spawn_blocking(move || runtime.builtin(&class))
+                        .await
+                        .map_err(|error| error.to_string())
+                        .and_then(|loaded| loaded.map_err(|error| error.to_string())),
+                }
+            }
+            Some(id) => match state.agents.cached(&key) {
+                Some(strategy) => Ok(strategy),
+                None => match super::strategies::bytes(state, id).await {
+                    Ok(Some(bytes)) => {
+                        let runtime = state.agents.clone();
+                        let id = id.clone();
+                        tokio::task::spawn_blocking(move || runtime.custom(&id, &bytes))
+                            .await
+                            .map_err(|error| error.to_string())
+                            .and_then(|loaded| loaded.map_err(|error| error.to_string()))
+                    }
+                    Ok(None) => Err(format!("uploaded strategy {id} is missing")),
+                    Err(error) => Err(format!("{error:#}")),
+                },
+            },
+        };
+        loaded.insert(key, result.map(Arc::new));
+    }
+    loaded
+}
+
+/// Store a batch's results in one transaction.
+async fn store(
+    state: &AppState,
+    owner: &str,
+    results: Vec<(DueAgent, TickResult)>,
+    pass: &mut TickPass,
+) -> anyhow::Result<()> {
+    let now = state.now();
+    let now_ms = to_millis(now);
+    let scale = state.config.time_scale;
+    let mut tx = state.store.begin().await?;
+    for (agent, result) in results {
+        let interval: Interval = agent.settings.interval.parse().unwrap_or(Interval::H1);
+        let faults = if result.fault.is_some() {
+            agent.consecutive_faults + 1
+        } else {
+            0
+        };
+        let broken = faults >= FAULT_LIMIT;
+        let (status, reason, next) = if broken {
+            let reason = format!(
+                "stopped after {FAULT_LIMIT} faulted ticks in a row; last: {}",
+                result.fault.as_deref().unwrap_or_default()
+            );
+            ("error", Some(reason), None)
+        } else {
+            let next = tick::next_due(agent.next_tick_at, now_ms, interval, scale);
+            ("active", None, Some(next))
+        };
+        let ledger = serde_json::to_string(&result.ledger)?;
+        let updated = sqlx::query(
+            "UPDATE agents SET ledger = $1, strategy_state = $2, last_price = COALESCE($3, last_price),
+                    last_tick_at = $4, ticks = ticks + 1, faults = faults + $5, consecutive_faults = $6,
+                    last_fault = COALESCE($7, last_fault), status = $8, status_reason = $9,
+                    next_tick_at = $10, tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $4
+             WHERE id = $11 AND tick_lease_owner = $12 AND status = 'active'",
+        )
+        .bind(ledger)
+        .bind(result.state.clone())
+        .bind(result.price)
+        .bind(now_ms)
+        .bind(i64::from(result.fault.is_some()))
+        .bind(faults)
+        .bind(result.fault.as_deref())
+        .bind(status)
+        .bind(reason.as_deref())
+        .bind(next)
+        .bind(&agent.id)
+        .bind(owner)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() == 0 {
+            // Stopped (or taken over) while ticking: the tick is dropped whole.
+            continue;
+        }
+        pass.ticked += 1;
+        if let Some(fault) = &result.fault {
+            pass.faulted += 1;
+            tracing::warn!(agent_id = agent.id, fault, "tick faulted");
+        }
+        if broken {
+            pass.broken += 1;
+            crate::webhooks::enqueue(
+                &mut tx,
+                &agent.account_id,
+                "agent.error",
+                json!({ "agentId": agent.id, "reason": reason, "at": rfc3339(now) }),
+                now,
+            )
+            .await?;
+        }
+        if let Some(equity) = result.equity {
+            sqlx::query(
+                "INSERT INTO agent_equity (agent_id, hour_bucket, at, equity) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (agent_id, hour_bucket) DO NOTHING",
+            )
+            .bind(&agent.id)
+            .bind(now_ms / 3_600_000)
+            .bind(now_ms)
+            .bind(equity)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for trade in &result.fills {
+            let trade_id = new_id("trd");
+            let tx_hash = format!("paper_{trade_id}");
+            let fill = &trade.fill;
+            sqlx::query(
+                "INSERT INTO agent_trades (id, agent_id, executed_at, market_ts, side, base_token, base_raw,
+                                           notional_raw, fee_raw, price, realized_pnl_raw, closed_trip,
+                                           won_trip, reason, tx_hash)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+            )
+            .bind(&trade_id)
+            .bind(&agent.id)
+            .bind(now_ms)
+            .bind(result.market_ts)
+            .bind(side_name(fill.side))
+            .bind(&agent.settings.base)
+            .bind(fill.base)
+            .bind(fill.notional)
+            .bind(fill.fee)
+            .bind(fill.price)
+            .bind(fill.realized_pnl)
+            .bind(i64::from(trade.closed_trip))
+            .bind(i64::from(trade.won_trip))
+            .bind(fill.reason.as_deref())
+            .bind(&tx_hash)
+            .execute(&mut *tx)
+            .await?;
+            crate::webhooks::enqueue(
+                &mut tx,
+                &agent.account_id,
+                "agent.trade",
+                json!({
+                    "agentId": agent.id,
+                    "tradeId": trade_id,
+                    "type": side_name(fill.side).to_ascii_uppercase(),
+                    "token": agent.settings.base,
+                    "quoteToken": agent.settings.quote,
+                    "amount": fill.base as f64 / UNIT,
+                    "price": fill.price,
+                    "notional": fill.notional as f64 / UNIT,
+                    "fee": fill.fee as f64 / UNIT,
+                    "reason": fill.reason,
+                    "txHash": tx_hash,
+                    "isPaperTrading": true,
+                    "executedAt": rfc3339(now),
+                }),
+                now,
+            )
+            .await?;
+            pass.trades += 1;
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Buy => "buy",
+        Side::Sell => "sell",
+    }
+}

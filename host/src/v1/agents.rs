@@ -1,0 +1,172 @@
+//! `/api/v1/public/agents…` and `/api/v1/public/strategies`: thin handlers over
+//! [`crate::agents`]. Another account's agent is answered exactly like a missing one.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::error::{V1Error, ok};
+use super::extract::{AgentsRead, AgentsStart, AgentsStop, AgentsWrite, Body, Path, Query, V1Key};
+use super::tournaments::{envelope, page};
+use crate::agents::performance::{self, Period};
+use crate::agents::{self, AgentView, new_agent, service, strategies};
+use crate::clock::{from_millis, rfc3339};
+use crate::market::Interval;
+use crate::sandbox::SandboxConfig;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    // Uploads may be as large as the sandbox accepts, plus room for the limit's own check.
+    let upload_limit = SandboxConfig::default().max_component_bytes + 1024;
+    Router::new()
+        .route("/public/agents", get(list))
+        .route("/public/agents/create", post(create))
+        .route("/public/agents/{agentId}", get(detail))
+        .route("/public/agents/{agentId}/start", post(start))
+        .route("/public/agents/{agentId}/stop", post(stop))
+        .route("/public/agents/{agentId}/performance", get(performance))
+        .route(
+            "/public/strategies",
+            get(list_strategies)
+                .post(upload_strategy)
+                .layer(DefaultBodyLimit::max(upload_limit)),
+        )
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PageParams {
+    page_index: Option<String>,
+    page_size: Option<String>,
+}
+
+async fn list(
+    key: V1Key<AgentsRead>,
+    State(state): State<AppState>,
+    Query(params): Query<PageParams>,
+) -> Result<axum::Json<Value>, V1Error> {
+    let (index, size) = page(params.page_index.as_deref(), params.page_size.as_deref())?;
+    let (agents, total) = service::list(&state, key.account_id(), index, size).await?;
+    let views: Vec<AgentView> = agents.iter().map(agents::Agent::view).collect();
+    Ok(axum::Json(envelope(views, index, size, total)))
+}
+
+async fn create(
+    key: V1Key<AgentsWrite>,
+    State(state): State<AppState>,
+    Body(body): Body<Value>,
+) -> Result<(StatusCode, axum::Json<Value>), V1Error> {
+    let market = state.market.clone();
+    let now = crate::clock::to_millis(state.now());
+    let new = new_agent::parse(&body, |pair| {
+        market.candles(pair, Interval::M5, now, 1).is_ok()
+    })
+    .map_err(|invalid| V1Error::field(invalid.field, invalid.message))?;
+    let agent = service::create(&state, key.account_id(), new).await?;
+    Ok((StatusCode::CREATED, ok(agent.view())))
+}
+
+async fn detail(
+    key: V1Key<AgentsRead>,
+    State(state): State<AppState>,
+    Path(agent_id): Path<String>,
+) -> Result<axum::Json<Value>, V1Error> {
+    let agent = service::find(&state, key.account_id(), &agent_id)
+        .await?
+        .ok_or(V1Error::AgentNotFound(agent_id))?;
+    Ok(ok(agent.view()))
+}
+
+async fn start(
+    key: V1Key<AgentsStart>,
+    State(state): State<AppState>,
+    Path(agent_id): Path<String>,
+) -> Result<axum::Json<Value>, V1Error> {
+    let agent = service::start(&state, key.account_id(), &agent_id).await?;
+    Ok(ok(json!({
+        "agentId": agent.id,
+        "status": agent.status(),
+        "startedAt": agent.started_at.map(|ms| rfc3339(from_millis(ms))),
+    })))
+}
+
+async fn stop(
+    key: V1Key<AgentsStop>,
+    State(state): State<AppState>,
+    Path(agent_id): Path<String>,
+) -> Result<axum::Json<Value>, V1Error> {
+    let agent = service::stop(&state, key.account_id(), &agent_id).await?;
+    Ok(ok(json!({
+        "agentId": agent.id,
+        "status": agent.status(),
+        "stoppedAt": agent.stopped_at.map(|ms| rfc3339(from_millis(ms))),
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+struct PerformanceParams {
+    period: Option<String>,
+}
+
+async fn performance(
+    key: V1Key<AgentsRead>,
+    State(state): State<AppState>,
+    Path(agent_id): Path<String>,
+    Query(params): Query<PerformanceParams>,
+) -> Result<axum::Json<Value>, V1Error> {
+    let period = Period::parse(params.period.as_deref())?;
+    let agent = service::find(&state, key.account_id(), &agent_id)
+        .await?
+        .ok_or(V1Error::AgentNotFound(agent_id))?;
+    Ok(ok(performance::of(&state, &agent, period).await?))
+}
+
+#[derive(Debug, Deserialize)]
+struct UploadParams {
+    name: Option<String>,
+}
+
+async fn upload_strategy(
+    key: V1Key<AgentsWrite>,
+    State(state): State<AppState>,
+    Query(params): Query<UploadParams>,
+    request: Request,
+) -> Result<(StatusCode, axum::Json<Value>), V1Error> {
+    let bytes = Bytes::from_request(request, &state)
+        .await
+        .map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                V1Error::PayloadTooLarge(format!(
+                    "the component is larger than the limit of {} bytes",
+                    SandboxConfig::default().max_component_bytes
+                ))
+            } else {
+                V1Error::field("body", rejection.body_text())
+            }
+        })?;
+    if bytes.is_empty() {
+        return Err(V1Error::field(
+            "body",
+            "send the component's .wasm bytes as the request body (Content-Type: application/wasm)",
+        ));
+    }
+    let name = match params.name {
+        None => "strategy".to_owned(),
+        Some(name) => crate::domain::Label::parse("name", &name, 64)
+            .map_err(|message| V1Error::field("name", message))?
+            .into_inner(),
+    };
+    let view = strategies::upload(&state, key.account_id(), &name, bytes.to_vec()).await?;
+    Ok((StatusCode::CREATED, ok(view)))
+}
+
+async fn list_strategies(
+    key: V1Key<AgentsRead>,
+    State(state): State<AppState>,
+) -> Result<axum::Json<Value>, V1Error> {
+    Ok(ok(strategies::list(&state, key.account_id()).await?))
+}

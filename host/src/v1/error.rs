@@ -1,0 +1,199 @@
+//! The `v1/public` family's one error type and body (SPEC §7.1, §7.3):
+//! `{"success": false, "error": {"code", "message", "details"}}`.
+//!
+//! Services shared with the platform API return [`ApiError`]; `?` turns it into the v1 form here,
+//! so a handler of this family can never answer in the other family's shape.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::http::ApiError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum V1Error {
+    /// 401 UNAUTHORIZED: no key, or one that is unknown, revoked or expired.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403 FORBIDDEN: the key lacks the permission the route needs.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404 AGENT_NOT_FOUND: no such agent among the caller's (never says whether it exists).
+    #[error("agent `{0}` not found")]
+    AgentNotFound(String),
+    /// 404 NOT_FOUND: another resource, or no route.
+    #[error("{0}")]
+    NotFound(String),
+    /// 400 VALIDATION_ERROR; `field` names what to fix.
+    #[error("{message}")]
+    Validation {
+        field: Option<String>,
+        message: String,
+    },
+    /// 402 INSUFFICIENT_FUNDS: the agent's wallet needs funding.
+    #[error("{0}")]
+    InsufficientFunds(String),
+    /// 405 METHOD_NOT_ALLOWED.
+    #[error("{0}")]
+    MethodNotAllowed(String),
+    /// 409 CONFLICT: e.g. the 11th active key.
+    #[error("{0}")]
+    Conflict(String),
+    /// 413 PAYLOAD_TOO_LARGE: an upload over the size cap.
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// 429 RATE_LIMITED.
+    #[error("rate limit exceeded: retry in {retry_after} s")]
+    RateLimited { retry_after: u64 },
+    /// 503 UNAVAILABLE: a dependency is down.
+    #[error("{0}")]
+    Unavailable(String),
+    /// 500 INTERNAL_ERROR: details go to the log only.
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+impl V1Error {
+    pub fn field(field: &str, message: impl Into<String>) -> Self {
+        V1Error::Validation {
+            field: Some(field.to_owned()),
+            message: message.into(),
+        }
+    }
+
+    pub fn internal(error: impl Into<anyhow::Error>) -> Self {
+        V1Error::Internal(error.into())
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            V1Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            V1Error::Forbidden(_) => StatusCode::FORBIDDEN,
+            V1Error::AgentNotFound(_) | V1Error::NotFound(_) => StatusCode::NOT_FOUND,
+            V1Error::Validation { .. } => StatusCode::BAD_REQUEST,
+            V1Error::InsufficientFunds(_) => StatusCode::PAYMENT_REQUIRED,
+            V1Error::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            V1Error::Conflict(_) => StatusCode::CONFLICT,
+            V1Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            V1Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            V1Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            V1Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The machine-readable code of SPEC §7.3 (and a few more for statuses it does not name).
+    pub fn code(&self) -> &'static str {
+        match self {
+            V1Error::Unauthorized(_) => "UNAUTHORIZED",
+            V1Error::Forbidden(_) => "FORBIDDEN",
+            V1Error::AgentNotFound(_) => "AGENT_NOT_FOUND",
+            V1Error::NotFound(_) => "NOT_FOUND",
+            V1Error::Validation { .. } => "VALIDATION_ERROR",
+            V1Error::InsufficientFunds(_) => "INSUFFICIENT_FUNDS",
+            V1Error::MethodNotAllowed(_) => "METHOD_NOT_ALLOWED",
+            V1Error::Conflict(_) => "CONFLICT",
+            V1Error::PayloadTooLarge(_) => "PAYLOAD_TOO_LARGE",
+            V1Error::RateLimited { .. } => "RATE_LIMITED",
+            V1Error::Unavailable(_) => "UNAVAILABLE",
+            V1Error::Internal(_) => "INTERNAL_ERROR",
+        }
+    }
+
+    fn details(&self) -> Value {
+        match self {
+            V1Error::Validation {
+                field: Some(field), ..
+            } => json!({ "field": field }),
+            V1Error::AgentNotFound(agent_id) => json!({ "agentId": agent_id }),
+            V1Error::RateLimited { retry_after } => json!({ "retryAfter": retry_after }),
+            _ => json!({}),
+        }
+    }
+}
+
+impl From<ApiError> for V1Error {
+    fn from(error: ApiError) -> Self {
+        match error {
+            ApiError::BadRequest(message) | ApiError::Unprocessable(message) => {
+                V1Error::Validation {
+                    field: None,
+                    message,
+                }
+            }
+            ApiError::Unauthorized(message) => V1Error::Unauthorized(message),
+            ApiError::PaymentRequired(message) => V1Error::InsufficientFunds(message),
+            ApiError::Forbidden(message) => V1Error::Forbidden(message),
+            ApiError::NotFound(message) | ApiError::Gone(message) => V1Error::NotFound(message),
+            ApiError::MethodNotAllowed(message) => V1Error::MethodNotAllowed(message),
+            ApiError::Conflict(message) => V1Error::Conflict(message),
+            ApiError::RateLimited { retry_after } => V1Error::RateLimited { retry_after },
+            ApiError::Unavailable(message) => V1Error::Unavailable(message),
+            ApiError::Internal(source) => V1Error::Internal(source),
+        }
+    }
+}
+
+impl From<sqlx::Error> for V1Error {
+    fn from(error: sqlx::Error) -> Self {
+        ApiError::from(error).into()
+    }
+}
+
+impl From<crate::db::StoreError> for V1Error {
+    fn from(error: crate::db::StoreError) -> Self {
+        ApiError::from(error).into()
+    }
+}
+
+impl IntoResponse for V1Error {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        match &self {
+            V1Error::Internal(source) => tracing::error!(error = ?source, "internal error"),
+            other if status.is_server_error() => tracing::warn!(error = %other, "server error"),
+            _ => {}
+        }
+        let body = json!({
+            "success": false,
+            "error": { "code": self.code(), "message": self.to_string(), "details": self.details() },
+        });
+        let mut response = (status, Json(body)).into_response();
+        if let V1Error::RateLimited { retry_after } = self {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        }
+        response
+    }
+}
+
+/// A successful answer of this family: `{"success": true, "data": …}`.
+pub fn ok<T: serde::Serialize>(data: T) -> Json<Value> {
+    Json(json!({ "success": true, "data": data }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn platform_errors_keep_their_meaning_in_the_v1_form() {
+        let error: V1Error = ApiError::PaymentRequired("fund it".into()).into();
+        assert_eq!(
+            (error.status(), error.code()),
+            (StatusCode::PAYMENT_REQUIRED, "INSUFFICIENT_FUNDS")
+        );
+        let error: V1Error = ApiError::BadRequest("bad".into()).into();
+        assert_eq!(error.code(), "VALIDATION_ERROR");
+        let error: V1Error = ApiError::RateLimited { retry_after: 9 }.into();
+        assert_eq!(error.details()["retryAfter"], 9);
+    }
+
+    #[test]
+    fn validation_errors_name_their_field() {
+        let error = V1Error::field("username", "taken");
+        assert_eq!(error.details(), json!({ "field": "username" }));
+        assert_eq!(error.status(), StatusCode::BAD_REQUEST);
+    }
+}

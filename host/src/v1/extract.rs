@@ -1,0 +1,176 @@
+//! Extractors of the `v1/public` family. Every rejection is a [`V1Error`], so a bad key, a
+//! missing permission, a rate limit or an unparsable body all answer in the v1 envelope.
+//!
+//! [`V1Key<P>`] checks, in this order: a live v1 key (`X-API-Key`, 401), the permission `P`
+//! (403), then the key's hourly budget for `P`'s kind of call (429, SPEC §8).
+
+use std::marker::PhantomData;
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use super::error::V1Error;
+use crate::auth::SessionAuth;
+use crate::auth::keys::{self, KeyFamily, VerifiedKey};
+use crate::http::rate_limit::{AccountPolicy, IpLimit, Limiter, RateLimits};
+use crate::state::AppState;
+
+/// The permissions a v1 key may hold (SPEC §4.5).
+pub const PERMISSIONS: [&str; 4] = ["agents:read", "agents:write", "agents:start", "agents:stop"];
+
+/// What a route demands of a v1 key, and which hourly budget its calls count against.
+pub trait Permission: Send + Sync + 'static {
+    /// The permission required; `None` = any valid key.
+    const NAME: Option<&'static str>;
+    fn limiter(limits: &RateLimits) -> &Limiter;
+}
+
+/// Reads: agent list, performance, strategies, deliveries (1000 / h).
+pub struct AgentsRead;
+impl Permission for AgentsRead {
+    const NAME: Option<&'static str> = Some("agents:read");
+    fn limiter(limits: &RateLimits) -> &Limiter {
+        &limits.v1_reads
+    }
+}
+
+/// Creating agents and uploading strategies (10 / h).
+pub struct AgentsWrite;
+impl Permission for AgentsWrite {
+    const NAME: Option<&'static str> = Some("agents:write");
+    fn limiter(limits: &RateLimits) -> &Limiter {
+        &limits.v1_create
+    }
+}
+
+/// Starting agents (100 / h, shared with stop).
+pub struct AgentsStart;
+impl Permission for AgentsStart {
+    const NAME: Option<&'static str> = Some("agents:start");
+    fn limiter(limits: &RateLimits) -> &Limiter {
+        &limits.v1_control
+    }
+}
+
+/// Stopping agents (100 / h, shared with start).
+pub struct AgentsStop;
+impl Permission for AgentsStop {
+    const NAME: Option<&'static str> = Some("agents:stop");
+    fn limiter(limits: &RateLimits) -> &Limiter {
+        &limits.v1_control
+    }
+}
+
+/// Any valid key: reads that are not about agents (the tournament list).
+pub struct AnyKey;
+impl Permission for AnyKey {
+    const NAME: Option<&'static str> = None;
+    fn limiter(limits: &RateLimits) -> &Limiter {
+        &limits.v1_reads
+    }
+}
+
+/// A live v1 key holding permission `P`.
+pub struct V1Key<P: Permission> {
+    pub key: VerifiedKey,
+    _permission: PhantomData<P>,
+}
+
+impl<P: Permission> V1Key<P> {
+    pub fn account_id(&self) -> &str {
+        &self.key.account_id
+    }
+}
+
+impl<P: Permission> FromRequestParts<AppState> for V1Key<P> {
+    type Rejection = V1Error;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let Some(presented) = keys::presented(&parts.headers) else {
+            return Err(V1Error::Unauthorized(
+                "send your v1 API key in the `X-API-Key` header".into(),
+            ));
+        };
+        let key = keys::verify(state, &presented, KeyFamily::V1)
+            .await
+            .map_err(V1Error::from)?;
+        if let Some(permission) = P::NAME
+            && !key.allows(permission)
+        {
+            return Err(V1Error::Forbidden(format!(
+                "this API key lacks the `{permission}` permission"
+            )));
+        }
+        P::limiter(&state.limits)
+            .check(&key.key_id)
+            .map_err(V1Error::from)?;
+        Ok(V1Key {
+            key,
+            _permission: PhantomData,
+        })
+    }
+}
+
+/// A browser session (v1 keys are minted with the session, never with a key), counted against
+/// the per-IP budget of key management.
+pub struct V1Session {
+    pub account_id: String,
+}
+
+impl FromRequestParts<AppState> for V1Session {
+    type Rejection = V1Error;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        IpLimit::<AccountPolicy>::from_request_parts(parts, state).await?;
+        let session = SessionAuth::from_request_parts(parts, state).await?;
+        Ok(V1Session {
+            account_id: session.account_id,
+        })
+    }
+}
+
+/// A JSON body; a body that does not parse is a 400 VALIDATION_ERROR.
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = V1Error;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let crate::http::json::Json(value) =
+            crate::http::json::Json::<T>::from_request(req, state).await?;
+        Ok(Body(value))
+    }
+}
+
+/// Query parameters; unparsable ones are a 400 VALIDATION_ERROR.
+pub struct Query<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
+    type Rejection = V1Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let crate::http::json::Query(value) =
+            crate::http::json::Query::<T>::from_request_parts(parts, state).await?;
+        Ok(Query(value))
+    }
+}
+
+/// Path parameters.
+pub struct Path<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T> {
+    type Rejection = V1Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let crate::http::json::Path(value) =
+            crate::http::json::Path::<T>::from_request_parts(parts, state).await?;
+        Ok(Path(value))
+    }
+}

@@ -1,0 +1,177 @@
+//! `/api/v1/api-keys`: v1 keys, minted, listed and revoked with the browser session (SPEC §4.5).
+//! Same secrets and storage as account keys (`api_keys::service`), family `v1`, where the
+//! scopes column holds the key's `permissions`.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{delete, get};
+use serde::{Deserialize, Serialize};
+
+use super::error::{V1Error, ok};
+use super::extract::{Body, PERMISSIONS, Path, V1Session};
+use crate::api_keys::{self, CreateKey, CreatedKey, KeyView};
+use crate::auth::keys::KeyFamily;
+use crate::domain::{HttpUrl, Label};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api-keys", get(list_keys).post(create_key))
+        .route("/api-keys/{keyId}", delete(revoke_key))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CreateRequest {
+    name: String,
+    webhook_url: Option<String>,
+    permissions: Vec<String>,
+    #[serde(alias = "expiry")]
+    expires_in_days: Option<i64>,
+}
+
+impl CreateRequest {
+    fn validate(self) -> Result<CreateKey, V1Error> {
+        let name = Label::parse("name", &self.name, 64)
+            .map_err(|message| V1Error::field("name", message))?
+            .into_inner();
+        if self.permissions.is_empty() {
+            return Err(V1Error::field(
+                "permissions",
+                format!("name at least one permission of {}", PERMISSIONS.join(", ")),
+            ));
+        }
+        if let Some(unknown) = self
+            .permissions
+            .iter()
+            .find(|p| !PERMISSIONS.contains(&p.as_str()))
+        {
+            return Err(V1Error::field(
+                "permissions",
+                format!(
+                    "unknown permission `{unknown}`: allowed values are {}",
+                    PERMISSIONS.join(", ")
+                ),
+            ));
+        }
+        if let Some(days) = self.expires_in_days
+            && !(1..=365).contains(&days)
+        {
+            return Err(V1Error::field(
+                "expiresInDays",
+                "must be a whole number of days from 1 to 365",
+            ));
+        }
+        let webhook_url = self
+            .webhook_url
+            .map(|url| HttpUrl::parse("webhookUrl", &url).map(HttpUrl::into_inner))
+            .transpose()
+            .map_err(|message| V1Error::field("webhookUrl", message))?;
+        Ok(CreateKey {
+            family: KeyFamily::V1,
+            name,
+            scopes: PERMISSIONS
+                .iter()
+                .filter(|p| self.permissions.iter().any(|r| r == *p))
+                .map(|p| (*p).to_owned())
+                .collect(),
+            expires_in_days: self.expires_in_days,
+            webhook_url,
+        })
+    }
+}
+
+/// A v1 key as created: the only time `key` and `webhookSecret` appear.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CreatedV1Key {
+    key_id: String,
+    name: String,
+    key: String,
+    key_prefix: String,
+    permissions: Vec<String>,
+    created_at: String,
+    expires_at: Option<String>,
+    webhook_url: Option<String>,
+    webhook_secret: Option<String>,
+}
+
+impl From<CreatedKey> for CreatedV1Key {
+    fn from(key: CreatedKey) -> Self {
+        CreatedV1Key {
+            key_id: key.key_id,
+            name: key.name,
+            key: key.key,
+            key_prefix: key.key_prefix,
+            permissions: key.scopes,
+            created_at: key.created_at,
+            expires_at: key.expires_at,
+            webhook_url: key.webhook_url,
+            webhook_secret: key.webhook_secret,
+        }
+    }
+}
+
+/// A v1 key as listed: never the secret.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct V1KeyView {
+    key_id: String,
+    name: String,
+    key_prefix: String,
+    permissions: Vec<String>,
+    status: String,
+    created_at: String,
+    expires_at: Option<String>,
+    last_used_at: Option<String>,
+    revoked_at: Option<String>,
+    webhook_url: Option<String>,
+}
+
+impl From<KeyView> for V1KeyView {
+    fn from(key: KeyView) -> Self {
+        V1KeyView {
+            key_id: key.key_id,
+            name: key.name,
+            key_prefix: key.key_prefix,
+            permissions: key.scopes,
+            status: key.status,
+            created_at: key.created_at,
+            expires_at: key.expires_at,
+            last_used_at: key.last_used_at,
+            revoked_at: key.revoked_at,
+            webhook_url: key.webhook_url,
+        }
+    }
+}
+
+async fn create_key(
+    State(state): State<AppState>,
+    session: V1Session,
+    Body(body): Body<CreateRequest>,
+) -> Result<(StatusCode, axum::Json<serde_json::Value>), V1Error> {
+    let request = body.validate()?;
+    let created = api_keys::create(&state, &session.account_id, request).await?;
+    Ok((StatusCode::CREATED, ok(CreatedV1Key::from(created))))
+}
+
+async fn list_keys(
+    State(state): State<AppState>,
+    session: V1Session,
+) -> Result<axum::Json<serde_json::Value>, V1Error> {
+    let keys = api_keys::list(&state, &session.account_id, KeyFamily::V1).await?;
+    Ok(ok(keys
+        .into_iter()
+        .map(V1KeyView::from)
+        .collect::<Vec<_>>()))
+}
+
+async fn revoke_key(
+    State(state): State<AppState>,
+    session: V1Session,
+    Path(key_id): Path<String>,
+) -> Result<axum::Json<serde_json::Value>, V1Error> {
+    let key = api_keys::revoke(&state, &session.account_id, KeyFamily::V1, &key_id).await?;
+    Ok(ok(V1KeyView::from(key)))
+}

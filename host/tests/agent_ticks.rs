@@ -1,0 +1,414 @@
+//! The agent ticker (DESIGN §8) end to end: create → fund on simnet → start → scheduler ticks on
+//! the test clock → trades → performance consistent with the trades → stop; missed ticks after
+//! downtime, restarts, the circuit breaker, the time scale and uploaded strategies.
+
+mod common;
+
+use chrono::Duration;
+use common::{Auth, Body, TestApp, v1_code};
+use serde_json::{Value, json};
+
+/// An operator with a full v1 key and a started agent of `class` on `interval`.
+async fn started_agent(
+    app: &TestApp,
+    email: &str,
+    class: &str,
+    interval: &str,
+) -> (String, String) {
+    let session = app.session(email).await;
+    let key = app.v1_key(&session).await;
+    let agent = app
+        .create_agent(&key, &format!("{class}_{interval}"), class, interval)
+        .await;
+    let agent_id = agent["agentId"].as_str().expect("id").to_owned();
+    app.airdrop(
+        agent["walletAddress"].as_str().expect("wallet"),
+        50_000_000,
+        0,
+    )
+    .await;
+    let started = app
+        .post(
+            &format!("/api/v1/public/agents/{agent_id}/start"),
+            Auth::XApiKey(&key),
+            json!(null),
+        )
+        .await;
+    assert_eq!(started.status, 200, "{}", started.body);
+    (key, agent_id)
+}
+
+async fn agent(app: &TestApp, key: &str, agent_id: &str) -> Value {
+    let response = app
+        .get(
+            &format!("/api/v1/public/agents/{agent_id}"),
+            Auth::XApiKey(key),
+        )
+        .await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    response.body["data"].clone()
+}
+
+async fn trades_of(app: &TestApp, agent_id: &str) -> Vec<(String, i64, i64)> {
+    sqlx::query_as("SELECT side, base_raw, notional_raw FROM agent_trades WHERE agent_id = $1 ORDER BY executed_at, id")
+        .bind(agent_id)
+        .fetch_all(app.state.store.read())
+        .await
+        .expect("trades")
+}
+
+#[tokio::test]
+async fn a_full_run_trades_on_paper_and_reports_consistent_performance() {
+    let app = TestApp::spawn().await;
+    let session = app.session("op@example.com").await;
+    let receiver = "https://hooks.example.com/in";
+    let key = app
+        .v1_key_with(
+            &session,
+            &["agents:read", "agents:write", "agents:start", "agents:stop"],
+            Some(receiver),
+        )
+        .await["key"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let mut agents = Vec::new();
+    for class in ["gambler", "fighter", "rogue"] {
+        let agent = app
+            .create_agent(&key, &format!("run_{class}"), class, "5m")
+            .await;
+        app.airdrop(
+            agent["walletAddress"].as_str().expect("wallet"),
+            20_000_000,
+            0,
+        )
+        .await;
+        let id = agent["agentId"].as_str().expect("id").to_owned();
+        let started = app
+            .post(
+                &format!("/api/v1/public/agents/{id}/start"),
+                Auth::XApiKey(&key),
+                json!(null),
+            )
+            .await;
+        assert_eq!(started.status, 200, "{}", started.body);
+        agents.push(id);
+    }
+
+    let mut ticks = 0;
+    for _ in 0..150 {
+        let pass = app.run_scheduler().await;
+        assert_eq!(pass.agent_ticks.faulted, 0, "{pass:?}");
+        ticks += pass.agent_ticks.ticked;
+        // A pass in the same interval ticks nobody again.
+        assert_eq!(app.run_scheduler().await.agent_ticks.ticked, 0);
+        app.advance(Duration::minutes(5));
+    }
+    assert_eq!(ticks, 3 * 150, "every agent ticks once per interval");
+
+    let mut total_trades = 0;
+    for id in &agents {
+        let trades = trades_of(&app, id).await;
+        total_trades += trades.len();
+        let view = agent(&app, &key, id).await;
+        assert_eq!(view["ticks"], 150);
+        assert_eq!(view["paper"]["totalTrades"], trades.len());
+        let performance = app
+            .get(
+                &format!("/api/v1/public/agents/{id}/performance?period=all"),
+                Auth::XApiKey(&key),
+            )
+            .await;
+        assert_eq!(performance.status, 200, "{}", performance.body);
+        let metrics = &performance.body["data"]["metrics"];
+        assert_eq!(metrics["totalTrades"], trades.len());
+        let equity = view["paper"]["equity"].as_f64().expect("equity");
+        let pnl = metrics["totalPnl"].as_f64().expect("pnl");
+        assert!(
+            (pnl - (equity - 10_000.0)).abs() < 1e-6,
+            "{pnl} vs {equity}"
+        );
+        assert!((metrics["totalPnlPercent"].as_f64().expect("pct") - pnl / 100.0).abs() < 1e-9);
+        if !trades.is_empty() {
+            let mean = trades.iter().map(|t| t.2 as f64).sum::<f64>() / trades.len() as f64 / 1e6;
+            assert!((metrics["avgTradeSize"].as_f64().expect("avg") - mean).abs() < 1e-6);
+        }
+        let win_rate = metrics["winRate"].as_f64().expect("win rate");
+        assert!((0.0..=1.0).contains(&win_rate));
+        // A sell never sells more base than was bought before it.
+        let mut held = 0_i64;
+        for (side, base, _) in &trades {
+            held += if side == "buy" { *base } else { -*base };
+            assert!(held >= 0, "sold more than held");
+        }
+    }
+    assert!(
+        total_trades > 0,
+        "three classes over 150 ticks trade at least once"
+    );
+
+    // Every trade and the starts reached the outbox of the key with a webhook.
+    let deliveries = app
+        .get("/api/v1/webhooks/deliveries?limit=100", Auth::XApiKey(&key))
+        .await;
+    assert_eq!(deliveries.status, 200, "{}", deliveries.body);
+    let events: Vec<&str> = deliveries.body["data"]
+        .as_array()
+        .expect("deliveries")
+        .iter()
+        .map(|d| d["event"].as_str().expect("event"))
+        .collect();
+    assert_eq!(events.iter().filter(|e| **e == "agent.started").count(), 3);
+    assert_eq!(
+        events.iter().filter(|e| **e == "agent.trade").count(),
+        total_trades.min(100 - 3)
+    );
+
+    // Stop: no more ticks, and an `agent.stopped`.
+    for id in &agents {
+        let stopped = app
+            .post(
+                &format!("/api/v1/public/agents/{id}/stop"),
+                Auth::XApiKey(&key),
+                json!(null),
+            )
+            .await;
+        assert_eq!(stopped.body["data"]["status"], "idle");
+    }
+    app.advance(Duration::hours(1));
+    assert_eq!(app.run_scheduler().await.agent_ticks.ticked, 0);
+    let (stops,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM webhook_deliveries WHERE event = 'agent.stopped'")
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("count");
+    assert_eq!(stops, 3);
+}
+
+#[tokio::test]
+async fn missed_ticks_run_once_and_a_restart_loses_nothing() {
+    let app = TestApp::spawn().await;
+    let (key, agent_id) = started_agent(&app, "op@example.com", "gambler", "1h").await;
+    for _ in 0..5 {
+        assert_eq!(app.run_scheduler().await.agent_ticks.ticked, 1);
+        app.advance(Duration::hours(1));
+    }
+    let before = agent(&app, &key, &agent_id).await;
+
+    // The server is down for ten hours, then restarts on the same database.
+    let app = app.restart().await;
+    app.advance(Duration::hours(10));
+    let after_restart = agent(&app, &key, &agent_id).await;
+    assert_eq!(after_restart["ticks"], before["ticks"]);
+    assert_eq!(after_restart["paper"], before["paper"]);
+    assert_eq!(after_restart["status"], "active");
+    assert_eq!(
+        app.run_scheduler().await.agent_ticks.ticked,
+        1,
+        "ten missed ticks run once"
+    );
+    assert_eq!(app.run_scheduler().await.agent_ticks.ticked, 0);
+    app.advance(Duration::hours(1));
+    assert_eq!(
+        app.run_scheduler().await.agent_ticks.ticked,
+        1,
+        "then the cadence resumes"
+    );
+    assert_eq!(agent(&app, &key, &agent_id).await["ticks"], 7);
+}
+
+#[tokio::test]
+async fn the_time_scale_speeds_up_intervals() {
+    let app = TestApp::spawn_with(|config| config.time_scale = 300).await;
+    let (key, agent_id) = started_agent(&app, "op@example.com", "fighter", "5m").await;
+    assert_eq!(app.run_scheduler().await.agent_ticks.ticked, 1);
+    for _ in 0..4 {
+        app.advance(Duration::seconds(1));
+        assert_eq!(
+            app.run_scheduler().await.agent_ticks.ticked,
+            1,
+            "a 5m agent ticks every second at 300x"
+        );
+    }
+    assert_eq!(agent(&app, &key, &agent_id).await["ticks"], 5);
+}
+
+#[tokio::test]
+async fn uploaded_strategies_are_validated_and_usable_by_their_owners_only() {
+    let app = TestApp::spawn().await;
+    let session = app.session("author@example.com").await;
+    let key = app.v1_key(&session).await;
+    let upload = |bytes: Vec<u8>| {
+        let key = key.clone();
+        let app = &app;
+        async move {
+            app.request(
+                "POST",
+                "/api/v1/public/strategies?name=mine",
+                Auth::XApiKey(&key),
+                Some(Body::Raw("application/wasm", bytes)),
+            )
+            .await
+        }
+    };
+    let garbage = upload(b"definitely not wasm".to_vec()).await;
+    assert_eq!(garbage.status, 400, "{}", garbage.body);
+    assert_eq!(v1_code(&garbage), "VALIDATION_ERROR");
+    let wrong_world = upload(
+        crucible::sandbox::test_guest("wrong-world")
+            .expect("guest")
+            .to_vec(),
+    )
+    .await;
+    assert_eq!(wrong_world.status, 400, "{}", wrong_world.body);
+    assert!(
+        wrong_world.body["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("crucible:strategy")
+    );
+    let huge = upload(vec![0u8; (10 << 20) + 1]).await;
+    assert_eq!(huge.status, 413, "{}", huge.body);
+    assert_eq!(v1_code(&huge), "PAYLOAD_TOO_LARGE");
+
+    let bytes = crucible::sandbox::builtin_component("rogue")
+        .expect("rogue")
+        .to_vec();
+    let uploaded = upload(bytes.clone()).await;
+    assert_eq!(uploaded.status, 201, "{}", uploaded.body);
+    let strategy_id = uploaded.body["data"]["strategyId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(strategy_id, crucible::crypto::sha256_hex(&bytes));
+    assert_eq!(
+        uploaded.body["data"]["strategyType"],
+        format!("custom:{strategy_id}")
+    );
+    let again = upload(bytes).await;
+    assert_eq!(again.body["data"]["strategyId"], strategy_id.as_str());
+    let listed = app
+        .get("/api/v1/public/strategies", Auth::XApiKey(&key))
+        .await;
+    assert_eq!(listed.body["data"].as_array().expect("list").len(), 1);
+
+    let body = |username: &str| {
+        json!({"name": "Custom", "username": username, "class": "rogue", "modelId": "me/custom",
+               "strategy": {"type": format!("custom:{strategy_id}"),
+                            "tokenPair": {"base": "SOL", "quote": "USDC"}, "timeInterval": "1h"}})
+    };
+    let created = app
+        .post(
+            "/api/v1/public/agents/create",
+            Auth::XApiKey(&key),
+            body("custom_agent"),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(
+        created.body["data"]["strategy"]["type"],
+        format!("custom:{strategy_id}")
+    );
+
+    let stranger = app.session("stranger@example.com").await;
+    let stranger_key = app.v1_key(&stranger).await;
+    let refused = app
+        .post(
+            "/api/v1/public/agents/create",
+            Auth::XApiKey(&stranger_key),
+            body("stolen"),
+        )
+        .await;
+    assert_eq!(refused.status, 400);
+    assert_eq!(refused.body["error"]["details"]["field"], "strategy.type");
+
+    // The uploaded component really runs the agent's ticks.
+    let agent_id = created.body["data"]["agentId"].as_str().expect("id");
+    app.airdrop(
+        created.body["data"]["walletAddress"]
+            .as_str()
+            .expect("wallet"),
+        10_000_000,
+        0,
+    )
+    .await;
+    app.post(
+        &format!("/api/v1/public/agents/{agent_id}/start"),
+        Auth::XApiKey(&key),
+        json!(null),
+    )
+    .await;
+    let pass = app.run_scheduler().await;
+    assert_eq!((pass.agent_ticks.ticked, pass.agent_ticks.faulted), (1, 0));
+}
+
+#[tokio::test]
+async fn a_strategy_that_keeps_faulting_trips_the_breaker_and_start_clears_it() {
+    let app = TestApp::spawn().await;
+    let session = app.session("author@example.com").await;
+    let key = app.v1_key(&session).await;
+    let hostile = crucible::sandbox::test_guest("hostile")
+        .expect("hostile")
+        .to_vec();
+    let uploaded = app
+        .request(
+            "POST",
+            "/api/v1/public/strategies",
+            Auth::XApiKey(&key),
+            Some(Body::Raw("application/octet-stream", hostile)),
+        )
+        .await;
+    assert_eq!(uploaded.status, 201, "{}", uploaded.body);
+    let strategy_type = uploaded.body["data"]["strategyType"]
+        .as_str()
+        .expect("type")
+        .to_owned();
+    let created = app
+        .post(
+            "/api/v1/public/agents/create",
+            Auth::XApiKey(&key),
+            json!({"name": "Looper", "username": "looper", "class": "rogue", "modelId": "me/loop",
+                   "personality": "infinite-loop",
+                   "strategy": {"type": strategy_type, "tokenPair": {"base": "SOL", "quote": "USDC"},
+                                "timeInterval": "5m"}}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let agent_id = created.body["data"]["agentId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    app.airdrop(
+        created.body["data"]["walletAddress"]
+            .as_str()
+            .expect("wallet"),
+        10_000_000,
+        0,
+    )
+    .await;
+    let start = format!("/api/v1/public/agents/{agent_id}/start");
+    app.post(&start, Auth::XApiKey(&key), json!(null)).await;
+
+    let mut broken = 0;
+    for _ in 0..crucible::agents::ticker::FAULT_LIMIT {
+        let pass = app.run_scheduler().await;
+        assert_eq!(pass.agent_ticks.faulted, 1);
+        broken += pass.agent_ticks.broken;
+        app.advance(Duration::minutes(5));
+    }
+    assert_eq!(broken, 1);
+    let view = agent(&app, &key, &agent_id).await;
+    assert_eq!(view["status"], "error");
+    let reason = view["statusReason"].as_str().expect("reason");
+    assert!(reason.contains("timeout"), "{reason}");
+    assert_eq!(view["faults"], 5);
+    assert_eq!(
+        app.run_scheduler().await.agent_ticks.ticked,
+        0,
+        "a broken agent is not ticked"
+    );
+
+    let restarted = app.post(&start, Auth::XApiKey(&key), json!(null)).await;
+    assert_eq!(restarted.body["data"]["status"], "active");
+    assert!(agent(&app, &key, &agent_id).await["statusReason"].is_null());
+}

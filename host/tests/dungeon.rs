@@ -8,19 +8,7 @@ use std::time::Duration as StdDuration;
 
 use chrono::Duration;
 use common::{Auth, DungeonPlayer, TestApp};
-use crucible::dungeon::game::VisibleState;
-use crucible::dungeon::game::agent::{Agent, GreedyAgent};
 use serde_json::{Value, json};
-
-/// Moves the manual clock to the next day's noon (UTC), so a test never straddles midnight.
-fn noon(app: &TestApp) {
-    let now = app.state.now();
-    let noon = (now.date_naive() + Duration::days(1))
-        .and_hms_opt(12, 0, 0)
-        .expect("noon")
-        .and_utc();
-    app.advance(noon - now);
-}
 
 /// The watch stream of a run, read from the real server socket until `run:ended` and the end of
 /// the stream: (id, event, data) in arrival order.
@@ -74,58 +62,10 @@ async fn open_watch(app: &TestApp, run_id: &str, key: &str) -> reqwest::Response
     response
 }
 
-async fn turn(app: &TestApp, run_id: &str, key: &str, body: Value) -> common::TestResponse {
-    app.post(
-        &format!("/api/dungeons/runs/{run_id}/turn"),
-        Auth::Bearer(key),
-        body,
-    )
-    .await
-}
-
-/// Plays `run_id` to its end with the engine's greedy agent over HTTP; returns the number of
-/// requests that were answered 200 (legal turns) and the final state.
-async fn play_to_end(app: &TestApp, run_id: &str, key: &str) -> (usize, VisibleState) {
-    let mut agent = GreedyAgent::new();
-    let first = turn(
-        app,
-        run_id,
-        key,
-        json!({"action": "inventory", "turnNumber": 1}),
-    )
-    .await;
-    assert_eq!(first.status, 200, "{}", first.body);
-    let mut state: VisibleState = serde_json::from_value(first.body).expect("visible state");
-    let mut legal = 1;
-    for _ in 0..2_000 {
-        if state.status.is_over() {
-            return (legal, state);
-        }
-        let action = agent.decide(&state);
-        let reply = turn(
-            app,
-            run_id,
-            key,
-            json!({"action": action.action, "target": action.target, "turnNumber": state.turn_number + 1}),
-        )
-        .await;
-        let body = match reply.status {
-            200 => {
-                legal += 1;
-                reply.body
-            }
-            400 => reply.body["state"].clone(),
-            other => panic!("turn answered {other}: {}", reply.body),
-        };
-        state = serde_json::from_value(body).expect("visible state");
-    }
-    panic!("the run did not end in 2000 turns");
-}
-
 #[tokio::test]
 async fn paid_entry_then_a_scripted_agent_plays_to_the_end_while_watched() {
     let app = TestApp::spawn_with(|config| config.simnet_finality_ms = 3_000).await;
-    noon(&app);
+    app.dungeon_noon();
     let player = app.dungeon_player("hero@example.com", 11, 5_000_000).await;
     let today = app.dungeon_today();
 
@@ -181,7 +121,7 @@ async fn paid_entry_then_a_scripted_agent_plays_to_the_end_while_watched() {
     );
 
     let watcher = open_watch(&app, &run_id, &key).await;
-    let (legal_turns, end) = play_to_end(&app, &run_id, &key).await;
+    let (legal_turns, end) = app.dungeon_play_to_end(&run_id, &key).await;
     assert_ne!(end.status.as_str(), "active");
     let events = watch_to_end(watcher).await;
 
@@ -204,7 +144,9 @@ async fn paid_entry_then_a_scripted_agent_plays_to_the_end_while_watched() {
     );
 
     // The key died with the run, on every run-key route.
-    let after = turn(&app, &run_id, &key, json!({"action": "inventory"})).await;
+    let after = app
+        .dungeon_turn(&run_id, &key, json!({"action": "inventory"}))
+        .await;
     assert_eq!(after.status, 401, "{}", after.body);
     assert!(after.error().contains("ended"));
     let said = app
@@ -293,7 +235,7 @@ fn enter_body(quote: &Value, payer: &str, signature: &str) -> Value {
 #[tokio::test]
 async fn entry_refusals_name_what_is_wrong_and_change_nothing() {
     let app = TestApp::spawn().await;
-    noon(&app);
+    app.dungeon_noon();
     let today = app.dungeon_today();
     let player = app.dungeon_player("p1@example.com", 21, 10_000_000).await;
     let other = app.dungeon_player("p2@example.com", 22, 10_000_000).await;
@@ -453,7 +395,7 @@ async fn entry_refusals_name_what_is_wrong_and_change_nothing() {
 #[tokio::test]
 async fn run_routes_take_only_their_own_run_key() {
     let app = TestApp::spawn().await;
-    noon(&app);
+    app.dungeon_noon();
     let player = app.dungeon_player("k1@example.com", 31, 5_000_000).await;
     let other = app.dungeon_player("k2@example.com", 32, 5_000_000).await;
     let mine = app.dungeon_run(&player, "mage").await;
@@ -527,19 +469,15 @@ async fn run_routes_take_only_their_own_run_key() {
 #[tokio::test]
 async fn turns_are_idempotent_illegal_ones_cost_one_ap_and_broadcasts_are_capped() {
     let app = TestApp::spawn().await;
-    noon(&app);
+    app.dungeon_noon();
     let player = app.dungeon_player("t1@example.com", 41, 5_000_000).await;
     let run = app.dungeon_run(&player, "fighter").await;
     let run_id = run["runId"].as_str().expect("run");
     let key = run["registrationKey"].as_str().expect("key");
 
-    let look = turn(
-        &app,
-        run_id,
-        key,
-        json!({"action": "examine", "turnNumber": 1}),
-    )
-    .await;
+    let look = app
+        .dungeon_turn(run_id, key, json!({"action": "examine", "turnNumber": 1}))
+        .await;
     assert_eq!(look.status, 200, "{}", look.body);
     assert_eq!(look.body["turnNumber"], 1);
     assert_eq!(look.body["player"]["ap"], 99);
@@ -547,34 +485,22 @@ async fn turns_are_idempotent_illegal_ones_cost_one_ap_and_broadcasts_are_capped
     assert_eq!(look.body["replayed"], false);
 
     // The same turn again: the stored answer, no second charge.
-    let retry = turn(
-        &app,
-        run_id,
-        key,
-        json!({"action": "examine", "turnNumber": 1}),
-    )
-    .await;
+    let retry = app
+        .dungeon_turn(run_id, key, json!({"action": "examine", "turnNumber": 1}))
+        .await;
     assert_eq!(retry.status, 200);
     assert_eq!(retry.body["replayed"], true);
     assert_eq!(retry.body["player"]["ap"], 99);
     assert_eq!(retry.body["lastTurn"], look.body["lastTurn"]);
-    let ahead = turn(
-        &app,
-        run_id,
-        key,
-        json!({"action": "inventory", "turnNumber": 5}),
-    )
-    .await;
+    let ahead = app
+        .dungeon_turn(run_id, key, json!({"action": "inventory", "turnNumber": 5}))
+        .await;
     assert_eq!(ahead.status, 409, "{}", ahead.body);
 
     // An illegal action: 400 listing the legal ones, 1 AP charged, the turn not consumed.
-    let illegal = turn(
-        &app,
-        run_id,
-        key,
-        json!({"action": "dance", "turnNumber": 2}),
-    )
-    .await;
+    let illegal = app
+        .dungeon_turn(run_id, key, json!({"action": "dance", "turnNumber": 2}))
+        .await;
     assert_eq!(illegal.status, 400, "{}", illegal.body);
     let legal: Vec<String> = illegal.body["availableActions"]
         .as_array()
@@ -592,17 +518,15 @@ async fn turns_are_idempotent_illegal_ones_cost_one_ap_and_broadcasts_are_capped
     }
     assert_eq!(illegal.body["state"]["turnNumber"], 1);
     assert_eq!(illegal.body["state"]["player"]["ap"], 98);
-    let next = turn(
-        &app,
-        run_id,
-        key,
-        json!({"action": "inventory", "turnNumber": 2}),
-    )
-    .await;
+    let next = app
+        .dungeon_turn(run_id, key, json!({"action": "inventory", "turnNumber": 2}))
+        .await;
     assert_eq!(next.status, 200, "{}", next.body);
     assert_eq!(next.body["turnNumber"], 2);
     assert_eq!(next.body["player"]["ap"], 98);
-    let malformed = turn(&app, run_id, key, json!({"target": "north"})).await;
+    let malformed = app
+        .dungeon_turn(run_id, key, json!({"target": "north"}))
+        .await;
     assert_eq!(malformed.status, 400);
 
     // Broadcasts: at most 280 characters, 5 a minute per run.
@@ -658,110 +582,4 @@ async fn turns_are_idempotent_illegal_ones_cost_one_ap_and_broadcasts_are_capped
     }
     assert!(!text.contains("id: 8\n"), "{text}");
     assert!(text.contains("event: run:broadcast"), "{text}");
-}
-
-#[tokio::test]
-async fn the_scheduler_abandons_idle_runs_and_pays_the_days_best_score() {
-    let app = TestApp::spawn().await;
-    noon(&app);
-    let today = app.dungeon_today();
-    let winner = app.dungeon_player("w1@example.com", 51, 5_000_000).await;
-    let loser = app.dungeon_player("w2@example.com", 52, 5_000_000).await;
-    let won = app.dungeon_run(&winner, "fighter").await;
-    let lost = app.dungeon_run(&loser, "fighter").await;
-    let (won_id, won_key) = (
-        won["runId"].as_str().expect("run"),
-        won["registrationKey"].as_str().expect("key"),
-    );
-    let lost_key = lost["registrationKey"].as_str().expect("key");
-    let (_, end) = play_to_end(&app, won_id, won_key).await;
-    assert!(end.score > 0);
-
-    let scheduler = crucible::scheduler::Scheduler::standard(&app.state).expect("scheduler");
-    scheduler.run_due(&app.state).await.expect("first pass");
-    app.advance(Duration::minutes(29));
-    scheduler.run_due(&app.state).await.expect("pass");
-    let alive = turn(
-        &app,
-        lost["runId"].as_str().expect("run"),
-        lost_key,
-        json!({"action": "inventory"}),
-    )
-    .await;
-    assert_eq!(
-        alive.status, 200,
-        "not idle long enough yet: {}",
-        alive.body
-    );
-
-    app.advance(Duration::minutes(31));
-    let pass = scheduler.run_due(&app.state).await.expect("pass");
-    assert!(
-        pass.schedules_run
-            .iter()
-            .any(|s| s == "dungeon.maintenance"),
-        "{pass:?}"
-    );
-    let dead = turn(
-        &app,
-        lost["runId"].as_str().expect("run"),
-        lost_key,
-        json!({"action": "inventory"}),
-    )
-    .await;
-    assert_eq!(dead.status, 401);
-    let page = app
-        .get(
-            &format!(
-                "/api/dungeons/runs/{}",
-                lost["runId"].as_str().expect("run")
-            ),
-            Auth::None,
-        )
-        .await;
-    assert_eq!(page.body["status"], "abandoned");
-    assert_eq!(
-        page.body["events"]
-            .as_array()
-            .expect("events")
-            .last()
-            .expect("ended")["event"],
-        "run:ended"
-    );
-    assert_eq!(
-        app.get("/api/account/payouts", Auth::Bearer(&winner.key))
-            .await
-            .body["payouts"],
-        json!([]),
-        "no prize before the day is over"
-    );
-
-    // After midnight the day is settled once: 2 entries × 1 USDC − 10% to the best score,
-    // sent from the dungeon wallet by the payout job.
-    app.advance(Duration::hours(12));
-    scheduler.run_due(&app.state).await.expect("pass");
-    scheduler
-        .run_due(&app.state)
-        .await
-        .expect("idempotent pass");
-    let payouts = app
-        .get("/api/account/payouts", Auth::Bearer(&winner.key))
-        .await
-        .body;
-    let list = payouts["payouts"].as_array().expect("payouts");
-    assert_eq!(list.len(), 1, "{payouts}");
-    assert_eq!(list[0]["sourceKind"], "dungeon");
-    assert_eq!(list[0]["sourceId"], today);
-    assert_eq!(list[0]["amountRaw"], "1800000");
-    assert_eq!(list[0]["wallet"], winner.wallet());
-    assert_eq!(list[0]["status"], "sent", "{payouts}");
-    assert_eq!(
-        app.get("/api/account/payouts", Auth::Bearer(&loser.key))
-            .await
-            .body["payouts"],
-        json!([])
-    );
-    let detail = app.get(&format!("/api/dungeons/{today}"), Auth::None).await;
-    assert_eq!(detail.body["status"], "closed");
-    assert_eq!(detail.body["prizePoolRaw"], "1800000");
 }

@@ -597,3 +597,68 @@ impl TestApp {
         panic!("the run did not end in 2000 turns");
     }
 }
+
+/// Playing dungeon runs over HTTP.
+impl TestApp {
+    /// Moves the manual clock to the next day's noon (UTC), so a test never straddles midnight.
+    pub fn dungeon_noon(&self) {
+        let now = self.state.now();
+        let noon = (now.date_naive() + Duration::days(1))
+            .and_hms_opt(12, 0, 0)
+            .expect("noon")
+            .and_utc();
+        self.advance(noon - now);
+    }
+
+    /// `POST /api/dungeons/runs/{run_id}/turn` with the run key.
+    pub async fn dungeon_turn(&self, run_id: &str, key: &str, body: Value) -> TestResponse {
+        self.post(
+            &format!("/api/dungeons/runs/{run_id}/turn"),
+            Auth::Bearer(key),
+            body,
+        )
+        .await
+    }
+
+    /// Plays `run_id` to its end with the engine's greedy agent over HTTP; returns how many
+    /// turns were legal (answered 200) and the final state.
+    pub async fn dungeon_play_to_end(
+        &self,
+        run_id: &str,
+        key: &str,
+    ) -> (usize, crucible::dungeon::game::VisibleState) {
+        use crucible::dungeon::game::agent::{Agent, GreedyAgent};
+        let mut agent = GreedyAgent::new();
+        let first = self
+            .dungeon_turn(run_id, key, json!({"action": "inventory", "turnNumber": 1}))
+            .await;
+        assert_eq!(first.status, 200, "{}", first.body);
+        let mut state: crucible::dungeon::game::VisibleState =
+            serde_json::from_value(first.body).expect("visible state");
+        let mut legal = 1;
+        for _ in 0..2_000 {
+            if state.status.is_over() {
+                return (legal, state);
+            }
+            let action = agent.decide(&state);
+            let reply = self
+                .dungeon_turn(
+                    run_id,
+                    key,
+                    json!({"action": action.action, "target": action.target,
+                           "turnNumber": state.turn_number + 1}),
+                )
+                .await;
+            let body = match reply.status {
+                200 => {
+                    legal += 1;
+                    reply.body
+                }
+                400 => reply.body["state"].clone(),
+                other => panic!("turn answered {other}: {}", reply.body),
+            };
+            state = serde_json::from_value(body).expect("visible state");
+        }
+        panic!("the run did not end in 2000 turns");
+    }
+}

@@ -1,0 +1,210 @@
+//! The dungeon's durability and housekeeping: concurrent turns on one run are serialized and a
+//! retried turn acts once, a restart loses nothing, idle runs are abandoned by the scheduler and
+//! the day's best score is paid the pot from the dungeon wallet.
+
+mod common;
+
+use chrono::Duration;
+use common::{Auth, TestApp};
+use serde_json::json;
+
+#[tokio::test]
+async fn concurrent_turns_on_one_run_are_serialized_and_a_retried_turn_acts_once() {
+    let app = TestApp::spawn().await;
+    app.dungeon_noon();
+    let player = app.dungeon_player("c1@example.com", 61, 5_000_000).await;
+    let run = app.dungeon_run(&player, "defender").await;
+    let run_id = run["runId"].as_str().expect("run").to_owned();
+    let key = run["registrationKey"].as_str().expect("key").to_owned();
+
+    // Ten copies of turn 1 at once: one is played, the others get its stored answer.
+    let same: Vec<_> = (0..10)
+        .map(|_| app.dungeon_turn(&run_id, &key, json!({"action": "examine", "turnNumber": 1})))
+        .collect();
+    let answers = futures_util::future::join_all(same).await;
+    for answer in &answers {
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(answer.body["turnNumber"], 1);
+        assert_eq!(answer.body["player"]["ap"], 99, "examine was charged once");
+    }
+    assert_eq!(
+        answers
+            .iter()
+            .filter(|a| a.body["replayed"] == false)
+            .count(),
+        1
+    );
+
+    // Ten different free turns at once, without turn numbers: all played, one after another.
+    let many: Vec<_> = (0..10)
+        .map(|_| app.dungeon_turn(&run_id, &key, json!({"action": "inventory"})))
+        .collect();
+    let mut numbers: Vec<i64> = futures_util::future::join_all(many)
+        .await
+        .iter()
+        .map(|a| {
+            assert_eq!(a.status, 200, "{}", a.body);
+            a.body["turnNumber"].as_i64().expect("number")
+        })
+        .collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (2..=11).collect::<Vec<_>>());
+    let page = app
+        .get(&format!("/api/dungeons/runs/{run_id}"), Auth::None)
+        .await;
+    let seqs: Vec<i64> = page.body["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["seq"].as_i64().expect("seq"))
+        .collect();
+    assert_eq!(
+        seqs,
+        (1..=11).collect::<Vec<_>>(),
+        "one event per turn, in order"
+    );
+}
+
+#[tokio::test]
+async fn a_restart_loses_nothing_of_a_run() {
+    let app = TestApp::spawn().await;
+    app.dungeon_noon();
+    let player = app.dungeon_player("r1@example.com", 62, 5_000_000).await;
+    let run = app.dungeon_run(&player, "mage").await;
+    let run_id = run["runId"].as_str().expect("run").to_owned();
+    let key = run["registrationKey"].as_str().expect("key").to_owned();
+    let before = app
+        .dungeon_turn(&run_id, &key, json!({"action": "examine", "turnNumber": 1}))
+        .await;
+    assert_eq!(before.status, 200);
+
+    let app = app.restart().await;
+    let retried = app
+        .dungeon_turn(&run_id, &key, json!({"action": "examine", "turnNumber": 1}))
+        .await;
+    assert_eq!(retried.status, 200, "{}", retried.body);
+    assert_eq!(retried.body["replayed"], true);
+    assert_eq!(retried.body["player"], before.body["player"]);
+    let next = app
+        .dungeon_turn(
+            &run_id,
+            &key,
+            json!({"action": "inventory", "turnNumber": 2}),
+        )
+        .await;
+    assert_eq!(next.status, 200, "{}", next.body);
+    assert_eq!(next.body["player"]["ap"], 99);
+    let credential = app
+        .get(
+            &format!("/api/dungeons/runs/{run_id}/credential"),
+            Auth::Session(&player.session),
+        )
+        .await;
+    assert_eq!(credential.body["registrationKey"], key);
+}
+
+#[tokio::test]
+async fn the_scheduler_abandons_idle_runs_and_pays_the_days_best_score() {
+    let app = TestApp::spawn().await;
+    app.dungeon_noon();
+    let today = app.dungeon_today();
+    let winner = app.dungeon_player("w1@example.com", 51, 5_000_000).await;
+    let loser = app.dungeon_player("w2@example.com", 52, 5_000_000).await;
+    let won = app.dungeon_run(&winner, "fighter").await;
+    let lost = app.dungeon_run(&loser, "fighter").await;
+    let (won_id, won_key) = (
+        won["runId"].as_str().expect("run"),
+        won["registrationKey"].as_str().expect("key"),
+    );
+    let lost_key = lost["registrationKey"].as_str().expect("key");
+    let (_, end) = app.dungeon_play_to_end(won_id, won_key).await;
+    assert!(end.score > 0);
+
+    let scheduler = crucible::scheduler::Scheduler::standard(&app.state).expect("scheduler");
+    scheduler.run_due(&app.state).await.expect("first pass");
+    app.advance(Duration::minutes(29));
+    scheduler.run_due(&app.state).await.expect("pass");
+    let alive = app
+        .dungeon_turn(
+            lost["runId"].as_str().expect("run"),
+            lost_key,
+            json!({"action": "inventory"}),
+        )
+        .await;
+    assert_eq!(
+        alive.status, 200,
+        "not idle long enough yet: {}",
+        alive.body
+    );
+
+    app.advance(Duration::minutes(31));
+    let pass = scheduler.run_due(&app.state).await.expect("pass");
+    assert!(
+        pass.schedules_run
+            .iter()
+            .any(|s| s == "dungeon.maintenance"),
+        "{pass:?}"
+    );
+    let dead = app
+        .dungeon_turn(
+            lost["runId"].as_str().expect("run"),
+            lost_key,
+            json!({"action": "inventory"}),
+        )
+        .await;
+    assert_eq!(dead.status, 401);
+    let page = app
+        .get(
+            &format!(
+                "/api/dungeons/runs/{}",
+                lost["runId"].as_str().expect("run")
+            ),
+            Auth::None,
+        )
+        .await;
+    assert_eq!(page.body["status"], "abandoned");
+    assert_eq!(
+        page.body["events"]
+            .as_array()
+            .expect("events")
+            .last()
+            .expect("ended")["event"],
+        "run:ended"
+    );
+    assert_eq!(
+        app.get("/api/account/payouts", Auth::Bearer(&winner.key))
+            .await
+            .body["payouts"],
+        json!([]),
+        "no prize before the day is over"
+    );
+
+    // After midnight the day is settled once: 2 entries × 1 USDC − 10% to the best score,
+    // sent from the dungeon wallet by the payout job.
+    app.advance(Duration::hours(12));
+    scheduler.run_due(&app.state).await.expect("pass");
+    scheduler
+        .run_due(&app.state)
+        .await
+        .expect("idempotent pass");
+    let payouts = app
+        .get("/api/account/payouts", Auth::Bearer(&winner.key))
+        .await
+        .body;
+    let list = payouts["payouts"].as_array().expect("payouts");
+    assert_eq!(list.len(), 1, "{payouts}");
+    assert_eq!(list[0]["sourceKind"], "dungeon");
+    assert_eq!(list[0]["sourceId"], today);
+    assert_eq!(list[0]["amountRaw"], "1800000");
+    assert_eq!(list[0]["wallet"], winner.wallet());
+    assert_eq!(list[0]["status"], "sent", "{payouts}");
+    assert_eq!(
+        app.get("/api/account/payouts", Auth::Bearer(&loser.key))
+            .await
+            .body["payouts"],
+        json!([])
+    );
+    let detail = app.get(&format!("/api/dungeons/{today}"), Auth::None).await;
+    assert_eq!(detail.body["status"], "closed");
+    assert_eq!(detail.body["prizePoolRaw"], "1800000");
+}

@@ -412,3 +412,91 @@ async fn a_strategy_that_keeps_faulting_trips_the_breaker_and_start_clears_it() 
     assert_eq!(restarted.body["data"]["status"], "active");
     assert!(agent(&app, &key, &agent_id).await["statusReason"].is_null());
 }
+
+#[tokio::test]
+async fn the_daily_report_names_the_best_and_worst_agent_of_each_account() {
+    let app = TestApp::spawn().await;
+    let session = app.session("op@example.com").await;
+    let all = ["agents:read", "agents:write", "agents:start", "agents:stop"];
+    let key = app
+        .v1_key_with(&session, &all, Some("https://hooks.example.com/daily"))
+        .await["key"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let mut ids = Vec::new();
+    for class in ["gambler", "defender"] {
+        let agent = app
+            .create_agent(&key, &format!("daily_{class}"), class, "1h")
+            .await;
+        app.airdrop(
+            agent["walletAddress"].as_str().expect("wallet"),
+            10_000_000,
+            0,
+        )
+        .await;
+        let id = agent["agentId"].as_str().expect("id").to_owned();
+        app.post(
+            &format!("/api/v1/public/agents/{id}/start"),
+            Auth::XApiKey(&key),
+            json!(null),
+        )
+        .await;
+        ids.push(id);
+    }
+    for _ in 0..48 {
+        app.run_scheduler().await;
+        app.advance(Duration::hours(1));
+    }
+    // An account without started agents gets no report.
+    let idle = app.session("idle@example.com").await;
+    let idle_key = app
+        .v1_key_with(&idle, &all, Some("https://hooks.example.com/idle"))
+        .await["key"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    app.create_agent(&idle_key, "never_started", "mage", "1h")
+        .await;
+
+    assert_eq!(
+        crucible::agents::daily_report::send(&app.state)
+            .await
+            .expect("report"),
+        1
+    );
+    let (payload,): (String,) =
+        sqlx::query_as("SELECT payload FROM webhook_deliveries WHERE event = 'agent.performance'")
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("one report");
+    let data = &serde_json::from_str::<Value>(&payload).expect("json")["data"];
+
+    let mut pnl = Vec::new();
+    for id in &ids {
+        let performance = app
+            .get(
+                &format!("/api/v1/public/agents/{id}/performance?period=24h"),
+                Auth::XApiKey(&key),
+            )
+            .await;
+        pnl.push((
+            id.clone(),
+            performance.body["data"]["metrics"]["totalPnl"]
+                .as_f64()
+                .expect("pnl"),
+        ));
+    }
+    let total: f64 = pnl.iter().map(|(_, p)| p).sum();
+    assert!(
+        (data["pnl24h"].as_f64().expect("pnl24h") - total).abs() < 1e-6,
+        "{data}"
+    );
+    pnl.sort_by(|a, b| a.1.total_cmp(&b.1));
+    assert_eq!(data["bestAgent"]["agentId"], pnl[1].0.as_str());
+    assert_eq!(data["worstAgent"]["agentId"], pnl[0].0.as_str());
+    assert_eq!(data["agents"], 2);
+    let rate = data["winRate"].as_f64().expect("win rate");
+    assert!((0.0..=1.0).contains(&rate));
+    assert!(data["totalTrades"].as_i64().expect("trades") >= 0);
+}

@@ -30,15 +30,22 @@ pub enum TurnResult {
     Illegal { message: String, reply: Value },
 }
 
+/// Play one turn of `current`'s run (the row as read by the key check; reloaded after a race).
 pub async fn turn(
     state: &AppState,
-    run_id: &str,
+    current: RunRow,
     request: TurnRequest,
 ) -> Result<TurnResult, ApiError> {
+    let run_id = current.id.clone();
+    let run_id = run_id.as_str();
+    let mut first = Some(current);
     for _ in 0..RACE_RETRIES {
-        let row = store::load(state, run_id)
-            .await?
-            .ok_or_else(|| run_not_found(run_id))?;
+        let row = match first.take() {
+            Some(row) => row,
+            None => store::load(state, run_id)
+                .await?
+                .ok_or_else(|| run_not_found(run_id))?,
+        };
         if let Some(number) = request.turn_number {
             let number = i64::try_from(number).unwrap_or(i64::MAX);
             if number < 1 {

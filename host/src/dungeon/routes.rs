@@ -142,7 +142,7 @@ async fn turn(
     key.for_run(&run_id)?;
     let span = tracing::debug_span!("dungeon_turn", run_id);
     let result =
-        tracing::Instrument::instrument(play::turn(&state, &run_id, request), span).await?;
+        tracing::Instrument::instrument(play::turn(&state, key.row, request), span).await?;
     Ok(match result {
         TurnResult::Played(reply) => axum::Json(reply).into_response(),
         TurnResult::Illegal { message, reply } => (

@@ -10,6 +10,7 @@ use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
+use super::store::{self, RunRow};
 use crate::crypto::{constant_time_eq, random_base58, sha256_hex};
 use crate::http::ApiError;
 use crate::state::AppState;
@@ -30,10 +31,11 @@ pub fn mint() -> MintedRunKey {
     }
 }
 
-/// A live run key: the run it belongs to.
+/// A live run key: the run it belongs to, as read when the key was checked.
 #[derive(Debug, Clone)]
 pub struct RunKey {
     pub run_id: String,
+    pub row: RunRow,
 }
 
 impl RunKey {
@@ -77,25 +79,16 @@ impl FromRequestParts<AppState> for RunKey {
         let Some(key) = bearer.filter(|key| key.starts_with(PREFIX)) else {
             return Err(required());
         };
-        let hash = sha256_hex(key);
-        let row: Option<(String, String, String)> =
-            sqlx::query_as("SELECT id, status, key_hash FROM dungeon_runs WHERE key_hash = $1")
-                .bind(&hash)
-                .fetch_optional(state.store.read())
-                .await?;
-        match row {
-            Some((run_id, status, stored))
-                if constant_time_eq(stored.as_bytes(), hash.as_bytes()) =>
-            {
-                if status == "active" {
-                    Ok(RunKey { run_id })
-                } else {
-                    Err(ApiError::Unauthorized(format!(
-                        "run {run_id} has ended ({status}); its key no longer works"
-                    )))
-                }
-            }
-            _ => Err(ApiError::Unauthorized(
+        match store::load_by_key_hash(state, &sha256_hex(key)).await? {
+            Some(row) if row.is_active() => Ok(RunKey {
+                run_id: row.id.clone(),
+                row,
+            }),
+            Some(row) => Err(ApiError::Unauthorized(format!(
+                "run {} has ended ({}); its key no longer works",
+                row.id, row.status
+            ))),
+            None => Err(ApiError::Unauthorized(
                 "unknown run key: send the registrationKey returned when you entered".into(),
             )),
         }

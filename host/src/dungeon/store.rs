@@ -109,6 +109,18 @@ pub async fn load(state: &AppState, run_id: &str) -> Result<Option<RunRow>, ApiE
     Ok(row.map(RunRow::from_row))
 }
 
+/// The run a key hash belongs to (the run-key check reads the whole row, so a turn needs no
+/// second read).
+pub async fn load_by_key_hash(state: &AppState, hash: &str) -> Result<Option<RunRow>, ApiError> {
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM dungeon_runs WHERE key_hash = $1"
+    ))
+    .bind(hash)
+    .fetch_optional(state.store.read())
+    .await?;
+    Ok(row.map(RunRow::from_row))
+}
+
 pub async fn list_for_account(state: &AppState, account_id: &str) -> Result<Vec<RunRow>, ApiError> {
     let rows: Vec<Row> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM dungeon_runs WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500"

@@ -500,3 +500,102 @@ async fn the_daily_report_names_the_best_and_worst_agent_of_each_account() {
     assert!((0.0..=1.0).contains(&rate));
     assert!(data["totalTrades"].as_i64().expect("trades") >= 0);
 }
+
+/// A receiver on a real socket that keeps every webhook body with its signature header.
+async fn webhook_receiver() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>,
+) {
+    use std::sync::{Arc, Mutex};
+    let seen: Arc<Mutex<Vec<(String, Vec<u8>)>>> = Arc::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/hooks", listener.local_addr().expect("addr"));
+    let sink = seen.clone();
+    let router = axum::Router::new().fallback(
+        move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+            let sink = sink.clone();
+            async move {
+                let signature = headers
+                    .get("x-svc-signature")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                sink.lock().expect("lock").push((signature, body.to_vec()));
+                "ok"
+            }
+        },
+    );
+    tokio::spawn(async move { axum::serve(listener, router).await.expect("receiver") });
+    (url, seen)
+}
+
+#[tokio::test]
+async fn agent_events_reach_the_v1_keys_webhook_signed_with_its_secret() {
+    use hmac::{Hmac, Mac};
+    let app = TestApp::spawn().await;
+    let (url, seen) = webhook_receiver().await;
+    let session = app.session("op@example.com").await;
+    let all = ["agents:read", "agents:write", "agents:start", "agents:stop"];
+    let created = app.v1_key_with(&session, &all, Some(&url)).await;
+    let key = created["key"].as_str().expect("key").to_owned();
+    let secret = created["webhookSecret"]
+        .as_str()
+        .expect("secret")
+        .to_owned();
+    let agent = app.create_agent(&key, "hooked", "gambler", "5m").await;
+    let agent_id = agent["agentId"].as_str().expect("id").to_owned();
+    app.airdrop(
+        agent["walletAddress"].as_str().expect("wallet"),
+        10_000_000,
+        0,
+    )
+    .await;
+    app.post(
+        &format!("/api/v1/public/agents/{agent_id}/start"),
+        Auth::XApiKey(&key),
+        json!(null),
+    )
+    .await;
+    app.post(
+        &format!("/api/v1/public/agents/{agent_id}/stop"),
+        Auth::XApiKey(&key),
+        json!(null),
+    )
+    .await;
+    crucible::webhooks::deliver_due(&app.state)
+        .await
+        .expect("deliver");
+
+    let seen = seen.lock().expect("lock").clone();
+    let events: Vec<String> = seen
+        .iter()
+        .map(|(signature, body)| {
+            let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("key");
+            mac.update(body);
+            assert_eq!(
+                *signature,
+                format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+            );
+            let body: Value = serde_json::from_slice(body).expect("json");
+            assert_eq!(body["data"]["agentId"], agent_id.as_str());
+            body["event"].as_str().expect("event").to_owned()
+        })
+        .collect();
+    let mut sorted = events.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["agent.started", "agent.stopped"], "{events:?}");
+    let deliveries = app
+        .get("/api/v1/webhooks/deliveries", Auth::XApiKey(&key))
+        .await;
+    assert!(
+        deliveries.body["data"]
+            .as_array()
+            .expect("deliveries")
+            .iter()
+            .all(|d| d["status"] == "delivered"),
+        "{}",
+        deliveries.body
+    );
+}

@@ -228,3 +228,21 @@ async fn the_scheduler_abandons_idle_runs_and_pays_the_days_best_score() {
     assert_eq!(detail.body["status"], "closed");
     assert_eq!(detail.body["prizePoolRaw"], "1800000");
 }
+
+#[tokio::test]
+async fn public_dungeon_reads_are_limited_per_ip() {
+    let app = TestApp::spawn_with(|config| config.rate_limits = true).await;
+    let board = format!("/api/dungeons/{}/leaderboard", app.dungeon_today());
+    for _ in 0..120 {
+        let response = app.get(&board, Auth::None).await;
+        assert_eq!(response.status, 200, "{}", response.body);
+    }
+    let limited = app.get(&board, Auth::None).await;
+    assert_eq!(limited.status, 429);
+    assert!(limited.body["retryAfter"].as_u64().is_some_and(|s| s >= 1));
+    assert_eq!(
+        app.get("/api/dungeons", Auth::None).await.status,
+        429,
+        "one budget for every public dungeon read"
+    );
+}

@@ -501,13 +501,12 @@ async fn the_daily_report_names_the_best_and_worst_agent_of_each_account() {
     assert!(data["totalTrades"].as_i64().expect("trades") >= 0);
 }
 
+/// Webhook requests a receiver got: the signature header and the raw body.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
 /// A receiver on a real socket that keeps every webhook body with its signature header.
-async fn webhook_receiver() -> (
-    String,
-    std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>,
-) {
-    use std::sync::{Arc, Mutex};
-    let seen: Arc<Mutex<Vec<(String, Vec<u8>)>>> = Arc::default();
+async fn webhook_receiver() -> (String, Seen) {
+    let seen = Seen::default();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

@@ -32,6 +32,9 @@ pub const AGENT_STARTED: &str = "agent.started";
 pub const AGENT_STOPPED: &str = "agent.stopped";
 /// An agent executed a trade; data `{agentId, type, token, amount, price, txHash}`.
 pub const AGENT_TRADE: &str = "agent.trade";
+/// An agent was stopped by its circuit breaker after repeated strategy faults; data
+/// `{agentId, reason, at}`.
+pub const AGENT_ERROR: &str = "agent.error";
 /// Daily at 00:00 UTC: the account's 24 h PnL, win rate, total trades, best and worst agent.
 pub const AGENT_PERFORMANCE: &str = "agent.performance";
 

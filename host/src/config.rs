@@ -56,6 +56,11 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..=300_000))]
     pub webhook_timeout_ms: u64,
 
+    /// Allow webhook URLs on private, loopback and link-local addresses (off: such URLs would
+    /// let a key owner reach the server's own network).
+    #[arg(long, env = "CRUCIBLE_WEBHOOK_ALLOW_PRIVATE", default_value_t = false)]
+    pub webhook_allow_private: bool,
+
     /// Recurring tournaments as a JSON array (see README); `[]` creates none. Default: daily,
     /// weekly and monthly series.
     #[arg(long, env = "CRUCIBLE_TOURNAMENT_SERIES", value_parser = parse_series)]
@@ -141,6 +146,8 @@ pub struct Config {
     pub scheduler_interval_ms: u64,
     /// Per-request timeout of webhook deliveries (default 10 000).
     pub webhook_timeout_ms: u64,
+    /// Whether webhooks may go to private addresses.
+    pub webhook_allow_private: bool,
     pub tournament_series: Vec<SeriesSpec>,
     pub demo_data: bool,
     pub market_seed: u64,
@@ -192,6 +199,7 @@ impl From<ServeArgs> for Config {
             bind: args.bind,
             scheduler_interval_ms: args.scheduler_interval_ms,
             webhook_timeout_ms: args.webhook_timeout_ms,
+            webhook_allow_private: args.webhook_allow_private,
             tournament_series: args.tournament_series.unwrap_or_else(default_series),
             demo_data: args.demo_data.map_or(embedded, |value| value == "on"),
             market_seed: args.market_seed,
@@ -231,6 +239,8 @@ impl Config {
             public_url: "http://127.0.0.1".to_owned(),
             scheduler_interval_ms: 0,
             webhook_timeout_ms: 10_000,
+            // Test receivers listen on loopback.
+            webhook_allow_private: true,
             tournament_series: Vec::new(),
             demo_data: false,
             market_seed: 42,
@@ -258,6 +268,7 @@ impl Config {
             public_url: "http://127.0.0.1:8080".to_owned(),
             scheduler_interval_ms: 0,
             webhook_timeout_ms: 10_000,
+            webhook_allow_private: false,
             tournament_series: Vec::new(),
             demo_data: false,
             market_seed: 42,

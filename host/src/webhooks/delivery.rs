@@ -10,6 +10,7 @@ use futures_util::StreamExt;
 use futures_util::stream;
 use tracing::Instrument;
 
+use super::egress;
 use super::outbox::{self, Claimed, Outcome};
 use super::schedule::{self, AfterFailure};
 use super::signing::{self, DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER};
@@ -109,7 +110,8 @@ async fn attempt(
         }
     };
     let signed = signing::sign(&row.payload, &secret);
-    let (status_code, error) = send(&row, &signed, timeout).await;
+    let (status_code, error) =
+        send(&row, &signed, timeout, state.config.webhook_allow_private).await;
     match error {
         None => {
             tracing::info!(status_code, "webhook delivered");
@@ -191,18 +193,31 @@ async fn fail(
 /// The process's HTTP client: one connection pool for every delivery, redirects never followed
 /// (a 3xx is a failed attempt: the owner should fix the URL, and we must not be bounced to
 /// addresses the owner did not give).
-fn client() -> Result<&'static reqwest::Client, String> {
-    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .user_agent(USER_AGENT)
-                .build()
-                .map_err(|error| format!("cannot build the HTTP client: {error}"))
-        })
-        .as_ref()
-        .map_err(Clone::clone)
+/// Unless private addresses are allowed, names resolve to public addresses only
+/// ([`egress::PublicOnly`]).
+fn client(allow_private: bool) -> Result<&'static reqwest::Client, String> {
+    static PUBLIC_ONLY: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    static ANY_ADDRESS: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    let (cell, guarded) = if allow_private {
+        (&ANY_ADDRESS, false)
+    } else {
+        (&PUBLIC_ONLY, true)
+    };
+    cell.get_or_init(|| {
+        let builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(USER_AGENT);
+        let builder = if guarded {
+            builder.dns_resolver(std::sync::Arc::new(egress::PublicOnly))
+        } else {
+            builder
+        };
+        builder
+            .build()
+            .map_err(|error| format!("cannot build the HTTP client: {error}"))
+    })
+    .as_ref()
+    .map_err(Clone::clone)
 }
 
 /// POST the signed body; the response status (if any) and, unless it was 2xx, what went wrong.
@@ -210,8 +225,12 @@ async fn send(
     row: &Claimed,
     signed: &signing::SignedRequest,
     timeout: Duration,
+    allow_private: bool,
 ) -> (Option<u16>, Option<String>) {
-    let client = match client() {
+    if !allow_private && let Err(refused) = egress::check_literal(&row.url) {
+        return (None, Some(refused));
+    }
+    let client = match client(allow_private) {
         Ok(client) => client,
         Err(error) => return (None, Some(error)),
     };

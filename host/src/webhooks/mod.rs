@@ -11,6 +11,7 @@
 //! database transaction across an HTTP request.
 
 mod delivery;
+pub mod egress;
 mod outbox;
 pub mod schedule;
 pub mod signing;

@@ -1,0 +1,130 @@
+//! Where webhooks may go. A webhook URL is chosen by a key owner, so without a guard the server
+//! would POST on their behalf to its own network: loopback admin ports, cloud metadata
+//! (169.254.169.254), private ranges. By default deliveries go to public addresses only: an
+//! IP-literal host is checked before sending, and names are resolved by [`PublicOnly`], which
+//! drops private and reserved addresses — so a name that resolves to one cannot be used to
+//! rebind past the check. `CRUCIBLE_WEBHOOK_ALLOW_PRIVATE=true` lifts this (tests, or receivers
+//! inside your own network).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+/// Whether `ip` is a public unicast address a webhook may be sent to.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_public_v4(v4),
+            None => is_public_v6(v6),
+        },
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, ..] = ip.octets();
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_broadcast()
+        || ip.is_documentation()
+        || ip.is_multicast()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b)) // shared address space (carrier-grade NAT)
+        || (a == 192 && b == 0 && ip.octets()[2] == 0) // IETF protocol assignments
+        || (a == 198 && (18..20).contains(&b)) // benchmarking
+        || a >= 240) // reserved
+}
+
+fn is_public_v6(ip: Ipv6Addr) -> bool {
+    let first = ip.segments()[0];
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        || (first & 0xfe00) == 0xfc00 // unique local
+        || (first & 0xffc0) == 0xfe80 // link local
+        || first == 0x2001 && ip.segments()[1] == 0x0db8) // documentation
+}
+
+/// Refuse a URL whose host is an IP literal outside the public range (names are checked when
+/// they are resolved).
+pub fn check_literal(url: &str) -> Result<(), String> {
+    let parsed = url::Url::parse(url).map_err(|error| format!("bad webhook URL: {error}"))?;
+    let ip = match parsed.host() {
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
+        _ => return Ok(()),
+    };
+    if is_public(ip) {
+        Ok(())
+    } else {
+        Err(refusal(&ip.to_string()))
+    }
+}
+
+fn refusal(host: &str) -> String {
+    format!(
+        "refused: {host} is a private or reserved address; webhooks are delivered to public \
+         addresses only (the server host can allow private ones with CRUCIBLE_WEBHOOK_ALLOW_PRIVATE)"
+    )
+}
+
+/// A resolver that keeps only public addresses of a name.
+pub struct PublicOnly;
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let resolved: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> = resolved
+                .into_iter()
+                .filter(|address| is_public(address.ip()))
+                .collect();
+            if public.is_empty() {
+                return Err(refusal(&host).into());
+            }
+            let addrs: Addrs = Box::new(public.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_and_reserved_addresses_are_not_public() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(!is_public(ip.parse().expect("ip")), "{ip}");
+        }
+        for ip in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
+            assert!(is_public(ip.parse().expect("ip")), "{ip}");
+        }
+    }
+
+    #[test]
+    fn literal_hosts_are_checked_names_pass_to_the_resolver() {
+        assert!(check_literal("http://127.0.0.1:9000/hook").is_err());
+        assert!(check_literal("http://[::1]/hook").is_err());
+        assert!(check_literal("https://169.254.169.254/latest").is_err());
+        assert!(check_literal("https://1.1.1.1/hook").is_ok());
+        assert!(check_literal("https://hooks.example.com/in").is_ok());
+    }
+}

@@ -73,7 +73,13 @@ fn main() {
         .to_path_buf();
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     // `migrations` too: `sqlx::migrate!` embeds those files, and a new one must rebuild the crate.
-    for dir in ["wit", "sdk-guest", "strategies", "test-guests", "migrations"] {
+    for dir in [
+        "wit",
+        "sdk-guest",
+        "strategies",
+        "test-guests",
+        "migrations",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
     println!(

@@ -3,10 +3,10 @@
 
 mod common;
 
-use common::{Auth, Body, TestApp};
+use common::fuzz::payload;
+use common::{Auth, TestApp};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
-use serde_json::{Value, json};
 
 const ENDPOINTS: &[(&str, &str)] = &[
     ("POST", "/api/auth/signup"),
@@ -54,41 +54,12 @@ const FIELDS: &[&str] = &[
     "payerWallet",
 ];
 
-fn json_value() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(Value::from),
-        ".{0,40}".prop_map(Value::from),
-        Just(json!("read")),
-        Just(json!("correct horse 9")),
-        Just(json!("11111111111111111111111111111111")),
-    ];
-    leaf.prop_recursive(3, 24, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
-            prop::collection::vec((prop::sample::select(FIELDS), inner), 0..6).prop_map(|pairs| {
-                Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-            }),
-        ]
-    })
-}
-
-#[derive(Debug, Clone)]
-enum Payload {
-    Json(Value),
-    Bytes(Vec<u8>),
-}
-
-fn payload() -> impl Strategy<Value = Payload> {
-    prop_oneof![
-        3 => json_value().prop_map(Payload::Json),
-        1 => prop::collection::vec(any::<u8>(), 0..200).prop_map(Payload::Bytes),
-    ]
-}
+/// Words the endpoints accept somewhere.
+const WORDS: &[&str] = &[
+    "read",
+    "correct horse 9",
+    "11111111111111111111111111111111",
+];
 
 /// A live paid tournament, so random registrations reach the payment and seat logic.
 async fn seed_tournament(app: &TestApp) {
@@ -125,7 +96,7 @@ fn random_input_never_yields_a_server_error() {
     let strategy = (
         0..ENDPOINTS.len(),
         0..3usize,
-        payload(),
+        payload(FIELDS, WORDS),
         prop_oneof![Just("trn_fuzz".to_owned()), "[a-zA-Z0-9_%.-]{0,24}"],
     );
     let outcome = runner.run(&strategy, |(endpoint, auth, payload, segment)| {
@@ -136,10 +107,7 @@ fn random_input_never_yields_a_server_error() {
             1 => Auth::Session(&session),
             _ => Auth::Bearer(&key),
         };
-        let body = match payload {
-            Payload::Json(value) => Body::Json(value),
-            Payload::Bytes(bytes) => Body::Raw("application/json", bytes),
-        };
+        let body = payload.into_body();
         let response = runtime.block_on(app.request(method, &path, auth, Some(body)));
         prop_assert!(
             response.status < 500,

@@ -62,9 +62,9 @@ impl VerifiedKey {
     }
 }
 
-/// The key the client presented: `Authorization: Bearer <key>`, else `x-api-key: <key>`.
-pub fn presented(headers: &HeaderMap) -> Option<String> {
-    let bearer = headers
+/// The token of `Authorization: Bearer <token>`, if any.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| {
@@ -72,7 +72,12 @@ pub fn presented(headers: &HeaderMap) -> Option<String> {
                 .strip_prefix("Bearer ")
                 .or_else(|| value.strip_prefix("bearer "))
         })
-        .map(str::trim);
+        .map(str::trim)
+}
+
+/// The key the client presented: `Authorization: Bearer <key>`, else `x-api-key: <key>`.
+pub fn presented(headers: &HeaderMap) -> Option<String> {
+    let bearer = bearer(headers);
     let header = headers
         .get("x-api-key")
         .and_then(|value| value.to_str().ok())

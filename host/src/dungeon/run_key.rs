@@ -7,7 +7,6 @@
 //! simply not this run's), which tells a confused agent that it mixed up its runs.
 
 use axum::extract::FromRequestParts;
-use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
 use super::store::{self, RunRow};
@@ -66,17 +65,9 @@ impl FromRequestParts<AppState> for RunKey {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let bearer = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| {
-                value
-                    .strip_prefix("Bearer ")
-                    .or_else(|| value.strip_prefix("bearer "))
-            })
-            .map(str::trim);
-        let Some(key) = bearer.filter(|key| key.starts_with(PREFIX)) else {
+        let Some(key) =
+            crate::auth::keys::bearer(&parts.headers).filter(|key| key.starts_with(PREFIX))
+        else {
             return Err(required());
         };
         match store::load_by_key_hash(state, &sha256_hex(key)).await? {

@@ -141,6 +141,51 @@ pub struct ListQuery {
     pub descending: bool,
 }
 
+/// A list parameter that does not parse: which one, and what it must be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadParam {
+    pub field: &'static str,
+    pub message: &'static str,
+}
+
+/// The filters both tournament lists share (`visibility`, `orderBy`, `order`, `search`), parsed
+/// from their query parameters: (visibility, order by, descending, search).
+pub fn parse_shared_filters(
+    visibility: Option<&str>,
+    order_by: Option<&str>,
+    order: Option<&str>,
+    search: Option<String>,
+) -> Result<(Option<String>, OrderBy, bool, Option<String>), BadParam> {
+    let bad = |field, message| BadParam { field, message };
+    let visibility = match visibility {
+        None | Some("") => None,
+        Some(v @ ("public" | "private")) => Some(v.to_owned()),
+        Some(_) => {
+            return Err(bad(
+                "visibility",
+                "`visibility` must be `public` or `private`",
+            ));
+        }
+    };
+    let order_by = match order_by {
+        None | Some("") => OrderBy::CreatedAt,
+        Some(raw) => OrderBy::parse(raw).ok_or(bad(
+            "orderBy",
+            "`orderBy` must be one of name, createdAt, startDate, endDate, currentParticipants",
+        ))?,
+    };
+    let descending = match order {
+        None | Some("") | Some("desc") => true,
+        Some("asc") => false,
+        Some(_) => return Err(bad("order", "`order` must be `asc` or `desc`")),
+    };
+    let search = search.filter(|s| !s.trim().is_empty());
+    if search.as_ref().is_some_and(|s| s.chars().count() > 100) {
+        return Err(bad("search", "`search` must be at most 100 characters"));
+    }
+    Ok((visibility, order_by, descending, search))
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum OrderBy {
     Name,

@@ -7,7 +7,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::leaderboard::{self, LeaderboardView};
 use super::model::{Status, TournamentView, registration_memo};
-use super::queries::{self, ListQuery, OrderBy};
+use super::queries::{self, ListQuery};
 use super::registration::{self, Outcome, RegisterRequest};
 use crate::auth::{MaybeAccountAuth, Write};
 use crate::domain::WalletAddress;
@@ -67,11 +67,6 @@ impl ListParams {
                 ));
             }
         };
-        let visibility = match self.visibility.as_deref() {
-            None | Some("") => None,
-            Some(v @ ("public" | "private")) => Some(v.to_owned()),
-            Some(_) => return Err(bad("`visibility` must be `public` or `private`")),
-        };
         let page = self.page.unwrap_or(0);
         if !(0..=100_000).contains(&page) {
             return Err(bad("`page` must be 0 or more"));
@@ -80,21 +75,13 @@ impl ListParams {
         if !(1..=50).contains(&page_size) {
             return Err(bad("`pageSize` must be 1 to 50"));
         }
-        let order_by = match self.order_by.as_deref() {
-            None | Some("") => OrderBy::CreatedAt,
-            Some(raw) => OrderBy::parse(raw).ok_or_else(|| {
-                bad("`orderBy` must be one of name, createdAt, startDate, endDate, currentParticipants")
-            })?,
-        };
-        let descending = match self.order.as_deref() {
-            None | Some("") | Some("desc") => true,
-            Some("asc") => false,
-            Some(_) => return Err(bad("`order` must be `asc` or `desc`")),
-        };
-        let search = self.search.filter(|s| !s.trim().is_empty());
-        if search.as_ref().is_some_and(|s| s.chars().count() > 100) {
-            return Err(bad("`search` must be at most 100 characters"));
-        }
+        let (visibility, order_by, descending, search) = queries::parse_shared_filters(
+            self.visibility.as_deref(),
+            self.order_by.as_deref(),
+            self.order.as_deref(),
+            self.search,
+        )
+        .map_err(|invalid| bad(invalid.message))?;
         Ok(ListQuery {
             status,
             kind: self.kind.filter(|k| !k.is_empty()),

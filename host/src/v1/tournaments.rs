@@ -11,7 +11,7 @@ use super::error::V1Error;
 use super::extract::{AnyKey, Query, V1Key};
 use crate::state::AppState;
 use crate::tournaments::Status;
-use crate::tournaments::queries::{self, ListQuery, OrderBy};
+use crate::tournaments::queries::{self, ListQuery};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/public/tournaments", get(list))
@@ -81,29 +81,13 @@ impl Params {
                 ));
             }
         };
-        let visibility = match self.visibility.as_deref() {
-            None | Some("") => None,
-            Some(v @ ("public" | "private")) => Some(v.to_owned()),
-            Some(_) => return Err(V1Error::field("visibility", "must be public or private")),
-        };
-        let order_by = match self.order_by.as_deref() {
-            None | Some("") => OrderBy::CreatedAt,
-            Some(raw) => OrderBy::parse(raw).ok_or_else(|| {
-                V1Error::field(
-                    "orderBy",
-                    "must be one of name, createdAt, startDate, endDate, currentParticipants",
-                )
-            })?,
-        };
-        let descending = match self.order.as_deref() {
-            None | Some("") | Some("desc") => true,
-            Some("asc") => false,
-            Some(_) => return Err(V1Error::field("order", "must be asc or desc")),
-        };
-        let search = self.search.filter(|s| !s.trim().is_empty());
-        if search.as_ref().is_some_and(|s| s.chars().count() > 100) {
-            return Err(V1Error::field("search", "must be at most 100 characters"));
-        }
+        let (visibility, order_by, descending, search) = queries::parse_shared_filters(
+            self.visibility.as_deref(),
+            self.order_by.as_deref(),
+            self.order.as_deref(),
+            self.search,
+        )
+        .map_err(|invalid| V1Error::field(invalid.field, invalid.message))?;
         Ok(ListQuery {
             status,
             kind: self.kind.filter(|k| !k.is_empty()),

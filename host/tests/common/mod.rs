@@ -3,6 +3,8 @@
 //! same suite runs on PostgreSQL) and a manual clock; `TestApp` has a method per API call.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod fuzz;
+
 use std::sync::Arc;
 
 use chrono::{Duration, Utc};

@@ -85,10 +85,21 @@ impl Watch {
                     return None;
                 }
             }
-            // Everything stored has been sent: a run that is over has nothing more to say.
+            // Everything stored has been sent. A run that is over has nothing more to say — once
+            // what its last turn stored is read: that turn may have committed (events and end
+            // together) between the read above and this check.
             match store::load(&self.state, &self.run_id).await {
                 Ok(Some(row)) if row.is_active() => {}
-                _ => return None,
+                _ => {
+                    let last = store::events_after(&self.state, &self.run_id, self.last_seq, PAGE);
+                    match last.await {
+                        Ok(events) if !events.is_empty() => {
+                            self.buffer.extend(events);
+                            continue;
+                        }
+                        _ => return None,
+                    }
+                }
             }
             loop {
                 match self.events.recv().await {

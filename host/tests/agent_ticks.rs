@@ -20,21 +20,7 @@ async fn started_agent(
     let agent = app
         .create_agent(&key, &format!("{class}_{interval}"), class, interval)
         .await;
-    let agent_id = agent["agentId"].as_str().expect("id").to_owned();
-    app.airdrop(
-        agent["walletAddress"].as_str().expect("wallet"),
-        50_000_000,
-        0,
-    )
-    .await;
-    let started = app
-        .post(
-            &format!("/api/v1/public/agents/{agent_id}/start"),
-            Auth::XApiKey(&key),
-            json!(null),
-        )
-        .await;
-    assert_eq!(started.status, 200, "{}", started.body);
+    let agent_id = app.fund_and_start(&key, &agent).await;
     (key, agent_id)
 }
 
@@ -77,22 +63,7 @@ async fn a_full_run_trades_on_paper_and_reports_consistent_performance() {
         let agent = app
             .create_agent(&key, &format!("run_{class}"), class, "5m")
             .await;
-        app.airdrop(
-            agent["walletAddress"].as_str().expect("wallet"),
-            20_000_000,
-            0,
-        )
-        .await;
-        let id = agent["agentId"].as_str().expect("id").to_owned();
-        let started = app
-            .post(
-                &format!("/api/v1/public/agents/{id}/start"),
-                Auth::XApiKey(&key),
-                json!(null),
-            )
-            .await;
-        assert_eq!(started.status, 200, "{}", started.body);
-        agents.push(id);
+        agents.push(app.fund_and_start(&key, &agent).await);
     }
 
     let mut ticks = 0;
@@ -323,21 +294,7 @@ async fn uploaded_strategies_are_validated_and_usable_by_their_owners_only() {
     assert_eq!(refused.body["error"]["details"]["field"], "strategy.type");
 
     // The uploaded component really runs the agent's ticks.
-    let agent_id = created.body["data"]["agentId"].as_str().expect("id");
-    app.airdrop(
-        created.body["data"]["walletAddress"]
-            .as_str()
-            .expect("wallet"),
-        10_000_000,
-        0,
-    )
-    .await;
-    app.post(
-        &format!("/api/v1/public/agents/{agent_id}/start"),
-        Auth::XApiKey(&key),
-        json!(null),
-    )
-    .await;
+    app.fund_and_start(&key, &created.body["data"]).await;
     let pass = app.run_scheduler().await;
     assert_eq!((pass.agent_ticks.ticked, pass.agent_ticks.faulted), (1, 0));
 }
@@ -429,20 +386,7 @@ async fn the_daily_report_names_the_best_and_worst_agent_of_each_account() {
         let agent = app
             .create_agent(&key, &format!("daily_{class}"), class, "1h")
             .await;
-        app.airdrop(
-            agent["walletAddress"].as_str().expect("wallet"),
-            10_000_000,
-            0,
-        )
-        .await;
-        let id = agent["agentId"].as_str().expect("id").to_owned();
-        app.post(
-            &format!("/api/v1/public/agents/{id}/start"),
-            Auth::XApiKey(&key),
-            json!(null),
-        )
-        .await;
-        ids.push(id);
+        ids.push(app.fund_and_start(&key, &agent).await);
     }
     for _ in 0..48 {
         app.run_scheduler().await;
@@ -549,19 +493,7 @@ async fn agent_events_reach_the_v1_keys_webhook_signed_with_its_secret() {
         .expect("secret")
         .to_owned();
     let agent = app.create_agent(&key, "hooked", "gambler", "5m").await;
-    let agent_id = agent["agentId"].as_str().expect("id").to_owned();
-    app.airdrop(
-        agent["walletAddress"].as_str().expect("wallet"),
-        10_000_000,
-        0,
-    )
-    .await;
-    app.post(
-        &format!("/api/v1/public/agents/{agent_id}/start"),
-        Auth::XApiKey(&key),
-        json!(null),
-    )
-    .await;
+    let agent_id = app.fund_and_start(&key, &agent).await;
     app.post(
         &format!("/api/v1/public/agents/{agent_id}/stop"),
         Auth::XApiKey(&key),

@@ -21,25 +21,18 @@ pub async fn send(state: &AppState) -> anyhow::Result<usize> {
     .fetch_all(state.store.read())
     .await?;
     let since = now - Duration::hours(24);
-    let mut reports: Vec<(String, Value)> = Vec::new();
-    let mut current: Option<(String, Vec<(Agent, PeriodMetrics)>)> = None;
+    let mut measured = Vec::with_capacity(agents.len());
     for agent in agents {
         let metrics = performance::metrics(state, &agent, Some(since))
             .await
             .map_err(|error| anyhow::anyhow!("{error}"))?;
-        match &mut current {
-            Some((account, list)) if *account == agent.account_id => list.push((agent, metrics)),
-            _ => {
-                if let Some((account, list)) = current.take() {
-                    reports.push((account, report(&list, since, now)));
-                }
-                current = Some((agent.account_id.clone(), vec![(agent, metrics)]));
-            }
-        }
+        measured.push((agent, metrics));
     }
-    if let Some((account, list)) = current.take() {
-        reports.push((account, report(&list, since, now)));
-    }
+    // Agents come ordered by account: one report per run of the same account.
+    let reports: Vec<(String, Value)> = measured
+        .chunk_by(|a, b| a.0.account_id == b.0.account_id)
+        .map(|agents| (agents[0].0.account_id.clone(), report(agents, since, now)))
+        .collect();
     let mut tx = state.store.begin().await?;
     for (account_id, data) in &reports {
         crate::webhooks::enqueue(&mut tx, account_id, "agent.performance", data.clone(), now)

@@ -127,7 +127,7 @@ pub async fn find(
     ))
     .bind(agent_id)
     .bind(account_id)
-    .fetch_optional(state.store.write())
+    .fetch_optional(state.store.read())
     .await?)
 }
 

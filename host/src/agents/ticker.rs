@@ -9,6 +9,7 @@
 //! breaker); the reason is in the agent list, and start clears it.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use chrono::Duration;
@@ -40,22 +41,26 @@ pub struct TickPass {
     pub broken: usize,
 }
 
-type DueRow = (
-    String,
-    String,
-    String,
-    Option<String>,
-    String,
-    String,
-    String,
-    f64,
-    String,
-    String,
-    String,
-    Option<Vec<u8>>,
-    i64,
-    (Option<i64>, Option<i64>, Option<i64>),
-);
+/// The columns a tick reads, as claimed.
+#[derive(sqlx::FromRow)]
+struct DueRow {
+    id: String,
+    account_id: String,
+    class: String,
+    strategy_component: Option<String>,
+    base_token: String,
+    quote_token: String,
+    time_interval: String,
+    max_allocation: f64,
+    personality: String,
+    model_id: String,
+    ledger: String,
+    strategy_state: Option<Vec<u8>>,
+    consecutive_faults: i64,
+    clock_origin_wall: Option<i64>,
+    clock_origin_market: Option<i64>,
+    next_tick_at: Option<i64>,
+}
 
 /// Tick every agent due now, batch after batch, until none is due.
 pub async fn run_due(state: &AppState, owner: &str) -> anyhow::Result<TickPass> {
@@ -113,74 +118,37 @@ async fn claim(state: &AppState, owner: &str) -> anyhow::Result<Vec<DueAgent>> {
                    max_allocation, personality, model_id, ledger, strategy_state, consecutive_faults,
                    clock_origin_wall, clock_origin_market, next_tick_at"
     );
-    let rows: Vec<sqlx::any::AnyRow> = sqlx::query(&sql)
+    let rows: Vec<DueRow> = sqlx::query_as(&sql)
         .bind(owner)
         .bind(to_millis(now + LEASE))
         .bind(to_millis(now))
         .bind(BATCH)
         .fetch_all(state.store.write())
         .await?;
-    let now_ms = to_millis(now);
-    rows.iter()
-        .map(|row| {
-            use sqlx::Row;
-            let row: DueRow = (
-                row.try_get(0)?,
-                row.try_get(1)?,
-                row.try_get(2)?,
-                row.try_get(3)?,
-                row.try_get(4)?,
-                row.try_get(5)?,
-                row.try_get(6)?,
-                row.try_get(7)?,
-                row.try_get(8)?,
-                row.try_get(9)?,
-                row.try_get(10)?,
-                row.try_get(11)?,
-                row.try_get(12)?,
-                (row.try_get(13)?, row.try_get(14)?, row.try_get(15)?),
-            );
-            Ok(due_agent(row, now_ms))
-        })
-        .collect()
+    let now = to_millis(now);
+    Ok(rows.into_iter().map(|row| due_agent(row, now)).collect())
 }
 
 fn due_agent(row: DueRow, now: i64) -> DueAgent {
-    let (
-        id,
-        account_id,
-        class,
-        strategy_component,
-        base,
-        quote,
-        interval,
-        max_allocation,
-        personality,
-        model_id,
-        ledger,
-        state,
-        consecutive_faults,
-        (origin_wall, origin_market, next_tick_at),
-    ) = row;
     DueAgent {
-        id,
-        account_id,
+        id: row.id,
+        account_id: row.account_id,
         settings: AgentSettings {
-            class,
-            base,
-            quote,
-            interval,
-            max_allocation,
-            personality,
-            model_id,
+            class: row.class,
+            base: row.base_token,
+            quote: row.quote_token,
+            interval: row.time_interval,
+            max_allocation: row.max_allocation,
+            personality: row.personality,
+            model_id: row.model_id,
         },
-        strategy_component,
-        ledger,
-        state: state.unwrap_or_default(),
-        consecutive_faults,
-        clock_origin_wall: origin_wall.unwrap_or(now),
-        clock_origin_market: origin_market.unwrap_or(now),
-        next_tick_at: next_tick_at.unwrap_or(now),
+        strategy_component: row.strategy_component,
+        ledger: row.ledger,
+        state: row.strategy_state.unwrap_or_default(),
+        consecutive_faults: row.consecutive_faults,
+        clock_origin_wall: row.clock_origin_wall.unwrap_or(now),
+        clock_origin_market: row.clock_origin_market.unwrap_or(now),
+        next_tick_at: row.next_tick_at.unwrap_or(now),
     }
 }
 
@@ -198,41 +166,40 @@ async fn strategies_for(
 ) -> HashMap<String, Result<Arc<LoadedStrategy>, String>> {
     let mut loaded = HashMap::new();
     for agent in due {
-        let key = strategy_key(agent);
-        if loaded.contains_key(&key) {
-            continue;
+        if let Entry::Vacant(slot) = loaded.entry(strategy_key(agent)) {
+            let strategy = load_strategy(state, agent, slot.key()).await;
+            slot.insert(strategy.map(Arc::new));
         }
-        let result = match &agent.strategy_component {
-            None => {
-                let runtime = state.agents.clone();
-                let class = agent.settings.class.clone();
-                match runtime.cached(&key) {
-                    Some(strategy) => Ok(strategy),
-                    None => tokio::task::spawn_blocking(move || runtime.builtin(&class))
-                        .await
-                        .map_err(|error| error.to_string())
-                        .and_then(|loaded| loaded.map_err(|error| error.to_string())),
-                }
-            }
-            Some(id) => match state.agents.cached(&key) {
-                Some(strategy) => Ok(strategy),
-                None => match super::strategies::bytes(state, id).await {
-                    Ok(Some(bytes)) => {
-                        let runtime = state.agents.clone();
-                        let id = id.clone();
-                        tokio::task::spawn_blocking(move || runtime.custom(&id, &bytes))
-                            .await
-                            .map_err(|error| error.to_string())
-                            .and_then(|loaded| loaded.map_err(|error| error.to_string()))
-                    }
-                    Ok(None) => Err(format!("uploaded strategy {id} is missing")),
-                    Err(error) => Err(format!("{error:#}")),
-                },
-            },
-        };
-        loaded.insert(key, result.map(Arc::new));
     }
     loaded
+}
+
+async fn load_strategy(
+    state: &AppState,
+    agent: &DueAgent,
+    key: &str,
+) -> Result<LoadedStrategy, String> {
+    if let Some(strategy) = state.agents.cached(key) {
+        return Ok(strategy);
+    }
+    // An uploaded component's bytes come from the database; compiling happens off the runtime.
+    let bytes = match &agent.strategy_component {
+        None => None,
+        Some(id) => match super::strategies::bytes(state, id).await {
+            Ok(Some(bytes)) => Some((id.clone(), bytes)),
+            Ok(None) => return Err(format!("uploaded strategy {id} is missing")),
+            Err(error) => return Err(format!("{error:#}")),
+        },
+    };
+    let runtime = state.agents.clone();
+    let class = agent.settings.class.clone();
+    tokio::task::spawn_blocking(move || match bytes {
+        None => runtime.builtin(&class),
+        Some((id, bytes)) => runtime.custom(&id, &bytes),
+    })
+    .await
+    .map_err(|error| error.to_string())?
+    .map_err(|error| error.to_string())
 }
 
 /// Store a batch's results in one transaction.

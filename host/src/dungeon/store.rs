@@ -101,21 +101,25 @@ impl RunRow {
 }
 
 pub async fn load(state: &AppState, run_id: &str) -> Result<Option<RunRow>, ApiError> {
-    let row: Option<Row> =
-        sqlx::query_as(&format!("SELECT {COLUMNS} FROM dungeon_runs WHERE id = $1"))
-            .bind(run_id)
-            .fetch_optional(state.store.read())
-            .await?;
-    Ok(row.map(RunRow::from_row))
+    load_where(state, "id", run_id).await
 }
 
 /// The run a key hash belongs to (the run-key check reads the whole row, so a turn needs no
 /// second read).
 pub async fn load_by_key_hash(state: &AppState, hash: &str) -> Result<Option<RunRow>, ApiError> {
+    load_where(state, "key_hash", hash).await
+}
+
+/// The run whose unique `column` equals `value`.
+async fn load_where(
+    state: &AppState,
+    column: &'static str,
+    value: &str,
+) -> Result<Option<RunRow>, ApiError> {
     let row: Option<Row> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM dungeon_runs WHERE key_hash = $1"
+        "SELECT {COLUMNS} FROM dungeon_runs WHERE {column} = $1"
     ))
-    .bind(hash)
+    .bind(value)
     .fetch_optional(state.store.read())
     .await?;
     Ok(row.map(RunRow::from_row))

@@ -507,6 +507,22 @@ impl TestApp {
         response.body["data"].clone()
     }
 
+    /// Fund a created agent's wallet on simnet with the fee reserve and start it; its id.
+    pub async fn fund_and_start(&self, key: &str, agent: &Value) -> String {
+        let agent_id = agent["agentId"].as_str().expect("agentId").to_owned();
+        let wallet = agent["walletAddress"].as_str().expect("walletAddress");
+        self.airdrop(wallet, 50_000_000, 0).await;
+        let started = self
+            .post(
+                &format!("/api/v1/public/agents/{agent_id}/start"),
+                Auth::XApiKey(key),
+                json!(null),
+            )
+            .await;
+        assert_eq!(started.status, 200, "{}", started.body);
+        agent_id
+    }
+
     /// Run one scheduler pass (jobs, schedules and agent ticks) at the current test time.
     pub async fn run_scheduler(&self) -> crucible::scheduler::Pass {
         crucible::scheduler::Scheduler::new(Vec::new())

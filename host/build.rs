@@ -11,16 +11,47 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Guest packages and the `.wasm` file each produces.
-const GUESTS: &[(&str, &str)] = &[
-    ("strategy-fighter", "strategy_fighter.wasm"),
-    ("strategy-ranger", "strategy_ranger.wasm"),
-    ("strategy-mage", "strategy_mage.wasm"),
-    ("strategy-defender", "strategy_defender.wasm"),
-    ("strategy-gambler", "strategy_gambler.wasm"),
-    ("strategy-rogue", "strategy_rogue.wasm"),
-    ("hostile-guest", "hostile_guest.wasm"),
-    ("wrong-world-guest", "wrong_world_guest.wasm"),
+/// One nested build: its packages, extra cargo arguments, and for each `.wasm` it produces the
+/// name it is embedded under.
+struct GuestBuild {
+    packages: &'static [&'static str],
+    args: &'static [&'static str],
+    outputs: &'static [(&'static str, &'static str)],
+}
+
+/// Two builds, because cargo unifies features across the packages of one build: the second
+/// links `std` (the hostile guest again with the SDK's `std` feature, and the wrong-world guest),
+/// which would otherwise turn `std` on for the `no_std` strategies too.
+const GUEST_BUILDS: &[GuestBuild] = &[
+    GuestBuild {
+        packages: &[
+            "strategy-fighter",
+            "strategy-ranger",
+            "strategy-mage",
+            "strategy-defender",
+            "strategy-gambler",
+            "strategy-rogue",
+            "hostile-guest",
+        ],
+        args: &[],
+        outputs: &[
+            ("strategy_fighter.wasm", "strategy_fighter.wasm"),
+            ("strategy_ranger.wasm", "strategy_ranger.wasm"),
+            ("strategy_mage.wasm", "strategy_mage.wasm"),
+            ("strategy_defender.wasm", "strategy_defender.wasm"),
+            ("strategy_gambler.wasm", "strategy_gambler.wasm"),
+            ("strategy_rogue.wasm", "strategy_rogue.wasm"),
+            ("hostile_guest.wasm", "hostile_guest.wasm"),
+        ],
+    },
+    GuestBuild {
+        packages: &["hostile-guest", "wrong-world-guest"],
+        args: &["--features", "hostile-guest/std"],
+        outputs: &[
+            ("hostile_guest.wasm", "hostile_std_guest.wasm"),
+            ("wrong_world_guest.wasm", "wrong_world_guest.wasm"),
+        ],
+    },
 ];
 
 /// Outer-build variables that must not leak into the nested build.
@@ -87,10 +118,21 @@ fn main() {
         root.join("Cargo.lock").display()
     );
 
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let target_dir = root.join("target").join("wasm-guests");
+    let built = target_dir.join("wasm32-wasip2").join("release");
+    for build in GUEST_BUILDS {
+        build_guests(&root, &target_dir, build);
+        for (file, embedded) in build.outputs {
+            copy(&built.join(file), &out_dir.join(embedded));
+        }
+    }
+}
+
+/// One nested `cargo build --release --target wasm32-wasip2`.
+fn build_guests(root: &Path, target_dir: &Path, build: &GuestBuild) {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(&root)
+    cmd.current_dir(root)
         .args([
             "build",
             "--release",
@@ -98,10 +140,11 @@ fn main() {
             "wasm32-wasip2",
             "--target-dir",
         ])
-        .arg(&target_dir);
-    for (package, _) in GUESTS {
+        .arg(target_dir);
+    for package in build.packages {
         cmd.args(["-p", package]);
     }
+    cmd.args(build.args);
     for (name, _) in env::vars_os() {
         if let Some(name) = name.to_str()
             && leaks(name)
@@ -122,10 +165,6 @@ fn main() {
              `rustup target add wasm32-wasip2`):\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
-    }
-    let built = target_dir.join("wasm32-wasip2").join("release");
-    for (_, file) in GUESTS {
-        copy(&built.join(file), &out_dir.join(file));
     }
 }
 

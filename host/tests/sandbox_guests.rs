@@ -12,7 +12,10 @@ use crucible::sandbox::{
 
 struct Fixture {
     sandbox: Sandbox,
+    /// `no_std`, on the SDK's runtime like the built-in strategies.
     hostile: LoadedStrategy,
+    /// The same attacks linking Rust's `std` (and so declaring WASI imports).
+    hostile_std: LoadedStrategy,
     fighter: LoadedStrategy,
     candles: Vec<crucible::market::Candle>,
     signals: crucible::market::Signals,
@@ -23,6 +26,9 @@ fn fixture() -> Fixture {
     let hostile = sandbox
         .load(test_guest("hostile").expect("hostile guest"))
         .expect("load hostile");
+    let hostile_std = sandbox
+        .load(test_guest("hostile-std").expect("hostile std guest"))
+        .expect("load hostile std");
     let fighter = sandbox
         .load(builtin_component("fighter").expect("fighter"))
         .expect("load fighter");
@@ -36,6 +42,7 @@ fn fixture() -> Fixture {
     Fixture {
         sandbox,
         hostile,
+        hostile_std,
         fighter,
         candles,
         signals,
@@ -93,7 +100,7 @@ fn fault(outcome: &TickOutcome) -> &TickFault {
 #[test]
 fn hostile_guests_are_stopped_with_the_right_reason() {
     let f = fixture();
-    let cases: [(&str, &str); 9] = [
+    let cases: [(&str, &str); 8] = [
         ("infinite-loop", "timeout"),
         ("memory-bomb", "memory_limit"),
         ("deep-recursion", "stack_overflow"),
@@ -102,14 +109,39 @@ fn hostile_guests_are_stopped_with_the_right_reason() {
         ("log-flood", "log_flood"),
         ("bad-order", "invalid_output"),
         ("panic", "trap"),
-        ("read-clock", "trap"),
     ];
-    for (attack, kind) in cases {
-        let outcome = tick(&f, &f.hostile, attack);
-        let fault = fault(&outcome);
-        assert_eq!(fault.kind(), kind, "{attack}: {fault}");
-        others_go_on(&f);
+    for (guest, strategy) in [("no_std", &f.hostile), ("std", &f.hostile_std)] {
+        for (attack, kind) in cases {
+            let outcome = tick(&f, strategy, attack);
+            let fault = fault(&outcome);
+            assert_eq!(fault.kind(), kind, "{guest} {attack}: {fault}");
+            others_go_on(&f);
+        }
     }
+    // Only a std guest can ask for WASI, and it is refused.
+    let clock = tick(&f, &f.hostile_std, "read-clock");
+    assert_eq!(fault(&clock).kind(), "trap");
+}
+
+#[test]
+fn a_no_std_guest_logs_its_panic_and_grows_its_heap() {
+    let f = fixture();
+    let panicked = tick(&f, &f.hostile, "panic");
+    assert_eq!(fault(&panicked).kind(), "trap");
+    let line = panicked.logs.last().expect("the panic is logged");
+    assert_eq!(line.level, "error");
+    assert!(
+        line.message.contains("strategy panicked on purpose")
+            && line.message.contains("src/lib.rs"),
+        "{line:?}"
+    );
+
+    // 3 MiB is far past the initial memory: the heap grows and the tick still succeeds.
+    let (orders, _) = tick(&f, &f.hostile, "big-alloc")
+        .result
+        .expect("a large allocation succeeds");
+    assert_eq!(orders[0].reason.as_deref(), Some("allocated 3145728"));
+    others_go_on(&f);
 }
 
 #[test]
@@ -158,7 +190,7 @@ fn fault_details_are_recorded() {
         TickFault::InvalidOutput("100 orders; at most 16 per tick".into())
     );
 
-    let clock = tick(&f, &f.hostile, "read-clock");
+    let clock = tick(&f, &f.hostile_std, "read-clock");
     let TickFault::Trap(message) = fault(&clock) else {
         panic!("{:?}", clock.result)
     };

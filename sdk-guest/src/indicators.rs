@@ -1,6 +1,10 @@
 //! Technical indicators over price slices (oldest first). Each returns the value at the last
 //! element, or `None` when there is not enough history. Conventions follow the usual references
 //! (Wilder for RSI and ATR, population standard deviation for Bollinger and z-score).
+//!
+//! They run inside every tick, so the single-value forms allocate nothing.
+
+use alloc::vec::Vec;
 
 /// Simple moving average of the last `period` values.
 pub fn sma(values: &[f64], period: usize) -> Option<f64> {
@@ -17,20 +21,31 @@ pub fn ema_series(values: &[f64], period: usize) -> Vec<f64> {
     if period == 0 || values.len() < period {
         return Vec::new();
     }
-    let alpha = 2.0 / (period as f64 + 1.0);
     let mut out = Vec::with_capacity(values.len() - period + 1);
-    let mut ema = values[..period].iter().sum::<f64>() / period as f64;
-    out.push(ema);
-    for v in &values[period..] {
-        ema += alpha * (v - ema);
-        out.push(ema);
-    }
+    ema_walk(values, period, |ema| out.push(ema));
     out
 }
 
 /// Exponential moving average at the last value.
 pub fn ema(values: &[f64], period: usize) -> Option<f64> {
-    ema_series(values, period).last().copied()
+    if period == 0 || values.len() < period {
+        return None;
+    }
+    let mut last = 0.0;
+    ema_walk(values, period, |ema| last = ema);
+    Some(last)
+}
+
+/// Hand `each` the EMA at `values[period - 1]`, then at every later value. Needs
+/// `0 < period <= values.len()`.
+fn ema_walk(values: &[f64], period: usize, mut each: impl FnMut(f64)) {
+    let alpha = 2.0 / (period as f64 + 1.0);
+    let mut ema = values[..period].iter().sum::<f64>() / period as f64;
+    each(ema);
+    for v in &values[period..] {
+        ema += alpha * (v - ema);
+        each(ema);
+    }
 }
 
 /// Wilder's relative strength index (0..=100) over `period` changes.
@@ -47,13 +62,22 @@ pub fn rsi(values: &[f64], period: usize) -> Option<f64> {
             loss -= change
         }
     }
-    gain /= period as f64;
-    loss /= period as f64;
     let n = period as f64;
+    gain /= n;
+    loss /= n;
+    // Wilder's smoothing, avg = (avg * (n - 1) + x) / n, with the divisions hoisted: they
+    // would sit on the loop-carried path of every step.
+    let (keep, add) = ((n - 1.0) / n, 1.0 / n);
     for w in values[period..].windows(2) {
         let change = w[1] - w[0];
-        gain = (gain * (n - 1.0) + change.max(0.0)) / n;
-        loss = (loss * (n - 1.0) + (-change).max(0.0)) / n;
+        // Comparisons rather than `f64::max`, which is a libm call on wasm32.
+        let (up, down) = if change > 0.0 {
+            (change, 0.0)
+        } else {
+            (0.0, -change)
+        };
+        gain = gain * keep + up * add;
+        loss = loss * keep + down * add;
     }
     if loss == 0.0 {
         return Some(if gain == 0.0 { 50.0 } else { 100.0 });
@@ -158,7 +182,7 @@ fn mean_sd(values: &[f64], period: usize) -> Option<(f64, f64)> {
     let w = window(values, period)?;
     let mean = w.iter().sum::<f64>() / period as f64;
     let var = w.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / period as f64;
-    Some((mean, var.sqrt()))
+    Some((mean, libm::sqrt(var)))
 }
 
 #[cfg(test)]

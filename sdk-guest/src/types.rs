@@ -1,5 +1,8 @@
 //! Idiomatic mirrors of the WIT types, so strategies never touch generated bindings.
 
+use alloc::string::String;
+use alloc::vec::Vec;
+
 use crate::__bindings::crucible::strategy::{host, types as wit};
 
 /// The agent this tick is for.

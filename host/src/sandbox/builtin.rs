@@ -11,6 +11,7 @@ static DEFENDER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/strategy_defe
 static GAMBLER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/strategy_gambler.wasm"));
 static ROGUE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/strategy_rogue.wasm"));
 static HOSTILE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile_guest.wasm"));
+static HOSTILE_STD: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile_std_guest.wasm"));
 static WRONG_WORLD: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/wrong_world_guest.wasm"));
 
 /// The component of a class's built-in strategy.
@@ -26,11 +27,13 @@ pub fn builtin_component(class: &str) -> Option<&'static [u8]> {
     }
 }
 
-/// Test fixtures: `hostile` (misbehaves as its agent's personality says) and `wrong-world`.
+/// Test fixtures: `hostile` (misbehaves as its agent's personality says; `no_std` like the
+/// built-in strategies), `hostile-std` (the same, linking Rust's `std`) and `wrong-world`.
 /// Shipped in the binary because they are small and let operators check a deployment's limits.
 pub fn test_guest(name: &str) -> Option<&'static [u8]> {
     match name {
         "hostile" => Some(HOSTILE),
+        "hostile-std" => Some(HOSTILE_STD),
         "wrong-world" => Some(WRONG_WORLD),
         _ => None,
     }

@@ -1,7 +1,9 @@
 //! Defender: capital preservation. Mostly in quote; takes small positions (15 % of equity) only
 //! in a calm uptrend (price above SMA(50), low ATR), with a tight 2 % stop and 4 % target.
 
-use crucible_sdk::{Context, Order, Strategy, indicators};
+#![cfg_attr(target_arch = "wasm32", no_std)]
+
+use crucible_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -1,7 +1,9 @@
 //! Fighter: technical analysis. Trend entries on an EMA(9)/EMA(21) cross, filtered by RSI(14)
 //! so it does not buy an overbought market; exits on the opposite cross or an RSI blow-off.
 
-use crucible_sdk::{Context, Order, Strategy, indicators};
+#![cfg_attr(target_arch = "wasm32", no_std)]
+
+use crucible_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Default, Serialize, Deserialize)]

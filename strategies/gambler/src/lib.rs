@@ -1,7 +1,9 @@
 //! Gambler: high-risk momentum. Goes all in (up to maxAllocation) when price breaks above its
 //! 20-candle high; rides it until a 10-candle low breaks or price falls 3 ATR from its peak.
 
-use crucible_sdk::{Context, Order, Strategy, indicators};
+#![cfg_attr(target_arch = "wasm32", no_std)]
+
+use crucible_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Default, Serialize, Deserialize)]

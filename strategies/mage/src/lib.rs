@@ -1,7 +1,10 @@
 //! Mage: on-chain analysis. Scores accumulation (tokens leaving exchanges, whales buying,
 //! wallets joining), smooths the score in state and holds while accumulation dominates.
 
-use crucible_sdk::{Context, Order, Signals, Strategy};
+#![cfg_attr(target_arch = "wasm32", no_std)]
+
+use crucible_sdk::Signals;
+use crucible_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Default, Serialize, Deserialize)]

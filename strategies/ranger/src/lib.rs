@@ -1,7 +1,9 @@
 //! Ranger: social sentiment. Smooths the sentiment signal (EMA kept in state) and rides the
 //! crowd when it is bullish on rising mention volume; leaves when the mood turns.
 
-use crucible_sdk::{Context, Order, Strategy};
+#![cfg_attr(target_arch = "wasm32", no_std)]
+
+use crucible_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Default, Serialize, Deserialize)]

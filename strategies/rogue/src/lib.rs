@@ -1,7 +1,9 @@
 //! Rogue: contrarian mean reversion. Buys when price is stretched two standard deviations
 //! below its 20-candle mean (z-score), sells once it has reverted above the mean.
 
-use crucible_sdk::{Context, Order, Strategy, indicators};
+#![cfg_attr(target_arch = "wasm32", no_std)]
+
+use crucible_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Default, Serialize, Deserialize)]

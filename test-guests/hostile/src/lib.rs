@@ -1,8 +1,14 @@
 //! Test fixture: a strategy that attacks the host in the way its agent's `personality` names.
 //! One component for every attack keeps the nested guest build short. Any other personality
 //! behaves (one small buy), so tests can check that well-behaved agents go on.
+//!
+//! Built `no_std` (the SDK's default runtime) and with the `std` feature (Rust's runtime and its
+//! WASI imports); the attacks must end the same way in both.
 
-use crucible_sdk::{Context, Level, Order, Strategy, log};
+#![cfg_attr(all(target_arch = "wasm32", not(feature = "std")), no_std)]
+
+use core::hint::black_box;
+use crucible_sdk::prelude::*;
 
 pub struct Hostile;
 
@@ -11,7 +17,7 @@ pub struct Hostile;
 fn recurse(depth: u64, pad: &mut [u8; 256]) -> u64 {
     pad[(depth % 256) as usize] = depth as u8;
     // black_box keeps the recursion a real call chain (no tail-call or loop rewrite).
-    1 + recurse(std::hint::black_box(depth + 1), std::hint::black_box(pad))
+    1 + recurse(black_box(depth + 1), black_box(pad))
 }
 
 impl Strategy for Hostile {
@@ -23,14 +29,14 @@ impl Strategy for Hostile {
             "infinite-loop" => {
                 let mut x = 0u64;
                 loop {
-                    x = std::hint::black_box(x.wrapping_add(1));
+                    x = black_box(x.wrapping_add(1));
                 }
             }
             "memory-bomb" => {
                 let mut hoard: Vec<Vec<u8>> = Vec::new();
                 loop {
                     hoard.push(vec![1u8; 1 << 20]);
-                    std::hint::black_box(&hoard);
+                    black_box(&hoard);
                 }
             }
             "deep-recursion" => {
@@ -52,6 +58,14 @@ impl Strategy for Hostile {
             }
             "bad-order" => Ok(vec![Order::buy(f64::NAN)]),
             "panic" => panic!("strategy panicked on purpose"),
+            "big-alloc" => {
+                // Far beyond the initial memory's tail: the heap must grow, then still work.
+                let big = vec![7u8; 3 << 20];
+                Ok(vec![
+                    Order::buy(0.01).because(format!("allocated {}", big.len())),
+                ])
+            }
+            #[cfg(feature = "std")]
             "read-clock" => {
                 // WASI is declared by every std guest but granted to none: this must trap.
                 let now = std::time::SystemTime::now();

@@ -1,0 +1,9 @@
+//! What a strategy uses every day, for `no_std` crates: `use crucible_sdk::prelude::*;`.
+
+pub use crate::{Context, Level, Order, Side, Size, Strategy, indicators, log};
+pub use alloc::borrow::ToOwned;
+pub use alloc::boxed::Box;
+pub use alloc::format;
+pub use alloc::string::{String, ToString};
+pub use alloc::vec;
+pub use alloc::vec::Vec;

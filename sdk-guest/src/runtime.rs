@@ -1,0 +1,211 @@
+//! What a `no_std` component needs from its language runtime: a heap, a panic handler and the
+//! `cabi_realloc` export the host calls to copy arguments in. Only on wasm32 without `std`.
+//!
+//! Why not Rust's `std`: on `wasm32-wasip2` it brings wasi-libc, whose stdio and environment
+//! setup makes the component import about twenty WASI functions (trapped by the host) and adds
+//! two glue core modules. The host instantiates every component once per tick, so that
+//! machinery cost ~4 µs a tick while a strategy never uses it.
+//!
+//! Every tick runs in a fresh instance: the heap starts empty each time and nothing needs to be
+//! returned to the host, but a tick may still allocate and free a lot, so the heap is a real
+//! allocator (dlmalloc), not a bump pointer.
+#![allow(unsafe_code)]
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::arch::wasm32;
+use core::cell::UnsafeCell;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use dlmalloc::{Allocator, Dlmalloc};
+
+const WASM_PAGE: usize = 64 * 1024;
+
+unsafe extern "C" {
+    /// First byte after the data segments and the stack, placed by the linker.
+    static __heap_base: u8;
+}
+
+/// The system side of dlmalloc: first the unused tail of the component's initial memory, then
+/// `memory.grow`.
+///
+/// The tail comes first because growing is the expensive path for a per-tick instance: the host
+/// makes grown pages accessible (`mprotect`) and hides them again when the tick ends, twice a
+/// tick. The tail of the initial memory (tens of KiB after the 1 MiB stack and the data) holds a
+/// typical tick's allocations.
+struct TailFirst {
+    tail_given: AtomicBool,
+}
+
+// SAFETY: the methods follow dlmalloc's `Allocator` contract: `alloc` returns a region of at
+// least `size` bytes that nothing else uses (the tail once, then freshly grown pages), regions
+// are never released, and fresh wasm memory is zeroed.
+unsafe impl Allocator for TailFirst {
+    fn alloc(&self, size: usize) -> (*mut u8, usize, u32) {
+        if !self.tail_given.swap(true, Ordering::Relaxed) {
+            let base = (&raw const __heap_base) as usize;
+            let end = wasm32::memory_size(0) * WASM_PAGE;
+            if end > base && end - base >= size {
+                return (base as *mut u8, end - base, 0);
+            }
+        }
+        let pages = size.div_ceil(WASM_PAGE);
+        let previous = wasm32::memory_grow(0, pages);
+        if previous == usize::MAX {
+            return (core::ptr::null_mut(), 0, 0);
+        }
+        ((previous * WASM_PAGE) as *mut u8, pages * WASM_PAGE, 0)
+    }
+
+    fn remap(&self, _ptr: *mut u8, _old: usize, _new: usize, _can_move: bool) -> *mut u8 {
+        core::ptr::null_mut()
+    }
+
+    fn free_part(&self, _ptr: *mut u8, _old: usize, _new: usize) -> bool {
+        false
+    }
+
+    fn free(&self, _ptr: *mut u8, _size: usize) -> bool {
+        false
+    }
+
+    fn can_release_part(&self, _flags: u32) -> bool {
+        false
+    }
+
+    fn allocates_zeros(&self) -> bool {
+        true
+    }
+
+    fn page_size(&self) -> usize {
+        // Smaller than a wasm page so the first request fits the tail; `alloc` still grows in
+        // whole wasm pages and reports the real size.
+        4096
+    }
+}
+
+/// The component's global allocator.
+pub struct Heap(UnsafeCell<Dlmalloc<TailFirst>>);
+
+// SAFETY: a wasm32 component instance runs on one thread; nothing reaches the heap concurrently.
+unsafe impl Sync for Heap {}
+
+impl Heap {
+    const fn new() -> Self {
+        let mut dlmalloc = Dlmalloc::new_with_allocator(TailFirst {
+            tail_given: AtomicBool::new(false),
+        });
+        // Request system memory in 4 KiB steps (the default is 64 KiB, larger than the tail).
+        dlmalloc.set_granularity(4096);
+        Heap(UnsafeCell::new(dlmalloc))
+    }
+}
+
+// SAFETY: forwards to dlmalloc, which upholds `GlobalAlloc`'s contract; single-threaded (above).
+unsafe impl GlobalAlloc for Heap {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        unsafe { (*self.0.get()).malloc(layout.size(), layout.align()) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        unsafe { (*self.0.get()).calloc(layout.size(), layout.align()) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { (*self.0.get()).free(ptr, layout.size(), layout.align()) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        unsafe { (*self.0.get()).realloc(ptr, layout.size(), layout.align(), new_size) }
+    }
+}
+
+#[global_allocator]
+static HEAP: Heap = Heap::new();
+
+/// The canonical ABI's allocation hook: the host calls it to place lists and strings in the
+/// guest's memory before `on-tick`.
+///
+/// # Safety
+/// Called by the host per the component model: `old_ptr`/`old_len`/`align` describe an earlier
+/// allocation of this function (or `old_len == 0`), and `align` is a power of two.
+#[unsafe(no_mangle)]
+unsafe extern "C" fn cabi_realloc(
+    old_ptr: *mut u8,
+    old_len: usize,
+    align: usize,
+    new_len: usize,
+) -> *mut u8 {
+    use alloc::alloc::{alloc, handle_alloc_error, realloc};
+    unsafe {
+        let ptr = if old_len == 0 {
+            if new_len == 0 {
+                return align as *mut u8;
+            }
+            alloc(Layout::from_size_align_unchecked(new_len, align))
+        } else {
+            realloc(
+                old_ptr,
+                Layout::from_size_align_unchecked(old_len, align),
+                new_len,
+            )
+        };
+        if ptr.is_null() {
+            handle_alloc_error(Layout::from_size_align_unchecked(new_len, align));
+        }
+        ptr
+    }
+}
+
+/// Set once a panic started, so a panic while reporting one goes straight to the trap.
+static PANICKING: AtomicBool = AtomicBool::new(false);
+
+/// A panic logs its message (`panicked at src/lib.rs:12:5: index out of bounds…`) through
+/// `host.log` at error level, then traps: the host records the tick as faulted and keeps the
+/// line in the agent's log. Formatting uses a stack buffer, so an allocation failure can be
+/// reported too.
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    if !PANICKING.swap(true, Ordering::Relaxed) {
+        let mut line = LineBuffer::new();
+        let _ = write!(line, "{info}");
+        crate::__bindings::crucible::strategy::host::log(
+            crate::__bindings::crucible::strategy::host::Level::Error,
+            line.as_str(),
+        );
+    }
+    wasm32::unreachable()
+}
+
+/// A fixed buffer for one log line; text beyond it is cut on a character boundary.
+struct LineBuffer {
+    bytes: [u8; 512],
+    len: usize,
+}
+
+impl LineBuffer {
+    const fn new() -> Self {
+        LineBuffer {
+            bytes: [0; 512],
+            len: 0,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only whole `&str` pieces are copied in `write_str`, so this is valid UTF-8.
+        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("panicked")
+    }
+}
+
+impl Write for LineBuffer {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let room = self.bytes.len() - self.len;
+        let mut take = s.len().min(room);
+        while !s.is_char_boundary(take) {
+            take -= 1;
+        }
+        self.bytes[self.len..self.len + take].copy_from_slice(&s.as_bytes()[..take]);
+        self.len += take;
+        Ok(())
+    }
+}

@@ -148,42 +148,63 @@ pub struct BadParam {
     pub message: &'static str,
 }
 
-/// The filters both tournament lists share (`visibility`, `orderBy`, `order`, `search`), parsed
-/// from their query parameters: (visibility, order by, descending, search).
-pub fn parse_shared_filters(
-    visibility: Option<&str>,
-    order_by: Option<&str>,
-    order: Option<&str>,
-    search: Option<String>,
-) -> Result<(Option<String>, OrderBy, bool, Option<String>), BadParam> {
-    let bad = |field, message| BadParam { field, message };
-    let visibility = match visibility {
-        None | Some("") => None,
-        Some(v @ ("public" | "private")) => Some(v.to_owned()),
-        Some(_) => {
-            return Err(bad(
-                "visibility",
-                "`visibility` must be `public` or `private`",
-            ));
+/// The filters both tournament lists share, as their query parameters gave them.
+#[derive(Debug)]
+pub struct SharedFilters<'a> {
+    pub kind: Option<String>,
+    pub visibility: Option<&'a str>,
+    pub order_by: Option<&'a str>,
+    pub order: Option<&'a str>,
+    pub search: Option<String>,
+}
+
+impl ListQuery {
+    /// The query for one page of tournaments in `status`: each list parses its own status
+    /// vocabulary and paging, and both parse the shared filters here.
+    pub fn parse(
+        status: Option<Status>,
+        page: i64,
+        page_size: i64,
+        filters: SharedFilters<'_>,
+    ) -> Result<Self, BadParam> {
+        let bad = |field, message| BadParam { field, message };
+        let visibility = match filters.visibility {
+            None | Some("") => None,
+            Some(v @ ("public" | "private")) => Some(v.to_owned()),
+            Some(_) => {
+                return Err(bad(
+                    "visibility",
+                    "`visibility` must be `public` or `private`",
+                ));
+            }
+        };
+        let order_by = match filters.order_by {
+            None | Some("") => OrderBy::CreatedAt,
+            Some(raw) => OrderBy::parse(raw).ok_or(bad(
+                "orderBy",
+                "`orderBy` must be one of name, createdAt, startDate, endDate, currentParticipants",
+            ))?,
+        };
+        let descending = match filters.order {
+            None | Some("") | Some("desc") => true,
+            Some("asc") => false,
+            Some(_) => return Err(bad("order", "`order` must be `asc` or `desc`")),
+        };
+        let search = filters.search.filter(|s| !s.trim().is_empty());
+        if search.as_ref().is_some_and(|s| s.chars().count() > 100) {
+            return Err(bad("search", "`search` must be at most 100 characters"));
         }
-    };
-    let order_by = match order_by {
-        None | Some("") => OrderBy::CreatedAt,
-        Some(raw) => OrderBy::parse(raw).ok_or(bad(
-            "orderBy",
-            "`orderBy` must be one of name, createdAt, startDate, endDate, currentParticipants",
-        ))?,
-    };
-    let descending = match order {
-        None | Some("") | Some("desc") => true,
-        Some("asc") => false,
-        Some(_) => return Err(bad("order", "`order` must be `asc` or `desc`")),
-    };
-    let search = search.filter(|s| !s.trim().is_empty());
-    if search.as_ref().is_some_and(|s| s.chars().count() > 100) {
-        return Err(bad("search", "`search` must be at most 100 characters"));
+        Ok(ListQuery {
+            status,
+            kind: filters.kind.filter(|k| !k.is_empty()),
+            visibility,
+            search,
+            page,
+            page_size,
+            order_by,
+            descending,
+        })
     }
-    Ok((visibility, order_by, descending, search))
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -75,23 +75,19 @@ impl ListParams {
         if !(1..=50).contains(&page_size) {
             return Err(bad("`pageSize` must be 1 to 50"));
         }
-        let (visibility, order_by, descending, search) = queries::parse_shared_filters(
-            self.visibility.as_deref(),
-            self.order_by.as_deref(),
-            self.order.as_deref(),
-            self.search,
-        )
-        .map_err(|invalid| bad(invalid.message))?;
-        Ok(ListQuery {
+        ListQuery::parse(
             status,
-            kind: self.kind.filter(|k| !k.is_empty()),
-            visibility,
-            search,
             page,
             page_size,
-            order_by,
-            descending,
-        })
+            queries::SharedFilters {
+                kind: self.kind,
+                visibility: self.visibility.as_deref(),
+                order_by: self.order_by.as_deref(),
+                order: self.order.as_deref(),
+                search: self.search,
+            },
+        )
+        .map_err(|invalid| bad(invalid.message))
     }
 }
 

@@ -84,7 +84,7 @@ unsafe impl Allocator for TailFirst {
 }
 
 /// The component's global allocator.
-pub struct Heap(UnsafeCell<Dlmalloc<TailFirst>>);
+struct Heap(UnsafeCell<Dlmalloc<TailFirst>>);
 
 // SAFETY: a wasm32 component instance runs on one thread; nothing reaches the heap concurrently.
 unsafe impl Sync for Heap {}

@@ -118,6 +118,8 @@ fn main() {
         root.join("Cargo.lock").display()
     );
 
+    ensure_wasm_target();
+
     let target_dir = root.join("target").join("wasm-guests");
     let built = target_dir.join("wasm32-wasip2").join("release");
     for build in GUEST_BUILDS {
@@ -126,6 +128,60 @@ fn main() {
             copy(&built.join(file), &out_dir.join(embedded));
         }
     }
+}
+
+/// The guests need the `wasm32-wasip2` standard library. rustup installs a toolchain file's
+/// `targets` only when it installs the toolchain itself, so a machine that already had the pinned
+/// toolchain lacks it; without this check the nested build would compile for minutes and then
+/// fail with "can't find crate for `core`". Where rustup is present we add the target for the
+/// active toolchain (saying so); otherwise we stop at once with the one-line fix.
+fn ensure_wasm_target() {
+    const TARGET: &str = "wasm32-wasip2";
+    const FIX: &str = "rustup target add wasm32-wasip2";
+    if wasm_std_installed(TARGET) {
+        return;
+    }
+    // rustup's proxies name the toolchain they resolved (here: the one rust-toolchain.toml pins).
+    let toolchain = env::var("RUSTUP_TOOLCHAIN").ok();
+    let mut cmd = Command::new("rustup");
+    cmd.args(["target", "add", TARGET]);
+    if let Some(toolchain) = &toolchain {
+        cmd.args(["--toolchain", toolchain]);
+    }
+    println!(
+        "cargo:warning=the {TARGET} target is missing for this toolchain; running `{FIX}{}`",
+        toolchain
+            .as_deref()
+            .map(|t| format!(" --toolchain {t}"))
+            .unwrap_or_default()
+    );
+    match cmd.output() {
+        Ok(output) if output.status.success() && wasm_std_installed(TARGET) => {}
+        Ok(output) => panic!(
+            "the {TARGET} target is missing and `{FIX}` failed; run it yourself and build again:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+        Err(_) => panic!(
+            "the {TARGET} target is missing and rustup was not found: install the target for \
+             your toolchain (with rustup: `{FIX}`) and build again"
+        ),
+    }
+}
+
+/// Whether the active compiler's sysroot holds the target's standard library.
+fn wasm_std_installed(target: &str) -> bool {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let Ok(output) = Command::new(rustc).args(["--print", "sysroot"]).output() else {
+        // No answer from rustc: let the nested build report what is wrong.
+        return true;
+    };
+    let sysroot = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    Path::new(&sysroot)
+        .join("lib")
+        .join("rustlib")
+        .join(target)
+        .join("lib")
+        .is_dir()
 }
 
 /// One nested `cargo build --release --target wasm32-wasip2`.

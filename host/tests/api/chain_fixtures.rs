@@ -1,6 +1,5 @@
 //! `verify_payment`'s check against recorded `getTransaction` responses (real jsonParsed format):
 //! each fixture and the outcome a tournament registration must get from it.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crucible::chain::verify::{ExpectedPayment, PaymentStatus, RejectReason, verify_transaction};
 use serde_json::Value;

@@ -1,8 +1,6 @@
 //! `/api/account…`: profile, proven wallets, scopes, and the account's lists.
 
-mod common;
-
-use common::{Auth, TestApp, TestWallet};
+use crate::helpers::{Auth, TestApp, TestWallet};
 use serde_json::json;
 
 #[tokio::test]

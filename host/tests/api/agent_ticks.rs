@@ -2,10 +2,8 @@
 //! the test clock → trades → performance consistent with the trades → stop; missed ticks after
 //! downtime, restarts, the circuit breaker, the time scale and uploaded strategies.
 
-mod common;
-
+use crate::helpers::{Auth, Body, TestApp, v1_code};
 use chrono::Duration;
-use common::{Auth, Body, TestApp, v1_code};
 use serde_json::{Value, json};
 
 /// An operator with a full v1 key and a started agent of `class` on `interval`.

@@ -2,17 +2,15 @@
 //! verify with the secret shown at key creation, failures are retried on the test clock until
 //! delivered or dead-lettered, restarts lose nothing, revoked keys get nothing.
 
-mod common;
-
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use crate::helpers::{Auth, TestApp};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Duration, Utc};
-use common::{Auth, TestApp};
 use crucible::webhooks::{self, DeliveryView};
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! The integration-test harness: every test gets its own server on a free port, its own fresh
 //! database (a temp SQLite file, or a fresh schema in `TEST_DATABASE_URL` when it is set, so the
 //! same suite runs on PostgreSQL) and a manual clock; `TestApp` has a method per API call.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code, reason = "each area uses its own part of the harness")]
 
 pub mod fuzz;
 
@@ -63,6 +63,26 @@ impl TestResponse {
     }
 }
 
+/// `TEST_LOG=1` shows the servers' logs (or `TEST_LOG=<filter>` in `RUST_LOG` syntax); quiet
+/// otherwise, so that a failing test's output is its own.
+fn init_test_log() {
+    static INIT: std::sync::Once = std::sync::Once::new();
+    INIT.call_once(|| {
+        let Ok(filter) = std::env::var("TEST_LOG") else {
+            return;
+        };
+        let filter = match filter.as_str() {
+            "" | "0" | "false" => return,
+            "1" | "true" => "info,sqlx=warn".to_string(),
+            _ => filter,
+        };
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_test_writer()
+            .try_init();
+    });
+}
+
 /// A database URL for a fresh, empty database: SQLite in `dir`, or a new PostgreSQL schema.
 pub async fn fresh_database_url(dir: &std::path::Path) -> String {
     match std::env::var("TEST_DATABASE_URL") {
@@ -92,6 +112,7 @@ impl TestApp {
 
     /// Spawn with a tweaked configuration (e.g. rate limits on).
     pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+        init_test_log();
         let data_dir = tempfile::tempdir().expect("tempdir");
         let database_url = fresh_database_url(data_dir.path()).await;
         let mut config = Config::for_tests(data_dir.path().to_path_buf(), database_url);

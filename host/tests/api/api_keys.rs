@@ -1,9 +1,7 @@
 //! Account API keys: minting, listing, scopes, revocation, expiry and the session-only rule.
 
-mod common;
-
+use crate::helpers::{Auth, TestApp};
 use chrono::Duration;
-use common::{Auth, TestApp};
 use serde_json::json;
 
 #[tokio::test]

@@ -1,12 +1,10 @@
 //! Webhook egress: by default a key owner cannot make the server POST into its own network —
 //! neither with an IP literal nor with a name that resolves to a private address.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{Auth, TestApp};
+use crate::helpers::{Auth, TestApp};
 use serde_json::json;
 
 #[tokio::test]

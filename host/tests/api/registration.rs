@@ -1,9 +1,7 @@
 //! Tournament registration (SPEC §2.2, §3.2, §7.2) with real payments on the embedded simnet.
 
-mod common;
-
+use crate::helpers::{Auth, Body, TestApp};
 use chrono::Duration;
-use common::{Auth, Body, TestApp};
 use crucible::chain::Keypair;
 use crucible::domain::WalletAddress;
 use serde_json::{Value, json};
@@ -19,7 +17,12 @@ fn wallet(seed: u8) -> String {
     WalletAddress::from_public_key(&[seed; 32]).to_string()
 }
 
-async fn register(app: &TestApp, id: &str, auth: Auth<'_>, body: Value) -> common::TestResponse {
+async fn register(
+    app: &TestApp,
+    id: &str,
+    auth: Auth<'_>,
+    body: Value,
+) -> crate::helpers::TestResponse {
     app.post(&format!("/api/tournaments/{id}/register"), auth, body)
         .await
 }

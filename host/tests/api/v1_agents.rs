@@ -1,9 +1,7 @@
 //! Agents over `v1/public` (SPEC §2.7, §3.4, §4.5, §7.3): creation and its validation, the
 //! caller's list, start (402 while unfunded), stop, performance, and isolation between accounts.
 
-mod common;
-
-use common::{Auth, TestApp, v1_code};
+use crate::helpers::{Auth, TestApp, v1_code};
 use serde_json::{Value, json};
 
 fn agent_body(username: &str) -> Value {

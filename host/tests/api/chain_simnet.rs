@@ -3,15 +3,12 @@
 //! cluster refuses (tampered bytes, a wrong signer, replays, stale blockhashes, unknown programs).
 //! One test sends transactions whose wire bytes are written out by hand from the published
 //! format, so simnet is checked against the format itself and not only against our encoder.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::process::Command;
 
+use crate::helpers::TestApp;
 use base64::Engine;
 use chrono::Duration;
-use common::TestApp;
 use crucible::chain::tx::{self, Message, Pubkey, Transaction, instructions};
 use crucible::chain::{ExpectedPayment, Keypair, PaymentStatus, RejectReason};
 use crucible::domain::WalletAddress;

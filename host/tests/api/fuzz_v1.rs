@@ -1,10 +1,8 @@
 //! Random bytes and random JSON thrown at every `/api/v1` endpoint, with and without a key: never
 //! a 5xx, and every refusal in the v1 envelope.
 
-mod common;
-
-use common::fuzz::payload;
-use common::{Auth, TestApp};
+use crate::helpers::fuzz::payload;
+use crate::helpers::{Auth, TestApp};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use serde_json::json;

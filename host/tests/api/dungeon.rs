@@ -2,12 +2,10 @@
 //! with the memo → enter (202, then 201) → a scripted agent plays to the end while a watcher on
 //! the real socket receives every event in order → the key dies with the run.
 
-mod common;
-
 use std::time::Duration as StdDuration;
 
+use crate::helpers::{Auth, DungeonPlayer, TestApp};
 use chrono::Duration;
-use common::{Auth, DungeonPlayer, TestApp};
 use serde_json::{Value, json};
 
 /// The watch stream of a run, read from the real server socket until `run:ended` and the end of
@@ -418,7 +416,14 @@ async fn run_routes_take_only_their_own_run_key() {
         ("GET", format!("/api/dungeons/runs/{run_id}/watch"), None),
     ];
     for (method, path, body) in &routes {
-        let send = |auth| app.request(method, path, auth, body.clone().map(common::Body::Json));
+        let send = |auth| {
+            app.request(
+                method,
+                path,
+                auth,
+                body.clone().map(crate::helpers::Body::Json),
+            )
+        };
         for (label, auth) in [
             ("nothing", Auth::None),
             ("account key", Auth::Bearer(&player.key)),

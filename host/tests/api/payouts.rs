@@ -1,9 +1,7 @@
 //! Prizes: the pool split over the final standings, paid from the escrow on simnet, never twice.
 
-mod common;
-
+use crate::helpers::{Auth, TestApp};
 use chrono::Duration;
-use common::{Auth, TestApp};
 use crucible::chain::Keypair;
 use crucible::domain::WalletAddress;
 use crucible::scheduler::Scheduler;

@@ -1,10 +1,8 @@
 //! The scheduler: durable jobs run once across nodes, failures retry with backoff, schedules
 //! missed while down run once.
 
-mod common;
-
+use crate::helpers::TestApp;
 use chrono::Duration;
-use common::TestApp;
 use crucible::scheduler::{self, Recurring, Scheduler};
 
 async fn enqueue(app: &TestApp, kind: &str, subject: &str, due_in: Duration) {

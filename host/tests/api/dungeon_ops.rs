@@ -2,10 +2,8 @@
 //! retried turn acts once, a restart loses nothing, idle runs are abandoned by the scheduler and
 //! the day's best score is paid the pot from the dungeon wallet.
 
-mod common;
-
+use crate::helpers::{Auth, TestApp};
 use chrono::Duration;
-use common::{Auth, TestApp};
 use serde_json::json;
 
 #[tokio::test]

@@ -1,10 +1,8 @@
 //! The `v1` family's keys, authentication, error envelope and tournament list (SPEC §4.5, §5,
 //! §7.3, §8).
 
-mod common;
-
+use crate::helpers::{Auth, Body, TestApp, v1_code};
 use chrono::Duration;
-use common::{Auth, Body, TestApp, v1_code};
 use serde_json::json;
 
 #[tokio::test]

@@ -1,9 +1,7 @@
 //! Sign-up, sign-in, sign-out and wallet proofs through the real router.
 
-mod common;
-
+use crate::helpers::{Auth, Body, TestApp, TestWallet};
 use chrono::Duration;
-use common::{Auth, Body, TestApp, TestWallet};
 use serde_json::json;
 
 #[tokio::test]

@@ -1,8 +1,6 @@
 //! Health, the OpenAPI document, and JSON answers for unknown routes and methods.
 
-mod common;
-
-use common::{Auth, TestApp};
+use crate::helpers::{Auth, TestApp};
 
 #[tokio::test]
 async fn health_reports_version_and_database() {

@@ -1,11 +1,9 @@
 //! Portfolio tracking, leaderboards, performance series and the live stream.
 
-mod common;
-
 use std::time::Duration as StdDuration;
 
+use crate::helpers::{Auth, TestApp};
 use chrono::Duration;
-use common::{Auth, TestApp};
 use crucible::chain::Keypair;
 use crucible::scheduler::Scheduler;
 use serde_json::{Value, json};

@@ -1,10 +1,8 @@
 //! Tournaments: the public reads, the lifecycle driven by the scheduler, series, demo data and
 //! the host's CLI.
 
-mod common;
-
+use crate::helpers::{Auth, TestApp};
 use chrono::{DateTime, Duration, Utc};
-use common::{Auth, TestApp};
 use crucible::scheduler::Scheduler;
 use crucible::tournaments::queries::{self, NewTournament};
 use serde_json::Value;

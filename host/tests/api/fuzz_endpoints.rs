@@ -1,10 +1,8 @@
 //! Random bytes and random JSON thrown at every endpoint, with and without credentials, must
 //! never produce a 5xx: bad input is always the client's 4xx, never a crash or a half write.
 
-mod common;
-
-use common::fuzz::payload;
-use common::{Auth, TestApp};
+use crate::helpers::fuzz::payload;
+use crate::helpers::{Auth, TestApp};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 

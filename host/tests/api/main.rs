@@ -1,0 +1,35 @@
+//! The integration tests: one binary (one link of the server and wasmtime, instead of one per
+//! file), a module per area. Every test drives a real server on its own port and its own fresh
+//! database (SQLite, or a fresh PostgreSQL schema when `TEST_DATABASE_URL` is set). Set
+//! `TEST_LOG=1` (or a `RUST_LOG`-style filter) to see the server's logs.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that cannot go on should fail loudly where it stopped"
+)]
+
+mod helpers;
+
+mod account;
+mod agent_ticks;
+mod api_keys;
+mod auth;
+mod chain_fixtures;
+mod chain_simnet;
+mod cli;
+mod dungeon;
+mod dungeon_ops;
+mod fuzz_endpoints;
+mod fuzz_v1;
+mod leaderboard;
+mod payouts;
+mod platform;
+mod registration;
+mod sandbox_guests;
+mod scheduler;
+mod strategies_classes;
+mod tournaments;
+mod v1_agents;
+mod v1_keys;
+mod webhooks;
+mod webhooks_egress;

@@ -6,7 +6,11 @@
 //!
 //! `cargo bench --bench account_load` (SQLite); with `TEST_DATABASE_URL=postgres://…` on PostgreSQL.
 //! `BENCH_SECONDS` (default 10) and `BENCH_CONCURRENCY` (default 64) tune the run.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a bench that cannot go on should fail loudly"
+)]
 
 mod support;
 

@@ -8,7 +8,11 @@
 //!
 //! `cargo bench --bench agent_ticks`; `TEST_DATABASE_URL=postgres://…` for PostgreSQL;
 //! `BENCH_AGENTS` and `BENCH_ROUNDS` tune it.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a bench that cannot go on should fail loudly"
+)]
 
 mod support;
 

@@ -3,7 +3,11 @@
 //! and the pure check alone on a recorded mainnet-format response for comparison.
 //!
 //! `cargo bench --bench chain_verify` (SQLite in a temp dir; finality 0 so the payment is final).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a bench that cannot go on should fail loudly"
+)]
 
 use std::hint::black_box;
 use std::sync::Arc;

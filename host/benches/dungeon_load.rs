@@ -7,7 +7,11 @@
 //!
 //! `cargo bench --bench dungeon_load`; `TEST_DATABASE_URL=postgres://…` for PostgreSQL;
 //! `BENCH_SECONDS` (default 10) and `BENCH_RUNS` (default 500) tune it.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a bench that cannot go on should fail loudly"
+)]
 
 mod support;
 

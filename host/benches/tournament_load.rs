@@ -8,7 +8,11 @@
 //! `cargo bench --bench tournament_load`; `TEST_DATABASE_URL=postgres://…` for PostgreSQL;
 //! `BENCH_SECONDS`, `BENCH_CONCURRENCY`, `BENCH_WALLETS`, `BENCH_SUBSCRIBERS` tune it.
 //! Needs `ulimit -n` above twice the subscribers (client and server ends share the process).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a bench that cannot go on should fail loudly"
+)]
 
 mod support;
 

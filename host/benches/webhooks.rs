@@ -4,7 +4,11 @@
 //!
 //! `cargo bench --bench webhooks` (SQLite); with `TEST_DATABASE_URL=postgres://…` on PostgreSQL.
 //! `BENCH_EVENTS` (default 5000) sets how many events are queued and delivered.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a bench that cannot go on should fail loudly"
+)]
 
 mod support;
 

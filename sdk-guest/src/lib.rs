@@ -5,7 +5,7 @@
 //! tick. The strategy returns the [`Order`]s to place and mutates its state; the SDK encodes the
 //! state into the blob the host keeps (postcard) and decodes it on the next tick.
 //!
-//! ```ignore
+//! ```
 //! #![cfg_attr(target_arch = "wasm32", no_std)]
 //!
 //! use crucible_sdk::prelude::*;

@@ -9,7 +9,10 @@
 //! Every tick runs in a fresh instance: the heap starts empty each time and nothing needs to be
 //! returned to the host, but a tick may still allocate and free a lot, so the heap is a real
 //! allocator (dlmalloc), not a bump pointer.
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "a global allocator, raw memory growth and the canonical ABI's realloc are unsafe by nature"
+)]
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::arch::wasm32;

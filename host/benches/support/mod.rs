@@ -1,6 +1,11 @@
 //! What the HTTP load benchmarks share: a server pinned to one core on a fresh database, a
 //! closed-loop load generator, and latency percentiles.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "shared by benches that each use part of it; a bench that cannot go on should fail loudly"
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

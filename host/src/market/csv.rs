@@ -183,7 +183,10 @@ impl MarketFeed for CsvFeed {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test that cannot go on should fail loudly"
+)]
 mod tests {
     use super::*;
 

@@ -279,7 +279,10 @@ fn fnv1a(s: &str) -> u64 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test that cannot go on should fail loudly"
+)]
 mod tests {
     use super::*;
 

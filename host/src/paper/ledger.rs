@@ -321,7 +321,10 @@ fn fee_of(notional: i64, bps: u32) -> i64 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test that cannot go on should fail loudly"
+)]
 mod tests {
     use super::*;
 

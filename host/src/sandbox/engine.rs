@@ -189,7 +189,10 @@ impl Sandbox {
 }
 
 /// Load an artifact produced by this engine's `precompile_component`.
-#[allow(unsafe_code)]
+#[expect(
+    unsafe_code,
+    reason = "wasmtime can only load precompiled code unsafely; see SAFETY"
+)]
 fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
     // SAFETY: `artifact` is either what `Engine::precompile_component` of this same engine just
     // returned, or a cache file this server wrote whose SHA-256 and engine compatibility hash

@@ -22,6 +22,7 @@ mod dungeon_ops;
 mod fuzz_endpoints;
 mod fuzz_v1;
 mod leaderboard;
+mod migrations;
 mod payouts;
 mod platform;
 mod registration;

@@ -13,7 +13,10 @@ use crucible_sdk::prelude::*;
 pub struct Hostile;
 
 #[inline(never)]
-#[allow(unconditional_recursion)] // The point of the fixture: recursion that never ends.
+#[expect(
+    unconditional_recursion,
+    reason = "the point of the fixture: recursion that never ends"
+)]
 fn recurse(depth: u64, pad: &mut [u8; 256]) -> u64 {
     pad[(depth % 256) as usize] = depth as u8;
     // black_box keeps the recursion a real call chain (no tail-call or loop rewrite).

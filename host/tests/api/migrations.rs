@@ -1,0 +1,77 @@
+//! The two migration sets describe one schema: every table and column of the SQLite migrations
+//! exists in the PostgreSQL ones and the other way round. Both are applied to real, fresh
+//! databases and compared by what the databases report, so a column added in one dialect only
+//! fails here instead of on the first multi-node deployment.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crucible::db::Store;
+use sqlx::Row;
+
+use crate::helpers::fresh_database_url;
+
+type Schema = BTreeMap<String, BTreeSet<String>>;
+
+#[tokio::test]
+async fn sqlite_and_postgres_migrations_define_the_same_tables_and_columns() {
+    let on_postgres =
+        std::env::var("TEST_DATABASE_URL").is_ok_and(|url| url.starts_with("postgres"));
+    if !on_postgres {
+        eprintln!("needs TEST_DATABASE_URL=postgres://… (the PostgreSQL suite runs it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Store::connect(&crucible::config::sqlite_url_in(dir.path()))
+        .await
+        .unwrap();
+    sqlite.migrate().await.unwrap();
+    let postgres = Store::connect(&fresh_database_url(dir.path()).await)
+        .await
+        .unwrap();
+    postgres.migrate().await.unwrap();
+
+    let sqlite_schema = sqlite_schema(&sqlite).await;
+    let postgres_schema = postgres_schema(&postgres).await;
+    assert!(
+        sqlite_schema.len() > 10,
+        "the SQLite schema has its tables: {sqlite_schema:?}"
+    );
+    assert_eq!(
+        sqlite_schema, postgres_schema,
+        "migrations/sqlite and migrations/postgres must define the same tables and columns"
+    );
+}
+
+async fn sqlite_schema(store: &Store) -> Schema {
+    let rows = sqlx::query(
+        "SELECT m.name AS table_name, p.name AS column_name \
+         FROM sqlite_master m JOIN pragma_table_info(m.name) p \
+         WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name <> '_sqlx_migrations'",
+    )
+    .fetch_all(store.read())
+    .await
+    .unwrap();
+    collect(rows)
+}
+
+async fn postgres_schema(store: &Store) -> Schema {
+    let rows = sqlx::query(
+        "SELECT table_name::TEXT AS table_name, column_name::TEXT AS column_name \
+         FROM information_schema.columns \
+         WHERE table_schema = current_schema() AND table_name <> '_sqlx_migrations'",
+    )
+    .fetch_all(store.read())
+    .await
+    .unwrap();
+    collect(rows)
+}
+
+fn collect(rows: Vec<sqlx::any::AnyRow>) -> Schema {
+    let mut schema = Schema::new();
+    for row in rows {
+        let table: String = row.get("table_name");
+        let column: String = row.get("column_name");
+        schema.entry(table).or_default().insert(column);
+    }
+    schema
+}

@@ -148,24 +148,32 @@ fn ensure_wasm_target() {
     if let Some(toolchain) = &toolchain {
         cmd.args(["--toolchain", toolchain]);
     }
-    println!(
-        "cargo:warning=the {TARGET} target is missing for this toolchain; running `{FIX}{}`",
+    let shown = format!(
+        "rustup target add {TARGET}{}",
         toolchain
             .as_deref()
             .map(|t| format!(" --toolchain {t}"))
             .unwrap_or_default()
     );
     match cmd.output() {
-        Ok(output) if output.status.success() && wasm_std_installed(TARGET) => {}
-        Ok(output) => panic!(
-            "the {TARGET} target is missing and `{FIX}` failed; run it yourself and build again:\n{}",
+        Ok(output) if output.status.success() && wasm_std_installed(TARGET) => {
+            println!("cargo:warning=the {TARGET} target was missing: added it with `{shown}`");
+        }
+        Ok(output) => fail(&format!(
+            "the {TARGET} target is missing and `{shown}` failed; run `{FIX}` and build again:\n{}",
             String::from_utf8_lossy(&output.stderr)
-        ),
-        Err(_) => panic!(
+        )),
+        Err(_) => fail(&format!(
             "the {TARGET} target is missing and rustup was not found: install the target for \
              your toolchain (with rustup: `{FIX}`) and build again"
-        ),
+        )),
     }
+}
+
+/// Stop the build with one clear line (a panic would bury it under a backtrace).
+fn fail(message: &str) -> ! {
+    eprintln!("error: {message}");
+    std::process::exit(1)
 }
 
 /// Whether the active compiler's sysroot holds the target's standard library.

@@ -23,9 +23,7 @@ pub async fn send(state: &AppState) -> anyhow::Result<usize> {
     let since = now - Duration::hours(24);
     let mut measured = Vec::with_capacity(agents.len());
     for agent in agents {
-        let metrics = performance::metrics(state, &agent, Some(since))
-            .await
-            .map_err(|error| anyhow::anyhow!("{error}"))?;
+        let metrics = performance::metrics(state, &agent, Some(since)).await?;
         measured.push((agent, metrics));
     }
     // Agents come ordered by account: one report per run of the same account.

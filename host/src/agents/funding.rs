@@ -1,10 +1,9 @@
 //! Funding: an agent leaves `unfunded` once its wallet holds the SOL fee reserve on chain
 //! (DESIGN §6). Checked by a recurring job for every unfunded agent, and at once on start.
 
-use super::Agent;
+use super::{Agent, AgentError};
 use crate::clock::to_millis;
 use crate::state::AppState;
-use crate::v1::V1Error;
 
 /// Unfunded agents read per query of the job.
 const PAGE: i64 = 500;
@@ -26,24 +25,23 @@ async fn check(state: &AppState, agent_id: &str, wallet: &str) -> anyhow::Result
     Ok((funded, lamports))
 }
 
-/// On start of an unfunded agent: 402 INSUFFICIENT_FUNDS unless the wallet holds the reserve.
-pub async fn require_reserve(state: &AppState, agent: &Agent) -> Result<(), V1Error> {
+/// On start of an unfunded agent: refused unless the wallet holds the reserve.
+pub async fn require_reserve(state: &AppState, agent: &Agent) -> Result<(), AgentError> {
     let (funded, lamports) = check(state, &agent.id, &agent.wallet_address)
         .await
         .map_err(|error| {
             tracing::warn!(agent_id = agent.id, error = %format!("{error:#}"), "funding check failed");
-            V1Error::Unavailable("could not read the agent's wallet balance; try again shortly".into())
+            AgentError::BalanceUnavailable
         })?;
     if funded {
         return Ok(());
     }
     let sol = |lamports: u64| lamports as f64 / 1e9;
-    Err(V1Error::InsufficientFunds(format!(
-        "the agent's wallet {} holds {} SOL; send at least {} SOL for fees to it, then start again",
-        agent.wallet_address,
-        sol(lamports),
-        sol(state.config.agent_fee_reserve_lamports)
-    )))
+    Err(AgentError::InsufficientFunds {
+        wallet: agent.wallet_address.clone(),
+        held_sol: sol(lamports),
+        reserve_sol: sol(state.config.agent_fee_reserve_lamports),
+    })
 }
 
 /// The job: check every unfunded agent, a page at a time.

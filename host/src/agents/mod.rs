@@ -6,6 +6,7 @@
 //! daily report. HTTP lives in [`crate::v1`]; this module never shapes responses.
 
 pub mod daily_report;
+mod error;
 pub mod funding;
 mod model;
 pub mod new_agent;
@@ -16,5 +17,6 @@ pub mod strategies;
 pub mod tick;
 pub mod ticker;
 
+pub use error::AgentError;
 pub use model::{Agent, AgentStatus, AgentView, PAPER_CAPITAL};
 pub use runtime::Runtime;

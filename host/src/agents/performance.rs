@@ -8,11 +8,10 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::Agent;
+use super::{Agent, AgentError};
 use crate::clock::{rfc3339, to_millis};
 use crate::paper::UNIT;
 use crate::state::AppState;
-use crate::v1::V1Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Period {
@@ -23,14 +22,17 @@ pub enum Period {
 }
 
 impl Period {
-    pub fn parse(raw: Option<&str>) -> Result<Period, V1Error> {
+    pub fn parse(raw: Option<&str>) -> Result<Period, AgentError> {
         Ok(match raw {
             None | Some("") | Some("24h") => Period::Day,
             Some("7d") => Period::Week,
             Some("30d") => Period::Month,
             Some("all") => Period::All,
             Some(_) => {
-                return Err(V1Error::field("period", "must be one of 24h, 7d, 30d, all"));
+                return Err(AgentError::invalid(
+                    "period",
+                    "must be one of 24h, 7d, 30d, all",
+                ));
             }
         })
     }
@@ -84,7 +86,11 @@ pub struct Performance {
 }
 
 /// Metrics of `agent` over `period`, ending now.
-pub async fn of(state: &AppState, agent: &Agent, period: Period) -> Result<Performance, V1Error> {
+pub async fn of(
+    state: &AppState,
+    agent: &Agent,
+    period: Period,
+) -> Result<Performance, AgentError> {
     let now = state.now();
     let since = period.since(now);
     let metrics = metrics(state, agent, since).await?;
@@ -102,8 +108,8 @@ pub async fn metrics(
     state: &AppState,
     agent: &Agent,
     since: Option<DateTime<Utc>>,
-) -> Result<PeriodMetrics, V1Error> {
-    let ledger = agent.ledger().map_err(V1Error::internal)?;
+) -> Result<PeriodMetrics, AgentError> {
+    let ledger = agent.ledger().map_err(AgentError::internal)?;
     let initial = ledger.initial_quote as f64 / UNIT;
     let equity = agent
         .last_price

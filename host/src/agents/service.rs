@@ -4,24 +4,28 @@
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+use super::AgentError;
 use super::model::{AgentStatus, COLUMNS, PAPER_CAPITAL};
 use super::new_agent::{NewAgent, StrategyChoice};
 use super::{Agent, funding, strategies};
 use crate::clock::{rfc3339, to_millis};
 use crate::crypto::new_id;
-use crate::db::is_unique_violation;
+use crate::db::OnUnique;
 use crate::paper::{Ledger, PaperConfig};
 use crate::state::AppState;
-use crate::v1::V1Error;
 
 /// Create an agent for the account: a custodial wallet, a fresh paper account, status
 /// `unfunded` until the wallet holds the fee reserve.
-pub async fn create(state: &AppState, account_id: &str, new: NewAgent) -> Result<Agent, V1Error> {
+pub async fn create(
+    state: &AppState,
+    account_id: &str,
+    new: NewAgent,
+) -> Result<Agent, AgentError> {
     let component = match &new.strategy {
         StrategyChoice::Builtin => None,
         StrategyChoice::Custom(id) => {
             if !strategies::owned_by(state, account_id, id).await? {
-                return Err(V1Error::field(
+                return Err(AgentError::invalid(
                     "strategy.type",
                     format!(
                         "no uploaded strategy `{id}` on this account: upload it with POST /api/v1/public/strategies"
@@ -40,11 +44,11 @@ pub async fn create(state: &AppState, account_id: &str, new: NewAgent) -> Result
             ..PaperConfig::default()
         },
     );
-    let ledger = serde_json::to_string(&ledger).map_err(V1Error::internal)?;
+    let ledger = serde_json::to_string(&ledger).map_err(AgentError::internal)?;
 
     let mut tx = state.store.begin().await?;
     let wallet = crate::custodial::create(&mut tx, state, "agent", &agent_id).await?;
-    let inserted = sqlx::query(
+    sqlx::query(
         "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id, strategy_type,
                              strategy_component, base_token, quote_token, time_interval, max_allocation,
                              personality, is_paper_trading, avatar_url, wallet_address, status, ledger,
@@ -70,18 +74,13 @@ pub async fn create(state: &AppState, account_id: &str, new: NewAgent) -> Result
     .bind(&ledger)
     .bind(to_millis(now))
     .execute(&mut *tx)
-    .await;
-    match inserted {
-        Err(error) if is_unique_violation(&error) => {
-            return Err(V1Error::field(
-                "username",
-                format!("the username `{}` is taken", new.username),
-            ));
-        }
-        other => {
-            other?;
-        }
-    }
+    .await
+    .on_unique(|| {
+        AgentError::invalid(
+            "username",
+            format!("the username `{}` is taken", new.username),
+        )
+    })?;
     tx.commit().await?;
     tracing::info!(
         account_id,
@@ -91,7 +90,7 @@ pub async fn create(state: &AppState, account_id: &str, new: NewAgent) -> Result
     );
     find(state, account_id, &agent_id)
         .await?
-        .ok_or_else(|| V1Error::internal(anyhow::anyhow!("agent {agent_id} vanished")))
+        .ok_or_else(|| AgentError::internal(anyhow::anyhow!("agent {agent_id} vanished")))
 }
 
 /// One page of the account's agents, oldest first, and how many it has.
@@ -100,7 +99,7 @@ pub async fn list(
     account_id: &str,
     page: i64,
     page_size: i64,
-) -> Result<(Vec<Agent>, i64), V1Error> {
+) -> Result<(Vec<Agent>, i64), AgentError> {
     let agents: Vec<Agent> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM agents WHERE account_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3"
     ))
@@ -121,7 +120,7 @@ pub async fn find(
     state: &AppState,
     account_id: &str,
     agent_id: &str,
-) -> Result<Option<Agent>, V1Error> {
+) -> Result<Option<Agent>, AgentError> {
     Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM agents WHERE id = $1 AND account_id = $2"
     ))
@@ -131,15 +130,19 @@ pub async fn find(
     .await?)
 }
 
-async fn owned(state: &AppState, account_id: &str, agent_id: &str) -> Result<Agent, V1Error> {
+async fn owned(state: &AppState, account_id: &str, agent_id: &str) -> Result<Agent, AgentError> {
     find(state, account_id, agent_id)
         .await?
-        .ok_or_else(|| V1Error::AgentNotFound(agent_id.to_owned()))
+        .ok_or_else(|| AgentError::NotFound(agent_id.to_owned()))
 }
 
 /// Start an agent: from `idle` or `error`, or from `unfunded` once its wallet holds the fee
 /// reserve (checked on chain now). Starting an active agent changes nothing.
-pub async fn start(state: &AppState, account_id: &str, agent_id: &str) -> Result<Agent, V1Error> {
+pub async fn start(
+    state: &AppState,
+    account_id: &str,
+    agent_id: &str,
+) -> Result<Agent, AgentError> {
     let agent = owned(state, account_id, agent_id).await?;
     match agent.status() {
         AgentStatus::Active => return Ok(agent),
@@ -178,7 +181,7 @@ pub async fn start(state: &AppState, account_id: &str, agent_id: &str) -> Result
 
 /// Stop an active agent (it becomes `idle`); a tick in flight is discarded whole. Stopping an
 /// agent that is not active changes nothing.
-pub async fn stop(state: &AppState, account_id: &str, agent_id: &str) -> Result<Agent, V1Error> {
+pub async fn stop(state: &AppState, account_id: &str, agent_id: &str) -> Result<Agent, AgentError> {
     let agent = owned(state, account_id, agent_id).await?;
     if agent.status() != AgentStatus::Active {
         return Ok(agent);

@@ -4,11 +4,11 @@
 
 use serde::Serialize;
 
+use super::AgentError;
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::crypto::sha256_hex;
 use crate::sandbox::LoadError;
 use crate::state::AppState;
-use crate::v1::V1Error;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -28,10 +28,10 @@ pub async fn upload(
     account_id: &str,
     name: &str,
     bytes: Vec<u8>,
-) -> Result<StrategyView, V1Error> {
+) -> Result<StrategyView, AgentError> {
     let limit = crate::sandbox::SandboxConfig::default().max_component_bytes;
     if bytes.len() > limit {
-        return Err(V1Error::PayloadTooLarge(format!(
+        return Err(AgentError::ComponentTooLarge(format!(
             "the component is {} bytes; the limit is {limit}",
             bytes.len()
         )));
@@ -43,11 +43,11 @@ pub async fn upload(
         loaded.map(|_| (id, bytes))
     })
     .await
-    .map_err(V1Error::internal)?;
+    .map_err(AgentError::internal)?;
     let (id, bytes) = checked.map_err(|error| match error {
-        LoadError::TooLarge { .. } => V1Error::PayloadTooLarge(error.to_string()),
-        LoadError::Cache(_) | LoadError::Engine(_) => V1Error::internal(error),
-        other => V1Error::field("body", other.to_string()),
+        LoadError::TooLarge { .. } => AgentError::ComponentTooLarge(error.to_string()),
+        LoadError::Cache(_) | LoadError::Engine(_) => AgentError::internal(error),
+        other => AgentError::invalid("body", other.to_string()),
     })?;
 
     let now = to_millis(state.now());
@@ -78,11 +78,11 @@ pub async fn upload(
         .await?
         .into_iter()
         .find(|view| view.strategy_id == id)
-        .ok_or_else(|| V1Error::internal(anyhow::anyhow!("strategy {id} vanished")))
+        .ok_or_else(|| AgentError::internal(anyhow::anyhow!("strategy {id} vanished")))
 }
 
 /// The account's uploaded strategies, newest first.
-pub async fn list(state: &AppState, account_id: &str) -> Result<Vec<StrategyView>, V1Error> {
+pub async fn list(state: &AppState, account_id: &str) -> Result<Vec<StrategyView>, AgentError> {
     let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(
         "SELECT s.strategy_id, s.name, c.size_bytes, s.uploaded_at
          FROM account_strategies s JOIN strategy_components c ON c.id = s.strategy_id
@@ -104,7 +104,7 @@ pub async fn list(state: &AppState, account_id: &str) -> Result<Vec<StrategyView
 }
 
 /// Whether the account uploaded component `id`.
-pub async fn owned_by(state: &AppState, account_id: &str, id: &str) -> Result<bool, V1Error> {
+pub async fn owned_by(state: &AppState, account_id: &str, id: &str) -> Result<bool, AgentError> {
     let row: Option<(String,)> = sqlx::query_as(
         "SELECT strategy_id FROM account_strategies WHERE account_id = $1 AND strategy_id = $2",
     )

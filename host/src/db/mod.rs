@@ -191,6 +191,25 @@ pub fn is_unique_violation(error: &sqlx::Error) -> bool {
     }
 }
 
+/// Turns the database's unique-constraint answer into the caller's own error in one call, so a
+/// service says what a duplicate *means* (a taken username, a used signature) where it inserts:
+/// `insert.await.on_unique(|| MyError::Taken(name))?`. Every other error converts as usual.
+pub trait OnUnique<T> {
+    fn on_unique<E: From<sqlx::Error>>(self, duplicate: impl FnOnce() -> E) -> Result<T, E>;
+}
+
+impl<T> OnUnique<T> for Result<T, sqlx::Error> {
+    fn on_unique<E: From<sqlx::Error>>(self, duplicate: impl FnOnce() -> E) -> Result<T, E> {
+        self.map_err(|error| {
+            if is_unique_violation(&error) {
+                duplicate()
+            } else {
+                E::from(error)
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

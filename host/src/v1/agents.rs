@@ -13,7 +13,7 @@ use super::error::{V1Error, ok};
 use super::extract::{AgentsRead, AgentsStart, AgentsStop, AgentsWrite, Body, Path, Query, V1Key};
 use super::tournaments::{envelope, page};
 use crate::agents::performance::{self, Period};
-use crate::agents::{self, AgentView, new_agent, service, strategies};
+use crate::agents::{self, AgentError, AgentView, new_agent, service, strategies};
 use crate::clock::{from_millis, rfc3339};
 use crate::market::Interval;
 use crate::sandbox::SandboxConfig;
@@ -35,6 +35,21 @@ pub fn router() -> Router<AppState> {
                 .post(upload_strategy)
                 .layer(DefaultBodyLimit::max(upload_limit)),
         )
+}
+
+/// The agent services' errors, in this family's codes and statuses.
+impl From<AgentError> for V1Error {
+    fn from(error: AgentError) -> Self {
+        match error {
+            AgentError::NotFound(agent_id) => V1Error::AgentNotFound(agent_id),
+            AgentError::Invalid { field, message } => V1Error::field(field, message),
+            AgentError::InsufficientFunds { .. } => V1Error::InsufficientFunds(error.to_string()),
+            AgentError::BalanceUnavailable => V1Error::Unavailable(error.to_string()),
+            AgentError::ComponentTooLarge(message) => V1Error::PayloadTooLarge(message),
+            AgentError::Store(store) => store.into(),
+            AgentError::Internal(source) => V1Error::Internal(source),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]

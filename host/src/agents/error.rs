@@ -1,0 +1,56 @@
+//! What can go wrong when operators create, start, stop, measure or upload for agents. The
+//! services of this module return [`AgentError`]; the `v1` family maps it to its status and
+//! envelope at the edge (`crate::v1::agents`), so no agent service knows about HTTP.
+
+use crate::db::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// No such agent among the caller's (never says whether another account has it).
+    #[error("agent `{0}` not found")]
+    NotFound(String),
+    /// A value the caller sent is not acceptable; `field` names what to fix.
+    #[error("{message}")]
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
+    /// The agent's wallet holds less SOL than the fee reserve it needs to start.
+    #[error(
+        "the agent's wallet {wallet} holds {held_sol} SOL; send at least {reserve_sol} SOL for fees to it, then start again"
+    )]
+    InsufficientFunds {
+        wallet: String,
+        held_sol: f64,
+        reserve_sol: f64,
+    },
+    /// The chain could not be asked for the agent's balance just now.
+    #[error("could not read the agent's wallet balance; try again shortly")]
+    BalanceUnavailable,
+    /// An uploaded component over the sandbox's size limit.
+    #[error("{0}")]
+    ComponentTooLarge(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+impl AgentError {
+    pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+        AgentError::Invalid {
+            field,
+            message: message.into(),
+        }
+    }
+
+    pub fn internal(error: impl Into<anyhow::Error>) -> Self {
+        AgentError::Internal(error.into())
+    }
+}
+
+impl From<sqlx::Error> for AgentError {
+    fn from(error: sqlx::Error) -> Self {
+        AgentError::Store(StoreError::from(error))
+    }
+}

@@ -10,6 +10,8 @@
 //! This module never trusts a client's word about a payment: only finalized, parsed chain data
 //! is checked, by the pure function in [`verify`].
 
+pub mod hermes;
+pub mod jupiter;
 pub mod keypair;
 pub mod portfolio;
 pub mod rpc;

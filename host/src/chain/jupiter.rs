@@ -502,7 +502,7 @@ mod tests {
         for i in 0..programs.len() {
             message.push((first_program + i) as u8);
             encode_shortvec(2, &mut message).unwrap();
-            message.extend([0, (signers) as u8]);
+            message.extend([0, signers]);
             encode_shortvec(3, &mut message).unwrap();
             message.extend([1, 2, 3]);
         }

@@ -39,7 +39,7 @@ fn main() {
             let mut tx = state.store.begin().await.expect("begin");
             let data = json!({"agentId": "agt_bench", "type": "BUY", "token": "SOL",
                               "amount": 0.5, "price": 151.25, "txHash": null, "n": n});
-            let queued = crucible::webhooks::enqueue(&mut tx, &account_id, "agent.trade", data, state.now())
+            let queued = crucible::webhooks::enqueue(&mut tx, &account_id, crucible::webhooks::Event::AgentTrade, data, state.now())
                 .await
                 .expect("enqueue");
             assert_eq!(queued, 1);

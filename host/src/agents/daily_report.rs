@@ -33,8 +33,14 @@ pub async fn send(state: &AppState) -> anyhow::Result<usize> {
         .collect();
     let mut tx = state.store.begin().await?;
     for (account_id, data) in &reports {
-        crate::webhooks::enqueue(&mut tx, account_id, "agent.performance", data.clone(), now)
-            .await?;
+        crate::webhooks::enqueue(
+            &mut tx,
+            account_id,
+            crate::webhooks::Event::AgentPerformance,
+            data.clone(),
+            now,
+        )
+        .await?;
     }
     tx.commit().await?;
     tracing::info!(accounts = reports.len(), "daily agent performance queued");

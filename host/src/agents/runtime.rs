@@ -9,7 +9,8 @@ use std::sync::{Mutex, OnceLock};
 use crate::sandbox::{LoadError, LoadedStrategy, Sandbox, SandboxConfig, builtin_component};
 
 pub struct Runtime {
-    data_dir: PathBuf,
+    /// The limits every agent's sandbox runs with: the one place they are decided.
+    config: SandboxConfig,
     sandbox: OnceLock<Result<Sandbox, String>>,
     loaded: Mutex<HashMap<String, LoadedStrategy>>,
 }
@@ -17,7 +18,7 @@ pub struct Runtime {
 impl Runtime {
     pub fn new(data_dir: PathBuf) -> Self {
         Runtime {
-            data_dir,
+            config: SandboxConfig::with_data_dir(data_dir),
             sandbox: OnceLock::new(),
             loaded: Mutex::new(HashMap::new()),
         }
@@ -26,12 +27,14 @@ impl Runtime {
     /// The sandbox, created on first call with the component cache in the data dir.
     pub fn sandbox(&self) -> Result<&Sandbox, LoadError> {
         self.sandbox
-            .get_or_init(|| {
-                Sandbox::new(SandboxConfig::with_data_dir(&self.data_dir))
-                    .map_err(|error| error.to_string())
-            })
+            .get_or_init(|| Sandbox::new(self.config.clone()).map_err(|error| error.to_string()))
             .as_ref()
             .map_err(|message| LoadError::Engine(message.clone()))
+    }
+
+    /// The sandbox's limits, readable without building the sandbox (e.g. the upload size cap).
+    pub fn limits(&self) -> &SandboxConfig {
+        &self.config
     }
 
     /// A loaded component from memory, if it was loaded before.

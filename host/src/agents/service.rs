@@ -166,7 +166,7 @@ pub async fn start(
         crate::webhooks::enqueue(
             &mut tx,
             account_id,
-            "agent.started",
+            crate::webhooks::Event::AgentStarted,
             json!({ "agentId": agent_id, "startedAt": rfc3339(now) }),
             now,
         )
@@ -193,7 +193,7 @@ pub async fn stop(state: &AppState, account_id: &str, agent_id: &str) -> Result<
         crate::webhooks::enqueue(
             &mut tx,
             account_id,
-            "agent.stopped",
+            crate::webhooks::Event::AgentStopped,
             json!({ "agentId": agent_id, "stoppedAt": rfc3339(now) }),
             now,
         )

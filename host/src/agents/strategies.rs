@@ -29,7 +29,7 @@ pub async fn upload(
     name: &str,
     bytes: Vec<u8>,
 ) -> Result<StrategyView, AgentError> {
-    let limit = crate::sandbox::SandboxConfig::default().max_component_bytes;
+    let limit = state.agents.limits().max_component_bytes;
     if bytes.len() > limit {
         return Err(AgentError::ComponentTooLarge(format!(
             "the component is {} bytes; the limit is {limit}",

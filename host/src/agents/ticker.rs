@@ -267,7 +267,7 @@ async fn store(
             crate::webhooks::enqueue(
                 &mut tx,
                 &agent.account_id,
-                "agent.error",
+                crate::webhooks::Event::AgentError,
                 json!({ "agentId": agent.id, "reason": reason, "at": rfc3339(now) }),
                 now,
             )
@@ -315,7 +315,7 @@ async fn store(
             crate::webhooks::enqueue(
                 &mut tx,
                 &agent.account_id,
-                "agent.trade",
+                crate::webhooks::Event::AgentTrade,
                 json!({
                     "agentId": agent.id,
                     "tradeId": trade_id,

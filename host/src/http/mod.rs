@@ -64,7 +64,10 @@ pub fn router(state: AppState) -> Router {
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         // Added after the limit above: the v1 family answers in its own error envelope and
         // sets its own body limits (strategy uploads are larger).
-        .nest("/api/v1", crate::v1::router())
+        .nest(
+            "/api/v1",
+            crate::v1::router(state.agents.limits().max_component_bytes),
+        )
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

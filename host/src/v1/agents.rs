@@ -16,12 +16,11 @@ use crate::agents::performance::{self, Period};
 use crate::agents::{self, AgentError, AgentView, new_agent, service, strategies};
 use crate::clock::{from_millis, rfc3339};
 use crate::market::Interval;
-use crate::sandbox::SandboxConfig;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router(upload_limit: usize) -> Router<AppState> {
     // Uploads may be as large as the sandbox accepts, plus room for the limit's own check.
-    let upload_limit = SandboxConfig::default().max_component_bytes + 1024;
+    let upload_limit = upload_limit + 1024;
     Router::new()
         .route("/public/agents", get(list))
         .route("/public/agents/create", post(create))
@@ -157,7 +156,7 @@ async fn upload_strategy(
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 V1Error::PayloadTooLarge(format!(
                     "the component is larger than the limit of {} bytes",
-                    SandboxConfig::default().max_component_bytes
+                    state.agents.limits().max_component_bytes
                 ))
             } else {
                 V1Error::field("body", rejection.body_text())

@@ -22,13 +22,13 @@ use crate::state::AppState;
 /// Body limit of this family, except uploads (which set their own).
 const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// The routes of `/api/v1`, to be nested there.
-pub fn router() -> Router<AppState> {
+/// The routes of `/api/v1`, to be nested there; strategy uploads may be `upload_limit` bytes.
+pub fn router(upload_limit: usize) -> Router<AppState> {
     Router::new()
         .merge(keys::router().layer(DefaultBodyLimit::max(MAX_BODY_BYTES)))
         .merge(tournaments::router())
         .merge(webhooks::router())
-        .merge(agents::router())
+        .merge(agents::router(upload_limit))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
 }

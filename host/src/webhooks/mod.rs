@@ -27,17 +27,35 @@ use crate::state::AppState;
 
 pub use delivery::deliver_due;
 
-/// An agent began trading (start endpoint); data `{agentId, startedAt}`.
-pub const AGENT_STARTED: &str = "agent.started";
-/// An agent stopped (stop endpoint); data `{agentId, stoppedAt}`.
-pub const AGENT_STOPPED: &str = "agent.stopped";
-/// An agent executed a trade; data `{agentId, type, token, amount, price, txHash}`.
-pub const AGENT_TRADE: &str = "agent.trade";
-/// An agent was stopped by its circuit breaker after repeated strategy faults; data
-/// `{agentId, reason, at}`.
-pub const AGENT_ERROR: &str = "agent.error";
-/// Daily at 00:00 UTC: the account's 24 h PnL, win rate, total trades, best and worst agent.
-pub const AGENT_PERFORMANCE: &str = "agent.performance";
+/// The events a webhook can carry. Producers name their event with this type, so the list here
+/// is exactly what receivers can get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// An agent began trading (start endpoint); data `{agentId, startedAt}`.
+    AgentStarted,
+    /// An agent stopped (stop endpoint); data `{agentId, stoppedAt}`.
+    AgentStopped,
+    /// An agent executed a trade; data `{agentId, type, token, amount, price, txHash, …}`.
+    AgentTrade,
+    /// An agent was stopped by its circuit breaker after repeated strategy faults; data
+    /// `{agentId, reason, at}`.
+    AgentError,
+    /// Daily at 00:00 UTC: the account's 24 h PnL, win rate, total trades, best and worst agent.
+    AgentPerformance,
+}
+
+impl Event {
+    /// The `event` member of the payload.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::AgentStarted => "agent.started",
+            Event::AgentStopped => "agent.stopped",
+            Event::AgentTrade => "agent.trade",
+            Event::AgentError => "agent.error",
+            Event::AgentPerformance => "agent.performance",
+        }
+    }
+}
 
 /// Most deliveries [`recent_deliveries`] returns at once.
 pub const MAX_LISTED: i64 = 100;
@@ -51,10 +69,11 @@ pub const MAX_LISTED: i64 = 100;
 pub async fn enqueue(
     conn: &mut sqlx::AnyConnection,
     account_id: &str,
-    event: &str,
+    event: Event,
     data: serde_json::Value,
     now: DateTime<Utc>,
 ) -> sqlx::Result<u64> {
+    let event = event.as_str();
     let subscribers = outbox::subscribers(conn, account_id, now).await?;
     if subscribers.is_empty() {
         return Ok(0);

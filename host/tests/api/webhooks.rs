@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Duration, Utc};
-use crucible::webhooks::{self, DeliveryView};
+use crucible::webhooks::{self, DeliveryView, Event};
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
@@ -161,7 +161,7 @@ async fn webhook_key(app: &TestApp, session: &str, url: &str) -> (String, String
 }
 
 /// Enqueue in a transaction of the app's store, committed, as a producer would.
-async fn emit(app: &TestApp, account_id: &str, event: &str, data: Value) -> u64 {
+async fn emit(app: &TestApp, account_id: &str, event: Event, data: Value) -> u64 {
     let mut tx = app.state.store.begin().await.expect("begin");
     let queued = webhooks::enqueue(&mut tx, account_id, event, data, app.state.now())
         .await
@@ -201,7 +201,7 @@ async fn a_delivery_is_signed_both_ways_with_the_secret_shown_at_key_creation() 
     let data = json!({"agentId": "agt_1", "type": "BUY", "token": "SOL", "amount": 1.25,
                       "price": 151.5, "txHash": null, "note": "naïve ✓ \"quoted\""});
     assert_eq!(
-        emit(&app, &account_id, "agent.trade", data.clone()).await,
+        emit(&app, &account_id, Event::AgentTrade, data.clone()).await,
         1
     );
     let queued = deliveries(&app, &account_id).await;
@@ -264,7 +264,7 @@ async fn an_event_exists_only_if_its_transaction_commits() {
     let queued = webhooks::enqueue(
         &mut tx,
         &account_id,
-        "agent.started",
+        crucible::webhooks::Event::AgentStarted,
         json!({"agentId": "a"}),
         app.state.now(),
     )
@@ -287,7 +287,7 @@ async fn a_receiver_that_fails_twice_gets_the_event_once_after_the_retries() {
     emit(
         &app,
         &account_id,
-        "agent.started",
+        crucible::webhooks::Event::AgentStarted,
         json!({"agentId": "agt_9", "startedAt": "2026-11-23T12:00:00.000Z"}),
     )
     .await;
@@ -343,7 +343,7 @@ async fn a_restart_in_the_middle_of_the_retries_loses_no_event() {
     emit(
         &app,
         &account_id,
-        "agent.stopped",
+        Event::AgentStopped,
         json!({"agentId": "agt_2", "stoppedAt": "2026-11-23T13:00:00.000Z"}),
     )
     .await;
@@ -366,7 +366,13 @@ async fn a_lease_held_by_a_dead_worker_is_taken_over_once_it_runs_out() {
     let receiver = Receiver::start(&[]).await;
     let (account_id, session) = account(&app, "ann@example.com").await;
     webhook_key(&app, &session, &receiver.url("/hook")).await;
-    emit(&app, &account_id, "agent.started", json!({"agentId": "a"})).await;
+    emit(
+        &app,
+        &account_id,
+        Event::AgentStarted,
+        json!({"agentId": "a"}),
+    )
+    .await;
     // Another node leased the row and died before recording anything.
     sqlx::query(
         "UPDATE webhook_deliveries SET lease_owner = 'whw_dead', lease_until = $1, attempts = 1",
@@ -394,7 +400,7 @@ async fn concurrent_workers_send_each_delivery_once() {
         emit(
             &app,
             &account_id,
-            "agent.trade",
+            Event::AgentTrade,
             json!({"agentId": "a", "n": n}),
         )
         .await;
@@ -427,7 +433,7 @@ async fn a_day_of_failures_ends_in_the_dead_letter() {
     emit(
         &app,
         &account_id,
-        "agent.performance",
+        Event::AgentPerformance,
         json!({"totalTrades": 3}),
     )
     .await;
@@ -470,7 +476,13 @@ async fn a_revoked_key_gets_nothing() {
     let receiver = Receiver::start(&[Reply::Status(500)]).await;
     let (account_id, session) = account(&app, "ann@example.com").await;
     let (key_id, _) = webhook_key(&app, &session, &receiver.url("/hook")).await;
-    emit(&app, &account_id, "agent.started", json!({"agentId": "a"})).await;
+    emit(
+        &app,
+        &account_id,
+        Event::AgentStarted,
+        json!({"agentId": "a"}),
+    )
+    .await;
     assert_eq!(deliver(&app).await, 1, "a first, failed attempt");
 
     let revoked = app
@@ -492,7 +504,13 @@ async fn a_revoked_key_gets_nothing() {
     assert_eq!(receiver.received().len(), 1, "nothing after the revocation");
 
     assert_eq!(
-        emit(&app, &account_id, "agent.stopped", json!({"agentId": "a"})).await,
+        emit(
+            &app,
+            &account_id,
+            Event::AgentStopped,
+            json!({"agentId": "a"})
+        )
+        .await,
         0
     );
 }
@@ -508,14 +526,26 @@ async fn an_expired_key_is_not_queued_and_its_pending_deliveries_are_dropped() {
     )
     .await;
     assert_eq!(
-        emit(&app, &account_id, "agent.started", json!({"agentId": "a"})).await,
+        emit(
+            &app,
+            &account_id,
+            Event::AgentStarted,
+            json!({"agentId": "a"})
+        )
+        .await,
         1
     );
     app.advance(Duration::days(1));
     assert_eq!(deliver(&app).await, 0);
     assert_eq!(deliveries(&app, &account_id).await[0].status, "dead");
     assert_eq!(
-        emit(&app, &account_id, "agent.started", json!({"agentId": "a"})).await,
+        emit(
+            &app,
+            &account_id,
+            Event::AgentStarted,
+            json!({"agentId": "a"})
+        )
+        .await,
         0
     );
     assert!(receiver.received().is_empty());
@@ -532,7 +562,13 @@ async fn accounts_without_webhook_keys_queue_nothing_and_accounts_are_kept_apart
     webhook_key(&app, &other_session, &receiver.url("/other")).await;
 
     assert_eq!(
-        emit(&app, &plain_id, "agent.started", json!({"agentId": "a"})).await,
+        emit(
+            &app,
+            &plain_id,
+            Event::AgentStarted,
+            json!({"agentId": "a"})
+        )
+        .await,
         0
     );
     assert!(deliveries(&app, &plain_id).await.is_empty());
@@ -557,7 +593,7 @@ async fn two_webhook_keys_get_one_delivery_each_signed_with_their_own_secret() {
         emit(
             &app,
             &account_id,
-            "agent.trade",
+            Event::AgentTrade,
             json!({"agentId": "a", "amount": 2})
         )
         .await,
@@ -588,7 +624,13 @@ async fn a_slow_receiver_times_out_and_is_retried() {
     let receiver = Receiver::start(&[Reply::Slow(std::time::Duration::from_secs(5))]).await;
     let (account_id, session) = account(&app, "ann@example.com").await;
     webhook_key(&app, &session, &receiver.url("/slow")).await;
-    emit(&app, &account_id, "agent.started", json!({"agentId": "a"})).await;
+    emit(
+        &app,
+        &account_id,
+        Event::AgentStarted,
+        json!({"agentId": "a"}),
+    )
+    .await;
 
     assert_eq!(deliver(&app).await, 1);
     let view = &deliveries(&app, &account_id).await[0];
@@ -614,7 +656,13 @@ async fn redirects_are_not_followed_and_unreachable_receivers_are_retried() {
     let receiver = Receiver::start(&[Reply::RedirectTo("/elsewhere")]).await;
     let (account_id, session) = account(&app, "ann@example.com").await;
     webhook_key(&app, &session, &receiver.url("/moved")).await;
-    emit(&app, &account_id, "agent.started", json!({"agentId": "a"})).await;
+    emit(
+        &app,
+        &account_id,
+        Event::AgentStarted,
+        json!({"agentId": "a"}),
+    )
+    .await;
     assert_eq!(deliver(&app).await, 1);
     let view = &deliveries(&app, &account_id).await[0];
     assert_eq!(
@@ -635,7 +683,13 @@ async fn redirects_are_not_followed_and_unreachable_receivers_are_retried() {
     drop(closed);
     let (other_id, other_session) = account(&app, "bob@example.com").await;
     webhook_key(&app, &other_session, &url).await;
-    emit(&app, &other_id, "agent.started", json!({"agentId": "b"})).await;
+    emit(
+        &app,
+        &other_id,
+        Event::AgentStarted,
+        json!({"agentId": "b"}),
+    )
+    .await;
     assert_eq!(deliver(&app).await, 1);
     let view = &deliveries(&app, &other_id).await[0];
     assert_eq!(
@@ -657,7 +711,13 @@ async fn the_server_delivers_in_the_background_when_its_scheduler_runs() {
     let receiver = Receiver::start(&[]).await;
     let (account_id, session) = account(&app, "ann@example.com").await;
     let (_, secret) = webhook_key(&app, &session, &receiver.url("/bg")).await;
-    emit(&app, &account_id, "agent.started", json!({"agentId": "a"})).await;
+    emit(
+        &app,
+        &account_id,
+        Event::AgentStarted,
+        json!({"agentId": "a"}),
+    )
+    .await;
     for _ in 0..200 {
         if !receiver.received().is_empty() {
             break;

@@ -41,7 +41,7 @@ async fn webhooks_to_private_addresses_are_refused_unless_allowed() {
     let queued = crucible::webhooks::enqueue(
         &mut tx,
         &account_id.0,
-        "agent.started",
+        crucible::webhooks::Event::AgentStarted,
         json!({"agentId": "a"}),
         app.state.now(),
     )
@@ -87,7 +87,7 @@ async fn webhooks_to_private_addresses_are_refused_unless_allowed() {
     crucible::webhooks::enqueue(
         &mut tx,
         &account_id,
-        "agent.started",
+        crucible::webhooks::Event::AgentStarted,
         json!({"agentId": "a"}),
         app.state.now(),
     )

@@ -240,75 +240,69 @@ impl OrderBy {
     }
 }
 
+/// The filter of a tournament list, written once: every filter is a parameter that is either
+/// null (not filtering) or the value to match, so the same statement serves every combination.
+/// `$1` visibility, `$2` type, `$3` a `LIKE` pattern on name or description, `$4` the status
+/// asked for (on the *effective* status, so rows the scheduler has not moved yet match; without
+/// one, cancelled tournaments are left out), `$5` now.
+const LIST_FILTER: &str = "visibility = $1
+    AND ($2 IS NULL OR type = $2)
+    AND ($3 IS NULL OR LOWER(name) LIKE $3 ESCAPE '\\' OR LOWER(description) LIKE $3 ESCAPE '\\')
+    AND CASE $4
+        WHEN 'cancelled' THEN status = 'cancelled'
+        WHEN 'ended' THEN (status = 'ended' OR (status <> 'cancelled' AND end_date <= $5))
+        WHEN 'live' THEN (status IN ('upcoming', 'live') AND start_date <= $5 AND end_date > $5)
+        WHEN 'upcoming' THEN (status = 'upcoming' AND start_date > $5)
+        ELSE status <> 'cancelled'
+    END";
+
 /// One page of tournaments and the total count of matches.
 pub async fn list(
     store: &Store,
     query: &ListQuery,
     now: DateTime<Utc>,
 ) -> sqlx::Result<(Vec<Tournament>, i64)> {
-    let mut conditions = vec!["visibility = $1".to_owned()];
-    let mut texts = vec![query.visibility.clone().unwrap_or_else(|| "public".into())];
-    if let Some(kind) = &query.kind {
-        texts.push(kind.clone());
-        conditions.push(format!("type = ${}", texts.len()));
-    }
-    if let Some(search) = query
+    let visibility = query.visibility.as_deref().unwrap_or("public");
+    let pattern = query
         .search
         .as_deref()
         .map(str::trim)
         .filter(|s| !s.is_empty())
-    {
-        let escaped = search
-            .to_lowercase()
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        texts.push(format!("%{escaped}%"));
-        let n = texts.len();
-        conditions.push(format!(
-            "(LOWER(name) LIKE ${n} ESCAPE '\\' OR LOWER(description) LIKE ${n} ESCAPE '\\')"
-        ));
-    }
-    // Status is filtered on the effective status, so rows the scheduler has not moved yet match.
-    let now_param = texts.len() + 1;
-    if let Some(status) = query.status {
-        conditions.push(match status {
-            Status::Cancelled => "status = 'cancelled'".to_owned(),
-            Status::Ended => format!("(status = 'ended' OR (status <> 'cancelled' AND end_date <= ${now_param}))"),
-            Status::Live => format!(
-                "(status IN ('upcoming', 'live') AND start_date <= ${now_param} AND end_date > ${now_param})"
-            ),
-            Status::Upcoming => format!("(status = 'upcoming' AND start_date > ${now_param})"),
+        .map(|search| {
+            let escaped = search
+                .to_lowercase()
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_");
+            format!("%{escaped}%")
         });
-    } else {
-        // Cancelled tournaments are listed only when asked for; `$now >= 0` keeps the parameter
-        // referenced so the bound list is the same for every filter.
-        conditions.push(format!("(status <> 'cancelled' AND ${now_param} >= 0)"));
-    }
-    let filter = conditions.join(" AND ");
+    let status = query.status.map(|status| status.as_str());
+    // The sort column and direction come from closed enums, never from the request's text.
     let direction = if query.descending { "DESC" } else { "ASC" };
     let order = query.order_by.column();
-    let limit_param = now_param + 1;
-    let offset_param = now_param + 2;
     let page_sql = format!(
-        "SELECT {COLUMNS} FROM tournaments WHERE {filter} ORDER BY {order} {direction}, id {direction}
-         LIMIT ${limit_param} OFFSET ${offset_param}"
+        "SELECT {COLUMNS} FROM tournaments WHERE {LIST_FILTER}
+         ORDER BY {order} {direction}, id {direction} LIMIT $6 OFFSET $7"
     );
-    let mut page = sqlx::query_as::<_, Tournament>(&page_sql);
-    for text in &texts {
-        page = page.bind(text);
-    }
-    let rows = page
+    let rows = sqlx::query_as::<_, Tournament>(&page_sql)
+        .bind(visibility)
+        .bind(query.kind.as_deref())
+        .bind(pattern.as_deref())
+        .bind(status)
         .bind(to_millis(now))
         .bind(query.page_size)
         .bind(query.page.saturating_mul(query.page_size))
         .fetch_all(store.read())
         .await?;
-    let count_sql = format!("SELECT COUNT(*) FROM tournaments WHERE {filter}");
-    let mut count = sqlx::query_as::<_, (i64,)>(&count_sql);
-    for text in &texts {
-        count = count.bind(text);
-    }
-    let (total,) = count.bind(to_millis(now)).fetch_one(store.read()).await?;
+    let (total,): (i64,) = sqlx::query_as(&format!(
+        "SELECT COUNT(*) FROM tournaments WHERE {LIST_FILTER}"
+    ))
+    .bind(visibility)
+    .bind(query.kind.as_deref())
+    .bind(pattern.as_deref())
+    .bind(status)
+    .bind(to_millis(now))
+    .fetch_one(store.read())
+    .await?;
     Ok((rows, total))
 }

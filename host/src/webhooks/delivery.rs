@@ -1,13 +1,21 @@
 //! The delivery worker's one step, [`deliver_due`]: drop what revoked keys queued, lease due rows,
-//! send each once (a few at a time), record how it went. At-least-once: a worker that dies after
-//! sending but before recording leaves its lease to run out, and the row is sent again; the
+//! send each once, record how it went. At-least-once: a worker that dies after sending but
+//! before recording leaves its lease to run out, and the row is sent again; the
 //! `X-Svc-Delivery` id lets receivers drop the duplicate.
+//!
+//! Receivers belong to different tenants, and one of them may be slow or hang until the timeout.
+//! So requests run as a pipeline, not in batches: a new row starts as soon as any request ends
+//! (or the next poll finds it due), never after the slowest of a batch; and each destination
+//! (scheme, host and port) has at most [`PER_DESTINATION`] requests in flight, so a receiver that
+//! hangs ties up its own slots only. A claim takes at most that many rows per URL, so a long
+//! queue for one receiver never hides the rows of others; a row whose destination is still full
+//! is handed back unsent.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use futures_util::stream;
+use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use super::egress;
@@ -17,46 +25,90 @@ use super::signing::{self, DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER};
 use crate::crypto::random_base58;
 use crate::state::AppState;
 
-/// Requests in flight at once per worker: enough to hide a slow receiver, few enough to be polite.
-const IN_FLIGHT: usize = 8;
-/// Bytes of a failed response's body kept in the error text, to help the owner see why.
-const BODY_EXCERPT: usize = 200;
+/// Requests in flight at once per worker.
+const IN_FLIGHT: usize = 32;
+/// Requests in flight at once to one destination: a receiver that hangs holds these, no more.
+pub const PER_DESTINATION: usize = 4;
+/// While requests are in flight, how often to look for rows that became due meanwhile.
+const POLL: Duration = Duration::from_millis(200);
 const USER_AGENT: &str = concat!("Crucible-Webhooks/", env!("CARGO_PKG_VERSION"));
 
-/// Deliver what is due now and return how many requests were sent. Several workers (threads or
-/// nodes) may call this at once: each row is leased to one of them, for long enough to cover
-/// its attempt, and a lease left by a worker that died is taken over once it has run out.
+/// Deliver what is due now and return how many requests were sent, once nothing is due and
+/// nothing is in flight. Several workers (threads or nodes) may call this at once: each row is
+/// leased to one of them, for long enough to cover its attempt, and a lease left by a worker that
+/// died is taken over once it has run out.
 pub async fn deliver_due(state: &AppState) -> anyhow::Result<usize> {
     // One lease owner per call: two calls, even in one process, never hold the same row.
     let lease_owner = format!("whw_{}", random_base58(8));
     let timeout = Duration::from_millis(state.config.webhook_timeout_ms);
     let lease = chrono::Duration::from_std(timeout * 2)? + chrono::Duration::seconds(30);
     drop_revoked(state).await?;
+    let mut in_flight: JoinSet<(String, anyhow::Result<bool>)> = JoinSet::new();
+    let mut per_destination: HashMap<String, usize> = HashMap::new();
     let mut sent = 0;
     loop {
-        let claimed = outbox::claim(
-            &state.store,
-            &lease_owner,
-            state.now(),
-            lease,
-            IN_FLIGHT as i64,
-        )
-        .await?;
-        if claimed.is_empty() {
-            return Ok(sent);
-        }
-        let results: Vec<anyhow::Result<bool>> = stream::iter(claimed)
-            .map(|row| {
+        let free = IN_FLIGHT - in_flight.len();
+        if free > 0 {
+            let claimed = outbox::claim(
+                &state.store,
+                &lease_owner,
+                state.now(),
+                lease,
+                free as i64,
+                PER_DESTINATION as i64,
+            )
+            .await?;
+            for row in claimed {
+                let destination = destination(&row.url);
+                let busy = per_destination.entry(destination.clone()).or_default();
+                if *busy >= PER_DESTINATION {
+                    // Due as it was: it is claimed again once this destination has a free slot.
+                    outbox::hand_back(&state.store, &row.id, &lease_owner).await?;
+                    continue;
+                }
+                *busy += 1;
                 let span = tracing::info_span!("webhook", delivery_id = %row.id, key_id = %row.key_id,
                                                event = %row.event, attempt = row.attempts);
-                attempt(state, &lease_owner, row, timeout).instrument(span)
-            })
-            .buffer_unordered(IN_FLIGHT)
-            .collect()
-            .await;
-        for result in results {
-            sent += usize::from(result?);
+                let (state, lease_owner) = (state.clone(), lease_owner.clone());
+                in_flight.spawn(
+                    async move {
+                        let result = attempt(&state, &lease_owner, row, timeout).await;
+                        (destination, result)
+                    }
+                    .instrument(span),
+                );
+            }
         }
+        if in_flight.is_empty() {
+            return Ok(sent);
+        }
+        // Whichever comes first: a request ends (its slot is free), or it is time to look for
+        // rows that became due while every slot was taken by slow receivers.
+        tokio::select! {
+            finished = in_flight.join_next() => {
+                if let Some(finished) = finished {
+                    let (destination, result) = finished?;
+                    if let Some(busy) = per_destination.get_mut(&destination) {
+                        *busy = busy.saturating_sub(1);
+                    }
+                    sent += usize::from(result?);
+                }
+            }
+            () = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
+
+/// Where a URL's requests go, for the per-destination limit: scheme, host and port.
+fn destination(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(parsed) => format!(
+            "{}://{}:{}",
+            parsed.scheme(),
+            parsed.host_str().unwrap_or_default(),
+            parsed.port_or_known_default().unwrap_or_default()
+        ),
+        Err(_) => url.to_owned(),
     }
 }
 
@@ -66,6 +118,7 @@ async fn drop_revoked(state: &AppState) -> sqlx::Result<()> {
     let dropped = sqlx::query(
         "UPDATE webhook_deliveries
          SET status = 'dead', dead_at = $1, lease_owner = NULL, lease_until = NULL,
+             last_error_category = 'not_sent',
              last_error = CASE WHEN (SELECT revoked_at FROM api_keys WHERE api_keys.id = webhook_deliveries.key_id) IS NOT NULL
                                THEN 'not sent: the API key was revoked'
                                ELSE 'not sent: the API key expired' END
@@ -98,34 +151,45 @@ async fn attempt(
             tracing::info!(reason, "webhook dropped");
             let outcome = Outcome::Dead {
                 status_code: None,
-                error: reason,
+                error: Some((NOT_SENT, reason)),
             };
             outbox::record(&state.store, &row.id, lease_owner, state.now(), outcome).await?;
             return Ok(false);
         }
         Err(Unsendable::Retry(error)) => {
             tracing::error!(%error, "cannot sign webhook");
-            fail(state, lease_owner, &row, None, &error).await?;
+            let failure = Failure {
+                category: "signing",
+                summary: "the server could not sign this delivery; it will retry".into(),
+            };
+            fail(state, lease_owner, &row, None, &failure).await?;
             return Ok(false);
         }
     };
-    let signed = signing::sign(&row.payload, &secret);
-    let (status_code, error) =
-        send(&row, &signed, timeout, state.config.webhook_allow_private).await;
-    match error {
-        None => {
+    let signed = signing::sign(&row.payload, &secret, state.now().timestamp());
+    match send(&row, &signed, timeout, state.config.webhook_allow_private).await {
+        Ok(status_code) => {
             tracing::info!(status_code, "webhook delivered");
-            let outcome = Outcome::Delivered {
-                status_code: status_code.unwrap_or_default(),
-            };
+            let outcome = Outcome::Delivered { status_code };
             outbox::record(&state.store, &row.id, lease_owner, state.now(), outcome).await?;
         }
-        Some(error) => {
-            tracing::warn!(status_code, %error, "webhook attempt failed");
-            fail(state, lease_owner, &row, status_code, &error).await?;
+        Err((status_code, failure, detail)) => {
+            tracing::warn!(status_code, category = failure.category, %detail, "webhook attempt failed");
+            fail(state, lease_owner, &row, status_code, &failure).await?;
         }
     }
     Ok(true)
+}
+
+/// The category of a delivery that was never sent (the key is gone, revoked or expired).
+const NOT_SENT: &str = "not_sent";
+
+/// Why an attempt failed, as its owner sees it: a category and a short sentence of ours. The
+/// receiver's body and our HTTP stack's error chain go to the host's log only, never to the
+/// deliveries API (the body may hold anything, and the error chain names internals).
+struct Failure {
+    category: &'static str,
+    summary: String,
 }
 
 /// Why a row cannot be signed now.
@@ -168,9 +232,10 @@ async fn fail(
     lease_owner: &str,
     row: &Claimed,
     status_code: Option<u16>,
-    error: &str,
+    failure: &Failure,
 ) -> sqlx::Result<()> {
     let now = state.now();
+    let error = Some((failure.category, failure.summary.as_str()));
     let outcome =
         match schedule::after_failure(row.created_at, row.attempts, now, &mut rand::thread_rng()) {
             AfterFailure::RetryAt(retry_at) => Outcome::Retry {
@@ -192,7 +257,8 @@ async fn fail(
 
 /// The process's HTTP client: one connection pool for every delivery, redirects never followed
 /// (a 3xx is a failed attempt: the owner should fix the URL, and we must not be bounced to
-/// addresses the owner did not give).
+/// addresses the owner did not give), and proxies from the environment ignored (a `*_PROXY`
+/// variable must not route tenants' deliveries, or their signed bodies, through another host).
 /// Unless private addresses are allowed, names resolve to public addresses only
 /// ([`egress::PublicOnly`]).
 fn client(allow_private: bool) -> Result<&'static reqwest::Client, String> {
@@ -206,6 +272,7 @@ fn client(allow_private: bool) -> Result<&'static reqwest::Client, String> {
     cell.get_or_init(|| {
         let builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
             .user_agent(USER_AGENT);
         let builder = if guarded {
             builder.dns_resolver(std::sync::Arc::new(egress::PublicOnly))
@@ -220,69 +287,96 @@ fn client(allow_private: bool) -> Result<&'static reqwest::Client, String> {
     .map_err(Clone::clone)
 }
 
-/// POST the signed body; the response status (if any) and, unless it was 2xx, what went wrong.
+/// POST the signed body: the 2xx status, or the status (if any), the failure as the owner sees it
+/// and the detail for the log.
 async fn send(
     row: &Claimed,
     signed: &signing::SignedRequest,
     timeout: Duration,
     allow_private: bool,
-) -> (Option<u16>, Option<String>) {
+) -> Result<u16, (Option<u16>, Failure, String)> {
     if !allow_private && let Err(refused) = egress::check_literal(&row.url) {
-        return (None, Some(refused));
+        let failure = Failure {
+            category: "destination_refused",
+            summary: refused.clone(),
+        };
+        return Err((None, failure, refused));
     }
-    let client = match client(allow_private) {
-        Ok(client) => client,
-        Err(error) => return (None, Some(error)),
-    };
-    let request = client
+    let client = client(allow_private).map_err(|error| {
+        let failure = Failure {
+            category: "request",
+            summary: "the server could not send this delivery; it will retry".into(),
+        };
+        (None, failure, error)
+    })?;
+    let mut request = client
         .post(&row.url)
         .timeout(timeout)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(SIGNATURE_HEADER, &signed.signature_header)
         .header(DELIVERY_HEADER, &row.id)
-        .header(EVENT_HEADER, &row.event)
-        .body(signed.body.clone());
-    let mut response = match request.send().await {
-        Ok(response) => response,
-        Err(error) => return (None, Some(describe(&error, timeout))),
-    };
+        .header(EVENT_HEADER, &row.event);
+    for value in &signed.signature_headers {
+        request = request.header(SIGNATURE_HEADER, value);
+    }
+    let response = request
+        .body(signed.body.clone())
+        .send()
+        .await
+        .map_err(|error| {
+            let (failure, detail) = classify(&error, timeout);
+            (None, failure, detail)
+        })?;
     let status = response.status();
     if status.is_success() {
-        return (Some(status.as_u16()), None);
+        return Ok(status.as_u16());
     }
-    let mut excerpt = Vec::new();
-    while excerpt.len() < BODY_EXCERPT {
-        match response.chunk().await {
-            Ok(Some(chunk)) => excerpt.extend_from_slice(&chunk),
-            Ok(None) | Err(_) => break,
+    let failure = if status.is_redirection() {
+        Failure {
+            category: "redirect",
+            summary: format!("HTTP {status}: redirects are not followed; use the final URL"),
         }
-    }
-    excerpt.truncate(BODY_EXCERPT);
-    let text = String::from_utf8_lossy(&excerpt);
-    let text = text.trim();
-    let error = if text.is_empty() {
-        format!("HTTP {status}")
     } else {
-        format!("HTTP {status}: {text}")
+        Failure {
+            category: "http_status",
+            summary: format!("HTTP {status}"),
+        }
     };
-    (Some(status.as_u16()), Some(error))
+    Err((Some(status.as_u16()), failure, format!("HTTP {status}")))
 }
 
-/// A transport error in words: the timeout, or the chain of causes reqwest keeps apart.
-fn describe(error: &reqwest::Error, timeout: Duration) -> String {
-    if error.is_timeout() {
-        return format!("no response within {} ms", timeout.as_millis());
-    }
-    let mut text = if error.is_connect() {
-        "connection failed".to_owned()
-    } else {
-        "request failed".to_owned()
-    };
+/// A transport error as the owner sees it, and the chain of causes reqwest keeps apart (for the
+/// log: it names resolvers, sockets and TLS internals).
+fn classify(error: &reqwest::Error, timeout: Duration) -> (Failure, String) {
+    let mut detail = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        detail.push_str(": ");
+        detail.push_str(&cause.to_string());
         source = cause.source();
     }
-    text
+    let failure = if error.is_timeout() {
+        Failure {
+            category: "timeout",
+            summary: format!("no response within {} ms", timeout.as_millis()),
+        }
+    } else if detail.contains("private or reserved address") {
+        // The resolver refused every address of the name (see `egress`): say so, it is ours.
+        Failure {
+            category: "destination_refused",
+            summary: "refused: the host name resolves to private or reserved addresses only; \
+                      webhooks are delivered to public addresses"
+                .into(),
+        }
+    } else if error.is_connect() {
+        Failure {
+            category: "connection",
+            summary: "could not connect to the receiver".into(),
+        }
+    } else {
+        Failure {
+            category: "request",
+            summary: "the request to the receiver failed".into(),
+        }
+    };
+    (failure, detail)
 }

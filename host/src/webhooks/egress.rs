@@ -37,18 +37,29 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
         || a >= 240) // reserved
 }
 
+/// IPv6 ranges that are not public, or that carry an IPv4 address a gateway would reach for us
+/// (NAT64, 6to4, Teredo, IPv4-compatible): those would let a URL name a private IPv4 host
+/// through an IPv6 spelling, so they are refused whole.
 fn is_public_v6(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
+    let s = ip.segments();
     !(ip.is_unspecified()
         || ip.is_loopback()
         || ip.is_multicast()
-        || (first & 0xfe00) == 0xfc00 // unique local
-        || (first & 0xffc0) == 0xfe80 // link local
-        || first == 0x2001 && ip.segments()[1] == 0x0db8) // documentation
+        || s[..6] == [0; 6] // IPv4-compatible ::a.b.c.d (deprecated, never public)
+        || (s[0], s[1], s[2], s[3], s[4], s[5]) == (0x64, 0xff9b, 0, 0, 0, 0) // NAT64 64:ff9b::/96
+        || (s[0], s[1]) == (0x64, 0xff9b) && s[2] == 1 // local-use NAT64 64:ff9b:1::/48
+        || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
+        || (s[0] & 0xffc0) == 0xfe80 // link local fe80::/10
+        || (s[0] & 0xffc0) == 0xfec0 // site local fec0::/10 (deprecated)
+        || s[0] == 0x2002 // 6to4 2002::/16
+        || (s[0], s[1]) == (0x2001, 0) // Teredo 2001::/32
+        || (s[0], s[1]) == (0x2001, 0x0db8) // documentation
+        || s[0] == 0x0100 && s[1..4] == [0; 3]) // discard-only 100::/64
 }
 
 /// Refuse a URL whose host is an IP literal outside the public range (names are checked when
-/// they are resolved).
+/// they are resolved). URLs are parsed as browsers do (WHATWG), so the other spellings of an IPv4
+/// address — one decimal number, octal or hex parts — arrive here as the address they mean.
 pub fn check_literal(url: &str) -> Result<(), String> {
     let parsed = url::Url::parse(url).map_err(|error| format!("bad webhook URL: {error}"))?;
     let ip = match parsed.host() {
@@ -117,6 +128,50 @@ mod tests {
         for ip in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
             assert!(is_public(ip.parse().expect("ip")), "{ip}");
         }
+    }
+
+    #[test]
+    fn ipv6_spellings_of_ipv4_and_deprecated_ranges_are_not_public() {
+        for ip in [
+            "64:ff9b::7f00:1",     // NAT64 of 127.0.0.1
+            "64:ff9b::808:808",    // NAT64 of a public address: still through a gateway
+            "64:ff9b:1::a00:1",    // local-use NAT64
+            "::127.0.0.1",         // IPv4-compatible
+            "::10.0.0.1",          // IPv4-compatible
+            "2002:7f00:1::1",      // 6to4 of 127.0.0.1
+            "2002:c0a8:101::1",    // 6to4 of 192.168.1.1
+            "2001:0:4136:e378::1", // Teredo
+            "fec0::1",             // site local
+            "fed0:1::1",           // site local
+            "100::1",              // discard only
+        ] {
+            assert!(!is_public(ip.parse().expect("ip")), "{ip}");
+        }
+        for ip in ["2001:4860:4860::8888", "2a00:1450:4001::200e"] {
+            assert!(is_public(ip.parse().expect("ip")), "{ip}");
+        }
+    }
+
+    #[test]
+    fn decimal_octal_and_hex_spellings_of_private_ipv4_are_refused() {
+        for url in [
+            "http://2130706433/hook",        // 127.0.0.1 as one number
+            "http://0177.0.0.1/hook",        // octal
+            "http://0x7f.0.0.1/hook",        // hex
+            "http://0x7f000001/hook",        // hex, one number
+            "http://017700000001/hook",      // octal, one number
+            "http://127.1/hook",             // short form
+            "http://0xa9.0xfe.0xa9.0xfe/",   // 169.254.169.254
+            "http://3232235777/",            // 192.168.1.1
+            "http://[64:ff9b::7f00:1]/hook", // NAT64 literal
+            "http://[::ffff:7f00:1]/hook",   // IPv4-mapped
+        ] {
+            assert!(check_literal(url).is_err(), "{url}");
+        }
+        assert!(
+            check_literal("http://16843009/hook").is_ok(),
+            "1.1.1.1 as one number"
+        );
     }
 
     #[test]

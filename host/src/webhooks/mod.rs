@@ -10,7 +10,7 @@
 //! This module never decides *when* an event happens (its producers do), and never holds a
 //! database transaction across an HTTP request.
 
-mod delivery;
+pub mod delivery;
 pub mod egress;
 mod outbox;
 pub mod schedule;
@@ -116,8 +116,12 @@ pub struct DeliveryView {
     pub attempts: i64,
     /// HTTP status of the last response; null when none came (timeout, connection error).
     pub last_status_code: Option<i64>,
-    /// What went wrong last time; null after a first-time success.
+    /// What went wrong last time, in a short sentence of ours (never the receiver's body);
+    /// null after a first-time success.
     pub last_error: Option<String>,
+    /// The kind of that failure: `timeout`, `connection`, `http_status`, `redirect`,
+    /// `destination_refused`, `request`, `signing` or `not_sent`.
+    pub error_category: Option<String>,
     pub created_at: String,
     pub last_attempt_at: Option<String>,
     /// When the next attempt is due; only while `pending`.
@@ -148,6 +152,7 @@ pub async fn recent_deliveries(
             attempts: row.attempts,
             last_status_code: row.last_status_code,
             last_error: row.last_error,
+            error_category: row.last_error_category,
             created_at: rfc3339(from_millis(row.created_at)),
             last_attempt_at: at(row.last_attempt_at),
             delivered_at: at(row.delivered_at),

@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use sqlx::AnyConnection;
 
 use crate::clock::{from_millis, to_millis};
-use crate::db::{Backend, Store};
+use crate::db::Store;
 
 /// Longest error text kept per delivery.
 const MAX_ERROR_CHARS: usize = 500;
@@ -81,36 +81,41 @@ pub struct Claimed {
     pub created_at: DateTime<Utc>,
 }
 
-/// Lease up to `limit` due pending rows to `lease_owner` until `now + lease`, oldest due first.
-/// A lease that ran out (its worker died mid-attempt) is taken over. The attempt is counted
-/// here, so an attempt cut short by a crash still counts.
+/// Lease up to `limit` due pending rows to `lease_owner` until `now + lease`, oldest due first,
+/// and at most `per_url` of them for one URL, so that a receiver with a long queue does not
+/// fill the claim and other tenants' rows are reached. A lease that ran out (its worker died
+/// mid-attempt) is taken over. The attempt is counted here, so an attempt cut short by a crash
+/// still counts.
 pub async fn claim(
     store: &Store,
     lease_owner: &str,
     now: DateTime<Utc>,
     lease: Duration,
     limit: i64,
+    per_url: i64,
 ) -> sqlx::Result<Vec<Claimed>> {
-    // As in the scheduler's queue: SQLite's single writer serialises claimers; PostgreSQL
-    // needs SKIP LOCKED so concurrent nodes lease disjoint rows.
-    let lock = match store.backend() {
-        Backend::Postgres => "FOR UPDATE SKIP LOCKED",
-        Backend::Sqlite => "",
-    };
-    let sql = format!(
-        "UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
-         WHERE id IN (SELECT id FROM webhook_deliveries
-                      WHERE status = 'pending' AND next_attempt_at <= $3
-                        AND (lease_until IS NULL OR lease_until <= $3)
-                      ORDER BY next_attempt_at, id LIMIT $4 {lock})
-         RETURNING id, key_id, event, url, payload, attempts, created_at"
-    );
+    // The conditions are checked again on the row being updated: on PostgreSQL a concurrent
+    // claimer that picked the same row waits for the first one's update, then finds the row
+    // leased and leaves it (row locks cannot be taken beside a window function). SQLite's single
+    // writer serialises claimers anyway.
+    let sql = "UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
+         WHERE id IN (SELECT id FROM (
+                          SELECT id, next_attempt_at,
+                                 ROW_NUMBER() OVER (PARTITION BY url ORDER BY next_attempt_at, id) AS place
+                          FROM webhook_deliveries
+                          WHERE status = 'pending' AND next_attempt_at <= $3
+                            AND (lease_until IS NULL OR lease_until <= $3)) due
+                      WHERE place <= $5
+                      ORDER BY next_attempt_at, id LIMIT $4)
+           AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $3)
+         RETURNING id, key_id, event, url, payload, attempts, created_at";
     type Row = (String, String, String, String, String, i64, i64);
-    let rows: Vec<Row> = sqlx::query_as(&sql)
+    let rows: Vec<Row> = sqlx::query_as(sql)
         .bind(lease_owner)
         .bind(to_millis(now + lease))
         .bind(to_millis(now))
         .bind(limit)
+        .bind(per_url)
         .fetch_all(store.write())
         .await?;
     Ok(rows
@@ -158,16 +163,16 @@ pub async fn key_state(
 pub enum Outcome<'a> {
     /// 2xx: done.
     Delivered { status_code: u16 },
-    /// Failed; try again at `retry_at`.
+    /// Failed; try again at `retry_at`. `error` is (category, what the owner is shown).
     Retry {
         status_code: Option<u16>,
-        error: &'a str,
+        error: Option<(&'a str, &'a str)>,
         retry_at: DateTime<Utc>,
     },
     /// Failed for good (24 h of failures, or the key was revoked): the dead letter.
     Dead {
         status_code: Option<u16>,
-        error: &'a str,
+        error: Option<(&'a str, &'a str)>,
     },
 }
 
@@ -192,34 +197,47 @@ pub async fn record(
         } => (
             "pending",
             status_code,
-            Some(error),
+            error,
             Some(to_millis(retry_at)),
             None,
             None,
         ),
-        Outcome::Dead { status_code, error } => {
-            ("dead", status_code, Some(error), None, None, Some(now))
-        }
+        Outcome::Dead { status_code, error } => ("dead", status_code, error, None, None, Some(now)),
     };
     let updated = sqlx::query(
         "UPDATE webhook_deliveries
-         SET status = $1, last_status_code = $2, last_error = $3,
+         SET status = $1, last_status_code = $2, last_error = $3, last_error_category = $10,
              next_attempt_at = COALESCE($4, next_attempt_at), delivered_at = $5, dead_at = $6,
              last_attempt_at = $7, lease_owner = NULL, lease_until = NULL
          WHERE id = $8 AND lease_owner = $9",
     )
     .bind(status)
     .bind(status_code.map(i64::from))
-    .bind(error.map(|text| text.chars().take(MAX_ERROR_CHARS).collect::<String>()))
+    .bind(error.map(|(_, text)| text.chars().take(MAX_ERROR_CHARS).collect::<String>()))
     .bind(next_attempt_at)
     .bind(delivered_at)
     .bind(dead_at)
     .bind(now)
     .bind(id)
     .bind(lease_owner)
+    .bind(error.map(|(category, _)| category))
     .execute(store.write())
     .await?;
     Ok(updated.rows_affected() == 1)
+}
+
+/// Give a claimed row back unsent (its destination had no free slot): the lease is released and
+/// the attempt the claim counted is taken back.
+pub async fn hand_back(store: &Store, id: &str, lease_owner: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL, attempts = attempts - 1
+         WHERE id = $1 AND lease_owner = $2",
+    )
+    .bind(id)
+    .bind(lease_owner)
+    .execute(store.write())
+    .await?;
+    Ok(())
 }
 
 /// A row as the owner sees it.
@@ -233,6 +251,7 @@ pub struct Listed {
     pub attempts: i64,
     pub last_status_code: Option<i64>,
     pub last_error: Option<String>,
+    pub last_error_category: Option<String>,
     pub created_at: i64,
     pub delivered_at: Option<i64>,
     pub last_attempt_at: Option<i64>,
@@ -244,7 +263,7 @@ pub struct Listed {
 pub async fn recent(store: &Store, account_id: &str, limit: i64) -> sqlx::Result<Vec<Listed>> {
     sqlx::query_as(
         "SELECT id, key_id, event, url, status, attempts, last_status_code, last_error,
-                created_at, delivered_at, last_attempt_at, next_attempt_at, dead_at
+                last_error_category, created_at, delivered_at, last_attempt_at, next_attempt_at, dead_at
          FROM webhook_deliveries WHERE account_id = $1
          ORDER BY created_at DESC, id DESC LIMIT $2",
     )

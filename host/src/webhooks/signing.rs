@@ -3,16 +3,22 @@
 //! The *signed payload* is the compact JSON `{"event":…,"timestamp":…,"data":…}` — members in
 //! that order, no whitespace — serialised once at enqueue time and stored. The body sent is those
 //! exact bytes with one member appended, `,"signature":"<hex>"`, before the closing brace, where
-//! `<hex>` is the HMAC-SHA256 of the signed payload under the key's `webhookSecret`. The header
-//! `X-Svc-Signature: sha256=<hex>` is the HMAC of the whole body. Both are pure functions of the
-//! stored payload and the secret, so every retry sends byte-identical bytes, and a receiver can
-//! recover the signed payload without re-serialising anything: drop the last member.
+//! `<hex>` is the HMAC-SHA256 of the signed payload under the key's `webhookSecret`. The body is a
+//! pure function of the stored payload and the secret, so every retry sends byte-identical
+//! bytes, and a receiver can recover the signed payload without re-serialising anything: drop
+//! the last member.
+//!
+//! Each attempt carries two `X-Svc-Signature` header lines:
+//! - `t=<unix seconds>,v1=<hex>`: the HMAC of `<t>.<body>`, made when the attempt is sent, so a
+//!   receiver can refuse a replayed request whose `t` is too old (five minutes is usual);
+//! - `sha256=<hex>`: the HMAC of the body alone, the original form, sent first so receivers that
+//!   read the first value keep working. It will be dropped in a later release.
 
 use hmac::{Hmac, Mac};
 use serde::Serialize;
 use sha2::Sha256;
 
-/// Header carrying `sha256=<hex HMAC of the raw body>`.
+/// Header carrying the signatures (two lines, see the module docs).
 pub const SIGNATURE_HEADER: &str = "x-svc-signature";
 /// Header carrying the delivery id, the same on every retry, so receivers can drop duplicates.
 pub const DELIVERY_HEADER: &str = "x-svc-delivery";
@@ -47,23 +53,28 @@ pub fn hmac_hex(secret: &[u8], message: &[u8]) -> String {
     hex::encode(mac.finalize().into_bytes())
 }
 
-/// A request ready to send: the body and the value of [`SIGNATURE_HEADER`].
+/// A request ready to send: the body and the values of [`SIGNATURE_HEADER`], in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedRequest {
     pub body: String,
-    pub signature_header: String,
+    pub signature_headers: [String; 2],
 }
 
 /// The body for a stored `payload` (a JSON object, as [`signed_payload`] makes it), signed with
-/// `secret`: `payload` with `"signature"` appended, and the header signing that body.
-pub fn sign(payload: &str, secret: &[u8]) -> SignedRequest {
+/// `secret`: `payload` with `"signature"` appended, and the headers signing that body, the
+/// timestamped one at `sent_at` (Unix seconds).
+pub fn sign(payload: &str, secret: &[u8], sent_at: i64) -> SignedRequest {
     let signature = hmac_hex(secret, payload.as_bytes());
     let open = payload.strip_suffix('}').unwrap_or(payload);
     let body = format!("{open},\"signature\":\"{signature}\"}}");
-    let signature_header = format!("sha256={}", hmac_hex(secret, body.as_bytes()));
+    let legacy = format!("sha256={}", hmac_hex(secret, body.as_bytes()));
+    let timestamped = format!(
+        "t={sent_at},v1={}",
+        hmac_hex(secret, format!("{sent_at}.{body}").as_bytes())
+    );
     SignedRequest {
         body,
-        signature_header,
+        signature_headers: [legacy, timestamped],
     }
 }
 
@@ -102,15 +113,23 @@ mod tests {
             &json!({"agentId": "a"}),
         );
         let secret = b"whsec_test";
-        let signed = sign(&payload, secret);
+        let signed = sign(&payload, secret, 1_795_000_000);
 
         let body: serde_json::Value = serde_json::from_str(&signed.body).expect("valid JSON");
         assert_eq!(body["event"], "agent.started");
         assert_eq!(body["data"]["agentId"], "a");
         assert_eq!(body["signature"], hmac_hex(secret, payload.as_bytes()));
         assert_eq!(
-            signed.signature_header,
+            signed.signature_headers[0],
             format!("sha256={}", hmac_hex(secret, signed.body.as_bytes()))
+        );
+        let signed_text = format!("1795000000.{}", signed.body);
+        assert_eq!(
+            signed.signature_headers[1],
+            format!(
+                "t=1795000000,v1={}",
+                hmac_hex(secret, signed_text.as_bytes())
+            )
         );
         // A receiver recovers the signed bytes by dropping the last member.
         let cut = signed
@@ -119,7 +138,14 @@ mod tests {
             .expect("signature member");
         assert_eq!(format!("{}}}", &signed.body[..cut]), payload);
         // Deterministic: a retry sends the same bytes; another secret signs differently.
-        assert_eq!(sign(&payload, secret), signed);
-        assert_ne!(sign(&payload, b"whsec_other").body, signed.body);
+        assert_eq!(sign(&payload, secret, 1_795_000_000), signed);
+        assert_ne!(
+            sign(&payload, b"whsec_other", 1_795_000_000).body,
+            signed.body
+        );
+        // A later attempt: the same body, a new timestamped signature.
+        let later = sign(&payload, secret, 1_795_000_060);
+        assert_eq!(later.body, signed.body);
+        assert_ne!(later.signature_headers[1], signed.signature_headers[1]);
     }
 }

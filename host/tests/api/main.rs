@@ -34,3 +34,4 @@ mod v1_agents;
 mod v1_keys;
 mod webhooks;
 mod webhooks_egress;
+mod webhooks_isolation;

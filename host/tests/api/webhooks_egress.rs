@@ -66,6 +66,10 @@ async fn webhooks_to_private_addresses_are_refused_unless_allowed() {
         assert_eq!(delivery.status, "pending", "{delivery:?}");
         let error = delivery.last_error.as_deref().unwrap_or_default();
         assert!(error.contains("private or reserved"), "{error}");
+        assert_eq!(
+            delivery.error_category.as_deref(),
+            Some("destination_refused")
+        );
     }
 
     // The same server configured to allow private receivers delivers them.

@@ -1,0 +1,131 @@
+//! One tenant's receiver cannot hurt another's deliveries, and what the deliveries API tells an
+//! owner about a failure is ours to say: a category and a short sentence, never the receiver's
+//! body. Every attempt carries a fresh timestamped signature, so receivers can refuse replays.
+
+use std::time::Duration as StdDuration;
+
+use chrono::Duration;
+use crucible::webhooks::Event;
+use serde_json::json;
+
+use crate::helpers::TestApp;
+use crate::helpers::webhooks::*;
+
+#[tokio::test]
+async fn a_hanging_receiver_holds_its_own_slots_and_no_one_elses() {
+    let app = TestApp::spawn_with(|config| config.webhook_timeout_ms = 2_000).await;
+    let hanging = Receiver::start(&[Reply::Slow(StdDuration::from_secs(10)); 8]).await;
+    let prompt = Receiver::start(&[]).await;
+    let (slow_account, slow_session) = account(&app, "slow@example.com").await;
+    webhook_key(&app, &slow_session, &hanging.url("/hook")).await;
+    let (fast_account, fast_session) = account(&app, "fast@example.com").await;
+    let (_, fast_secret) = webhook_key(&app, &fast_session, &prompt.url("/hook")).await;
+    // The hanging receiver's eight events are due first.
+    for n in 0..8 {
+        emit(&app, &slow_account, Event::AgentTrade, json!({"n": n})).await;
+    }
+    app.advance(Duration::milliseconds(1));
+    emit(
+        &app,
+        &fast_account,
+        Event::AgentStarted,
+        json!({"agentId": "a"}),
+    )
+    .await;
+
+    let worker = {
+        let state = app.state.clone();
+        tokio::spawn(async move { crucible::webhooks::deliver_due(&state).await })
+    };
+    let mut waited = 0;
+    while prompt.received().is_empty() && waited < 1_500 {
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+        waited += 20;
+    }
+    assert_eq!(prompt.received().len(), 1, "the prompt receiver was served");
+    verify(&prompt.received()[0], &fast_secret);
+    assert!(
+        !worker.is_finished(),
+        "served while the hanging requests were still in flight"
+    );
+    assert!(
+        hanging.received().len() <= crucible::webhooks::delivery::PER_DESTINATION,
+        "at most {} requests at once to one destination, got {}",
+        crucible::webhooks::delivery::PER_DESTINATION,
+        hanging.received().len()
+    );
+    let sent = worker.await.expect("join").expect("deliver");
+    assert_eq!(sent, 9, "every due row was attempted in the pass");
+    let slow = deliveries(&app, &slow_account).await;
+    assert!(
+        slow.iter()
+            .all(|d| d.status == "pending" && d.error_category.as_deref() == Some("timeout")),
+        "{slow:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_owner_sees_a_category_and_a_short_reason_never_the_receivers_body() {
+    let app = TestApp::spawn().await;
+    let receiver =
+        Receiver::start(&[Reply::Status(500), Reply::RedirectTo("http://example.com/")]).await;
+    let (account_id, session) = account(&app, "ann@example.com").await;
+    webhook_key(&app, &session, &receiver.url("/hook")).await;
+    emit(
+        &app,
+        &account_id,
+        Event::AgentStarted,
+        json!({"agentId": "a"}),
+    )
+    .await;
+
+    assert_eq!(deliver(&app).await, 1);
+    let view = &deliveries(&app, &account_id).await[0];
+    assert_eq!(
+        (view.last_error.as_deref(), view.error_category.as_deref()),
+        (Some("HTTP 500 Internal Server Error"), Some("http_status"))
+    );
+    advance_to_next_attempt(&app, &account_id).await;
+    assert_eq!(deliver(&app).await, 1);
+    let view = &deliveries(&app, &account_id).await[0];
+    assert_eq!(view.error_category.as_deref(), Some("redirect"));
+    let shown = serde_json::to_string(view).expect("json");
+    assert!(
+        !shown.contains("receiver says so"),
+        "the receiver's body never reaches the API: {shown}"
+    );
+}
+
+#[tokio::test]
+async fn every_attempt_is_signed_with_the_time_it_was_sent() {
+    let app = TestApp::spawn().await;
+    let receiver = Receiver::start(&[Reply::Status(503)]).await;
+    let (account_id, session) = account(&app, "ann@example.com").await;
+    let (_, secret) = webhook_key(&app, &session, &receiver.url("/hook")).await;
+    emit(
+        &app,
+        &account_id,
+        Event::AgentStarted,
+        json!({"agentId": "a"}),
+    )
+    .await;
+
+    assert_eq!(deliver(&app).await, 1);
+    let first_sent_at = app.state.now().timestamp();
+    advance_to_next_attempt(&app, &account_id).await;
+    let second_sent_at = app.state.now().timestamp();
+    assert_eq!(deliver(&app).await, 1);
+
+    let received = receiver.received();
+    assert_eq!(received.len(), 2);
+    assert_eq!(
+        received[0].body, received[1].body,
+        "a retry sends the same body"
+    );
+    assert_eq!(check_timestamped(&received[0], &secret), Ok(first_sent_at));
+    assert_eq!(check_timestamped(&received[1], &secret), Ok(second_sent_at));
+    assert!(second_sent_at > first_sent_at);
+    // A receiver holding the first request cannot pass it off as the second: its t is old.
+    verify(&received[1], &secret);
+    assert!(check_timestamped(&received[0], "whsec_wrong").is_err());
+}

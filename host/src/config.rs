@@ -100,6 +100,12 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub chain: ChainArgs,
+
+    /// Seconds between valuations of tournament wallets (leaderboard snapshots). It must tile
+    /// a minute, an hour or a day (e.g. 5, 30, 60, 300, 3600) so runs stay evenly spaced.
+    #[arg(long, env = "CRUCIBLE_SNAPSHOT_INTERVAL_SECS", default_value_t = 300,
+          value_parser = parse_snapshot_interval)]
+    pub snapshot_interval_secs: u64,
 }
 
 /// Solana settings (DESIGN §5).
@@ -125,6 +131,36 @@ pub struct ChainArgs {
     /// Wallet receiving dungeon entry fees. Default: a server-held keypair generated once.
     #[arg(long, env = "CRUCIBLE_DUNGEON_WALLET")]
     pub dungeon_wallet: Option<String>,
+
+    /// Simnet: USDC (UI units) seeded into the SOL/USDC pool at first start, with as much SOL
+    /// at the simulated market's price.
+    #[arg(long, env = "CRUCIBLE_SIMNET_POOL_DEPTH_USDC", default_value_t = 100_000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub simnet_pool_depth_usdc: u64,
+}
+
+fn parse_snapshot_interval(text: &str) -> Result<u64, String> {
+    let secs: u64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    snapshot_cron(secs)?;
+    Ok(secs)
+}
+
+/// The cron expression (seconds first) running every `secs` seconds, for intervals that divide
+/// a minute, an hour or a day evenly; anything else could not be spaced evenly by cron.
+pub fn snapshot_cron(secs: u64) -> Result<String, String> {
+    let tiles = |unit: u64| secs > 0 && secs % unit == 0 && 60 % (secs / unit) == 0;
+    match secs {
+        1..=59 if 60 % secs == 0 => Ok(format!("*/{secs} * * * * *")),
+        60..=3599 if tiles(60) => Ok(format!("0 */{} * * * *", secs / 60)),
+        3600..=86_400 if secs % 3600 == 0 && 24 % (secs / 3600) == 0 => {
+            Ok(format!("0 0 */{} * * *", secs / 3600))
+        }
+        _ => Err(format!(
+            "a snapshot interval of {secs} s does not divide a minute, an hour or a day evenly"
+        )),
+    }
 }
 
 fn parse_series(json: &str) -> Result<Vec<SeriesSpec>, String> {
@@ -165,6 +201,10 @@ pub struct Config {
     pub time_scale: u32,
     /// Lamports an agent wallet needs before it may start.
     pub agent_fee_reserve_lamports: u64,
+    /// USDC (UI units) seeded into the simnet pool at first start (default 100 000).
+    pub simnet_pool_depth_usdc: u64,
+    /// Seconds between tournament wallet valuations (default 300).
+    pub snapshot_interval_secs: u64,
 }
 
 impl StorageArgs {
@@ -215,6 +255,8 @@ impl From<ServeArgs> for Config {
             dungeon_rake_percent: args.dungeon_rake_percent,
             time_scale: args.time_scale,
             agent_fee_reserve_lamports: args.agent_fee_reserve_lamports,
+            simnet_pool_depth_usdc: args.chain.simnet_pool_depth_usdc,
+            snapshot_interval_secs: args.snapshot_interval_secs,
             database_url: args.storage.database_url(),
             data_dir: args.storage.data_dir,
             master_key: args.storage.master_key,
@@ -253,6 +295,8 @@ impl Config {
             dungeon_rake_percent: 10,
             time_scale: 1,
             agent_fee_reserve_lamports: 10_000_000,
+            simnet_pool_depth_usdc: 100_000,
+            snapshot_interval_secs: 300,
         }
     }
 
@@ -281,6 +325,8 @@ impl Config {
             dungeon_rake_percent: 10,
             time_scale: 1,
             agent_fee_reserve_lamports: 10_000_000,
+            simnet_pool_depth_usdc: 100_000,
+            snapshot_interval_secs: 300,
         }
     }
 }

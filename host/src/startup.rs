@@ -130,10 +130,19 @@ async fn assemble_state(
     store.migrate().await?;
     let sealer = Sealer::load(config.master_key.as_deref(), &config.data_dir)?;
     let chain = crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, server).await?;
+    let market = Arc::new(crate::market::SimulatedMarket::new(config.market_seed));
+    if chain.simnet().is_some() {
+        // The simnet pool opens at the simulated market's price of its first start.
+        use crate::market::MarketFeed;
+        let sol_price = market.price_at("SOL", crate::clock::to_millis(clock.now()))?;
+        chain
+            .seed_pool(sol_price, config.simnet_pool_depth_usdc)
+            .await?;
+    }
     let config_data_dir = config.data_dir.clone();
     Ok(AppState {
         limits: Arc::new(RateLimits::new(config.rate_limits)),
-        market: Arc::new(crate::market::SimulatedMarket::new(config.market_seed)),
+        market,
         config: Arc::new(config),
         store,
         clock,

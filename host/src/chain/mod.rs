@@ -5,7 +5,9 @@
 //! balances, for leaderboards) and [`Chain::transfer_token`] (pay out from a server-held
 //! keypair). All three go through one JSON-RPC client ([`rpc`]); with `SOLANA_RPC_URL` unset
 //! that client talks over HTTP to the embedded [`simnet`] served by this same server at
-//! `/simnet/rpc`, exactly as it would to devnet or mainnet.
+//! `/simnet/rpc`, exactly as it would to devnet or mainnet. On simnet a constant-product
+//! SOL/USDC pool ([`pool`], seeded by [`liquidity`]) is the market swaps go to, and its price
+//! ([`price`]) values wallets.
 //!
 //! This module never trusts a client's word about a payment: only finalized, parsed chain data
 //! is checked, by the pure function in [`verify`].
@@ -13,9 +15,13 @@
 pub mod hermes;
 pub mod jupiter;
 pub mod keypair;
+pub mod liquidity;
+pub mod pool;
 pub mod portfolio;
+pub mod price;
 pub mod rpc;
 pub mod simnet;
+pub mod swap;
 pub mod transfer;
 pub mod tx;
 pub mod verify;
@@ -86,6 +92,8 @@ pub struct Chain {
     stablecoin_mint: String,
     escrow: ServerWallet,
     dungeon: ServerWallet,
+    /// Simnet only: the wallet that seeds the pool's liquidity.
+    pool_wallet: Option<ServerWallet>,
 }
 
 impl Chain {
@@ -132,6 +140,10 @@ impl Chain {
         let dungeon =
             ServerWallet::resolve("dungeon", config.dungeon_wallet.as_deref(), store, sealer)
                 .await?;
+        let pool_wallet = match &simnet {
+            Some(_) => Some(ServerWallet::resolve("pool", None, store, sealer).await?),
+            None => None,
+        };
         if let Some(simnet) = &simnet {
             // On the embedded ledger the server's own wallets start with SOL for fees (payouts
             // sign from the escrow); on a real cluster the host funds them.
@@ -148,7 +160,31 @@ impl Chain {
             stablecoin_mint,
             escrow,
             dungeon,
+            pool_wallet,
         })
+    }
+
+    /// Simnet: create and seed the SOL/USDC pool at `sol_price` with `depth_usdc` USDC (and
+    /// as much SOL) unless it exists. Nothing to do on an external cluster.
+    pub async fn seed_pool(&self, sol_price: f64, depth_usdc: u64) -> Result<bool, ChainError> {
+        match (&self.simnet, &self.pool_wallet) {
+            (Some(simnet), Some(wallet)) => {
+                liquidity::ensure_pool(simnet, wallet, sol_price, depth_usdc).await
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// What values SOL for this server: the pool on simnet, else the simulated market.
+    pub fn price_source(
+        &self,
+        market: Arc<dyn crate::market::MarketFeed>,
+        clock: Arc<dyn Clock>,
+    ) -> Arc<dyn price::PriceSource> {
+        match &self.simnet {
+            Some(simnet) => Arc::new(price::PoolPrice::new(simnet.clone())),
+            None => Arc::new(price::MarketPrice::new(market, clock)),
+        }
     }
 
     pub fn rpc(&self) -> &RpcClient {

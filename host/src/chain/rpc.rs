@@ -226,6 +226,22 @@ impl RpcClient {
             })
     }
 
+    /// `getAccountInfo` in `encoding` (`base64` or `jsonParsed`): the account object
+    /// (`lamports`, `owner`, `data`, …), `None` when the account does not exist.
+    pub async fn get_account_info(
+        &self,
+        address: &str,
+        encoding: &str,
+    ) -> Result<Option<Value>, ChainError> {
+        let info: WithContext<Value> = self
+            .call(
+                "getAccountInfo",
+                json!([address, {"encoding": encoding, "commitment": "confirmed"}]),
+            )
+            .await?;
+        Ok((!info.value.is_null()).then_some(info.value))
+    }
+
     /// A recent blockhash to sign with.
     pub async fn get_latest_blockhash(&self) -> Result<[u8; 32], ChainError> {
         #[derive(Deserialize)]

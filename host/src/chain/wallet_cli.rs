@@ -1,6 +1,7 @@
-//! `crucible wallet new | airdrop | pay`: make a keypair, fund it on simnet, and pay an entry
-//! (create the recipient's token account if needed, transferChecked + memo, signed and sent) —
-//! so an operator needs no other Solana tooling. Talks JSON-RPC to the local server's simnet by
+//! `crucible wallet new | airdrop | pay | swap`: make a keypair, fund it on simnet, pay an entry
+//! (create the recipient's token account if needed, transferChecked + memo, signed and sent),
+//! and swap SOL/USDC through the simnet pool (`chain::swap`) — so an operator needs no other
+//! Solana tooling. Talks JSON-RPC to the local server's simnet by
 //! default, to any node with `--rpc`.
 
 use std::path::PathBuf;
@@ -10,7 +11,7 @@ use clap::{Args, Subcommand};
 
 use super::keypair::Keypair;
 use super::rpc::RpcClient;
-use super::{simnet, transfer, tx};
+use super::{pool, simnet, swap, transfer, tx};
 use crate::domain::WalletAddress;
 
 pub const DEFAULT_RPC: &str = "http://127.0.0.1:8080/simnet/rpc";
@@ -58,6 +59,24 @@ pub enum WalletCommand {
         /// Stablecoin mint; defaults to the simnet mint for a `/simnet/rpc` URL, else mainnet USDC.
         #[arg(long)]
         mint: Option<String>,
+        #[arg(long, default_value = DEFAULT_RPC)]
+        rpc: String,
+    },
+    /// Swap SOL for USDC or USDC for SOL through the Crucible pool (simnet); prints the
+    /// signature and the amounts once confirmed.
+    Swap {
+        /// Keypair file of the swapping wallet (Solana CLI JSON).
+        #[arg(long)]
+        keypair: PathBuf,
+        /// The token sold: SOL or USDC.
+        #[arg(long, value_parser = ["SOL", "USDC", "sol", "usdc"])]
+        sell: String,
+        /// Amount sold, in UI units (e.g. 0.5 SOL or 25 USDC).
+        #[arg(long)]
+        amount: String,
+        /// Least accepted of the bought token, in UI units; default: the quote less 1 %.
+        #[arg(long)]
+        min_out: Option<String>,
         #[arg(long, default_value = DEFAULT_RPC)]
         rpc: String,
     },
@@ -157,6 +176,50 @@ pub async fn run(args: WalletArgs) -> anyhow::Result<()> {
                 .await
                 .context("payment failed")?;
             println!("{signature}");
+        }
+        WalletCommand::Swap {
+            keypair,
+            sell,
+            amount,
+            min_out,
+            rpc,
+        } => {
+            let keypair = Keypair::read(&keypair)?;
+            let direction = if sell.eq_ignore_ascii_case("SOL") {
+                pool::Direction::SellSol
+            } else {
+                pool::Direction::SellUsdc
+            };
+            let client = RpcClient::new(rpc)?;
+            let view = swap::read_pool(&client).await?;
+            let (in_decimals, out_decimals) = view.decimals(direction);
+            let amount_in = parse_ui_amount(&amount, in_decimals).map_err(anyhow::Error::msg)?;
+            let minimum = min_out
+                .map(|m| parse_ui_amount(&m, out_decimals))
+                .transpose()
+                .map_err(anyhow::Error::msg)?;
+            let quote = swap::quote(&view, direction, amount_in, minimum)?;
+            let receipt = swap::swap(&client, &keypair, &view, direction, amount_in, &quote)
+                .await
+                .context("swap failed")?;
+            let (sold, bought) = match direction {
+                pool::Direction::SellSol => ("SOL", "USDC"),
+                pool::Direction::SellUsdc => ("USDC", "SOL"),
+            };
+            let ui = |raw: u64, decimals: u8| {
+                simnet::render::ui_amount(raw, decimals)["uiAmountString"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            println!("{}", receipt.signature);
+            println!(
+                "sold {} {sold} for {} {bought} (quoted {}, minimum {})",
+                ui(receipt.amount_in, in_decimals),
+                ui(receipt.amount_out, out_decimals),
+                ui(quote.expected_out, out_decimals),
+                ui(receipt.minimum_out, out_decimals),
+            );
         }
     }
     Ok(())

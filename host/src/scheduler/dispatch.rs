@@ -7,10 +7,13 @@ use crate::state::AppState;
 use crate::{agents, tournaments};
 
 /// The recurring schedules every server runs.
-pub fn standard_schedules(_state: &AppState) -> anyhow::Result<Vec<Recurring>> {
+pub fn standard_schedules(state: &AppState) -> anyhow::Result<Vec<Recurring>> {
+    // CRUCIBLE_SNAPSHOT_INTERVAL_SECS (validated when the configuration was read).
+    let snapshots = crate::config::snapshot_cron(state.config.snapshot_interval_secs)
+        .map_err(anyhow::Error::msg)?;
     Ok(vec![
         Recurring::new(SERIES, "0 */10 * * * *")?,
-        Recurring::new(SNAPSHOTS, "0 */5 * * * *")?,
+        Recurring::new(SNAPSHOTS, &snapshots)?,
         Recurring::new(AGENT_FUNDING, "0 * * * * *")?,
         Recurring::new(AGENT_DAILY_REPORT, "0 0 0 * * *")?,
         Recurring::new(

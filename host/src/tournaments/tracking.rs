@@ -16,7 +16,8 @@ const LAMPORTS: f64 = 1_000_000_000.0;
 /// Wallets valued at once: bounded so a large tournament does not flood the RPC.
 const CONCURRENT_READS: usize = 16;
 
-/// USD value of `wallet` now: SOL at the market price plus the stablecoin at 1. Tokens the
+/// USD value of `wallet` now: SOL at the price source's price (the simnet pool, or the market
+/// on an external cluster) plus the stablecoin at 1. Tokens the
 /// market does not price are left out (they cannot move the ranking either way).
 pub async fn wallet_value(state: &AppState, wallet: &str) -> anyhow::Result<f64> {
     let address = WalletAddress::parse(wallet).map_err(anyhow::Error::msg)?;
@@ -25,9 +26,12 @@ pub async fn wallet_value(state: &AppState, wallet: &str) -> anyhow::Result<f64>
         .portfolio(&address)
         .await
         .context("reading the portfolio")?;
+    // On simnet SOL is worth what the pool says, so swaps there move the leaderboard.
     let sol_price = state
-        .market
-        .price_at("SOL", to_millis(state.now()))
+        .chain
+        .price_source(state.market.clone(), state.clock.clone())
+        .sol_usd()
+        .await
         .context("pricing SOL")?;
     let stable = portfolio.token(state.chain.stablecoin_mint()) as f64 / 1_000_000.0;
     Ok(portfolio.lamports as f64 / LAMPORTS * sol_price + stable)

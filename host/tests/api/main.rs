@@ -28,6 +28,7 @@ mod platform;
 mod registration;
 mod sandbox_guests;
 mod scheduler;
+mod simnet_pool;
 mod strategies_classes;
 mod tournaments;
 mod v1_agents;

@@ -1,12 +1,14 @@
 //! The simnet runtime: executes a decoded message against an in-memory set of accounts, the way
 //! the Solana runtime and the programs Crucible uses would. Pure (no storage, no clock), so the
 //! rules are unit-tested directly: fee payment, System transfer, SPL Token transfer and
-//! transferChecked (Token and Token-2022), associated-token-account creation, Memo.
+//! transferChecked (Token and Token-2022), associated-token-account creation, Memo, and the
+//! Crucible pool program ([`super::amm`]).
 
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
+use crate::chain::pool;
 use crate::chain::tx::instructions::{self, AtaInstruction, SystemInstruction, TokenInstruction};
 use crate::chain::tx::{self, Message, Pubkey};
 
@@ -29,6 +31,16 @@ pub enum Kind {
         owner: Pubkey,
         amount: u64,
         decimals: u8,
+    },
+    /// The state account of a pool of the Crucible pool program (`chain::pool`); its reserves
+    /// are the balances of its vaults.
+    Pool {
+        usdc_mint: Pubkey,
+        lp_supply: u64,
+    },
+    /// A pool's SOL vault: lamports owned by the pool program, debited only by the program.
+    Vault {
+        pool: Pubkey,
     },
 }
 
@@ -54,7 +66,7 @@ pub type Accounts = HashMap<Pubkey, Account>;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error(
-        "unsupported program {0}: simnet runs System, SPL Token, Token-2022, associated token accounts, Memo and ComputeBudget"
+        "unsupported program {0}: simnet runs System, SPL Token, Token-2022, associated token accounts, Memo, ComputeBudget and the Crucible pool"
     )]
     UnsupportedProgram(Pubkey),
     #[error(
@@ -86,6 +98,7 @@ fn supported(program: &Pubkey) -> bool {
         || *program == tx::memo_program()
         || *program == tx::memo_v1_program()
         || *program == tx::compute_budget_program()
+        || *program == pool::program_id()
 }
 
 /// Check the programs and charge the fee. Returns the fee.
@@ -110,6 +123,16 @@ pub fn charge_fee(message: &Message, accounts: &mut Accounts) -> Result<u64, Ref
 /// Run every instruction in order; on failure `accounts` is left partly modified and the
 /// caller must discard it (it keeps its post-fee copy).
 pub fn execute(message: &Message, accounts: &mut Accounts) -> Result<(), InstructionFailure> {
+    execute_traced(message, accounts).map(|_| ())
+}
+
+/// [`execute`], also returning per instruction what only execution knows (a pool swap's
+/// output amount), for the parsed rendering of the transaction.
+pub fn execute_traced(
+    message: &Message,
+    accounts: &mut Accounts,
+) -> Result<Vec<Option<u64>>, InstructionFailure> {
+    let mut trace = Vec::with_capacity(message.instructions.len());
     for (index, ix) in message.instructions.iter().enumerate() {
         let program = message.account_keys[usize::from(ix.program_id_index)];
         let metas: Vec<Meta> = ix
@@ -126,8 +149,11 @@ pub fn execute(message: &Message, accounts: &mut Accounts) -> Result<(), Instruc
             error,
             reason,
         };
+        let mut output = None;
         let outcome = if program == tx::system_program() {
             system(&metas, &ix.data, accounts)
+        } else if program == pool::program_id() {
+            super::amm::process(&metas, &ix.data, accounts).map(|out| output = out)
         } else if tx::is_token_program(&program) {
             token(&program, &metas, &ix.data, accounts)
         } else if program == tx::associated_token_program() {
@@ -139,28 +165,30 @@ pub fn execute(message: &Message, accounts: &mut Accounts) -> Result<(), Instruc
             Ok(())
         };
         outcome.map_err(|(error, reason)| fail(error, reason))?;
+        trace.push(output);
     }
-    Ok(())
+    Ok(trace)
 }
 
+/// An instruction's account as the program sees it.
 #[derive(Debug, Clone, Copy)]
-struct Meta {
-    key: Pubkey,
-    signer: bool,
-    writable: bool,
+pub(super) struct Meta {
+    pub key: Pubkey,
+    pub signer: bool,
+    pub writable: bool,
 }
 
-type Outcome = Result<(), (Value, String)>;
+pub(super) type Outcome = Result<(), (Value, String)>;
 
-fn err(code: &str, reason: impl Into<String>) -> Outcome {
+pub(super) fn err(code: &str, reason: impl Into<String>) -> Outcome {
     Err((json!(code), reason.into()))
 }
 
-fn custom(code: u32, reason: impl Into<String>) -> Outcome {
+pub(super) fn custom(code: u32, reason: impl Into<String>) -> Outcome {
     Err((json!({ "Custom": code }), reason.into()))
 }
 
-fn account(metas: &[Meta], i: usize) -> Result<&Meta, (Value, String)> {
+pub(super) fn account(metas: &[Meta], i: usize) -> Result<&Meta, (Value, String)> {
     metas.get(i).ok_or_else(|| {
         (
             json!("NotEnoughAccountKeys"),

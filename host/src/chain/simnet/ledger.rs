@@ -1,6 +1,7 @@
 //! The simnet's storage: accounts, blockhashes, transactions and counters in the database, so
 //! a restart (or another process on the same database) sees the same ledger. Every function
-//! takes a connection so callers compose them inside one transaction.
+//! takes a connection so callers compose them inside one transaction. Account kinds are
+//! `wallet`, `mint`, `token`, and the pool program's `pool` (state) and `vault` (its SOL).
 
 use std::collections::HashMap;
 
@@ -8,6 +9,7 @@ use sqlx::AnyConnection;
 
 use super::SimnetError;
 use super::executor::{Account, Accounts, Kind};
+use crate::chain::pool::POOL_PROGRAM;
 use crate::chain::tx::Pubkey;
 
 pub fn to_db(value: u64) -> Result<i64, SimnetError> {
@@ -49,6 +51,11 @@ fn decode(row: Row) -> Option<(Pubkey, Account)> {
             amount: from_db(amount),
             decimals,
         },
+        "pool" => Kind::Pool {
+            usdc_mint: key(mint)?,
+            lp_supply: from_db(amount),
+        },
+        "vault" => Kind::Vault { pool: key(owner)? },
         _ => return None,
     };
     Some((
@@ -133,6 +140,27 @@ pub async fn save(
             Some(owner.to_string()),
             *amount,
             *decimals,
+        ),
+        // Pool accounts reuse the generic columns: `program` is the pool program, `mint` the
+        // pool's USDC mint, `amount` its LP supply; a vault's `owner` is its pool.
+        Kind::Pool {
+            usdc_mint,
+            lp_supply,
+        } => (
+            "pool",
+            Some(POOL_PROGRAM.to_owned()),
+            Some(usdc_mint.to_string()),
+            None,
+            *lp_supply,
+            0,
+        ),
+        Kind::Vault { pool } => (
+            "vault",
+            Some(POOL_PROGRAM.to_owned()),
+            None,
+            Some(pool.to_string()),
+            0,
+            0,
         ),
     };
     sqlx::query(&format!(

@@ -4,7 +4,8 @@
 //! It accepts real signed wire transactions, checks every ed25519 signature (`verify_strict`),
 //! the recent blockhash (one of the last [`RECENT_BLOCKHASHES`] issued) and duplicates, then
 //! executes System transfer, SPL Token transfer / transferChecked (Token and Token-2022),
-//! associated-token-account creation and Memo ([`executor`]). Anything else is refused with a
+//! associated-token-account creation, Memo ([`executor`]) and the Crucible pool program
+//! ([`amm`], a constant-product SOL/USDC market seeded at first start by `chain::market`). Anything else is refused with a
 //! JSON-RPC error. A transaction is `confirmed` at once and `finalized` once
 //! `CRUCIBLE_SIMNET_FINALITY_MS` have passed since it executed; because that is computed from
 //! the stored execution time and the injected clock, it survives restarts.
@@ -12,6 +13,7 @@
 //! Everything lives in the database ([`ledger`]); this module never keeps ledger state in
 //! memory, and it never pretends to be more than a simulator: no real value moves.
 
+pub mod amm;
 pub mod executor;
 pub mod ledger;
 pub mod render;
@@ -78,6 +80,15 @@ impl From<sqlx::Error> for SimnetError {
     fn from(error: sqlx::Error) -> Self {
         SimnetError::Store(StoreError::Query(error))
     }
+}
+
+/// What the SOL/USDC pool holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolReserves {
+    pub lamports: u64,
+    pub usdc_raw: u64,
+    pub usdc_decimals: u8,
+    pub lp_supply: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,6 +220,42 @@ impl Simnet {
             .map_or(0, |a| a.lamports))
     }
 
+    /// One account as stored, `None` when it does not exist.
+    pub async fn account(&self, address: &Pubkey) -> Result<Option<Account>, SimnetError> {
+        let mut conn = self.store.read().acquire().await?;
+        Ok(ledger::load(&mut conn, &[*address]).await?.remove(address))
+    }
+
+    /// The SOL/USDC pool's reserves read from one consistent snapshot of the ledger; `None`
+    /// until the pool exists.
+    pub async fn pool_reserves(&self) -> Result<Option<PoolReserves>, SimnetError> {
+        let a = crate::chain::pool::PoolAddresses::sol_usdc();
+        let mut tx = self.store.read().begin().await?;
+        let accounts = ledger::load(&mut tx, &[a.pool, a.sol_vault, a.usdc_vault]).await?;
+        tx.commit().await?;
+        let (Some(pool), Some(sol_vault), Some(usdc_vault)) = (
+            accounts.get(&a.pool),
+            accounts.get(&a.sol_vault),
+            accounts.get(&a.usdc_vault),
+        ) else {
+            return Ok(None);
+        };
+        match (&pool.kind, &usdc_vault.kind) {
+            (
+                Kind::Pool { lp_supply, .. },
+                Kind::Token {
+                    amount, decimals, ..
+                },
+            ) => Ok(Some(PoolReserves {
+                lamports: sol_vault.lamports,
+                usdc_raw: *amount,
+                usdc_decimals: *decimals,
+                lp_supply: *lp_supply,
+            })),
+            _ => Ok(None),
+        }
+    }
+
     pub async fn token_accounts(
         &self,
         owner: &Pubkey,
@@ -261,8 +308,12 @@ impl Simnet {
         let mut after_fee = pre.clone();
         let fee = executor::charge_fee(message, &mut after_fee).map_err(SimnetError::simulation)?;
         let mut post = after_fee.clone();
-        let err = match executor::execute(message, &mut post) {
-            Ok(()) => None,
+        let mut outputs = Vec::new();
+        let err = match executor::execute_traced(message, &mut post) {
+            Ok(trace) => {
+                outputs = trace;
+                None
+            }
             Err(failure) if skip_preflight => {
                 post = after_fee;
                 Some(failure.to_json())
@@ -279,7 +330,15 @@ impl Simnet {
             .iter()
             .map(|s| bs58::encode(s).into_string())
             .collect();
-        let rendered = render::transaction(&signatures, message, &pre, &post, fee, err.as_ref());
+        let rendered = render::transaction(
+            &signatures,
+            message,
+            &pre,
+            &post,
+            fee,
+            err.as_ref(),
+            &outputs,
+        );
         let slot = ledger::next(&mut tx, "slot").await?;
         ledger::insert_transaction(
             &mut tx,
@@ -380,6 +439,7 @@ impl Simnet {
             &post,
             0,
             None,
+            &[],
         );
         ledger::insert_transaction(&mut tx, &signature, slot, self.now_ms(), None, &rendered)
             .await?;

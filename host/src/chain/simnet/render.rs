@@ -1,11 +1,13 @@
 //! The `jsonParsed` shape of `getTransaction`, as a real node returns it: `transaction.message`
 //! with `accountKeys` (`pubkey`, `signer`, `writable`, `source`) and instructions parsed for the
-//! known programs (`system`, `spl-token`, `spl-associated-token-account`, `spl-memo`), and `meta`
+//! known programs (`system`, `spl-token`, `spl-associated-token-account`, `spl-memo`,
+//! `crucible-pool`), and `meta`
 //! with `err`, `fee`, pre/post lamport balances and pre/post token balances.
 
 use serde_json::{Value, json};
 
 use super::executor::{Accounts, Kind};
+use crate::chain::pool;
 use crate::chain::tx::instructions::{self, AtaInstruction, SystemInstruction, TokenInstruction};
 use crate::chain::tx::{self, CompiledInstruction, Message, MessageVersion, Pubkey};
 
@@ -30,7 +32,9 @@ pub fn ui_amount(amount: u64, decimals: u8) -> Value {
            "uiAmount": ui, "uiAmountString": text})
 }
 
-/// `{transaction, meta, version}` of an executed transaction (`err` = `meta.err`).
+/// `{transaction, meta, version}` of an executed transaction (`err` = `meta.err`). `outputs`
+/// holds, per instruction, what only execution knew (a pool swap's amount out); empty for a
+/// failed transaction.
 pub fn transaction(
     signatures: &[String],
     message: &Message,
@@ -38,6 +42,7 @@ pub fn transaction(
     post: &Accounts,
     fee: u64,
     err: Option<&Value>,
+    outputs: &[Option<u64>],
 ) -> Value {
     let keys = &message.account_keys;
     let account_keys: Vec<Value> = keys
@@ -51,7 +56,8 @@ pub fn transaction(
     let instructions: Vec<Value> = message
         .instructions
         .iter()
-        .map(|ix| instruction(message, ix))
+        .enumerate()
+        .map(|(i, ix)| instruction(message, ix, outputs.get(i).copied().flatten()))
         .collect();
     let lamports = |set: &Accounts| -> Vec<u64> {
         keys.iter()
@@ -116,7 +122,7 @@ pub fn token_balances(keys: &[Pubkey], set: &Accounts) -> Vec<Value> {
         .collect()
 }
 
-fn instruction(message: &Message, ix: &CompiledInstruction) -> Value {
+fn instruction(message: &Message, ix: &CompiledInstruction, output: Option<u64>) -> Value {
     let program = message.account_keys[usize::from(ix.program_id_index)];
     let key = |i: usize| -> String {
         ix.accounts
@@ -177,6 +183,13 @@ fn instruction(message: &Message, ix: &CompiledInstruction) -> Value {
             json!({"source": key(0), "account": key(1), "wallet": key(2), "mint": key(3),
                    "systemProgram": key(4), "tokenProgram": key(5)}),
         );
+    }
+    if program == pool::program_id()
+        && let Some(decoded) = pool::decode(&ix.data)
+    {
+        let keys: Vec<String> = (0..ix.accounts.len()).map(key).collect();
+        let (kind, info) = pool::parsed_info(&decoded, &keys, output);
+        return parsed(pool::PROGRAM_NAME, kind, info);
     }
     if (program == tx::memo_program() || program == tx::memo_v1_program())
         && let Ok(text) = std::str::from_utf8(&ix.data)

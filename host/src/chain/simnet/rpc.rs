@@ -2,6 +2,9 @@
 //! real Solana node, single or batched requests. Not part of the OpenAPI document: it speaks
 //! Solana's protocol, not Crucible's.
 //!
+//! `getAccountInfo` serves wallets, token accounts and mints (jsonParsed) and the pool program's
+//! accounts (base64), so clients can read the pool's state as on any node.
+//!
 //! `requestAirdrop` takes an optional third parameter `{"stablecoinAmount": <raw units>}` that
 //! also mints the simnet stablecoin into the address's associated token account.
 
@@ -12,9 +15,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use super::executor::Kind;
+use base64::Engine;
+
+use super::executor::{Account, Kind};
 use super::render::ui_amount;
 use super::{Commitment, Simnet, SimnetError};
+use crate::chain::pool;
 use crate::chain::tx::{self, Pubkey};
 use crate::state::AppState;
 
@@ -168,6 +174,21 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
                 .collect();
             Ok(context(simnet.slot().await?, json!(value)))
         }
+        "getAccountInfo" => {
+            let key = address(params, 0)?;
+            let encoding = config(params, 1)["encoding"].as_str().unwrap_or("base64");
+            if encoding != "base64" && encoding != "jsonParsed" {
+                return Err(SimnetError::params(format!(
+                    "simnet serves account data as base64 or jsonParsed, not `{encoding}`"
+                )));
+            }
+            let account = simnet.account(&key).await?;
+            let value = match account {
+                None => Value::Null,
+                Some(account) => account_info(&account, encoding == "jsonParsed")?,
+            };
+            Ok(context(simnet.slot().await?, value))
+        }
         "sendTransaction" => {
             let payload = text(params, 0, "an encoded transaction")?;
             let options = config(params, 1);
@@ -245,6 +266,82 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
             message: format!("Method not found: simnet does not serve `{other}`"),
         }),
     }
+}
+
+/// `getAccountInfo`'s value: `{lamports, owner, executable, rentEpoch, space, data}`. Token
+/// accounts and mints are served parsed (like a node's `jsonParsed`); the pool's state as
+/// base64 of its byte layout (`chain::pool::PoolState`), as a node serves a program it cannot
+/// parse; wallets and the SOL vault have no data.
+fn account_info(account: &Account, parsed: bool) -> Result<Value, SimnetError> {
+    let base64 = |bytes: &[u8]| {
+        json!([
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+            "base64"
+        ])
+    };
+    let token_name = |program: &Pubkey| {
+        if *program == tx::token_program() {
+            "spl-token"
+        } else {
+            "spl-token-2022"
+        }
+    };
+    let (owner, space, data) = match &account.kind {
+        Kind::Wallet => (tx::system_program(), 0, base64(&[])),
+        Kind::Vault { .. } => (pool::program_id(), 0, base64(&[])),
+        Kind::Pool {
+            usdc_mint,
+            lp_supply,
+        } => {
+            let a = pool::PoolAddresses::sol_usdc();
+            let state = pool::PoolState {
+                usdc_mint: *usdc_mint,
+                sol_vault: a.sol_vault,
+                usdc_vault: a.usdc_vault,
+                lp_mint: a.lp_mint,
+                lp_supply: *lp_supply,
+                fee_bps: u16::try_from(pool::FEE_BPS).unwrap_or(u16::MAX),
+            };
+            (
+                pool::program_id(),
+                pool::POOL_STATE_LEN,
+                base64(&state.to_bytes()),
+            )
+        }
+        Kind::Token { program, .. } | Kind::Mint { program, .. } if !parsed => {
+            return Err(SimnetError::params(format!(
+                "simnet serves {} accounts only with encoding jsonParsed",
+                token_name(program)
+            )));
+        }
+        Kind::Token {
+            program,
+            mint,
+            owner,
+            amount,
+            decimals,
+        } => (
+            *program,
+            165,
+            json!({"program": token_name(program), "space": 165, "parsed": {"type": "account",
+                   "info": {"isNative": false, "mint": mint.to_string(), "owner": owner.to_string(),
+                            "state": "initialized", "tokenAmount": ui_amount(*amount, *decimals)}}}),
+        ),
+        Kind::Mint { program, decimals } => (
+            *program,
+            82,
+            json!({"program": token_name(program), "space": 82, "parsed": {"type": "mint",
+                   "info": {"decimals": decimals, "isInitialized": true}}}),
+        ),
+    };
+    Ok(json!({
+        "lamports": account.lamports,
+        "owner": owner.to_string(),
+        "executable": false,
+        "rentEpoch": u64::MAX,
+        "space": space,
+        "data": data,
+    }))
 }
 
 fn parse_key(raw: &str) -> Result<Pubkey, SimnetError> {

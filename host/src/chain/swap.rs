@@ -1,0 +1,239 @@
+//! A swap through the simnet pool as any client would make it: read the pool's state and
+//! reserves over JSON-RPC, quote, apply a slippage bound, sign a real transaction from the
+//! user's keypair, send it, wait for confirmation and read back what it paid. Used by
+//! `crucible wallet swap`; works against any node, and says so clearly when the node has no
+//! Crucible pool (a real cluster).
+
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::Value;
+
+use super::ChainError;
+use super::keypair::Keypair;
+use super::pool::{self, Direction, PoolAddresses, PoolState};
+use super::rpc::RpcClient;
+use super::tx::{self, Message, Transaction};
+
+/// Slippage allowed when the caller gives no minimum: 1 %.
+pub const DEFAULT_SLIPPAGE_BPS: u64 = 100;
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum SwapError {
+    #[error("no Crucible pool on this cluster ({url}): {detail}")]
+    NoPool { url: String, detail: String },
+    #[error("{0}")]
+    BadAmount(String),
+    #[error("the swap transaction {signature} failed: {error}")]
+    Failed { signature: String, error: Value },
+    #[error("the swap transaction {0} was not confirmed within 30 s")]
+    Unconfirmed(String),
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+}
+
+/// The pool as read over RPC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolView {
+    pub state: PoolState,
+    pub lamports: u64,
+    pub usdc_raw: u64,
+    pub usdc_decimals: u8,
+}
+
+impl PoolView {
+    /// `(reserve_in, reserve_out)` for a swap in `direction`.
+    pub fn reserves(&self, direction: Direction) -> (u64, u64) {
+        match direction {
+            Direction::SellSol => (self.lamports, self.usdc_raw),
+            Direction::SellUsdc => (self.usdc_raw, self.lamports),
+        }
+    }
+
+    /// Decimals of the token sold and of the token bought.
+    pub fn decimals(&self, direction: Direction) -> (u8, u8) {
+        match direction {
+            Direction::SellSol => (pool::SOL_DECIMALS, self.usdc_decimals),
+            Direction::SellUsdc => (self.usdc_decimals, pool::SOL_DECIMALS),
+        }
+    }
+}
+
+/// Read the pool's state account and its vaults.
+pub async fn read_pool(rpc: &RpcClient) -> Result<PoolView, SwapError> {
+    let a = PoolAddresses::sol_usdc();
+    let no_pool = |detail: String| SwapError::NoPool {
+        url: rpc.url().to_owned(),
+        detail,
+    };
+    let info = match rpc.get_account_info(&a.pool.to_string(), "base64").await {
+        Ok(Some(info)) => info,
+        Ok(None) => {
+            return Err(no_pool(format!(
+                "the pool account {} does not exist",
+                a.pool
+            )));
+        }
+        Err(ChainError::Rpc { message, .. }) => return Err(no_pool(message)),
+        Err(other) => return Err(other.into()),
+    };
+    if info["owner"].as_str() != Some(pool::POOL_PROGRAM) {
+        return Err(no_pool(format!(
+            "{} is not owned by the pool program {}",
+            a.pool,
+            pool::POOL_PROGRAM
+        )));
+    }
+    let state = info["data"][0]
+        .as_str()
+        .and_then(|data| base64::engine::general_purpose::STANDARD.decode(data).ok())
+        .and_then(|bytes| PoolState::from_bytes(&bytes))
+        .ok_or_else(|| no_pool(format!("{} does not hold a pool state", a.pool)))?;
+    let lamports = rpc.get_balance(&state.sol_vault.to_string()).await?;
+    let vault = rpc
+        .get_account_info(&state.usdc_vault.to_string(), "jsonParsed")
+        .await?
+        .ok_or_else(|| no_pool("the pool's USDC vault does not exist".to_owned()))?;
+    let amount = &vault["data"]["parsed"]["info"]["tokenAmount"];
+    let usdc_raw = amount["amount"].as_str().and_then(|a| a.parse().ok());
+    let decimals = amount["decimals"]
+        .as_u64()
+        .and_then(|d| u8::try_from(d).ok());
+    let (Some(usdc_raw), Some(usdc_decimals)) = (usdc_raw, decimals) else {
+        return Err(SwapError::Chain(ChainError::Decode {
+            method: "getAccountInfo".to_owned(),
+            detail: "the USDC vault is not a parsed token account".to_owned(),
+        }));
+    };
+    Ok(PoolView {
+        state,
+        lamports,
+        usdc_raw,
+        usdc_decimals,
+    })
+}
+
+/// What a swap is expected to pay, and the minimum it will accept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quote {
+    pub expected_out: u64,
+    pub minimum_out: u64,
+}
+
+/// Quote `amount_in` against `view`; without `minimum_out`, accept [`DEFAULT_SLIPPAGE_BPS`] less.
+pub fn quote(
+    view: &PoolView,
+    direction: Direction,
+    amount_in: u64,
+    minimum_out: Option<u64>,
+) -> Result<Quote, SwapError> {
+    let (reserve_in, reserve_out) = view.reserves(direction);
+    let expected_out = pool::quote(amount_in, reserve_in, reserve_out).ok_or_else(|| {
+        SwapError::BadAmount(format!(
+            "selling {amount_in} raw units into this pool pays nothing"
+        ))
+    })?;
+    let minimum_out = minimum_out.unwrap_or_else(|| {
+        let bound = u128::from(expected_out) * u128::from(10_000 - DEFAULT_SLIPPAGE_BPS) / 10_000;
+        u64::try_from(bound).unwrap_or(expected_out)
+    });
+    Ok(Quote {
+        expected_out,
+        minimum_out,
+    })
+}
+
+/// A confirmed swap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwapReceipt {
+    pub signature: String,
+    pub amount_in: u64,
+    pub amount_out: u64,
+    pub minimum_out: u64,
+}
+
+/// Swap `amount_in` (raw units of the sold token) from `keypair`'s wallet, refusing less than
+/// `quote.minimum_out`; waits for confirmation and returns what the chain says it paid.
+pub async fn swap(
+    rpc: &RpcClient,
+    keypair: &Keypair,
+    view: &PoolView,
+    direction: Direction,
+    amount_in: u64,
+    quote: &Quote,
+) -> Result<SwapReceipt, SwapError> {
+    let user = keypair.pubkey();
+    let usdc_account =
+        tx::associated_token_address(&user, &view.state.usdc_mint, &tx::token_program());
+    let mut instructions = Vec::with_capacity(2);
+    if direction == Direction::SellSol {
+        // Buying USDC: make sure there is an account to receive it.
+        instructions.push(
+            tx::instructions::create_associated_token_account_idempotent(
+                &user,
+                &user,
+                &view.state.usdc_mint,
+                &tx::token_program(),
+            ),
+        );
+    }
+    instructions.push(pool::swap(
+        &user,
+        &usdc_account,
+        direction,
+        amount_in,
+        quote.minimum_out,
+    ));
+    let blockhash = rpc.get_latest_blockhash().await?;
+    let message = Message::new_legacy(&instructions, &user, blockhash);
+    let transaction =
+        Transaction::sign(message, &[keypair.signing_key()]).map_err(ChainError::from)?;
+    let signature = rpc
+        .send_transaction(&transaction.serialize().map_err(ChainError::from)?)
+        .await?;
+    let deadline = tokio::time::Instant::now() + CONFIRM_TIMEOUT;
+    loop {
+        if let Some(status) = rpc.get_signature_status(&signature).await? {
+            if let Some(error) = status.err {
+                return Err(SwapError::Failed { signature, error });
+            }
+            if status.confirmation_status.is_some() {
+                break;
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(SwapError::Unconfirmed(signature));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let amount_out = rpc
+        .get_transaction(&signature, "confirmed")
+        .await?
+        .as_ref()
+        .and_then(swap_amount_out)
+        .ok_or_else(|| {
+            SwapError::Chain(ChainError::Decode {
+                method: "getTransaction".to_owned(),
+                detail: format!("{signature} has no parsed pool swap"),
+            })
+        })?;
+    Ok(SwapReceipt {
+        signature,
+        amount_in,
+        amount_out,
+        minimum_out: quote.minimum_out,
+    })
+}
+
+/// `amountOut` of the (first) pool swap in a jsonParsed transaction.
+pub fn swap_amount_out(transaction: &Value) -> Option<u64> {
+    transaction["transaction"]["message"]["instructions"]
+        .as_array()?
+        .iter()
+        .find(|ix| ix["program"] == pool::PROGRAM_NAME && ix["parsed"]["type"] == "swap")?["parsed"]
+        ["info"]["amountOut"]
+        .as_str()?
+        .parse()
+        .ok()
+}

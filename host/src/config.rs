@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, FromArgMatches};
 
 use crate::tournaments::series::{SeriesSpec, default_series};
 
@@ -132,6 +132,19 @@ pub struct ChainArgs {
     #[arg(long, env = "CRUCIBLE_DUNGEON_WALLET")]
     pub dungeon_wallet: Option<String>,
 
+    /// Real clusters: the Pyth Hermes service that prices SOL for valuations (a provider's URL,
+    /// token included, works too).
+    #[arg(long, env = "CRUCIBLE_PRICE_API_URL", default_value = crate::chain::hermes::DEFAULT_BASE_URL)]
+    pub price_api_url: String,
+
+    /// Real clusters: the Pyth feed id of SOL/USD.
+    #[arg(long, env = "CRUCIBLE_PRICE_FEED_SOL", default_value = crate::chain::hermes::SOL_USD_FEED)]
+    pub price_feed_sol: String,
+
+    /// Real clusters: a price older than this many seconds is refused (the round is marked stale).
+    #[arg(long, env = "CRUCIBLE_PRICE_MAX_AGE_SECS", default_value_t = 60)]
+    pub price_max_age_secs: u64,
+
     /// Simnet: USDC (UI units) seeded into the SOL/USDC pool at first start, with as much SOL
     /// at the simulated market's price.
     #[arg(long, env = "CRUCIBLE_SIMNET_POOL_DEPTH_USDC", default_value_t = 100_000,
@@ -150,11 +163,11 @@ fn parse_snapshot_interval(text: &str) -> Result<u64, String> {
 /// The cron expression (seconds first) running every `secs` seconds, for intervals that divide
 /// a minute, an hour or a day evenly; anything else could not be spaced evenly by cron.
 pub fn snapshot_cron(secs: u64) -> Result<String, String> {
-    let tiles = |unit: u64| secs > 0 && secs % unit == 0 && 60 % (secs / unit) == 0;
+    let tiles = |unit: u64| secs > 0 && secs.is_multiple_of(unit) && 60 % (secs / unit) == 0;
     match secs {
         1..=59 if 60 % secs == 0 => Ok(format!("*/{secs} * * * * *")),
         60..=3599 if tiles(60) => Ok(format!("0 */{} * * * *", secs / 60)),
-        3600..=86_400 if secs % 3600 == 0 && 24 % (secs / 3600) == 0 => {
+        3600..=86_400 if secs.is_multiple_of(3600) && 24 % (secs / 3600) == 0 => {
             Ok(format!("0 0 */{} * * *", secs / 3600))
         }
         _ => Err(format!(
@@ -205,6 +218,10 @@ pub struct Config {
     pub simnet_pool_depth_usdc: u64,
     /// Seconds between tournament wallet valuations (default 300).
     pub snapshot_interval_secs: u64,
+    /// Real clusters: Hermes base URL, SOL/USD feed id, oldest price accepted (seconds).
+    pub price_api_url: String,
+    pub price_feed_sol: String,
+    pub price_max_age_secs: u64,
 }
 
 impl StorageArgs {
@@ -256,6 +273,9 @@ impl From<ServeArgs> for Config {
             time_scale: args.time_scale,
             agent_fee_reserve_lamports: args.agent_fee_reserve_lamports,
             simnet_pool_depth_usdc: args.chain.simnet_pool_depth_usdc,
+            price_api_url: args.chain.price_api_url,
+            price_feed_sol: args.chain.price_feed_sol,
+            price_max_age_secs: args.chain.price_max_age_secs,
             snapshot_interval_secs: args.snapshot_interval_secs,
             database_url: args.storage.database_url(),
             data_dir: args.storage.data_dir,
@@ -267,9 +287,23 @@ impl From<ServeArgs> for Config {
     }
 }
 
+impl ServeArgs {
+    /// Every setting at its default, whatever the environment says. The defaults are the ones
+    /// written on the flags above, and only there: tests and offline tools start from these and
+    /// override what they change.
+    pub fn defaults() -> ServeArgs {
+        let command =
+            ServeArgs::augment_args(clap::Command::new("crucible")).mut_args(|arg| arg.env(None));
+        let matches = command
+            .try_get_matches_from(["crucible"])
+            .expect("every setting has a default or is optional");
+        ServeArgs::from_arg_matches(&matches).expect("the defaults parse")
+    }
+}
+
 impl Config {
     /// A configuration for tests and benchmarks: the given database, an ephemeral port,
-    /// a fixed master key and no rate limits unless the test turns them on.
+    /// a fixed master key, no background work and no rate limits unless the test turns them on.
     pub fn for_tests(data_dir: PathBuf, database_url: String) -> Self {
         Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -277,30 +311,19 @@ impl Config {
             database_url,
             master_key: Some("00".repeat(32)),
             rate_limits: false,
-            trust_forwarded_for: false,
             public_url: "http://127.0.0.1".to_owned(),
             scheduler_interval_ms: 0,
-            webhook_timeout_ms: 10_000,
             // Test receivers listen on loopback.
             webhook_allow_private: true,
             tournament_series: Vec::new(),
             demo_data: false,
-            market_seed: 42,
-            solana_rpc_url: None,
             simnet_finality_ms: 0,
-            stablecoin_mint: None,
-            escrow_wallet: None,
-            dungeon_wallet: None,
-            dungeon_idle_timeout_secs: 1800,
-            dungeon_rake_percent: 10,
-            time_scale: 1,
-            agent_fee_reserve_lamports: 10_000_000,
-            simnet_pool_depth_usdc: 100_000,
-            snapshot_interval_secs: 300,
+            ..Config::from(ServeArgs::defaults())
         }
     }
 
-    /// The configuration of CLI tools that work on the database without serving.
+    /// The configuration of CLI tools that work on the database without serving: they reach the
+    /// simnet of a server on the default address, and never run background work.
     pub fn offline(storage: &StorageArgs) -> Self {
         Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -308,25 +331,28 @@ impl Config {
             database_url: storage.database_url(),
             master_key: storage.master_key.clone(),
             rate_limits: false,
-            trust_forwarded_for: false,
             public_url: "http://127.0.0.1:8080".to_owned(),
             scheduler_interval_ms: 0,
-            webhook_timeout_ms: 10_000,
-            webhook_allow_private: false,
             tournament_series: Vec::new(),
             demo_data: false,
-            market_seed: 42,
-            solana_rpc_url: None,
-            simnet_finality_ms: 3000,
-            stablecoin_mint: None,
-            escrow_wallet: None,
-            dungeon_wallet: None,
-            dungeon_idle_timeout_secs: 1800,
-            dungeon_rake_percent: 10,
-            time_scale: 1,
-            agent_fee_reserve_lamports: 10_000_000,
-            simnet_pool_depth_usdc: 100_000,
-            snapshot_interval_secs: 300,
+            ..Config::from(ServeArgs::defaults())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tests_start_from_the_flags_defaults() {
+        let config = Config::for_tests(PathBuf::from("/tmp/x"), "sqlite://x".into());
+        assert_eq!(config.webhook_timeout_ms, 10_000);
+        assert_eq!(config.snapshot_interval_secs, 300);
+        assert_eq!(config.agent_fee_reserve_lamports, 10_000_000);
+        assert_eq!(config.scheduler_interval_ms, 0, "overridden");
+        let offline = Config::offline(&ServeArgs::defaults().storage);
+        assert_eq!(offline.simnet_finality_ms, 3_000);
+        assert_eq!(offline.market_seed, config.market_seed);
     }
 }

@@ -94,6 +94,9 @@ pub struct Chain {
     dungeon: ServerWallet,
     /// Simnet only: the wallet that seeds the pool's liquidity.
     pool_wallet: Option<ServerWallet>,
+    /// What values SOL: the pool on simnet, Pyth (Hermes) on a real cluster. Built once, so a
+    /// price source's cache lives as long as the server.
+    prices: Arc<dyn price::PriceSource>,
 }
 
 impl Chain {
@@ -118,8 +121,13 @@ impl Chain {
                         ChainError::Config("the stablecoin mint is not an address".into())
                     })?
                     .unwrap_or_else(simnet::default_stablecoin_mint);
-                let simnet =
-                    Simnet::open(store.clone(), clock, config.simnet_finality_ms, mint).await?;
+                let simnet = Simnet::open(
+                    store.clone(),
+                    clock.clone(),
+                    config.simnet_finality_ms,
+                    mint,
+                )
+                .await?;
                 let mut host = local_addr;
                 if host.ip().is_unspecified() {
                     host.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
@@ -140,6 +148,22 @@ impl Chain {
         let dungeon =
             ServerWallet::resolve("dungeon", config.dungeon_wallet.as_deref(), store, sealer)
                 .await?;
+        let prices: Arc<dyn price::PriceSource> = match &simnet {
+            Some(simnet) => Arc::new(price::PoolPrice::new(simnet.clone())),
+            None => {
+                let hermes = hermes::HermesPrices::new(hermes::HermesConfig {
+                    base_url: config.price_api_url.clone(),
+                    feeds: std::collections::HashMap::from([(
+                        "SOL".to_owned(),
+                        config.price_feed_sol.clone(),
+                    )]),
+                    max_age: chrono::Duration::seconds(config.price_max_age_secs as i64),
+                    ..hermes::HermesConfig::default()
+                })
+                .map_err(|error| ChainError::Config(format!("price API client: {error}")))?;
+                Arc::new(price::HermesPrice::new(hermes, clock.clone()))
+            }
+        };
         let pool_wallet = match &simnet {
             Some(_) => Some(ServerWallet::resolve("pool", None, store, sealer).await?),
             None => None,
@@ -161,6 +185,7 @@ impl Chain {
             escrow,
             dungeon,
             pool_wallet,
+            prices,
         })
     }
 
@@ -175,16 +200,9 @@ impl Chain {
         }
     }
 
-    /// What values SOL for this server: the pool on simnet, else the simulated market.
-    pub fn price_source(
-        &self,
-        market: Arc<dyn crate::market::MarketFeed>,
-        clock: Arc<dyn Clock>,
-    ) -> Arc<dyn price::PriceSource> {
-        match &self.simnet {
-            Some(simnet) => Arc::new(price::PoolPrice::new(simnet.clone())),
-            None => Arc::new(price::MarketPrice::new(market, clock)),
-        }
+    /// What values SOL for this server: the pool on simnet, Pyth's feed on a real cluster.
+    pub fn price_source(&self) -> &Arc<dyn price::PriceSource> {
+        &self.prices
     }
 
     pub fn rpc(&self) -> &RpcClient {

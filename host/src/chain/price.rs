@@ -1,17 +1,17 @@
 //! Where the server learns what SOL is worth in USD when it values wallets. [`PriceSource`] is
 //! asynchronous and fallible because a real source is a network call (a later real-cluster
 //! source reads a price over HTTP); on simnet the source is the pool ([`PoolPrice`]): USDC
-//! reserve / SOL reserve read from the ledger, so swaps move valuations. With an external RPC
-//! and no pool, the simulated market prices SOL ([`MarketPrice`]).
+//! reserve / SOL reserve read from the ledger, so swaps move valuations. On a real cluster it is
+//! Pyth's feed through Hermes ([`HermesPrice`]): the simulated market never values a real wallet.
 
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
+use super::hermes::HermesPrices;
 use super::pool;
 use super::simnet::Simnet;
-use crate::clock::{Clock, to_millis};
-use crate::market::MarketFeed;
+use crate::clock::Clock;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PriceError {
@@ -24,11 +24,12 @@ pub enum PriceError {
 }
 
 /// "What is SOL worth in USD now?"
-pub trait PriceSource: Send + Sync {
+pub trait PriceSource: Send + Sync + std::fmt::Debug {
     fn sol_usd(&self) -> BoxFuture<'_, Result<f64, PriceError>>;
 }
 
 /// SOL's price in the simnet pool.
+#[derive(Debug)]
 pub struct PoolPrice {
     simnet: Arc<Simnet>,
 }
@@ -54,24 +55,34 @@ impl PriceSource for PoolPrice {
     }
 }
 
-/// SOL's price in the simulated market at the clock's now.
-pub struct MarketPrice {
-    market: Arc<dyn MarketFeed>,
+/// SOL's price on a real cluster: Pyth's SOL/USD feed through Hermes, at the clock's now.
+pub struct HermesPrice {
+    hermes: HermesPrices,
     clock: Arc<dyn Clock>,
 }
 
-impl MarketPrice {
-    pub fn new(market: Arc<dyn MarketFeed>, clock: Arc<dyn Clock>) -> Self {
-        MarketPrice { market, clock }
+impl std::fmt::Debug for HermesPrice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HermesPrice")
+            .field("hermes", &self.hermes)
+            .finish_non_exhaustive()
     }
 }
 
-impl PriceSource for MarketPrice {
+impl HermesPrice {
+    pub fn new(hermes: HermesPrices, clock: Arc<dyn Clock>) -> Self {
+        HermesPrice { hermes, clock }
+    }
+}
+
+impl PriceSource for HermesPrice {
     fn sol_usd(&self) -> BoxFuture<'_, Result<f64, PriceError>> {
         Box::pin(async move {
-            self.market
-                .price_at("SOL", to_millis(self.clock.now()))
-                .map_err(|e| PriceError::Unavailable(e.to_string()))
+            self.hermes
+                .usd_price("SOL", self.clock.now())
+                .await
+                .map(|price| price.price)
+                .map_err(|error| PriceError::Unavailable(error.to_string()))
         })
     }
 }

@@ -29,7 +29,7 @@ pub async fn wallet_value(state: &AppState, wallet: &str) -> anyhow::Result<f64>
     // On simnet SOL is worth what the pool says, so swaps there move the leaderboard.
     let sol_price = state
         .chain
-        .price_source(state.market.clone(), state.clock.clone())
+        .price_source()
         .sol_usd()
         .await
         .context("pricing SOL")?;

@@ -25,6 +25,7 @@ mod leaderboard;
 mod migrations;
 mod payouts;
 mod platform;
+mod prices;
 mod registration;
 mod sandbox_guests;
 mod scheduler;

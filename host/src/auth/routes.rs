@@ -64,10 +64,9 @@ async fn signup(
         .map(|name| Label::parse("displayName", name, 40).map(Label::into_inner))
         .transpose()
         .map_err(ApiError::BadRequest)?;
-    let password_hash = tokio::task::spawn_blocking(move || password::hash(&password))
+    let password_hash = password::hash_limited(password)
         .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::Internal)?;
+        .map_err(hash_error)?;
 
     let now = state.now();
     let account_id = new_id("acc");
@@ -126,11 +125,9 @@ async fn login(
     };
     let (account_id, stored_hash) = found.unzip();
     let candidate = body.password;
-    let matches = tokio::task::spawn_blocking(move || {
-        password::verify(&candidate, stored_hash.flatten().as_deref())
-    })
-    .await
-    .map_err(ApiError::internal)?;
+    let matches = password::verify_limited(candidate, stored_hash.flatten())
+        .await
+        .map_err(hash_error)?;
     let Some(account_id) = account_id.filter(|_| matches) else {
         return Err(ApiError::Unauthorized("wrong e-mail or password".into()));
     };
@@ -265,4 +262,12 @@ async fn signed_in(
         axum::Json(view),
     )
         .into_response())
+}
+
+/// A password hash that did not run: busy is a 503 the client may retry; anything else is ours.
+fn hash_error(error: password::HashError) -> ApiError {
+    match error {
+        password::HashError::Busy => ApiError::Unavailable(error.to_string()),
+        password::HashError::Failed(_) => ApiError::internal(error),
+    }
 }

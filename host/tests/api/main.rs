@@ -10,6 +10,7 @@
 
 mod helpers;
 
+mod abuse;
 mod account;
 mod agent_ticks;
 mod api_keys;

@@ -21,7 +21,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the server (creates the database and applies migrations on first start).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Apply pending database migrations and exit.
     Migrate(StorageArgs),
     /// Backtest or check strategy components (no server needed).
@@ -38,7 +38,7 @@ pub async fn run() -> ExitCode {
     crate::telemetry::init();
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Serve(args) => serve(Config::from(args)).await,
+        Command::Serve(args) => serve(Config::from(*args)).await,
         Command::Migrate(args) => migrate(args).await,
         Command::Strategy(args) => crate::strategy_cli::run(args),
         Command::Tournament(command) => crate::tournaments::cli::run(command).await,

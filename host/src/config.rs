@@ -101,6 +101,20 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub chain: ChainArgs,
 
+    /// A client must send a request's headers within this many milliseconds of the server
+    /// being ready for them, or the connection is closed (slow or silent clients).
+    #[arg(long, env = "CRUCIBLE_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(100..=300_000))]
+    pub header_read_timeout_ms: u64,
+
+    /// Server-sent event streams this node keeps open at once.
+    #[arg(long, env = "CRUCIBLE_MAX_STREAMS", default_value_t = 10_000)]
+    pub max_streams: usize,
+
+    /// Server-sent event streams one client address may keep open at once.
+    #[arg(long, env = "CRUCIBLE_MAX_STREAMS_PER_CLIENT", default_value_t = 20)]
+    pub max_streams_per_client: usize,
+
     /// Seconds between valuations of tournament wallets (leaderboard snapshots). It must tile
     /// a minute, an hour or a day (e.g. 5, 30, 60, 300, 3600) so runs stay evenly spaced.
     #[arg(long, env = "CRUCIBLE_SNAPSHOT_INTERVAL_SECS", default_value_t = 300,
@@ -218,6 +232,11 @@ pub struct Config {
     pub simnet_pool_depth_usdc: u64,
     /// Seconds between tournament wallet valuations (default 300).
     pub snapshot_interval_secs: u64,
+    /// Milliseconds a client has to send a request's headers.
+    pub header_read_timeout_ms: u64,
+    /// Open event streams per node and per client address.
+    pub max_streams: usize,
+    pub max_streams_per_client: usize,
     /// Real clusters: Hermes base URL, SOL/USD feed id, oldest price accepted (seconds).
     pub price_api_url: String,
     pub price_feed_sol: String,
@@ -273,6 +292,9 @@ impl From<ServeArgs> for Config {
             time_scale: args.time_scale,
             agent_fee_reserve_lamports: args.agent_fee_reserve_lamports,
             simnet_pool_depth_usdc: args.chain.simnet_pool_depth_usdc,
+            header_read_timeout_ms: args.header_read_timeout_ms,
+            max_streams: args.max_streams,
+            max_streams_per_client: args.max_streams_per_client,
             price_api_url: args.chain.price_api_url,
             price_feed_sol: args.chain.price_feed_sol,
             price_max_age_secs: args.chain.price_max_age_secs,

@@ -84,13 +84,17 @@ impl Application {
             ))),
         };
         let router = crate::http::router(state.clone());
-        axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("server error")?;
+        let limits = crate::http::serve::ServeLimits {
+            header_read_timeout: Duration::from_millis(state.config.header_read_timeout_ms),
+            drain_timeout: Duration::from_secs(10),
+        };
+        let streams = state.streams.clone();
+        let shutdown = async move {
+            shutdown.await;
+            // Streams never end on their own: tell them to, so draining can finish.
+            streams.close_all();
+        };
+        crate::http::serve::serve(listener, router, limits, shutdown).await;
         housekeeping.abort();
         if let Some(scheduler) = scheduler {
             scheduler.abort();
@@ -140,6 +144,8 @@ async fn assemble_state(
             .await?;
     }
     let config_data_dir = config.data_dir.clone();
+    let streams =
+        crate::http::streams::Streams::new(config.max_streams, config.max_streams_per_client);
     Ok(AppState {
         limits: Arc::new(RateLimits::new(config.rate_limits)),
         market,
@@ -149,6 +155,7 @@ async fn assemble_state(
         sealer: Arc::new(sealer),
         chain: Arc::new(chain),
         events: crate::events::Bus::new(),
+        streams: Arc::new(streams),
         leaderboards: Default::default(),
         agents: Arc::new(crate::agents::Runtime::new(config_data_dir)),
     })

@@ -25,6 +25,8 @@ pub struct AppState {
     pub events: crate::events::Bus,
     /// The sandbox and loaded strategy components of the agents.
     pub agents: Arc<crate::agents::Runtime>,
+    /// Open server-sent event streams, capped per client and per node.
+    pub streams: Arc<crate::http::streams::Streams>,
     /// Serialized leaderboards, rebuilt only when their tournament changed.
     pub leaderboards: Arc<crate::tournaments::leaderboard::Cache>,
 }

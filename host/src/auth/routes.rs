@@ -64,9 +64,7 @@ async fn signup(
         .map(|name| Label::parse("displayName", name, 40).map(Label::into_inner))
         .transpose()
         .map_err(ApiError::BadRequest)?;
-    let password_hash = password::hash_limited(password)
-        .await
-        .map_err(hash_error)?;
+    let password_hash = password::hash_limited(password).await.map_err(hash_error)?;
 
     let now = state.now();
     let account_id = new_id("acc");

@@ -19,6 +19,7 @@ use crate::auth::{AccountAuth, Read, Write};
 use crate::http::ApiError;
 use crate::http::json::{Json, Path, Query};
 use crate::http::rate_limit::{AccountPolicy, IpLimit, Limiter, Policy, RateLimits};
+use crate::http::streams::StreamSlot;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -181,6 +182,7 @@ async fn broadcast(
 async fn watch(
     State(state): State<AppState>,
     key: RunKey,
+    slot: StreamSlot,
     Path(run_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -196,5 +198,5 @@ async fn watch(
                 ApiError::bad_request("`Last-Event-ID` must be an event id (a sequence number)")
             })?,
     };
-    Ok(watch::stream(state, run_id, last_seq).into_response())
+    Ok(watch::stream(state, run_id, last_seq, slot).into_response())
 }

@@ -17,6 +17,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::store::{self, StoredEvent};
 use crate::events::Event;
+use crate::http::streams::StreamSlot;
 use crate::state::AppState;
 
 /// Events read from the database per round trip.
@@ -31,6 +32,8 @@ struct Watch {
     buffer: VecDeque<StoredEvent>,
     events: tokio::sync::broadcast::Receiver<Event>,
     done: bool,
+    /// This stream's place among the open ones; given back when the stream is dropped.
+    slot: StreamSlot,
 }
 
 /// The stream of `run_id` from after `last_seq`.
@@ -38,6 +41,7 @@ pub fn stream(
     state: AppState,
     run_id: String,
     last_seq: i64,
+    slot: StreamSlot,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let watch = Watch {
         // Subscribed before the first read, so nothing written in between is missed.
@@ -47,6 +51,7 @@ pub fn stream(
         last_seq,
         buffer: VecDeque::new(),
         done: false,
+        slot,
     };
     let stream = futures_util::stream::unfold(watch, |mut watch| async move {
         let event = watch.next().await?;
@@ -102,7 +107,11 @@ impl Watch {
                 }
             }
             loop {
-                match self.events.recv().await {
+                let received = tokio::select! {
+                    () = self.slot.closing() => return None,
+                    received = self.events.recv() => received,
+                };
+                match received {
                     Ok(Event::DungeonRunEvent { run_id, seq })
                         if run_id == self.run_id && seq > self.last_seq =>
                     {

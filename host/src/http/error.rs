@@ -39,6 +39,9 @@ pub enum ApiError {
     /// 429: too many requests; `retry_after` is whole seconds until the next one is allowed.
     #[error("rate limit exceeded: retry in {retry_after} s")]
     RateLimited { retry_after: u64 },
+    /// 429: the client holds as many open streams as it may; the message says how many.
+    #[error("{0}")]
+    TooManyStreams(String),
     /// 503: a dependency (database, chain) is unreachable.
     #[error("{0}")]
     Unavailable(String),
@@ -67,7 +70,9 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::RateLimited { .. } | ApiError::TooManyStreams(_) => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -103,16 +108,24 @@ impl IntoResponse for ApiError {
             other if status.is_server_error() => tracing::warn!(error = %other, "server error"),
             _ => {}
         }
-        match self {
+        let limited = match &self {
             ApiError::RateLimited { retry_after } => {
-                let body = json!({ "error": "rate limit exceeded", "retryAfter": retry_after });
+                Some(("rate limit exceeded".to_owned(), *retry_after))
+            }
+            // A stream ends when its client closes it: ask again after a little while.
+            ApiError::TooManyStreams(message) => Some((message.clone(), 10)),
+            _ => None,
+        };
+        match limited {
+            Some((message, retry_after)) => {
+                let body = json!({ "error": message, "retryAfter": retry_after });
                 let mut response = (status, Json(body)).into_response();
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
                 response
             }
-            other => (status, Json(json!({ "error": other.to_string() }))).into_response(),
+            None => (status, Json(json!({ "error": self.to_string() }))).into_response(),
         }
     }
 }

@@ -4,6 +4,8 @@
 pub mod error;
 pub mod json;
 pub mod rate_limit;
+pub mod serve;
+pub mod streams;
 
 use axum::Router;
 use axum::http::{Method, Uri};

@@ -18,6 +18,7 @@ use crate::events::Event;
 use crate::http::ApiError;
 use crate::http::json::Path;
 use crate::http::rate_limit::{IpLimit, LivePolicy};
+use crate::http::streams::StreamSlot;
 use crate::state::AppState;
 
 /// How often the board is pushed even when nothing changed (SPEC §8).
@@ -38,6 +39,8 @@ struct Live {
     events: tokio::sync::broadcast::Receiver<Event>,
     ticker: tokio::time::Interval,
     phase: Phase,
+    /// This stream's place among the open ones; given back when the stream is dropped.
+    slot: StreamSlot,
 }
 
 /// Live leaderboard stream: `leaderboard:update` events, then `tournament:ended` and close.
@@ -47,6 +50,7 @@ struct Live {
               (status = 404), (status = 429)))]
 pub async fn live(
     _limit: IpLimit<LivePolicy>,
+    slot: StreamSlot,
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
@@ -61,6 +65,7 @@ pub async fn live(
         id,
         ticker,
         phase: Phase::Connect,
+        slot,
     };
     let stream = futures_util::stream::unfold(live, |mut live| async move {
         let event = live.next().await?;
@@ -86,6 +91,7 @@ impl Live {
                 }
                 Phase::Running => {
                     tokio::select! {
+                        () = self.slot.closing() => self.phase = Phase::Done,
                         _ = self.ticker.tick() => {
                             if let Some(event) = self.board().await {
                                 return Some(event);

@@ -128,6 +128,7 @@ impl From<ApiError> for V1Error {
             ApiError::MethodNotAllowed(message) => V1Error::MethodNotAllowed(message),
             ApiError::Conflict(message) => V1Error::Conflict(message),
             ApiError::RateLimited { retry_after } => V1Error::RateLimited { retry_after },
+            ApiError::TooManyStreams(_) => V1Error::RateLimited { retry_after: 10 },
             ApiError::Unavailable(message) => V1Error::Unavailable(message),
             ApiError::Internal(source) => V1Error::Internal(source),
         }

@@ -18,6 +18,7 @@ mod auth;
 mod chain_fixtures;
 mod chain_simnet;
 mod cli;
+mod connections;
 mod dungeon;
 mod dungeon_ops;
 mod fuzz_endpoints;

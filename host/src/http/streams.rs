@@ -1,0 +1,160 @@
+//! Open server-sent event streams, counted while they are open. A stream holds a connection and
+//! a task for as long as the client keeps it, so without a cap one client (or a crowd) could hold
+//! every socket the node has. A handler that streams takes a [`StreamSlot`]: it is refused when
+//! its client already holds `max_per_client` streams (429) or the node holds `max_open` (503),
+//! and it gives its place back when the stream ends, however it ends. On shutdown every stream
+//! is told to close ([`Streams::close_all`]), so draining connections does not wait on clients
+//! that would never hang up.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use tokio::sync::watch;
+
+use super::ApiError;
+use super::rate_limit::ClientIp;
+use crate::state::AppState;
+
+#[derive(Debug)]
+pub struct Streams {
+    max_open: usize,
+    max_per_client: usize,
+    /// Open streams: in all, and per client address.
+    open: Mutex<(usize, HashMap<IpAddr, usize>)>,
+    closing: watch::Sender<bool>,
+}
+
+impl Streams {
+    pub fn new(max_open: usize, max_per_client: usize) -> Self {
+        Streams {
+            max_open,
+            max_per_client,
+            open: Mutex::new((0, HashMap::new())),
+            closing: watch::Sender::new(false),
+        }
+    }
+
+    /// Take a place for a stream of `client`, or say why not.
+    pub fn open(self: &Arc<Self>, client: IpAddr) -> Result<StreamSlot, ApiError> {
+        if *self.closing.borrow() {
+            return Err(ApiError::Unavailable("the server is shutting down".into()));
+        }
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let (total, per_client) = &mut *open;
+        let mine = per_client.get(&client).copied().unwrap_or(0);
+        if mine >= self.max_per_client {
+            return Err(ApiError::TooManyStreams(format!(
+                "your address already holds {mine} open streams (at most {}); close one first",
+                self.max_per_client
+            )));
+        }
+        if *total >= self.max_open {
+            return Err(ApiError::Unavailable(
+                "this server holds as many streams as it can; try again shortly".into(),
+            ));
+        }
+        *total += 1;
+        per_client.insert(client, mine + 1);
+        Ok(StreamSlot {
+            streams: self.clone(),
+            client,
+            closing: self.closing.subscribe(),
+        })
+    }
+
+    /// Streams open now (all, and of one client).
+    pub fn count(&self, client: Option<IpAddr>) -> usize {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        match client {
+            None => open.0,
+            Some(ip) => open.1.get(&ip).copied().unwrap_or(0),
+        }
+    }
+
+    /// Tell every open stream to end, and refuse new ones (shutdown).
+    pub fn close_all(&self) {
+        self.closing.send_replace(true);
+    }
+
+    fn release(&self, client: IpAddr) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let (total, per_client) = &mut *open;
+        *total = total.saturating_sub(1);
+        if let Some(mine) = per_client.get_mut(&client) {
+            *mine -= 1;
+            if *mine == 0 {
+                per_client.remove(&client);
+            }
+        }
+    }
+}
+
+/// A stream's place, held by the stream itself for as long as it runs.
+#[derive(Debug)]
+pub struct StreamSlot {
+    streams: Arc<Streams>,
+    client: IpAddr,
+    closing: watch::Receiver<bool>,
+}
+
+impl StreamSlot {
+    /// Completes when the server asks streams to close.
+    pub async fn closing(&mut self) {
+        // An error means the sender is gone: the server is going away too.
+        let _ = self.closing.wait_for(|closing| *closing).await;
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.streams.release(self.client);
+    }
+}
+
+impl FromRequestParts<AppState> for StreamSlot {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Ok(ClientIp(ip)) = ClientIp::from_request_parts(parts, state).await;
+        state.streams.open(ip)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_are_capped_per_client_and_per_node_and_given_back_on_drop() {
+        let streams = Arc::new(Streams::new(3, 2));
+        let a: IpAddr = "203.0.113.1".parse().expect("ip");
+        let b: IpAddr = "203.0.113.2".parse().expect("ip");
+        let first = streams.open(a).expect("1st");
+        let _second = streams.open(a).expect("2nd");
+        assert!(matches!(streams.open(a), Err(ApiError::TooManyStreams(_))));
+        let _third = streams.open(b).expect("another client");
+        assert!(matches!(
+            streams.open("203.0.113.3".parse().expect("ip")),
+            Err(ApiError::Unavailable(_))
+        ));
+        drop(first);
+        assert_eq!((streams.count(None), streams.count(Some(a))), (2, 1));
+        streams.open(a).expect("a place was given back");
+    }
+
+    #[tokio::test]
+    async fn closing_reaches_open_streams_and_refuses_new_ones() {
+        let streams = Arc::new(Streams::new(10, 10));
+        let mut slot = streams
+            .open("203.0.113.1".parse().expect("ip"))
+            .expect("open");
+        streams.close_all();
+        tokio::time::timeout(std::time::Duration::from_secs(1), slot.closing())
+            .await
+            .expect("told to close");
+        assert!(streams.open("203.0.113.9".parse().expect("ip")).is_err());
+    }
+}

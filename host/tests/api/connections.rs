@@ -1,0 +1,174 @@
+//! Connections a client can abuse: a slow or silent client is cut off once the header-read
+//! timeout passes, event streams are capped per client and per node while they are open, and a
+//! shutdown closes open streams instead of waiting for clients that would never hang up. Each
+//! test also shows an honest client served meanwhile.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use crucible::clock::ManualClock;
+use crucible::config::Config;
+use crucible::startup::Application;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::helpers::{Auth, TestApp, fresh_database_url};
+
+/// Read until the server closes the connection; how long that took.
+async fn wait_for_close(stream: &mut tokio::net::TcpStream, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buffer = [0u8; 1024];
+    loop {
+        match tokio::time::timeout_at((started + limit).into(), stream.read(&mut buffer)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn slow_and_silent_clients_are_cut_off_and_others_are_served() {
+    let app = TestApp::spawn_with(|config| config.header_read_timeout_ms = 500).await;
+    let address = app.address.trim_start_matches("http://").to_owned();
+    let mut silent = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connect");
+    let mut slow = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connect");
+    slow.write_all(b"GET /api/health HTTP/1.1\r\nHost: x\r\nX-A: ")
+        .await
+        .expect("write");
+    let dribble = tokio::spawn(async move {
+        // One byte every 100 ms: the headers never end.
+        for _ in 0..30 {
+            if slow.write_all(b"a").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        slow
+    });
+    assert_eq!(app.get("/api/health", Auth::None).await.status, 200);
+    let closed = wait_for_close(&mut silent, Duration::from_secs(5)).await;
+    assert!(closed.is_some(), "a silent connection is closed");
+    let mut slow = dribble.await.expect("join");
+    assert!(
+        wait_for_close(&mut slow, Duration::from_secs(1))
+            .await
+            .is_some(),
+        "a connection dribbling its headers is closed"
+    );
+    assert_eq!(app.get("/api/health", Auth::None).await.status, 200);
+}
+
+#[tokio::test]
+async fn open_streams_are_capped_per_client_and_per_node() {
+    let app = TestApp::spawn_with(|config| {
+        config.max_streams_per_client = 2;
+        config.max_streams = 3;
+        config.trust_forwarded_for = true;
+    })
+    .await;
+    app.create_tournament(app.new_tournament("trn_cap", 0, 10, -chrono::Duration::minutes(1), 2))
+        .await;
+    let open = |client: &'static str| {
+        app.client
+            .get(format!("{}/api/tournaments/trn_cap/live", app.address))
+            .header("x-forwarded-for", client)
+            .send()
+    };
+    let first = open("203.0.113.1").await.expect("open");
+    let second = open("203.0.113.1").await.expect("open");
+    assert_eq!(
+        (first.status().as_u16(), second.status().as_u16()),
+        (200, 200)
+    );
+    let third = open("203.0.113.1").await.expect("open");
+    assert_eq!(third.status(), 429);
+    let body: serde_json::Value = third.json().await.expect("json");
+    assert!(
+        body["error"]
+            .as_str()
+            .expect("error")
+            .contains("open streams"),
+        "{body}"
+    );
+    assert!(body["retryAfter"].as_u64().is_some(), "{body}");
+
+    let other = open("203.0.113.2").await.expect("open");
+    assert_eq!(other.status(), 200, "another client is served");
+    let full = open("203.0.113.3").await.expect("open");
+    assert_eq!(full.status(), 503, "the node holds as many as it may");
+
+    // Closing a stream gives its place back.
+    drop(first);
+    let client: std::net::IpAddr = "203.0.113.1".parse().expect("ip");
+    for _ in 0..100 {
+        if app.state.streams.count(Some(client)) < 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(open("203.0.113.1").await.expect("open").status(), 200);
+    drop((second, other));
+}
+
+#[tokio::test]
+async fn shutdown_closes_open_streams_and_returns() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let database_url = fresh_database_url(data_dir.path()).await;
+    let config = Config::for_tests(data_dir.path().to_path_buf(), database_url);
+    let app = Application::build_with_clock(config, Arc::new(ManualClock::new(Utc::now())))
+        .await
+        .expect("build");
+    let address = format!("http://{}", app.local_addr());
+    let state = app.state().clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until_stopped(async move {
+        let _ = stopped.await;
+    }));
+    let id = "trn_shutdown";
+    crucible::tournaments::queries::insert(
+        &mut *state.store.write().acquire().await.expect("conn"),
+        &crucible::tournaments::queries::NewTournament {
+            id: id.into(),
+            name: "Shutdown".into(),
+            description: String::new(),
+            kind: "highest_pnl".into(),
+            visibility: "public".into(),
+            entry_fee_raw: 0,
+            max_participants: 10,
+            escrow_wallet: state.chain.escrow().address.as_str().to_owned(),
+            payout_split: vec![100],
+            rake_bps: 0,
+            is_paper_trading: false,
+            start_date: Utc::now() - chrono::Duration::minutes(1),
+            end_date: Utc::now() + chrono::Duration::hours(1),
+            series: None,
+        },
+        Utc::now(),
+    )
+    .await
+    .expect("insert");
+    let response = reqwest::get(format!("{address}/api/tournaments/{id}/live"))
+        .await
+        .expect("open");
+    assert_eq!(response.status(), 200);
+    let mut response = response;
+    let first = response.chunk().await.expect("bytes").expect("an event");
+    assert!(String::from_utf8_lossy(&first).contains("leaderboard:update"));
+
+    stop.send(()).expect("stop");
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(Some(_)) = response.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the open stream was closed by the shutdown");
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the server stopped")
+        .expect("join")
+        .expect("clean stop");
+}

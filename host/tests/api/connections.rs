@@ -131,7 +131,7 @@ async fn shutdown_closes_open_streams_and_returns() {
     }));
     let id = "trn_shutdown";
     crucible::tournaments::queries::insert(
-        &mut *state.store.write().acquire().await.expect("conn"),
+        &mut state.store.write().acquire().await.expect("conn"),
         &crucible::tournaments::queries::NewTournament {
             id: id.into(),
             name: "Shutdown".into(),

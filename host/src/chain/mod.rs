@@ -11,6 +11,7 @@
 //! is checked, by the pure function in [`verify`].
 
 pub mod keypair;
+pub mod payment;
 pub mod portfolio;
 pub mod rpc;
 pub mod simnet;

@@ -16,6 +16,7 @@ use super::play::{self, TurnResult};
 use super::run_key::RunKey;
 use super::{views, watch};
 use crate::auth::{AccountAuth, Read, Write};
+use crate::chain::payment::PendingPayment;
 use crate::http::ApiError;
 use crate::http::json::{Json, Path, Query};
 use crate::http::rate_limit::{AccountPolicy, IpLimit, Limiter, Policy, RateLimits};
@@ -73,7 +74,7 @@ async fn quote(
     let wallet = params.wallet.ok_or_else(|| {
         ApiError::bad_request("`wallet` is required: the wallet that will pay the entry")
     })?;
-    Ok(axum::Json(entry::quote(&state, &dungeon_id, &wallet).await?).into_response())
+    Ok(axum::Json(entry::quote(&state, &dungeon_id, &wallet)?).into_response())
 }
 
 async fn leaderboard(
@@ -96,14 +97,9 @@ async fn enter(
             EnterOutcome::Entered(entered) => {
                 (StatusCode::CREATED, axum::Json(entered)).into_response()
             }
-            EnterOutcome::Pending => (
-                StatusCode::ACCEPTED,
-                axum::Json(json!({
-                    "retryable": true,
-                    "error": "the payment is not finalized yet; resend the same request in a few seconds",
-                })),
-            )
-                .into_response(),
+            EnterOutcome::Pending => {
+                (StatusCode::ACCEPTED, axum::Json(PendingPayment::new())).into_response()
+            }
         },
     )
 }

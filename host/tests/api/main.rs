@@ -17,6 +17,7 @@ mod auth;
 mod chain_fixtures;
 mod chain_simnet;
 mod cli;
+mod contract_shapes;
 mod dungeon;
 mod dungeon_ops;
 mod fuzz_endpoints;

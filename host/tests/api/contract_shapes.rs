@@ -344,9 +344,10 @@ async fn run_ended_names_its_outcome_as_the_run_page_does() {
     assert_eq!(ended["runId"], page["runId"]);
 }
 
-#[tokio::test]
-async fn final_standings_and_prizes_carry_their_documented_names() {
-    let app = TestApp::spawn().await;
+/// A paid tournament (`trn_final`, 2 USDC, all to first place, no rake) that two wallets entered
+/// and that has ended and been settled: the winner is an account's embedded wallet (+5 USDC
+/// during the tournament). Returns (the winner account's key, the winner's wallet).
+pub(crate) async fn settled_tournament(app: &TestApp) -> (String, String) {
     let mut new = app.new_tournament("trn_final", FEE as i64, 10, Duration::minutes(1), 1);
     new.payout_split = vec![100];
     new.rake_bps = 0;
@@ -408,6 +409,13 @@ async fn final_standings_and_prizes_carry_their_documented_names() {
     app.advance(Duration::hours(1));
     scheduler.run_due(&app.state).await.expect("end and pay");
 
+    (key, winner.pubkey().to_string())
+}
+
+#[tokio::test]
+async fn final_standings_and_prizes_carry_their_documented_names() {
+    let app = TestApp::spawn().await;
+    let (key, winner) = settled_tournament(&app).await;
     let board = app
         .get("/api/tournaments/trn_final/leaderboard", Auth::None)
         .await
@@ -415,7 +423,7 @@ async fn final_standings_and_prizes_carry_their_documented_names() {
     let entries = board["entries"].as_array().expect("entries");
     assert_eq!(entries.len(), 2, "{board}");
     let first = &entries[0];
-    assert_eq!(first["wallet"], winner.pubkey().to_string());
+    assert_eq!(first["wallet"], winner);
     assert_eq!(first["finalRank"], 1);
     assert!(
         first["finalPnl"].as_f64().is_some_and(|p| p > 0.0),

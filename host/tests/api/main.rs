@@ -25,6 +25,7 @@ mod fuzz_v1;
 mod leaderboard;
 mod payouts;
 mod platform;
+mod readme_examples;
 mod registration;
 mod sandbox_guests;
 mod scheduler;

@@ -186,4 +186,14 @@ mod tests {
         assert!(!constant_time_eq(b"same", b"diff"));
         assert!(!constant_time_eq(b"same", b"longer"));
     }
+
+    #[test]
+    fn derived_keys_are_stable_per_master_key_and_purpose() {
+        let sealer = Sealer::new([7; 32]);
+        let key = sealer.derived_key("quotes");
+        assert_eq!(Sealer::new([7; 32]).derived_key("quotes"), key);
+        assert_ne!(sealer.derived_key("other"), key);
+        assert_ne!(Sealer::new([8; 32]).derived_key("quotes"), key);
+        assert_ne!(key, [7; 32], "never the master key itself");
+    }
 }

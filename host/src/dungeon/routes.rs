@@ -26,7 +26,10 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/dungeons", get(list))
         .route("/api/dungeons/{dungeon_id}", get(detail))
-        .route("/api/dungeons/{dungeon_id}/quote", get(quote))
+        .route(
+            "/api/dungeons/{dungeon_id}/quote",
+            get(quote).post(quote_by_post),
+        )
         .route("/api/dungeons/{dungeon_id}/leaderboard", get(leaderboard))
         .route("/api/dungeons/{dungeon_id}/enter", post(enter))
         .route("/api/dungeons/runs/{run_id}", get(run_page))
@@ -75,6 +78,23 @@ async fn quote(
         ApiError::bad_request("`wallet` is required: the wallet that will pay the entry")
     })?;
     Ok(axum::Json(entry::quote(&state, &dungeon_id, &wallet)?).into_response())
+}
+
+/// The body of `POST /api/dungeons/{dungeonId}/quote`: the same quote as the GET, for clients
+/// that prefer not to put the wallet in a URL. Like the GET, it stores nothing.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QuoteBody {
+    wallet: String,
+}
+
+async fn quote_by_post(
+    _limit: Reads,
+    State(state): State<AppState>,
+    Path(dungeon_id): Path<String>,
+    Json(body): Json<QuoteBody>,
+) -> Result<Response, ApiError> {
+    Ok(axum::Json(entry::quote(&state, &dungeon_id, &body.wallet)?).into_response())
 }
 
 async fn leaderboard(

@@ -187,8 +187,22 @@ async fn a_quote_is_signed_not_stored_and_checked_on_entry() {
     let before = row_counts(&app).await;
     let quote = app.dungeon_quote(&today, &player.wallet()).await;
     let again = app.dungeon_quote(&today, &player.wallet()).await;
-    assert_eq!(row_counts(&app).await, before, "GET quote wrote a row");
+    let posted = app
+        .post(
+            &format!("/api/dungeons/{today}/quote"),
+            Auth::None,
+            json!({"wallet": player.wallet()}),
+        )
+        .await;
+    assert_eq!(posted.status, 200, "{}", posted.body);
+    assert_eq!(row_counts(&app).await, before, "a quote wrote a row");
     assert_ne!(quote["quoteId"], again["quoteId"], "each quote is its own");
+    assert_eq!(
+        members(&posted.body),
+        members(&quote),
+        "POST answers as GET does"
+    );
+    assert_eq!(posted.body["payerWallet"], player.wallet());
 
     let quote_id = quote["quoteId"].as_str().expect("id").to_owned();
     let signature = app

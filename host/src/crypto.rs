@@ -41,6 +41,9 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// Encrypts and decrypts secrets at rest with AES-256-GCM under the master key.
 pub struct Sealer {
     cipher: Aes256Gcm,
+    /// Root of [`Sealer::derived_key`]: a one-way function of the master key, so a derived key
+    /// never reveals the master key.
+    derivation_root: [u8; 32],
 }
 
 impl std::fmt::Debug for Sealer {
@@ -51,8 +54,12 @@ impl std::fmt::Debug for Sealer {
 
 impl Sealer {
     pub fn new(key: [u8; 32]) -> Self {
+        let mut root = Sha256::new();
+        root.update(b"crucible key derivation\0");
+        root.update(key);
         Sealer {
             cipher: Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(&key)),
+            derivation_root: root.finalize().into(),
         }
     }
 
@@ -111,6 +118,20 @@ impl Sealer {
     }
 }
 
+impl Sealer {
+    /// A 32-byte key for one `purpose` (e.g. signing dungeon quotes), derived from the master
+    /// key: the same on every node and across restarts, different per purpose, and nothing to
+    /// store.
+    pub fn derived_key(&self, purpose: &str) -> [u8; 32] {
+        use hmac::{Hmac, Mac};
+        // HMAC accepts keys of any length, so this cannot fail.
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.derivation_root)
+            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
+        mac.update(purpose.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+}
+
 fn parse_key(hex_key: &str) -> anyhow::Result<[u8; 32]> {
     let bytes = hex::decode(hex_key.trim()).context("the master key must be 64 hex characters")?;
     bytes
@@ -164,5 +185,15 @@ mod tests {
         assert!(constant_time_eq(b"same", b"same"));
         assert!(!constant_time_eq(b"same", b"diff"));
         assert!(!constant_time_eq(b"same", b"longer"));
+    }
+
+    #[test]
+    fn derived_keys_are_stable_per_master_key_and_purpose() {
+        let sealer = Sealer::new([7; 32]);
+        let key = sealer.derived_key("quotes");
+        assert_eq!(Sealer::new([7; 32]).derived_key("quotes"), key);
+        assert_ne!(sealer.derived_key("other"), key);
+        assert_ne!(Sealer::new([8; 32]).derived_key("quotes"), key);
+        assert_ne!(key, [7; 32], "never the master key itself");
     }
 }

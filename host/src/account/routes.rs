@@ -180,6 +180,8 @@ pub struct AccountTournament {
     registered_at: String,
     final_rank: Option<i64>,
     final_pnl: Option<f64>,
+    /// The prize in USDC (display units), once awarded.
+    prize_awarded: Option<f64>,
     /// Raw stablecoin units, as a string (exact for any amount).
     prize_awarded_raw: Option<String>,
 }
@@ -239,6 +241,7 @@ async fn account_tournaments(
                 registered_at: rfc3339(from_millis(at)),
                 final_rank,
                 final_pnl,
+                prize_awarded: prize.map(crate::tournaments::model::ui_amount),
                 prize_awarded_raw: prize.map(|raw| raw.to_string()),
             },
         )
@@ -257,6 +260,8 @@ pub struct AccountPayout {
     rank: Option<i64>,
     /// Raw stablecoin units, as a string.
     amount_raw: String,
+    /// The same prize in USDC (display units).
+    prize_awarded: f64,
     mint: String,
     /// `pending`, `sent` or `failed`.
     status: String,
@@ -321,6 +326,7 @@ async fn account_payouts(
                     wallet,
                     rank,
                     amount_raw: amount.to_string(),
+                    prize_awarded: crate::tournaments::model::ui_amount(amount),
                     mint,
                     status,
                     tx_signature,

@@ -16,6 +16,7 @@ pub mod hermes;
 pub mod jupiter;
 pub mod keypair;
 pub mod liquidity;
+pub mod payment;
 pub mod pool;
 pub mod portfolio;
 pub mod price;

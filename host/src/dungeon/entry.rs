@@ -1,8 +1,10 @@
-//! Paid entry (SPEC §4.2, DESIGN §5): a quote names the amount, the dungeon wallet and the memo
-//! `dgn:<dungeonId>:<payerWallet>:<quoteId>`; the operator pays it on chain from one of its
-//! `allChainWallets` and sends the signature to `enter`. The payment is verified exactly as a
-//! tournament registration's (202 while not final, 422 naming what is wrong, 409 once used);
-//! the payment claim, the run and its key are written in one transaction.
+//! Paid entry (`docs/api.md`, "Dungeon"): a quote names the amount, the dungeon wallet and the
+//! memo `dgn:<dungeonId>:<payerWallet>:<quoteId>`; the operator pays it on chain from one of its
+//! `allChainWallets` and sends the signature to `enter`. The quote is signed, not stored
+//! ([`super::quote`]), so asking for one changes nothing. The payment goes through the same step
+//! as a tournament registration's ([`crate::chain::payment`]: 202 while not final or not yet
+//! seen, 422 naming what is wrong, 409 once used); the payment claim, the run and its key are
+//! written in one transaction.
 
 use chrono::Duration;
 use serde::{Deserialize, Serialize};
@@ -10,10 +12,12 @@ use serde::{Deserialize, Serialize};
 use super::day::{self, DungeonDay, ENTRY_FEE_RAW};
 use super::game::skill::{SkillContext, agent_skill_markdown};
 use super::game::{Class, Run, rng};
+use super::quote::QuoteClaims;
 use super::run_key;
 use crate::auth::Caller;
-use crate::chain::{ExpectedPayment, PaymentStatus};
-use crate::clock::{from_millis, rfc3339, to_millis};
+use crate::chain::ExpectedPayment;
+use crate::chain::payment::{self, PaymentCheck};
+use crate::clock::{rfc3339, to_millis};
 use crate::crypto::new_id;
 use crate::db::is_unique_violation;
 use crate::domain::WalletAddress;
@@ -42,27 +46,15 @@ pub fn memo(dungeon_id: &str, payer: &str, quote_id: &str) -> String {
     format!("dgn:{dungeon_id}:{payer}:{quote_id}")
 }
 
-pub async fn quote(state: &AppState, dungeon_id: &str, wallet: &str) -> Result<Quote, ApiError> {
+/// A quote for `wallet`: nothing is stored, the quote id is signed (see [`super::quote`]).
+pub fn quote(state: &AppState, dungeon_id: &str, wallet: &str) -> Result<Quote, ApiError> {
     let day = day::known(state, dungeon_id)?;
     day::ensure_open(state, day)?;
     let payer = WalletAddress::parse(wallet).map_err(ApiError::BadRequest)?;
-    let now = state.now();
-    let expires = (now + QUOTE_TTL).min(day.closes_at());
-    let quote_id = new_id("dq");
+    let expires = (state.now() + QUOTE_TTL).min(day.closes_at());
+    let claims = QuoteClaims::new(day.id(), &payer, ENTRY_FEE_RAW, expires);
+    let quote_id = claims.sign(&quote_key(state));
     let memo = memo(&day.id(), payer.as_str(), &quote_id);
-    sqlx::query(
-        "INSERT INTO dungeon_quotes (id, dungeon_id, payer, amount_raw, memo, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(&quote_id)
-    .bind(day.id())
-    .bind(payer.as_str())
-    .bind(ENTRY_FEE_RAW as i64)
-    .bind(&memo)
-    .bind(to_millis(now))
-    .bind(to_millis(expires))
-    .execute(state.store.write())
-    .await?;
     Ok(Quote {
         quote_id,
         dungeon_id: day.id(),
@@ -74,6 +66,10 @@ pub async fn quote(state: &AppState, dungeon_id: &str, wallet: &str) -> Result<Q
         memo,
         expires_at: rfc3339(expires),
     })
+}
+
+fn quote_key(state: &AppState) -> [u8; 32] {
+    state.sealer.derived_key(super::quote::KEY_PURPOSE)
 }
 
 /// The body of `POST /api/dungeons/{dungeonId}/enter`.
@@ -134,6 +130,7 @@ struct Checked {
     payer: WalletAddress,
     class: Class,
     quote_id: String,
+    amount_raw: u64,
     memo: String,
     signature: String,
 }
@@ -149,29 +146,19 @@ pub async fn enter(
         payer: checked.payer.to_string(),
         recipient: state.chain.dungeon().address.to_string(),
         mint: state.chain.stablecoin_mint().to_owned(),
-        amount_raw: ENTRY_FEE_RAW,
+        amount_raw: checked.amount_raw,
         memo: checked.memo.clone(),
     };
-    match state
-        .chain
-        .verify_payment(&checked.signature, &expected)
-        .await
-    {
-        Ok(PaymentStatus::Verified { .. }) => {}
-        Ok(PaymentStatus::Pending) => return Ok(EnterOutcome::Pending),
-        Ok(PaymentStatus::Rejected(reason)) => {
-            return Err(ApiError::Unprocessable(format!(
-                "transaction verification failed ({}): {reason}",
-                reason.field()
-            )));
-        }
-        Err(error) => {
-            tracing::warn!(%error, dungeon_id, "payment verification unavailable");
-            return Err(ApiError::Unavailable(
-                "the payment cannot be verified right now (Solana RPC unreachable); retry shortly"
-                    .into(),
-            ));
-        }
+    let checked_payment = payment::check(
+        &state.chain,
+        &state.store,
+        state.now(),
+        &checked.signature,
+        &expected,
+    )
+    .await?;
+    if checked_payment == PaymentCheck::Pending {
+        return Ok(EnterOutcome::Pending);
     }
     let entered = open_run(state, caller, &checked).await?;
     tracing::info!(
@@ -214,39 +201,33 @@ async fn check(
         )));
     }
     day::ensure_open(state, day)?;
-    let quote: Option<(String, String, String, i64)> = sqlx::query_as(
-        "SELECT dungeon_id, payer, memo, expires_at FROM dungeon_quotes WHERE id = $1",
-    )
-    .bind(request.quote_id.trim())
-    .fetch_optional(state.store.read())
-    .await?;
-    let Some((quoted_day, quoted_payer, memo, expires_at)) = quote else {
-        return Err(ApiError::NotFound(format!(
-            "no quote `{}`: ask GET /api/dungeons/{}/quote?wallet=<payer> first",
-            request.quote_id,
+    let quote_id = request.quote_id.trim();
+    let quote = QuoteClaims::verify(quote_id, &quote_key(state)).map_err(|error| {
+        ApiError::NotFound(format!(
+            "{error}: ask GET /api/dungeons/{}/quote?wallet=<payer> for one",
             day.id()
-        )));
-    };
-    if quoted_day != day.id() {
+        ))
+    })?;
+    if quote.dungeon_id != day.id() {
         return Err(ApiError::Unprocessable(format!(
-            "quote {} is for dungeon {quoted_day}, not {}",
-            request.quote_id,
+            "quote {quote_id} is for dungeon {}, not {}",
+            quote.dungeon_id,
             day.id()
         )));
     }
-    if quoted_payer != payer.as_str() {
+    if quote.wallet != payer.as_str() {
         return Err(ApiError::Unprocessable(format!(
-            "quote {} was issued to wallet {quoted_payer}, not {payer}",
-            request.quote_id
+            "quote {quote_id} was issued to wallet {}, not {payer}",
+            quote.wallet
         )));
     }
-    if to_millis(state.now()) > expires_at {
+    if state.now() > quote.expires_at {
         return Err(ApiError::Gone(format!(
-            "quote {} expired at {}; ask for a new quote and pay it",
-            request.quote_id,
-            rfc3339(from_millis(expires_at))
+            "quote {quote_id} expired at {}; ask for a new quote and pay it",
+            rfc3339(quote.expires_at)
         )));
     }
+    let memo = memo(&quote.dungeon_id, &quote.wallet, quote_id);
     let used: Option<(String,)> =
         sqlx::query_as("SELECT purpose FROM payment_claims WHERE signature = $1")
             .bind(&signature)
@@ -257,7 +238,7 @@ async fn check(
     }
     let quote_used: Option<(String,)> =
         sqlx::query_as("SELECT id FROM dungeon_runs WHERE quote_id = $1")
-            .bind(request.quote_id.trim())
+            .bind(quote_id)
             .fetch_optional(state.store.read())
             .await?;
     if quote_used.is_some() {
@@ -267,7 +248,8 @@ async fn check(
         day,
         payer,
         class,
-        quote_id: request.quote_id.trim().to_owned(),
+        quote_id: quote_id.to_owned(),
+        amount_raw: quote.amount_raw,
         memo,
         signature,
     })
@@ -301,7 +283,7 @@ async fn open_run(
     .bind(&checked.signature)
     .bind(&run_id)
     .bind(checked.payer.as_str())
-    .bind(ENTRY_FEE_RAW as i64)
+    .bind(i64::try_from(checked.amount_raw).unwrap_or(i64::MAX))
     .bind(now)
     .execute(&mut *tx)
     .await;
@@ -322,7 +304,7 @@ async fn open_run(
     .bind(checked.class.as_str())
     .bind(&checked.quote_id)
     .bind(&checked.signature)
-    .bind(ENTRY_FEE_RAW as i64)
+    .bind(i64::try_from(checked.amount_raw).unwrap_or(i64::MAX))
     .bind(&key.hash)
     .bind(state.sealer.seal(key.key.as_bytes()))
     .bind(run.score())

@@ -6,8 +6,9 @@
 //!   (ties: the run that finished first), and the existing `payout.send` job sends it from the
 //!   dungeon wallet. Runs entered before midnight may finish after it, so a day is settled only
 //!   when none of its runs is still active.
-//! - quotes that expired a day ago and were never used are deleted (the quote endpoint is
-//!   public, so its rows must not pile up).
+//! - payment sightings (see [`crate::chain::payment`]) older than a day are forgotten: the
+//!   paid-entry endpoints are public, so their rows must not pile up. (Quotes are signed, not
+//!   stored, so they need no cleanup.)
 
 use anyhow::anyhow;
 use chrono::Duration;
@@ -27,31 +28,25 @@ pub const CRON: &str = "0 * * * * *";
 /// Idle runs handled per pass (the next pass takes the rest).
 const BATCH: i64 = 500;
 
-/// One pass: abandon idle runs, settle finished days, forget stale quotes. Returns
+/// One pass: abandon idle runs, settle finished days, forget stale payment sightings. Returns
 /// (abandoned, days settled).
 pub async fn run(state: &AppState) -> anyhow::Result<(usize, usize)> {
     let abandoned = abandon_idle(state).await?;
     let settled = settle_days(state).await?;
-    prune_quotes(state).await?;
+    prune_sightings(state).await?;
     Ok((abandoned, settled))
 }
 
-/// Unused quotes are kept a day past their expiry (an `enter` naming one still gets "expired",
-/// not "unknown"), then deleted.
-async fn prune_quotes(state: &AppState) -> anyhow::Result<()> {
-    let cutoff = to_millis(state.now() - Duration::days(1));
-    let pruned = sqlx::query(
-        "DELETE FROM dungeon_quotes WHERE expires_at < $1
-           AND NOT EXISTS (SELECT 1 FROM dungeon_runs r WHERE r.quote_id = dungeon_quotes.id)",
-    )
-    .bind(cutoff)
-    .execute(state.store.write())
-    .await?;
-    if pruned.rows_affected() > 0 {
-        tracing::debug!(
-            pruned = pruned.rows_affected(),
-            "expired dungeon quotes deleted"
-        );
+/// How long a payment sighting is kept: far past [`crate::chain::payment::UNSEEN_SIGNATURE_GRACE`],
+/// so a client still retrying a dead signature keeps getting 422, not a fresh grace period.
+const SIGHTING_RETENTION: Duration = Duration::days(1);
+
+async fn prune_sightings(state: &AppState) -> anyhow::Result<()> {
+    let pruned =
+        crate::chain::payment::prune_sightings(&state.store, state.now(), SIGHTING_RETENTION)
+            .await?;
+    if pruned > 0 {
+        tracing::debug!(pruned, "old payment sightings deleted");
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! The daily dungeon (DESIGN §10): the pure game engine in [`game`], and around it everything
-//! that touches the world — the day's dungeon and its price ([`day`]), paid entry with quotes and
+//! that touches the world — the day's dungeon and its price ([`day`]), paid entry with signed quotes ([`quote`]) and
 //! on-chain verification ([`entry`]), per-run keys ([`run_key`]), turns and broadcasts stored as
 //! ordered events ([`play`], [`store`]), the watch stream ([`watch`]), public reads ([`views`]),
 //! and the scheduled work: idle abandonment and the daily prize ([`maintenance`]).
@@ -12,6 +12,7 @@ pub mod entry;
 pub mod game;
 pub mod maintenance;
 pub mod play;
+pub mod quote;
 mod routes;
 pub mod run_key;
 pub mod store;

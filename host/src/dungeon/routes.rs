@@ -16,6 +16,7 @@ use super::play::{self, TurnResult};
 use super::run_key::RunKey;
 use super::{views, watch};
 use crate::auth::{AccountAuth, Read, Write};
+use crate::chain::payment::PendingPayment;
 use crate::http::ApiError;
 use crate::http::json::{Json, Path, Query};
 use crate::http::rate_limit::{AccountPolicy, IpLimit, Limiter, Policy, RateLimits};
@@ -26,7 +27,10 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/dungeons", get(list))
         .route("/api/dungeons/{dungeon_id}", get(detail))
-        .route("/api/dungeons/{dungeon_id}/quote", get(quote))
+        .route(
+            "/api/dungeons/{dungeon_id}/quote",
+            get(quote).post(quote_by_post),
+        )
         .route("/api/dungeons/{dungeon_id}/leaderboard", get(leaderboard))
         .route("/api/dungeons/{dungeon_id}/enter", post(enter))
         .route("/api/dungeons/runs/{run_id}", get(run_page))
@@ -74,7 +78,24 @@ async fn quote(
     let wallet = params.wallet.ok_or_else(|| {
         ApiError::bad_request("`wallet` is required: the wallet that will pay the entry")
     })?;
-    Ok(axum::Json(entry::quote(&state, &dungeon_id, &wallet).await?).into_response())
+    Ok(axum::Json(entry::quote(&state, &dungeon_id, &wallet)?).into_response())
+}
+
+/// The body of `POST /api/dungeons/{dungeonId}/quote`: the same quote as the GET, for clients
+/// that prefer not to put the wallet in a URL. Like the GET, it stores nothing.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QuoteBody {
+    wallet: String,
+}
+
+async fn quote_by_post(
+    _limit: Reads,
+    State(state): State<AppState>,
+    Path(dungeon_id): Path<String>,
+    Json(body): Json<QuoteBody>,
+) -> Result<Response, ApiError> {
+    Ok(axum::Json(entry::quote(&state, &dungeon_id, &body.wallet)?).into_response())
 }
 
 async fn leaderboard(
@@ -97,14 +118,9 @@ async fn enter(
             EnterOutcome::Entered(entered) => {
                 (StatusCode::CREATED, axum::Json(entered)).into_response()
             }
-            EnterOutcome::Pending => (
-                StatusCode::ACCEPTED,
-                axum::Json(json!({
-                    "retryable": true,
-                    "error": "the payment is not finalized yet; resend the same request in a few seconds",
-                })),
-            )
-                .into_response(),
+            EnterOutcome::Pending => {
+                (StatusCode::ACCEPTED, axum::Json(PendingPayment::new())).into_response()
+            }
         },
     )
 }

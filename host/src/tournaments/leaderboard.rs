@@ -1,6 +1,8 @@
-//! Leaderboards (SPEC §2.6): wallets ranked by PnL percent since their baseline, ties by earlier
-//! registration. The ranked list is rebuilt only when its tournament's data changed (a new
-//! snapshot or new registrations), so reads of a 10,000-wallet board cost one key lookup.
+//! Leaderboards: wallets ranked by PnL percent since their baseline, ties by earlier
+//! registration. Once a tournament has ended and been settled, each row also carries its frozen
+//! standing (`finalRank`, `finalPnl`, `prizeAwarded`; see `docs/api.md`). The ranked list is
+//! rebuilt only when its tournament's data changed (a new snapshot, new registrations, the
+//! final standings), so reads of a 10,000-wallet board cost one key lookup.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,6 +33,23 @@ pub struct Entry {
     pub pnl_percent: Option<f64>,
     pub snapshot_at: Option<String>,
     pub registered_at: String,
+    /// Present once the tournament has ended and its standings are frozen.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    #[schema(inline)]
+    pub standing: Option<FinalStanding>,
+}
+
+/// A wallet's frozen result, written when the tournament ends.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FinalStanding {
+    pub final_rank: i64,
+    /// PnL percent at the end (null for a wallet that was never valued).
+    pub final_pnl: Option<f64>,
+    /// The prize in USDC (display units); 0 for a wallet without a prize.
+    pub prize_awarded: f64,
+    /// The same prize in raw units, as a string (exact for any amount).
+    pub prize_awarded_raw: String,
 }
 
 /// What a cached board was built from; any change rebuilds it.
@@ -39,21 +58,27 @@ struct Version {
     last_snapshot_at: Option<i64>,
     participants: i64,
     status: String,
+    /// For an ended tournament: how many rows have a final rank and a prize, since freezing the
+    /// standings and awarding the prizes happen after the status changes.
+    finals: (i64, i64),
 }
 
 /// A ranked board and the data version it was built from.
 type Built = (Version, Arc<Vec<Entry>>);
 
-/// A registration as ranking needs it: wallet, registered at, start value, current value,
-/// snapshot time, the account's display name.
-type Row = (
-    String,
-    i64,
-    Option<f64>,
-    Option<f64>,
-    Option<i64>,
-    Option<String>,
-);
+/// A registration as ranking needs it.
+#[derive(Debug, sqlx::FromRow)]
+struct Row {
+    wallet: String,
+    registered_at: i64,
+    start_value_usd: Option<f64>,
+    current_value_usd: Option<f64>,
+    snapshot_at: Option<i64>,
+    display_name: Option<String>,
+    final_rank: Option<i64>,
+    final_pnl: Option<f64>,
+    prize_awarded_raw: Option<i64>,
+}
 
 /// Ranked boards by tournament id.
 #[derive(Default)]
@@ -87,16 +112,29 @@ pub async fn ranked(
     state: &AppState,
     tournament: &Tournament,
 ) -> Result<Arc<Vec<Entry>>, ApiError> {
+    let finals = if tournament.status == "ended" {
+        sqlx::query_as(
+            "SELECT COUNT(final_rank), COUNT(prize_awarded_raw) FROM tournament_registrations
+             WHERE tournament_id = $1",
+        )
+        .bind(&tournament.id)
+        .fetch_one(state.store.read())
+        .await?
+    } else {
+        (0, 0)
+    };
     let version = Version {
         last_snapshot_at: tournament.last_snapshot_at,
         participants: tournament.current_participants,
         status: tournament.status.clone(),
+        finals,
     };
     if let Some(entries) = state.leaderboards.get(&tournament.id, &version) {
         return Ok(entries);
     }
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT r.wallet, r.registered_at, r.start_value_usd, r.current_value_usd, r.snapshot_at, a.display_name
+        "SELECT r.wallet, r.registered_at, r.start_value_usd, r.current_value_usd, r.snapshot_at, a.display_name,
+                r.final_rank, r.final_pnl, r.prize_awarded_raw
          FROM tournament_registrations r LEFT JOIN accounts a ON a.id = r.account_id
          WHERE r.tournament_id = $1",
     )
@@ -113,30 +151,39 @@ pub async fn ranked(
 fn rank(rows: Vec<Row>) -> Vec<Entry> {
     let mut entries: Vec<(Entry, i64)> = rows
         .into_iter()
-        .map(
-            |(wallet, registered_at, start, current, snapshot_at, display_name)| {
-                let pnl = start.zip(current).map(|(start, current)| current - start);
-                let pnl_percent = start.zip(pnl).map(|(start, pnl)| {
-                    if start > 0.0 {
-                        pnl / start * 100.0
-                    } else {
-                        0.0
-                    }
-                });
-                let entry = Entry {
-                    rank: 0,
-                    wallet,
-                    display_name,
-                    start_value: start,
-                    current_value: current,
-                    pnl,
-                    pnl_percent,
-                    snapshot_at: snapshot_at.map(|at| rfc3339(from_millis(at))),
-                    registered_at: rfc3339(from_millis(registered_at)),
-                };
-                (entry, registered_at)
-            },
-        )
+        .map(|row| {
+            let (start, current) = (row.start_value_usd, row.current_value_usd);
+            let pnl = start.zip(current).map(|(start, current)| current - start);
+            let pnl_percent = start.zip(pnl).map(|(start, pnl)| {
+                if start > 0.0 {
+                    pnl / start * 100.0
+                } else {
+                    0.0
+                }
+            });
+            let standing = row.final_rank.map(|final_rank| {
+                let prize = row.prize_awarded_raw.unwrap_or(0);
+                FinalStanding {
+                    final_rank,
+                    final_pnl: row.final_pnl,
+                    prize_awarded: super::model::ui_amount(prize),
+                    prize_awarded_raw: prize.to_string(),
+                }
+            });
+            let entry = Entry {
+                rank: 0,
+                wallet: row.wallet,
+                display_name: row.display_name,
+                start_value: start,
+                current_value: current,
+                pnl,
+                pnl_percent,
+                snapshot_at: row.snapshot_at.map(|at| rfc3339(from_millis(at))),
+                registered_at: rfc3339(from_millis(row.registered_at)),
+                standing,
+            };
+            (entry, row.registered_at)
+        })
         .collect();
     // Valued wallets first by PnL percent (highest first), then by earlier registration.
     entries.sort_by(|(a, a_at), (b, b_at)| {
@@ -233,50 +280,43 @@ pub async fn freeze(state: &AppState, tournament: &Tournament) -> anyhow::Result
 mod tests {
     use super::*;
 
+    fn row(
+        wallet: &str,
+        registered_at: i64,
+        start: Option<f64>,
+        current: Option<f64>,
+        snapshot_at: Option<i64>,
+        display_name: Option<String>,
+    ) -> Row {
+        Row {
+            wallet: wallet.to_owned(),
+            registered_at,
+            start_value_usd: start,
+            current_value_usd: current,
+            snapshot_at,
+            display_name,
+            final_rank: None,
+            final_pnl: None,
+            prize_awarded_raw: None,
+        }
+    }
+
     #[test]
     fn ranks_by_pnl_percent_then_earlier_registration_unvalued_last() {
         let rows = vec![
-            (
-                "late_tie".to_owned(),
-                20,
-                Some(100.0),
-                Some(110.0),
-                Some(1),
-                None,
-            ),
-            (
-                "early_tie".to_owned(),
-                10,
-                Some(200.0),
-                Some(220.0),
-                Some(1),
-                None,
-            ),
-            (
-                "best".to_owned(),
+            row("late_tie", 20, Some(100.0), Some(110.0), Some(1), None),
+            row("early_tie", 10, Some(200.0), Some(220.0), Some(1), None),
+            row(
+                "best",
                 30,
                 Some(50.0),
                 Some(100.0),
                 Some(1),
                 Some("Ada".to_owned()),
             ),
-            ("unvalued".to_owned(), 5, None, None, None, None),
-            (
-                "empty_wallet".to_owned(),
-                1,
-                Some(0.0),
-                Some(0.0),
-                Some(1),
-                None,
-            ),
-            (
-                "loser".to_owned(),
-                2,
-                Some(100.0),
-                Some(90.0),
-                Some(1),
-                None,
-            ),
+            row("unvalued", 5, None, None, None, None),
+            row("empty_wallet", 1, Some(0.0), Some(0.0), Some(1), None),
+            row("loser", 2, Some(100.0), Some(90.0), Some(1), None),
         ];
         let ranked = rank(rows);
         let order: Vec<&str> = ranked.iter().map(|e| e.wallet.as_str()).collect();

@@ -1,7 +1,9 @@
-//! Registering wallets for a tournament (SPEC §2.2, §3.2, §7.2): all wallets of a request
-//! register together or none do; a paid entry is verified on chain (amount = fee × wallets, to
-//! the escrow wallet, with the deterministic memo) and its signature pays for one registration
-//! only; not yet finalized is a retryable 202 and the same request succeeds later.
+//! Registering wallets for a tournament (`docs/api.md`, "Tournament registration"): all wallets
+//! of a request register together or none do; a paid entry is verified on chain (amount = fee ×
+//! wallets, to the escrow wallet, with the deterministic memo) and its signature pays for one
+//! registration only; not yet finalized (or not yet seen by the node, for a while) is a
+//! retryable 202 and the same request succeeds later. The payment step is
+//! [`crate::chain::payment`], shared with the dungeon's paid entry.
 
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -9,7 +11,8 @@ use utoipa::ToSchema;
 use super::model::{Status, registration_memo};
 use super::queries;
 use crate::auth::Caller;
-use crate::chain::{ExpectedPayment, PaymentStatus, RejectReason};
+use crate::chain::ExpectedPayment;
+use crate::chain::payment::{self, PaymentCheck};
 use crate::clock::to_millis;
 use crate::db::is_unique_violation;
 use crate::domain::WalletAddress;
@@ -163,16 +166,17 @@ pub async fn register(
             if claimed(state, signature).await? {
                 return Err(signature_used());
             }
-            match state.chain.verify_payment(signature, &expected).await {
-                Ok(PaymentStatus::Verified { .. }) => Some((signature.clone(), payer, amount)),
-                Ok(PaymentStatus::Pending) => return Ok(Outcome::Pending),
-                Ok(PaymentStatus::Rejected(reason)) => return Err(rejected(&reason)),
-                Err(error) => {
-                    tracing::warn!(%error, tournament_id, "payment verification unavailable");
-                    return Err(ApiError::Unavailable(
-                        "the payment cannot be verified right now (Solana RPC unreachable); retry shortly".into(),
-                    ));
-                }
+            match payment::check(
+                &state.chain,
+                &state.store,
+                state.now(),
+                signature,
+                &expected,
+            )
+            .await?
+            {
+                PaymentCheck::Verified => Some((signature.clone(), payer, amount)),
+                PaymentCheck::Pending => return Ok(Outcome::Pending),
             }
         }
     };
@@ -353,11 +357,4 @@ fn already_registered(wallet: &str) -> ApiError {
 
 fn signature_used() -> ApiError {
     ApiError::Conflict("this transaction signature has already paid for a registration".into())
-}
-
-fn rejected(reason: &RejectReason) -> ApiError {
-    ApiError::Unprocessable(format!(
-        "transaction verification failed ({}): {reason}",
-        reason.field()
-    ))
 }

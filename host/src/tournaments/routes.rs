@@ -10,6 +10,7 @@ use super::model::{Status, TournamentView, registration_memo};
 use super::queries::{self, ListQuery};
 use super::registration::{self, Outcome, RegisterRequest};
 use crate::auth::{MaybeAccountAuth, Write};
+use crate::chain::payment::PendingPayment;
 use crate::domain::WalletAddress;
 use crate::http::ApiError;
 use crate::http::json::Json;
@@ -210,13 +211,6 @@ pub struct Registered {
     count: usize,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PendingPayment {
-    /// Always true: resend the same request in a few seconds.
-    retryable: bool,
-    message: String,
-}
-
 /// Register 1–10 wallets. Free: `txSignature: null`. Paid: send the entry fee × wallets to
 /// `escrowWalletAddress` with the registration memo, then this request with its signature;
 /// 202 while the payment is not final (resend unchanged), 201 once registered. With an account
@@ -245,16 +239,9 @@ async fn register(
         Outcome::Registered { count } => {
             Ok((StatusCode::CREATED, axum::Json(Registered { count })).into_response())
         }
-        Outcome::Pending => Ok((
-            StatusCode::ACCEPTED,
-            axum::Json(PendingPayment {
-                retryable: true,
-                message:
-                    "the transaction is not finalized yet; resend the same request in a few seconds"
-                        .into(),
-            }),
-        )
-            .into_response()),
+        Outcome::Pending => {
+            Ok((StatusCode::ACCEPTED, axum::Json(PendingPayment::new())).into_response())
+        }
     }
 }
 

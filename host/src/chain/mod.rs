@@ -6,8 +6,9 @@
 //! keypair). All three go through one JSON-RPC client ([`rpc`]); with `SOLANA_RPC_URL` unset
 //! that client talks over HTTP to the embedded [`simnet`] served by this same server at
 //! `/simnet/rpc`, exactly as it would to devnet or mainnet. On simnet a constant-product
-//! SOL/USDC pool ([`pool`], seeded by [`liquidity`]) is the market swaps go to, and its price
-//! ([`price`]) values wallets.
+//! SOL/USDC pool ([`pool`], seeded by [`liquidity`]) is the market swaps go to ([`swap`] is the
+//! client side), its price ([`price`]) values wallets, and [`market_maker`] keeps it near the
+//! simulated market.
 //!
 //! This module never trusts a client's word about a payment: only finalized, parsed chain data
 //! is checked, by the pure function in [`verify`].

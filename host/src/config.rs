@@ -177,16 +177,22 @@ fn parse_snapshot_interval(text: &str) -> Result<u64, String> {
 /// The cron expression (seconds first) running every `secs` seconds, for intervals that divide
 /// a minute, an hour or a day evenly; anything else could not be spaced evenly by cron.
 pub fn snapshot_cron(secs: u64) -> Result<String, String> {
-    let tiles = |unit: u64| secs > 0 && secs.is_multiple_of(unit) && 60 % (secs / unit) == 0;
-    match secs {
-        1..=59 if 60 % secs == 0 => Ok(format!("*/{secs} * * * * *")),
-        60..=3599 if tiles(60) => Ok(format!("0 */{} * * * *", secs / 60)),
-        3600..=86_400 if secs.is_multiple_of(3600) && 24 % (secs / 3600) == 0 => {
-            Ok(format!("0 0 */{} * * *", secs / 3600))
-        }
-        _ => Err(format!(
+    // Every n hours, minutes or seconds, where n divides the next field up (24, 60, 60).
+    let every = |unit: u64, span: u64| {
+        let n = secs / unit;
+        (secs >= unit && secs.is_multiple_of(unit) && n <= span && span.is_multiple_of(n))
+            .then_some(n)
+    };
+    if let Some(n) = every(3600, 24) {
+        Ok(format!("0 0 */{n} * * *"))
+    } else if let Some(n) = every(60, 60) {
+        Ok(format!("0 */{n} * * * *"))
+    } else if let Some(n) = every(1, 60) {
+        Ok(format!("*/{n} * * * * *"))
+    } else {
+        Err(format!(
             "a snapshot interval of {secs} s does not divide a minute, an hour or a day evenly"
-        )),
+        ))
     }
 }
 

@@ -107,6 +107,36 @@ pub async fn ensure_pool(
     }
 }
 
+/// Give the market maker's wallet its float once: a tenth of the pool's depth on each side,
+/// plus SOL for fees. A wallet that already holds SOL was funded before and is left alone (its
+/// trades, not top-ups, decide its balance from then on).
+pub async fn fund_market_maker(
+    simnet: &Simnet,
+    wallet: &ServerWallet,
+    sol_price: f64,
+    depth_usdc: u64,
+) -> Result<bool, ChainError> {
+    let key = tx::Pubkey::from(&wallet.address);
+    if simnet.balance(&key).await? > 0 {
+        return Ok(false);
+    }
+    let (lamports, usdc_raw) = seed_amounts(
+        sol_price,
+        (depth_usdc / 10).max(1),
+        simnet::STABLECOIN_DECIMALS,
+    )?;
+    let mut need_sol = lamports + super::market_maker::FEE_RESERVE_LAMPORTS;
+    let mut need_usdc = usdc_raw;
+    while need_sol > 0 || need_usdc > 0 {
+        let sol = need_sol.min(simnet::MAX_AIRDROP_LAMPORTS);
+        let usdc = need_usdc.min(simnet::MAX_AIRDROP_STABLECOIN);
+        simnet.airdrop(&key, sol, usdc).await?;
+        need_sol -= sol;
+        need_usdc -= usdc;
+    }
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

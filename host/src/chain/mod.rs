@@ -6,8 +6,9 @@
 //! keypair). All three go through one JSON-RPC client ([`rpc`]); with `SOLANA_RPC_URL` unset
 //! that client talks over HTTP to the embedded [`simnet`] served by this same server at
 //! `/simnet/rpc`, exactly as it would to devnet or mainnet. On simnet a constant-product
-//! SOL/USDC pool ([`pool`], seeded by [`liquidity`]) is the market swaps go to, and its price
-//! ([`price`]) values wallets.
+//! SOL/USDC pool ([`pool`], seeded by [`liquidity`]) is the market swaps go to ([`swap`] is the
+//! client side), its price ([`price`]) values wallets, and [`market_maker`] keeps it near the
+//! simulated market.
 //!
 //! This module never trusts a client's word about a payment: only finalized, parsed chain data
 //! is checked, by the pure function in [`verify`].
@@ -16,6 +17,7 @@ pub mod hermes;
 pub mod jupiter;
 pub mod keypair;
 pub mod liquidity;
+pub mod market_maker;
 pub mod payment;
 pub mod pool;
 pub mod portfolio;
@@ -95,6 +97,8 @@ pub struct Chain {
     dungeon: ServerWallet,
     /// Simnet only: the wallet that seeds the pool's liquidity.
     pool_wallet: Option<ServerWallet>,
+    /// Simnet only: the wallet the market maker trades from.
+    market_maker: Option<ServerWallet>,
     /// What values SOL: the pool on simnet, Pyth (Hermes) on a real cluster. Built once, so a
     /// price source's cache lives as long as the server.
     prices: Arc<dyn price::PriceSource>,
@@ -165,9 +169,12 @@ impl Chain {
                 Arc::new(price::HermesPrice::new(hermes, clock.clone()))
             }
         };
-        let pool_wallet = match &simnet {
-            Some(_) => Some(ServerWallet::resolve("pool", None, store, sealer).await?),
-            None => None,
+        let (pool_wallet, market_maker) = match &simnet {
+            Some(_) => (
+                Some(ServerWallet::resolve("pool", None, store, sealer).await?),
+                Some(ServerWallet::resolve("market_maker", None, store, sealer).await?),
+            ),
+            None => (None, None),
         };
         if let Some(simnet) = &simnet {
             // On the embedded ledger the server's own wallets start with SOL for fees (payouts
@@ -187,17 +194,37 @@ impl Chain {
             dungeon,
             pool_wallet,
             prices,
+            market_maker,
         })
     }
 
     /// Simnet: create and seed the SOL/USDC pool at `sol_price` with `depth_usdc` USDC (and
-    /// as much SOL) unless it exists. Nothing to do on an external cluster.
+    /// as much SOL) unless it exists, and give the market maker its float once. Nothing to do
+    /// on an external cluster.
     pub async fn seed_pool(&self, sol_price: f64, depth_usdc: u64) -> Result<bool, ChainError> {
-        match (&self.simnet, &self.pool_wallet) {
-            (Some(simnet), Some(wallet)) => {
-                liquidity::ensure_pool(simnet, wallet, sol_price, depth_usdc).await
-            }
-            _ => Ok(false),
+        let (Some(simnet), Some(wallet)) = (&self.simnet, &self.pool_wallet) else {
+            return Ok(false);
+        };
+        let seeded = liquidity::ensure_pool(simnet, wallet, sol_price, depth_usdc).await?;
+        if let Some(maker) = &self.market_maker {
+            liquidity::fund_market_maker(simnet, maker, sol_price, depth_usdc).await?;
+        }
+        Ok(seeded)
+    }
+
+    /// Simnet: the wallet the market maker trades from.
+    pub fn market_maker(&self) -> Option<&ServerWallet> {
+        self.market_maker.as_ref()
+    }
+
+    /// Simnet: one market-maker run toward `target_price` (at most one bounded swap).
+    pub async fn make_market(
+        &self,
+        target_price: f64,
+    ) -> Result<Option<swap::SwapReceipt>, swap::SwapError> {
+        match &self.market_maker {
+            Some(wallet) => market_maker::rebalance(self, wallet, target_price).await,
+            None => Ok(None),
         }
     }
 

@@ -11,7 +11,7 @@ pub fn standard_schedules(state: &AppState) -> anyhow::Result<Vec<Recurring>> {
     // CRUCIBLE_SNAPSHOT_INTERVAL_SECS (validated when the configuration was read).
     let snapshots = crate::config::snapshot_cron(state.config.snapshot_interval_secs)
         .map_err(anyhow::Error::msg)?;
-    Ok(vec![
+    let mut schedules = vec![
         Recurring::new(SERIES, "0 */10 * * * *")?,
         Recurring::new(SNAPSHOTS, &snapshots)?,
         Recurring::new(AGENT_FUNDING, "0 * * * * *")?,
@@ -20,13 +20,19 @@ pub fn standard_schedules(state: &AppState) -> anyhow::Result<Vec<Recurring>> {
             crate::dungeon::maintenance::SCHEDULE,
             crate::dungeon::maintenance::CRON,
         )?,
-    ])
+    ];
+    if state.chain.market_maker().is_some() {
+        schedules.push(Recurring::new(MARKET_MAKER, "*/30 * * * * *")?);
+    }
+    Ok(schedules)
 }
 
 const SERIES: &str = "tournaments.series";
 const SNAPSHOTS: &str = "tournaments.snapshots";
 const AGENT_FUNDING: &str = "agents.funding";
 const AGENT_DAILY_REPORT: &str = "agents.daily_report";
+/// Simnet only: keep the pool near the simulated market's price.
+pub const MARKET_MAKER: &str = "simnet.market_maker";
 
 pub async fn run_recurring(state: &AppState, name: &str) -> anyhow::Result<()> {
     match name {
@@ -36,6 +42,14 @@ pub async fn run_recurring(state: &AppState, name: &str) -> anyhow::Result<()> {
         AGENT_DAILY_REPORT => {
             agents::daily_report::send(state).await?;
             agents::daily_report::prune_equity_marks(state).await
+        }
+        MARKET_MAKER => {
+            // The pool follows the simulated market: that is the price it is pulled toward.
+            let target = state
+                .market
+                .price_at("SOL", crate::clock::to_millis(state.now()))?;
+            state.chain.make_market(target).await.map(|_| ())?;
+            Ok(())
         }
         crate::dungeon::maintenance::SCHEDULE => {
             crate::dungeon::maintenance::run(state).await.map(|_| ())

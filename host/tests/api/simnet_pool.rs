@@ -464,3 +464,77 @@ async fn the_snapshot_interval_is_configurable() {
     assert!(crucible::config::snapshot_cron(7).is_err());
     assert!(crucible::config::snapshot_cron(420).is_err());
 }
+
+#[tokio::test]
+async fn the_market_maker_pulls_the_pool_back_toward_the_market_without_draining_itself() {
+    let app = TestApp::spawn().await;
+    let market = app
+        .state
+        .market
+        .price_at("SOL", crucible::clock::to_millis(app.state.now()))
+        .expect("market");
+    let maker = app
+        .state
+        .chain
+        .market_maker()
+        .expect("maker")
+        .address
+        .to_string();
+    let mint = app.state.chain.stablecoin_mint().to_owned();
+    let holdings = || async {
+        let p = app
+            .state
+            .chain
+            .portfolio(&crucible::domain::WalletAddress::parse(&maker).expect("address"))
+            .await
+            .expect("portfolio");
+        (p.lamports, p.token(&mint))
+    };
+    let price_now = || async {
+        let r = reserves(&app).await;
+        pool::price(r.lamports, r.usdc_raw, r.usdc_decimals).expect("price")
+    };
+    // In line with the market: nothing to do.
+    assert_eq!(
+        app.state.chain.make_market(market).await.expect("run"),
+        None
+    );
+
+    // A large sale pushes SOL 10+ % below the market.
+    let trader = funded(&app, 200 * SOL, 1).await;
+    let reply = send_swap(&app, &trader, Direction::SellSol, 100 * SOL, 1).await;
+    assert!(reply["error"].is_null(), "{reply}");
+    let mut gap = (market - price_now().await).abs();
+    assert!(gap / market > 0.1, "{gap}");
+
+    for _ in 0..3 {
+        let (_, usdc_before) = holdings().await;
+        let receipt = app
+            .state
+            .chain
+            .make_market(market)
+            .await
+            .expect("run")
+            .expect("a trade");
+        assert!(receipt.amount_in <= usdc_before / 10, "bounded per run");
+        let (_, usdc_after) = holdings().await;
+        assert_eq!(usdc_after, usdc_before - receipt.amount_in, "it bought SOL");
+        let new_gap = (market - price_now().await).abs();
+        assert!(new_gap < gap, "closer each run: {new_gap} < {gap}");
+        gap = new_gap;
+    }
+
+    // The scheduler runs it every 30 s.
+    let scheduler = crucible::scheduler::Scheduler::standard(&app.state).expect("schedules");
+    scheduler.run_due(&app.state).await.expect("pass");
+    app.advance(Duration::seconds(30));
+    let pass = scheduler.run_due(&app.state).await.expect("pass");
+    assert!(
+        pass.schedules_run
+            .iter()
+            .any(|n| n == "simnet.market_maker"),
+        "{:?}",
+        pass.schedules_run
+    );
+    assert!((market - price_now().await).abs() < gap);
+}

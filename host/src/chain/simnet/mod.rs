@@ -5,8 +5,8 @@
 //! the recent blockhash (one of the last [`RECENT_BLOCKHASHES`] issued) and duplicates, then
 //! executes System transfer, SPL Token transfer / transferChecked (Token and Token-2022),
 //! associated-token-account creation, Memo ([`executor`]) and the Crucible pool program
-//! ([`amm`], a constant-product SOL/USDC market seeded at first start by `chain::market`). Anything else is refused with a
-//! JSON-RPC error. A transaction is `confirmed` at once and `finalized` once
+//! ([`amm`], a constant-product SOL/USDC market seeded at first start by `chain::liquidity`).
+//! Anything else is refused with a JSON-RPC error. A transaction is `confirmed` at once and `finalized` once
 //! `CRUCIBLE_SIMNET_FINALITY_MS` have passed since it executed; because that is computed from
 //! the stored execution time and the injected clock, it survives restarts.
 //!

@@ -132,7 +132,7 @@ async fn assemble_state(
     let chain = crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, server).await?;
     let config_data_dir = config.data_dir.clone();
     Ok(AppState {
-        limits: Arc::new(RateLimits::new(config.rate_limits)),
+        limits: Arc::new(RateLimits::new(config.rate_limits, clock.clone())),
         market: Arc::new(crate::market::SimulatedMarket::new(config.market_seed)),
         config: Arc::new(config),
         store,

@@ -147,7 +147,7 @@ async fn assemble_state(
     let streams =
         crate::http::streams::Streams::new(config.max_streams, config.max_streams_per_client);
     Ok(AppState {
-        limits: Arc::new(RateLimits::new(config.rate_limits)),
+        limits: Arc::new(RateLimits::new(config.rate_limits, clock.clone())),
         market,
         config: Arc::new(config),
         store,

@@ -15,6 +15,7 @@ use crate::http::ApiError;
 use crate::http::json::Json;
 use crate::http::rate_limit::{AccountPolicy, IpLimit};
 use crate::state::AppState;
+use crate::tournaments::model::Status;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -203,6 +204,8 @@ async fn account_tournaments(
         String,
         String,
         String,
+        i64,
+        i64,
         String,
         Option<String>,
         i64,
@@ -211,7 +214,7 @@ async fn account_tournaments(
         Option<i64>,
     );
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT t.id, t.name, t.status, r.wallet, r.tx_signature, r.registered_at, r.final_rank, r.final_pnl,
+        "SELECT t.id, t.name, t.status, t.start_date, t.end_date, r.wallet, r.tx_signature, r.registered_at, r.final_rank, r.final_pnl,
                 r.prize_awarded_raw
          FROM tournament_registrations r JOIN tournaments t ON t.id = r.tournament_id
          WHERE r.account_id = $1 ORDER BY r.registered_at DESC, r.wallet LIMIT 500",
@@ -219,13 +222,16 @@ async fn account_tournaments(
     .bind(auth.account_id())
     .fetch_all(state.store.read())
     .await?;
+    let now = state.now();
     let tournaments = rows
         .into_iter()
         .map(
             |(
                 tournament_id,
                 name,
-                status,
+                stored_status,
+                start_date,
+                end_date,
                 wallet,
                 tx_signature,
                 at,
@@ -235,7 +241,10 @@ async fn account_tournaments(
             )| AccountTournament {
                 tournament_id,
                 name,
-                status,
+                // As every tournament read: the status by the clock, not the row's last write.
+                status: Status::effective(&stored_status, start_date, end_date, now)
+                    .as_str()
+                    .to_owned(),
                 wallet,
                 tx_signature,
                 registered_at: rfc3339(from_millis(at)),

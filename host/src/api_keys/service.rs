@@ -11,7 +11,8 @@ use crate::crypto::{new_id, random_base58};
 use crate::http::ApiError;
 use crate::state::AppState;
 
-/// At most this many active (unrevoked, unexpired) keys per account and family.
+/// At most this many active (unrevoked, unexpired) keys per account, account keys and v1 keys
+/// counted together: the contract's limit is per user, not per kind of key.
 pub const MAX_ACTIVE_KEYS: i64 = 10;
 
 /// A validated creation request.
@@ -57,7 +58,7 @@ pub struct KeyView {
     pub webhook_url: Option<String>,
 }
 
-/// Mint a key for `account_id`, refusing the 11th active one.
+/// Mint a key for `account_id`, refusing the 11th active one of either family.
 pub async fn create(
     state: &AppState,
     account_id: &str,
@@ -85,16 +86,15 @@ pub async fn create(
     }
     let (active,): (i64,) = sqlx::query_as(
         "SELECT COUNT(*) FROM api_keys
-         WHERE account_id = $1 AND family = $2 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $3)",
+         WHERE account_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)",
     )
     .bind(account_id)
-    .bind(request.family.as_str())
     .bind(to_millis(now))
     .fetch_one(&mut *tx)
     .await?;
     if active >= MAX_ACTIVE_KEYS {
         return Err(ApiError::Conflict(format!(
-            "an account may have at most {MAX_ACTIVE_KEYS} active API keys; revoke one before creating another"
+            "an account may have at most {MAX_ACTIVE_KEYS} active API keys, account and v1 keys together; revoke one before creating another"
         )));
     }
     sqlx::query(

@@ -1,8 +1,10 @@
 //! Who is calling: extractors a handler takes to require a credential.
 //!
 //! - [`AccountAuth<Read>`] / [`AccountAuth<Write>`]: a session cookie (passes every scope) or an
-//!   account API key holding the scope (SPEC §4.2, §5). A key, when presented, is what counts.
-//! - [`SessionAuth`]: the session cookie only (SPEC §4.3: keys never manage keys).
+//!   account API key holding the scope. A key, when presented, is what counts.
+//! - [`MaybeAccountAuth<S>`]: the same, optional, for public endpoints; a stale session cookie
+//!   there means "no caller", never 401.
+//! - [`SessionAuth`]: the session cookie only (keys never manage keys).
 
 use std::marker::PhantomData;
 
@@ -70,8 +72,11 @@ impl<S: Scope> FromRequestParts<AppState> for AccountAuth<S> {
     }
 }
 
-/// An optional account credential: `None` when the caller sent none, an error when the one sent
-/// is bad. For endpoints that are public but attribute the call to a key's owner when one is given.
+/// An optional account credential, for endpoints that are public but attribute the call to the
+/// caller's account when there is one. A key, when sent, must be good (a bad key is an error, as
+/// everywhere). A session cookie only ever adds: browsers keep sending an expired or unknown
+/// `session-token` cookie long after the session ended, and that must not turn a call anyone may
+/// make into a 401, so such a cookie makes the call public.
 pub struct MaybeAccountAuth<S: Scope>(pub Option<Caller>, PhantomData<S>);
 
 impl<S: Scope> FromRequestParts<AppState> for MaybeAccountAuth<S> {
@@ -81,15 +86,22 @@ impl<S: Scope> FromRequestParts<AppState> for MaybeAccountAuth<S> {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let sent_any = keys::presented(&parts.headers).is_some()
-            || session::token_from_headers(&parts.headers).is_some();
-        if !sent_any {
-            return Ok(MaybeAccountAuth(None, PhantomData));
+        if keys::presented(&parts.headers).is_some() {
+            return Ok(MaybeAccountAuth(
+                Some(authenticate(parts, state, S::NAME).await?),
+                PhantomData,
+            ));
         }
-        Ok(MaybeAccountAuth(
-            Some(authenticate(parts, state, S::NAME).await?),
-            PhantomData,
-        ))
+        let Some(token) = session::token_from_headers(&parts.headers) else {
+            return Ok(MaybeAccountAuth(None, PhantomData));
+        };
+        let caller = session::resolve(state, &token)
+            .await?
+            .map(|account_id| Caller {
+                account_id,
+                via: Via::Session,
+            });
+        Ok(MaybeAccountAuth(caller, PhantomData))
     }
 }
 

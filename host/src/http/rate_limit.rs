@@ -1,57 +1,96 @@
-//! Rate limits: GCRA (the `governor` crate) per key, with SPEC §7.1's 429 answer. A handler opts in
-//! by taking an extractor such as [`IpLimit<AuthPolicy>`], so its limit is visible in its signature.
+//! Rate limits: an exact sliding window per key, with the platform's 429 answer (`retryAfter`
+//! in the body and a `Retry-After` header, see `docs/api.md`). A handler opts in by taking an
+//! extractor such as [`IpLimit<AuthPolicy>`], so its limit is visible in its signature.
 //! `CRUCIBLE_RATE_LIMITS=off` turns every limiter into a no-op.
+//!
+//! Why a sliding window and not a token bucket: a published limit such as "10 per hour" must
+//! hold for every hour, not only the first. A token bucket (GCRA) sized as "burst 10, one token
+//! every 6 minutes" lets the full burst through and then keeps refilling, so about 19 requests fit
+//! in the first hour. Here each key keeps the instants of its admissions within the last window;
+//! a request passes only while fewer than `count` of them are younger than `window`, so no
+//! window of that length, wherever it starts, ever holds more than `count` admissions, and a
+//! client that waits a full window always gets its whole budget back. The cost is at most
+//! `count` instants per active key. Time comes from the server's injected [`Clock`], so tests
+//! move a manual clock instead of sleeping.
 
+use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
 use std::net::{IpAddr, SocketAddr};
-use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
-use governor::clock::{Clock as _, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use chrono::{DateTime, Utc};
 
 use super::error::ApiError;
+use crate::clock::Clock;
 use crate::state::AppState;
 
-/// One keyed limit: at most `count` requests per `period` per key, refilling smoothly.
+/// One keyed limit: at most `count` requests in any `window`, per key.
 pub struct Limiter {
     enabled: bool,
-    inner: DefaultKeyedRateLimiter<String>,
-    clock: DefaultClock,
+    count: usize,
+    window: chrono::Duration,
+    clock: Arc<dyn Clock>,
+    /// Per key, the instants of its admissions still inside the window, oldest first.
+    admitted: Mutex<HashMap<String, VecDeque<DateTime<Utc>>>>,
 }
 
 impl Limiter {
-    pub fn new(enabled: bool, count: u32, period: Duration) -> Self {
-        let burst = NonZeroU32::new(count).unwrap_or(NonZeroU32::MIN);
-        let quota = Quota::with_period(period / burst.get())
-            .unwrap_or_else(|| Quota::per_second(burst))
-            .allow_burst(burst);
+    pub fn new(enabled: bool, count: u32, window: Duration, clock: Arc<dyn Clock>) -> Self {
         Limiter {
             enabled,
-            inner: RateLimiter::keyed(quota),
-            clock: DefaultClock::default(),
+            count: count.max(1) as usize,
+            window: chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX),
+            clock,
+            admitted: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Count one request for `key`; refused with the seconds until the next one may pass.
+    /// Count one request for `key`; refused with the whole seconds until the oldest admission
+    /// leaves the window (so a retry at that time passes).
     pub fn check(&self, key: &str) -> Result<(), ApiError> {
         if !self.enabled {
             return Ok(());
         }
-        self.inner.check_key(&key.to_owned()).map_err(|not_until| {
-            let wait = not_until.wait_time_from(self.clock.now());
-            ApiError::RateLimited {
-                retry_after: wait.as_secs_f64().ceil().max(1.0) as u64,
-            }
+        let now = self.clock.now();
+        let mut admitted = self
+            .admitted
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let recent = admitted.entry(key.to_owned()).or_default();
+        // An admission at `t` counts until `t + window` (exclusive).
+        while recent
+            .front()
+            .is_some_and(|oldest| *oldest + self.window <= now)
+        {
+            recent.pop_front();
+        }
+        if recent.len() < self.count {
+            recent.push_back(now);
+            return Ok(());
+        }
+        let free_at = recent.front().map_or(now, |oldest| *oldest + self.window);
+        let wait_ms = u64::try_from((free_at - now).num_milliseconds()).unwrap_or(0);
+        Err(ApiError::RateLimited {
+            retry_after: wait_ms.div_ceil(1000).max(1),
         })
     }
 
-    /// Forget keys whose budget is full again, so memory follows the active clients only.
+    /// Forget keys with no admission inside the window, so memory follows the active clients only.
     pub fn retain_recent(&self) {
-        self.inner.retain_recent();
-        self.inner.shrink_to_fit();
+        let now = self.clock.now();
+        let mut admitted = self
+            .admitted
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        admitted.retain(|_, recent| {
+            recent
+                .back()
+                .is_some_and(|newest| *newest + self.window > now)
+        });
+        admitted.shrink_to_fit();
     }
 }
 
@@ -61,40 +100,42 @@ pub struct RateLimits {
     pub auth: Limiter,
     /// Account and key-management requests, per client IP.
     pub account: Limiter,
-    /// Tournament reads (list, detail, leaderboard, performance): SPEC §8, 120 / 60 s per IP.
+    /// Tournament reads (list, detail, leaderboard, performance): 120 / 60 s per IP.
     pub tournament_reads: Limiter,
-    /// Registrations: SPEC §8, 10 / 60 s per IP …
+    /// Registrations: 10 / 60 s per IP …
     pub registrations_per_ip: Limiter,
     /// … and 5 / 60 s per tournament; either limit gives 429.
     pub registrations_per_tournament: Limiter,
-    /// Live leaderboard streams: SPEC §8, 20 connections / 60 s per IP.
+    /// Live leaderboard streams: 20 connections / 60 s per IP.
     pub live_connections: Limiter,
     /// Public dungeon reads (list, detail, quote, leaderboard, run page), like tournament reads:
     /// 120 / 60 s per IP.
     pub dungeon_reads: Limiter,
-    /// `v1/public` agent creation (and strategy uploads): SPEC §8, 10 per hour per key.
+    /// `v1/public` agent creation (and strategy uploads): 10 per hour per key.
     pub v1_create: Limiter,
-    /// `v1/public` start / stop: SPEC §8, 100 per hour per key.
+    /// `v1/public` start / stop: 100 per hour per key.
     pub v1_control: Limiter,
-    /// `v1/public` reads: SPEC §8, 1000 per hour per key.
+    /// `v1/public` reads: 1000 per hour per key.
     pub v1_reads: Limiter,
 }
 
 impl RateLimits {
-    pub fn new(enabled: bool) -> Self {
+    /// Every limit of the contract, each read as "at most N in any window of that length".
+    pub fn new(enabled: bool, clock: Arc<dyn Clock>) -> Self {
         let minute = Duration::from_secs(60);
         let hour = Duration::from_secs(3600);
+        let limit = |count, window| Limiter::new(enabled, count, window, clock.clone());
         RateLimits {
-            auth: Limiter::new(enabled, 20, minute),
-            account: Limiter::new(enabled, 300, minute),
-            tournament_reads: Limiter::new(enabled, 120, minute),
-            registrations_per_ip: Limiter::new(enabled, 10, minute),
-            registrations_per_tournament: Limiter::new(enabled, 5, minute),
-            live_connections: Limiter::new(enabled, 20, minute),
-            dungeon_reads: Limiter::new(enabled, 120, minute),
-            v1_create: Limiter::new(enabled, 10, hour),
-            v1_control: Limiter::new(enabled, 100, hour),
-            v1_reads: Limiter::new(enabled, 1000, hour),
+            auth: limit(20, minute),
+            account: limit(300, minute),
+            tournament_reads: limit(120, minute),
+            registrations_per_ip: limit(10, minute),
+            registrations_per_tournament: limit(5, minute),
+            live_connections: limit(20, minute),
+            dungeon_reads: limit(120, minute),
+            v1_create: limit(10, hour),
+            v1_control: limit(100, hour),
+            v1_reads: limit(1000, hour),
         }
     }
 
@@ -205,23 +246,102 @@ impl<P: Policy> FromRequestParts<AppState> for IpLimit<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::ManualClock;
+
+    fn limiter(count: u32, window_secs: u64) -> (Limiter, Arc<ManualClock>) {
+        let clock = Arc::new(ManualClock::new(crate::clock::from_millis(
+            1_700_000_000_000,
+        )));
+        let limiter = Limiter::new(true, count, Duration::from_secs(window_secs), clock.clone());
+        (limiter, clock)
+    }
+
+    fn retry_after(result: Result<(), ApiError>) -> u64 {
+        match result {
+            Err(ApiError::RateLimited { retry_after }) => retry_after,
+            other => panic!("expected 429, got {other:?}"),
+        }
+    }
 
     #[test]
     fn refuses_past_the_budget_and_says_when_to_retry() {
-        let limiter = Limiter::new(true, 3, Duration::from_secs(60));
+        let (limiter, clock) = limiter(3, 60);
         for _ in 0..3 {
             assert!(limiter.check("1.2.3.4").is_ok());
         }
-        match limiter.check("1.2.3.4") {
-            Err(ApiError::RateLimited { retry_after }) => assert!((1..=20).contains(&retry_after)),
-            other => panic!("expected 429, got {other:?}"),
-        }
+        assert_eq!(retry_after(limiter.check("1.2.3.4")), 60);
         assert!(limiter.check("5.6.7.8").is_ok(), "keys are independent");
+        clock.advance(chrono::Duration::seconds(45));
+        assert_eq!(retry_after(limiter.check("1.2.3.4")), 15);
+    }
+
+    #[test]
+    fn n_pass_then_refused_until_the_whole_window_has_passed() {
+        let (limiter, clock) = limiter(10, 3600);
+        for n in 0..10 {
+            assert!(limiter.check("key").is_ok(), "request {n}");
+        }
+        assert!(limiter.check("key").is_err(), "the 11th in the hour");
+        // A token bucket refilling one every 6 minutes would let one through here.
+        clock.advance(chrono::Duration::minutes(30));
+        assert!(limiter.check("key").is_err(), "half an hour later");
+        clock.advance(chrono::Duration::milliseconds(30 * 60 * 1000 - 1));
+        assert_eq!(retry_after(limiter.check("key")), 1, "1 ms before the hour");
+        clock.advance(chrono::Duration::milliseconds(1));
+        for n in 0..10 {
+            assert!(limiter.check("key").is_ok(), "next hour, request {n}");
+        }
+        assert!(limiter.check("key").is_err());
+    }
+
+    #[test]
+    fn a_steady_drip_never_gets_more_than_n_into_any_window() {
+        // 10 per 60 s, a request every 700 ms for 20 minutes.
+        let (limiter, clock) = limiter(10, 60);
+        let step = 700;
+        let mut admitted = Vec::new();
+        for tick in 0..(20 * 60 * 1000 / step) {
+            if limiter.check("drip").is_ok() {
+                admitted.push(tick * step);
+            }
+            clock.advance(chrono::Duration::milliseconds(step));
+        }
+        for (i, start) in admitted.iter().enumerate() {
+            let in_window = admitted[i..]
+                .iter()
+                .take_while(|at| **at < start + 60_000)
+                .count();
+            assert!(
+                in_window <= 10,
+                "{in_window} admitted in the minute from {start} ms"
+            );
+        }
+        // ... and the budget is really used: 10 a minute, 200 in 20 minutes.
+        assert_eq!(admitted.len(), 200);
+    }
+
+    #[test]
+    fn idle_keys_are_forgotten() {
+        let (limiter, clock) = limiter(2, 60);
+        assert!(limiter.check("a").is_ok());
+        clock.advance(chrono::Duration::seconds(30));
+        assert!(limiter.check("b").is_ok());
+        clock.advance(chrono::Duration::seconds(30));
+        limiter.retain_recent();
+        let keys: Vec<String> = limiter
+            .admitted
+            .lock()
+            .expect("lock")
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(keys, vec!["b".to_owned()]);
     }
 
     #[test]
     fn disabled_limiter_lets_everything_through() {
-        let limiter = Limiter::new(false, 1, Duration::from_secs(60));
+        let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
+        let limiter = Limiter::new(false, 1, Duration::from_secs(60), clock);
         for _ in 0..100 {
             assert!(limiter.check("k").is_ok());
         }

@@ -37,6 +37,21 @@ impl Status {
             _ => Status::Upcoming,
         }
     }
+
+    /// The status a tournament really has at `now`, from its stored status and window (epoch
+    /// milliseconds): every read shows this, so a tournament whose window has passed reads as
+    /// ended even before the scheduler has written the transition.
+    pub fn effective(stored: &str, start_date: i64, end_date: i64, now: DateTime<Utc>) -> Status {
+        let now = now.timestamp_millis();
+        match Status::parse(stored) {
+            Status::Cancelled => Status::Cancelled,
+            Status::Ended => Status::Ended,
+            _ if now >= end_date => Status::Ended,
+            Status::Live => Status::Live,
+            _ if now >= start_date => Status::Live,
+            _ => Status::Upcoming,
+        }
+    }
 }
 
 /// A tournament row.
@@ -72,15 +87,7 @@ impl Tournament {
     /// The status at `now`: the stored one, moved along by the clock if the scheduler has not yet
     /// run the transition (so a read right after an edge is already exact).
     pub fn status_at(&self, now: DateTime<Utc>) -> Status {
-        let now = now.timestamp_millis();
-        match Status::parse(&self.status) {
-            Status::Cancelled => Status::Cancelled,
-            Status::Ended => Status::Ended,
-            _ if now >= self.end_date => Status::Ended,
-            Status::Live => Status::Live,
-            _ if now >= self.start_date => Status::Live,
-            _ => Status::Upcoming,
-        }
+        Status::effective(&self.status, self.start_date, self.end_date, now)
     }
 
     /// Prize percentages by rank, e.g. `[50, 30, 20]`.

@@ -126,3 +126,110 @@ fn random_input_never_yields_a_server_error() {
         panic!("{failure}");
     }
 }
+
+/// The dungeon routes (`{day}` a dungeon id, `{run}` a run id). The watch stream is left out:
+/// with a valid run key it never ends, and its rejections share the run-key extractor of `turn`.
+const DUNGEON_ENDPOINTS: &[(&str, &str)] = &[
+    ("GET", "/api/dungeons"),
+    ("GET", "/api/dungeons/{day}"),
+    ("GET", "/api/dungeons/{day}/quote"),
+    ("GET", "/api/dungeons/{day}/quote?wallet={segment}"),
+    ("GET", "/api/dungeons/{day}/leaderboard"),
+    ("POST", "/api/dungeons/{day}/enter"),
+    ("GET", "/api/dungeons/runs/{run}"),
+    ("GET", "/api/dungeons/runs/{run}/credential"),
+    ("POST", "/api/dungeons/runs/{run}/turn"),
+    ("POST", "/api/dungeons/runs/{run}/broadcast"),
+    ("GET", "/api/account/dungeon-runs"),
+];
+
+const DUNGEON_FIELDS: &[&str] = &[
+    "quoteId",
+    "payerWallet",
+    "txSignature",
+    "class",
+    "action",
+    "target",
+    "turnNumber",
+    "message",
+    "wallet",
+];
+
+const DUNGEON_WORDS: &[&str] = &[
+    "fighter",
+    "mage",
+    "rogue",
+    "inventory",
+    "attack",
+    "move",
+    "look",
+    "north",
+    "11111111111111111111111111111111",
+];
+
+#[test]
+fn random_input_to_the_dungeon_never_yields_a_server_error() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // A real run (paid entry), so random turns and broadcasts reach the game and its storage.
+    let (app, player, run_id, run_key) = runtime.block_on(async {
+        let app = TestApp::spawn().await;
+        app.dungeon_noon();
+        let player = app
+            .dungeon_player("dungeon-fuzz@example.com", 61, 10_000_000)
+            .await;
+        let run = app.dungeon_run(&player, "rogue").await;
+        let run_id = run["runId"].as_str().expect("run").to_owned();
+        let run_key = run["registrationKey"].as_str().expect("key").to_owned();
+        (app, player, run_id, run_key)
+    });
+    let today = app.dungeon_today();
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: 300,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let strategy = (
+        0..DUNGEON_ENDPOINTS.len(),
+        0..4usize,
+        payload(DUNGEON_FIELDS, DUNGEON_WORDS),
+        any::<bool>(),
+        "[a-zA-Z0-9_%.-]{0,44}",
+    );
+    let outcome = runner.run(&strategy, |(endpoint, auth, payload, real, segment)| {
+        let (method, path) = DUNGEON_ENDPOINTS[endpoint];
+        let random = if segment.is_empty() { "x" } else { &segment };
+        let path = path
+            .replace("{day}", if real { &today } else { random })
+            .replace("{run}", if real { &run_id } else { random })
+            .replace("{segment}", random);
+        let auth = match auth {
+            0 => Auth::None,
+            1 => Auth::Session(&player.session),
+            2 => Auth::Bearer(&player.key),
+            _ => Auth::Bearer(&run_key),
+        };
+        let body = payload.into_body();
+        let response = runtime.block_on(app.request(method, &path, auth, Some(body)));
+        prop_assert!(
+            response.status < 500,
+            "{method} {path} answered {}: {}",
+            response.status,
+            response.body
+        );
+        if response.status >= 400 {
+            prop_assert!(
+                response.body["error"].is_string(),
+                "{method} {path}: error body {}",
+                response.body
+            );
+        }
+        Ok(())
+    });
+    if let Err(failure) = outcome {
+        panic!("{failure}");
+    }
+}

@@ -122,7 +122,7 @@ pub struct ServeArgs {
     pub snapshot_interval_secs: u64,
 }
 
-/// Solana settings (DESIGN §5).
+/// Solana settings.
 #[derive(Debug, Clone, Args)]
 pub struct ChainArgs {
     /// JSON-RPC URL of a Solana node (devnet, mainnet). Unset: the embedded simnet at

@@ -1,6 +1,6 @@
--- Agents of the `v1/public` family (SPEC §2.7, §3.4), the strategy components authors upload,
+-- Agents of the `v1/public` family, the strategy components authors upload,
 -- and what agents' ticks produce. An agent row is also its own tick job: `next_tick_at` and the
--- tick lease make the scheduler durable and safe with several nodes (DESIGN §8).
+-- tick lease make the scheduler durable and safe with several nodes.
 
 CREATE TABLE strategy_components (
     id          TEXT PRIMARY KEY,          -- SHA-256 of the bytes, hex: content-addressed

@@ -1,4 +1,4 @@
--- The daily dungeon (DESIGN §10): entry quotes, runs and every run's stored events.
+-- The daily dungeon: entry quotes, runs and every run's stored events.
 -- Timestamps are Unix milliseconds; money is raw token units (one schema for SQLite and PostgreSQL).
 
 -- A per-deployment secret salting the daily map seeds (sealed with the master key), so

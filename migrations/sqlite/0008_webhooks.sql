@@ -1,4 +1,4 @@
--- The webhook outbox (DESIGN §9): one row per event and API key with a webhook URL, written in
+-- The webhook outbox: one row per event and API key with a webhook URL, written in
 -- the transaction of the change that caused the event, then delivered by the workers under a
 -- lease. `payload` holds the signed bytes `{"event","timestamp","data"}` exactly as they are
 -- sent, so every retry sends the same body. Timestamps are Unix milliseconds.

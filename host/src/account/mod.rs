@@ -1,4 +1,4 @@
-//! The signed-in account (SPEC §2.3, §4.2): its profile, its proven wallets (`allChainWallets`),
+//! The signed-in account: its profile, its proven wallets (`allChainWallets`),
 //! and the lists of its tournament entries and payouts. Reachable with a session or an account
 //! key holding the scope; it never touches another account's rows.
 

@@ -1,4 +1,4 @@
-//! Account API keys (SPEC §2.4, §3.3, §4.3): minted, listed and revoked with a browser session
+//! Account API keys: minted, listed and revoked with a browser session
 //! only. A key's secret and webhook secret are shown once, at creation; the database keeps the
 //! key's SHA-256 and the webhook secret sealed under the master key.
 

@@ -1,4 +1,4 @@
-//! Authentication: who may call what (SPEC §5, DESIGN §4).
+//! Authentication: who may call what.
 //!
 //! Owns sign-up and sign-in (e-mail/password and wallet signature), browser sessions, account
 //! API key verification, and the extractors handlers use to demand a credential. It never

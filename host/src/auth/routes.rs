@@ -1,4 +1,4 @@
-//! Sign-up, sign-in and sign-out: the web app's back end (paths ours, SPEC leaves them out).
+//! Sign-up, sign-in and sign-out: the web app's back end.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header::SET_COOKIE};

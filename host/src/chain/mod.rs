@@ -1,4 +1,4 @@
-//! Chain: everything Crucible knows about Solana (DESIGN §5).
+//! Chain: everything Crucible knows about Solana.
 //!
 //! Other modules call three things on [`Chain`]: [`Chain::verify_payment`] (is this signature the
 //! expected entry payment, and is it final?), [`Chain::portfolio`] (a wallet's SOL and token

@@ -9,7 +9,7 @@ use crate::crypto::random_base58;
 use crate::http::ApiError;
 use crate::state::AppState;
 
-/// Entry price in raw stablecoin units: 1 USDC (SPEC §1, §8).
+/// Entry price in raw stablecoin units: 1 USDC.
 pub const ENTRY_FEE_RAW: u64 = 1_000_000;
 /// Decimals of the stablecoin, for display amounts.
 const DECIMALS: i32 = 6;

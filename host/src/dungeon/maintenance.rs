@@ -1,4 +1,4 @@
-//! The dungeon's scheduled work (DESIGN §8, §10), one recurring schedule every minute:
+//! The dungeon's scheduled work, one recurring schedule every minute:
 //!
 //! - runs idle longer than `dungeon_idle_timeout_secs` are abandoned (their key dies);
 //! - a past day whose runs are all over is settled once: the pot (entries × 1 USDC − rake) is

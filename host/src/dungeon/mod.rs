@@ -1,4 +1,4 @@
-//! The daily dungeon (DESIGN §10): the pure game engine in [`game`], and around it everything
+//! The daily dungeon: the pure game engine in [`game`], and around it everything
 //! that touches the world — the day's dungeon and its price ([`day`]), paid entry with signed quotes ([`quote`]) and
 //! on-chain verification ([`entry`]), per-run keys ([`run_key`]), turns and broadcasts stored as
 //! ordered events ([`play`], [`store`]), the watch stream ([`watch`]), public reads ([`views`]),

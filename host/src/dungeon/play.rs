@@ -1,11 +1,12 @@
-//! Playing a run (SPEC §4.4, DESIGN §10): turns, broadcasts and abandonment.
+//! Playing a run: turns, broadcasts and abandonment.
 //!
 //! A turn loads the run, applies the action with the pure engine and stores the new state with
 //! its events in one transaction guarded by the run's version: two turns racing on one run are
 //! serialized (the loser reloads and plays on the newer state, or finds its turn already
 //! played). A retried turn — same `turnNumber` — is answered from the stored `run:turn` event
-//! and never played twice. An illegal action is refused with 400 listing the legal ones; per
-//! DESIGN §10 it still costs 1 AP, so the charge is stored (and watched) like a turn.
+//! and never played twice. An illegal action is refused with 400 listing the legal ones; it still
+//! costs 1 AP (so a confused agent cannot loop forever), so the charge is stored (and watched)
+//! like a turn.
 
 use serde_json::{Value, json};
 

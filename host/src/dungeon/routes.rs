@@ -1,6 +1,6 @@
-//! `/api/dungeons…` handlers (SPEC §4.2, §4.4, §6.1) and the account's run list. Thin: parse,
-//! call one service function, shape JSON. These routes are outside the OpenAPI document
-//! (SPEC §9), so they are a plain axum router.
+//! `/api/dungeons…` handlers and the account's run list (docs/api.md, "Dungeon"). Thin: parse,
+//! call one service function, shape JSON. These routes are outside the OpenAPI document, so they
+//! are a plain axum router.
 
 use axum::Router;
 use axum::extract::State;
@@ -41,7 +41,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/account/dungeon-runs", get(account_runs))
 }
 
-/// Public dungeon reads share one per-IP budget (SPEC §8's tournament-read figure).
+/// Public dungeon reads share one per-IP budget.
 pub struct DungeonReadPolicy;
 impl Policy for DungeonReadPolicy {
     fn limiter(limits: &RateLimits) -> &Limiter {

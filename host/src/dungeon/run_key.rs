@@ -1,4 +1,4 @@
-//! Per-run keys `dgr_<base58 of 32 random bytes>` (SPEC §5): minted on enter, scoped to one run,
+//! Per-run keys `dgr_<base58 of 32 random bytes>`: minted on enter, scoped to one run,
 //! valid until that run ends, accepted only on its turn / broadcast / watch endpoints. Stored as
 //! SHA-256 (the lookup) and sealed under the master key (the credential endpoint shows it again).
 //!

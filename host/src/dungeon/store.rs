@@ -11,7 +11,7 @@ use crate::events::Event;
 use crate::http::ApiError;
 use crate::state::AppState;
 
-/// Event kinds of the watch stream (DESIGN §10).
+/// Event kinds of the watch stream.
 pub const TURN: &str = "run:turn";
 pub const BROADCAST: &str = "run:broadcast";
 pub const ENDED: &str = "run:ended";

@@ -1,4 +1,4 @@
-//! `GET /api/dungeons/runs/{runId}/watch` (SPEC §6.1, DESIGN §9–10): a server-sent event stream
+//! `GET /api/dungeons/runs/{runId}/watch`: a server-sent event stream
 //! of one run. On connect it replays the run's stored events (after `Last-Event-ID` when the
 //! client resumes), then follows live `run:turn`, `run:broadcast` and `run:ended`, and closes
 //! after `run:ended`. Event ids are the run's sequence numbers.

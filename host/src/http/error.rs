@@ -1,6 +1,7 @@
 //! The platform API's one error type. Every handler of the `/api/...` family returns
-//! `Result<_, ApiError>`; the mapping to status and the documented body `{"error": "..."}` (SPEC
-//! §7.1) happens once, here. Internal failures are logged with detail and answered without it.
+//! `Result<_, ApiError>`; the mapping to status and the documented body `{"error": "..."}`
+//! (docs/api.md) happens once, here. Internal failures are logged with detail and answered
+//! without it.
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};

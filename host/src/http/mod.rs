@@ -59,7 +59,7 @@ pub fn router(state: AppState) -> Router {
             get(move || async move { axum::Json(openapi.as_ref().clone()) }),
         )
         .merge(crate::chain::simnet::rpc::router())
-        // Outside the OpenAPI document (SPEC §9).
+        // Outside the OpenAPI document.
         .merge(crate::dungeon::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

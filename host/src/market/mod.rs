@@ -1,5 +1,5 @@
 //! Market data: candles at 5m/15m/1h/4h/1d and per-token signals (sentiment, on-chain flows)
-//! behind one [`MarketFeed`] trait (DESIGN §6).
+//! behind one [`MarketFeed`] trait.
 //!
 //! Two feeds: [`SimulatedMarket`], a seeded regime-switching random walk whose signals carry real
 //! information about future returns (the default; deterministic per seed), and [`CsvFeed`],
@@ -47,7 +47,7 @@ impl Signals {
     };
 }
 
-/// Candle interval (SPEC §2.7 `timeInterval`).
+/// Candle interval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Interval {
     M5,

@@ -1,4 +1,4 @@
-//! The scheduler (DESIGN §8): durable one-off jobs with leases, and recurring schedules from
+//! The scheduler: durable one-off jobs with leases, and recurring schedules from
 //! cron expressions. Nothing it does lives only in memory: a job is a row until it is done, so
 //! a restart (or another node) picks up where this one stopped, and work missed while the
 //! server was down runs on start — once, not once per missed occurrence.
@@ -28,7 +28,7 @@ pub struct Pass {
     pub schedules_run: Vec<String>,
     pub jobs_done: usize,
     pub jobs_failed: usize,
-    /// Agent ticks stored (DESIGN §8: agents tick on their interval).
+    /// Agent ticks stored.
     pub agent_ticks: crate::agents::ticker::TickPass,
 }
 

@@ -16,7 +16,7 @@ use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::http::ApiError;
 use crate::state::AppState;
 
-/// Snapshots older than this make a live board `stale` (SPEC §8).
+/// Snapshots older than this make a live board `stale`.
 pub const STALE_AFTER: Duration = Duration::hours(2);
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -1,4 +1,4 @@
-//! Moving tournaments along `upcoming → live → ended` (SPEC §3.1), one way, at their window
+//! Moving tournaments along `upcoming → live → ended`, one way, at their window
 //! edges. The moves are scheduler jobs enqueued at creation, so they happen after a restart
 //! that spanned an edge; each is a conditional update, so running one twice changes nothing.
 

@@ -1,4 +1,4 @@
-//! `GET /api/tournaments/{id}/live` (SPEC §6.1): a server-sent event stream. It sends
+//! `GET /api/tournaments/{id}/live`: a server-sent event stream. It sends
 //! `leaderboard:update` on connect, every 30 seconds and whenever the board changes, and
 //! `tournament:ended` with the final standings when the window closes, then ends the stream.
 //! A reconnecting client simply gets the latest board again.
@@ -21,7 +21,7 @@ use crate::http::rate_limit::{IpLimit, LivePolicy};
 use crate::http::streams::StreamSlot;
 use crate::state::AppState;
 
-/// How often the board is pushed even when nothing changed (SPEC §8).
+/// How often the board is pushed even when nothing changed.
 pub const PUSH_EVERY: Duration = Duration::from_secs(30);
 /// Entries per pushed board.
 const STREAM_PAGE: usize = 100;

@@ -1,4 +1,4 @@
-//! Tournaments (SPEC §2.1, §3.1, §4.1): the records, their lifecycle driven by the scheduler,
+//! Tournaments: the records, their lifecycle driven by the scheduler,
 //! recurring series, demo data, and the public read endpoints. Owns the `tournaments` table;
 //! never moves money itself (the chain module does).
 

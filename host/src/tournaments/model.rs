@@ -1,4 +1,4 @@
-//! A tournament as stored and as shown (SPEC §2.1 plus the reference platform's fields, DESIGN §10a).
+//! A tournament as stored and as shown.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -9,7 +9,7 @@ use crate::clock::{from_millis, rfc3339};
 /// Raw units per whole stablecoin (USDC has 6 decimals).
 pub const USDC_UNIT: i64 = 1_000_000;
 
-/// Lifecycle of a tournament; one way only (SPEC §3.1).
+/// Lifecycle of a tournament; one way only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -180,7 +180,7 @@ pub struct MemoRule {
     pub hash: String,
 }
 
-/// The memo a paid registration must carry (DESIGN §5): `reg:<id>:<first 16 hex of SHA-256 of
+/// The memo a paid registration must carry: `reg:<id>:<first 16 hex of SHA-256 of
 /// the de-duplicated, sorted wallets joined by ','>`. Wallet order never changes it.
 pub fn registration_memo(tournament_id: &str, wallets: &[String]) -> String {
     let mut sorted: Vec<&str> = wallets.iter().map(String::as_str).collect();

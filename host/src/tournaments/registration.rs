@@ -19,10 +19,10 @@ use crate::domain::WalletAddress;
 use crate::http::ApiError;
 use crate::state::AppState;
 
-/// At most this many wallets per request (SPEC §8).
+/// At most this many wallets per request.
 pub const MAX_WALLETS: usize = 10;
 
-/// The request body of SPEC §2.2.
+/// The request body (docs/api.md, "Tournament registration").
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RegisterRequest {

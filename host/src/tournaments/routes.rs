@@ -1,4 +1,4 @@
-//! Public tournament reads (SPEC §4.1): list, detail, and the memo a paid registration needs.
+//! Public tournament reads: list, detail, and the memo a paid registration needs.
 
 use axum::extract::State;
 use serde::{Deserialize, Serialize};

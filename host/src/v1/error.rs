@@ -1,4 +1,4 @@
-//! The `v1/public` family's one error type and body (SPEC §7.1, §7.3):
+//! The `v1/public` family's one error type and body:
 //! `{"success": false, "error": {"code", "message", "details"}}`.
 //!
 //! Services shared with the platform API return [`ApiError`]; `?` turns it into the v1 form here,
@@ -82,7 +82,7 @@ impl V1Error {
         }
     }
 
-    /// The machine-readable code of SPEC §7.3 (and a few more for statuses it does not name).
+    /// The machine-readable code (docs/api.md lists them).
     pub fn code(&self) -> &'static str {
         match self {
             V1Error::Unauthorized(_) => "UNAUTHORIZED",

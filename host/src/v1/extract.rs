@@ -2,7 +2,7 @@
 //! missing permission, a rate limit or an unparsable body all answer in the v1 envelope.
 //!
 //! [`V1Key<P>`] checks, in this order: a live v1 key (`X-API-Key`, 401), the permission `P`
-//! (403), then the key's hourly budget for `P`'s kind of call (429, SPEC §8).
+//! (403), then the key's hourly budget for `P`'s kind of call (429; docs/api.md, "Limits").
 
 use std::marker::PhantomData;
 
@@ -16,7 +16,7 @@ use crate::auth::keys::{self, KeyFamily, VerifiedKey};
 use crate::http::rate_limit::{AccountPolicy, IpLimit, Limiter, RateLimits};
 use crate::state::AppState;
 
-/// The permissions a v1 key may hold (SPEC §4.5).
+/// The permissions a v1 key may hold.
 pub const PERMISSIONS: [&str; 4] = ["agents:read", "agents:write", "agents:start", "agents:stop"];
 
 /// What a route demands of a v1 key, and which hourly budget its calls count against.

@@ -1,4 +1,4 @@
-//! `/api/v1/api-keys`: v1 keys, minted, listed and revoked with the browser session (SPEC §4.5).
+//! `/api/v1/api-keys`: v1 keys, minted, listed and revoked with the browser session.
 //! Same secrets and storage as account keys (`api_keys::service`), family `v1`, where the
 //! scopes column holds the key's `permissions`.
 

@@ -1,8 +1,8 @@
-//! The machine-to-machine `v1` family (SPEC §4.5, §5, §7.3, §8): v1 keys (minted with the
+//! The machine-to-machine `v1` family: v1 keys (minted with the
 //! session), agents, uploaded strategies, webhook deliveries and the tournament list.
 //!
 //! Everything under `/api/v1` answers errors in the v1 envelope — including unknown routes,
-//! wrong methods and unparsable bodies — and is outside the OpenAPI document (SPEC §9).
+//! wrong methods and unparsable bodies — and is outside the OpenAPI document.
 
 mod agents;
 pub mod error;

@@ -1,5 +1,6 @@
-//! `GET /api/v1/public/tournaments`: the tournament list in the pagination envelope (SPEC §2.8,
-//! §4.5), with the `v1` status vocabulary (`upcoming`, `active`, `completed`) in filters and items.
+//! `GET /api/v1/public/tournaments`: the tournament list in the pagination envelope
+//! `{success, data, pagination: {pageIndex, pageSize, totalCount, totalPages}}`, with the `v1`
+//! status vocabulary (`upcoming`, `active`, `completed`) in filters and items.
 
 use axum::Router;
 use axum::extract::State;
@@ -52,7 +53,7 @@ pub fn page(index: Option<&str>, size: Option<&str>) -> Result<(i64, i64), V1Err
     Ok((index, size))
 }
 
-/// The pagination envelope of SPEC §2.8.
+/// The pagination envelope of the v1 lists.
 pub fn envelope<T: Serialize>(data: Vec<T>, index: i64, size: i64, total: i64) -> Value {
     json!({
         "success": true,

@@ -1,4 +1,4 @@
-//! Signed webhooks (SPEC §6.2, DESIGN §9): a durable outbox, signing, and delivery workers.
+//! Signed webhooks: a durable outbox, signing, and delivery workers.
 //!
 //! Producers call [`enqueue`] inside the transaction of the change the event reports, so an event
 //! exists exactly when its change committed; nothing is sent on the request path. The worker
@@ -64,7 +64,7 @@ pub const MAX_LISTED: i64 = 100;
 /// families, `account` and `v1` — that has a webhook URL; one outbox row per key, in the caller's
 /// transaction, so the event exists iff the change that caused it committed. Returns rows queued.
 ///
-/// `now` becomes the payload's `timestamp`; `data` should be a JSON object (SPEC §6.2). The signed
+/// `now` becomes the payload's `timestamp`; `data` should be a JSON object. The signed
 /// payload is serialised here, once, so every retry sends the same bytes.
 pub async fn enqueue(
     conn: &mut sqlx::AnyConnection,

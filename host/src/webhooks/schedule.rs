@@ -1,4 +1,4 @@
-//! When to try a failed delivery again, and when to give up (DESIGN §9).
+//! When to try a failed delivery again, and when to give up.
 //!
 //! After the n-th failed attempt the next one waits a random delay drawn uniformly from
 //! `[10 s, min(1 h, 10 s × 2ⁿ)]`: an exponential ceiling (20 s, 40 s, 80 s, … 1 h) with full

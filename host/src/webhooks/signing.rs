@@ -1,4 +1,4 @@
-//! What a webhook request carries and how it is signed (SPEC §6.2, DESIGN §9).
+//! What a webhook request carries and how it is signed.
 //!
 //! The *signed payload* is the compact JSON `{"event":…,"timestamp":…,"data":…}` — members in
 //! that order, no whitespace — serialised once at enqueue time and stored. The body sent is those

@@ -1,4 +1,4 @@
-//! The daily dungeon over HTTP (SPEC §4.2, §4.4, §5, §6.1; DESIGN §10): quote → simnet payment
+//! The daily dungeon over HTTP: quote → simnet payment
 //! with the memo → enter (202, then 201) → a scripted agent plays to the end while a watcher on
 //! the real socket receives every event in order → the key dies with the run.
 

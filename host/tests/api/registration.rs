@@ -1,4 +1,4 @@
-//! Tournament registration (SPEC §2.2, §3.2, §7.2) with real payments on the embedded simnet.
+//! Tournament registration with real payments on the embedded simnet.
 
 use crate::helpers::{Auth, Body, TestApp};
 use chrono::Duration;

@@ -1,5 +1,4 @@
-//! The `v1` family's keys, authentication, error envelope and tournament list (SPEC §4.5, §5,
-//! §7.3, §8).
+//! The `v1` family's keys, authentication, error envelope and tournament list.
 
 use crate::helpers::{Auth, Body, TestApp, v1_code};
 use chrono::Duration;

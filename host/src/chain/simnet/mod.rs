@@ -1,5 +1,5 @@
 //! Simnet: the embedded Solana-compatible ledger, served as JSON-RPC at `/simnet/rpc` when no
-//! external `SOLANA_RPC_URL` is configured (DESIGN §5).
+//! external `SOLANA_RPC_URL` is configured.
 //!
 //! It accepts real signed wire transactions, checks every ed25519 signature (`verify_strict`),
 //! the recent blockhash (one of the last [`RECENT_BLOCKHASHES`] issued) and duplicates, then

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Starting hit points, the same for every class (DESIGN §10).
+/// Starting hit points, the same for every class.
 pub const BASE_HP: i32 = 100;
 /// Starting action points: the run's whole budget.
 pub const BASE_AP: i32 = 100;
@@ -288,7 +288,7 @@ pub fn xp_for_next(level: i32) -> i32 {
     40 * level
 }
 
-/// The adventurer. `ap` and `hp` are the two budgets; the rest are the stats DESIGN §10 lists.
+/// The adventurer. `ap` and `hp` are the two budgets; the rest are the stats the view shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Player {

@@ -1,4 +1,4 @@
-//! The dungeon game engine (DESIGN §10): pure and deterministic. A day's [`DungeonMap`] comes from
+//! The dungeon game engine: pure and deterministic. A day's [`DungeonMap`] comes from
 //! the date and a deployment salt; a [`Run`] is that map + a class + a run seed + the actions
 //! played, and the same inputs always give the same states, events and score. No I/O, no clock,
 //! no database, no global randomness may ever enter this module: the HTTP layer stores the actions

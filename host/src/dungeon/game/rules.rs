@@ -38,7 +38,7 @@ impl ActionKind {
         ActionKind::Inventory,
     ];
 
-    /// AP cost (DESIGN §10); `fight` is per round.
+    /// AP cost; `fight` is per round.
     pub fn cost(self) -> i32 {
         match self {
             ActionKind::Move | ActionKind::UseItem | ActionKind::Examine => 1,
@@ -117,7 +117,7 @@ impl Action {
     }
 }
 
-/// The turn body of DESIGN §10: `{action, target?, turnNumber?}`. `turnNumber` is the number the
+/// The turn body: `{action, target?, turnNumber?}`. `turnNumber` is the number the
 /// turn will carry (the state's `turnNumber` + 1); the HTTP layer uses it for idempotent retries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,4 +1,4 @@
-//! Scoring: depth, kills, treasure and clearing (DESIGN §10). The score is always recomputed from
+//! Scoring: depth, kills, treasure and clearing. The score is always recomputed from
 //! the tally, whose counters only grow, so it never goes down and always matches the run.
 
 use serde::{Deserialize, Serialize};

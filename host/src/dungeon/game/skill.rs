@@ -11,7 +11,7 @@ use super::rules::{ActionKind, REST_HEAL};
 use super::run::{ILLEGAL_ACTION_AP, Run};
 use super::score;
 
-/// Longest broadcast message, in characters (DESIGN §10).
+/// Longest broadcast message, in characters.
 pub const BROADCAST_MAX_CHARS: usize = 280;
 
 /// What the skill file needs to know about one run; URLs are absolute.

@@ -1,5 +1,6 @@
-//! The visible state: everything an agent (or a spectator) may know after a turn, in the JSON
-//! shape of DESIGN §10, so an agent never has to remember anything between turns.
+//! The visible state: everything an agent (or a spectator) may know after a turn — room, player,
+//! available actions, score, turn number, status — so an agent never has to remember anything
+//! between turns.
 
 use serde::{Deserialize, Serialize};
 

@@ -15,26 +15,8 @@ use crucible::domain::WalletAddress;
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{Value, json};
 
-async fn rpc(app: &TestApp, method: &str, params: Value) -> Value {
-    app.client
-        .post(format!("{}/simnet/rpc", app.address))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json")
-}
-
-async fn result(app: &TestApp, method: &str, params: Value) -> Value {
-    let reply = rpc(app, method, params).await;
-    assert!(reply["error"].is_null(), "{method}: {reply}");
-    reply["result"].clone()
-}
-
 async fn blockhash(app: &TestApp) -> [u8; 32] {
-    let reply = result(app, "getLatestBlockhash", json!([])).await;
+    let reply = app.rpc_result("getLatestBlockhash", json!([])).await;
     bs58::decode(reply["value"]["blockhash"].as_str().unwrap())
         .into_vec()
         .unwrap()
@@ -44,8 +26,7 @@ async fn blockhash(app: &TestApp) -> [u8; 32] {
 
 async fn send_b64(app: &TestApp, wire: &[u8], skip_preflight: bool) -> Value {
     let encoded = base64::engine::general_purpose::STANDARD.encode(wire);
-    rpc(
-        app,
+    app.rpc(
         "sendTransaction",
         json!([encoded, {"encoding": "base64", "skipPreflight": skip_preflight}]),
     )
@@ -54,8 +35,7 @@ async fn send_b64(app: &TestApp, wire: &[u8], skip_preflight: bool) -> Value {
 
 async fn funded(app: &TestApp, lamports: u64, usdc_raw: u64) -> Keypair {
     let keypair = Keypair::generate();
-    result(
-        app,
+    app.rpc_result(
         "requestAirdrop",
         json!([keypair.pubkey().to_string(), lamports, {"stablecoinAmount": usdc_raw}]),
     )
@@ -150,11 +130,13 @@ async fn the_wallet_cli_pays_and_the_payment_is_pending_then_verified() {
     );
     // Confirmed but not final: `getTransaction` at finalized is null, at confirmed it is there.
     assert!(
-        result(&app, "getTransaction", json!([signature, {"encoding": "jsonParsed", "commitment": "finalized", "maxSupportedTransactionVersion": 0}]))
+        app.rpc_result("getTransaction", json!([signature, {"encoding": "jsonParsed", "commitment": "finalized", "maxSupportedTransactionVersion": 0}]))
             .await
             .is_null()
     );
-    let statuses = result(&app, "getSignatureStatuses", json!([[signature]])).await;
+    let statuses = app
+        .rpc_result("getSignatureStatuses", json!([[signature]]))
+        .await;
     assert_eq!(statuses["value"][0]["confirmationStatus"], "confirmed");
 
     app.advance(Duration::milliseconds(3_000));
@@ -169,7 +151,9 @@ async fn the_wallet_cli_pays_and_the_payment_is_pending_then_verified() {
         ),
         "{verified:?}"
     );
-    let statuses = result(&app, "getSignatureStatuses", json!([[signature]])).await;
+    let statuses = app
+        .rpc_result("getSignatureStatuses", json!([[signature]]))
+        .await;
     assert_eq!(statuses["value"][0]["confirmationStatus"], "finalized");
     assert!(statuses["value"][0]["confirmations"].is_null());
 
@@ -254,12 +238,12 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
     // Accepted once, refused when replayed (base58 this time).
     let reply = send_b64(&app, &wire, false).await;
     assert!(reply["error"].is_null(), "{reply}");
-    let reply = rpc(
-        &app,
-        "sendTransaction",
-        json!([bs58::encode(&wire).into_string(), {"encoding": "base58"}]),
-    )
-    .await;
+    let reply = app
+        .rpc(
+            "sendTransaction",
+            json!([bs58::encode(&wire).into_string(), {"encoding": "base58"}]),
+        )
+        .await;
     assert!(
         reply["error"]["message"]
             .as_str()
@@ -268,7 +252,7 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
         "{reply}"
     );
     assert_eq!(
-        result(&app, "getBalance", json!([to.to_string()])).await["value"],
+        app.rpc_result("getBalance", json!([to.to_string()])).await["value"],
         1_000
     );
 
@@ -342,8 +326,10 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
     );
 
     // Programs simnet does not run are refused, and nothing is charged.
-    let before =
-        result(&app, "getBalance", json!([payer.pubkey().to_string()])).await["value"].clone();
+    let before = app
+        .rpc_result("getBalance", json!([payer.pubkey().to_string()]))
+        .await["value"]
+        .clone();
     let foreign = tx::message::Instruction {
         program_id: Pubkey::new([42; 32]),
         accounts: vec![],
@@ -367,11 +353,12 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
         "{reply}"
     );
     assert_eq!(
-        result(&app, "getBalance", json!([payer.pubkey().to_string()])).await["value"],
+        app.rpc_result("getBalance", json!([payer.pubkey().to_string()]))
+            .await["value"],
         before
     );
 
-    let reply = rpc(&app, "getProgramAccounts", json!([])).await;
+    let reply = app.rpc("getProgramAccounts", json!([])).await;
     assert_eq!(reply["error"]["code"], -32601);
 }
 
@@ -406,12 +393,12 @@ async fn a_failing_instruction_lands_only_with_skip_preflight_and_is_rejected() 
     let reply = send_b64(&app, &wire, true).await;
     let signature = reply["result"].as_str().expect("landed").to_owned();
 
-    let tx = result(
-        &app,
-        "getTransaction",
-        json!([signature, {"encoding": "jsonParsed", "maxSupportedTransactionVersion": 0}]),
-    )
-    .await;
+    let tx = app
+        .rpc_result(
+            "getTransaction",
+            json!([signature, {"encoding": "jsonParsed", "maxSupportedTransactionVersion": 0}]),
+        )
+        .await;
     assert_eq!(
         tx["meta"]["err"],
         json!({"InstructionError": [0, {"Custom": 1}]})
@@ -429,7 +416,9 @@ async fn a_failing_instruction_lands_only_with_skip_preflight_and_is_rejected() 
         other => panic!("{other:?}"),
     }
     // Only the fee moved.
-    let balance = result(&app, "getBalance", json!([payer.pubkey().to_string()])).await;
+    let balance = app
+        .rpc_result("getBalance", json!([payer.pubkey().to_string()]))
+        .await;
     assert_eq!(balance["value"], 100_000_000 - 5_000);
     let portfolio = chain.portfolio(&payer.pubkey().into()).await.unwrap();
     assert_eq!(portfolio.token(&mint.to_string()), 5_000_000);
@@ -443,8 +432,7 @@ async fn hand_encoded_legacy_and_v0_transactions_execute_in_simnet() {
     let payer = SigningKey::from_bytes(&[0x11; 32]);
     let payer_key = pubkey_of(&payer);
     let payer_address = bs58::encode(payer_key).into_string();
-    result(
-        &app,
+    app.rpc_result(
         "requestAirdrop",
         json!([payer_address, 2_000_000_000u64, {"stablecoinAmount": 30_000_000}]),
     )
@@ -466,61 +454,56 @@ async fn hand_encoded_legacy_and_v0_transactions_execute_in_simnet() {
     let mut wire = vec![1u8];
     wire.extend(payer.sign(&msg).to_bytes());
     wire.extend(&msg);
-    let reply = rpc(
-        &app,
-        "sendTransaction",
-        json!([bs58::encode(&wire).into_string()]),
-    )
-    .await;
+    let reply = app
+        .rpc(
+            "sendTransaction",
+            json!([bs58::encode(&wire).into_string()]),
+        )
+        .await;
     let legacy_sig = reply["result"]
         .as_str()
         .unwrap_or_else(|| panic!("{reply}"))
         .to_owned();
     assert_eq!(legacy_sig, bs58::encode(&wire[1..65]).into_string());
-    let balance = result(
-        &app,
-        "getBalance",
-        json!([bs58::encode(recipient).into_string()]),
-    )
-    .await;
+    let balance = app
+        .rpc_result("getBalance", json!([bs58::encode(recipient).into_string()]))
+        .await;
     assert_eq!(balance["value"], 1234);
 
     // v0 transferChecked of 7.5 USDC + memo, into a token account the recipient already has.
     let recipient_wallet = SigningKey::from_bytes(&[0x33; 32]);
     let recipient_address = bs58::encode(pubkey_of(&recipient_wallet)).into_string();
-    result(
-        &app,
+    app.rpc_result(
         "requestAirdrop",
         json!([recipient_address, 0, {"stablecoinAmount": 1}]),
     )
     .await;
-    let account_of = |owner: String| {
-        let app = &app;
-        async move {
-            let accounts = result(
-                app,
-                "getTokenAccountsByOwner",
+    let account_of =
+        |owner: String| {
+            let app = &app;
+            async move {
+                let accounts = app.rpc_result("getTokenAccountsByOwner",
                 json!([owner, {"programId": tx::TOKEN_PROGRAM}, {"encoding": "jsonParsed"}]),
             )
             .await;
-            let entry = &accounts["value"][0];
-            let key: [u8; 32] = bs58::decode(entry["pubkey"].as_str().unwrap())
+                let entry = &accounts["value"][0];
+                let key: [u8; 32] = bs58::decode(entry["pubkey"].as_str().unwrap())
+                    .into_vec()
+                    .unwrap()
+                    .try_into()
+                    .unwrap();
+                let mint: [u8; 32] = bs58::decode(
+                    entry["account"]["data"]["parsed"]["info"]["mint"]
+                        .as_str()
+                        .unwrap(),
+                )
                 .into_vec()
                 .unwrap()
                 .try_into()
                 .unwrap();
-            let mint: [u8; 32] = bs58::decode(
-                entry["account"]["data"]["parsed"]["info"]["mint"]
-                    .as_str()
-                    .unwrap(),
-            )
-            .into_vec()
-            .unwrap()
-            .try_into()
-            .unwrap();
-            (key, mint)
-        }
-    };
+                (key, mint)
+            }
+        };
     let (source, mint) = account_of(payer_address.clone()).await;
     let (destination, _) = account_of(recipient_address.clone()).await;
     let token_program: [u8; 32] = bs58::decode(tx::TOKEN_PROGRAM)
@@ -565,9 +548,7 @@ async fn hand_encoded_legacy_and_v0_transactions_execute_in_simnet() {
         .to_owned();
 
     // The jsonParsed answer has the shape of a real node's.
-    let parsed = result(
-        &app,
-        "getTransaction",
+    let parsed = app.rpc_result("getTransaction",
         json!([v0_sig, {"encoding": "jsonParsed", "commitment": "finalized", "maxSupportedTransactionVersion": 0}]),
     )
     .await;
@@ -608,12 +589,12 @@ async fn hand_encoded_legacy_and_v0_transactions_execute_in_simnet() {
     assert_eq!(recipient_after["programId"], tx::TOKEN_PROGRAM);
 
     // Asked without maxSupportedTransactionVersion, a v0 transaction is an error, as on mainnet.
-    let reply = rpc(
-        &app,
-        "getTransaction",
-        json!([v0_sig, {"encoding": "jsonParsed"}]),
-    )
-    .await;
+    let reply = app
+        .rpc(
+            "getTransaction",
+            json!([v0_sig, {"encoding": "jsonParsed"}]),
+        )
+        .await;
     assert_eq!(reply["error"]["code"], -32015);
 
     // And the chain module verifies it as a payment.
@@ -673,6 +654,8 @@ async fn the_ledger_and_finality_survive_a_restart() {
         3_000_000
     );
     assert_eq!(portfolio.lamports, 3_000_000 - 5_000 - 2_039_280);
-    let statuses = result(&app, "getSignatureStatuses", json!([[signature]])).await;
+    let statuses = app
+        .rpc_result("getSignatureStatuses", json!([[signature]]))
+        .await;
     assert_eq!(statuses["value"][0]["confirmationStatus"], "confirmed");
 }

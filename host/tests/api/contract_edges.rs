@@ -19,15 +19,7 @@ fn wallet(seed: u8) -> String {
 async fn linked_session(app: &TestApp, email: &str, seed: u8) -> (String, String) {
     let session = app.session(email).await;
     let wallet = TestWallet::new(seed);
-    let (nonce, signature) = wallet.prove(app).await;
-    let linked = app
-        .post(
-            "/api/account/wallets",
-            Auth::Session(&session),
-            json!({"wallet": wallet.address(), "nonce": nonce, "signature": signature}),
-        )
-        .await;
-    assert_eq!(linked.status, 201, "{}", linked.body);
+    app.link_wallet(&session, &wallet).await;
     (session, wallet.address())
 }
 

@@ -18,24 +18,6 @@ use crate::helpers::TestApp;
 const SOL: u64 = 1_000_000_000;
 const USDC: u64 = 1_000_000;
 
-async fn rpc(app: &TestApp, method: &str, params: Value) -> Value {
-    app.client
-        .post(format!("{}/simnet/rpc", app.address))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json")
-}
-
-async fn result(app: &TestApp, method: &str, params: Value) -> Value {
-    let reply = rpc(app, method, params).await;
-    assert!(reply["error"].is_null(), "{method}: {reply}");
-    reply["result"].clone()
-}
-
 async fn funded(app: &TestApp, lamports: u64, usdc_raw: u64) -> Keypair {
     let keypair = Keypair::generate();
     app.airdrop(&keypair.pubkey().to_string(), lamports, usdc_raw)
@@ -67,7 +49,7 @@ async fn send_swap(
     amount_in: u64,
     minimum_out: u64,
 ) -> Value {
-    let latest = result(app, "getLatestBlockhash", json!([])).await;
+    let latest = app.rpc_result("getLatestBlockhash", json!([])).await;
     let blockhash: [u8; 32] = bs58::decode(latest["value"]["blockhash"].as_str().expect("hash"))
         .into_vec()
         .expect("base58")
@@ -86,12 +68,8 @@ async fn send_swap(
         .serialize()
         .expect("wire");
     let encoded = base64::engine::general_purpose::STANDARD.encode(wire);
-    rpc(
-        app,
-        "sendTransaction",
-        json!([encoded, {"encoding": "base64"}]),
-    )
-    .await
+    app.rpc("sendTransaction", json!([encoded, {"encoding": "base64"}]))
+        .await
 }
 
 /// Balance of `key` at the account index in `meta.{pre,post}TokenBalances`, if listed.
@@ -129,12 +107,12 @@ async fn the_pool_is_seeded_at_first_start_at_the_market_price() {
     );
     // The pool's state account is readable as on any node: owner, and the documented layout.
     let a = PoolAddresses::sol_usdc();
-    let info = result(
-        &app,
-        "getAccountInfo",
-        json!([a.pool.to_string(), {"encoding": "base64"}]),
-    )
-    .await;
+    let info = app
+        .rpc_result(
+            "getAccountInfo",
+            json!([a.pool.to_string(), {"encoding": "base64"}]),
+        )
+        .await;
     assert_eq!(info["value"]["owner"], pool::POOL_PROGRAM);
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(info["value"]["data"][0].as_str().expect("data"))
@@ -143,12 +121,12 @@ async fn the_pool_is_seeded_at_first_start_at_the_market_price() {
     assert_eq!(state.usdc_vault, a.usdc_vault);
     assert_eq!(state.lp_supply, r.lp_supply);
     assert_eq!(u64::from(state.fee_bps), pool::FEE_BPS);
-    let missing = result(
-        &app,
-        "getAccountInfo",
-        json!([Keypair::generate().pubkey().to_string()]),
-    )
-    .await;
+    let missing = app
+        .rpc_result(
+            "getAccountInfo",
+            json!([Keypair::generate().pubkey().to_string()]),
+        )
+        .await;
     assert!(missing["value"].is_null());
 }
 
@@ -163,12 +141,12 @@ async fn a_signed_swap_lands_is_rendered_parsed_and_moves_every_balance() {
 
     let reply = send_swap(&app, &user, Direction::SellSol, SOL / 2, expected).await;
     let signature = reply["result"].as_str().expect("signature").to_owned();
-    let tx = result(
-        &app,
-        "getTransaction",
-        json!([signature, {"encoding": "jsonParsed", "commitment": "confirmed"}]),
-    )
-    .await;
+    let tx = app
+        .rpc_result(
+            "getTransaction",
+            json!([signature, {"encoding": "jsonParsed", "commitment": "confirmed"}]),
+        )
+        .await;
     assert!(tx["meta"]["err"].is_null(), "{tx}");
     let ix = &tx["transaction"]["message"]["instructions"][0];
     assert_eq!(ix["program"], "crucible-pool");
@@ -221,7 +199,9 @@ async fn a_signed_swap_lands_is_rendered_parsed_and_moves_every_balance() {
     let back = pool::quote(100 * USDC, after.usdc_raw, after.lamports).expect("quote");
     let reply = send_swap(&app, &user, Direction::SellUsdc, 100 * USDC, back).await;
     assert!(reply["error"].is_null(), "{reply}");
-    let balance = result(&app, "getBalance", json!([user.pubkey().to_string()])).await;
+    let balance = app
+        .rpc_result("getBalance", json!([user.pubkey().to_string()]))
+        .await;
     assert_eq!(
         balance["value"].as_u64(),
         Some(2 * SOL - SOL / 2 - 10_000 + back)
@@ -257,7 +237,9 @@ async fn a_swap_below_its_minimum_or_beyond_the_balance_is_refused_and_changes_n
     );
 
     assert_eq!(reserves(&app).await, before);
-    let balance = result(&app, "getBalance", json!([user.pubkey().to_string()])).await;
+    let balance = app
+        .rpc_result("getBalance", json!([user.pubkey().to_string()]))
+        .await;
     assert_eq!(
         balance["value"].as_u64(),
         Some(SOL),
@@ -356,12 +338,12 @@ async fn the_wallet_cli_swaps_through_the_pool_and_refuses_a_cluster_without_it(
     let signature = lines.next().expect("signature line");
     let summary = lines.next().expect("amounts line");
     assert!(summary.starts_with("sold 0.5 SOL for "), "{summary}");
-    let tx = result(
-        &app,
-        "getTransaction",
-        json!([signature, {"encoding": "jsonParsed", "commitment": "confirmed"}]),
-    )
-    .await;
+    let tx = app
+        .rpc_result(
+            "getTransaction",
+            json!([signature, {"encoding": "jsonParsed", "commitment": "confirmed"}]),
+        )
+        .await;
     let swap = tx["transaction"]["message"]["instructions"]
         .as_array()
         .expect("instructions")

@@ -156,17 +156,7 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
                             "executable": false,
                             "rentEpoch": u64::MAX,
                             "space": 165,
-                            "data": {
-                                "program": if program == tx::token_program() { "spl-token" } else { "spl-token-2022" },
-                                "space": 165,
-                                "parsed": {"type": "account", "info": {
-                                    "isNative": false,
-                                    "mint": mint.to_string(),
-                                    "owner": owner.to_string(),
-                                    "state": "initialized",
-                                    "tokenAmount": ui_amount(amount, decimals),
-                                }},
-                            },
+                            "data": token_account_data(&program, &mint, &owner, amount, decimals),
                         },
                     })),
                     _ => None,
@@ -279,13 +269,6 @@ fn account_info(account: &Account, parsed: bool) -> Result<Value, SimnetError> {
             "base64"
         ])
     };
-    let token_name = |program: &Pubkey| {
-        if *program == tx::token_program() {
-            "spl-token"
-        } else {
-            "spl-token-2022"
-        }
-    };
     let (owner, space, data) = match &account.kind {
         Kind::Wallet => (tx::system_program(), 0, base64(&[])),
         Kind::Vault { .. } => (pool::program_id(), 0, base64(&[])),
@@ -323,9 +306,7 @@ fn account_info(account: &Account, parsed: bool) -> Result<Value, SimnetError> {
         } => (
             *program,
             165,
-            json!({"program": token_name(program), "space": 165, "parsed": {"type": "account",
-                   "info": {"isNative": false, "mint": mint.to_string(), "owner": owner.to_string(),
-                            "state": "initialized", "tokenAmount": ui_amount(*amount, *decimals)}}}),
+            token_account_data(program, mint, owner, *amount, *decimals),
         ),
         Kind::Mint { program, decimals } => (
             *program,
@@ -347,4 +328,30 @@ fn account_info(account: &Account, parsed: bool) -> Result<Value, SimnetError> {
 fn parse_key(raw: &str) -> Result<Pubkey, SimnetError> {
     raw.parse()
         .map_err(|_| SimnetError::params(format!("Invalid param: `{raw}` is not a valid address")))
+}
+
+/// A token account's `data` in `jsonParsed`, as a real node renders it.
+fn token_account_data(
+    program: &Pubkey,
+    mint: &Pubkey,
+    owner: &Pubkey,
+    amount: u64,
+    decimals: u8,
+) -> Value {
+    json!({"program": token_name(program), "space": 165, "parsed": {"type": "account", "info": {
+        "isNative": false,
+        "mint": mint.to_string(),
+        "owner": owner.to_string(),
+        "state": "initialized",
+        "tokenAmount": ui_amount(amount, decimals),
+    }}})
+}
+
+/// How `jsonParsed` names a token program.
+fn token_name(program: &Pubkey) -> &'static str {
+    if *program == tx::token_program() {
+        "spl-token"
+    } else {
+        "spl-token-2022"
+    }
 }

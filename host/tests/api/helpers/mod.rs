@@ -306,22 +306,33 @@ impl TestApp {
         );
     }
 
-    /// Give `address` SOL (lamports) and simnet stablecoin (raw units) through simnet's RPC.
-    pub async fn airdrop(&self, address: &str, lamports: u64, usdc_raw: u64) {
-        let reply: Value = self
-            .client
+    /// One JSON-RPC call to this server's simnet: the whole reply, error or not.
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        self.client
             .post(format!("{}/simnet/rpc", self.address))
-            .json(
-                &json!({"jsonrpc": "2.0", "id": 1, "method": "requestAirdrop",
-                          "params": [address, lamports, {"stablecoinAmount": usdc_raw}]}),
-            )
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
             .send()
             .await
-            .expect("airdrop")
+            .expect("send")
             .json()
             .await
-            .expect("json");
-        assert!(reply["error"].is_null(), "airdrop: {reply}");
+            .expect("json")
+    }
+
+    /// The `result` of a JSON-RPC call that must succeed.
+    pub async fn rpc_result(&self, method: &str, params: Value) -> Value {
+        let reply = self.rpc(method, params).await;
+        assert!(reply["error"].is_null(), "{method}: {reply}");
+        reply["result"].clone()
+    }
+
+    /// Give `address` SOL (lamports) and simnet stablecoin (raw units) through simnet's RPC.
+    pub async fn airdrop(&self, address: &str, lamports: u64, usdc_raw: u64) {
+        self.rpc_result(
+            "requestAirdrop",
+            json!([address, lamports, {"stablecoinAmount": usdc_raw}]),
+        )
+        .await;
     }
 }
 
@@ -381,20 +392,25 @@ impl DungeonPlayer {
 }
 
 impl TestApp {
+    /// Link `wallet` to the account of `session`, proved by its signature over a fresh nonce.
+    pub async fn link_wallet(&self, session: &str, wallet: &TestWallet) {
+        let (nonce, signature) = wallet.prove(self).await;
+        let linked = self
+            .post(
+                "/api/account/wallets",
+                Auth::Session(session),
+                json!({"wallet": wallet.address(), "nonce": nonce, "signature": signature}),
+            )
+            .await;
+        assert_eq!(linked.status, 201, "{}", linked.body);
+    }
+
     /// Sign up `email`, mint a key, link the wallet of `seed` (proved by signature) and fund it
     /// with 1 SOL and `usdc_raw` of the stablecoin.
     pub async fn dungeon_player(&self, email: &str, seed: u8, usdc_raw: u64) -> DungeonPlayer {
         let (session, key) = self.account_with_key(email, &["read", "write"]).await;
         let wallet = TestWallet::new(seed);
-        let (nonce, signature) = wallet.prove(self).await;
-        let linked = self
-            .post(
-                "/api/account/wallets",
-                Auth::Session(&session),
-                json!({"wallet": wallet.address(), "nonce": nonce, "signature": signature}),
-            )
-            .await;
-        assert_eq!(linked.status, 201, "{}", linked.body);
+        self.link_wallet(&session, &wallet).await;
         let payer = crucible::chain::Keypair::from_secret([seed; 32]);
         assert_eq!(payer.pubkey().to_string(), wallet.address());
         self.airdrop(&wallet.address(), 1_000_000_000, usdc_raw)

@@ -35,6 +35,15 @@ pub async fn create(
             Some(id.clone())
         }
     };
+    if !new.is_paper_trading && state.chain.simnet().is_none() {
+        // The Jupiter path for real clusters is not wired to agents: refuse rather than
+        // create an agent that could never trade.
+        return Err(AgentError::invalid(
+            "isPaperTrading",
+            "live agents trade through the simnet pool and this server runs on an external \
+             cluster: create a paper agent (omit `isPaperTrading` or set it to true)",
+        ));
+    }
     let now = state.now();
     let agent_id = new_id("agt");
     let ledger = Ledger::new(
@@ -53,7 +62,7 @@ pub async fn create(
                              strategy_component, base_token, quote_token, time_interval, max_allocation,
                              personality, is_paper_trading, avatar_url, wallet_address, status, ledger,
                              created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15, $16, 'unfunded', $17, $18, $18)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $19, $15, $16, 'unfunded', $17, $18, $18)",
     )
     .bind(&agent_id)
     .bind(account_id)
@@ -73,6 +82,7 @@ pub async fn create(
     .bind(wallet.as_str())
     .bind(&ledger)
     .bind(to_millis(now))
+    .bind(i64::from(new.is_paper_trading))
     .execute(&mut *tx)
     .await
     .on_unique(|| {

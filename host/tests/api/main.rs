@@ -22,6 +22,7 @@ mod dungeon_ops;
 mod fuzz_endpoints;
 mod fuzz_v1;
 mod leaderboard;
+mod live_agents;
 mod migrations;
 mod payouts;
 mod platform;

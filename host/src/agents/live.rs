@@ -25,8 +25,10 @@ use serde_json::json;
 
 use super::tick::{self, DueAgent};
 use super::ticker::{self, FAULT_LIMIT, TickPass, side_name};
+use crate::chain::jupiter::{JupiterConfig, SwapApiError};
 use crate::chain::pool::{self, Direction};
-use crate::chain::swap::{self, PoolView, SwapError};
+use crate::chain::swap::SwapError;
+use crate::chain::trader::{self, JupiterRoute, Market, PoolRoute, SwapRoute, TradeError};
 use crate::chain::tx::{self, Pubkey};
 use crate::chain::{ChainError, Keypair};
 use crate::clock::{rfc3339, to_millis};
@@ -62,8 +64,8 @@ pub enum LiveError {
     Chain(#[from] ChainError),
     #[error("{0}")]
     Swap(#[from] SwapError),
-    #[error("the simnet pool has no price")]
-    NoPrice,
+    #[error("{0}")]
+    Trade(#[from] TradeError),
     #[error(transparent)]
     Store(#[from] sqlx::Error),
     #[error("{0}")]
@@ -188,9 +190,10 @@ async fn tick_agent(
         .parse()
         .map_err(|e| LiveError::Internal(format!("wallet {}: {e}", agent.wallet_address)))?;
     let rpc = state.chain.rpc();
-    let mut view = swap::read_pool(rpc).await?;
-    let mut valuation = valuation(&view)?;
-    let mut wallet = read_wallet(state, &wallet_key, &view).await?;
+    let route = route_for(state)?;
+    let mut market = route.market(rpc).await?;
+    let mut valuation = valuation(&market);
+    let mut wallet = read_wallet(state, &wallet_key, &market).await?;
     let equity_before = valuation.equity(&wallet);
     let now_ms = to_millis(state.now());
     let market_ts = tick::market_now(&agent, now_ms, state.config.time_scale);
@@ -254,8 +257,18 @@ async fn tick_agent(
                         reason: order.reason.clone(),
                         market_ts,
                     };
-                    let pending = prepare(state, &agent.id, &order).await?;
-                    let settled = send_and_settle(state, &agent.id, &pending).await?;
+                    let pending = match prepare_with(state, route.as_ref(), &agent.id, &order).await
+                    {
+                        Ok(pending) => pending,
+                        Err(error) => match refusal(&error) {
+                            Some(reason) => {
+                                refusals.push(reason);
+                                continue;
+                            }
+                            None => return Err(error),
+                        },
+                    };
+                    let settled = settle_sent(state, route.as_ref(), &agent.id, &pending).await?;
                     match settled {
                         Settled::Filled { .. } => outcome.trades += 1,
                         // Already counted on the agent by `refuse`.
@@ -263,16 +276,16 @@ async fn tick_agent(
                         // Its fate is for the next tick to learn: place nothing more now.
                         Settled::Unknown => break,
                     }
-                    view = swap::read_pool(rpc).await?;
-                    valuation = self::valuation(&view)?;
-                    wallet = read_wallet(state, &wallet_key, &view).await?;
+                    market = route.market(rpc).await?;
+                    valuation = self::valuation(&market);
+                    wallet = read_wallet(state, &wallet_key, &market).await?;
                 }
             }
             Err(error) => fault = Some(error.message),
         }
     }
     outcome.refused += refusals.len();
-    let wallet = read_wallet(state, &wallet_key, &view).await?;
+    let wallet = read_wallet(state, &wallet_key, &market).await?;
     store(
         state,
         owner,
@@ -362,24 +375,52 @@ fn tradable_lamports(lamports: u64, fee_reserve: u64) -> u64 {
     lamports.saturating_sub(fee_reserve + 2 * TX_FEE_LAMPORTS)
 }
 
-fn valuation(view: &PoolView) -> Result<Valuation, LiveError> {
-    let price = pool::price(view.lamports, view.usdc_raw, view.usdc_decimals)
-        .filter(|p| p.is_finite() && *p > 0.0)
-        .ok_or(LiveError::NoPrice)?;
-    Ok(Valuation {
-        price,
-        usdc_unit: 10f64.powi(i32::from(view.usdc_decimals)),
-    })
+fn valuation(market: &Market) -> Valuation {
+    Valuation {
+        price: market.sol_usdc,
+        usdc_unit: 10f64.powi(i32::from(market.usdc_decimals)),
+    }
+}
+
+/// How this server's live swaps are made: through the simnet pool, or through Jupiter on a
+/// real cluster (`SOLANA_RPC_URL`).
+pub fn route_for(state: &AppState) -> Result<Box<dyn SwapRoute>, LiveError> {
+    if state.chain.simnet().is_some() {
+        return Ok(Box::new(PoolRoute));
+    }
+    let usdc_mint: Pubkey = state
+        .chain
+        .stablecoin_mint()
+        .parse()
+        .map_err(|e| LiveError::Internal(format!("stablecoin mint: {e}")))?;
+    let route = JupiterRoute::new(JupiterConfig::default(), Default::default(), usdc_mint)
+        .map_err(|e| LiveError::Internal(e.to_string()))?;
+    Ok(Box::new(route))
+}
+
+/// Whether a failure to build a swap refuses the order (the route will not do this swap)
+/// rather than the tick (the services could not be reached).
+fn refusal(error: &LiveError) -> Option<String> {
+    match error {
+        LiveError::Swap(SwapError::BadAmount(reason))
+        | LiveError::Trade(TradeError::Swap(SwapError::BadAmount(reason))) => Some(reason.clone()),
+        LiveError::Trade(TradeError::Jupiter(
+            error @ (SwapApiError::Refused(_)
+            | SwapApiError::Unsafe(_)
+            | SwapApiError::Malformed(_)),
+        )) => Some(error.to_string()),
+        _ => None,
+    }
 }
 
 async fn read_wallet(
     state: &AppState,
     owner: &Pubkey,
-    view: &PoolView,
+    market: &Market,
 ) -> Result<Wallet, LiveError> {
     let rpc = state.chain.rpc();
     let lamports = rpc.get_balance(&owner.to_string()).await?;
-    let account = tx::associated_token_address(owner, &view.state.usdc_mint, &tx::token_program());
+    let account = tx::associated_token_address(owner, &market.usdc_mint, &tx::token_program());
     let info = rpc
         .get_account_info(&account.to_string(), "jsonParsed")
         .await?;
@@ -403,6 +444,15 @@ pub async fn prepare(
     agent_id: &str,
     order: &SwapOrder,
 ) -> Result<PendingSwap, LiveError> {
+    prepare_with(state, route_for(state)?.as_ref(), agent_id, order).await
+}
+
+async fn prepare_with(
+    state: &AppState,
+    route: &dyn SwapRoute,
+    agent_id: &str,
+    order: &SwapOrder,
+) -> Result<PendingSwap, LiveError> {
     let wallet: Option<(String,)> =
         sqlx::query_as("SELECT wallet_address FROM agents WHERE id = $1")
             .bind(agent_id)
@@ -415,19 +465,22 @@ pub async fn prepare(
         .map_err(|e| LiveError::Internal(format!("{e:#}")))?
         .ok_or_else(|| LiveError::NoKey(wallet.clone()))?;
     let keypair = Keypair::from_secret(key.to_bytes());
-    let rpc = state.chain.rpc();
-    let view = swap::read_pool(rpc).await?;
-    let quote = swap::quote(&view, order.direction, order.amount_in, order.minimum_out)?;
     let issued_at = to_millis(state.now());
-    let (blockhash, last_valid) = swap::latest_blockhash(rpc).await?;
-    let (signature, wire) = swap::sign_swap(
-        &keypair,
-        &view,
-        order.direction,
-        order.amount_in,
-        quote.minimum_out,
-        blockhash,
-    )?;
+    let signed = route
+        .sign(
+            state.chain.rpc(),
+            &keypair,
+            order.direction,
+            order.amount_in,
+            order.minimum_out,
+        )
+        .await?;
+    let trader::SignedTrade {
+        signature,
+        wire,
+        minimum_out,
+        last_valid_block_height: last_valid,
+    } = signed;
     let side = match order.direction {
         Direction::SellUsdc => Side::Buy,
         Direction::SellSol => Side::Sell,
@@ -441,7 +494,7 @@ pub async fn prepare(
     .bind(agent_id)
     .bind(side_name(side))
     .bind(to_i64(order.amount_in))
-    .bind(to_i64(quote.minimum_out))
+    .bind(to_i64(minimum_out))
     .bind(order.reason.as_deref())
     .bind(order.market_ts)
     .bind(base64::engine::general_purpose::STANDARD.encode(&wire))
@@ -455,6 +508,15 @@ pub async fn prepare(
 /// Send a recorded swap and settle it from what the chain says.
 pub async fn send_and_settle(
     state: &AppState,
+    agent_id: &str,
+    pending: &PendingSwap,
+) -> Result<Settled, LiveError> {
+    settle_sent(state, route_for(state)?.as_ref(), agent_id, pending).await
+}
+
+async fn settle_sent(
+    state: &AppState,
+    route: &dyn SwapRoute,
     agent_id: &str,
     pending: &PendingSwap,
 ) -> Result<Settled, LiveError> {
@@ -478,20 +540,19 @@ pub async fn send_and_settle(
             return Ok(Settled::Unknown);
         }
     }
-    settle_seen(state, agent_id, &pending.signature, CONFIRM_TIMEOUT).await
+    settle_seen(state, route, agent_id, &pending.signature, CONFIRM_TIMEOUT).await
 }
 
 /// Settle a swap the chain has (or will shortly have) seen.
 async fn settle_seen(
     state: &AppState,
+    route: &dyn SwapRoute,
     agent_id: &str,
     signature: &str,
     timeout: StdDuration,
 ) -> Result<Settled, LiveError> {
-    match swap::confirm(state.chain.rpc(), signature, timeout).await {
-        Ok(Some((amount_in, amount_out))) => {
-            record_fill(state, agent_id, signature, amount_in, amount_out).await
-        }
+    match trader::confirmed(state.chain.rpc(), signature, timeout).await {
+        Ok(Some(transaction)) => record_fill(state, route, agent_id, signature, &transaction).await,
         Ok(None) => Ok(Settled::Unknown),
         Err(SwapError::Failed { error, .. }) => {
             refuse(
@@ -513,6 +574,7 @@ async fn settle_pending(
     agent_id: &str,
     outcome: &mut Outcome,
 ) -> Result<usize, LiveError> {
+    let route = route_for(state)?;
     let pending: Vec<(String, i64)> = sqlx::query_as(
         "SELECT signature, issued_at FROM agent_live_swaps
          WHERE agent_id = $1 AND status = 'pending' ORDER BY created_at, signature",
@@ -529,7 +591,7 @@ async fn settle_pending(
             .await?
             .is_some();
         let settled = if seen {
-            settle_seen(state, agent_id, &signature, CONFIRM_TIMEOUT).await?
+            settle_seen(state, route.as_ref(), agent_id, &signature, CONFIRM_TIMEOUT).await?
         } else if to_millis(state.now()) - issued_at > BLOCKHASH_LIFETIME_MS {
             refuse(
                 state,
@@ -587,33 +649,62 @@ async fn refuse(
 /// `agent.trade` webhook, in one transaction with the swap's settlement.
 async fn record_fill(
     state: &AppState,
+    route: &dyn SwapRoute,
     agent_id: &str,
     signature: &str,
-    amount_in: u64,
-    amount_out: u64,
+    transaction: &serde_json::Value,
 ) -> Result<Settled, LiveError> {
     let now = state.now();
     let now_ms = to_millis(now);
     let mut tx = state.store.begin().await.map_err(store_error)?;
-    let swap: Option<(String, Option<String>, i64, String, String, String)> = sqlx::query_as(
-        "SELECT s.side, s.reason, s.market_ts, a.account_id, a.base_token, a.quote_token
+    let swap: Option<PendingRow> = sqlx::query_as(
+        "SELECT s.side, s.reason, s.market_ts, a.account_id, a.base_token, a.quote_token, a.wallet_address
          FROM agent_live_swaps s JOIN agents a ON a.id = s.agent_id
          WHERE s.signature = $1 AND s.status = 'pending'",
     )
     .bind(signature)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((side, reason, market_ts, account_id, base, quote)) = swap else {
-        // Settled already (by this node or another): one trade per swap.
-        let trade: Option<(Option<String>,)> =
-            sqlx::query_as("SELECT trade_id FROM agent_live_swaps WHERE signature = $1")
-                .bind(signature)
-                .fetch_optional(&mut *tx)
-                .await?;
-        return Ok(Settled::Filled {
-            trade_id: trade.and_then(|(id,)| id).unwrap_or_default(),
-        });
+    let Some(PendingRow {
+        side,
+        reason,
+        market_ts,
+        account_id,
+        base_token: base,
+        quote_token: quote,
+        wallet_address: wallet,
+    }) = swap
+    else {
+        // Settled already (by this node or another): one outcome per swap, as recorded.
+        let settled: Option<(String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT status, trade_id, error FROM agent_live_swaps WHERE signature = $1",
+        )
+        .bind(signature)
+        .fetch_optional(&mut *tx)
+        .await?;
+        return match settled {
+            Some((status, Some(trade_id), _)) if status == "filled" => {
+                Ok(Settled::Filled { trade_id })
+            }
+            Some((_, _, error)) => Ok(Settled::Refused(error.unwrap_or_default())),
+            None => Err(LiveError::Internal(format!(
+                "{signature} is not a recorded swap"
+            ))),
+        };
     };
+    let direction = if side == "buy" {
+        Direction::SellUsdc
+    } else {
+        Direction::SellSol
+    };
+    let (amount_in, amount_out) =
+        route
+            .amounts(transaction, &wallet, direction)
+            .ok_or_else(|| {
+                LiveError::Internal(format!(
+                    "{signature} is confirmed but shows no swap of {wallet}"
+                ))
+            })?;
     let trade_id = new_id("trd");
     let updated = sqlx::query(
         "UPDATE agent_live_swaps SET status = 'filled', trade_id = $1, resolved_at = $2
@@ -687,6 +778,18 @@ async fn record_fill(
     tx.commit().await?;
     tracing::info!(agent_id, signature, trade_id, "live trade recorded");
     Ok(Settled::Filled { trade_id })
+}
+
+/// A pending swap and its agent, as a fill needs them.
+#[derive(sqlx::FromRow)]
+struct PendingRow {
+    side: String,
+    reason: Option<String>,
+    market_ts: i64,
+    account_id: String,
+    base_token: String,
+    quote_token: String,
+    wallet_address: String,
 }
 
 /// What a live tick stores on its agent.

@@ -35,15 +35,6 @@ pub async fn create(
             Some(id.clone())
         }
     };
-    if !new.is_paper_trading && state.chain.simnet().is_none() {
-        // The Jupiter path for real clusters is not wired to agents: refuse rather than
-        // create an agent that could never trade.
-        return Err(AgentError::invalid(
-            "isPaperTrading",
-            "live agents trade through the simnet pool and this server runs on an external \
-             cluster: create a paper agent (omit `isPaperTrading` or set it to true)",
-        ));
-    }
     let now = state.now();
     let agent_id = new_id("agt");
     let ledger = Ledger::new(

@@ -236,6 +236,12 @@ async fn tick_agent(
             Ok(decision) => {
                 new_state = decision.state;
                 for order in &decision.orders {
+                    // Each swap can take a confirmation timeout: keep the lease, and stop if
+                    // another node has taken the agent over meanwhile.
+                    if !renew_lease(state, owner, &agent.id).await? {
+                        tracing::warn!(agent_id = agent.id, "lease lost mid-tick");
+                        break;
+                    }
                     let sized = size(
                         order,
                         &wallet,
@@ -303,6 +309,20 @@ async fn tick_agent(
     )
     .await?;
     Ok(outcome)
+}
+
+/// Extend this node's lease on the agent; `false` if it no longer holds it.
+async fn renew_lease(state: &AppState, owner: &str, agent_id: &str) -> Result<bool, LiveError> {
+    let renewed = sqlx::query(
+        "UPDATE agents SET tick_lease_until = $1
+         WHERE id = $2 AND tick_lease_owner = $3 AND status = 'active'",
+    )
+    .bind(to_millis(state.now() + ticker::LEASE))
+    .bind(agent_id)
+    .bind(owner)
+    .execute(state.store.write())
+    .await?;
+    Ok(renewed.rows_affected() == 1)
 }
 
 /// An order sized against the wallet: the direction and raw amount sold, or why not.

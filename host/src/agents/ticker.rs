@@ -31,7 +31,7 @@ pub const BATCH: i64 = 256;
 /// Faulted ticks in a row after which an agent is moved to `error`.
 pub const FAULT_LIMIT: i64 = 5;
 /// How long a claimed tick stays leased before another node may take it over.
-const LEASE: Duration = Duration::minutes(2);
+pub(super) const LEASE: Duration = Duration::minutes(2);
 
 /// What a pass did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

@@ -2,12 +2,14 @@
 //!
 //! Owns the agent records and their lifecycle (`unfunded` → `idle` ⇄ `active`, `error` after
 //! repeated faults), the uploaded strategy components, the ticker that runs each active agent's
-//! strategy in the sandbox and fills its orders on paper, performance over periods, and the
-//! daily report. HTTP lives in [`crate::v1`]; this module never shapes responses.
+//! strategy in the sandbox and fills its orders on paper or, for live agents ([`live`]), as real
+//! swaps from the agent's wallet, performance over periods, and the daily report. HTTP lives in
+//! [`crate::v1`]; this module never shapes responses.
 
 pub mod daily_report;
 mod error;
 pub mod funding;
+pub mod live;
 mod model;
 pub mod new_agent;
 pub mod performance;

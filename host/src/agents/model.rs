@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::clock::{from_millis, rfc3339};
-use crate::paper::Ledger;
+use crate::paper::{Ledger, UNIT};
 
 /// Lifecycle of an agent (DESIGN §6): `unfunded` → `idle` → `active` ⇄ `idle`; `error` after
 /// repeated strategy faults (start clears it).
@@ -43,7 +43,8 @@ pub const PAPER_CAPITAL: f64 = 10_000.0;
 pub const COLUMNS: &str = "id, account_id, name, username, class, model_id, strategy_type, strategy_component, \
      base_token, quote_token, time_interval, max_allocation, personality, is_paper_trading, avatar_url, \
      wallet_address, status, status_reason, ledger, consecutive_faults, ticks, faults, last_fault, \
-     last_tick_at, last_price, started_at, stopped_at, created_at";
+     last_tick_at, last_price, started_at, stopped_at, created_at, live_sol_lamports, live_usdc_raw, \
+     live_equity, live_initial_equity, refused_orders, last_refusal";
 
 /// An agent row (without its strategy state blob, which only ticks read).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -76,11 +77,22 @@ pub struct Agent {
     pub started_at: Option<i64>,
     pub stopped_at: Option<i64>,
     pub created_at: i64,
+    pub live_sol_lamports: Option<i64>,
+    pub live_usdc_raw: Option<i64>,
+    pub live_equity: Option<f64>,
+    pub live_initial_equity: Option<f64>,
+    pub refused_orders: i64,
+    pub last_refusal: Option<String>,
 }
 
 impl Agent {
     pub fn status(&self) -> AgentStatus {
         AgentStatus::parse(&self.status)
+    }
+
+    /// Whether the agent trades from its wallet on chain rather than on paper.
+    pub fn is_live(&self) -> bool {
+        self.is_paper_trading == 0
     }
 
     pub fn ledger(&self) -> anyhow::Result<Ledger> {
@@ -89,17 +101,33 @@ impl Agent {
 
     pub fn view(&self) -> AgentView {
         let at = |millis: Option<i64>| millis.map(|ms| rfc3339(from_millis(ms)));
-        let paper = self.ledger().ok().map(|ledger| {
-            let price = self.last_price.unwrap_or(0.0);
-            let view = ledger.view(price);
-            PaperView {
-                equity: view.equity,
-                base: view.base,
-                quote: view.quote,
-                total_trades: ledger.trades,
-                price: self.last_price,
+        let live = self.is_live().then(|| {
+            let equity = self.live_equity.unwrap_or(0.0);
+            LiveView {
+                sol: self.live_sol_lamports.unwrap_or(0) as f64 / 1e9,
+                usdc: self.live_usdc_raw.unwrap_or(0) as f64 / UNIT,
+                equity,
+                initial_equity: self.live_initial_equity,
+                pnl: self.live_initial_equity.map(|initial| equity - initial),
+                refused_orders: self.refused_orders,
+                last_refusal: self.last_refusal.clone(),
             }
         });
+        let paper = self
+            .ledger()
+            .ok()
+            .filter(|_| !self.is_live())
+            .map(|ledger| {
+                let price = self.last_price.unwrap_or(0.0);
+                let view = ledger.view(price);
+                PaperView {
+                    equity: view.equity,
+                    base: view.base,
+                    quote: view.quote,
+                    total_trades: ledger.trades,
+                    price: self.last_price,
+                }
+            });
         AgentView {
             agent_id: self.id.clone(),
             name: self.name.clone(),
@@ -122,6 +150,7 @@ impl Agent {
             is_paper_trading: self.is_paper_trading != 0,
             avatar_url: self.avatar_url.clone(),
             paper,
+            live,
             ticks: self.ticks,
             faults: self.faults,
             last_fault: self.last_fault.clone(),
@@ -151,6 +180,9 @@ pub struct AgentView {
     pub avatar_url: Option<String>,
     /// The paper account at the last tick's price.
     pub paper: Option<PaperView>,
+    /// A live agent's wallet as last read on chain, valued at the pool price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveView>,
     pub ticks: i64,
     pub faults: i64,
     pub last_fault: Option<String>,
@@ -184,4 +216,18 @@ pub struct PaperView {
     pub quote: f64,
     pub total_trades: u64,
     pub price: Option<f64>,
+}
+
+/// A live agent's wallet (whole tokens) and value in USDC; `pnl` against its first value.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveView {
+    pub sol: f64,
+    pub usdc: f64,
+    pub equity: f64,
+    pub initial_equity: Option<f64>,
+    pub pnl: Option<f64>,
+    /// Orders refused (sizing, fee reserve, or by the chain) and the last reason.
+    pub refused_orders: i64,
+    pub last_refusal: Option<String>,
 }

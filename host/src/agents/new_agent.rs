@@ -23,6 +23,8 @@ pub struct NewAgent {
     pub max_allocation: f64,
     pub personality: String,
     pub avatar_url: Option<String>,
+    /// `false`: a live agent, whose orders are real swaps from its wallet.
+    pub is_paper_trading: bool,
 }
 
 /// Which component runs the agent's ticks.
@@ -129,22 +131,16 @@ pub fn parse(body: &Value, known_pair: impl Fn(&Pair) -> bool) -> Result<NewAgen
         }
         Some(_) => return Err(invalid("personality", "`personality` must be a string")),
     };
-    match optional(body, "isPaperTrading") {
-        None | Some(Value::Bool(true)) => {}
-        Some(Value::Bool(false)) => {
-            return Err(invalid(
-                "isPaperTrading",
-                "live trading is not available on this server: agents trade on paper \
-                 (omit `isPaperTrading` or set it to true)",
-            ));
-        }
+    let is_paper_trading = match optional(body, "isPaperTrading") {
+        None => true,
+        Some(Value::Bool(paper)) => *paper,
         Some(_) => {
             return Err(invalid(
                 "isPaperTrading",
                 "`isPaperTrading` must be a boolean",
             ));
         }
-    }
+    };
     let avatar_url = match optional(body, "avatarUrl") {
         None => None,
         Some(Value::String(raw)) => Some(
@@ -165,6 +161,7 @@ pub fn parse(body: &Value, known_pair: impl Fn(&Pair) -> bool) -> Result<NewAgen
         max_allocation,
         personality,
         avatar_url,
+        is_paper_trading,
     })
 }
 
@@ -329,7 +326,7 @@ mod tests {
         body["avatarUrl"] = json!("ftp://x");
         assert_eq!(field_of(body), "avatarUrl");
         let mut body = valid();
-        body["isPaperTrading"] = json!(false);
+        body["isPaperTrading"] = json!("no");
         assert_eq!(field_of(body), "isPaperTrading");
         let mut body = valid();
         body.as_object_mut().expect("object").remove("strategy");

@@ -109,11 +109,19 @@ pub async fn metrics(
     agent: &Agent,
     since: Option<DateTime<Utc>>,
 ) -> Result<PeriodMetrics, AgentError> {
-    let ledger = agent.ledger().map_err(AgentError::internal)?;
-    let initial = ledger.initial_quote as f64 / UNIT;
-    let equity = agent
-        .last_price
-        .map_or(initial, |price| ledger.view(price).equity);
+    let (initial, equity) = if agent.is_live() {
+        // A live agent's equity is its wallet's value at the pool price, its base the first
+        // value read on chain (marks are recorded from the same reading).
+        let initial = agent.live_initial_equity.unwrap_or(0.0);
+        (initial, agent.live_equity.unwrap_or(initial))
+    } else {
+        let ledger = agent.ledger().map_err(AgentError::internal)?;
+        let initial = ledger.initial_quote as f64 / UNIT;
+        let equity = agent
+            .last_price
+            .map_or(initial, |price| ledger.view(price).equity);
+        (initial, equity)
+    };
     let since_ms = since.map_or(i64::MIN, to_millis);
     let start_equity = match since {
         None => initial,

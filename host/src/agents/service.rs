@@ -53,7 +53,7 @@ pub async fn create(
                              strategy_component, base_token, quote_token, time_interval, max_allocation,
                              personality, is_paper_trading, avatar_url, wallet_address, status, ledger,
                              created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15, $16, 'unfunded', $17, $18, $18)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $19, $15, $16, 'unfunded', $17, $18, $18)",
     )
     .bind(&agent_id)
     .bind(account_id)
@@ -73,6 +73,7 @@ pub async fn create(
     .bind(wallet.as_str())
     .bind(&ledger)
     .bind(to_millis(now))
+    .bind(i64::from(new.is_paper_trading))
     .execute(&mut *tx)
     .await
     .on_unique(|| {

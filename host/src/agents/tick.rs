@@ -3,7 +3,7 @@
 //! storing) lives in [`super::ticker`].
 
 use crate::market::{Interval, MarketFeed, Pair};
-use crate::paper::{Fill, Ledger};
+use crate::paper::{Fill, Ledger, OrderRequest, PortfolioView};
 use crate::sandbox::{AgentSettings, LoadedStrategy, Sandbox, TickInput};
 
 /// Candles a strategy sees per tick.
@@ -22,6 +22,8 @@ pub struct DueAgent {
     pub clock_origin_wall: i64,
     pub clock_origin_market: i64,
     pub next_tick_at: i64,
+    /// The custodial wallet (a live agent trades from it).
+    pub wallet_address: String,
 }
 
 /// A fill and whether it closed a round trip (and in profit).
@@ -80,71 +82,12 @@ pub fn run(
             );
         }
     };
-    let pair = Pair::new(&agent.settings.base, &agent.settings.quote);
-    let interval: Interval = match agent.settings.interval.parse() {
-        Ok(interval) => interval,
-        Err(error) => return faulted(ledger, agent, market_ts, None, format!("market: {error}")),
-    };
-    let data = market
-        .candles(&pair, interval, market_ts, CANDLES_PER_TICK)
-        .and_then(|candles| Ok((market.signals(&pair, market_ts)?, candles)));
-    let (signals, candles) = match data {
-        Ok(data) => data,
-        Err(error) => return faulted(ledger, agent, market_ts, None, format!("market: {error}")),
-    };
-    let Some(price) = candles.last().map(|candle| candle.close) else {
-        return faulted(
-            ledger,
-            agent,
-            market_ts,
-            None,
-            "market: no candles yet".into(),
-        );
-    };
-    let (sandbox, strategy) = match (sandbox, strategy) {
-        (Some(sandbox), Ok(strategy)) => (sandbox, strategy),
-        (None, _) => {
-            return faulted(
-                ledger,
-                agent,
-                market_ts,
-                Some(price),
-                "instantiate: sandbox unavailable".into(),
-            );
-        }
-        (_, Err(reason)) => {
-            return faulted(
-                ledger,
-                agent,
-                market_ts,
-                Some(price),
-                format!("instantiate: {reason}"),
-            );
-        }
-    };
-    let input = TickInput {
-        settings: &agent.settings,
-        now: market_ts,
-        candles: &candles,
-        signals,
-        portfolio: ledger.view(price),
-        state: &agent.state,
-    };
-    let outcome = sandbox.tick(strategy, &input);
-    for line in &outcome.logs {
-        tracing::debug!(agent_id = agent.id, level = line.level, message = %line.message, "strategy log");
-    }
-    let (orders, state) = match outcome.result {
-        Ok(output) => output,
-        Err(fault) => {
-            return faulted(
-                ledger,
-                agent,
-                market_ts,
-                Some(price),
-                format!("{}: {fault}", fault.kind()),
-            );
-        }
+    let decision = decide(sandbox, strategy, market, agent, market_ts, &|price| {
+        ledger.view(price)
+    });
+    let (orders, state, price) = match decision {
+        Ok(decision) => (decision.orders, decision.state, decision.price),
+        Err(fault) => return faulted(ledger, agent, market_ts, fault.price, fault.message),
     };
     let mut fills = Vec::new();
     let mut rejected_orders = 0;
@@ -173,6 +116,80 @@ pub fn run(
         fills,
         rejected_orders,
         fault: None,
+    }
+}
+
+/// What a strategy decided at one tick: the feed's price, its orders and its new state.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub price: f64,
+    pub orders: Vec<OrderRequest>,
+    pub state: Vec<u8>,
+}
+
+/// Why a tick stopped before orders: `kind: message`, and the price if it was known.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    pub price: Option<f64>,
+    pub message: String,
+}
+
+fn fault(price: Option<f64>, message: String) -> Fault {
+    Fault { price, message }
+}
+
+/// Market data at `market_ts` → sandbox `on-tick` with the portfolio `portfolio` gives at the
+/// feed's price. Shared by paper ticks (the ledger's view) and live ticks (the wallet's).
+pub fn decide(
+    sandbox: Option<&Sandbox>,
+    strategy: Result<&LoadedStrategy, String>,
+    market: &dyn MarketFeed,
+    agent: &DueAgent,
+    market_ts: i64,
+    portfolio: &dyn Fn(f64) -> PortfolioView,
+) -> Result<Decision, Fault> {
+    let pair = Pair::new(&agent.settings.base, &agent.settings.quote);
+    let interval: Interval = agent
+        .settings
+        .interval
+        .parse()
+        .map_err(|error| fault(None, format!("market: {error}")))?;
+    let (signals, candles) = market
+        .candles(&pair, interval, market_ts, CANDLES_PER_TICK)
+        .and_then(|candles| Ok((market.signals(&pair, market_ts)?, candles)))
+        .map_err(|error| fault(None, format!("market: {error}")))?;
+    let Some(price) = candles.last().map(|candle| candle.close) else {
+        return Err(fault(None, "market: no candles yet".into()));
+    };
+    let (sandbox, strategy) = match (sandbox, strategy) {
+        (Some(sandbox), Ok(strategy)) => (sandbox, strategy),
+        (None, _) => {
+            return Err(fault(
+                Some(price),
+                "instantiate: sandbox unavailable".into(),
+            ));
+        }
+        (_, Err(reason)) => return Err(fault(Some(price), format!("instantiate: {reason}"))),
+    };
+    let input = TickInput {
+        settings: &agent.settings,
+        now: market_ts,
+        candles: &candles,
+        signals,
+        portfolio: portfolio(price),
+        state: &agent.state,
+    };
+    let outcome = sandbox.tick(strategy, &input);
+    for line in &outcome.logs {
+        tracing::debug!(agent_id = agent.id, level = line.level, message = %line.message, "strategy log");
+    }
+    match outcome.result {
+        Ok((orders, state)) => Ok(Decision {
+            price,
+            orders,
+            state,
+        }),
+        Err(error) => Err(fault(Some(price), format!("{}: {error}", error.kind()))),
     }
 }
 
@@ -232,6 +249,7 @@ mod tests {
             clock_origin_wall: 1_000,
             clock_origin_market: 5_000,
             next_tick_at: 0,
+            wallet_address: String::new(),
         };
         assert_eq!(market_now(&agent, 2_000, 300), 5_000 + 300_000);
     }

@@ -4,6 +4,8 @@
 //! mid-tick loses its lease, not the tick. A batch of agents is claimed in one statement, ticked
 //! on a blocking thread, and stored in one transaction: per agent the new ledger and state, its
 //! trades, an equity mark and the `agent.trade` webhooks — all or nothing.
+//! Live agents are claimed separately after the paper ones are stored and ticked by
+//! [`super::live`], whose swaps take network round trips outside any transaction.
 //!
 //! A strategy that faults [`FAULT_LIMIT`] ticks in a row moves its agent to `error` (circuit
 //! breaker); the reason is in the agent list, and start clears it.
@@ -29,7 +31,7 @@ pub const BATCH: i64 = 256;
 /// Faulted ticks in a row after which an agent is moved to `error`.
 pub const FAULT_LIMIT: i64 = 5;
 /// How long a claimed tick stays leased before another node may take it over.
-const LEASE: Duration = Duration::minutes(2);
+pub(super) const LEASE: Duration = Duration::minutes(2);
 
 /// What a pass did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +41,8 @@ pub struct TickPass {
     pub trades: usize,
     /// Agents moved to `error` by the circuit breaker.
     pub broken: usize,
+    /// Orders of live agents refused (before sending or by the chain); not faults.
+    pub refused: usize,
 }
 
 /// The columns a tick reads, as claimed.
@@ -60,15 +64,16 @@ struct DueRow {
     clock_origin_wall: Option<i64>,
     clock_origin_market: Option<i64>,
     next_tick_at: Option<i64>,
+    wallet_address: String,
 }
 
 /// Tick every agent due now, batch after batch, until none is due.
 pub async fn run_due(state: &AppState, owner: &str) -> anyhow::Result<TickPass> {
     let mut pass = TickPass::default();
     loop {
-        let due = claim(state, owner).await?;
+        let due = claim(state, owner, false).await?;
         if due.is_empty() {
-            return Ok(pass);
+            break;
         }
         let strategies = strategies_for(state, &due).await;
         let now = to_millis(state.now());
@@ -100,9 +105,18 @@ pub async fn run_due(state: &AppState, owner: &str) -> anyhow::Result<TickPass> 
         .await?;
         store(state, owner, results, &mut pass).await?;
     }
+    // Live agents after the paper ones are stored: their swaps take round trips to the chain
+    // and must not hold up (or share a transaction with) paper ticks.
+    super::live::run_due(state, owner, &mut pass).await?;
+    Ok(pass)
 }
 
-async fn claim(state: &AppState, owner: &str) -> anyhow::Result<Vec<DueAgent>> {
+/// Claim a batch of due agents, paper ones or (`live`) live ones, under this node's lease.
+pub(super) async fn claim(
+    state: &AppState,
+    owner: &str,
+    live: bool,
+) -> anyhow::Result<Vec<DueAgent>> {
     let now = state.now();
     let lock = match state.store.backend() {
         Backend::Postgres => "FOR UPDATE SKIP LOCKED",
@@ -111,18 +125,19 @@ async fn claim(state: &AppState, owner: &str) -> anyhow::Result<Vec<DueAgent>> {
     let sql = format!(
         "UPDATE agents SET tick_lease_owner = $1, tick_lease_until = $2
          WHERE id IN (SELECT id FROM agents
-                      WHERE status = 'active' AND next_tick_at <= $3
+                      WHERE status = 'active' AND next_tick_at <= $3 AND is_paper_trading = $5
                         AND (tick_lease_until IS NULL OR tick_lease_until <= $3)
                       ORDER BY next_tick_at, id LIMIT $4 {lock})
          RETURNING id, account_id, class, strategy_component, base_token, quote_token, time_interval,
                    max_allocation, personality, model_id, ledger, strategy_state, consecutive_faults,
-                   clock_origin_wall, clock_origin_market, next_tick_at"
+                   clock_origin_wall, clock_origin_market, next_tick_at, wallet_address"
     );
     let rows: Vec<DueRow> = sqlx::query_as(&sql)
         .bind(owner)
         .bind(to_millis(now + LEASE))
         .bind(to_millis(now))
         .bind(BATCH)
+        .bind(i64::from(!live))
         .fetch_all(state.store.write())
         .await?;
     let now = to_millis(now);
@@ -149,10 +164,11 @@ fn due_agent(row: DueRow, now: i64) -> DueAgent {
         clock_origin_wall: row.clock_origin_wall.unwrap_or(now),
         clock_origin_market: row.clock_origin_market.unwrap_or(now),
         next_tick_at: row.next_tick_at.unwrap_or(now),
+        wallet_address: row.wallet_address,
     }
 }
 
-fn strategy_key(agent: &DueAgent) -> String {
+pub(super) fn strategy_key(agent: &DueAgent) -> String {
     match &agent.strategy_component {
         Some(id) => format!("custom:{id}"),
         None => format!("builtin:{}", agent.settings.class),
@@ -160,7 +176,7 @@ fn strategy_key(agent: &DueAgent) -> String {
 }
 
 /// Load (or take from memory) every component the batch needs; a failure is that agents' fault.
-async fn strategies_for(
+pub(super) async fn strategies_for(
     state: &AppState,
     due: &[DueAgent],
 ) -> HashMap<String, Result<Arc<LoadedStrategy>, String>> {
@@ -341,7 +357,7 @@ async fn store(
     Ok(())
 }
 
-fn side_name(side: Side) -> &'static str {
+pub(super) fn side_name(side: Side) -> &'static str {
     match side {
         Side::Buy => "buy",
         Side::Sell => "sell",

@@ -25,6 +25,7 @@ pub mod price;
 pub mod rpc;
 pub mod simnet;
 pub mod swap;
+pub mod trader;
 pub mod transfer;
 pub mod tx;
 pub mod verify;

@@ -163,6 +163,40 @@ pub async fn swap(
     amount_in: u64,
     quote: &Quote,
 ) -> Result<SwapReceipt, SwapError> {
+    let blockhash = rpc.get_latest_blockhash().await?;
+    let (signature, wire) = sign_swap(
+        keypair,
+        view,
+        direction,
+        amount_in,
+        quote.minimum_out,
+        blockhash,
+    )?;
+    let sent = rpc.send_transaction(&wire).await?;
+    debug_assert_eq!(sent, signature);
+    let amount_out = confirm(rpc, &signature, CONFIRM_TIMEOUT)
+        .await?
+        .ok_or(SwapError::Unconfirmed(signature.clone()))?
+        .1;
+    Ok(SwapReceipt {
+        signature,
+        amount_in,
+        amount_out,
+        minimum_out: quote.minimum_out,
+    })
+}
+
+/// Build and sign (without sending) a swap of `amount_in` from `keypair`'s wallet refusing
+/// less than `minimum_out`, against `blockhash`: its signature and wire bytes. Split from
+/// sending so a caller can record the signed transaction durably before it can land.
+pub fn sign_swap(
+    keypair: &Keypair,
+    view: &PoolView,
+    direction: Direction,
+    amount_in: u64,
+    minimum_out: u64,
+    blockhash: [u8; 32],
+) -> Result<(String, Vec<u8>), SwapError> {
     let user = keypair.pubkey();
     let usdc_account =
         tx::associated_token_address(&user, &view.state.usdc_mint, &tx::token_program());
@@ -183,56 +217,94 @@ pub async fn swap(
         &usdc_account,
         direction,
         amount_in,
-        quote.minimum_out,
+        minimum_out,
     ));
-    let blockhash = rpc.get_latest_blockhash().await?;
     let message = Message::new_legacy(&instructions, &user, blockhash);
     let transaction =
         Transaction::sign(message, &[keypair.signing_key()]).map_err(ChainError::from)?;
-    let signature = rpc
-        .send_transaction(&transaction.serialize().map_err(ChainError::from)?)
+    let wire = transaction.serialize().map_err(ChainError::from)?;
+    Ok((transaction.signature(), wire))
+}
+
+/// The newest blockhash and the last block height at which a transaction using it can land.
+pub async fn latest_blockhash(rpc: &RpcClient) -> Result<([u8; 32], u64), ChainError> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Latest {
+        blockhash: String,
+        last_valid_block_height: u64,
+    }
+    #[derive(serde::Deserialize)]
+    struct WithContext {
+        value: Latest,
+    }
+    let latest: WithContext = rpc
+        .call(
+            "getLatestBlockhash",
+            serde_json::json!([{"commitment": "finalized"}]),
+        )
         .await?;
-    let deadline = tokio::time::Instant::now() + CONFIRM_TIMEOUT;
+    let hash = bs58::decode(&latest.value.blockhash)
+        .into_vec()
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| ChainError::Decode {
+            method: "getLatestBlockhash".to_owned(),
+            detail: format!("`{}` is not a 32-byte hash", latest.value.blockhash),
+        })?;
+    Ok((hash, latest.value.last_valid_block_height))
+}
+
+/// Wait up to `timeout` for `signature` to be confirmed. `Some((amount_in, amount_out))` as
+/// the confirmed transaction says, `None` if it is still unknown or unconfirmed at the
+/// deadline, [`SwapError::Failed`] if it landed with an error.
+pub async fn confirm(
+    rpc: &RpcClient,
+    signature: &str,
+    timeout: Duration,
+) -> Result<Option<(u64, u64)>, SwapError> {
+    let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        if let Some(status) = rpc.get_signature_status(&signature).await? {
+        if let Some(status) = rpc.get_signature_status(signature).await? {
             if let Some(error) = status.err {
-                return Err(SwapError::Failed { signature, error });
+                return Err(SwapError::Failed {
+                    signature: signature.to_owned(),
+                    error,
+                });
             }
             if status.confirmation_status.is_some() {
                 break;
             }
         }
         if tokio::time::Instant::now() >= deadline {
-            return Err(SwapError::Unconfirmed(signature));
+            return Ok(None);
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let amount_out = rpc
-        .get_transaction(&signature, "confirmed")
-        .await?
+    let transaction = rpc.get_transaction(signature, "confirmed").await?;
+    let amounts = transaction
         .as_ref()
-        .and_then(swap_amount_out)
-        .ok_or_else(|| {
-            SwapError::Chain(ChainError::Decode {
-                method: "getTransaction".to_owned(),
-                detail: format!("{signature} has no parsed pool swap"),
-            })
-        })?;
-    Ok(SwapReceipt {
-        signature,
-        amount_in,
-        amount_out,
-        minimum_out: quote.minimum_out,
+        .and_then(|tx| Some((swap_amount(tx, "amountIn")?, swap_amount(tx, "amountOut")?)));
+    amounts.map(Some).ok_or_else(|| {
+        SwapError::Chain(ChainError::Decode {
+            method: "getTransaction".to_owned(),
+            detail: format!("{signature} has no parsed pool swap"),
+        })
     })
 }
 
 /// `amountOut` of the (first) pool swap in a jsonParsed transaction.
 pub fn swap_amount_out(transaction: &Value) -> Option<u64> {
+    swap_amount(transaction, "amountOut")
+}
+
+/// A raw amount (`amountIn`, `amountOut`) of the (first) pool swap in a jsonParsed transaction.
+pub fn swap_amount(transaction: &Value, field: &str) -> Option<u64> {
     transaction["transaction"]["message"]["instructions"]
         .as_array()?
         .iter()
         .find(|ix| ix["program"] == pool::PROGRAM_NAME && ix["parsed"]["type"] == "swap")?["parsed"]
-        ["info"]["amountOut"]
+        ["info"][field]
         .as_str()?
         .parse()
         .ok()

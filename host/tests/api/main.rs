@@ -27,6 +27,7 @@ mod fuzz_endpoints;
 mod fuzz_v1;
 mod leaderboard;
 mod limits;
+mod live_agents;
 mod migrations;
 mod payouts;
 mod platform;

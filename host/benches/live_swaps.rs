@@ -1,0 +1,125 @@
+//! Live agents' swaps per second on simnet, everything on one core: per swap the agent's key is
+//! opened, the pool read, the swap built and signed, recorded as pending, sent over JSON-RPC,
+//! confirmed, read back with `getTransaction` and recorded as a trade with its webhook — the
+//! path a live tick takes for each order ([`crucible::agents::live`]).
+//!
+//! `cargo bench --bench live_swaps`; `TEST_DATABASE_URL=postgres://…` for PostgreSQL;
+//! `BENCH_AGENTS` (agents swapping at once) and `BENCH_SWAPS` (per agent) tune it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a bench that cannot go on should fail loudly"
+)]
+
+mod support;
+
+use std::time::Instant;
+
+use crucible::agents::live::{self, Settled, SwapOrder};
+use crucible::chain::pool::Direction;
+use crucible::clock::to_millis;
+use crucible::config::Config;
+use crucible::startup::Application;
+use crucible::state::AppState;
+use futures_util::future::join_all;
+use support::env_number;
+
+fn main() {
+    let agents = env_number("BENCH_AGENTS", 16) as usize;
+    let swaps = env_number("BENCH_SWAPS", 50) as usize;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (url, backend) = support::database_url(dir.path());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async move {
+        let config = Config::for_tests(dir.path().to_path_buf(), url);
+        let app = Application::build(config).await.expect("app");
+        let state = app.state().clone();
+        tokio::spawn(app.run_until_stopped(std::future::pending()));
+        let ids = seed(&state, agents).await;
+        println!("live swaps on simnet, {agents} agents × {swaps} swaps, one core, {backend}");
+        let started = Instant::now();
+        let results = join_all(ids.iter().map(|id| {
+            let state = state.clone();
+            async move {
+                let mut filled = 0;
+                for n in 0..swaps {
+                    // Alternate sides; amounts vary so no two transactions are identical.
+                    let (direction, amount_in) = if n % 2 == 0 {
+                        (Direction::SellSol, 10_000_000 + n as u64)
+                    } else {
+                        (Direction::SellUsdc, 1_000_000 + n as u64)
+                    };
+                    let order = SwapOrder {
+                        direction,
+                        amount_in,
+                        minimum_out: None,
+                        reason: None,
+                        market_ts: 0,
+                    };
+                    let pending = live::prepare(&state, id, &order).await.expect("prepare");
+                    let settled = live::send_and_settle(&state, id, &pending)
+                        .await
+                        .expect("settle");
+                    if matches!(settled, Settled::Filled { .. }) {
+                        filled += 1;
+                    }
+                }
+                filled
+            }
+        }))
+        .await;
+        let seconds = started.elapsed().as_secs_f64();
+        let filled: usize = results.iter().sum();
+        println!(
+            "{filled} swaps filled of {} in {seconds:.2} s: {:.0} swaps/s",
+            agents * swaps,
+            filled as f64 / seconds
+        );
+    });
+}
+
+/// One account with `agents` live agents, each wallet holding 100 SOL and 100,000 USDC.
+async fn seed(state: &AppState, agents: usize) -> Vec<String> {
+    let now = to_millis(state.now());
+    sqlx::query(
+        "INSERT INTO accounts (id, email, terms_accepted_at, privacy_accepted_at, created_at, updated_at)
+         VALUES ('acc_bench', 'bench@example.com', $1, $1, $1, $1)",
+    )
+    .bind(now)
+    .execute(state.store.write())
+    .await
+    .expect("account");
+    let mut ids = Vec::new();
+    for n in 0..agents {
+        let id = format!("agt_live_{n:03}");
+        let mut conn = state.store.write().acquire().await.expect("conn");
+        let wallet = crucible::custodial::create(&mut conn, state, "agent", &id)
+            .await
+            .expect("wallet");
+        sqlx::query(
+            "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id, strategy_type,
+                                 base_token, quote_token, time_interval, max_allocation, is_paper_trading,
+                                 wallet_address, status, ledger, created_at, updated_at)
+             VALUES ($1, 'acc_bench', $1, $1, $1, 'fighter', 'bench/model', 'builtin', 'SOL', 'USDC', '5m',
+                     100, 0, $2, 'idle', '{}', $3, $3)",
+        )
+        .bind(&id)
+        .bind(wallet.as_str())
+        .bind(now)
+        .execute(&mut *conn)
+        .await
+        .expect("agent");
+        drop(conn);
+        state
+            .chain
+            .rpc()
+            .request_airdrop(wallet.as_str(), 100_000_000_000, Some(100_000_000_000))
+            .await
+            .expect("airdrop");
+        ids.push(id);
+    }
+    ids
+}

@@ -1,0 +1,458 @@
+//! Live agents end to end on simnet: created with `isPaperTrading: false`, funded with SOL and
+//! USDC, started with a time scale and driven by the ticker; every trade is a swap on chain
+//! signed by the agent's wallet (found by `getTransaction`), the fee reserve is never spent and
+//! maxAllocation holds against the wallet's value; a crash between sending and recording
+//! settles once from the chain; a swap the chain refuses, or one that never landed and can no
+//! longer land, is a refused order and not a fault.
+
+use chrono::Duration;
+use crucible::agents::live::{self, Settled, SwapOrder};
+use crucible::chain::pool::{self, Direction};
+use serde_json::{Value, json};
+
+use crate::helpers::{Auth, TestApp};
+
+const SOL: u64 = 1_000_000_000;
+const USDC: u64 = 1_000_000;
+const RESERVE: u64 = 10_000_000;
+
+async fn rpc(app: &TestApp, method: &str, params: Value) -> Value {
+    let reply: Value = app
+        .client
+        .post(format!("{}/simnet/rpc", app.address))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert!(reply["error"].is_null(), "{method}: {reply}");
+    reply["result"].clone()
+}
+
+/// SOL's price in the pool, USDC.
+async fn pool_price(app: &TestApp) -> f64 {
+    let reserves = app
+        .state
+        .chain
+        .simnet()
+        .expect("simnet")
+        .pool_reserves()
+        .await
+        .expect("read")
+        .expect("the pool exists");
+    pool::price(reserves.lamports, reserves.usdc_raw, reserves.usdc_decimals).expect("price")
+}
+
+/// A live agent of `class` (not started): its id and wallet.
+async fn live_agent(
+    app: &TestApp,
+    key: &str,
+    username: &str,
+    class: &str,
+    max_allocation: f64,
+) -> (String, String) {
+    let response = app
+        .post(
+            "/api/v1/public/agents/create",
+            Auth::XApiKey(key),
+            json!({
+                "name": format!("Live {username}"), "username": username, "class": class,
+                "modelId": "openai/gpt-4o", "isPaperTrading": false,
+                "strategy": {"type": "builtin", "tokenPair": {"base": "SOL", "quote": "USDC"},
+                             "timeInterval": "5m", "maxAllocation": max_allocation}
+            }),
+        )
+        .await;
+    assert_eq!(response.status, 201, "{}", response.body);
+    let data = &response.body["data"];
+    assert_eq!(data["isPaperTrading"], false, "{data}");
+    (
+        data["agentId"].as_str().expect("id").to_owned(),
+        data["walletAddress"].as_str().expect("wallet").to_owned(),
+    )
+}
+
+async fn start(app: &TestApp, key: &str, agent_id: &str) {
+    let started = app
+        .post(
+            &format!("/api/v1/public/agents/{agent_id}/start"),
+            Auth::XApiKey(key),
+            json!(null),
+        )
+        .await;
+    assert_eq!(started.status, 200, "{}", started.body);
+}
+
+async fn agent(app: &TestApp, key: &str, agent_id: &str) -> Value {
+    let response = app
+        .get(
+            &format!("/api/v1/public/agents/{agent_id}"),
+            Auth::XApiKey(key),
+        )
+        .await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    response.body["data"].clone()
+}
+
+/// The wallet's lamports and raw USDC, read over RPC.
+async fn balances(app: &TestApp, wallet: &str) -> (u64, u64) {
+    let lamports = rpc(app, "getBalance", json!([wallet])).await["value"]
+        .as_u64()
+        .expect("lamports");
+    let accounts = rpc(
+        app,
+        "getTokenAccountsByOwner",
+        json!([wallet, {"mint": app.state.chain.stablecoin_mint()}, {"encoding": "jsonParsed"}]),
+    )
+    .await;
+    let usdc = accounts["value"]
+        .as_array()
+        .expect("accounts")
+        .iter()
+        .filter_map(|a| {
+            a["account"]["data"]["parsed"]["info"]["tokenAmount"]["amount"]
+                .as_str()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    (lamports, usdc)
+}
+
+async fn trades(app: &TestApp, agent_id: &str) -> Vec<(String, String, i64, i64)> {
+    sqlx::query_as(
+        "SELECT tx_hash, side, base_raw, notional_raw FROM agent_trades WHERE agent_id = $1
+         ORDER BY executed_at, id",
+    )
+    .bind(agent_id)
+    .fetch_all(app.state.store.read())
+    .await
+    .expect("trades")
+}
+
+/// Pool swaps signed by `wallet` that landed on simnet.
+async fn swaps_on_chain(app: &TestApp, wallet: &str) -> i64 {
+    let (count,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM simnet_transactions WHERE rendered LIKE $1 AND rendered LIKE $2",
+    )
+    .bind(format!("%\"pubkey\":\"{wallet}\",\"signer\":true%"))
+    .bind(format!("%\"program\":\"{}\"%", pool::PROGRAM_NAME))
+    .fetch_one(app.state.store.read())
+    .await
+    .expect("count");
+    count
+}
+
+async fn swap_status(app: &TestApp, signature: &str) -> (String, Option<String>) {
+    sqlx::query_as("SELECT status, error FROM agent_live_swaps WHERE signature = $1")
+        .bind(signature)
+        .fetch_one(app.state.store.read())
+        .await
+        .expect("swap row")
+}
+
+/// An operator's v1 key, with webhooks to `receiver`.
+async fn operator(app: &TestApp) -> String {
+    let session = app.session("live@example.com").await;
+    app.v1_key_with(
+        &session,
+        &["agents:read", "agents:write", "agents:start", "agents:stop"],
+        Some("https://hooks.example.com/in"),
+    )
+    .await["key"]
+        .as_str()
+        .expect("key")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn live_agents_trade_real_swaps_from_their_own_wallets() {
+    let app = TestApp::spawn_with(|config| config.time_scale = 300).await;
+    let key = operator(&app).await;
+    let price = pool_price(&app).await;
+    let mut agents = Vec::new();
+    for (class, max_allocation) in [("gambler", 40.0), ("fighter", 100.0)] {
+        let (id, wallet) =
+            live_agent(&app, &key, &format!("live_{class}"), class, max_allocation).await;
+        // About 10 % of the value in SOL, the rest in USDC.
+        let usdc = 900 * USDC;
+        let lamports = ((100.0 / price) * SOL as f64) as u64 + RESERVE;
+        app.airdrop(&wallet, lamports, usdc).await;
+        start(&app, &key, &id).await;
+        let funded = balances(&app, &wallet).await;
+        agents.push((id, wallet, max_allocation, funded));
+    }
+
+    for _ in 0..800 {
+        let pass = app.run_scheduler().await;
+        assert_eq!(pass.agent_ticks.faulted, 0, "{pass:?}");
+        for (_, wallet, max_allocation, _) in &agents {
+            let (lamports, usdc) = balances(&app, wallet).await;
+            assert!(lamports >= RESERVE, "the fee reserve was spent: {lamports}");
+            let price = pool_price(&app).await;
+            let sol_value = lamports as f64 / SOL as f64 * price;
+            let equity = sol_value + usdc as f64 / USDC as f64;
+            assert!(
+                sol_value <= max_allocation / 100.0 * equity * 1.01 + 0.5,
+                "maxAllocation {max_allocation}% broken: {sol_value} of {equity}"
+            );
+        }
+        let mut done = true;
+        for (id, ..) in &agents {
+            done &= trades(&app, id).await.len() >= 2;
+        }
+        if done {
+            break;
+        }
+        app.advance(Duration::seconds(1));
+    }
+
+    for (id, wallet, _, before) in &agents {
+        let trades = trades(&app, id).await;
+        assert!(
+            trades.len() >= 2,
+            "{id} traded {} times: {}",
+            trades.len(),
+            agent(&app, &key, id).await
+        );
+        for (signature, side, base_raw, notional_raw) in &trades {
+            assert!(!signature.starts_with("paper_"), "{signature}");
+            let tx = rpc(
+                &app,
+                "getTransaction",
+                json!([signature, {"encoding": "jsonParsed", "commitment": "confirmed"}]),
+            )
+            .await;
+            assert!(tx["meta"]["err"].is_null(), "{tx}");
+            let signer = &tx["transaction"]["message"]["accountKeys"][0];
+            assert_eq!(signer["pubkey"], wallet.as_str(), "{tx}");
+            assert_eq!(signer["signer"], true);
+            // The recorded amounts are the chain's.
+            let out = crucible::chain::swap::swap_amount_out(&tx).expect("amountOut");
+            let input = crucible::chain::swap::swap_amount(&tx, "amountIn").expect("amountIn");
+            let (lamports, usdc) = if side == "buy" {
+                (out, input)
+            } else {
+                (input, out)
+            };
+            assert_eq!(*base_raw, (lamports / 1_000) as i64);
+            assert_eq!(*notional_raw, usdc as i64);
+        }
+        assert_eq!(swaps_on_chain(&app, wallet).await, trades.len() as i64);
+        assert_ne!(balances(&app, wallet).await, *before, "the wallet changed");
+
+        let view = agent(&app, &key, id).await;
+        assert_eq!(view["status"], "active", "{view}");
+        assert!(view["paper"].is_null(), "{view}");
+        let (lamports, usdc) = balances(&app, wallet).await;
+        assert_eq!(view["live"]["sol"], lamports as f64 / 1e9, "{view}");
+        assert_eq!(view["live"]["usdc"], usdc as f64 / 1e6, "{view}");
+        let equity = view["live"]["equity"].as_f64().expect("equity");
+        assert!(equity > 900.0 && equity < 1100.0, "{view}");
+        let performance = app
+            .get(
+                &format!("/api/v1/public/agents/{id}/performance?period=all"),
+                Auth::XApiKey(&key),
+            )
+            .await;
+        assert_eq!(performance.status, 200, "{}", performance.body);
+        let metrics = &performance.body["data"]["metrics"];
+        assert_eq!(metrics["equity"], equity, "{metrics}");
+        assert_eq!(metrics["totalTrades"], trades.len(), "{metrics}");
+        let pnl = metrics["totalPnl"].as_f64().expect("pnl");
+        assert_eq!(Some(pnl), view["live"]["pnl"].as_f64(), "{view} {metrics}");
+    }
+
+    // The webhooks carry the on-chain signature.
+    let payloads: Vec<(String,)> =
+        sqlx::query_as("SELECT payload FROM webhook_deliveries WHERE event = 'agent.trade'")
+            .fetch_all(app.state.store.read())
+            .await
+            .expect("payloads");
+    assert!(!payloads.is_empty());
+    for (payload,) in payloads {
+        let payload: Value = serde_json::from_str(&payload).expect("json");
+        let data = if payload["data"].is_object() {
+            &payload["data"]
+        } else {
+            &payload
+        };
+        assert_eq!(data["isPaperTrading"], false, "{payload}");
+        let (count,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM agent_trades WHERE tx_hash = $1")
+                .bind(data["txHash"].as_str().expect("txHash"))
+                .fetch_one(app.state.store.read())
+                .await
+                .expect("count");
+        assert_eq!(count, 1, "{payload}");
+    }
+}
+
+#[tokio::test]
+async fn a_swap_sent_before_a_crash_is_recorded_once_after_restart() {
+    let app = TestApp::spawn().await;
+    let key = operator(&app).await;
+    let (agent_id, wallet) = live_agent(&app, &key, "crashy", "fighter", 100.0).await;
+    app.airdrop(&wallet, 2 * SOL, 100 * USDC).await;
+    let order = SwapOrder {
+        direction: Direction::SellSol,
+        amount_in: SOL / 10,
+        minimum_out: None,
+        reason: Some("before the crash".to_owned()),
+        market_ts: 0,
+    };
+    // Recorded, then sent, then the node dies before recording the outcome.
+    let pending = live::prepare(&app.state, &agent_id, &order)
+        .await
+        .expect("prepare");
+    app.state
+        .chain
+        .send_signed(&pending.wire)
+        .await
+        .expect("send");
+    let app = app.restart().await;
+    assert_eq!(swap_status(&app, &pending.signature).await.0, "pending");
+    assert_eq!(swaps_on_chain(&app, &wallet).await, 1);
+
+    start(&app, &key, &agent_id).await;
+    app.run_scheduler().await;
+    let (status, _) = swap_status(&app, &pending.signature).await;
+    assert_eq!(status, "filled");
+    let recorded = trades(&app, &agent_id).await;
+    let mine: Vec<_> = recorded
+        .iter()
+        .filter(|(hash, ..)| *hash == pending.signature)
+        .collect();
+    assert_eq!(mine.len(), 1, "{recorded:?}");
+    assert_eq!(mine[0].1, "sell");
+    assert_eq!(mine[0].2, (SOL / 10 / 1_000) as i64);
+    let (reason,): (Option<String>,) =
+        sqlx::query_as("SELECT reason FROM agent_trades WHERE tx_hash = $1")
+            .bind(&pending.signature)
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("reason");
+    assert_eq!(reason.as_deref(), Some("before the crash"));
+    // Settling again changes nothing and sends nothing.
+    assert_eq!(
+        live::send_and_settle(&app.state, &agent_id, &pending)
+            .await
+            .expect("settle"),
+        Settled::Filled {
+            trade_id: sqlx::query_as::<_, (String,)>(
+                "SELECT trade_id FROM agent_live_swaps WHERE signature = $1"
+            )
+            .bind(&pending.signature)
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("trade id")
+            .0
+        }
+    );
+    app.advance(Duration::hours(1));
+    app.run_scheduler().await;
+    let recorded = trades(&app, &agent_id).await;
+    assert_eq!(
+        recorded
+            .iter()
+            .filter(|(hash, ..)| *hash == pending.signature)
+            .count(),
+        1
+    );
+    // Every swap of this wallet on chain is exactly one recorded trade.
+    assert_eq!(swaps_on_chain(&app, &wallet).await, recorded.len() as i64);
+}
+
+#[tokio::test]
+async fn a_recorded_swap_that_never_landed_is_refused_once_its_blockhash_expires() {
+    let app = TestApp::spawn().await;
+    let key = operator(&app).await;
+    let (agent_id, wallet) = live_agent(&app, &key, "neversent", "fighter", 100.0).await;
+    app.airdrop(&wallet, 2 * SOL, 100 * USDC).await;
+    let order = SwapOrder {
+        direction: Direction::SellUsdc,
+        amount_in: 10 * USDC,
+        minimum_out: None,
+        reason: None,
+        market_ts: 0,
+    };
+    let pending = live::prepare(&app.state, &agent_id, &order)
+        .await
+        .expect("prepare");
+    let app = app.restart().await;
+    start(&app, &key, &agent_id).await;
+    // Still able to land: the tick leaves it pending and places no order.
+    app.run_scheduler().await;
+    assert_eq!(swap_status(&app, &pending.signature).await.0, "pending");
+    assert!(trades(&app, &agent_id).await.is_empty());
+
+    // Past the blockhash's lifetime and at the agent's next 5m tick.
+    app.advance(Duration::minutes(6));
+    app.run_scheduler().await;
+    let (status, error) = swap_status(&app, &pending.signature).await;
+    assert_eq!(status, "refused");
+    assert!(error.expect("reason").contains("blockhash"));
+    // It can indeed no longer land.
+    assert!(app.state.chain.send_signed(&pending.wire).await.is_err());
+    let view = agent(&app, &key, &agent_id).await;
+    assert_eq!(view["status"], "active", "{view}");
+    assert_eq!(view["faults"], 0, "{view}");
+    assert!(view["live"]["refusedOrders"].as_i64().expect("refused") >= 1);
+}
+
+#[tokio::test]
+async fn a_swap_refused_on_chain_is_a_refused_order_not_a_fault() {
+    let app = TestApp::spawn().await;
+    let key = operator(&app).await;
+    let (agent_id, wallet) = live_agent(&app, &key, "slippy", "fighter", 100.0).await;
+    app.airdrop(&wallet, 2 * SOL, 100 * USDC).await;
+    start(&app, &key, &agent_id).await;
+    let before = balances(&app, &wallet).await;
+    let order = SwapOrder {
+        direction: Direction::SellSol,
+        amount_in: SOL / 10,
+        // Far more than the pool can pay: the pool program refuses (slippage).
+        minimum_out: Some(u64::MAX / 2),
+        reason: Some("crafted".to_owned()),
+        market_ts: 0,
+    };
+    let pending = live::prepare(&app.state, &agent_id, &order)
+        .await
+        .expect("prepare");
+    let settled = live::send_and_settle(&app.state, &agent_id, &pending)
+        .await
+        .expect("settle");
+    let Settled::Refused(reason) = settled else {
+        panic!("{settled:?}");
+    };
+    assert!(!reason.is_empty());
+    let (status, error) = swap_status(&app, &pending.signature).await;
+    assert_eq!(status, "refused");
+    assert_eq!(error.as_deref(), Some(reason.as_str()));
+    assert_eq!(balances(&app, &wallet).await, before, "nothing moved");
+    assert!(trades(&app, &agent_id).await.is_empty());
+
+    let pass = app.run_scheduler().await;
+    assert_eq!(pass.agent_ticks.ticked, 1);
+    assert_eq!(pass.agent_ticks.faulted, 0);
+    let view = agent(&app, &key, &agent_id).await;
+    assert_eq!(view["status"], "active", "{view}");
+    assert_eq!(view["faults"], 0, "{view}");
+    assert!(
+        view["live"]["refusedOrders"].as_i64().expect("refused") >= 1,
+        "{view}"
+    );
+    assert!(view["live"]["lastRefusal"].is_string(), "{view}");
+}
+
+#[tokio::test]
+async fn agents_are_paper_unless_asked_otherwise() {
+    let app = TestApp::spawn().await;
+    let key = operator(&app).await;
+    let paper = app.create_agent(&key, "paper_one", "fighter", "1h").await;
+    assert_eq!(paper["isPaperTrading"], true);
+    assert!(paper["live"].is_null());
+    assert!(paper["paper"].is_object());
+}

@@ -155,6 +155,15 @@ pub struct ChainArgs {
     #[arg(long, env = "CRUCIBLE_PRICE_FEED_SOL", default_value = crate::chain::hermes::SOL_USD_FEED)]
     pub price_feed_sol: String,
 
+    /// Real clusters: Jupiter's swap API that routes live agents' swaps
+    /// (`https://api.jup.ag/swap/v1` with an API key).
+    #[arg(long, env = "CRUCIBLE_SWAP_API_URL", default_value = crate::chain::jupiter::DEFAULT_BASE_URL)]
+    pub swap_api_url: String,
+
+    /// Real clusters: the swap API's key, sent as `x-api-key`.
+    #[arg(long, env = "CRUCIBLE_SWAP_API_KEY", hide_env_values = true)]
+    pub swap_api_key: Option<String>,
+
     /// Real clusters: a price older than this many seconds is refused (the round is marked stale).
     #[arg(long, env = "CRUCIBLE_PRICE_MAX_AGE_SECS", default_value_t = 60)]
     pub price_max_age_secs: u64,
@@ -247,6 +256,9 @@ pub struct Config {
     pub price_api_url: String,
     pub price_feed_sol: String,
     pub price_max_age_secs: u64,
+    /// Real clusters: Jupiter's swap API and its key.
+    pub swap_api_url: String,
+    pub swap_api_key: Option<String>,
 }
 
 impl StorageArgs {
@@ -304,6 +316,8 @@ impl From<ServeArgs> for Config {
             price_api_url: args.chain.price_api_url,
             price_feed_sol: args.chain.price_feed_sol,
             price_max_age_secs: args.chain.price_max_age_secs,
+            swap_api_url: args.chain.swap_api_url,
+            swap_api_key: args.chain.swap_api_key,
             snapshot_interval_secs: args.snapshot_interval_secs,
             database_url: args.storage.database_url(),
             data_dir: args.storage.data_dir,

@@ -7,9 +7,9 @@
 //! The Jupiter route is built on the adapters' documented formats and has never been run
 //! against the live services from this repository.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
@@ -21,6 +21,7 @@ use super::pool::{self, Direction};
 use super::rpc::RpcClient;
 use super::swap::{self, SwapError};
 use super::tx::Pubkey;
+use crate::clock::Clock;
 
 /// Slippage a Jupiter swap accepts (the pool route uses [`swap::DEFAULT_SLIPPAGE_BPS`]).
 const JUPITER_SLIPPAGE_BPS: u16 = 100;
@@ -146,7 +147,7 @@ pub struct JupiterRoute {
     swaps: JupiterSwaps,
     prices: HermesPrices,
     usdc_mint: Pubkey,
-    now: fn() -> DateTime<Utc>,
+    clock: Arc<dyn Clock>,
 }
 
 impl JupiterRoute {
@@ -154,12 +155,13 @@ impl JupiterRoute {
         jupiter: JupiterConfig,
         hermes: HermesConfig,
         usdc_mint: Pubkey,
+        clock: Arc<dyn Clock>,
     ) -> Result<Self, reqwest::Error> {
         Ok(JupiterRoute {
             swaps: JupiterSwaps::new(jupiter)?,
             prices: HermesPrices::new(hermes)?,
             usdc_mint,
-            now: Utc::now,
+            clock,
         })
     }
 
@@ -176,7 +178,7 @@ impl JupiterRoute {
 impl SwapRoute for JupiterRoute {
     fn market<'a>(&'a self, _rpc: &'a RpcClient) -> BoxFuture<'a, Result<Market, TradeError>> {
         Box::pin(async move {
-            let now = (self.now)();
+            let now = self.clock.now();
             let price = |token: &'static str| async move {
                 self.prices
                     .usd_price(token, now)
@@ -367,6 +369,7 @@ mod tests {
             },
             HermesConfig::default(),
             usdc,
+            Arc::new(crate::clock::SystemClock),
         )
         .unwrap();
         let rpc = RpcClient::new("http://127.0.0.1:9").unwrap();
@@ -408,8 +411,13 @@ mod tests {
     #[test]
     fn jupiter_amounts_come_from_the_wallets_balance_changes() {
         let usdc: Pubkey = super::super::tx::MAINNET_USDC_MINT.parse().expect("mint");
-        let route = JupiterRoute::new(JupiterConfig::default(), HermesConfig::default(), usdc)
-            .expect("route");
+        let route = JupiterRoute::new(
+            JupiterConfig::default(),
+            HermesConfig::default(),
+            usdc,
+            Arc::new(crate::clock::SystemClock),
+        )
+        .expect("route");
         let wallet = "Wa11et1111111111111111111111111111111111111";
         let balance = |amount: u64| {
             json!([{"owner": wallet, "mint": usdc.to_string(),

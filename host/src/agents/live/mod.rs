@@ -418,7 +418,20 @@ pub fn route_for(state: &AppState) -> Result<Box<dyn SwapRoute>, LiveError> {
         .stablecoin_mint()
         .parse()
         .map_err(|e| LiveError::Internal(format!("stablecoin mint: {e}")))?;
-    let route = JupiterRoute::new(JupiterConfig::default(), Default::default(), usdc_mint)
+    let config = &state.config;
+    let jupiter = JupiterConfig {
+        base_url: config.swap_api_url.clone(),
+        api_key: config.swap_api_key.clone(),
+    };
+    let mut hermes = crate::chain::hermes::HermesConfig {
+        base_url: config.price_api_url.clone(),
+        max_age: chrono::Duration::seconds(config.price_max_age_secs as i64),
+        ..Default::default()
+    };
+    hermes
+        .feeds
+        .insert("SOL".to_owned(), config.price_feed_sol.clone());
+    let route = JupiterRoute::new(jupiter, hermes, usdc_mint, state.clock.clone())
         .map_err(|e| LiveError::Internal(e.to_string()))?;
     Ok(Box::new(route))
 }

@@ -78,10 +78,15 @@ pub async fn load(state: &AppState, account_id: &str) -> Result<AccountView, Api
     })
 }
 
-/// The account's proven wallets, oldest first.
+/// The account's wallets, oldest first: proven and custodial ones, and its agents' wallets.
 pub async fn wallets_of(state: &AppState, account_id: &str) -> Result<Vec<WalletView>, ApiError> {
     let rows: Vec<(String, String, i64)> = sqlx::query_as(
-        "SELECT address, kind, linked_at FROM account_wallets WHERE account_id = $1 ORDER BY linked_at, address",
+        // An agent's custodial wallet is the account's too (kind `agent`): its keys can register
+        // it and pay from it like any proven wallet.
+        "SELECT address, kind, linked_at FROM account_wallets WHERE account_id = $1
+         UNION ALL
+         SELECT wallet_address, 'agent', created_at FROM agents WHERE account_id = $1
+         ORDER BY 3, 1",
     )
     .bind(account_id)
     .fetch_all(state.store.read())
@@ -101,11 +106,13 @@ pub async fn owner_of_wallet(
     state: &AppState,
     wallet: &WalletAddress,
 ) -> Result<Option<String>, ApiError> {
-    let owner: Option<(String,)> =
-        sqlx::query_as("SELECT account_id FROM account_wallets WHERE address = $1")
-            .bind(wallet.as_str())
-            .fetch_optional(state.store.read())
-            .await?;
+    let owner: Option<(String,)> = sqlx::query_as(
+        "SELECT account_id FROM account_wallets WHERE address = $1
+             UNION ALL SELECT account_id FROM agents WHERE wallet_address = $1",
+    )
+    .bind(wallet.as_str())
+    .fetch_optional(state.store.read())
+    .await?;
     Ok(owner.map(|(id,)| id))
 }
 

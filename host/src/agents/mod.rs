@@ -7,6 +7,7 @@
 //! [`crate::v1`]; this module never shapes responses.
 
 pub mod daily_report;
+pub mod entry;
 mod error;
 pub mod funding;
 pub mod live;

@@ -44,6 +44,19 @@ fn present<'de, D: serde::Deserializer<'de>>(
     Option::<String>::deserialize(deserializer).map(Some)
 }
 
+impl RegisterRequest {
+    /// One wallet, paid by `payer` with `signature` (both `None` for a free tournament): what the
+    /// server itself sends when it enters an agent's wallet.
+    pub fn one_wallet(wallet: &str, signature: Option<String>, payer: Option<&str>) -> Self {
+        RegisterRequest {
+            registered_wallet: Some(wallet.to_owned()),
+            registered_wallets: None,
+            tx_signature: Some(signature),
+            payer_wallet: payer.map(str::to_owned),
+        }
+    }
+}
+
 /// A parsed request.
 struct Registration {
     wallets: Vec<WalletAddress>,

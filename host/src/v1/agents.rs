@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::error::{V1Error, ok};
 use super::extract::{AgentsRead, AgentsStart, AgentsStop, AgentsWrite, Body, Path, Query, V1Key};
 use super::tournaments::{envelope, page};
+use crate::agents::entry::{self, Entered, EntryError};
 use crate::agents::performance::{self, Period};
 use crate::agents::{self, AgentError, AgentView, new_agent, service, strategies};
 use crate::clock::{from_millis, rfc3339};
@@ -28,6 +29,10 @@ pub fn router(upload_limit: usize) -> Router<AppState> {
         .route("/public/agents/{agentId}/start", post(start))
         .route("/public/agents/{agentId}/stop", post(stop))
         .route("/public/agents/{agentId}/performance", get(performance))
+        .route(
+            "/public/agents/{agentId}/tournaments/{tournamentId}/enter",
+            post(enter_tournament),
+        )
         .route(
             "/public/strategies",
             get(list_strategies)
@@ -137,6 +142,50 @@ async fn performance(
         .await?
         .ok_or(V1Error::AgentNotFound(agent_id))?;
     Ok(ok(performance::of(&state, &agent, period).await?))
+}
+
+/// The entry services' errors, in this family's codes and statuses (a registration refusal keeps
+/// the registration's status).
+impl From<EntryError> for V1Error {
+    fn from(error: EntryError) -> Self {
+        match error {
+            EntryError::Agent(agent) => agent.into(),
+            EntryError::Registration(api) => api.into(),
+            EntryError::CannotPay(message) => V1Error::InsufficientFunds(message),
+            EntryError::Chain(message) => V1Error::Unavailable(message),
+        }
+    }
+}
+
+/// Enter the agent's wallet in a tournament, paying a fee from it: 201 when registered, 202
+/// while the payment is not final (call again, unchanged, in a few seconds).
+async fn enter_tournament(
+    key: V1Key<AgentsWrite>,
+    State(state): State<AppState>,
+    Path((agent_id, tournament_id)): Path<(String, String)>,
+) -> Result<(StatusCode, axum::Json<Value>), V1Error> {
+    let entered = entry::enter(&state, key.account_id(), &agent_id, &tournament_id).await?;
+    Ok(match entered {
+        Entered::Registered { signature } => (
+            StatusCode::CREATED,
+            ok(json!({
+                "agentId": agent_id,
+                "tournamentId": tournament_id,
+                "count": 1,
+                "txSignature": signature,
+            })),
+        ),
+        Entered::Pending { signature } => (
+            StatusCode::ACCEPTED,
+            ok(json!({
+                "agentId": agent_id,
+                "tournamentId": tournament_id,
+                "retryable": true,
+                "message": "the entry fee is paid but not final yet; call again in a few seconds",
+                "txSignature": signature,
+            })),
+        ),
+    })
 }
 
 #[derive(Debug, Deserialize)]

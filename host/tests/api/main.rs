@@ -12,6 +12,7 @@ mod helpers;
 
 mod abuse;
 mod account;
+mod agent_entries;
 mod agent_ticks;
 mod api_keys;
 mod auth;

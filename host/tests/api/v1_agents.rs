@@ -38,10 +38,11 @@ async fn create_returns_the_agent_unfunded_with_its_own_wallet() {
     let wallet = data["walletAddress"].as_str().expect("wallet");
     assert_eq!(bs58::decode(wallet).into_vec().expect("base58").len(), 32);
 
-    // The account's wallets are not the agent's: the agent has its own custodial wallet.
+    // The agent has its own custodial wallet, which is one of the account's wallets.
     let account = app.get("/api/account", Auth::Session(&session)).await;
     let wallets = account.body["allChainWallets"].as_array().expect("wallets");
-    assert!(!wallets.iter().any(|w| w == wallet));
+    assert!(wallets.iter().any(|w| w == wallet));
+    assert!(wallets.len() >= 2, "the account's own wallet and the agent's: {wallets:?}");
 
     let listed = app.get("/api/v1/public/agents", Auth::XApiKey(&key)).await;
     assert_eq!(listed.status, 200, "{}", listed.body);

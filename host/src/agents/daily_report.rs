@@ -1,4 +1,4 @@
-//! The `agent.performance` webhook, daily at 00:00 UTC (SPEC §6.2): per account, the last
+//! The `agent.performance` webhook, daily at 00:00 UTC: per account, the last
 //! 24 hours of its agents — profit and loss, win rate, total trades, best and worst agent.
 //! The schedule runs once per occurrence across nodes; each account's event is queued in one
 //! transaction with the others, so a retry after a failure never sends a day twice.

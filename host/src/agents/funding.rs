@@ -1,5 +1,5 @@
 //! Funding: an agent leaves `unfunded` once its wallet holds the SOL fee reserve on chain
-//! (DESIGN §6). Checked by a recurring job for every unfunded agent, and at once on start.
+//!. Checked by a recurring job for every unfunded agent, and at once on start.
 
 use super::{Agent, AgentError};
 use crate::clock::to_millis;

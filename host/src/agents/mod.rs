@@ -1,4 +1,4 @@
-//! Trading agents of the `v1/public` family (SPEC §2.7, §3.4; DESIGN §6–8).
+//! Trading agents of the `v1/public` family.
 //!
 //! Owns the agent records and their lifecycle (`unfunded` → `idle` ⇄ `active`, `error` after
 //! repeated faults), the uploaded strategy components, the ticker that runs each active agent's

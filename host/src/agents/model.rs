@@ -1,11 +1,11 @@
-//! An agent as stored and as shown (SPEC §2.7, §3.4).
+//! An agent as stored and as shown.
 
 use serde::Serialize;
 
 use crate::clock::{from_millis, rfc3339};
 use crate::paper::{Ledger, UNIT};
 
-/// Lifecycle of an agent (DESIGN §6): `unfunded` → `idle` → `active` ⇄ `idle`; `error` after
+/// Lifecycle of an agent: `unfunded` → `idle` → `active` ⇄ `idle`; `error` after
 /// repeated strategy faults (start clears it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -36,7 +36,7 @@ impl AgentStatus {
     }
 }
 
-/// Paper capital every agent starts with, whole quote tokens (DESIGN §6).
+/// Paper capital every agent starts with, whole quote tokens.
 pub const PAPER_CAPITAL: f64 = 10_000.0;
 
 /// The columns of [`Agent`], in order.

@@ -1,4 +1,4 @@
-//! Parsing the body of `POST /api/v1/public/agents/create` (SPEC §2.7) into a [`NewAgent`]:
+//! Parsing the body of `POST /api/v1/public/agents/create` into a [`NewAgent`]:
 //! every rule checked here, each violation naming its field, so nothing invalid reaches storage.
 //!
 //! The body is read as loose JSON first so a wrong type is reported against its field

@@ -1,4 +1,4 @@
-//! Performance of an agent over a period (SPEC §2.7): `24h`, `7d`, `30d` or `all`.
+//! Performance of an agent over a period: `24h`, `7d`, `30d` or `all`.
 //!
 //! - `totalPnl`: equity now − equity at the period's start (the last equity mark at or before
 //!   it; the paper capital when the agent had not ticked yet); `totalPnlPercent` relative to it.

@@ -1,4 +1,4 @@
-//! Creating, listing, starting and stopping agents (SPEC §3.4, DESIGN §6). Each change and the
+//! Creating, listing, starting and stopping agents. Each change and the
 //! webhook it causes commit together: an `agent.started` exists if and only if the agent started.
 
 use chrono::{DateTime, Utc};

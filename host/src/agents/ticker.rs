@@ -1,4 +1,4 @@
-//! The agent ticker (DESIGN §8): every active agent is ticked on its interval. An agent row is
+//! The agent ticker: every active agent is ticked on its interval. An agent row is
 //! its own job row: `next_tick_at` says when, a lease (`tick_lease_owner`, `tick_lease_until`)
 //! says who is ticking it, so with several nodes each tick runs once, and a node that dies
 //! mid-tick loses its lease, not the tick. A batch of agents is claimed in one statement, ticked

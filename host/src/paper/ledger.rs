@@ -86,7 +86,7 @@ pub struct Ledger {
     pub return_m2: f64,
 }
 
-/// Performance metrics (SPEC §2.7 names plus drawdown and Sharpe). Amounts in whole quote.
+/// Performance metrics. Amounts in whole quote.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Metrics {
@@ -107,7 +107,7 @@ pub struct Metrics {
 }
 
 impl Ledger {
-    /// A fresh account holding `initial_quote` whole quote tokens (DESIGN default 10,000).
+    /// A fresh account holding `initial_quote` whole quote tokens (agents start with 10,000).
     pub fn new(initial_quote: f64, config: PaperConfig) -> Self {
         let initial = (initial_quote * UNIT).round() as i64;
         Ledger {

@@ -1,5 +1,5 @@
 //! Paper trading: each agent's virtual balances, market-order fills and performance metrics
-//! (DESIGN §6). Pure logic, no I/O: callers bring the price and persist the [`Ledger`] (a plain
+//!. Pure logic, no I/O: callers bring the price and persist the [`Ledger`] (a plain
 //! serialisable struct of constant size, whatever the number of trades).
 //!
 //! Money is integer: balances are raw units with [`UNIT_DECIMALS`] decimals for both tokens

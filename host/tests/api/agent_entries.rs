@@ -153,7 +153,10 @@ async fn an_agent_pays_a_paid_tournament_from_its_own_wallet_exactly_once() {
     let done = enter(&app, &key, &agent_id, "trn_paid").await;
     assert_eq!(done.status, 201, "{}", done.body);
     assert_eq!(done.body["data"]["txSignature"], json!(signature));
-    assert_eq!(registered_wallets(&app, "trn_paid").await, std::slice::from_ref(&wallet));
+    assert_eq!(
+        registered_wallets(&app, "trn_paid").await,
+        std::slice::from_ref(&wallet)
+    );
 
     // The transfer on chain: signed by the agent's wallet, the fee to the escrow, once.
     let tx = app

@@ -1,4 +1,4 @@
-//! The agent ticker (DESIGN §8) end to end: create → fund on simnet → start → scheduler ticks on
+//! The agent ticker end to end: create → fund on simnet → start → scheduler ticks on
 //! the test clock → trades → performance consistent with the trades → stop; missed ticks after
 //! downtime, restarts, the circuit breaker, the time scale and uploaded strategies.
 

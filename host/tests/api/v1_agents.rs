@@ -1,4 +1,4 @@
-//! Agents over `v1/public` (SPEC §2.7, §3.4, §4.5, §7.3): creation and its validation, the
+//! Agents over `v1/public`: creation and its validation, the
 //! caller's list, start (402 while unfunded), stop, performance, and isolation between accounts.
 
 use crate::helpers::{Auth, TestApp, v1_code};
@@ -42,7 +42,10 @@ async fn create_returns_the_agent_unfunded_with_its_own_wallet() {
     let account = app.get("/api/account", Auth::Session(&session)).await;
     let wallets = account.body["allChainWallets"].as_array().expect("wallets");
     assert!(wallets.iter().any(|w| w == wallet));
-    assert!(wallets.len() >= 2, "the account's own wallet and the agent's: {wallets:?}");
+    assert!(
+        wallets.len() >= 2,
+        "the account's own wallet and the agent's: {wallets:?}"
+    );
 
     let listed = app.get("/api/v1/public/agents", Auth::XApiKey(&key)).await;
     assert_eq!(listed.status, 200, "{}", listed.body);

@@ -54,6 +54,46 @@ pub fn market_now(agent: &DueAgent, wall_now: i64, time_scale: u32) -> i64 {
     agent.clock_origin_market + (wall_now - agent.clock_origin_wall) * i64::from(time_scale)
 }
 
+/// What a tick does to its agent's row: the faults in a row now, and either the next due time
+/// (still `active`) or the circuit breaker's reason (`error`, no next tick).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AfterTick {
+    pub consecutive_faults: i64,
+    pub status: &'static str,
+    pub reason: Option<String>,
+    pub next_tick_at: Option<i64>,
+}
+
+/// The circuit breaker and the schedule, for paper and live ticks alike: a tick that faulted
+/// [`super::ticker::FAULT_LIMIT`] times in a row stops its agent; otherwise the next tick is due
+/// one interval on.
+pub fn after_tick(agent: &DueAgent, fault: Option<&str>, now: i64, time_scale: u32) -> AfterTick {
+    let limit = super::ticker::FAULT_LIMIT;
+    let consecutive_faults = if fault.is_some() {
+        agent.consecutive_faults + 1
+    } else {
+        0
+    };
+    if consecutive_faults >= limit {
+        return AfterTick {
+            consecutive_faults,
+            status: "error",
+            reason: Some(format!(
+                "stopped after {limit} faulted ticks in a row; last: {}",
+                fault.unwrap_or_default()
+            )),
+            next_tick_at: None,
+        };
+    }
+    let interval: Interval = agent.settings.interval.parse().unwrap_or(Interval::H1);
+    AfterTick {
+        consecutive_faults,
+        status: "active",
+        reason: None,
+        next_tick_at: Some(next_due(agent.next_tick_at, now, interval, time_scale)),
+    }
+}
+
 /// When the tick after one due at `due` (run at `now`) is due: one interval (shortened by the
 /// time scale) later; after downtime, one interval from now — missed ticks run once, not N times.
 pub fn next_due(due: i64, now: i64, interval: Interval, time_scale: u32) -> i64 {

@@ -21,7 +21,6 @@ use super::tick::{self, DueAgent, TickResult};
 use crate::clock::{rfc3339, to_millis};
 use crate::crypto::new_id;
 use crate::db::Backend;
-use crate::market::Interval;
 use crate::paper::{Side, UNIT};
 use crate::sandbox::{AgentSettings, LoadedStrategy};
 use crate::state::AppState;
@@ -230,23 +229,13 @@ async fn store(
     let scale = state.config.time_scale;
     let mut tx = state.store.begin().await?;
     for (agent, result) in results {
-        let interval: Interval = agent.settings.interval.parse().unwrap_or(Interval::H1);
-        let faults = if result.fault.is_some() {
-            agent.consecutive_faults + 1
-        } else {
-            0
-        };
-        let broken = faults >= FAULT_LIMIT;
-        let (status, reason, next) = if broken {
-            let reason = format!(
-                "stopped after {FAULT_LIMIT} faulted ticks in a row; last: {}",
-                result.fault.as_deref().unwrap_or_default()
-            );
-            ("error", Some(reason), None)
-        } else {
-            let next = tick::next_due(agent.next_tick_at, now_ms, interval, scale);
-            ("active", None, Some(next))
-        };
+        let tick::AfterTick {
+            consecutive_faults: faults,
+            status,
+            reason,
+            next_tick_at: next,
+        } = tick::after_tick(&agent, result.fault.as_deref(), now_ms, scale);
+        let broken = next.is_none();
         let ledger = serde_json::to_string(&result.ledger)?;
         let updated = sqlx::query(
             "UPDATE agents SET ledger = $1, strategy_state = $2, last_price = COALESCE($3, last_price),

@@ -31,7 +31,7 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::json;
 
 use super::tick::{self, DueAgent};
-use super::ticker::{self, FAULT_LIMIT, TickPass};
+use super::ticker::{self, TickPass};
 use crate::chain::ChainError;
 use crate::chain::jupiter::{JupiterConfig, SwapApiError};
 use crate::chain::pool::Direction;
@@ -39,7 +39,6 @@ use crate::chain::swap::SwapError;
 use crate::chain::trader::{JupiterRoute, Market, PoolRoute, SwapRoute, TradeError};
 use crate::chain::tx::{self, Pubkey};
 use crate::clock::{rfc3339, to_millis};
-use crate::market::Interval;
 use crate::paper::{OrderRequest, OrderSize, PortfolioView, Side};
 use crate::sandbox::LoadedStrategy;
 use crate::state::AppState;
@@ -497,28 +496,18 @@ async fn store(
 ) -> Result<(), LiveError> {
     let now = state.now();
     let now_ms = stored.now_ms;
-    let interval: Interval = agent.settings.interval.parse().unwrap_or(Interval::H1);
-    let faults = if stored.fault.is_some() {
-        agent.consecutive_faults + 1
-    } else {
-        0
-    };
-    let broken = faults >= FAULT_LIMIT;
-    let (status, reason, next) = if broken {
-        let reason = format!(
-            "stopped after {FAULT_LIMIT} faulted ticks in a row; last: {}",
-            stored.fault.as_deref().unwrap_or_default()
-        );
-        ("error", Some(reason), None)
-    } else {
-        let next = tick::next_due(
-            agent.next_tick_at,
-            now_ms,
-            interval,
-            state.config.time_scale,
-        );
-        ("active", None, Some(next))
-    };
+    let tick::AfterTick {
+        consecutive_faults: faults,
+        status,
+        reason,
+        next_tick_at: next,
+    } = tick::after_tick(
+        agent,
+        stored.fault.as_deref(),
+        now_ms,
+        state.config.time_scale,
+    );
+    let broken = next.is_none();
     let equity = stored.valuation.equity(&stored.wallet);
     let mut tx = state.store.begin().await.map_err(store_error)?;
     let updated = sqlx::query(

@@ -16,21 +16,6 @@ const SOL: u64 = 1_000_000_000;
 const USDC: u64 = 1_000_000;
 const RESERVE: u64 = 10_000_000;
 
-async fn rpc(app: &TestApp, method: &str, params: Value) -> Value {
-    let reply: Value = app
-        .client
-        .post(format!("{}/simnet/rpc", app.address))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
-    assert!(reply["error"].is_null(), "{method}: {reply}");
-    reply["result"].clone()
-}
-
 /// SOL's price in the pool, USDC.
 async fn pool_price(app: &TestApp) -> f64 {
     let reserves = app
@@ -98,12 +83,10 @@ async fn agent(app: &TestApp, key: &str, agent_id: &str) -> Value {
 
 /// The wallet's lamports and raw USDC, read over RPC.
 async fn balances(app: &TestApp, wallet: &str) -> (u64, u64) {
-    let lamports = rpc(app, "getBalance", json!([wallet])).await["value"]
+    let lamports = app.rpc_result("getBalance", json!([wallet])).await["value"]
         .as_u64()
         .expect("lamports");
-    let accounts = rpc(
-        app,
-        "getTokenAccountsByOwner",
+    let accounts = app.rpc_result("getTokenAccountsByOwner",
         json!([wallet, {"mint": app.state.chain.stablecoin_mint()}, {"encoding": "jsonParsed"}]),
     )
     .await;
@@ -219,12 +202,12 @@ async fn live_agents_trade_real_swaps_from_their_own_wallets() {
         );
         for (signature, side, base_raw, notional_raw) in &trades {
             assert!(!signature.starts_with("paper_"), "{signature}");
-            let tx = rpc(
-                &app,
-                "getTransaction",
-                json!([signature, {"encoding": "jsonParsed", "commitment": "confirmed"}]),
-            )
-            .await;
+            let tx = app
+                .rpc_result(
+                    "getTransaction",
+                    json!([signature, {"encoding": "jsonParsed", "commitment": "confirmed"}]),
+                )
+                .await;
             assert!(tx["meta"]["err"].is_null(), "{tx}");
             let signer = &tx["transaction"]["message"]["accountKeys"][0];
             assert_eq!(signer["pubkey"], wallet.as_str(), "{tx}");
@@ -455,4 +438,76 @@ async fn agents_are_paper_unless_asked_otherwise() {
     assert_eq!(paper["isPaperTrading"], true);
     assert!(paper["live"].is_null());
     assert!(paper["paper"].is_object());
+}
+
+#[tokio::test]
+async fn live_agents_entered_in_a_tournament_are_ranked_by_their_wallets_on_chain() {
+    let app = TestApp::spawn_with(|config| config.time_scale = 300).await;
+    let key = operator(&app).await;
+    app.create_tournament(app.new_tournament("trn_live", 0, 10, -Duration::minutes(1), 48))
+        .await;
+    let price = pool_price(&app).await;
+    let mut agents = Vec::new();
+    for class in ["gambler", "rogue"] {
+        let (id, wallet) = live_agent(&app, &key, &format!("ranked_{class}"), class, 60.0).await;
+        let lamports = ((200.0 / price) * SOL as f64) as u64 + RESERVE;
+        app.airdrop(&wallet, lamports, 800 * USDC).await;
+        let entered = app
+            .post(
+                &format!("/api/v1/public/agents/{id}/tournaments/trn_live/enter"),
+                Auth::XApiKey(&key),
+                json!(null),
+            )
+            .await;
+        assert_eq!(entered.status, 201, "{}", entered.body);
+        start(&app, &key, &id).await;
+        agents.push((id, wallet));
+    }
+    for _ in 0..800 {
+        app.run_scheduler().await;
+        let mut traded = true;
+        for (id, _) in &agents {
+            traded &= !trades(&app, id).await.is_empty();
+        }
+        if traded {
+            break;
+        }
+        app.advance(Duration::seconds(1));
+    }
+    for (id, _) in &agents {
+        assert!(!trades(&app, id).await.is_empty(), "{id} never traded");
+    }
+
+    // A snapshot values each wallet on chain, at the pool's price: the board ranks those values.
+    crucible::tournaments::tracking::snapshot_live(&app.state)
+        .await
+        .expect("snapshot");
+    let board = app
+        .get("/api/tournaments/trn_live/leaderboard", Auth::None)
+        .await;
+    assert_eq!(board.status, 200, "{}", board.body);
+    let entries = board.body["entries"].as_array().expect("entries");
+    assert_eq!(entries.len(), 2, "{}", board.body);
+    for (_, wallet) in &agents {
+        let row = entries
+            .iter()
+            .find(|row| row["wallet"] == json!(wallet))
+            .expect("the agent's wallet is on the board");
+        let on_chain = crucible::tournaments::tracking::wallet_value(&app.state, wallet)
+            .await
+            .expect("valued");
+        let shown = row["currentValue"].as_f64().expect("currentValue");
+        assert!((shown - on_chain).abs() < 1e-6, "{shown} vs {on_chain}");
+        let (lamports, usdc) = balances(&app, wallet).await;
+        let by_hand =
+            lamports as f64 / SOL as f64 * pool_price(&app).await + usdc as f64 / USDC as f64;
+        assert!((shown - by_hand).abs() < 1e-6, "{shown} vs {by_hand}");
+    }
+    let pnl = |row: &Value| row["pnlPercent"].as_f64().expect("pnlPercent");
+    assert!(
+        pnl(&entries[0]) >= pnl(&entries[1]),
+        "ranked by PnL: {}",
+        board.body
+    );
+    assert_eq!(entries[0]["rank"], 1);
 }

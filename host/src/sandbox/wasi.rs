@@ -169,9 +169,8 @@ const WRITE_PERMIT: usize = 64 << 10;
 
 impl LogStream {
     fn write_bytes(&self, bytes: &[u8]) -> Result<(), &'static str> {
-        let Ok(mut sink) = self.sink.lock() else {
-            return Err("log sink poisoned");
-        };
+        // As in `TickState::logs`: a poisoned sink still holds valid lines.
+        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
         match sink.write_stdio(self.level, bytes) {
             Pushed::Ok => Ok(()),
             Pushed::Flood => Err("log flood"),

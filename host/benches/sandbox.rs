@@ -120,6 +120,37 @@ fn ticks(c: &mut Criterion) {
             );
         })
     });
+    // A Rust `std` guest, linked with the deterministic WASI: a tick that makes no WASI call
+    // (no context built), and one that reads random numbers and the clock... through WASI.
+    let std_guest = sandbox
+        .load(crucible::sandbox::test_guest("hostile-std").expect("guest"))
+        .expect("load");
+    assert!(std_guest.wasi && !fighter.wasi);
+    for (name, personality) in [
+        ("wasm_std_guest_wasi_linked_no_wasi_call", "polite"),
+        ("wasm_std_guest_wasi_random_call", "random"),
+    ] {
+        let mut settings = settings.clone();
+        settings.personality = personality.into();
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let input = TickInput {
+                    settings: &settings,
+                    now: 0,
+                    candles: &[],
+                    signals,
+                    portfolio: view,
+                    state: &[],
+                };
+                black_box(
+                    sandbox
+                        .tick_as("bench", &std_guest, black_box(&input))
+                        .result
+                        .expect("tick"),
+                );
+            })
+        });
+    }
     group.bench_function("native_fighter_same_logic", |b| {
         b.iter(|| {
             // The same work as the guest: build the context, decode state, decide, encode state.

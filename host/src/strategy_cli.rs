@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 
 use crate::market::{CsvFeed, Interval, MarketFeed, Pair, SimulatedMarket};
 use crate::paper::{PaperConfig, Side, UNIT};
+use crate::sandbox::report::{Breakdown, Drawdown, Summary};
 use crate::sandbox::{
     BUILTIN_CLASSES, BacktestReport, BacktestSpec, Sandbox, SandboxConfig, builtin_component,
     run_backtest,
@@ -62,6 +63,12 @@ pub struct BacktestArgs {
     /// Trades to list (most recent).
     #[arg(long, default_value_t = 10)]
     pub show_trades: usize,
+    /// Write the report as JSON on stdout (for machines) instead of the tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Add a per-period table (returns, trades, realised profit per UTC day, ISO week or month).
+    #[arg(long, value_enum)]
+    pub breakdown: Option<Breakdown>,
     /// Data directory (compiled components are cached in `<data-dir>/components`).
     #[arg(long, env = "CRUCIBLE_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
@@ -78,7 +85,14 @@ pub struct CheckArgs {
 /// Run a `crucible strategy` command.
 pub fn run(args: StrategyArgs) -> anyhow::Result<()> {
     match args.command {
-        StrategyCommand::Backtest(a) => backtest(a),
+        // On a thread of its own, outside the async runtime: WASI guests use wasmtime-wasi's
+        // blocking bindings, which must not run on a runtime thread.
+        StrategyCommand::Backtest(a) => std::thread::scope(|scope| {
+            scope
+                .spawn(|| backtest(a))
+                .join()
+                .unwrap_or_else(|_| bail!("the backtest thread panicked"))
+        }),
         StrategyCommand::Check(a) => check(a),
     }
 }
@@ -165,8 +179,73 @@ fn backtest(args: BacktestArgs) -> anyhow::Result<()> {
         &mut |done, total| bar.update(done, total),
     )?;
     bar.finish();
-    print_report(&args, &pair, interval, &source, &report);
+    let summary = report.summary(args.breakdown);
+    if args.json {
+        let json = json_report(&args, &spec, &source, &report, &summary);
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        print_report(&args, &pair, interval, &source, &report);
+        print_summary(&args, &spec, &summary);
+        print_trades(&args, &pair, &report);
+    }
     Ok(())
+}
+
+/// What the report says about how it was produced: the server's sandbox limits and fill model.
+fn engine_json(spec: &BacktestSpec, report: &BacktestReport) -> serde_json::Value {
+    let limits = SandboxConfig::default();
+    serde_json::json!({
+        "sandbox": "the server's strategy sandbox: same engine, limits and deterministic WASI",
+        "fillModel": "the server's paper ledger (crucible::paper): market orders at the close with fee and slippage, maxAllocation enforced",
+        "fuelPerTick": report.fuel_limit,
+        "maxMemoryBytes": limits.max_memory_bytes,
+        "maxOrdersPerTick": limits.max_orders,
+        "feeBps": spec.paper.fee_bps,
+        "slippageBps": spec.paper.slippage_bps,
+        "maxAllocationPercent": spec.paper.max_allocation_pct,
+    })
+}
+
+fn json_report(
+    args: &BacktestArgs,
+    spec: &BacktestSpec,
+    source: &str,
+    report: &BacktestReport,
+    summary: &Summary,
+) -> serde_json::Value {
+    let trades: Vec<serde_json::Value> = report
+        .trades
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "ts": t.ts,
+                "side": if t.fill.side == Side::Buy { "buy" } else { "sell" },
+                "base": t.fill.base as f64 / UNIT,
+                "price": t.fill.price,
+                "notional": t.fill.notional as f64 / UNIT,
+                "fee": t.fill.fee as f64 / UNIT,
+                "realizedPnl": t.fill.realized_pnl.map(|p| p as f64 / UNIT),
+                "reason": t.fill.reason,
+            })
+        })
+        .collect();
+    let faults: Vec<serde_json::Value> = report
+        .faults
+        .iter()
+        .map(|f| serde_json::json!({ "ts": f.ts, "kind": f.kind, "message": f.message }))
+        .collect();
+    serde_json::json!({
+        "strategy": args.strategy,
+        "pair": spec.pair.to_string(),
+        "interval": spec.interval.as_str(),
+        "source": source,
+        "firstTs": report.first_ts,
+        "lastTs": report.last_ts,
+        "engine": engine_json(spec, report),
+        "summary": summary,
+        "trades": trades,
+        "faults": faults,
+    })
 }
 
 fn print_report(
@@ -176,11 +255,6 @@ fn print_report(
     source: &str,
     r: &BacktestReport,
 ) {
-    let m = &r.metrics;
-    let when = |ts: i64| {
-        chrono::DateTime::from_timestamp_millis(ts)
-            .map_or(ts.to_string(), |t| t.format("%Y-%m-%d %H:%M").to_string())
-    };
     println!("backtest  {} on {pair} {interval}, {source}", args.strategy);
     println!(
         "period    {} → {} UTC ({} ticks)",
@@ -188,27 +262,157 @@ fn print_report(
         when(r.last_ts),
         r.ticks
     );
-    println!();
-    println!("  {:<18} {:>14}", "metric", "value");
-    println!("  {:<18} {:>14.2}", "totalPnl", m.total_pnl);
-    println!("  {:<18} {:>13.2}%", "totalPnlPercent", m.total_pnl_percent);
-    println!("  {:<18} {:>13.2}%", "buy & hold", r.buy_and_hold_percent);
-    println!("  {:<18} {:>14.2}", "winRate", m.win_rate);
-    println!("  {:<18} {:>14}", "totalTrades", m.total_trades);
-    println!("  {:<18} {:>14}", "round trips", m.round_trips);
-    println!("  {:<18} {:>14.2}", "avgTradeSize", m.avg_trade_size);
-    println!("  {:<18} {:>13.2}%", "max drawdown", m.max_drawdown * 100.0);
-    println!("  {:<18} {:>14.2}", "Sharpe", m.sharpe);
-    println!("  {:<18} {:>14.2}", "fees paid", m.fees_paid);
-    println!("  {:<18} {:>14.2}", "final equity", m.equity);
-    println!("  {:<18} {:>14}", "refused orders", r.rejected_orders);
-    println!("  {:<18} {:>14}", "failed ticks", r.faults.len());
+}
+
+fn when(ts: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ts)
+        .map_or(ts.to_string(), |t| t.format("%Y-%m-%d %H:%M").to_string())
+}
+
+/// A statistic that may be undefined (see `sandbox::report`): `n/a` then.
+fn opt(value: Option<f64>, suffix: &str) -> String {
+    value.map_or("n/a".to_string(), |v| format!("{v:.2}{suffix}"))
+}
+
+fn drawdown_span(d: &Drawdown) -> String {
+    match (d.start, d.end) {
+        (Some(start), Some(end)) => format!("{} → {}", when(start), when(end)),
+        _ => "none".to_string(),
+    }
+}
+
+fn print_summary(args: &BacktestArgs, spec: &BacktestSpec, s: &Summary) {
+    let limits = SandboxConfig::default();
     println!(
-        "  {:<18} {:>14}",
-        "fuel / tick",
-        r.fuel_used / r.ticks.max(1) as u64
+        "engine    the server's sandbox (fuel {}/tick, {} MiB memory, deterministic WASI) and \
+         paper fill model (fee {} bps, slippage {} bps, maxAllocation {}%)",
+        s.ticks.fuel_limit,
+        limits.max_memory_bytes >> 20,
+        spec.paper.fee_bps,
+        spec.paper.slippage_bps,
+        spec.paper.max_allocation_pct
     );
-    if !r.trades.is_empty() {
+    let b = &s.benchmark;
+    println!();
+    println!("  {:<22} {:>14} {:>14}", "", "strategy", "buy & hold");
+    println!(
+        "  {:<22} {:>14.2} {:>14}",
+        "final equity", s.final_equity, ""
+    );
+    println!(
+        "  {:<22} {:>13.2}% {:>13.2}%",
+        "total return", s.total_return_percent, b.total_return_percent
+    );
+    println!(
+        "  {:<22} {:>14} {:>14}",
+        "CAGR",
+        opt(s.cagr_percent, "%"),
+        opt(b.cagr_percent, "%")
+    );
+    println!(
+        "  {:<22} {:>14} {:>14}",
+        "Sharpe",
+        opt(s.sharpe, ""),
+        opt(b.sharpe, "")
+    );
+    println!("  {:<22} {:>14}", "Sortino", opt(s.sortino, ""));
+    println!("  {:<22} {:>14}", "Calmar", opt(s.calmar, ""));
+    println!(
+        "  {:<22} {:>13.2}% {:>13.2}%",
+        "max drawdown",
+        s.max_drawdown.fraction * 100.0,
+        b.max_drawdown.fraction * 100.0
+    );
+    println!(
+        "  {:<22} {}",
+        "drawdown peak → trough",
+        drawdown_span(&s.max_drawdown)
+    );
+    let t = &s.trades;
+    println!();
+    println!(
+        "  {:<22} {:>14}",
+        "fills (buy/sell)",
+        format!("{} ({}/{})", t.fills, t.buys, t.sells)
+    );
+    println!(
+        "  {:<22} {:>14}",
+        "win rate",
+        opt(t.win_rate.map(|w| w * 100.0), "%")
+    );
+    println!("  {:<22} {:>14}", "profit factor", opt(t.profit_factor, ""));
+    println!(
+        "  {:<22} {:>14}",
+        "expectancy / sell",
+        opt(t.expectancy, "")
+    );
+    println!(
+        "  {:<22} {:>14}",
+        "longest losing streak", t.longest_losing_streak
+    );
+    let day = |d: &Option<crate::sandbox::report::DayReturn>| {
+        d.as_ref().map_or("n/a".to_string(), |d| {
+            format!("{} {:+.2}%", d.day, d.return_percent)
+        })
+    };
+    println!("  {:<22} {:>14}", "best day", day(&s.best_day));
+    println!("  {:<22} {:>14}", "worst day", day(&s.worst_day));
+    println!("  {:<22} {:>14.2}", "fees paid", t.fees_paid);
+    println!("  {:<22} {:>14}", "refused orders", s.refused_orders);
+    println!();
+    let failed = if s.ticks.failed_by_kind.is_empty() {
+        String::new()
+    } else {
+        let kinds: Vec<String> = s
+            .ticks
+            .failed_by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        format!(" ({})", kinds.join(", "))
+    };
+    println!("  {:<22} {:>14}{failed}", "failed ticks", s.ticks.failed);
+    println!("  {:<22} {:>14}", "fuel / tick", s.ticks.fuel_per_tick);
+    println!("  {:<22} {:>14}", "most fuel in a tick", s.ticks.fuel_max);
+
+    if !s.by_reason.is_empty() {
+        println!();
+        println!("trades by reason:");
+        println!(
+            "  {:<40} {:>6} {:>6} {:>14}",
+            "reason", "buys", "sells", "realised"
+        );
+        for r in &s.by_reason {
+            println!(
+                "  {:<40} {:>6} {:>6} {:>14.2}",
+                r.reason, r.buys, r.sells, r.realized_pnl
+            );
+        }
+    }
+    if let (Some(rows), Some(by)) = (&s.breakdown, args.breakdown) {
+        println!();
+        println!("by {}:", format!("{by:?}").to_lowercase());
+        println!(
+            "  {:<12} {:>14} {:>10} {:>6} {:>6} {:>6} {:>14}",
+            "period", "end equity", "return", "fills", "sells", "wins", "realised"
+        );
+        for row in rows {
+            println!(
+                "  {:<12} {:>14.2} {:>9.2}% {:>6} {:>6} {:>6} {:>14.2}",
+                row.period,
+                row.end_equity,
+                row.return_percent,
+                row.fills,
+                row.sells,
+                row.wins,
+                row.realized_pnl
+            );
+        }
+    }
+}
+
+fn print_trades(args: &BacktestArgs, pair: &Pair, r: &BacktestReport) {
+    if !r.trades.is_empty() && args.show_trades > 0 {
         println!();
         let shown = r.trades.len().min(args.show_trades);
         println!("last {shown} of {} trades:", r.trades.len());

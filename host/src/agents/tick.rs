@@ -219,7 +219,7 @@ pub fn decide(
         portfolio: portfolio(price),
         state: &agent.state,
     };
-    let outcome = sandbox.tick(strategy, &input);
+    let outcome = sandbox.tick_as(&agent.id, strategy, &input);
     for line in &outcome.logs {
         tracing::debug!(agent_id = agent.id, level = line.level, message = %line.message, "strategy log");
     }

@@ -1,7 +1,9 @@
 //! Backtests: tick a strategy over a feed's history with a paper ledger, as the scheduler would
-//! tick a live paper agent, and report metrics, trades and faults.
+//! tick a live paper agent (the same sandbox, limits and fill model), and record metrics, the
+//! equity curve, trades and faults; `report` turns those into the summary.
 
 use super::engine::{LoadedStrategy, Sandbox};
+use super::report::{Breakdown, Summary, SummaryInput, summarize};
 use super::tick::{AgentSettings, TickInput};
 use crate::market::{Interval, MarketError, MarketFeed, Pair};
 use crate::paper::{Fill, Ledger, Metrics, PaperConfig};
@@ -20,6 +22,8 @@ pub struct BacktestSpec {
     pub settings: AgentSettings,
     pub paper: PaperConfig,
     pub initial_quote: f64,
+    /// The agent id a WASI guest's random numbers are seeded with (with each tick's time).
+    pub agent_id: String,
 }
 
 impl BacktestSpec {
@@ -44,6 +48,7 @@ impl BacktestSpec {
             settings,
             paper: PaperConfig::default(),
             initial_quote: 10_000.0,
+            agent_id: "backtest".to_string(),
         }
     }
 }
@@ -76,8 +81,39 @@ pub struct BacktestReport {
     /// Return of simply holding the base over the same ticks, percent.
     pub buy_and_hold_percent: f64,
     pub fuel_used: u64,
+    /// The most fuel one tick used, and the budget per tick.
+    pub fuel_max: u64,
+    pub fuel_limit: u64,
     pub first_ts: i64,
     pub last_ts: i64,
+    /// Equity (whole quote) after each tick, preceded by the starting capital at the time of
+    /// the close before the first tick.
+    pub equity: Vec<(i64, f64)>,
+    /// The close at the same times (the buy-and-hold benchmark).
+    pub prices: Vec<(i64, f64)>,
+    /// Ticks per year at this interval (annualises Sharpe and Sortino).
+    pub periods_per_year: f64,
+}
+
+impl BacktestReport {
+    /// The statistics of this run (see `sandbox::report` for every formula).
+    pub fn summary(&self, breakdown: Option<Breakdown>) -> Summary {
+        summarize(
+            &SummaryInput {
+                equity: &self.equity,
+                prices: &self.prices,
+                trades: &self.trades,
+                faults: &self.faults,
+                refused_orders: self.rejected_orders,
+                ticks: self.ticks,
+                fuel_used: self.fuel_used,
+                fuel_max: self.fuel_max,
+                fuel_limit: self.fuel_limit,
+                periods_per_year: self.periods_per_year,
+            },
+            breakdown,
+        )
+    }
 }
 
 /// Run `strategy` over `spec`; `progress(done, total)` is called as ticks complete.
@@ -108,7 +144,14 @@ pub fn run_backtest(
     let mut faults = Vec::new();
     let mut rejected = 0;
     let mut fuel_used = 0;
+    let mut fuel_max = 0;
     ledger.mark(candles[first - 1].close);
+    let whole = |ledger: &Ledger, price: f64| ledger.view(price).equity;
+    let start_price = candles[first - 1].close;
+    let mut equity = Vec::with_capacity(total + 1);
+    let mut prices = Vec::with_capacity(total + 1);
+    equity.push((candles[first].ts, whole(&ledger, start_price)));
+    prices.push((candles[first].ts, start_price));
     for (done, i) in (first..candles.len()).enumerate() {
         let candle = candles[i];
         let now = candle.ts + spec.interval.millis();
@@ -123,8 +166,9 @@ pub fn run_backtest(
             portfolio: ledger.view(price),
             state: &state,
         };
-        let outcome = sandbox.tick(strategy, &input);
+        let outcome = sandbox.tick_as(&spec.agent_id, strategy, &input);
         fuel_used += outcome.fuel_used;
+        fuel_max = fuel_max.max(outcome.fuel_used);
         match outcome.result {
             Ok((orders, new_state)) => {
                 for order in &orders {
@@ -142,10 +186,11 @@ pub fn run_backtest(
             }),
         }
         ledger.mark(price);
+        equity.push((now, whole(&ledger, price)));
+        prices.push((now, price));
         progress(done + 1, total);
     }
     let last = candles[candles.len() - 1];
-    let start_price = candles[first - 1].close;
     Ok(BacktestReport {
         metrics: ledger.metrics(last.close, spec.interval.per_year()),
         trades: report_trades,
@@ -155,6 +200,11 @@ pub fn run_backtest(
         buy_and_hold_percent: (last.close / start_price - 1.0) * 100.0,
         ledger,
         fuel_used,
+        fuel_max,
+        fuel_limit: sandbox.config().fuel_per_tick,
+        equity,
+        prices,
+        periods_per_year: spec.interval.per_year(),
         first_ts: candles[first].ts + spec.interval.millis(),
         last_ts: last.ts + spec.interval.millis(),
     })

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Component, HasSelf, Linker, ResourceType};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::cache::{ComponentCache, content_hash};
@@ -16,6 +17,8 @@ use super::{LoadError, SandboxConfig};
 pub struct Sandbox {
     pub(super) engine: Engine,
     linker: Linker<TickState>,
+    /// `linker` plus deterministic WASI 0.2, for components that import `wasi:*`.
+    wasi_linker: Linker<TickState>,
     cache: Option<ComponentCache>,
     pub(super) config: SandboxConfig,
 }
@@ -30,6 +33,8 @@ pub struct LoadedStrategy {
     pub size: usize,
     /// Whether the compiled artifact came from the disk cache.
     pub from_cache: bool,
+    /// Whether the component imports WASI (and so ticks with a deterministic WASI context).
+    pub wasi: bool,
     /// Time spent compiling or loading the artifact.
     pub load_time: Duration,
 }
@@ -40,6 +45,7 @@ impl std::fmt::Debug for LoadedStrategy {
             .field("hash", &self.hash)
             .field("size", &self.size)
             .field("from_cache", &self.from_cache)
+            .field("wasi", &self.wasi)
             .finish()
     }
 }
@@ -55,8 +61,8 @@ const KEEP_RESIDENT_SCANNED: usize = 1 << 20;
 const KEEP_RESIDENT_UNSCANNED: usize = 128 << 10;
 
 impl Sandbox {
-    /// Build the engine (Cranelift, fuel, pooling allocator sized by `config`) and the linker
-    /// (`host.log` only; see `linker_for`).
+    /// Build the engine (Cranelift, fuel, pooling allocator sized by `config`) and the linkers
+    /// (`host.log`, and `host.log` plus WASI; see `linker_for`).
     pub fn new(config: SandboxConfig) -> Result<Self, LoadError> {
         let mut pool = PoolingAllocationConfig::default();
         let keep_resident = if PoolingAllocationConfig::is_pagemap_scan_available() {
@@ -89,10 +95,15 @@ impl Sandbox {
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&wasm).map_err(|e| LoadError::Engine(e.to_string()))?;
 
-        // Only `host.log`. WASI imports (a std guest always declares some) are checked and
-        // stubbed to trap per component in `load`: no WASI context is built per tick.
+        // `host.log` only, for components that import no WASI (the built-in strategies): their
+        // instantiation resolves nothing else and their store carries no WASI context.
         let mut linker = Linker::new(&engine);
         Strategy::add_to_linker::<TickState, HasSelf<TickState>>(&mut linker, |s| s)
+            .map_err(|e| LoadError::Engine(e.to_string()))?;
+        // The same plus WASI 0.2 (sync bindings: ticks run on blocking threads), virtualised
+        // per tick in `sandbox::wasi`.
+        let mut wasi_linker = linker.clone();
+        wasmtime_wasi::p2::add_to_linker_sync(&mut wasi_linker)
             .map_err(|e| LoadError::Engine(e.to_string()))?;
 
         let cache = match &config.cache_dir {
@@ -102,6 +113,7 @@ impl Sandbox {
         Ok(Sandbox {
             engine,
             linker,
+            wasi_linker,
             cache,
             config,
         })
@@ -131,7 +143,7 @@ impl Sandbox {
         let started = Instant::now();
         let (component, from_cache) = self.compile_or_load(&hash, bytes)?;
         let load_time = started.elapsed();
-        let linker = self.linker_for(&component)?;
+        let (linker, wasi) = self.linker_for(&component)?;
         let instance_pre = linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
@@ -142,27 +154,45 @@ impl Sandbox {
             hash: hash.into(),
             size: bytes.len(),
             from_cache,
+            wasi,
             load_time,
         })
     }
 
-    /// The linker for one component: our `host` interface, plus every `wasi:*` import the
-    /// component declares defined as a function that traps (deny by default: no files, env,
-    /// clocks, random or network). Any other import means another world: refused.
-    fn linker_for(&self, component: &Component) -> Result<Linker<TickState>, LoadError> {
+    /// The linker for one component and whether it uses WASI: our `host` interface, plus the
+    /// deterministic WASI 0.2 if the component imports any `wasi:*` interface. A `wasi:*`
+    /// interface wasmtime-wasi does not implement (e.g. `wasi:http`) is defined as functions
+    /// that trap. Any other import means another world: refused.
+    fn linker_for(&self, component: &Component) -> Result<(Linker<TickState>, bool), LoadError> {
+        let mut wasi = false;
         for (name, _) in component.component_type().imports(&self.engine) {
             let ours = name.starts_with("crucible:strategy/") && name.ends_with("@0.1.0");
+            wasi |= name.starts_with("wasi:");
             if !(ours || name.starts_with("wasi:")) {
                 return Err(LoadError::WrongWorld(format!(
                     "it imports `{name}`, which this host does not provide"
                 )));
             }
         }
-        let mut linker = self.linker.clone();
-        linker
-            .define_unknown_imports_as_traps(component)
-            .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
-        Ok(linker)
+        if !wasi {
+            let mut linker = self.linker.clone();
+            linker
+                .define_unknown_imports_as_traps(component)
+                .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+            return Ok((linker, false));
+        }
+        // Not `define_unknown_imports_as_traps` here: it matches names exactly, so a guest's
+        // `wasi:io/streams@0.2.12` (which the linker serves through its semver-compatible
+        // 0.2.x) would be shadowed by a stub with resources of its own.
+        let mut linker = self.wasi_linker.clone();
+        for (name, item) in component.component_type().imports(&self.engine) {
+            let package = name.split('/').next().unwrap_or(name);
+            if name.starts_with("wasi:") && !WASI_PACKAGES.contains(&package) {
+                stub_import(&mut linker, &self.engine, name, &item.ty)
+                    .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+            }
+        }
+        Ok((linker, true))
     }
 
     fn compile_or_load(&self, hash: &str, bytes: &[u8]) -> Result<(Component, bool), LoadError> {
@@ -186,6 +216,45 @@ impl Sandbox {
         }
         Ok((component, false))
     }
+}
+
+/// The WASI 0.2 packages `wasmtime_wasi::p2::add_to_linker_sync` implements.
+const WASI_PACKAGES: &[&str] = &[
+    "wasi:io",
+    "wasi:clocks",
+    "wasi:random",
+    "wasi:cli",
+    "wasi:filesystem",
+    "wasi:sockets",
+];
+
+/// Define every function of an imported instance as a trap and its resources as empty host
+/// resources: the component loads, and calling the interface fails the tick.
+fn stub_import(
+    linker: &mut Linker<TickState>,
+    engine: &Engine,
+    name: &str,
+    item: &ComponentItem,
+) -> wasmtime::Result<()> {
+    let ComponentItem::ComponentInstance(instance) = item else {
+        wasmtime::bail!("`{name}` is not an interface this host can stub");
+    };
+    let mut stub = linker.instance(name)?;
+    for (export, ty) in instance.exports(engine) {
+        match ty.ty {
+            ComponentItem::ComponentFunc(_) => {
+                let what = format!("{name}#{export}");
+                stub.func_new(export, move |_, _, _, _| {
+                    wasmtime::bail!("`{what}` is not available to strategies")
+                })?;
+            }
+            ComponentItem::Resource(_) => {
+                stub.resource(export, ResourceType::host::<()>(), |_, _| Ok(()))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Load an artifact produced by this engine's `precompile_component`.

@@ -1,7 +1,8 @@
 //! The strategy sandbox: runs class strategies as WebAssembly components (DESIGN §7).
 //!
 //! Owns the wasmtime [`Engine`](wasmtime::Engine) (pooling allocator, fuel), the on-disk cache of
-//! compiled components, the `host.log` import, and the per-tick limits. A tick is a fresh
+//! compiled components, the `host.log` import, the deterministic WASI of std guests (`wasi`), and
+//! the per-tick limits. A tick is a fresh
 //! `Store` and instance, so nothing leaks between ticks or agents; whatever goes wrong inside a
 //! guest (trap, timeout, memory, flood, malformed output) becomes a [`TickFault`] for that tick
 //! alone. This module never touches the database, the market or the ledger: callers hand it a
@@ -11,7 +12,9 @@ mod backtest;
 mod builtin;
 mod cache;
 mod engine;
+pub mod report;
 mod tick;
+mod wasi;
 
 pub use backtest::{BacktestReport, BacktestSpec, FaultRecord, TradeRecord, run_backtest};
 pub use builtin::{BUILTIN_CLASSES, builtin_component, test_guest};

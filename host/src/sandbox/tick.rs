@@ -1,8 +1,13 @@
 //! One tick: fresh store and instance, call `on-tick`, classify failures, validate the output.
 
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Store, Trap};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::engine::{LoadedStrategy, Sandbox};
+use super::wasi::{self, WasiSeed};
 use super::wit::crucible::strategy::{host, types as w};
 use super::{SandboxConfig, TickFault};
 use crate::market::{Candle, Signals};
@@ -50,41 +55,61 @@ pub struct TickOutcome {
     pub fuel_used: u64,
 }
 
-/// Per-tick store data: the limiter and the log sink (nothing else is reachable from a guest).
+/// Per-tick store data: the limiter, the log sink and, for components that import WASI, the
+/// deterministic WASI context (nothing else is reachable from a guest).
 pub struct TickState {
     limiter: TickLimiter,
-    logs: LogSink,
+    /// Shared with the WASI stdout/stderr streams, which log into it too.
+    logs: Arc<Mutex<LogSink>>,
+    /// What the WASI context is derived from; `None` for components linked without WASI.
+    wasi_seed: Option<WasiSeed>,
+    /// Built on the first WASI call of the tick, so a std guest that never calls WASI pays nothing.
+    wasi: Option<(WasiCtx, ResourceTable)>,
+}
+
+impl TickState {
+    fn logs(&self) -> MutexGuard<'_, LogSink> {
+        // A poisoned sink only means a panic elsewhere in this tick; its lines are still valid.
+        self.logs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl WasiView for TickState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        let logs = &self.logs;
+        // Only WASI-linked components call in here, and those always have a seed; a missing one
+        // would still get the deny-by-default context, seeded from nothing.
+        let seed = self.wasi_seed.unwrap_or(WasiSeed {
+            agent: [0; 32],
+            now: 0,
+        });
+        let (ctx, table) = self
+            .wasi
+            .get_or_insert_with(|| (wasi::context(seed, logs), ResourceTable::new()));
+        WasiCtxView { ctx, table }
+    }
 }
 
 impl w::Host for TickState {}
 
 impl host::Host for TickState {
     fn log(&mut self, level: host::Level, message: String) -> wasmtime::Result<()> {
-        let sink = &mut self.logs;
-        sink.calls += 1;
-        if sink.calls > sink.flood_calls {
-            sink.flooded = true;
-            wasmtime::bail!("log flood");
-        }
-        if sink.lines.len() >= sink.max_lines {
-            sink.dropped += 1;
-            return Ok(());
-        }
         let level = match level {
             host::Level::Debug => "debug",
             host::Level::Info => "info",
             host::Level::Warn => "warn",
             host::Level::Error => "error",
         };
-        sink.lines.push(LogLine {
-            level,
-            message: truncate(message, sink.max_line_bytes),
-        });
-        Ok(())
+        match self.logs().push(level, message) {
+            Pushed::Ok => Ok(()),
+            Pushed::Flood => wasmtime::bail!("log flood"),
+        }
     }
 }
 
-struct LogSink {
+/// The tick's log: `host.log` calls and the lines a WASI guest writes to stdout/stderr, under
+/// one set of caps (lines kept, bytes per line, calls before a flood).
+pub(super) struct LogSink {
     lines: Vec<LogLine>,
     calls: u32,
     dropped: u32,
@@ -92,6 +117,71 @@ struct LogSink {
     max_lines: usize,
     max_line_bytes: usize,
     flood_calls: u32,
+    /// Unterminated stdout and stderr text (at most `max_line_bytes` each; the rest is cut).
+    partial: [Vec<u8>; 2],
+}
+
+/// Whether a line was taken (kept or counted as dropped) or the tick is a flood.
+pub(super) enum Pushed {
+    Ok,
+    Flood,
+}
+
+impl LogSink {
+    /// One log call: counts toward the flood limit, kept if under the line cap.
+    fn push(&mut self, level: &'static str, message: String) -> Pushed {
+        self.calls += 1;
+        if self.calls > self.flood_calls {
+            self.flooded = true;
+            return Pushed::Flood;
+        }
+        if self.lines.len() >= self.max_lines {
+            self.dropped += 1;
+            return Pushed::Ok;
+        }
+        self.lines.push(LogLine {
+            level,
+            message: truncate(message, self.max_line_bytes),
+        });
+        Pushed::Ok
+    }
+
+    /// Bytes written to stdout (`info`) or stderr (`error`): every complete line is one log call.
+    pub(super) fn write_stdio(&mut self, level: &'static str, bytes: &[u8]) -> Pushed {
+        let which = usize::from(level != "info");
+        for chunk in bytes.split_inclusive(|b| *b == b'\n') {
+            let (text, ended) = match chunk.strip_suffix(b"\n") {
+                Some(text) => (text, true),
+                None => (chunk, false),
+            };
+            let room = self
+                .max_line_bytes
+                .saturating_sub(self.partial[which].len());
+            self.partial[which].extend_from_slice(&text[..text.len().min(room)]);
+            if ended && let Pushed::Flood = self.end_line(which, level) {
+                return Pushed::Flood;
+            }
+        }
+        Pushed::Ok
+    }
+
+    /// Log the pending stdout or stderr text as one line.
+    fn end_line(&mut self, which: usize, level: &'static str) -> Pushed {
+        let bytes = std::mem::take(&mut self.partial[which]);
+        let line = String::from_utf8_lossy(&bytes);
+        let line = line.strip_suffix('\r').unwrap_or(&line).to_string();
+        self.push(level, line)
+    }
+
+    /// At the end of the tick: text written without a final newline is still a line.
+    fn finish(&mut self) {
+        for (which, level) in [(0, "info"), (1, "error")] {
+            if !self.partial[which].is_empty() {
+                // Past the flood limit the tick has failed already; nothing more to record.
+                let _ = self.end_line(which, level);
+            }
+        }
+    }
 }
 
 /// Memory and table limits, remembering whether a growth was refused (to name the fault).
@@ -143,7 +233,7 @@ impl TickState {
                 max_memory: config.max_memory_bytes,
                 memory_denied: false,
             },
-            logs: LogSink {
+            logs: Arc::new(Mutex::new(LogSink {
                 lines: Vec::new(),
                 calls: 0,
                 dropped: 0,
@@ -151,15 +241,36 @@ impl TickState {
                 max_lines: config.max_log_lines,
                 max_line_bytes: config.max_log_line_bytes,
                 flood_calls: config.log_flood_calls,
-            },
+                partial: [Vec::new(), Vec::new()],
+            })),
+            wasi_seed: None,
+            wasi: None,
         }
     }
 }
 
 impl Sandbox {
     /// Run one tick of `strategy` in a fresh instance. Never panics on guest behaviour.
+    ///
+    /// The tick belongs to no agent in particular: a WASI guest's random numbers depend on the
+    /// tick time alone. The scheduler and backtests use [`Sandbox::tick_as`].
     pub fn tick(&self, strategy: &LoadedStrategy, input: &TickInput<'_>) -> TickOutcome {
-        let mut store = Store::new(&self.engine, TickState::new(&self.config));
+        self.tick_as("", strategy, input)
+    }
+
+    /// Run one tick of `strategy` for agent `agent_id`: a WASI guest's random numbers are seeded
+    /// from the agent id and the tick time, so a replay of the same tick sees the same values.
+    pub fn tick_as(
+        &self,
+        agent_id: &str,
+        strategy: &LoadedStrategy,
+        input: &TickInput<'_>,
+    ) -> TickOutcome {
+        let mut data = TickState::new(&self.config);
+        if strategy.wasi {
+            data.wasi_seed = Some(WasiSeed::new(agent_id, input.now));
+        }
+        let mut store = Store::new(&self.engine, data);
         store.limiter(|s| &mut s.limiter);
         store.set_hostcall_fuel(self.config.max_hostcall_bytes);
         let fuel = self.config.fuel_per_tick;
@@ -179,10 +290,12 @@ impl Sandbox {
         };
         let fuel_used = fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         let state = store.into_data();
+        let mut logs = state.logs();
+        logs.finish();
         TickOutcome {
             result,
-            logs: state.logs.lines,
-            logs_dropped: state.logs.dropped,
+            logs: std::mem::take(&mut logs.lines),
+            logs_dropped: logs.dropped,
             fuel_used,
         }
     }
@@ -193,7 +306,7 @@ impl Sandbox {
         state: &TickState,
         instantiating: bool,
     ) -> TickFault {
-        if state.logs.flooded {
+        if state.logs().flooded {
             return TickFault::LogFlood {
                 limit: self.config.log_flood_calls,
             };

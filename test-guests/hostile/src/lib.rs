@@ -70,9 +70,77 @@ impl Strategy for Hostile {
             }
             #[cfg(feature = "std")]
             "read-clock" => {
-                // WASI is declared by every std guest but granted to none: this must trap.
-                let now = std::time::SystemTime::now();
-                Err(format!("read the clock: {now:?}"))
+                // The host's WASI clock reads the tick's time, 1 µs later on each read.
+                let nanos = |t: std::time::SystemTime| {
+                    t.duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos())
+                };
+                let first = nanos(std::time::SystemTime::now());
+                let second = nanos(std::time::SystemTime::now());
+                Err(format!("clock {first} then {second}"))
+            }
+            #[cfg(feature = "std")]
+            "random" => {
+                // All three WASI random interfaces, hex, as the order's reason.
+                let hex =
+                    |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+                let secure = wasip2::random::random::get_random_bytes(16);
+                let insecure = wasip2::random::insecure::get_insecure_random_bytes(16);
+                let (a, b) = wasip2::random::insecure_seed::insecure_seed();
+                Ok(vec![Order::buy(0.01).because(format!(
+                    "{} {} {a:016x}{b:016x}",
+                    hex(&secure),
+                    hex(&insecure)
+                ))])
+            }
+            #[cfg(feature = "std")]
+            "open-file" => match std::fs::read("/etc/passwd") {
+                Ok(bytes) => Ok(vec![
+                    Order::buy(0.01).because(format!("read {}", bytes.len())),
+                ]),
+                Err(e) => Err(format!(
+                    "open failed ({} preopens): {e}",
+                    wasip2::filesystem::preopens::get_directories().len()
+                )),
+            },
+            #[cfg(feature = "std")]
+            "open-socket" => {
+                use wasip2::sockets::network::IpAddressFamily;
+                match wasip2::sockets::tcp_create_socket::create_tcp_socket(IpAddressFamily::Ipv4) {
+                    Ok(_) => Ok(vec![Order::buy(0.01).because("socket created")]),
+                    Err(e) => Err(format!("socket failed: {e:?}")),
+                }
+            }
+            #[cfg(feature = "std")]
+            "name-lookup" => {
+                let network = wasip2::sockets::instance_network::instance_network();
+                match wasip2::sockets::ip_name_lookup::resolve_addresses(&network, "example.com") {
+                    Ok(_) => Ok(vec![Order::buy(0.01).because("lookup started")]),
+                    Err(e) => Err(format!("lookup failed: {e:?}")),
+                }
+            }
+            #[cfg(feature = "std")]
+            "environment" => Ok(vec![Order::buy(0.01).because(format!(
+                "env {} args {} cwd {}",
+                std::env::vars_os().count(),
+                std::env::args_os().count(),
+                std::env::current_dir().is_ok()
+            ))]),
+            #[cfg(feature = "std")]
+            "print" => {
+                println!("to stdout");
+                eprint!("to stderr ");
+                eprintln!("in two writes");
+                // stderr is unbuffered in Rust's std: this reaches the host without a newline.
+                eprint!("no newline at the end");
+                Ok(Vec::new())
+            }
+            #[cfg(feature = "std")]
+            "print-flood" => {
+                for i in 0..1_000_000u32 {
+                    println!("print line {i}");
+                }
+                Ok(Vec::new())
             }
             "error" => Err("strategy refused this tick".to_string()),
             _ => Ok(vec![Order::buy(0.01).because("well behaved")]),

@@ -1,4 +1,4 @@
-//! Sandbox costs (DESIGN §7 targets: ≤ 20 µs per tick with 200 candles; 10,000 agents < 1 s on
+//! Sandbox costs (targets: ≤ 20 µs per tick with 200 candles; 10,000 agents < 1 s on
 //! one core): a fighter tick in a fresh instance vs the same fighter logic compiled natively,
 //! 10,000 agents ticked in a row on one thread, cold compile and warm load from the cache.
 //!

@@ -1,6 +1,6 @@
 //! The six class strategies (and the test guests), built by `host/build.rs` and embedded.
 
-/// Class names with a built-in strategy, in SPEC §1 order.
+/// Class names with a built-in strategy, in the order the API lists the classes.
 pub const BUILTIN_CLASSES: [&str; 6] =
     ["fighter", "ranger", "mage", "defender", "gambler", "rogue"];
 

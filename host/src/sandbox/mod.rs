@@ -1,4 +1,4 @@
-//! The strategy sandbox: runs class strategies as WebAssembly components (DESIGN §7).
+//! The strategy sandbox: runs class strategies as WebAssembly components.
 //!
 //! Owns the wasmtime [`Engine`](wasmtime::Engine) (pooling allocator, fuel), the on-disk cache of
 //! compiled components, the `host.log` import, the deterministic WASI of std guests (`wasi`), and
@@ -32,7 +32,7 @@ pub(crate) mod wit {
     });
 }
 
-/// Limits and resources of the sandbox; defaults per DESIGN §7.
+/// Limits and resources of the sandbox, with their defaults.
 #[derive(Debug, Clone)]
 pub struct SandboxConfig {
     /// Linear memory a guest may grow to, bytes (16 MiB).

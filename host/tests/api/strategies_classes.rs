@@ -1,4 +1,4 @@
-//! The six class strategies trade on the simulated market and behave per their class (SPEC §1).
+//! The six class strategies trade on the simulated market and behave per their class.
 
 use crucible::market::{CsvFeed, Interval, MarketFeed, Pair, SimulatedMarket};
 use crucible::paper::Side;

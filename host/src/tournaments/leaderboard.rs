@@ -13,7 +13,6 @@ use utoipa::ToSchema;
 
 use super::model::{Status, Tournament};
 use crate::clock::{from_millis, rfc3339, to_millis};
-use crate::http::ApiError;
 use crate::state::AppState;
 
 /// Snapshots older than this make a live board `stale`.
@@ -108,10 +107,7 @@ impl Cache {
 }
 
 /// The full ranked board of `tournament`.
-pub async fn ranked(
-    state: &AppState,
-    tournament: &Tournament,
-) -> Result<Arc<Vec<Entry>>, ApiError> {
+pub async fn ranked(state: &AppState, tournament: &Tournament) -> sqlx::Result<Arc<Vec<Entry>>> {
     let finals = if tournament.status == "ended" {
         sqlx::query_as(
             "SELECT COUNT(final_rank), COUNT(prize_awarded_raw) FROM tournament_registrations
@@ -235,7 +231,7 @@ pub async fn view(
     tournament: &Tournament,
     page: usize,
     page_size: usize,
-) -> Result<LeaderboardView, ApiError> {
+) -> sqlx::Result<LeaderboardView> {
     let entries = ranked(state, tournament).await?;
     let now = state.now();
     Ok(LeaderboardView {

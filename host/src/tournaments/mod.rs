@@ -9,6 +9,7 @@ pub mod lifecycle;
 mod live;
 pub mod model;
 pub mod payouts;
+pub mod performance;
 pub mod queries;
 pub mod registration;
 mod routes;

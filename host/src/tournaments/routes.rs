@@ -7,6 +7,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::leaderboard::{self, LeaderboardView};
 use super::model::{Status, TournamentView, registration_memo};
+use super::performance::{self, Performance};
 use super::queries::{self, ListQuery};
 use super::registration::{self, Outcome, RegisterRequest};
 use crate::auth::{MaybeAccountAuth, Write};
@@ -293,28 +294,6 @@ pub struct PerformanceParams {
     points: Option<usize>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Point {
-    at: String,
-    value_usd: f64,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Series {
-    wallet: String,
-    rank: usize,
-    points: Vec<Point>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Performance {
-    tournament_id: String,
-    series: Vec<Series>,
-}
-
 /// Portfolio value over time per wallet, for charts (each series downsampled to `points`).
 #[utoipa::path(get, path = "/api/tournaments/{id}/performance", tag = "tournaments",
     params(("id" = String, Path, description = "Tournament id"), PerformanceParams),
@@ -332,80 +311,13 @@ async fn get_performance(
     let tournament = queries::get(&state.store, &id)
         .await?
         .ok_or_else(|| not_found(&id))?;
-    let ranked = leaderboard::ranked(&state, &tournament).await?;
-    let chosen: Vec<(String, usize)> = match params.wallet {
-        Some(wallet) => {
-            let entry = ranked
-                .iter()
-                .find(|entry| entry.wallet == wallet)
-                .ok_or_else(|| {
-                    ApiError::NotFound(format!(
-                        "wallet {wallet} is not registered for this tournament"
-                    ))
-                })?;
-            vec![(entry.wallet.clone(), entry.rank)]
-        }
-        None => ranked
-            .iter()
-            .take(10)
-            .map(|entry| (entry.wallet.clone(), entry.rank))
-            .collect(),
-    };
-    let mut series = Vec::with_capacity(chosen.len());
-    for (wallet, rank) in chosen {
-        let rows: Vec<(i64, f64)> = sqlx::query_as(
-            "SELECT taken_at, value_usd FROM portfolio_snapshots WHERE tournament_id = $1 AND wallet = $2 ORDER BY taken_at",
-        )
-        .bind(&tournament.id)
-        .bind(&wallet)
-        .fetch_all(state.store.read())
-        .await?;
-        let points = downsample(&rows, points)
-            .into_iter()
-            .map(|(at, value_usd)| Point {
-                at: crate::clock::rfc3339(crate::clock::from_millis(at)),
-                value_usd,
-            })
-            .collect();
-        series.push(Series {
-            wallet,
-            rank,
-            points,
-        });
-    }
-    Ok(axum::Json(Performance {
-        tournament_id: tournament.id,
-        series,
-    }))
-}
-
-/// At most `max` points: the series split into equal runs, each run's last point kept (so the
-/// first and the latest values always survive).
-fn downsample(rows: &[(i64, f64)], max: usize) -> Vec<(i64, f64)> {
-    if rows.len() <= max {
-        return rows.to_vec();
-    }
-    let mut out = vec![rows[0]];
-    let runs = max - 1;
-    for run in 1..=runs {
-        let index = (run * (rows.len() - 1)) / runs;
-        out.push(rows[index]);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::downsample;
-
-    #[test]
-    fn downsampling_keeps_first_and_last_and_bounds_the_size() {
-        let rows: Vec<(i64, f64)> = (0..1000).map(|i| (i, i as f64)).collect();
-        let out = downsample(&rows, 100);
-        assert_eq!(out.len(), 100);
-        assert_eq!(out[0], (0, 0.0));
-        assert_eq!(out[99], (999, 999.0));
-        assert!(out.windows(2).all(|w| w[0].0 < w[1].0));
-        assert_eq!(downsample(&rows[..5], 100).len(), 5);
-    }
+    let series = performance::series(&state, &tournament, params.wallet.as_deref(), points)
+        .await
+        .map_err(|error| match error {
+            performance::PerformanceError::NotRegistered(wallet) => ApiError::NotFound(format!(
+                "wallet {wallet} is not registered for this tournament"
+            )),
+            performance::PerformanceError::Store(error) => error.into(),
+        })?;
+    Ok(axum::Json(series))
 }

@@ -93,31 +93,79 @@ pub async fn award(state: &AppState, tournament: &Tournament) -> anyhow::Result<
     Ok(recorded)
 }
 
-type PayoutRow = (
-    String,
-    i64,
-    String,
-    String,
-    Option<String>,
-    Option<i64>,
-    String,
-);
+/// Where a payout stands; a stored value outside these is refused when read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PayoutStatus {
+    Pending,
+    Sent,
+    Failed,
+}
+
+impl TryFrom<String> for PayoutStatus {
+    type Error = UnknownValue;
+
+    fn try_from(stored: String) -> Result<Self, UnknownValue> {
+        match stored.as_str() {
+            "pending" => Ok(PayoutStatus::Pending),
+            "sent" => Ok(PayoutStatus::Sent),
+            "failed" => Ok(PayoutStatus::Failed),
+            _ => Err(UnknownValue(stored)),
+        }
+    }
+}
+
+/// What a payout pays for, which decides the wallet it is paid from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SourceKind {
+    Tournament,
+    Dungeon,
+}
+
+impl TryFrom<String> for SourceKind {
+    type Error = UnknownValue;
+
+    fn try_from(stored: String) -> Result<Self, UnknownValue> {
+        match stored.as_str() {
+            "tournament" => Ok(SourceKind::Tournament),
+            "dungeon" => Ok(SourceKind::Dungeon),
+            _ => Err(UnknownValue(stored)),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown stored value `{0}`")]
+struct UnknownValue(String);
+
+/// A payout as the sending job reads it.
+#[derive(Debug, sqlx::FromRow)]
+struct Payout {
+    wallet: String,
+    amount_raw: i64,
+    mint: String,
+    #[sqlx(try_from = "String")]
+    status: PayoutStatus,
+    tx_signature: Option<String>,
+    last_attempt_at: Option<i64>,
+    #[sqlx(try_from = "String")]
+    source_kind: SourceKind,
+}
 
 /// Send one payout (the job). Errors leave it `pending` for the scheduler to retry.
 pub async fn send(state: &AppState, payout_id: &str) -> anyhow::Result<()> {
-    let row: Option<PayoutRow> = sqlx::query_as(
+    let row: Option<Payout> = sqlx::query_as(
         "SELECT wallet, amount_raw, mint, status, tx_signature, last_attempt_at, source_kind FROM payouts WHERE id = $1",
     )
     .bind(payout_id)
     .fetch_optional(state.store.read())
     .await?;
-    let Some((wallet, amount, mint, status, recorded, last_attempt_at, source_kind)) = row else {
+    let Some(payout) = row else {
         return Ok(());
     };
-    if status == "sent" {
+    if payout.status != PayoutStatus::Pending {
         return Ok(());
     }
-    if let Some(signature) = recorded {
+    if let Some(signature) = payout.tx_signature {
         match state
             .chain
             .signature_status(&signature)
@@ -133,7 +181,7 @@ pub async fn send(state: &AppState, payout_id: &str) -> anyhow::Result<()> {
                 "earlier payout transfer failed on chain; signing anew"
             ),
             None => {
-                let attempted = last_attempt_at.unwrap_or(0);
+                let attempted = payout.last_attempt_at.unwrap_or(0);
                 if to_millis(state.now()) - attempted < RESIGN_AFTER.num_milliseconds() {
                     bail!("transfer {signature} not seen yet; waiting before signing a new one");
                 }
@@ -142,18 +190,24 @@ pub async fn send(state: &AppState, payout_id: &str) -> anyhow::Result<()> {
     }
     // Tournament prizes come from the escrow that took the fees, dungeon prizes from the
     // dungeon wallet.
-    let (source, role) = match source_kind.as_str() {
-        "dungeon" => (state.chain.dungeon(), "dungeon wallet"),
-        _ => (state.chain.escrow(), "escrow"),
+    let (source, role) = match payout.source_kind {
+        SourceKind::Dungeon => (state.chain.dungeon(), "dungeon wallet"),
+        SourceKind::Tournament => (state.chain.escrow(), "escrow"),
     };
     let escrow = source.keypair().ok_or_else(|| {
         anyhow!("this server does not hold the {role} key, so it cannot pay prizes")
     })?;
-    let to = WalletAddress::parse(&wallet).map_err(anyhow::Error::msg)?;
-    let amount = u64::try_from(amount).context("negative payout")?;
+    let to = WalletAddress::parse(&payout.wallet).map_err(anyhow::Error::msg)?;
+    let amount = u64::try_from(payout.amount_raw).context("negative payout")?;
     let (signature, wire) = state
         .chain
-        .sign_token_transfer(escrow, &to, &mint, amount, &format!("payout:{payout_id}"))
+        .sign_token_transfer(
+            escrow,
+            &to,
+            &payout.mint,
+            amount,
+            &format!("payout:{payout_id}"),
+        )
         .await
         .context("signing the payout")?;
     // Recorded before sending: whatever happens next, a retry knows what may be in flight.

@@ -3,9 +3,8 @@
 //! 202 bodies and `run:ended`, and a dungeon quote that is signed, not stored.
 
 use std::collections::BTreeSet;
-use std::time::Duration as StdDuration;
 
-use crate::helpers::{Auth, TestApp};
+use crate::helpers::{Auth, TestApp, watch_to_end};
 use chrono::Duration;
 use crucible::chain::Keypair;
 use crucible::db::Backend;
@@ -293,33 +292,6 @@ async fn a_fresh_quote_enters_once_and_binds_its_memo() {
     assert_eq!(right.status, 201, "{}", right.body);
 }
 
-/// The watch stream's events, read until the stream closes after `run:ended`.
-async fn watch_to_end(mut response: reqwest::Response) -> Vec<(String, Value)> {
-    let mut buffer = String::new();
-    let mut events = Vec::new();
-    loop {
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let field = |name: &str| {
-                block
-                    .lines()
-                    .find_map(|l| l.strip_prefix(name))
-                    .map(|v| v.trim().to_owned())
-            };
-            if let (Some(event), Some(data)) = (field("event:"), field("data:")) {
-                events.push((event, serde_json::from_str(&data).expect("json data")));
-            }
-        }
-        match tokio::time::timeout(StdDuration::from_secs(20), response.chunk())
-            .await
-            .expect("the stream keeps moving")
-        {
-            Ok(Some(chunk)) => buffer.push_str(&String::from_utf8_lossy(&chunk)),
-            _ => return events,
-        }
-    }
-}
-
 #[tokio::test]
 async fn run_ended_names_its_outcome_as_the_run_page_does() {
     let app = TestApp::spawn().await;
@@ -339,9 +311,9 @@ async fn run_ended_names_its_outcome_as_the_run_page_does() {
     let watcher = tokio::spawn(watch_to_end(stream));
     app.dungeon_play_to_end(&run_id, &key).await;
     let events = watcher.await.expect("watcher");
-    let (_, ended) = events
+    let (_, _, ended) = events
         .iter()
-        .find(|(event, _)| event == "run:ended")
+        .find(|(_, event, _)| event == "run:ended")
         .expect("run:ended");
     let page = app
         .get(&format!("/api/dungeons/runs/{run_id}"), Auth::None)

@@ -4,43 +4,9 @@
 
 use std::time::Duration as StdDuration;
 
-use crate::helpers::{Auth, DungeonPlayer, TestApp};
+use crate::helpers::{Auth, DungeonPlayer, TestApp, watch_to_end};
 use chrono::Duration;
 use serde_json::{Value, json};
-
-/// The watch stream of a run, read from the real server socket until `run:ended` and the end of
-/// the stream: (id, event, data) in arrival order.
-async fn watch_to_end(mut response: reqwest::Response) -> Vec<(i64, String, Value)> {
-    let mut buffer = String::new();
-    let mut events = Vec::new();
-    loop {
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let field = |name: &str| {
-                block
-                    .lines()
-                    .find_map(|l| l.strip_prefix(name))
-                    .map(|v| v.trim().to_owned())
-            };
-            if let (Some(id), Some(event), Some(data)) =
-                (field("id:"), field("event:"), field("data:"))
-            {
-                events.push((
-                    id.parse().expect("numeric id"),
-                    event,
-                    serde_json::from_str(&data).expect("json data"),
-                ));
-            }
-        }
-        match tokio::time::timeout(StdDuration::from_secs(20), response.chunk())
-            .await
-            .expect("the stream keeps moving")
-        {
-            Ok(Some(chunk)) => buffer.push_str(&String::from_utf8_lossy(&chunk)),
-            _ => return events,
-        }
-    }
-}
 
 async fn open_watch(app: &TestApp, run_id: &str, key: &str) -> reqwest::Response {
     let response = app

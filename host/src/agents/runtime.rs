@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::chain::trader::SwapRoute;
 use crate::sandbox::{LoadError, LoadedStrategy, Sandbox, SandboxConfig, builtin_component};
 
 pub struct Runtime {
@@ -13,6 +14,8 @@ pub struct Runtime {
     config: SandboxConfig,
     sandbox: OnceLock<Result<Sandbox, String>>,
     loaded: Mutex<HashMap<String, LoadedStrategy>>,
+    /// How live agents swap on this server, built on first use.
+    live_route: OnceLock<Arc<dyn SwapRoute>>,
 }
 
 impl Runtime {
@@ -21,6 +24,7 @@ impl Runtime {
             config: SandboxConfig::with_data_dir(data_dir),
             sandbox: OnceLock::new(),
             loaded: Mutex::new(HashMap::new()),
+            live_route: OnceLock::new(),
         }
     }
 
@@ -35,6 +39,16 @@ impl Runtime {
     /// The sandbox's limits, readable without building the sandbox (e.g. the upload size cap).
     pub fn limits(&self) -> &SandboxConfig {
         &self.config
+    }
+
+    /// The live swap route, if it was built already.
+    pub fn live_route(&self) -> Option<Arc<dyn SwapRoute>> {
+        self.live_route.get().cloned()
+    }
+
+    /// Keep `route` for every later tick (or the one another tick kept first).
+    pub fn remember_live_route(&self, route: Arc<dyn SwapRoute>) -> Arc<dyn SwapRoute> {
+        self.live_route.get_or_init(|| route).clone()
     }
 
     /// A loaded component from memory, if it was loaded before.

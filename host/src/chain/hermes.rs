@@ -77,6 +77,24 @@ impl Default for HermesConfig {
     }
 }
 
+impl HermesConfig {
+    /// The deployment's settings: its Hermes service, its SOL/USD feed (USDC keeps Pyth's), and
+    /// the oldest price it accepts.
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        let mut hermes = HermesConfig {
+            base_url: config.price_api_url.clone(),
+            max_age: chrono::Duration::seconds(
+                i64::try_from(config.price_max_age_secs).unwrap_or(i64::MAX),
+            ),
+            ..HermesConfig::default()
+        };
+        hermes
+            .feeds
+            .insert("SOL".to_owned(), config.price_feed_sol.clone());
+        hermes
+    }
+}
+
 #[derive(Debug)]
 pub struct HermesPrices {
     http: reqwest::Client,

@@ -157,16 +157,10 @@ impl Chain {
         let prices: Arc<dyn price::PriceSource> = match &simnet {
             Some(simnet) => Arc::new(price::PoolPrice::new(simnet.clone())),
             None => {
-                let hermes = hermes::HermesPrices::new(hermes::HermesConfig {
-                    base_url: config.price_api_url.clone(),
-                    feeds: std::collections::HashMap::from([(
-                        "SOL".to_owned(),
-                        config.price_feed_sol.clone(),
-                    )]),
-                    max_age: chrono::Duration::seconds(config.price_max_age_secs as i64),
-                    ..hermes::HermesConfig::default()
-                })
-                .map_err(|error| ChainError::Config(format!("price API client: {error}")))?;
+                let hermes = hermes::HermesPrices::new(hermes::HermesConfig::from_config(config))
+                    .map_err(|error| {
+                    ChainError::Config(format!("price API client: {error}"))
+                })?;
                 Arc::new(price::HermesPrice::new(hermes, clock.clone()))
             }
         };

@@ -407,10 +407,19 @@ fn valuation(market: &Market) -> Valuation {
 }
 
 /// How this server's live swaps are made: through the simnet pool, or through Jupiter on a
-/// real cluster (`SOLANA_RPC_URL`).
-pub fn route_for(state: &AppState) -> Result<Box<dyn SwapRoute>, LiveError> {
+/// real cluster (`SOLANA_RPC_URL`). Built once per server, so the price client's cache lives
+/// across ticks.
+pub fn route_for(state: &AppState) -> Result<Arc<dyn SwapRoute>, LiveError> {
+    if let Some(route) = state.agents.live_route() {
+        return Ok(route);
+    }
+    let route = build_route(state)?;
+    Ok(state.agents.remember_live_route(route))
+}
+
+fn build_route(state: &AppState) -> Result<Arc<dyn SwapRoute>, LiveError> {
     if state.chain.simnet().is_some() {
-        return Ok(Box::new(PoolRoute));
+        return Ok(Arc::new(PoolRoute));
     }
     let usdc_mint: Pubkey = state
         .chain
@@ -422,17 +431,10 @@ pub fn route_for(state: &AppState) -> Result<Box<dyn SwapRoute>, LiveError> {
         base_url: config.swap_api_url.clone(),
         api_key: config.swap_api_key.clone(),
     };
-    let mut hermes = crate::chain::hermes::HermesConfig {
-        base_url: config.price_api_url.clone(),
-        max_age: chrono::Duration::seconds(config.price_max_age_secs as i64),
-        ..Default::default()
-    };
-    hermes
-        .feeds
-        .insert("SOL".to_owned(), config.price_feed_sol.clone());
+    let hermes = crate::chain::hermes::HermesConfig::from_config(config);
     let route = JupiterRoute::new(jupiter, hermes, usdc_mint, state.clock.clone())
         .map_err(|e| LiveError::Internal(e.to_string()))?;
-    Ok(Box::new(route))
+    Ok(Arc::new(route))
 }
 
 /// Whether a failure to build a swap refuses the order (the route will not do this swap)

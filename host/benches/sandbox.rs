@@ -200,7 +200,7 @@ fn loading(c: &mut Criterion) {
         b.iter(|| black_box(uncached.load(bytes).expect("compile")))
     });
     let dir = tempfile::tempdir().expect("tempdir");
-    let cached = Sandbox::new(SandboxConfig::with_data_dir(dir.path())).expect("sandbox");
+    let cached = Sandbox::new(SandboxConfig::with_data_dir(dir.path(), [7; 32])).expect("sandbox");
     cached.load(bytes).expect("prime the cache");
     group.bench_function("warm_load_from_cache", |b| {
         b.iter(|| {
@@ -212,9 +212,80 @@ fn loading(c: &mut Criterion) {
     group.finish();
 }
 
+/// Python and JavaScript strategies (built by `.ci/run` into `target/guests/`; skipped with a
+/// note when absent): a tick with 200 candles, cold compile and warm load of the runtime.
+fn guest_languages(c: &mut Criterion) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests");
+    let (candles, signals) = market();
+    let settings = settings();
+    let ledger = Ledger::new(10_000.0, PaperConfig::default());
+    let view = ledger.view(candles[candles.len() - 1].close);
+    for name in ["python-momentum", "js-momentum"] {
+        let Ok(bytes) = std::fs::read(dir.join(format!("{name}.wasm"))) else {
+            eprintln!("{name}: target/guests/{name}.wasm not built (see .ci/run); skipped");
+            continue;
+        };
+        let cache = tempfile::tempdir().expect("tempdir");
+        let sandbox =
+            Sandbox::new(SandboxConfig::with_data_dir(cache.path(), [7; 32])).expect("sandbox");
+        let mut group = c.benchmark_group(name);
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(20));
+        group.bench_function("cold_compile", |b| {
+            b.iter(|| {
+                let _ = std::fs::remove_dir_all(cache.path().join("components"));
+                let fresh = Sandbox::new(SandboxConfig::with_data_dir(cache.path(), [7; 32]))
+                    .expect("sandbox");
+                black_box(fresh.load(&bytes).expect("compile"))
+            })
+        });
+        let strategy = sandbox.load(&bytes).expect("load");
+        group.bench_function("warm_load_from_cache", |b| {
+            b.iter(|| {
+                let loaded = sandbox.load(&bytes).expect("load");
+                assert!(loaded.from_cache);
+                black_box(loaded)
+            })
+        });
+        group.bench_function("tick_200_candles", |b| {
+            b.iter(|| {
+                let input = TickInput {
+                    settings: &settings,
+                    now: 0,
+                    candles: &candles,
+                    signals,
+                    portfolio: view,
+                    state: &[],
+                };
+                let outcome = sandbox.tick(&strategy, black_box(&input));
+                black_box(outcome.result.expect("tick"));
+            })
+        });
+        let outcome = sandbox.tick(
+            &strategy,
+            &TickInput {
+                settings: &settings,
+                now: 0,
+                candles: &candles,
+                signals,
+                portfolio: view,
+                state: &[],
+            },
+        );
+        eprintln!(
+            "{name}: fuel per tick {} (budget {}), memory {} MiB",
+            outcome.fuel_used,
+            sandbox.fuel_limit(&strategy),
+            outcome.memory_peak >> 20
+        );
+        group.finish();
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
-    targets = ticks, loading
+    targets = ticks, loading, guest_languages
 }
 criterion_main!(benches);

@@ -101,6 +101,9 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub chain: ChainArgs,
 
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+
     /// A client must send a request's headers within this many milliseconds of the server
     /// being ready for them, or the connection is closed (slow or silent clients).
     #[arg(long, env = "CRUCIBLE_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000,
@@ -120,6 +123,42 @@ pub struct ServeArgs {
     #[arg(long, env = "CRUCIBLE_SNAPSHOT_INTERVAL_SECS", default_value_t = 300,
           value_parser = parse_snapshot_interval)]
     pub snapshot_interval_secs: u64,
+}
+
+/// Limits of the strategy sandbox that a deployment may set (the rest are fixed defaults).
+#[derive(Debug, Clone, Args)]
+pub struct SandboxArgs {
+    /// Largest strategy component accepted, in MiB (a Python component is about 18).
+    #[arg(long, env = "CRUCIBLE_MAX_COMPONENT_MIB", default_value_t = 40,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub max_component_mib: u64,
+
+    /// Linear memory a language-runtime (WASI) strategy may use per tick, in MiB.
+    #[arg(long, env = "CRUCIBLE_MAX_GUEST_MEMORY_MIB", default_value_t = 256,
+          value_parser = clap::value_parser!(u64).range(16..=4096))]
+    pub max_guest_memory_mib: u64,
+
+    /// Fuel (about one per wasm instruction) per tick of a language-runtime strategy.
+    #[arg(long, env = "CRUCIBLE_RUNTIME_FUEL_PER_TICK", default_value_t = 200_000_000,
+          value_parser = clap::value_parser!(u64).range(1_000_000..=100_000_000_000))]
+    pub runtime_fuel_per_tick: u64,
+
+    /// Component compilations this node runs at once.
+    #[arg(long, env = "CRUCIBLE_COMPILE_WORKERS", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub compile_workers: u64,
+
+    /// Longest a component compilation may take, waiting for a worker included, in seconds;
+    /// an upload over it is answered 503 (retry later).
+    #[arg(long, env = "CRUCIBLE_COMPILE_TIMEOUT_SECS", default_value_t = 120,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub compile_timeout_secs: u64,
+
+    /// Uploaded strategy components one account may keep, and their total size in MiB.
+    #[arg(long, env = "CRUCIBLE_STRATEGY_QUOTA_COUNT", default_value_t = 20)]
+    pub strategy_quota_count: u64,
+    #[arg(long, env = "CRUCIBLE_STRATEGY_QUOTA_MIB", default_value_t = 200)]
+    pub strategy_quota_mib: u64,
 }
 
 /// Solana settings.
@@ -259,6 +298,8 @@ pub struct Config {
     /// Real clusters: Jupiter's swap API and its key.
     pub swap_api_url: String,
     pub swap_api_key: Option<String>,
+    /// Deployment limits of the strategy sandbox and uploads.
+    pub sandbox: SandboxArgs,
 }
 
 impl StorageArgs {
@@ -318,6 +359,7 @@ impl From<ServeArgs> for Config {
             price_max_age_secs: args.chain.price_max_age_secs,
             swap_api_url: args.chain.swap_api_url,
             swap_api_key: args.chain.swap_api_key,
+            sandbox: args.sandbox,
             snapshot_interval_secs: args.snapshot_interval_secs,
             database_url: args.storage.database_url(),
             data_dir: args.storage.data_dir,

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 const NONCE_LEN: usize = 12;
-const MASTER_KEY_FILE: &str = "master.key";
+pub const MASTER_KEY_FILE: &str = "master.key";
 
 /// `n` random bytes from the operating system's CSPRNG, base58-encoded.
 pub fn random_base58(n: usize) -> String {

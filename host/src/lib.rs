@@ -26,6 +26,7 @@ pub mod scheduler;
 pub mod startup;
 pub mod state;
 pub mod strategy_cli;
+pub mod strategy_new;
 pub mod telemetry;
 pub mod tournaments;
 pub mod v1;

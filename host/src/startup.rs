@@ -65,7 +65,7 @@ impl Application {
         let Application {
             listener, state, ..
         } = self;
-        let housekeeping = tokio::spawn(forget_idle_rate_limit_keys(state.clone()));
+        let housekeeping = tokio::spawn(node_housekeeping(state.clone()));
         let scheduler = match state.config.scheduler_interval_ms {
             0 => None,
             ms => {
@@ -143,7 +143,11 @@ async fn assemble_state(
             .seed_pool(sol_price, config.simnet_pool_depth_usdc)
             .await?;
     }
-    let config_data_dir = config.data_dir.clone();
+    let agents = Arc::new(crate::agents::Runtime::new(
+        &config.data_dir,
+        &config.sandbox,
+        sealer.derived_key("component-cache"),
+    ));
     let streams =
         crate::http::streams::Streams::new(config.max_streams, config.max_streams_per_client);
     Ok(AppState {
@@ -157,16 +161,22 @@ async fn assemble_state(
         events: crate::events::Bus::new(),
         streams: Arc::new(streams),
         leaderboards: Default::default(),
-        agents: Arc::new(crate::agents::Runtime::new(config_data_dir)),
+        agents,
     })
 }
 
-async fn forget_idle_rate_limit_keys(state: AppState) {
+/// This node's own memory upkeep, every minute: rate-limit windows of clients gone quiet, and
+/// strategy components no agent has ticked for a while.
+async fn node_housekeeping(state: AppState) {
     let mut every = tokio::time::interval(Duration::from_secs(60));
     loop {
         every.tick().await;
         for limiter in state.limits.all() {
             limiter.retain_recent();
+        }
+        let evicted = state.agents.evict_idle(crate::agents::IDLE_EVICTION);
+        if evicted > 0 {
+            tracing::debug!(evicted, "unused strategy components dropped from memory");
         }
     }
 }

@@ -27,6 +27,8 @@ pub enum StrategyCommand {
     Backtest(BacktestArgs),
     /// Validate a component: size, format, world; prints its hash and compile time.
     Check(CheckArgs),
+    /// Create a strategy project to start from: `--lang rust|python|js`.
+    New(crate::strategy_new::NewArgs),
 }
 
 #[derive(Debug, Args)]
@@ -94,13 +96,18 @@ pub fn run(args: StrategyArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|_| bail!("the backtest thread panicked"))
         }),
         StrategyCommand::Check(a) => check(a),
+        StrategyCommand::New(a) => {
+            let dir = crate::strategy_new::run(&a)?;
+            println!("{}", crate::strategy_new::next_steps(a.lang, &dir));
+            Ok(())
+        }
     }
 }
 
 fn check(args: CheckArgs) -> anyhow::Result<()> {
     let bytes =
         std::fs::read(&args.file).with_context(|| format!("read {}", args.file.display()))?;
-    let sandbox = Sandbox::new(SandboxConfig::with_data_dir(&args.data_dir))?;
+    let sandbox = Sandbox::new(cli_sandbox_config(&args.data_dir)?)?;
     let loaded = sandbox
         .load(&bytes)
         .with_context(|| format!("{} is not a usable strategy", args.file.display()))?;
@@ -140,7 +147,7 @@ fn backtest(args: BacktestArgs) -> anyhow::Result<()> {
             BUILTIN_CLASSES.join(", ")
         ),
     };
-    let sandbox = Sandbox::new(SandboxConfig::with_data_dir(&args.data_dir))?;
+    let sandbox = Sandbox::new(cli_sandbox_config(&args.data_dir)?)?;
     let strategy = sandbox.load(&bytes)?;
 
     let wanted = (i64::from(args.days) * 86_400_000 / interval.millis()).max(1) as usize;
@@ -486,4 +493,18 @@ impl Progress {
             let _ = writeln!(std::io::stderr());
         }
     }
+}
+
+/// The sandbox of a CLI tool: the server's limits, and the server's compiled-component cache
+/// when the data dir holds the master key file that authenticates it (without one, compile in
+/// memory: a CLI tool never creates a master key as a side effect).
+fn cli_sandbox_config(data_dir: &std::path::Path) -> anyhow::Result<SandboxConfig> {
+    if !data_dir.join(crate::crypto::MASTER_KEY_FILE).exists() {
+        return Ok(SandboxConfig::default());
+    }
+    let sealer = crate::crypto::Sealer::load(None, data_dir)?;
+    Ok(SandboxConfig::with_data_dir(
+        data_dir,
+        sealer.derived_key("component-cache"),
+    ))
 }

@@ -30,6 +30,12 @@ pub enum AgentError {
     /// An uploaded component over the sandbox's size limit.
     #[error("{0}")]
     ComponentTooLarge(String),
+    /// An upload that would take the account over its strategy quota.
+    #[error("{0}")]
+    QuotaExceeded(String),
+    /// The node could not take the work in time (compile workers busy); try again later.
+    #[error("{0}")]
+    Busy(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("internal error")]

@@ -22,4 +22,4 @@ pub mod ticker;
 
 pub use error::AgentError;
 pub use model::{Agent, AgentStatus, AgentView, PAPER_CAPITAL};
-pub use runtime::Runtime;
+pub use runtime::{IDLE_EVICTION, Runtime, UploadQuota};

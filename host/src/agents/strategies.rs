@@ -1,13 +1,19 @@
 //! Strategy components uploaded by authors (`POST /api/v1/public/strategies`): validated by the
-//! sandbox (size, component format, our world), stored once by content (SHA-256 id), and usable
-//! by the uploading accounts' agents as `strategy.type = "custom:<id>"`.
+//! sandbox (size, component format, our world), compiled on the node's bounded compile worker,
+//! given one dry tick, stored once by content (SHA-256 id) with the profile that tick measured,
+//! and usable by the uploading accounts' agents as `strategy.type = "custom:<id>"`.
+//!
+//! An account keeps at most [`UploadQuota`](super::UploadQuota) components and bytes, so uploads
+//! cannot fill the database or the compile worker on their own.
 
 use serde::Serialize;
 
 use super::AgentError;
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::crypto::sha256_hex;
-use crate::sandbox::LoadError;
+use crate::market::{Interval, Pair};
+use crate::paper::PortfolioView;
+use crate::sandbox::{AgentSettings, LoadError, LoadedStrategy, Sandbox, TickInput};
 use crate::state::AppState;
 
 #[derive(Debug, Clone, Serialize)]
@@ -19,7 +25,24 @@ pub struct StrategyView {
     pub name: String,
     pub size_bytes: i64,
     pub uploaded_at: String,
+    /// What the dry tick at upload measured; `null` for components uploaded before profiles.
+    pub profile: Option<ProfileView>,
 }
+
+/// A component's profile: the limits it runs under and what its dry tick used.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileView {
+    /// `bare` (imports only `host.log`) or `runtime` (a language runtime over WASI).
+    pub kind: String,
+    /// Linear memory the instance asked for, bytes.
+    pub memory_bytes: i64,
+    /// Fuel the dry tick burnt.
+    pub fuel_first_tick: i64,
+}
+
+/// Candles the dry tick hands a component: as many as an agent's tick sees.
+const DRY_TICK_CANDLES: usize = 200;
 
 /// Validate and store an uploaded component for the account. Uploading the same bytes again
 /// (by anyone) stores nothing new; the account's name for it is updated.
@@ -36,30 +59,45 @@ pub async fn upload(
             bytes.len()
         )));
     }
+    // Hashing tens of MiB takes tens of milliseconds: not on an async worker.
+    let (id, bytes) = tokio::task::spawn_blocking(move || (sha256_hex(&bytes), bytes))
+        .await
+        .map_err(AgentError::internal)?;
+    check_quota(state, account_id, &id, bytes.len()).await?;
+    let now = to_millis(state.now());
+    let dry_run = DryRun::at(state, now)?;
     let runtime = state.agents.clone();
     let checked = tokio::task::spawn_blocking(move || {
-        let id = sha256_hex(&bytes);
-        let loaded = runtime.sandbox()?.load(&bytes);
-        loaded.map(|_| (id, bytes))
+        let sandbox = runtime.sandbox()?;
+        let loaded = sandbox.load(&bytes)?;
+        Ok::<_, LoadError>((dry_run.tick(sandbox, &loaded), bytes))
     })
     .await
     .map_err(AgentError::internal)?;
-    let (id, bytes) = checked.map_err(|error| match error {
+    let (profile, bytes) = checked.map_err(|error| match error {
         LoadError::TooLarge { .. } => AgentError::ComponentTooLarge(error.to_string()),
+        LoadError::CompileTimeout(_) => AgentError::Busy(error.to_string()),
         LoadError::Cache(_) | LoadError::Engine(_) => AgentError::internal(error),
         other => AgentError::invalid("body", other.to_string()),
     })?;
+    let profile = profile?;
 
-    let now = to_millis(state.now());
     let mut tx = state.store.begin().await?;
     sqlx::query(
-        "INSERT INTO strategy_components (id, size_bytes, bytes, created_at) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (id) DO NOTHING",
+        "INSERT INTO strategy_components
+             (id, size_bytes, bytes, created_at, profile, profile_memory_bytes, profile_fuel)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (id) DO UPDATE SET profile = excluded.profile,
+             profile_memory_bytes = excluded.profile_memory_bytes,
+             profile_fuel = excluded.profile_fuel",
     )
     .bind(&id)
     .bind(bytes.len() as i64)
     .bind(bytes)
     .bind(now)
+    .bind(&profile.kind)
+    .bind(profile.memory_bytes)
+    .bind(profile.fuel_first_tick)
     .execute(&mut *tx)
     .await?;
     sqlx::query(
@@ -81,10 +119,127 @@ pub async fn upload(
         .ok_or_else(|| AgentError::internal(anyhow::anyhow!("strategy {id} vanished")))
 }
 
+/// Refuse an upload that would take the account over its quota (a component it already has
+/// does not count twice).
+async fn check_quota(
+    state: &AppState,
+    account_id: &str,
+    id: &str,
+    size: usize,
+) -> Result<(), AgentError> {
+    let quota = state.agents.quota();
+    let (count, bytes): (i64, Option<i64>) = sqlx::query_as(
+        "SELECT COUNT(*), SUM(c.size_bytes)
+         FROM account_strategies s JOIN strategy_components c ON c.id = s.strategy_id
+         WHERE s.account_id = $1 AND s.strategy_id <> $2",
+    )
+    .bind(account_id)
+    .bind(id)
+    .fetch_one(state.store.read())
+    .await?;
+    let (count, bytes) = (count as u64 + 1, bytes.unwrap_or(0) as u64 + size as u64);
+    if count > quota.components {
+        return Err(AgentError::QuotaExceeded(format!(
+            "an account keeps at most {} strategy components; this would be {count}",
+            quota.components
+        )));
+    }
+    if bytes > quota.bytes {
+        return Err(AgentError::QuotaExceeded(format!(
+            "an account keeps at most {} MiB of strategy components; this would be {:.1} MiB",
+            quota.bytes >> 20,
+            bytes as f64 / (1 << 20) as f64
+        )));
+    }
+    Ok(())
+}
+
+/// The tick every upload must pass before it is accepted: the market's last
+/// [`DRY_TICK_CANDLES`] hourly SOL/USDC candles, a fresh 10,000 USDC paper portfolio, no state,
+/// a `fighter` agent with full allocation and no personality. What it measures is the profile.
+struct DryRun {
+    now: i64,
+    candles: Vec<crate::market::Candle>,
+    signals: crate::market::Signals,
+}
+
+impl DryRun {
+    fn at(state: &AppState, now: i64) -> Result<Self, AgentError> {
+        let pair = Pair::new("SOL", "USDC");
+        let candles = state
+            .market
+            .candles(&pair, Interval::H1, now, DRY_TICK_CANDLES)
+            .map_err(AgentError::internal)?;
+        let signals = state
+            .market
+            .signals(&pair, now)
+            .map_err(AgentError::internal)?;
+        Ok(DryRun {
+            now,
+            candles,
+            signals,
+        })
+    }
+
+    fn tick(&self, sandbox: &Sandbox, loaded: &LoadedStrategy) -> Result<ProfileView, AgentError> {
+        let settings = AgentSettings {
+            class: "fighter".into(),
+            base: "SOL".into(),
+            quote: "USDC".into(),
+            interval: "1h".into(),
+            max_allocation: 100.0,
+            personality: String::new(),
+            model_id: "crucible/dry-run".into(),
+        };
+        let capital = super::PAPER_CAPITAL;
+        let outcome = sandbox.tick_as(
+            "dry-run",
+            loaded,
+            &TickInput {
+                settings: &settings,
+                now: self.now,
+                candles: &self.candles,
+                signals: self.signals,
+                portfolio: PortfolioView {
+                    base: 0.0,
+                    quote: capital,
+                    avg_entry_price: None,
+                    equity: capital,
+                },
+                state: &[],
+            },
+        );
+        if let Err(fault) = outcome.result {
+            return Err(AgentError::invalid(
+                "body",
+                format!(
+                    "the component failed its dry tick ({}): {fault}",
+                    fault.kind()
+                ),
+            ));
+        }
+        Ok(ProfileView {
+            kind: loaded.profile().as_str().into(),
+            memory_bytes: outcome.memory_peak as i64,
+            fuel_first_tick: outcome.fuel_used as i64,
+        })
+    }
+}
+
 /// The account's uploaded strategies, newest first.
 pub async fn list(state: &AppState, account_id: &str) -> Result<Vec<StrategyView>, AgentError> {
-    let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(
-        "SELECT s.strategy_id, s.name, c.size_bytes, s.uploaded_at
+    type Row = (
+        String,
+        String,
+        i64,
+        i64,
+        Option<String>,
+        Option<i64>,
+        Option<i64>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT s.strategy_id, s.name, c.size_bytes, s.uploaded_at,
+                c.profile, c.profile_memory_bytes, c.profile_fuel
          FROM account_strategies s JOIN strategy_components c ON c.id = s.strategy_id
          WHERE s.account_id = $1 ORDER BY s.uploaded_at DESC, s.strategy_id",
     )
@@ -93,13 +248,23 @@ pub async fn list(state: &AppState, account_id: &str) -> Result<Vec<StrategyView
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, name, size_bytes, uploaded_at)| StrategyView {
-            strategy_type: format!("custom:{id}"),
-            strategy_id: id,
-            name,
-            size_bytes,
-            uploaded_at: rfc3339(from_millis(uploaded_at)),
-        })
+        .map(
+            |(id, name, size_bytes, uploaded_at, kind, memory, fuel)| StrategyView {
+                strategy_type: format!("custom:{id}"),
+                strategy_id: id,
+                name,
+                size_bytes,
+                uploaded_at: rfc3339(from_millis(uploaded_at)),
+                profile: match (kind, memory, fuel) {
+                    (Some(kind), Some(memory_bytes), Some(fuel_first_tick)) => Some(ProfileView {
+                        kind,
+                        memory_bytes,
+                        fuel_first_tick,
+                    }),
+                    _ => None,
+                },
+            },
+        )
         .collect())
 }
 

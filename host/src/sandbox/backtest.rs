@@ -201,7 +201,7 @@ pub fn run_backtest(
         ledger,
         fuel_used,
         fuel_max,
-        fuel_limit: sandbox.config().fuel_per_tick,
+        fuel_limit: sandbox.fuel_limit(strategy),
         equity,
         prices,
         periods_per_year: spec.interval.per_year(),

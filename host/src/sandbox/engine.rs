@@ -8,6 +8,7 @@ use wasmtime::component::{Component, HasSelf, Linker, ResourceType};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::cache::{ComponentCache, content_hash};
+use super::gate::Gate;
 use super::tick::TickState;
 use super::wit::{Strategy, StrategyPre};
 use super::{LoadError, SandboxConfig};
@@ -21,6 +22,30 @@ pub struct Sandbox {
     wasi_linker: Linker<TickState>,
     cache: Option<ComponentCache>,
     pub(super) config: SandboxConfig,
+    /// Compilations in progress (`config.compile_workers` at most).
+    compiling: Arc<Gate>,
+    /// Runtime-profile ticks in progress (`config.runtime_concurrent_ticks` at most).
+    pub(super) runtime_ticks: Arc<Gate>,
+}
+
+/// How a component runs, decided when it loads from what it imports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// Imports only `host.log`: small memory limit, the fast path.
+    Bare,
+    /// Brings a language runtime over WASI: the larger memory and fuel limits, a bounded number
+    /// ticking at once.
+    Runtime,
+}
+
+impl Profile {
+    /// Stable name, as shown in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Bare => "bare",
+            Profile::Runtime => "runtime",
+        }
+    }
 }
 
 /// A validated, compiled component ready to tick: its `InstancePre` and identity.
@@ -37,6 +62,17 @@ pub struct LoadedStrategy {
     pub wasi: bool,
     /// Time spent compiling or loading the artifact.
     pub load_time: Duration,
+}
+
+impl LoadedStrategy {
+    /// The limits this component ticks under.
+    pub fn profile(&self) -> Profile {
+        if self.wasi {
+            Profile::Runtime
+        } else {
+            Profile::Bare
+        }
+    }
 }
 
 impl std::fmt::Debug for LoadedStrategy {
@@ -78,7 +114,9 @@ impl Sandbox {
             .max_memories_per_component(2)
             .total_tables(slots * 8)
             .max_tables_per_component(8)
-            .max_memory_size(config.max_memory_bytes)
+            // Slots are sized for the larger (runtime) profile; each store's limiter holds a
+            // bare guest to its own, smaller limit.
+            .max_memory_size(config.max_memory_bytes.max(config.runtime_memory_bytes))
             // Reset the pages a tick dirtied in place instead of handing them back to the OS:
             // re-faulting them on the next instantiation was the dominant per-tick cost.
             // `PAGEMAP_SCAN` (Linux 6.7+) finds exactly the dirty pages, wherever they are
@@ -92,8 +130,13 @@ impl Sandbox {
         wasm.strategy(wasmtime::Strategy::Cranelift)
             .wasm_component_model(true)
             .consume_fuel(true)
+            // Fuel bounds the instructions a guest runs; the epoch bounds the wall time of a
+            // tick that burns little fuel (a host call that blocks, a pathological page fault
+            // storm). The epoch check is a load and a compare per loop header.
+            .epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&wasm).map_err(|e| LoadError::Engine(e.to_string()))?;
+        start_epoch_clock(&engine);
 
         // `host.log` only, for components that import no WASI (the built-in strategies): their
         // instantiation resolves nothing else and their store carries no WASI context.
@@ -107,7 +150,7 @@ impl Sandbox {
             .map_err(|e| LoadError::Engine(e.to_string()))?;
 
         let cache = match &config.cache_dir {
-            Some(dir) => Some(ComponentCache::new(dir.clone(), &engine)?),
+            Some(dir) => Some(ComponentCache::new(dir.clone(), &engine, config.cache_key)?),
             None => None,
         };
         Ok(Sandbox {
@@ -115,8 +158,16 @@ impl Sandbox {
             linker,
             wasi_linker,
             cache,
+            compiling: Gate::new(config.compile_workers),
+            runtime_ticks: Gate::new(config.runtime_concurrent_ticks),
             config,
         })
+    }
+
+    /// The cache file a component's compiled artifact lives in (tests tamper with it).
+    pub fn cache_file(&self, bytes: &[u8]) -> Option<std::path::PathBuf> {
+        let cache = self.cache.as_ref()?;
+        Some(cache.file_of(&content_hash(bytes)))
     }
 
     /// The limits this sandbox enforces.
@@ -202,10 +253,7 @@ impl Sandbox {
         {
             return Ok((component, true));
         }
-        let artifact = self
-            .engine
-            .precompile_component(bytes)
-            .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
+        let artifact = self.compile_bounded(bytes)?;
         let component = deserialize(&self.engine, &artifact)
             .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         if let Some(cache) = &self.cache {
@@ -217,6 +265,58 @@ impl Sandbox {
         Ok((component, false))
     }
 }
+
+impl Sandbox {
+    /// Compile on a worker of the node's bounded pool, within `compile_timeout` (waiting for a
+    /// free worker included). A compilation that overruns is abandoned by its caller but keeps
+    /// its worker until Cranelift returns, so overruns cannot pile up compilations either.
+    fn compile_bounded(&self, bytes: &[u8]) -> Result<Vec<u8>, LoadError> {
+        let limit = self.config.compile_timeout;
+        let started = Instant::now();
+        let permit = self
+            .compiling
+            .enter(limit)
+            .ok_or(LoadError::CompileTimeout(limit))?;
+        let (done, outcome) = std::sync::mpsc::channel();
+        let engine = self.engine.clone();
+        let bytes = bytes.to_vec();
+        std::thread::Builder::new()
+            .name("component-compile".into())
+            .spawn(move || {
+                let _permit = permit;
+                // The receiver is gone if the caller gave up waiting; nothing to tell then.
+                let _ = done.send(engine.precompile_component(&bytes));
+            })
+            .map_err(LoadError::Cache)?;
+        let left = limit.saturating_sub(started.elapsed());
+        match outcome.recv_timeout(left) {
+            Ok(compiled) => compiled.map_err(|e| LoadError::Invalid(format!("{e:#}"))),
+            Err(_) => Err(LoadError::CompileTimeout(limit)),
+        }
+    }
+}
+
+/// Advance `engine`'s epoch every [`EPOCH_TICK`] from a thread of its own, which ends when the
+/// engine is dropped.
+fn start_epoch_clock(engine: &Engine) {
+    let weak = engine.weak();
+    let spawned = std::thread::Builder::new()
+        .name("sandbox-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        });
+    if let Err(error) = spawned {
+        // Without the clock, ticks are still bounded by fuel; say so rather than fail.
+        tracing::warn!(%error, "could not start the sandbox's epoch clock");
+    }
+}
+
+/// Granularity of the wall-clock guard.
+pub(super) const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// The WASI 0.2 packages `wasmtime_wasi::p2::add_to_linker_sync` implements.
 const WASI_PACKAGES: &[&str] = &[

@@ -12,13 +12,14 @@ mod backtest;
 mod builtin;
 mod cache;
 mod engine;
+mod gate;
 pub mod report;
 mod tick;
 mod wasi;
 
 pub use backtest::{BacktestReport, BacktestSpec, FaultRecord, TradeRecord, run_backtest};
 pub use builtin::{BUILTIN_CLASSES, builtin_component, test_guest};
-pub use engine::{LoadedStrategy, Sandbox};
+pub use engine::{LoadedStrategy, Profile, Sandbox};
 pub use tick::{AgentSettings, LogLine, TickInput, TickOutcome};
 
 use std::path::PathBuf;
@@ -33,15 +34,39 @@ pub(crate) mod wit {
 }
 
 /// Limits and resources of the sandbox, with their defaults.
+///
+/// Components come in two profiles, decided when they load (`Profile`): *bare* components import
+/// nothing but `host.log` (the `no_std` Rust strategies) and keep small limits; *runtime*
+/// components bring a language runtime over WASI (Python, JavaScript, Rust `std`) and get the
+/// larger memory limit, but only `runtime_concurrent_ticks` of them tick at once, so a node's
+/// memory stays bounded whatever authors upload.
 #[derive(Debug, Clone)]
 pub struct SandboxConfig {
-    /// Linear memory a guest may grow to, bytes (16 MiB).
+    /// Linear memory a bare guest may grow to, bytes (16 MiB).
     pub max_memory_bytes: usize,
-    /// Fuel (≈ wasm instructions) per tick. Fuel rather than wall time keeps backtests
-    /// deterministic; the default is about 10 ms of guest time on this machine class.
+    /// Linear memory a runtime guest may grow to, bytes (256 MiB; per deployment).
+    pub runtime_memory_bytes: usize,
+    /// Runtime guests ticking at the same time on this node (4).
+    pub runtime_concurrent_ticks: usize,
+    /// Fuel (≈ wasm instructions) per tick of a bare guest. Fuel rather than wall time keeps
+    /// backtests deterministic; 20 M is about 10 ms of guest time on this machine class.
     pub fuel_per_tick: u64,
-    /// Largest component accepted for loading, bytes (10 MiB).
+    /// Fuel per tick of a runtime guest: an interpreter spends many instructions per line of
+    /// the strategy (see `docs/strategies.md` for what a tick of the Python example costs).
+    pub runtime_fuel_per_tick: u64,
+    /// Wall-clock guard behind fuel (epoch interruption): a tick still running after this is
+    /// stopped even if it burns no fuel, e.g. blocked in a host call (2 s).
+    pub tick_wall_time: std::time::Duration,
+    /// Fuel charged per byte a guest passes to `log` or writes to stdout/stderr: copying its
+    /// output is work the host does on the guest's behalf, so it counts against the tick.
+    pub log_fuel_per_byte: u64,
+    /// Largest component accepted for loading, bytes (40 MiB; per deployment).
     pub max_component_bytes: usize,
+    /// Compilations running at the same time on this node (1): compiling a large component
+    /// takes seconds of CPU, which must not starve requests and ticks.
+    pub compile_workers: usize,
+    /// Longest a compilation may take, waiting for a worker included (120 s).
+    pub compile_timeout: std::time::Duration,
     /// Log lines kept per tick, and bytes kept per line.
     pub max_log_lines: usize,
     pub max_log_line_bytes: usize,
@@ -57,14 +82,24 @@ pub struct SandboxConfig {
     pub max_concurrent_ticks: u32,
     /// Where compiled components are cached (`<data_dir>/components`); `None` = memory only.
     pub cache_dir: Option<PathBuf>,
+    /// Key of the HMAC that authenticates every cached artifact before it is deserialised
+    /// (derived from the master key by the server; a compiled artifact is native code).
+    pub cache_key: [u8; 32],
 }
 
 impl Default for SandboxConfig {
     fn default() -> Self {
         SandboxConfig {
             max_memory_bytes: 16 << 20,
+            runtime_memory_bytes: 256 << 20,
+            runtime_concurrent_ticks: 4,
             fuel_per_tick: 20_000_000,
-            max_component_bytes: 10 << 20,
+            runtime_fuel_per_tick: 200_000_000,
+            tick_wall_time: std::time::Duration::from_secs(2),
+            log_fuel_per_byte: 16,
+            max_component_bytes: 40 << 20,
+            compile_workers: 1,
+            compile_timeout: std::time::Duration::from_secs(120),
             max_log_lines: 32,
             max_log_line_bytes: 1024,
             log_flood_calls: 1_000,
@@ -73,15 +108,18 @@ impl Default for SandboxConfig {
             max_state_bytes: 64 << 10,
             max_concurrent_ticks: 32,
             cache_dir: None,
+            cache_key: [0; 32],
         }
     }
 }
 
 impl SandboxConfig {
-    /// Defaults with the component cache under `<data_dir>/components`.
-    pub fn with_data_dir(data_dir: impl Into<PathBuf>) -> Self {
+    /// Defaults with the component cache under `<data_dir>/components`, authenticated with
+    /// `cache_key`.
+    pub fn with_data_dir(data_dir: impl Into<PathBuf>, cache_key: [u8; 32]) -> Self {
         SandboxConfig {
             cache_dir: Some(data_dir.into().join("components")),
+            cache_key,
             ..Self::default()
         }
     }
@@ -100,6 +138,8 @@ pub enum LoadError {
     Cache(#[from] std::io::Error),
     #[error("sandbox engine: {0}")]
     Engine(String),
+    #[error("compiling the component took longer than {0:?}; make it smaller")]
+    CompileTimeout(std::time::Duration),
 }
 
 /// Why one tick failed. The tick's orders are dropped; the agent goes on next tick.

@@ -6,7 +6,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Store, Trap};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::engine::{LoadedStrategy, Sandbox};
+use super::engine::{EPOCH_TICK, LoadedStrategy, Profile, Sandbox};
 use super::wasi::{self, WasiSeed};
 use super::wit::crucible::strategy::{host, types as w};
 use super::{SandboxConfig, TickFault};
@@ -51,8 +51,10 @@ pub struct TickOutcome {
     pub logs: Vec<LogLine>,
     /// Log lines dropped over the per-tick cap.
     pub logs_dropped: u32,
-    /// Fuel the tick consumed.
+    /// Fuel the tick consumed (instructions, plus the bytes it logged at their fuel rate).
     pub fuel_used: u64,
+    /// The most linear memory the instance asked for, bytes (its profile at upload).
+    pub memory_peak: usize,
 }
 
 /// Per-tick store data: the limiter, the log sink and, for components that import WASI, the
@@ -103,6 +105,7 @@ impl host::Host for TickState {
         match self.logs().push(level, message) {
             Pushed::Ok => Ok(()),
             Pushed::Flood => wasmtime::bail!("log flood"),
+            Pushed::OutOfFuel => wasmtime::bail!(OUT_OF_LOG_FUEL),
         }
     }
 }
@@ -119,18 +122,36 @@ pub(super) struct LogSink {
     flood_calls: u32,
     /// Unterminated stdout and stderr text (at most `max_line_bytes` each; the rest is cut).
     partial: [Vec<u8>; 2],
+    /// Bytes the guest handed over (logged, written, or dropped over the caps): charged as fuel.
+    copied: u64,
+    /// Bytes the tick may hand over before it is out of fuel, at `log_fuel_per_byte`.
+    copy_budget: u64,
+    /// Whether the copied bytes went over the budget (the tick then fails as out of fuel).
+    out_of_fuel: bool,
 }
 
-/// Whether a line was taken (kept or counted as dropped) or the tick is a flood.
+/// Whether a line was taken (kept or counted as dropped), or the tick is a flood, or the bytes
+/// it copied used up its fuel.
 pub(super) enum Pushed {
     Ok,
     Flood,
+    OutOfFuel,
 }
 
 impl LogSink {
+    /// Count `bytes` handed over by the guest; true once they exceed the tick's budget.
+    fn copy(&mut self, bytes: usize) -> bool {
+        self.copied = self.copied.saturating_add(bytes as u64);
+        self.out_of_fuel |= self.copied > self.copy_budget;
+        self.out_of_fuel
+    }
+
     /// One log call: counts toward the flood limit, kept if under the line cap.
     fn push(&mut self, level: &'static str, message: String) -> Pushed {
         self.calls += 1;
+        if self.copy(message.len()) {
+            return Pushed::OutOfFuel;
+        }
         if self.calls > self.flood_calls {
             self.flooded = true;
             return Pushed::Flood;
@@ -148,6 +169,9 @@ impl LogSink {
 
     /// Bytes written to stdout (`info`) or stderr (`error`): every complete line is one log call.
     pub(super) fn write_stdio(&mut self, level: &'static str, bytes: &[u8]) -> Pushed {
+        if self.copy(bytes.len()) {
+            return Pushed::OutOfFuel;
+        }
         let which = usize::from(level != "info");
         for chunk in bytes.split_inclusive(|b| *b == b'\n') {
             let (text, ended) = match chunk.strip_suffix(b"\n") {
@@ -158,8 +182,11 @@ impl LogSink {
                 .max_line_bytes
                 .saturating_sub(self.partial[which].len());
             self.partial[which].extend_from_slice(&text[..text.len().min(room)]);
-            if ended && let Pushed::Flood = self.end_line(which, level) {
-                return Pushed::Flood;
+            if ended {
+                match self.end_line(which, level) {
+                    Pushed::Ok => {}
+                    stopped => return stopped,
+                }
             }
         }
         Pushed::Ok
@@ -170,6 +197,8 @@ impl LogSink {
         let bytes = std::mem::take(&mut self.partial[which]);
         let line = String::from_utf8_lossy(&bytes);
         let line = line.strip_suffix('\r').unwrap_or(&line).to_string();
+        // The bytes were counted when written; the line itself is not copied again.
+        self.copied = self.copied.saturating_sub(line.len() as u64);
         self.push(level, line)
     }
 
@@ -188,6 +217,8 @@ impl LogSink {
 struct TickLimiter {
     max_memory: usize,
     memory_denied: bool,
+    /// Largest size any memory was created with or grown to.
+    peak: usize,
 }
 
 impl ResourceLimiter for TickLimiter {
@@ -201,6 +232,7 @@ impl ResourceLimiter for TickLimiter {
             self.memory_denied = true;
             return Ok(false);
         }
+        self.peak = self.peak.max(desired);
         Ok(true)
     }
 
@@ -226,12 +258,37 @@ impl ResourceLimiter for TickLimiter {
     }
 }
 
+/// Error text of a tick stopped because the bytes it logged used up its fuel.
+pub(super) const OUT_OF_LOG_FUEL: &str = "out of fuel copying log output";
+
+/// The limits of one profile.
+pub(super) struct ProfileLimits {
+    pub(super) memory: usize,
+    pub(super) fuel: u64,
+}
+
+impl ProfileLimits {
+    pub(super) fn of(config: &SandboxConfig, profile: Profile) -> Self {
+        match profile {
+            Profile::Bare => ProfileLimits {
+                memory: config.max_memory_bytes,
+                fuel: config.fuel_per_tick,
+            },
+            Profile::Runtime => ProfileLimits {
+                memory: config.runtime_memory_bytes,
+                fuel: config.runtime_fuel_per_tick,
+            },
+        }
+    }
+}
+
 impl TickState {
-    fn new(config: &SandboxConfig) -> Self {
+    fn new(config: &SandboxConfig, limits: &ProfileLimits) -> Self {
         TickState {
             limiter: TickLimiter {
-                max_memory: config.max_memory_bytes,
+                max_memory: limits.memory,
                 memory_denied: false,
+                peak: 0,
             },
             logs: Arc::new(Mutex::new(LogSink {
                 lines: Vec::new(),
@@ -242,6 +299,9 @@ impl TickState {
                 max_line_bytes: config.max_log_line_bytes,
                 flood_calls: config.log_flood_calls,
                 partial: [Vec::new(), Vec::new()],
+                copied: 0,
+                copy_budget: limits.fuel / config.log_fuel_per_byte.max(1),
+                out_of_fuel: false,
             })),
             wasi_seed: None,
             wasi: None,
@@ -250,6 +310,11 @@ impl TickState {
 }
 
 impl Sandbox {
+    /// The fuel one tick of `strategy` may burn (per its profile).
+    pub fn fuel_limit(&self, strategy: &LoadedStrategy) -> u64 {
+        ProfileLimits::of(&self.config, strategy.profile()).fuel
+    }
+
     /// Run one tick of `strategy` in a fresh instance. Never panics on guest behaviour.
     ///
     /// The tick belongs to no agent in particular: a WASI guest's random numbers depend on the
@@ -266,30 +331,57 @@ impl Sandbox {
         strategy: &LoadedStrategy,
         input: &TickInput<'_>,
     ) -> TickOutcome {
-        let mut data = TickState::new(&self.config);
+        let profile = strategy.profile();
+        let limits = ProfileLimits::of(&self.config, profile);
+        // Runtime guests may each use far more memory than bare ones: only a few at once.
+        let _place = match profile {
+            Profile::Bare => None,
+            Profile::Runtime => match self.runtime_ticks.enter(self.config.tick_wall_time) {
+                Some(permit) => Some(permit),
+                None => {
+                    return TickOutcome {
+                        result: Err(TickFault::Instantiate(
+                            "every runtime slot stayed busy; the tick is skipped".into(),
+                        )),
+                        logs: Vec::new(),
+                        logs_dropped: 0,
+                        fuel_used: 0,
+                        memory_peak: 0,
+                    };
+                }
+            },
+        };
+        let mut data = TickState::new(&self.config, &limits);
         if strategy.wasi {
             data.wasi_seed = Some(WasiSeed::new(agent_id, input.now));
         }
         let mut store = Store::new(&self.engine, data);
         store.limiter(|s| &mut s.limiter);
         store.set_hostcall_fuel(self.config.max_hostcall_bytes);
-        let fuel = self.config.fuel_per_tick;
+        store.epoch_deadline_trap();
+        store.set_epoch_deadline(epochs(self.config.tick_wall_time));
+        let fuel = limits.fuel;
         let result = match store.set_fuel(fuel) {
             Err(e) => Err(TickFault::Instantiate(e.to_string())),
             Ok(()) => {
                 let ctx = to_wit(input);
                 match strategy.pre.instantiate(&mut store) {
-                    Err(e) => Err(self.classify(&e, store.data(), true)),
+                    Err(e) => Err(self.classify(&e, store.data(), &limits, true)),
                     Ok(instance) => match instance.call_on_tick(&mut store, &ctx) {
-                        Err(e) => Err(self.classify(&e, store.data(), false)),
+                        Err(e) => Err(self.classify(&e, store.data(), &limits, false)),
                         Ok(Err(message)) => Err(TickFault::StrategyError(truncate(message, 200))),
                         Ok(Ok(output)) => self.validate(output),
                     },
                 }
             }
         };
-        let fuel_used = fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        let state = store.data();
+        let copied = state.logs().copied;
+        let fuel_used = fuel
+            .saturating_sub(store.get_fuel().unwrap_or(0))
+            .saturating_add(copied.saturating_mul(self.config.log_fuel_per_byte));
         let state = store.into_data();
+        let memory_peak = state.limiter.peak;
         let mut logs = state.logs();
         logs.finish();
         TickOutcome {
@@ -297,6 +389,7 @@ impl Sandbox {
             logs: std::mem::take(&mut logs.lines),
             logs_dropped: logs.dropped,
             fuel_used,
+            memory_peak,
         }
     }
 
@@ -304,8 +397,12 @@ impl Sandbox {
         &self,
         error: &wasmtime::Error,
         state: &TickState,
+        limits: &ProfileLimits,
         instantiating: bool,
     ) -> TickFault {
+        if state.logs().out_of_fuel {
+            return TickFault::Timeout;
+        }
         if state.logs().flooded {
             return TickFault::LogFlood {
                 limit: self.config.log_flood_calls,
@@ -313,11 +410,11 @@ impl Sandbox {
         }
         if state.limiter.memory_denied {
             return TickFault::MemoryLimit {
-                limit: self.config.max_memory_bytes,
+                limit: limits.memory,
             };
         }
         match error.downcast_ref::<Trap>() {
-            Some(Trap::OutOfFuel) => TickFault::Timeout,
+            Some(Trap::OutOfFuel | Trap::Interrupt) => TickFault::Timeout,
             Some(Trap::StackOverflow) => TickFault::StackOverflow,
             Some(trap) => TickFault::Trap(trap.to_string()),
             None => {
@@ -378,6 +475,11 @@ impl Sandbox {
         }
         Ok((orders, output.state))
     }
+}
+
+/// Epoch ticks in `wall` (at least one).
+fn epochs(wall: std::time::Duration) -> u64 {
+    (wall.as_millis() / EPOCH_TICK.as_millis().max(1)).max(1) as u64
 }
 
 /// Copy the input into the WIT context: candles as six flat columns.

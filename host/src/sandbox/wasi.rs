@@ -174,6 +174,7 @@ impl LogStream {
         match sink.write_stdio(self.level, bytes) {
             Pushed::Ok => Ok(()),
             Pushed::Flood => Err("log flood"),
+            Pushed::OutOfFuel => Err(super::tick::OUT_OF_LOG_FUEL),
         }
     }
 }

@@ -236,7 +236,7 @@ async fn uploaded_strategies_are_validated_and_usable_by_their_owners_only() {
             .expect("message")
             .contains("crucible:strategy")
     );
-    let huge = upload(vec![0u8; (10 << 20) + 1]).await;
+    let huge = upload(vec![0u8; (40 << 20) + 1]).await;
     assert_eq!(huge.status, 413, "{}", huge.body);
     assert_eq!(v1_code(&huge), "PAYLOAD_TOO_LARGE");
 

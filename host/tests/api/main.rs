@@ -27,6 +27,7 @@ mod dungeon;
 mod dungeon_ops;
 mod fuzz_endpoints;
 mod fuzz_v1;
+mod guest_languages;
 mod leaderboard;
 mod limits;
 mod live_agents;

@@ -22,7 +22,13 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
+    // Runtime (WASI) guests get a small memory limit here, so the std memory bomb reaches it
+    // long before its fuel runs out, as the no_std one does at the bare limit.
+    let sandbox = Sandbox::new(SandboxConfig {
+        runtime_memory_bytes: 32 << 20,
+        ..SandboxConfig::default()
+    })
+    .expect("sandbox");
     let hostile = sandbox
         .load(test_guest("hostile").expect("hostile guest"))
         .expect("load hostile");
@@ -243,7 +249,7 @@ fn compiled_components_are_cached_on_disk_and_tampering_is_ignored() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bytes = builtin_component("defender").expect("defender");
 
-    let first = Sandbox::new(SandboxConfig::with_data_dir(dir.path())).expect("sandbox");
+    let first = Sandbox::new(SandboxConfig::with_data_dir(dir.path(), [7; 32])).expect("sandbox");
     let cold = first.load(bytes).expect("compile");
     assert!(!cold.from_cache);
     let warm = first.load(bytes).expect("from cache");
@@ -251,7 +257,8 @@ fn compiled_components_are_cached_on_disk_and_tampering_is_ignored() {
     assert_eq!(warm.hash, cold.hash);
 
     // A restart (new engine, same data dir) reuses the artifact.
-    let restarted = Sandbox::new(SandboxConfig::with_data_dir(dir.path())).expect("sandbox");
+    let restarted =
+        Sandbox::new(SandboxConfig::with_data_dir(dir.path(), [7; 32])).expect("sandbox");
     assert!(restarted.load(bytes).expect("load").from_cache);
 
     // A tampered artifact fails its checksum: recompiled, never deserialised.
@@ -269,4 +276,18 @@ fn compiled_components_are_cached_on_disk_and_tampering_is_ignored() {
     let reloaded = restarted.load(bytes).expect("recompile");
     assert!(!reloaded.from_cache);
     assert!(restarted.load(bytes).expect("cached again").from_cache);
+
+    // Files are authenticated with a key from the master key, not a bare checksum: a server
+    // with another master key (or someone who can write the directory but lacks the key) cannot
+    // make it load an artifact, even an intact one.
+    let other_key =
+        Sandbox::new(SandboxConfig::with_data_dir(dir.path(), [8; 32])).expect("sandbox");
+    assert!(!other_key.load(bytes).expect("recompile").from_cache);
+    assert_eq!(
+        other_key.cache_file(bytes),
+        restarted.cache_file(bytes),
+        "both use the same file"
+    );
+    // The other key's server rewrote the file with its own tag: the first key now refuses it.
+    assert!(!restarted.load(bytes).expect("recompile").from_cache);
 }

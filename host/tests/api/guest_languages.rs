@@ -134,6 +134,37 @@ fn the_python_example_backtests_30_days_with_trades_and_no_failed_ticks() {
 
 #[test]
 #[ignore = "needs the Python and JavaScript components: .ci/run builds them"]
+fn the_python_backtest_report_is_byte_identical_run_to_run() {
+    let path = guests_dir().join("python-momentum.wasm");
+    assert!(path.is_file(), "{NEEDS}");
+    let report = || {
+        let data = tempfile::tempdir().expect("tempdir");
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_crucible"))
+            .env_remove("CRUCIBLE_DATA_DIR")
+            .args(["strategy", "backtest"])
+            .arg(&path)
+            .args(["--days", "30", "--seed", "7", "--interval", "1h", "--data-dir"])
+            .arg(data.path())
+            .output()
+            .expect("run crucible");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("utf-8")
+    };
+    let first = report();
+    assert_eq!(first, report(), "same component, seed and window: same bytes");
+    let failed = first
+        .lines()
+        .find(|l| l.trim_start().starts_with("failed ticks"))
+        .expect("a failed-ticks line");
+    assert!(failed.trim_end().ends_with(" 0"), "{failed}");
+}
+
+#[test]
+#[ignore = "needs the Python and JavaScript components: .ci/run builds them"]
 fn the_javascript_example_backtests_30_days_with_trades_and_no_failed_ticks() {
     let sandbox = sandbox();
     let strategy = sandbox.load(&component("js-momentum.wasm")).expect(NEEDS);

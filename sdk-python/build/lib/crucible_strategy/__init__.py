@@ -1,0 +1,17 @@
+"""Helpers for Crucible strategies written in Python.
+
+A strategy is a WebAssembly component built by componentize-py against ``wit/strategy.wit``.
+The generated bindings (``wit_world``) define the types; this package adds what every strategy
+needs on top of them, in pure Python so it is bundled into the component as is:
+
+* :mod:`crucible_strategy.indicators` - the Rust SDK's indicators, same conventions and results;
+* :mod:`crucible_strategy.state` - the state blob carried from tick to tick, as JSON;
+* :mod:`crucible_strategy.orders` - order constructors (``buy``, ``sell``, ``sell_all``).
+
+See ``sdk-python/README.md`` for the build workflow.
+"""
+
+from . import indicators, orders, state
+
+__all__ = ["indicators", "orders", "state"]
+__version__ = "0.1.0"

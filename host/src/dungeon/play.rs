@@ -37,6 +37,7 @@ pub async fn turn(
     current: RunRow,
     request: TurnRequest,
 ) -> Result<TurnResult, ApiError> {
+    let request = request.clipped();
     let run_id = current.id.clone();
     let run_id = run_id.as_str();
     let mut first = Some(current);
@@ -213,24 +214,6 @@ pub async fn broadcast(state: &AppState, run_id: &str, message: &str) -> Result<
             "`message` must be 1 to {BROADCAST_MAX_CHARS} characters (got {length})"
         )));
     }
-    let now = to_millis(state.now());
-    let window_start = now - 60_000;
-    let recent: Vec<(i64,)> = sqlx::query_as(
-        "SELECT created_at FROM dungeon_run_events WHERE run_id = $1 AND kind = $2 AND created_at > $3
-         ORDER BY created_at",
-    )
-    .bind(run_id)
-    .bind(store::BROADCAST)
-    .bind(window_start)
-    .fetch_all(state.store.read())
-    .await?;
-    if recent.len() as i64 >= BROADCASTS_PER_MINUTE {
-        let oldest = recent.first().map_or(now, |(at,)| *at);
-        let wait_ms = (oldest + 60_000 - now).max(1);
-        return Err(ApiError::RateLimited {
-            retry_after: ((wait_ms + 999) / 1000) as u64,
-        });
-    }
     let event = NewEvent {
         kind: store::BROADCAST,
         turn_number: None,
@@ -240,9 +223,22 @@ pub async fn broadcast(state: &AppState, run_id: &str, message: &str) -> Result<
             "at": crate::clock::rfc3339(state.now()),
         }),
     };
-    store::append(state, run_id, event).await?.ok_or_else(|| {
-        ApiError::Unauthorized(format!("run {run_id} has ended; its key no longer works"))
-    })
+    let limit = store::WindowLimit {
+        max: BROADCASTS_PER_MINUTE,
+        window_ms: 60_000,
+    };
+    match store::append(state, run_id, event, limit).await? {
+        store::Appended::Written(seq) => Ok(seq),
+        store::Appended::Ended => Err(ApiError::Unauthorized(format!(
+            "run {run_id} has ended; its key no longer works"
+        ))),
+        store::Appended::Limited { oldest_at } => {
+            let wait_ms = (oldest_at + 60_000 - to_millis(state.now())).max(1);
+            Err(ApiError::RateLimited {
+                retry_after: ((wait_ms + 999) / 1000) as u64,
+            })
+        }
+    }
 }
 
 /// End an active run as abandoned (idle timeout). False if it was already over.

@@ -248,13 +248,36 @@ pub async fn advance(
     Ok(Advance::Written)
 }
 
-/// Append one event to an active run (broadcasts), outside the turn pipeline. `None` if the
-/// run is no longer active.
+/// At most `max` events of the appended kind in the last `window_ms` (a rate per run).
+#[derive(Debug, Clone, Copy)]
+pub struct WindowLimit {
+    pub max: i64,
+    pub window_ms: i64,
+}
+
+/// What [`append`] did.
+#[derive(Debug)]
+pub enum Appended {
+    /// Stored with this sequence number.
+    Written(i64),
+    /// The run is no longer active.
+    Ended,
+    /// The window is full; the oldest event in it was at this time (Unix ms).
+    Limited { oldest_at: i64 },
+}
+
+/// Append one event to an active run (broadcasts), outside the turn pipeline, at most
+/// `limit.max` of its kind per window.
+///
+/// The limit is checked inside the transaction, after the run's row is updated: that update
+/// takes the row's write lock (PostgreSQL) or the database's (SQLite), so concurrent appends to
+/// one run count one after the other and the window can never be overfilled.
 pub async fn append(
     state: &AppState,
     run_id: &str,
     event: NewEvent,
-) -> Result<Option<i64>, ApiError> {
+    limit: WindowLimit,
+) -> Result<Appended, ApiError> {
     let now = to_millis(state.now());
     let mut tx = state.store.begin().await?;
     let updated: Option<(i64,)> = sqlx::query_as(
@@ -264,12 +287,27 @@ pub async fn append(
     .fetch_optional(&mut *tx)
     .await?;
     let Some((seq,)) = updated else {
-        return Ok(None);
+        return Ok(Appended::Ended);
     };
+    let (count, oldest): (i64, Option<i64>) = sqlx::query_as(
+        "SELECT COUNT(*), MIN(created_at) FROM dungeon_run_events
+         WHERE run_id = $1 AND kind = $2 AND created_at > $3",
+    )
+    .bind(run_id)
+    .bind(event.kind)
+    .bind(now - limit.window_ms)
+    .fetch_one(&mut *tx)
+    .await?;
+    if count >= limit.max {
+        // Dropping the transaction rolls the sequence bump back.
+        return Ok(Appended::Limited {
+            oldest_at: oldest.unwrap_or(now),
+        });
+    }
     insert_event(&mut tx, run_id, seq, &event, now).await?;
     tx.commit().await?;
     announce(state, run_id, seq);
-    Ok(Some(seq))
+    Ok(Appended::Written(seq))
 }
 
 async fn insert_event(

@@ -39,3 +39,84 @@ async fn a_login_flood_hashes_a_few_at_a_time_and_an_honest_login_still_gets_in(
         password::peak_concurrency()
     );
 }
+
+#[tokio::test]
+async fn racing_broadcasts_never_overfill_a_runs_minute_and_other_runs_are_unaffected() {
+    let app = TestApp::spawn().await;
+    app.dungeon_noon();
+    let greedy = app
+        .dungeon_player("greedy@example.com", 51, 5_000_000)
+        .await;
+    let honest = app
+        .dungeon_player("honest@example.com", 52, 5_000_000)
+        .await;
+    let greedy_run = app.dungeon_run(&greedy, "fighter").await;
+    let honest_run = app.dungeon_run(&honest, "rogue").await;
+    let broadcast = |run: &serde_json::Value, message: String| {
+        let path = format!(
+            "/api/dungeons/runs/{}/broadcast",
+            run["runId"].as_str().expect("run")
+        );
+        let key = run["registrationKey"].as_str().expect("key").to_owned();
+        let app = &app;
+        async move {
+            app.post(&path, Auth::Bearer(&key), json!({ "message": message }))
+                .await
+                .status
+        }
+    };
+    // Twenty at once on one run: the per-minute limit of five holds exactly.
+    let statuses = futures_util::future::join_all(
+        (0..20).map(|i| broadcast(&greedy_run, format!("spam {i}"))),
+    )
+    .await;
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        5,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| matches!(s, 201 | 429)),
+        "{statuses:?}"
+    );
+    // Another run's watchers still hear their player.
+    assert_eq!(broadcast(&honest_run, "hello".into()).await, 201);
+}
+
+#[tokio::test]
+async fn an_illegal_action_of_any_length_is_stored_cut_short() {
+    let app = TestApp::spawn().await;
+    app.dungeon_noon();
+    let player = app
+        .dungeon_player("verbose@example.com", 53, 5_000_000)
+        .await;
+    let run = app.dungeon_run(&player, "fighter").await;
+    let run_id = run["runId"].as_str().expect("run");
+    let key = run["registrationKey"].as_str().expect("key");
+    let huge = "ä".repeat(20_000);
+    let refused = app
+        .dungeon_turn(
+            run_id,
+            key,
+            json!({"action": huge, "target": huge, "turnNumber": 1}),
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.error().len() < 2_000, "the message stays short");
+    // The record watchers replay carries the cut strings, not 40,000 characters.
+    let page = app
+        .get(&format!("/api/dungeons/runs/{run_id}"), Auth::None)
+        .await;
+    let events = page.body["events"].as_array().expect("events");
+    let turn = events
+        .iter()
+        .find(|e| e["event"] == "run:turn")
+        .expect("the illegal turn is recorded");
+    let text = turn.to_string();
+    assert!(text.len() < 8_000, "stored record is {} bytes", text.len());
+    // The run goes on: a legal turn is played.
+    let next = app
+        .dungeon_turn(run_id, key, json!({"action": "examine", "turnNumber": 1}))
+        .await;
+    assert_eq!(next.status, 200, "{}", next.body);
+}

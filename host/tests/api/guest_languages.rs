@@ -143,7 +143,15 @@ fn the_python_backtest_report_is_byte_identical_run_to_run() {
             .env_remove("CRUCIBLE_DATA_DIR")
             .args(["strategy", "backtest"])
             .arg(&path)
-            .args(["--days", "30", "--seed", "7", "--interval", "1h", "--data-dir"])
+            .args([
+                "--days",
+                "30",
+                "--seed",
+                "7",
+                "--interval",
+                "1h",
+                "--data-dir",
+            ])
             .arg(data.path())
             .output()
             .expect("run crucible");
@@ -155,7 +163,11 @@ fn the_python_backtest_report_is_byte_identical_run_to_run() {
         String::from_utf8(output.stdout).expect("utf-8")
     };
     let first = report();
-    assert_eq!(first, report(), "same component, seed and window: same bytes");
+    assert_eq!(
+        first,
+        report(),
+        "same component, seed and window: same bytes"
+    );
     let failed = first
         .lines()
         .find(|l| l.trim_start().starts_with("failed ticks"))

@@ -129,7 +129,24 @@ pub struct TurnRequest {
     pub turn_number: Option<u64>,
 }
 
+/// Longest `action` kept from a request, in characters (the longest real action is far
+/// shorter); longer ones are cut before anything is checked or stored.
+pub const MAX_ACTION_CHARS: usize = 32;
+/// Longest `target` kept from a request, in characters.
+pub const MAX_TARGET_CHARS: usize = 64;
+
 impl TurnRequest {
+    /// The request with its strings cut to [`MAX_ACTION_CHARS`] and [`MAX_TARGET_CHARS`]: an
+    /// illegal action is recorded with the run (and replayed to watchers), so what a client
+    /// sends must not decide how much is stored.
+    pub fn clipped(mut self) -> Self {
+        clip(&mut self.action, MAX_ACTION_CHARS);
+        if let Some(target) = &mut self.target {
+            clip(target, MAX_TARGET_CHARS);
+        }
+        self
+    }
+
     pub fn to_action(&self) -> Action {
         Action {
             action: self.action.clone(),
@@ -256,5 +273,44 @@ impl Run {
             return Err("there is no enemy to throw it at".to_owned());
         }
         Ok(index)
+    }
+}
+
+/// Cut `text` to at most `max` characters, marking the cut with `…`.
+fn clip(text: &mut String, max: usize) {
+    if let Some((cut, _)) = text.char_indices().nth(max) {
+        text.truncate(cut);
+        text.push('…');
+    }
+}
+
+#[cfg(test)]
+mod clip_tests {
+    use super::*;
+
+    #[test]
+    fn client_strings_are_cut_before_anything_uses_them() {
+        let request = TurnRequest {
+            action: "é".repeat(10_000),
+            target: Some("x".repeat(10_000)),
+            turn_number: Some(3),
+        }
+        .clipped();
+        assert_eq!(request.action.chars().count(), MAX_ACTION_CHARS + 1);
+        assert!(request.action.ends_with('…'));
+        assert_eq!(
+            request.target.as_deref().map(|t| t.chars().count()),
+            Some(MAX_TARGET_CHARS + 1)
+        );
+        let short = TurnRequest {
+            action: "attack".into(),
+            target: Some("goblin".into()),
+            turn_number: None,
+        }
+        .clipped();
+        assert_eq!(
+            (short.action.as_str(), short.target.as_deref()),
+            ("attack", Some("goblin"))
+        );
     }
 }

@@ -125,12 +125,41 @@ async fn enter(
     )
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RunPageParams {
+    /// Events after this sequence number (the previous page's `nextAfterSeq`).
+    after_seq: Option<String>,
+    /// Events per page, 1 to [`views::RUN_PAGE_MAX`].
+    limit: Option<String>,
+}
+
 async fn run_page(
     _limit: Reads,
     State(state): State<AppState>,
     Path(run_id): Path<String>,
+    Query(params): Query<RunPageParams>,
 ) -> Result<Response, ApiError> {
-    Ok(axum::Json(views::run_page(&state, &run_id).await?).into_response())
+    let after_seq = match params.after_seq.as_deref() {
+        None => 0,
+        Some(raw) => raw.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+            ApiError::bad_request("`afterSeq` must be a sequence number (0 or more)")
+        })?,
+    };
+    let limit = match params.limit.as_deref() {
+        None => views::RUN_PAGE_DEFAULT,
+        Some(raw) => raw
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=views::RUN_PAGE_MAX).contains(n))
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "`limit` must be 1 to {} events",
+                    views::RUN_PAGE_MAX
+                ))
+            })?,
+    };
+    Ok(axum::Json(views::run_page(&state, &run_id, after_seq, limit).await?).into_response())
 }
 
 async fn credential(

@@ -221,6 +221,10 @@ pub struct WatchedEvent {
     at: String,
 }
 
+/// Events on a run page unless `limit` says otherwise, and at most.
+pub const RUN_PAGE_DEFAULT: i64 = 500;
+pub const RUN_PAGE_MAX: i64 = 1000;
+
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunPage {
@@ -228,33 +232,43 @@ pub struct RunPage {
     summary: RunSummary,
     /// The visible state now.
     state: Value,
-    /// Every stored event in order: the replay.
+    /// Stored events in order, after `afterSeq`: one page of the replay.
     events: Vec<WatchedEvent>,
+    /// Where the next page starts (`?afterSeq=`), or `null` when this page ends the record.
+    next_after_seq: Option<i64>,
 }
 
-/// The public run page: summary, current state and the whole event record.
-pub async fn run_page(state: &AppState, run_id: &str) -> Result<RunPage, ApiError> {
+/// The public run page: summary, current state and one page of the event record (a long run's
+/// record is read page by page, so one request never carries an unbounded body).
+pub async fn run_page(
+    state: &AppState,
+    run_id: &str,
+    after_seq: i64,
+    limit: i64,
+) -> Result<RunPage, ApiError> {
     let row = store::load(state, run_id)
         .await?
         .ok_or_else(|| run_not_found(run_id))?;
     let current = serde_json::to_value(row.game()?.view()).map_err(ApiError::internal)?;
-    let mut events = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = store::events_after(state, run_id, after, 1000).await?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        events.extend(page.into_iter().map(|event| WatchedEvent {
+    // One more than asked tells whether another page follows.
+    let mut page = store::events_after(state, run_id, after_seq, limit + 1).await?;
+    let more = page.len() as i64 > limit;
+    page.truncate(limit as usize);
+    let next_after_seq = more.then(|| page.last().map(|event| event.seq)).flatten();
+    let events = page
+        .into_iter()
+        .map(|event| WatchedEvent {
             seq: event.seq,
             event: event.kind,
             data: event.payload,
             at: rfc3339(from_millis(event.created_at)),
-        }));
-    }
+        })
+        .collect();
     Ok(RunPage {
         summary: RunSummary::of(state, &row),
         state: current,
         events,
+        next_after_seq,
     })
 }
 

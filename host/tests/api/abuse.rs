@@ -116,7 +116,64 @@ async fn an_illegal_action_of_any_length_is_stored_cut_short() {
     assert!(text.len() < 8_000, "stored record is {} bytes", text.len());
     // The run goes on: a legal turn is played.
     let next = app
-        .dungeon_turn(run_id, key, json!({"action": "examine", "turnNumber": 1}))
+        .dungeon_turn(run_id, key, json!({"action": "inventory", "turnNumber": 1}))
         .await;
     assert_eq!(next.status, 200, "{}", next.body);
+}
+
+#[tokio::test]
+async fn the_public_run_page_is_read_page_by_page() {
+    let app = TestApp::spawn().await;
+    app.dungeon_noon();
+    let player = app.dungeon_player("pager@example.com", 54, 5_000_000).await;
+    let run = app.dungeon_run(&player, "fighter").await;
+    let run_id = run["runId"].as_str().expect("run");
+    let key = run["registrationKey"].as_str().expect("key");
+    for turn in 1..=5 {
+        let played = app
+            .dungeon_turn(
+                run_id,
+                key,
+                json!({"action": "inventory", "turnNumber": turn}),
+            )
+            .await;
+        assert_eq!(played.status, 200, "{}", played.body);
+    }
+    let whole = app
+        .get(&format!("/api/dungeons/runs/{run_id}"), Auth::None)
+        .await;
+    assert_eq!(whole.body["nextAfterSeq"], serde_json::Value::Null);
+    let all: Vec<i64> = whole.body["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["seq"].as_i64().expect("seq"))
+        .collect();
+    assert!(all.len() >= 5, "{all:?}");
+
+    let mut paged = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = app
+            .get(
+                &format!("/api/dungeons/runs/{run_id}?afterSeq={after}&limit=2"),
+                Auth::None,
+            )
+            .await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        let events = page.body["events"].as_array().expect("events");
+        assert!(events.len() <= 2);
+        paged.extend(events.iter().map(|e| e["seq"].as_i64().expect("seq")));
+        match page.body["nextAfterSeq"].as_i64() {
+            Some(next) => after = next,
+            None => break,
+        }
+    }
+    assert_eq!(paged, all, "the pages add up to the record");
+    for bad in ["limit=0", "limit=1001", "limit=x", "afterSeq=-1"] {
+        let refused = app
+            .get(&format!("/api/dungeons/runs/{run_id}?{bad}"), Auth::None)
+            .await;
+        assert_eq!(refused.status, 400, "{bad}: {}", refused.body);
+    }
 }

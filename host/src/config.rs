@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, FromArgMatches};
 
+use crate::secret::Secret;
 use crate::tournaments::series::{SeriesSpec, default_series};
 
 /// Settings shared by every subcommand that touches the database.
@@ -22,7 +23,7 @@ pub struct StorageArgs {
     /// 32-byte key (64 hex characters) that encrypts secrets at rest. Without it a key is
     /// generated into the data dir on first start (fine for development, not for production).
     #[arg(long, env = "CRUCIBLE_MASTER_KEY", hide_env_values = true)]
-    pub master_key: Option<String>,
+    pub master_key: Option<Secret>,
 }
 
 /// Settings of `crucible serve`.
@@ -201,7 +202,7 @@ pub struct ChainArgs {
 
     /// Real clusters: the swap API's key, sent as `x-api-key`.
     #[arg(long, env = "CRUCIBLE_SWAP_API_KEY", hide_env_values = true)]
-    pub swap_api_key: Option<String>,
+    pub swap_api_key: Option<Secret>,
 
     /// Real clusters: a price older than this many seconds is refused (the round is marked stale).
     #[arg(long, env = "CRUCIBLE_PRICE_MAX_AGE_SECS", default_value_t = 60)]
@@ -255,7 +256,7 @@ pub struct Config {
     pub bind: SocketAddr,
     pub data_dir: PathBuf,
     pub database_url: String,
-    pub master_key: Option<String>,
+    pub master_key: Option<Secret>,
     pub rate_limits: bool,
     pub trust_forwarded_for: bool,
     pub public_url: String,
@@ -297,7 +298,7 @@ pub struct Config {
     pub price_max_age_secs: u64,
     /// Real clusters: Jupiter's swap API and its key.
     pub swap_api_url: String,
-    pub swap_api_key: Option<String>,
+    pub swap_api_key: Option<Secret>,
     /// Deployment limits of the strategy sandbox and uploads.
     pub sandbox: SandboxArgs,
 }
@@ -386,6 +387,13 @@ impl ServeArgs {
 }
 
 impl Config {
+    /// Whether this is a deployment that holds real value or runs several nodes: PostgreSQL, or
+    /// a real Solana cluster. Settings fit for a laptop (a master key generated into the data
+    /// dir) are warned about loudly there.
+    pub fn is_production(&self) -> bool {
+        self.database_url.starts_with("postgres") || self.solana_rpc_url.is_some()
+    }
+
     /// A configuration for tests and benchmarks: the given database, an ephemeral port,
     /// a fixed master key, no background work and no rate limits unless the test turns them on.
     pub fn for_tests(data_dir: PathBuf, database_url: String) -> Self {
@@ -393,7 +401,7 @@ impl Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir,
             database_url,
-            master_key: Some("00".repeat(32)),
+            master_key: Some(Secret::new("00".repeat(32))),
             rate_limits: false,
             public_url: "http://127.0.0.1".to_owned(),
             scheduler_interval_ms: 0,
@@ -438,5 +446,27 @@ mod tests {
         let offline = Config::offline(&ServeArgs::defaults().storage);
         assert_eq!(offline.simnet_finality_ms, 3_000);
         assert_eq!(offline.market_seed, config.market_seed);
+    }
+
+    #[test]
+    fn printing_the_configuration_gives_no_secret_away() {
+        let mut config = Config::for_tests(PathBuf::from("/tmp/x"), "sqlite://x".into());
+        config.master_key = Some(Secret::new("ab".repeat(32)));
+        config.swap_api_key = Some(Secret::new("jupiter-key-123"));
+        let printed = format!("{config:?}");
+        assert!(!printed.contains(&"ab".repeat(32)), "{printed}");
+        assert!(!printed.contains("jupiter-key-123"), "{printed}");
+        assert!(printed.contains("[redacted]"));
+    }
+
+    #[test]
+    fn postgres_or_a_real_cluster_is_production() {
+        let mut config = Config::for_tests(PathBuf::from("/tmp/x"), "sqlite://x".into());
+        assert!(!config.is_production());
+        config.database_url = "postgres://db/crucible".into();
+        assert!(config.is_production());
+        config.database_url = "sqlite://x".into();
+        config.solana_rpc_url = Some("https://api.mainnet-beta.solana.com".into());
+        assert!(config.is_production());
     }
 }

@@ -17,6 +17,7 @@ use crate::crypto::Sealer;
 use crate::db::Store;
 use crate::http::rate_limit::RateLimits;
 use crate::scheduler::Scheduler;
+use crate::secret::Secret;
 use crate::state::AppState;
 
 pub struct Application {
@@ -132,7 +133,13 @@ async fn assemble_state(
         .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
     let store = Store::connect(&config.database_url).await?;
     store.migrate().await?;
-    let sealer = Sealer::load(config.master_key.as_deref(), &config.data_dir)?;
+    let sealer = Sealer::load(
+        config.master_key.as_ref().map(Secret::expose),
+        &config.data_dir,
+    )?;
+    if config.master_key.is_none() && config.is_production() {
+        warn_master_key_from_file(&config);
+    }
     let chain = crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, server).await?;
     let market = Arc::new(crate::market::SimulatedMarket::new(config.market_seed));
     if chain.simnet().is_some() {
@@ -163,6 +170,19 @@ async fn assemble_state(
         leaderboards: Default::default(),
         agents,
     })
+}
+
+/// A deployment on PostgreSQL (several nodes) or a real cluster (real money) must not run on a
+/// key that lives in one node's data dir: other nodes cannot open what it sealed, and a lost
+/// disk loses every sealed secret. Loud, on every start, with the fix.
+fn warn_master_key_from_file(config: &Config) {
+    tracing::error!(
+        data_dir = %config.data_dir.display(),
+        "CRUCIBLE_MASTER_KEY is not set: secrets are sealed with a key kept in this node's data \
+         dir, which other nodes do not share and a lost disk loses. Fix: set the same key on \
+         every node, e.g. `export CRUCIBLE_MASTER_KEY=$(openssl rand -hex 32)`, kept in your \
+         secret store (move the current data-dir key there to keep existing secrets readable)"
+    );
 }
 
 /// This node's own memory upkeep, every minute: rate-limit windows of clients gone quiet, and

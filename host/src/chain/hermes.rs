@@ -217,15 +217,23 @@ impl HermesPrices {
             .query(&[("ids[]", format!("0x{feed}").as_str()), ("parsed", "true")])
             .send()
             .await
-            .map_err(|error| format!("cannot reach Hermes at {url}: {error}"))?;
+            .map_err(|error| {
+                format!(
+                    "cannot reach Hermes at {}: {}",
+                    crate::redact::url(&url),
+                    crate::redact::error(&error)
+                )
+            })?;
         let status = response.status();
         if !status.is_success() {
             return Err(format!("Hermes answered HTTP {status}"));
         }
-        let body: LatestUpdates = response
-            .json()
-            .await
-            .map_err(|error| format!("unexpected answer from Hermes: {error}"))?;
+        let body: LatestUpdates = response.json().await.map_err(|error| {
+            format!(
+                "unexpected answer from Hermes: {}",
+                crate::redact::error(&error)
+            )
+        })?;
         let update = body
             .parsed
             .unwrap_or_default()

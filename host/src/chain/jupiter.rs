@@ -51,7 +51,7 @@ pub enum SwapApiError {
 pub struct JupiterConfig {
     pub base_url: String,
     /// Sent as `x-api-key` (needed on `api.jup.ag`, not on the free endpoint).
-    pub api_key: Option<String>,
+    pub api_key: Option<crate::secret::Secret>,
 }
 
 impl Default for JupiterConfig {
@@ -134,7 +134,7 @@ impl JupiterSwaps {
 
     fn authorised(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         match &self.config.api_key {
-            Some(key) => request.header("x-api-key", key),
+            Some(key) => request.header("x-api-key", key.expose()),
             None => request,
         }
     }
@@ -384,12 +384,11 @@ async fn send(request: reqwest::RequestBuilder) -> Result<Value, SwapApiError> {
     let response = request
         .send()
         .await
-        .map_err(|error| SwapApiError::Unavailable(error.to_string()))?;
+        .map_err(|error| SwapApiError::Unavailable(crate::redact::error(&error)))?;
     let status = response.status();
-    let body: Value = response
-        .json()
-        .await
-        .map_err(|error| SwapApiError::Malformed(format!("HTTP {status}: {error}")))?;
+    let body: Value = response.json().await.map_err(|error| {
+        SwapApiError::Malformed(format!("HTTP {status}: {}", crate::redact::error(&error)))
+    })?;
     if status.is_success() {
         return Ok(body);
     }
@@ -530,7 +529,7 @@ mod tests {
     fn client(base_url: String, api_key: Option<&str>) -> JupiterSwaps {
         JupiterSwaps::new(JupiterConfig {
             base_url,
-            api_key: api_key.map(str::to_owned),
+            api_key: api_key.map(crate::secret::Secret::new),
         })
         .unwrap()
     }

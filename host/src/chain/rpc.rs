@@ -117,17 +117,18 @@ impl RpcClient {
                     Err(e) if e.is_decode() => {
                         return Err(ChainError::Decode {
                             method: method.to_owned(),
-                            detail: e.to_string(),
+                            detail: crate::redact::error(&e),
                         });
                     }
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Err(crate::redact::error(&e)),
                 },
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(crate::redact::error(&e)),
             };
             if let Err(detail) = outcome {
                 if attempt >= ATTEMPTS {
+                    // The node's URL may carry an API key: errors name only its host.
                     return Err(ChainError::Transport {
-                        url: self.url.clone(),
+                        url: crate::redact::url(&self.url),
                         detail,
                     });
                 }

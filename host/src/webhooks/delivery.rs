@@ -347,13 +347,8 @@ async fn send(
 /// A transport error as the owner sees it, and the chain of causes reqwest keeps apart (for the
 /// log: it names resolvers, sockets and TLS internals).
 fn classify(error: &reqwest::Error, timeout: Duration) -> (Failure, String) {
-    let mut detail = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        detail.push_str(": ");
-        detail.push_str(&cause.to_string());
-        source = cause.source();
-    }
+    // Receivers' URLs often carry a token in their path: the log names only the host.
+    let detail = crate::redact::error(error);
     let failure = if error.is_timeout() {
         Failure {
             category: "timeout",

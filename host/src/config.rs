@@ -105,6 +105,9 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub sandbox: SandboxArgs,
 
+    #[command(flatten)]
+    pub retention: RetentionArgs,
+
     /// A client must send a request's headers within this many milliseconds of the server
     /// being ready for them, or the connection is closed (slow or silent clients).
     #[arg(long, env = "CRUCIBLE_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000,
@@ -160,6 +163,28 @@ pub struct SandboxArgs {
     pub strategy_quota_count: u64,
     #[arg(long, env = "CRUCIBLE_STRATEGY_QUOTA_MIB", default_value_t = 200)]
     pub strategy_quota_mib: u64,
+}
+
+/// How long the hourly pruning keeps what the service no longer needs, in days
+/// (`crate::retention`). Money (payouts, registrations, payments, trades) is never pruned.
+#[derive(Debug, Clone, Args)]
+pub struct RetentionArgs {
+    /// Delivered and dead webhook deliveries.
+    #[arg(long, env = "CRUCIBLE_RETENTION_WEBHOOK_DAYS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3650))]
+    pub retention_webhook_days: u64,
+    /// Finished scheduler jobs.
+    #[arg(long, env = "CRUCIBLE_RETENTION_JOB_DAYS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3650))]
+    pub retention_job_days: u64,
+    /// The event record of ended dungeon runs (the run's row and score stay).
+    #[arg(long, env = "CRUCIBLE_RETENTION_DUNGEON_DAYS", default_value_t = 90,
+          value_parser = clap::value_parser!(u64).range(1..=3650))]
+    pub retention_dungeon_days: u64,
+    /// Uploaded strategy components no agent uses, after their last upload.
+    #[arg(long, env = "CRUCIBLE_RETENTION_COMPONENT_DAYS", default_value_t = 90,
+          value_parser = clap::value_parser!(u64).range(1..=3650))]
+    pub retention_component_days: u64,
 }
 
 /// Solana settings.
@@ -301,6 +326,8 @@ pub struct Config {
     pub swap_api_key: Option<Secret>,
     /// Deployment limits of the strategy sandbox and uploads.
     pub sandbox: SandboxArgs,
+    /// How long pruned data is kept.
+    pub retention: RetentionArgs,
 }
 
 impl StorageArgs {
@@ -361,6 +388,7 @@ impl From<ServeArgs> for Config {
             swap_api_url: args.chain.swap_api_url,
             swap_api_key: args.chain.swap_api_key,
             sandbox: args.sandbox,
+            retention: args.retention,
             snapshot_interval_secs: args.snapshot_interval_secs,
             database_url: args.storage.database_url(),
             data_dir: args.storage.data_dir,

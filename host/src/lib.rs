@@ -22,6 +22,7 @@ pub mod http;
 pub mod market;
 pub mod paper;
 pub mod redact;
+pub mod retention;
 pub mod sandbox;
 pub mod scheduler;
 pub mod secret;

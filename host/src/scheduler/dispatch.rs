@@ -20,6 +20,7 @@ pub fn standard_schedules(state: &AppState) -> anyhow::Result<Vec<Recurring>> {
             crate::dungeon::maintenance::SCHEDULE,
             crate::dungeon::maintenance::CRON,
         )?,
+        Recurring::new(crate::retention::SCHEDULE, crate::retention::CRON)?,
     ];
     if state.chain.market_maker().is_some() {
         schedules.push(Recurring::new(MARKET_MAKER, "*/30 * * * * *")?);
@@ -54,6 +55,7 @@ pub async fn run_recurring(state: &AppState, name: &str) -> anyhow::Result<()> {
         crate::dungeon::maintenance::SCHEDULE => {
             crate::dungeon::maintenance::run(state).await.map(|_| ())
         }
+        crate::retention::SCHEDULE => crate::retention::prune(state).await.map(|_| ()),
         other => anyhow::bail!("no handler for schedule `{other}`"),
     }
 }

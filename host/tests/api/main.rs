@@ -37,6 +37,7 @@ mod platform;
 mod prices;
 mod readme_examples;
 mod registration;
+mod retention;
 mod sandbox_guests;
 mod scheduler;
 mod simnet_pool;

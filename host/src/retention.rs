@@ -1,0 +1,108 @@
+//! Pruning what the service no longer needs, hourly, under the retention settings
+//! (`CRUCIBLE_RETENTION_*`): without it every nonce, session, delivery, job and dungeon event
+//! ever written stays forever, and the tables a request reads grow without bound.
+//!
+//! What goes, each in its own statement (a failure leaves the others done, and the next run
+//! retries):
+//! - wallet sign-in nonces and sessions a day after they expired;
+//! - webhook deliveries that were delivered or died, after `webhook_days`;
+//! - finished scheduler jobs, after `job_days`;
+//! - the events of dungeon runs that ended more than `dungeon_days` ago (the run's row, score
+//!   and status stay);
+//! - uploaded strategy components no agent uses, uploaded more than `component_days` ago by
+//!   every account that has them (their accounts' links go with them).
+//!
+//! Never money: payouts, registrations, payment claims and sightings, trades and the simnet
+//! ledger are kept.
+
+use crate::clock::to_millis;
+use crate::config::RetentionArgs;
+use crate::state::AppState;
+
+/// The recurring schedule that runs [`prune`].
+pub const SCHEDULE: &str = "maintenance.retention";
+/// Hourly, at minute 17 (away from the top of the hour, when tournaments start and end).
+pub const CRON: &str = "0 17 * * * *";
+
+const DAY_MS: i64 = 86_400_000;
+
+/// Rows removed by one run, per kind.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Pruned {
+    pub nonces: u64,
+    pub sessions: u64,
+    pub deliveries: u64,
+    pub jobs: u64,
+    pub dungeon_events: u64,
+    pub components: u64,
+}
+
+/// Prune everything past its retention, as of now.
+pub async fn prune(state: &AppState) -> anyhow::Result<Pruned> {
+    let now = to_millis(state.now());
+    let keep = &state.config.retention;
+    let older_than = |days: u64| now - days as i64 * DAY_MS;
+    let run = |sql: &'static str, cutoff: i64| async move {
+        let done = sqlx::query(sql)
+            .bind(cutoff)
+            .execute(state.store.write())
+            .await?;
+        anyhow::Ok(done.rows_affected())
+    };
+    let mut pruned = Pruned {
+        nonces: run(
+            "DELETE FROM wallet_nonces WHERE expires_at < $1",
+            now - DAY_MS,
+        )
+        .await?,
+        sessions: run("DELETE FROM sessions WHERE expires_at < $1", now - DAY_MS).await?,
+        deliveries: run(
+            "DELETE FROM webhook_deliveries
+             WHERE status IN ('delivered', 'dead') AND created_at < $1",
+            older_than(keep.retention_webhook_days),
+        )
+        .await?,
+        jobs: run(
+            "DELETE FROM jobs WHERE done_at IS NOT NULL AND done_at < $1",
+            older_than(keep.retention_job_days),
+        )
+        .await?,
+        dungeon_events: run(
+            "DELETE FROM dungeon_run_events WHERE run_id IN
+                 (SELECT id FROM dungeon_runs WHERE ended_at IS NOT NULL AND ended_at < $1)",
+            older_than(keep.retention_dungeon_days),
+        )
+        .await?,
+        components: 0,
+    };
+    pruned.components = prune_components(state, older_than(keep.retention_component_days)).await?;
+    if pruned != Pruned::default() {
+        tracing::info!(?pruned, "retention: old rows pruned");
+    }
+    Ok(pruned)
+}
+
+/// Components no agent references and nobody uploaded since `cutoff`: their links, then them,
+/// in one transaction (an agent created meanwhile on one of them keeps it).
+async fn prune_components(state: &AppState, cutoff: i64) -> anyhow::Result<u64> {
+    let mut tx = state.store.begin().await?;
+    let unused = "SELECT c.id FROM strategy_components c
+         WHERE NOT EXISTS (SELECT 1 FROM agents a WHERE a.strategy_component = c.id)
+           AND NOT EXISTS (SELECT 1 FROM account_strategies s
+                           WHERE s.strategy_id = c.id AND s.uploaded_at >= $1)
+           AND c.created_at < $1";
+    sqlx::query(&format!(
+        "DELETE FROM account_strategies WHERE strategy_id IN ({unused})"
+    ))
+    .bind(cutoff)
+    .execute(&mut *tx)
+    .await?;
+    let done = sqlx::query(&format!(
+        "DELETE FROM strategy_components WHERE id IN ({unused})"
+    ))
+    .bind(cutoff)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(done.rows_affected())
+}

@@ -29,4 +29,5 @@ pub mod strategy_cli;
 pub mod telemetry;
 pub mod tournaments;
 pub mod v1;
+pub mod web;
 pub mod webhooks;

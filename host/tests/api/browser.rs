@@ -1,0 +1,525 @@
+//! The web app in a real browser: Debian's headless Chromium driven over WebDriver
+//! (`chromedriver`, through fantoccini) against the real server on a real socket. Ignored by a
+//! plain `cargo test` (they need Chromium); `.ci/run` installs it and runs them with
+//! `cargo test -p crucible --test api browser -- --ignored --test-threads=1`.
+//!
+//! Each test writes screenshots of the pages it visits to `target/screenshots/`.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use chrono::Duration as Span;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+use crate::helpers::{Auth, TestApp, TestWallet};
+
+/// A headless Chromium under its own chromedriver and throw-away profile.
+struct Browser {
+    client: Client,
+    driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+fn chromium_binary() -> String {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|path| std::path::Path::new(path).exists())
+        .unwrap_or("chromium")
+        .to_owned()
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver (apt-get install chromium-driver)");
+        let profile = tempfile::tempdir().expect("profile dir");
+        let capabilities: serde_json::Map<String, Value> = serde_json::from_value(json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium_binary(),
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync",
+                    "--window-size=1280,900",
+                    format!("--user-data-dir={}", profile.path().display()),
+                ]
+            }
+        }))
+        .expect("capabilities");
+        let url = format!("http://127.0.0.1:{port}");
+        let mut last_error = None;
+        for _ in 0..100 {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector)
+                .capabilities(capabilities.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(client) => {
+                    return Browser {
+                        client,
+                        driver,
+                        _profile: profile,
+                    };
+                }
+                Err(error) => {
+                    last_error = Some(error.to_string());
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+        panic!("chromedriver did not start: {last_error:?}");
+    }
+
+    async fn goto(&self, url: &str) {
+        self.client.goto(url).await.expect("navigate");
+    }
+
+    async fn screenshot(&self, name: &str) {
+        let png = self.client.screenshot().await.expect("screenshot");
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/screenshots");
+        std::fs::create_dir_all(&dir).expect("screenshot dir");
+        std::fs::write(dir.join(format!("{name}.png")), png).expect("write screenshot");
+    }
+
+    async fn fill(&self, css: &str, text: &str) {
+        let field = self
+            .client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|_| panic!("no {css}"));
+        field.clear().await.expect("clear");
+        field.send_keys(text).await.expect("type");
+    }
+
+    async fn click(&self, css: &str) {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|_| panic!("no {css}"))
+            .click()
+            .await
+            .unwrap_or_else(|error| panic!("click {css}: {error}"));
+    }
+
+    async fn text(&self, css: &str) -> String {
+        match self.client.find(Locator::Css(css)).await {
+            Ok(element) => element.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// Wait until the text of `css` satisfies `ok`, up to `within`; the last text.
+    async fn wait_text(&self, css: &str, within: Duration, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let text = self.text(css).await;
+            if ok(&text) {
+                return text;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("{css} never matched; last text: {text:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn wait_url(&self, within: Duration, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let url = self
+                .client
+                .current_url()
+                .await
+                .map(|url| url.to_string())
+                .unwrap_or_default();
+            if ok(&url) {
+                return url;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("the page never moved on; still at {url}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn source(&self) -> String {
+        self.client.source().await.expect("page source")
+    }
+
+    async fn close(mut self) {
+        let _ = self.client.clone().close().await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+    }
+}
+
+const LONG: Duration = Duration::from_secs(15);
+
+/// Sign up through the page; ends on the account page.
+async fn sign_up(browser: &Browser, app: &TestApp, email: &str) {
+    browser.goto(&format!("{}/signup", app.address)).await;
+    browser.screenshot("signup").await;
+    browser.fill("#email", email).await;
+    browser.fill("#password", "correct horse 42").await;
+    browser.click("#accept-terms").await;
+    browser.click("#accept-privacy").await;
+    browser.click("form[data-api] button[type=submit]").await;
+    browser
+        .wait_url(LONG, |url| url.ends_with("/account"))
+        .await;
+    browser.wait_text("h1", LONG, |text| text == "Account").await;
+}
+
+#[tokio::test]
+#[ignore = "needs chromium; .ci/run runs them"]
+async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_key() {
+    let app = TestApp::spawn().await;
+    let browser = Browser::start().await;
+    sign_up(&browser, &app, "walk@example.com").await;
+    browser.screenshot("account").await;
+
+    // Mint a v1 key: the secret is shown once.
+    browser.goto(&format!("{}/keys", app.address)).await;
+    browser.click("#v1-keys ~ details summary").await;
+    browser.fill("#v1-name", "walk key").await;
+    browser.click("form[data-family=v1] button[type=submit]").await;
+    let secret = browser
+        .wait_text("#secret-key", LONG, |text| text.starts_with("svc_live_"))
+        .await;
+    browser.screenshot("keys-secret-shown-once").await;
+    browser.click("#use-key").await;
+    browser.click("#secret-box a.button").await;
+    browser
+        .wait_text("table.keys[data-family=v1] code.prefix", LONG, |text| {
+            !text.is_empty()
+        })
+        .await;
+    let listed = browser.source().await;
+    assert!(!listed.contains(&secret), "the secret is never shown again");
+    let prefix = browser.text("table.keys[data-family=v1] code.prefix").await;
+    assert!(
+        secret.starts_with(prefix.trim_end_matches('…')),
+        "{prefix} is the start of the secret"
+    );
+    browser.screenshot("keys-list").await;
+
+    // Create an agent; the API's validation shows beside the field first.
+    browser.goto(&format!("{}/agents", app.address)).await;
+    browser.fill("#agent-name", "Walker").await;
+    browser.fill("#agent-username", "walker_1").await;
+    browser
+        .client
+        .find(Locator::Css("#agent-class option[value=gambler]"))
+        .await
+        .expect("gambler")
+        .click()
+        .await
+        .expect("pick gambler");
+    browser.fill("#agent-model", "not-a-slug").await;
+    browser.click("#create-agent button[type=submit]").await;
+    let complaint = browser
+        .wait_text(".field-error", LONG, |text| !text.is_empty())
+        .await;
+    assert!(complaint.contains("modelId"), "{complaint}");
+    browser.screenshot("agents-validation").await;
+    browser.fill("#agent-model", "openai/gpt-4o").await;
+    browser.click("#create-agent button[type=submit]").await;
+    let url = browser
+        .wait_url(LONG, |url| url.contains("/agents/agt_"))
+        .await;
+    let agent_id = url.rsplit('/').next().expect("agent id").to_owned();
+    browser
+        .wait_text("#agent-status", LONG, |text| text == "unfunded")
+        .await;
+
+    // Fund it on simnet and start it.
+    browser.click("#agent-fund").await;
+    browser
+        .wait_text("#agent-action-status", LONG, |text| {
+            text.starts_with("Funded")
+        })
+        .await;
+    browser.click("#agent-start").await;
+    browser
+        .wait_text("#agent-status", LONG, |text| text == "active")
+        .await;
+
+    // The server ticks it (the test's clock moves the market); the page shows ticks and trades.
+    let key = secret.clone();
+    let mut trades = 0;
+    for _ in 0..200 {
+        app.run_scheduler().await;
+        app.advance(Span::minutes(5));
+        let view = app
+            .get(
+                &format!("/api/v1/public/agents/{agent_id}"),
+                Auth::XApiKey(&key),
+            )
+            .await;
+        trades = view.body["data"]["paper"]["totalTrades"]
+            .as_u64()
+            .unwrap_or(0);
+        if trades > 0 {
+            break;
+        }
+    }
+    assert!(trades > 0, "the gambler traded");
+    browser
+        .wait_text("#agent-ticks", LONG, |text| {
+            text.parse::<u64>().is_ok_and(|ticks| ticks > 0)
+        })
+        .await;
+    browser
+        .wait_text("#agent-trades", LONG, |text| {
+            text.parse::<u64>().is_ok_and(|shown| shown > 0)
+        })
+        .await;
+    browser.screenshot("agent-running").await;
+
+    browser.click("#agent-stop").await;
+    browser
+        .wait_text("#agent-status", LONG, |text| text == "idle")
+        .await;
+    browser.screenshot("agent-stopped").await;
+
+    // Revoke the key, confirming the dialog.
+    browser.goto(&format!("{}/keys", app.address)).await;
+    browser
+        .click("table.keys[data-family=v1] button[data-revoke]")
+        .await;
+    browser.client.accept_alert().await.expect("confirm revoke");
+    browser
+        .wait_text("table.keys[data-family=v1] .badge", LONG, |text| {
+            text == "revoked"
+        })
+        .await;
+    browser.screenshot("keys-revoked").await;
+    let refused = app
+        .get("/api/v1/public/agents", Auth::XApiKey(&key))
+        .await;
+    assert_eq!(refused.status, 401, "a revoked key stops working");
+
+    browser.goto(&format!("{}/webhooks", app.address)).await;
+    browser.screenshot("webhooks").await;
+    browser.close().await;
+}
+
+#[tokio::test]
+#[ignore = "needs chromium; .ci/run runs them"]
+async fn browser_a_spectator_sees_a_new_registration_within_two_seconds() {
+    let app = TestApp::spawn().await;
+    let new = app.new_tournament("trn_live", 0, 10, Span::hours(-1), 24);
+    app.create_tournament(new).await;
+    let browser = Browser::start().await;
+    browser.goto(&format!("{}/", app.address)).await;
+    browser.screenshot("home").await;
+    browser.goto(&format!("{}/tournaments", app.address)).await;
+    browser.screenshot("tournaments").await;
+    browser
+        .goto(&format!("{}/tournaments/trn_live", app.address))
+        .await;
+    browser
+        .wait_text("#board tbody", LONG, |text| text.contains("No wallet"))
+        .await;
+    // The stream is open once the first board arrived (the page notes the update time).
+    browser
+        .wait_text("#board-state", LONG, |text| text.starts_with("Updated"))
+        .await;
+    let wallet = TestWallet::new(21).address();
+    let registered = app
+        .post(
+            "/api/tournaments/trn_live/register",
+            Auth::None,
+            json!({"registeredWallet": wallet, "txSignature": null}),
+        )
+        .await;
+    assert_eq!(registered.status, 201, "{}", registered.body);
+    let shown = &wallet[..4];
+    browser
+        .wait_text("#board tbody", Duration::from_secs(2), |text| {
+            text.contains(shown)
+        })
+        .await;
+    browser
+        .wait_text("#seats", Duration::from_secs(2), |text| text.starts_with("1 /"))
+        .await;
+    browser.screenshot("tournament-live").await;
+
+    // A paid tournament's page shows the payment and its Solana Pay QR code.
+    let paid = app.new_tournament("trn_paid", 5_000_000, 10, Span::hours(1), 24);
+    app.create_tournament(paid).await;
+    browser
+        .goto(&format!("{}/tournaments/trn_paid", app.address))
+        .await;
+    browser.fill("#memo-wallets", &wallet).await;
+    browser.click("#memo-form button").await;
+    browser
+        .wait_text("#pay-memo", LONG, |text| text.starts_with("reg:trn_paid:"))
+        .await;
+    let qr_loaded: Value = browser
+        .client
+        .execute(
+            "const img = document.getElementById('pay-qr'); return img.complete && img.naturalWidth > 0;",
+            vec![],
+        )
+        .await
+        .expect("script");
+    let mut loaded = qr_loaded == json!(true);
+    for _ in 0..50 {
+        if loaded {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        loaded = browser
+            .client
+            .execute(
+                "const img = document.getElementById('pay-qr'); return img.complete && img.naturalWidth > 0;",
+                vec![],
+            )
+            .await
+            .expect("script")
+            == json!(true);
+    }
+    assert!(loaded, "the QR code image loaded");
+    browser.screenshot("tournament-paid-entry").await;
+    browser.close().await;
+}
+
+#[tokio::test]
+#[ignore = "needs chromium; .ci/run runs them"]
+async fn browser_a_dungeon_run_page_follows_a_run_being_played() {
+    let app = TestApp::spawn().await;
+    app.dungeon_noon();
+    let player = app.dungeon_player("runner@example.com", 31, 5_000_000).await;
+    let run = app.dungeon_run(&player, "fighter").await;
+    let run_id = run["runId"].as_str().expect("run id").to_owned();
+    let key = run["registrationKey"].as_str().expect("key").to_owned();
+    let browser = Browser::start().await;
+    browser
+        .goto(&format!("{}/dungeon/runs/{run_id}", app.address))
+        .await;
+    browser
+        .wait_text("#run-status", LONG, |text| text == "active")
+        .await;
+    let first = app
+        .dungeon_turn(&run_id, &key, json!({"action": "inventory", "turnNumber": 1}))
+        .await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    browser
+        .wait_text("#run-turns", LONG, |text| text == "1")
+        .await;
+    browser
+        .wait_text("#run-events", LONG, |text| text.contains("Turn 1"))
+        .await;
+    browser.screenshot("dungeon-run-live").await;
+    app.dungeon_play_to_end(&run_id, &key).await;
+    browser
+        .wait_text("#run-status", LONG, |text| text != "active")
+        .await;
+    browser.click("#replay-first").await;
+    browser
+        .wait_text("#replay-label", LONG, |text| text.starts_with("1 /"))
+        .await;
+    browser.screenshot("dungeon-run-replay").await;
+    browser.goto(&format!("{}/dungeon", app.address)).await;
+    browser.screenshot("dungeon").await;
+    browser.close().await;
+}
+
+#[tokio::test]
+#[ignore = "needs chromium; .ci/run runs them"]
+async fn browser_a_cross_site_form_post_is_refused() {
+    let app = TestApp::spawn().await;
+    let browser = Browser::start().await;
+    sign_up(&browser, &app, "victim@example.com").await;
+
+    // Another origin (same host, another port: the same *site*, so SameSite=Lax still sends
+    // the cookie) serves a page that posts forms at the web app.
+    let target = app.address.clone();
+    let attacker = axum::Router::new()
+        .route(
+            "/mint",
+            axum::routing::get(move || {
+                let target = target.clone();
+                async move {
+                    axum::response::Html(format!(
+                        r#"<!DOCTYPE html><form id=f method=post enctype="text/plain" action="{target}/web-api/api-keys">
+                        <input name='{{"name":"stolen","x":"' value='"}}'></form>
+                        <script>document.getElementById("f").submit()</script>"#
+                    ))
+                }
+            }),
+        )
+        .route(
+            "/logout",
+            axum::routing::get({
+                let target = app.address.clone();
+                move || {
+                    let target = target.clone();
+                    async move {
+                        axum::response::Html(format!(
+                            r#"<!DOCTYPE html><form id=f method=post action="{target}/logout"><input name=csrf value=guess></form>
+                            <script>document.getElementById("f").submit()</script>"#
+                        ))
+                    }
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let evil = format!("http://{}", listener.local_addr().expect("addr"));
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, attacker).await;
+    });
+
+    browser.goto(&format!("{evil}/mint")).await;
+    browser
+        .wait_url(LONG, |url| url.contains("/web-api/api-keys"))
+        .await;
+    let answer = browser
+        .wait_text("body", LONG, |text| text.contains("refused"))
+        .await;
+    assert!(answer.contains("another site"), "{answer}");
+    browser.screenshot("cross-site-refused").await;
+
+    browser.goto(&format!("{evil}/logout")).await;
+    browser
+        .wait_url(LONG, |url| url.ends_with("/logout"))
+        .await;
+    browser
+        .wait_text("body", LONG, |text| text.contains("refused"))
+        .await;
+
+    // Nothing happened: no key, and the victim is still signed in.
+    browser.goto(&format!("{}/keys", app.address)).await;
+    browser
+        .wait_text("h1", LONG, |text| text == "API keys")
+        .await;
+    assert!(browser.source().await.contains("No key yet."));
+    server.abort();
+    browser.close().await;
+}

@@ -8,7 +8,7 @@
 
 mod assets;
 pub mod csrf;
-mod internal;
+pub mod internal;
 mod layout;
 mod pages;
 mod solana_pay;

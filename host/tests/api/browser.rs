@@ -1,23 +1,31 @@
-//! The web app in a real browser: Debian's headless Chromium driven over WebDriver
-//! (`chromedriver`, through fantoccini) against the real server on a real socket. Ignored by a
-//! plain `cargo test` (they need Chromium); `.ci/run` installs it and runs them with
+//! The web app in a real browser: Debian's headless Chromium driven over the W3C WebDriver
+//! protocol (`chromedriver`) against the real server on a real socket. Ignored by a plain
+//! `cargo test` (they need Chromium); `.ci/run` installs it and runs them with
 //! `cargo test -p crucible --test api browser -- --ignored --test-threads=1`.
 //!
 //! Each test writes screenshots of the pages it visits to `target/screenshots/`.
+//!
+//! The WebDriver client is the few commands these tests use, spoken over `reqwest` (see
+//! docs/web.md for why not a client crate).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use base64::Engine;
 use chrono::Duration as Span;
-use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
 use crate::helpers::{Auth, TestApp, TestWallet};
 
+/// The W3C name of an element reference in WebDriver answers.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
 /// A headless Chromium under its own chromedriver and throw-away profile.
 struct Browser {
-    client: Client,
+    http: reqwest::Client,
+    /// `http://127.0.0.1:<port>/session/<id>`
+    session: String,
     driver: Child,
     _profile: tempfile::TempDir,
 }
@@ -38,6 +46,10 @@ fn chromium_binary() -> String {
         .to_owned()
 }
 
+/// A WebDriver command failed: its error code and message.
+#[derive(Debug)]
+struct DriverError(String);
+
 impl Browser {
     async fn start() -> Browser {
         let port = free_port();
@@ -48,8 +60,11 @@ impl Browser {
             .spawn()
             .expect("chromedriver (apt-get install chromium-driver)");
         let profile = tempfile::tempdir().expect("profile dir");
-        let capabilities: serde_json::Map<String, Value> = serde_json::from_value(json!({
+        let http = reqwest::Client::new();
+        let base = format!("http://127.0.0.1:{port}");
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
+            "unhandledPromptBehavior": "ignore",
             "goog:chromeOptions": {
                 "binary": chromium_binary(),
                 "args": [
@@ -60,68 +75,156 @@ impl Browser {
                     format!("--user-data-dir={}", profile.path().display()),
                 ]
             }
-        }))
-        .expect("capabilities");
-        let url = format!("http://127.0.0.1:{port}");
-        let mut last_error = None;
+        }}});
+        let mut last_error = String::new();
         for _ in 0..100 {
-            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-            match ClientBuilder::new(connector)
-                .capabilities(capabilities.clone())
-                .connect(&url)
+            match http
+                .post(format!("{base}/session"))
+                .json(&capabilities)
+                .send()
                 .await
             {
-                Ok(client) => {
+                Ok(response) => {
+                    let body: Value = response.json().await.expect("session answer");
+                    let id = body["value"]["sessionId"]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("no session: {body}"))
+                        .to_owned();
                     return Browser {
-                        client,
+                        http,
+                        session: format!("{base}/session/{id}"),
                         driver,
                         _profile: profile,
                     };
                 }
                 Err(error) => {
-                    last_error = Some(error.to_string());
+                    last_error = error.to_string();
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
         }
-        panic!("chromedriver did not start: {last_error:?}");
+        panic!("chromedriver did not start: {last_error}");
+    }
+
+    /// One WebDriver command: its `value`, or the driver's error.
+    async fn command(&self, method: &str, path: &str, body: Value) -> Result<Value, DriverError> {
+        let url = format!("{}{path}", self.session);
+        let request = match method {
+            "GET" => self.http.get(url),
+            "DELETE" => self.http.delete(url),
+            _ => self.http.post(url).json(&body),
+        };
+        let response = request
+            .send()
+            .await
+            .map_err(|error| DriverError(error.to_string()))?;
+        let status = response.status();
+        let answer: Value = response
+            .json()
+            .await
+            .map_err(|error| DriverError(error.to_string()))?;
+        if status.is_success() {
+            Ok(answer["value"].clone())
+        } else {
+            Err(DriverError(format!(
+                "{}: {}",
+                answer["value"]["error"], answer["value"]["message"]
+            )))
+        }
+    }
+
+    async fn find(&self, css: &str) -> Result<String, DriverError> {
+        let found = self
+            .command(
+                "POST",
+                "/element",
+                json!({"using": "css selector", "value": css}),
+            )
+            .await?;
+        found[ELEMENT]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| DriverError(format!("no element reference in {found}")))
     }
 
     async fn goto(&self, url: &str) {
-        self.client.goto(url).await.expect("navigate");
+        self.command("POST", "/url", json!({"url": url}))
+            .await
+            .unwrap_or_else(|error| panic!("navigate to {url}: {error:?}"));
+    }
+
+    async fn current_url(&self) -> String {
+        self.command("GET", "/url", Value::Null)
+            .await
+            .ok()
+            .and_then(|url| url.as_str().map(str::to_owned))
+            .unwrap_or_default()
     }
 
     async fn screenshot(&self, name: &str) {
-        let png = self.client.screenshot().await.expect("screenshot");
+        let encoded = self
+            .command("GET", "/screenshot", Value::Null)
+            .await
+            .expect("screenshot");
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(encoded.as_str().expect("base64"))
+            .expect("png");
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/screenshots");
         std::fs::create_dir_all(&dir).expect("screenshot dir");
         std::fs::write(dir.join(format!("{name}.png")), png).expect("write screenshot");
     }
 
     async fn fill(&self, css: &str, text: &str) {
-        let field = self
-            .client
-            .find(Locator::Css(css))
+        let element = self.find(css).await.unwrap_or_else(|_| panic!("no {css}"));
+        self.command("POST", &format!("/element/{element}/clear"), json!({}))
             .await
-            .unwrap_or_else(|_| panic!("no {css}"));
-        field.clear().await.expect("clear");
-        field.send_keys(text).await.expect("type");
+            .expect("clear");
+        self.command(
+            "POST",
+            &format!("/element/{element}/value"),
+            json!({"text": text}),
+        )
+        .await
+        .expect("type");
     }
 
     async fn click(&self, css: &str) {
-        self.client
-            .find(Locator::Css(css))
+        let element = self.find(css).await.unwrap_or_else(|_| panic!("no {css}"));
+        self.command("POST", &format!("/element/{element}/click"), json!({}))
             .await
-            .unwrap_or_else(|_| panic!("no {css}"))
-            .click()
-            .await
-            .unwrap_or_else(|error| panic!("click {css}: {error}"));
+            .unwrap_or_else(|error| panic!("click {css}: {error:?}"));
     }
 
     async fn text(&self, css: &str) -> String {
-        match self.client.find(Locator::Css(css)).await {
-            Ok(element) => element.text().await.unwrap_or_default(),
-            Err(_) => String::new(),
+        let Ok(element) = self.find(css).await else {
+            return String::new();
+        };
+        self.command("GET", &format!("/element/{element}/text"), Value::Null)
+            .await
+            .ok()
+            .and_then(|text| text.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
+    async fn execute(&self, script: &str) -> Value {
+        self.command(
+            "POST",
+            "/execute/sync",
+            json!({"script": script, "args": []}),
+        )
+        .await
+        .expect("script")
+    }
+
+    async fn accept_alert(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while self
+            .command("POST", "/alert/accept", json!({}))
+            .await
+            .is_err()
+        {
+            assert!(tokio::time::Instant::now() < deadline, "no dialog opened");
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
@@ -143,12 +246,7 @@ impl Browser {
     async fn wait_url(&self, within: Duration, ok: impl Fn(&str) -> bool) -> String {
         let deadline = tokio::time::Instant::now() + within;
         loop {
-            let url = self
-                .client
-                .current_url()
-                .await
-                .map(|url| url.to_string())
-                .unwrap_or_default();
+            let url = self.current_url().await;
             if ok(&url) {
                 return url;
             }
@@ -160,11 +258,15 @@ impl Browser {
     }
 
     async fn source(&self) -> String {
-        self.client.source().await.expect("page source")
+        self.command("GET", "/source", Value::Null)
+            .await
+            .ok()
+            .and_then(|source| source.as_str().map(str::to_owned))
+            .unwrap_or_default()
     }
 
     async fn close(mut self) {
-        let _ = self.client.clone().close().await;
+        let _ = self.command("DELETE", "", Value::Null).await;
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
@@ -230,14 +332,7 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
     browser.goto(&format!("{}/agents", app.address)).await;
     browser.fill("#agent-name", "Walker").await;
     browser.fill("#agent-username", "walker_1").await;
-    browser
-        .client
-        .find(Locator::Css("#agent-class option[value=gambler]"))
-        .await
-        .expect("gambler")
-        .click()
-        .await
-        .expect("pick gambler");
+    browser.click("#agent-class option[value=gambler]").await;
     browser.fill("#agent-model", "not-a-slug").await;
     browser.click("#create-agent button[type=submit]").await;
     let complaint = browser
@@ -310,7 +405,7 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
     browser
         .click("table.keys[data-family=v1] button[data-revoke]")
         .await;
-    browser.client.accept_alert().await.expect("confirm revoke");
+    browser.accept_alert().await;
     browser
         .wait_text("table.keys[data-family=v1] .badge", LONG, |text| {
             text == "revoked"
@@ -379,29 +474,14 @@ async fn browser_a_spectator_sees_a_new_registration_within_two_seconds() {
     browser
         .wait_text("#pay-memo", LONG, |text| text.starts_with("reg:trn_paid:"))
         .await;
-    let qr_loaded: Value = browser
-        .client
-        .execute(
-            "const img = document.getElementById('pay-qr'); return img.complete && img.naturalWidth > 0;",
-            vec![],
-        )
-        .await
-        .expect("script");
-    let mut loaded = qr_loaded == json!(true);
+    let qr_loaded = "const img = document.getElementById('pay-qr'); return img.complete && img.naturalWidth > 0;";
+    let mut loaded = false;
     for _ in 0..50 {
-        if loaded {
+        if browser.execute(qr_loaded).await == json!(true) {
+            loaded = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-        loaded = browser
-            .client
-            .execute(
-                "const img = document.getElementById('pay-qr'); return img.complete && img.naturalWidth > 0;",
-                vec![],
-            )
-            .await
-            .expect("script")
-            == json!(true);
     }
     assert!(loaded, "the QR code image loaded");
     browser.screenshot("tournament-paid-entry").await;

@@ -39,13 +39,7 @@ pub async fn list(State(web): State<Web>, visitor: Visitor, RawQuery(query): Raw
         .into_owned()
         .filter(|(_, value)| !value.is_empty())
         .collect();
-    let param = |name: &str| {
-        params
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-            .unwrap_or("")
-    };
+    let param = |name: &str| param_of(&params, name).to_owned();
     let api_query: String = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(params.iter())
         .finish();
@@ -119,6 +113,15 @@ pub async fn list(State(web): State<Web>, visitor: Visitor, RawQuery(query): Raw
         main,
     }
     .render(status)
+}
+
+/// The value of the query parameter `name`, or "".
+fn param_of<'a>(params: &'a [(String, String)], name: &str) -> &'a str {
+    params
+        .iter()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.as_str())
+        .unwrap_or("")
 }
 
 /// A table of tournaments (list rows of the API).

@@ -289,6 +289,8 @@ async fn sign_up(browser: &Browser, app: &TestApp, email: &str) {
     browser.click("#accept-terms").await;
     browser.click("#accept-privacy").await;
     browser.click("form[data-api] button[type=submit]").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    browser.screenshot("signup-sent").await;
     browser
         .wait_url(LONG, |url| url.ends_with("/account"))
         .await;
@@ -333,6 +335,7 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
     browser.fill("#agent-name", "Walker").await;
     browser.fill("#agent-username", "walker_1").await;
     browser.click("#agent-class option[value=gambler]").await;
+    browser.click("#agent-interval option[value='5m']").await;
     browser.fill("#agent-model", "not-a-slug").await;
     browser.click("#create-agent button[type=submit]").await;
     let complaint = browser
@@ -365,7 +368,7 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
     // The server ticks it (the test's clock moves the market); the page shows ticks and trades.
     let key = secret.clone();
     let mut trades = 0;
-    for _ in 0..200 {
+    for _ in 0..400 {
         app.run_scheduler().await;
         app.advance(Span::minutes(5));
         let view = app
@@ -441,7 +444,7 @@ async fn browser_a_spectator_sees_a_new_registration_within_two_seconds() {
         .await;
     // The stream is open once the first board arrived (the page notes the update time).
     browser
-        .wait_text("#board-state", LONG, |text| text.starts_with("Updated"))
+        .wait_text("#board-state", LONG, |text| text.contains("Updated"))
         .await;
     let wallet = TestWallet::new(21).address();
     let registered = app

@@ -66,7 +66,7 @@ pub async fn signup(visitor: Visitor, Query(next): Query<Next>) -> Response {
             div.field { label for="password" { "Password" }
                 input #password type="password" name="password" required minlength="10" autocomplete="new-password" aria-describedby="password-rule";
                 small #password-rule { "10 to 128 characters, with a letter and a digit." } }
-            div.field { label for="display-name" { "Display name (optional)" } input #display-name name="displayName" maxlength="40"; }
+            div.field { label for="display-name" { "Display name (optional)" } input #display-name name="displayName" data-type="optional" maxlength="40"; }
             (acceptance())
             p.muted { "Signing up creates an embedded wallet for your account." }
             button type="submit" { "Sign up" }

@@ -153,14 +153,21 @@ pub async fn forward(State(web): State<Web>, request: Request) -> Response {
         )
             .into_response();
     };
-    parts.uri = uri;
     parts.headers.remove(csrf::HEADER);
-    match web
-        .api
-        .router
-        .clone()
-        .oneshot(Request::from_parts(parts, body))
-        .await
+    // A fresh request: this route's own matched path (in the extensions) must not reach the
+    // API's routes, which match the path afresh. Only the peer address is carried over.
+    let mut forwarded = Request::new(body);
+    *forwarded.method_mut() = parts.method;
+    *forwarded.uri_mut() = uri;
+    *forwarded.version_mut() = parts.version;
+    *forwarded.headers_mut() = parts.headers;
+    if let Some(peer) = parts
+        .extensions
+        .get::<ConnectInfo<std::net::SocketAddr>>()
+    {
+        forwarded.extensions_mut().insert(*peer);
+    }
+    match web.api.router.clone().oneshot(forwarded).await
     {
         Ok(response) => response,
         Err(never) => match never {},

@@ -184,6 +184,7 @@ async fn web_writes_need_this_origin_and_the_session_token() {
     assert_eq!(minted.status(), 201, "the same request from the page itself works");
     let keys = app.get("/api/api-keys", Auth::Session(&session)).await;
     assert_eq!(keys.body["keys"].as_array().expect("keys").len(), 1);
+    let key_id = keys.body["keys"][0]["keyId"].as_str().expect("key id").to_owned();
 
     // The API's own validation answers through the web app unchanged.
     let (_, html) = page(&app, "/keys", Some(&session)).await;
@@ -199,6 +200,21 @@ async fn web_writes_need_this_origin_and_the_session_token() {
         .await
         .expect("post");
     assert_eq!(invalid.status(), 400);
+
+    // A route with its own path parameter, reached through the web app.
+    let (_, html) = page(&app, "/keys", Some(&session)).await;
+    let revoked = app
+        .client
+        .delete(format!("{}/web-api/api-keys/{key_id}", app.address))
+        .header("cookie", format!("session-token={session}"))
+        .header("origin", app.address.clone())
+        .header("x-csrf-token", csrf_of(&html))
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(revoked.status(), 200);
+    let keys = app.get("/api/api-keys", Auth::Session(&session)).await;
+    assert_eq!(keys.body["keys"][0]["status"], "revoked");
 }
 
 #[tokio::test]

@@ -24,7 +24,7 @@
     if (event.event === "run:turn") {
       let line = "Turn " + d.turnNumber + ": " + d.action + (d.target ? " → " + d.target : "");
       if (d.legal === false) line += " (refused: " + (d.reason || "illegal") + ")";
-      const happened = (d.events || []).map(function (x) { return typeof x === "string" ? x : (x.message || x.kind || JSON.stringify(x)); });
+      const happened = (d.events || []).map(function (x) { return typeof x === "string" ? x : (x.message || x.description || x.type || x.kind || "event"); });
       if (happened.length) line += " — " + happened.join("; ");
       return line;
     }
@@ -48,15 +48,16 @@
     const room = state.room || {};
     const player = state.player || {};
     const view = document.getElementById("run-view");
-    view.replaceChildren(
+    const parts = [
       C.el("h3", { text: "Floor " + room.floor + " · " + (room.name || "") }),
       C.el("p", { text: room.description || "" }),
       bar("HP", player.hp, player.maxHp),
       bar("AP", player.ap, player.maxAp),
       C.el("p", { text: "Level " + player.level + " · score " + state.score + " · turn " + state.turnNumber + " · " + state.status }),
       (room.enemies && room.enemies.length) ? C.el("p", { text: "Enemies: " + room.enemies.map(function (e) { return e.name + " (HP " + e.hp + ")"; }).join(", ") }) : null,
-      (room.exits && room.exits.length) ? C.el("p", { text: "Exits: " + room.exits.map(function (x) { return x.direction + (x.visited ? " (visited)" : ""); }).join(", ") }) : null
-    );
+      (room.exits && room.exits.length) ? C.el("p", { text: "Exits: " + room.exits.map(function (x) { return x.direction + (x.visited ? " (visited)" : ""); }).join(", ") }) : null,
+    ];
+    view.replaceChildren.apply(view, parts.filter(Boolean));
     // Events up to this turn (broadcasts in between included), newest first.
     const cutoff = list.length ? list[frame].seq : Infinity;
     const shown = (run.events || []).filter(function (e) { return e.seq <= cutoff || frame === list.length - 1; });

@@ -603,6 +603,8 @@ async fn browser_a_cross_site_form_post_is_refused() {
         .wait_text("h1", LONG, |text| text == "API keys")
         .await;
     assert!(browser.source().await.contains("No key yet."));
+    browser.goto(&format!("{}/login", app.address)).await;
+    browser.screenshot("login").await;
     server.abort();
     browser.close().await;
 }

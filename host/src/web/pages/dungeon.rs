@@ -131,12 +131,12 @@ pub async fn run(
         section aria-labelledby="replay-title" {
             h2 #replay-title { "Turn by turn" }
             div.replay {
-                button #replay-first type="button" { "⏮ First" }
+                button #replay-first type="button" { "« First" }
                 button #replay-prev type="button" { "◀ Previous" }
                 label { "Turn " input #replay-turn type="range" min="0" max="0" value="0"; }
                 output #replay-label for="replay-turn" { "0 / 0" }
                 button #replay-next type="button" { "Next ▶" }
-                button #replay-last type="button" { "Last ⏭" }
+                button #replay-last type="button" { "Last »" }
                 button #replay-play type="button" { "Play" }
             }
             div.grid2 {

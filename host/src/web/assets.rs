@@ -105,7 +105,10 @@ pub async fn serve(Path((hash, name)): Path<(String, String)>, headers: HeaderMa
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         (
-            [(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type))],
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(asset.content_type),
+            )],
             asset.bytes,
         )
             .into_response()

@@ -29,9 +29,7 @@ pub enum Refused {
     CrossOrigin(String),
     #[error("this form does not say which site sent it; it was refused")]
     NoOrigin,
-    #[error(
-        "this form's security token is missing or out of date; reload the page and try again"
-    )]
+    #[error("this form's security token is missing or out of date; reload the page and try again")]
     BadToken,
 }
 
@@ -112,13 +110,19 @@ mod tests {
 
     #[test]
     fn same_origin_without_a_session_passes() {
-        let sent = headers(&[("host", "127.0.0.1:8080"), ("origin", "http://127.0.0.1:8080")]);
+        let sent = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://127.0.0.1:8080"),
+        ]);
         assert_eq!(check(&sent, None), Ok(()));
     }
 
     #[test]
     fn another_port_is_another_origin() {
-        let sent = headers(&[("host", "127.0.0.1:8080"), ("origin", "http://127.0.0.1:9090")]);
+        let sent = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://127.0.0.1:9090"),
+        ]);
         assert!(matches!(check(&sent, None), Err(Refused::CrossOrigin(_))));
     }
 
@@ -148,9 +152,6 @@ mod tests {
         with_header.push(("x-csrf-token", &token));
         assert_eq!(check(&headers(&with_header), None), Ok(()));
         let other = token_for("another-session");
-        assert_eq!(
-            check(&headers(&base), Some(&other)),
-            Err(Refused::BadToken)
-        );
+        assert_eq!(check(&headers(&base), Some(&other)), Err(Refused::BadToken));
     }
 }

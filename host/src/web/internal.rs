@@ -161,14 +161,10 @@ pub async fn forward(State(web): State<Web>, request: Request) -> Response {
     *forwarded.uri_mut() = uri;
     *forwarded.version_mut() = parts.version;
     *forwarded.headers_mut() = parts.headers;
-    if let Some(peer) = parts
-        .extensions
-        .get::<ConnectInfo<std::net::SocketAddr>>()
-    {
+    if let Some(peer) = parts.extensions.get::<ConnectInfo<std::net::SocketAddr>>() {
         forwarded.extensions_mut().insert(*peer);
     }
-    match web.api.router.clone().oneshot(forwarded).await
-    {
+    match web.api.router.clone().oneshot(forwarded).await {
         Ok(response) => response,
         Err(never) => match never {},
     }

@@ -294,7 +294,9 @@ async fn sign_up(browser: &Browser, app: &TestApp, email: &str) {
     browser
         .wait_url(LONG, |url| url.ends_with("/account"))
         .await;
-    browser.wait_text("h1", LONG, |text| text == "Account").await;
+    browser
+        .wait_text("h1", LONG, |text| text == "Account")
+        .await;
 }
 
 #[tokio::test]
@@ -309,7 +311,9 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
     browser.goto(&format!("{}/keys", app.address)).await;
     browser.click("#v1-keys ~ details summary").await;
     browser.fill("#v1-name", "walk key").await;
-    browser.click("form[data-family=v1] button[type=submit]").await;
+    browser
+        .click("form[data-family=v1] button[type=submit]")
+        .await;
     let secret = browser
         .wait_text("#secret-key", LONG, |text| text.starts_with("svc_live_"))
         .await;
@@ -415,9 +419,7 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
         })
         .await;
     browser.screenshot("keys-revoked").await;
-    let refused = app
-        .get("/api/v1/public/agents", Auth::XApiKey(&key))
-        .await;
+    let refused = app.get("/api/v1/public/agents", Auth::XApiKey(&key)).await;
     assert_eq!(refused.status, 401, "a revoked key stops working");
 
     browser.goto(&format!("{}/webhooks", app.address)).await;
@@ -462,7 +464,9 @@ async fn browser_a_spectator_sees_a_new_registration_within_two_seconds() {
         })
         .await;
     browser
-        .wait_text("#seats", Duration::from_secs(2), |text| text.starts_with("1 /"))
+        .wait_text("#seats", Duration::from_secs(2), |text| {
+            text.starts_with("1 /")
+        })
         .await;
     browser.screenshot("tournament-live").await;
 
@@ -496,7 +500,9 @@ async fn browser_a_spectator_sees_a_new_registration_within_two_seconds() {
 async fn browser_a_dungeon_run_page_follows_a_run_being_played() {
     let app = TestApp::spawn().await;
     app.dungeon_noon();
-    let player = app.dungeon_player("runner@example.com", 31, 5_000_000).await;
+    let player = app
+        .dungeon_player("runner@example.com", 31, 5_000_000)
+        .await;
     let run = app.dungeon_run(&player, "fighter").await;
     let run_id = run["runId"].as_str().expect("run id").to_owned();
     let key = run["registrationKey"].as_str().expect("key").to_owned();
@@ -508,7 +514,11 @@ async fn browser_a_dungeon_run_page_follows_a_run_being_played() {
         .wait_text("#run-status", LONG, |text| text == "active")
         .await;
     let first = app
-        .dungeon_turn(&run_id, &key, json!({"action": "inventory", "turnNumber": 1}))
+        .dungeon_turn(
+            &run_id,
+            &key,
+            json!({"action": "inventory", "turnNumber": 1}),
+        )
         .await;
     assert_eq!(first.status, 200, "{}", first.body);
     browser
@@ -590,9 +600,7 @@ async fn browser_a_cross_site_form_post_is_refused() {
     browser.screenshot("cross-site-refused").await;
 
     browser.goto(&format!("{evil}/logout")).await;
-    browser
-        .wait_url(LONG, |url| url.ends_with("/logout"))
-        .await;
+    browser.wait_url(LONG, |url| url.ends_with("/logout")).await;
     browser
         .wait_text("body", LONG, |text| text.contains("refused"))
         .await;

@@ -18,7 +18,10 @@ async fn page(app: &TestApp, path: &str, cookie: Option<&str>) -> (u16, String) 
 
 /// The CSRF token a page rendered for this session.
 fn csrf_of(html: &str) -> String {
-    let start = html.find(r#"name="csrf-token" content=""#).expect("csrf meta") + 27;
+    let start = html
+        .find(r#"name="csrf-token" content=""#)
+        .expect("csrf meta")
+        + 27;
     html[start..start + 64].to_owned()
 }
 
@@ -27,18 +30,31 @@ async fn public_pages_render_from_the_api() {
     let app = TestApp::spawn().await;
     let new = app.new_tournament("trn_web", 0, 10, chrono::Duration::hours(-1), 24);
     app.create_tournament(new).await;
-    for path in ["/", "/tournaments", "/tournaments/trn_web", "/dungeon", "/login", "/signup"] {
+    for path in [
+        "/",
+        "/tournaments",
+        "/tournaments/trn_web",
+        "/dungeon",
+        "/login",
+        "/signup",
+    ] {
         let (status, html) = page(&app, path, None).await;
         assert_eq!(status, 200, "{path}: {html}");
         assert!(html.starts_with("<!DOCTYPE html>"), "{path}");
         assert!(html.contains(r#"<main id="main""#), "{path}");
     }
     let (_, home) = page(&app, "/", None).await;
-    assert!(home.contains("Cup trn_web"), "the live tournament is on the home page");
+    assert!(
+        home.contains("Cup trn_web"),
+        "the live tournament is on the home page"
+    );
     let (_, list) = page(&app, "/tournaments?status=live", None).await;
     assert!(list.contains("/tournaments/trn_web"));
     let (_, none) = page(&app, "/tournaments?status=ended", None).await;
-    assert!(!none.contains("/tournaments/trn_web"), "the API's filter applies");
+    assert!(
+        !none.contains("/tournaments/trn_web"),
+        "the API's filter applies"
+    );
 }
 
 #[tokio::test]
@@ -110,10 +126,12 @@ async fn assets_are_cached_by_content() {
         response.headers()["cache-control"],
         "public, max-age=31536000, immutable"
     );
-    assert!(response.headers()["content-type"]
-        .to_str()
-        .expect("type")
-        .starts_with("text/css"));
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .expect("type")
+            .starts_with("text/css")
+    );
     let etag = response.headers()["etag"].clone();
     let again = app
         .client
@@ -136,8 +154,14 @@ async fn assets_are_cached_by_content() {
 #[tokio::test]
 async fn every_page_s_scripts_and_styles_stay_within_150_kb() {
     // Uncompressed bytes: an upper bound on the compressed weight the budget is about.
-    let total: usize = crucible::web::ASSETS.iter().map(|asset| asset.bytes.len()).sum();
-    assert!(total <= 150 * 1024, "all assets together weigh {total} bytes");
+    let total: usize = crucible::web::ASSETS
+        .iter()
+        .map(|asset| asset.bytes.len())
+        .sum();
+    assert!(
+        total <= 150 * 1024,
+        "all assets together weigh {total} bytes"
+    );
 }
 
 #[tokio::test]
@@ -168,7 +192,12 @@ async fn web_writes_need_this_origin_and_the_session_token() {
         .expect("post");
     assert_eq!(other_site.status(), 403);
     let body: serde_json::Value = other_site.json().await.expect("json");
-    assert!(body["error"].as_str().expect("error").contains("another site"));
+    assert!(
+        body["error"]
+            .as_str()
+            .expect("error")
+            .contains("another site")
+    );
     let no_origin = mint(None, Some(token.clone())).await.expect("post");
     assert_eq!(no_origin.status(), 403);
     let no_token = mint(Some(origin.clone()), None).await.expect("post");
@@ -181,10 +210,17 @@ async fn web_writes_need_this_origin_and_the_session_token() {
     assert_eq!(keys.body["keys"], json!([]), "nothing was minted");
 
     let minted = mint(Some(origin.clone()), Some(token)).await.expect("post");
-    assert_eq!(minted.status(), 201, "the same request from the page itself works");
+    assert_eq!(
+        minted.status(),
+        201,
+        "the same request from the page itself works"
+    );
     let keys = app.get("/api/api-keys", Auth::Session(&session)).await;
     assert_eq!(keys.body["keys"].as_array().expect("keys").len(), 1);
-    let key_id = keys.body["keys"][0]["keyId"].as_str().expect("key id").to_owned();
+    let key_id = keys.body["keys"][0]["keyId"]
+        .as_str()
+        .expect("key id")
+        .to_owned();
 
     // The API's own validation answers through the web app unchanged.
     let (_, html) = page(&app, "/keys", Some(&session)).await;
@@ -249,10 +285,12 @@ async fn sign_out_is_a_checked_form_post() {
         .await
         .expect("post");
     assert_eq!(signed_out.status(), 303);
-    assert!(signed_out.headers()["set-cookie"]
-        .to_str()
-        .expect("cookie")
-        .contains("Max-Age=0"));
+    assert!(
+        signed_out.headers()["set-cookie"]
+            .to_str()
+            .expect("cookie")
+            .contains("Max-Age=0")
+    );
     let gone = app.get("/api/account", Auth::Session(&session)).await;
     assert_eq!(gone.status, 401);
 }
@@ -284,5 +322,9 @@ async fn a_paid_entry_s_qr_code_encodes_the_api_s_memo() {
         .send()
         .await
         .expect("qr");
-    assert_eq!(bad.status(), 400, "the API refuses the wallet, so no QR code");
+    assert_eq!(
+        bad.status(),
+        400,
+        "the API refuses the wallet, so no QR code"
+    );
 }

@@ -110,12 +110,7 @@ pub async fn list(State(web): State<Web>, visitor: Visitor) -> Response {
             div #strategies-list {}
         }
     };
-    shell(
-        &visitor,
-        "Agents",
-        main,
-        web.state.chain.simnet().is_some(),
-    )
+    shell(&visitor, "Agents", main, web.state.chain.simnet().is_some())
 }
 
 pub async fn detail(

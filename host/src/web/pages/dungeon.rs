@@ -97,11 +97,7 @@ pub async fn today(State(web): State<Web>, visitor: Visitor) -> Response {
     .render(StatusCode::OK)
 }
 
-pub async fn run(
-    State(web): State<Web>,
-    visitor: Visitor,
-    Path(run_id): Path<String>,
-) -> Response {
+pub async fn run(State(web): State<Web>, visitor: Visitor, Path(run_id): Path<String>) -> Response {
     let run = match web
         .api
         .get(

@@ -11,8 +11,7 @@ use serde_json::Value;
 use crate::web::Web;
 use crate::web::internal::Visitor;
 use crate::web::layout::{
-    Page, data_island, failure, human, percent, short, status_region, text, time, url_escape,
-    usdc,
+    Page, data_island, failure, human, percent, short, status_region, text, time, url_escape, usdc,
 };
 use crate::web::solana_pay::{Transfer, qr_svg};
 
@@ -153,7 +152,11 @@ pub fn tournament_table(rows: &Value, empty: &str) -> Markup {
 
 pub async fn detail(State(web): State<Web>, visitor: Visitor, Path(id): Path<String>) -> Response {
     let escaped = url_escape(&id);
-    let tournament = match web.api.get(&format!("/api/tournaments/{escaped}"), &visitor).await {
+    let tournament = match web
+        .api
+        .get(&format!("/api/tournaments/{escaped}"), &visitor)
+        .await
+    {
         Ok(tournament) => tournament,
         Err(failed) => return failure(&visitor, "Tournament", &failed),
     };
@@ -327,7 +330,10 @@ pub async fn pay_qr(
     match qr_svg(&transfer.url()) {
         Some(svg) => (
             [
-                (header::CONTENT_TYPE, HeaderValue::from_static("image/svg+xml")),
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("image/svg+xml"),
+                ),
                 (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
             ],
             svg,

@@ -50,6 +50,12 @@ fn chromium_binary() -> String {
 #[derive(Debug)]
 struct DriverError(String);
 
+impl std::fmt::Display for DriverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 impl Browser {
     async fn start() -> Browser {
         let port = free_port();
@@ -150,7 +156,7 @@ impl Browser {
     async fn goto(&self, url: &str) {
         self.command("POST", "/url", json!({"url": url}))
             .await
-            .unwrap_or_else(|error| panic!("navigate to {url}: {error:?}"));
+            .unwrap_or_else(|error| panic!("navigate to {url}: {error}"));
     }
 
     async fn current_url(&self) -> String {
@@ -192,7 +198,7 @@ impl Browser {
         let element = self.find(css).await.unwrap_or_else(|_| panic!("no {css}"));
         self.command("POST", &format!("/element/{element}/click"), json!({}))
             .await
-            .unwrap_or_else(|error| panic!("click {css}: {error:?}"));
+            .unwrap_or_else(|error| panic!("click {css}: {error}"));
     }
 
     async fn text(&self, css: &str) -> String {

@@ -622,3 +622,54 @@ async fn browser_a_cross_site_form_post_is_refused() {
     server.abort();
     browser.close().await;
 }
+
+/// Sign the message the page shows with `wallet` and paste the signature back, as a person
+/// with a wallet outside the browser would (headless Chromium has no wallet extension).
+async fn sign_shown_message(browser: &Browser, wallet: &TestWallet) {
+    browser.fill("#wallet-address", &wallet.address()).await;
+    browser.click("#wallet-nonce").await;
+    browser
+        .wait_text("#wallet-message", LONG, |text| !text.is_empty())
+        .await;
+    let message = browser
+        .execute("return document.getElementById('wallet-message').textContent;")
+        .await;
+    let signature = wallet.sign(message.as_str().expect("message"));
+    browser.fill("#wallet-signature", &signature).await;
+    browser.click("#wallet-submit").await;
+}
+
+#[tokio::test]
+#[ignore = "needs chromium; .ci/run runs them"]
+async fn browser_a_wallet_signs_up_then_links_a_second_wallet() {
+    let app = TestApp::spawn().await;
+    let browser = Browser::start().await;
+    browser.goto(&format!("{}/signup", app.address)).await;
+    browser
+        .wait_text("#wallet-found", LONG, |text| {
+            text.starts_with("No browser wallet")
+        })
+        .await;
+    browser.click("#accept-terms").await;
+    browser.click("#accept-privacy").await;
+    let first = TestWallet::new(41);
+    sign_shown_message(&browser, &first).await;
+    browser
+        .wait_url(LONG, |url| url.ends_with("/account"))
+        .await;
+    browser
+        .wait_text("#wallets ~ div table", LONG, |text| {
+            text.contains(&first.address())
+        })
+        .await;
+
+    let second = TestWallet::new(42);
+    sign_shown_message(&browser, &second).await;
+    browser
+        .wait_text("#wallets ~ div table", LONG, |text| {
+            text.contains(&second.address())
+        })
+        .await;
+    browser.screenshot("account-wallets-linked").await;
+    browser.close().await;
+}

@@ -33,4 +33,5 @@ pub mod strategy_new;
 pub mod telemetry;
 pub mod tournaments;
 pub mod v1;
+pub mod web;
 pub mod webhooks;

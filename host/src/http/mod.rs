@@ -53,7 +53,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 pub fn router(state: AppState) -> Router {
     let (routes, openapi) = api();
     let openapi = std::sync::Arc::new(openapi);
-    routes
+    let api = routes
         .route(
             "/api/openapi.json",
             get(move || async move { axum::Json(openapi.as_ref().clone()) }),
@@ -71,7 +71,9 @@ pub fn router(state: AppState) -> Router {
             crate::v1::router(state.agents.limits().max_component_bytes),
         )
         .layer(TraceLayer::new_for_http())
-        .with_state(state)
+        .with_state(state.clone());
+    // The web app answers the paths it serves and hands everything else to the API unchanged.
+    crate::web::router(state, api)
 }
 
 async fn not_found(uri: Uri) -> ApiError {

@@ -1,0 +1,261 @@
+// Agents pages. The agents API takes a v1 key (X-API-Key), so these pages call /api/v1 with the
+// key chosen for this tab (sessionStorage: it goes to no other page, and is gone when the tab
+// closes). The list, an agent's status/ticks/faults/equity/performance, start/stop, funding on
+// simnet, strategy uploads and webhook deliveries are all drawn from the API's answers.
+"use strict";
+
+(function () {
+  const C = window.Crucible;
+  const PERIODS = ["24h", "7d", "30d", "all"];
+
+  function config() {
+    const node = document.getElementById("agents-config");
+    try { return node ? JSON.parse(node.textContent) : {}; } catch (_) { return {}; }
+  }
+
+  function keyState() {
+    const state = document.getElementById("key-state");
+    const key = C.v1Key();
+    if (state) state.textContent = key ? "Using the key " + key.slice(0, 16) + "… in this tab." : "No agent key chosen in this tab yet.";
+    return key;
+  }
+
+  function setupKeyPicker(onKey) {
+    const form = document.getElementById("key-form");
+    if (!form) return;
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      C.setV1Key(document.getElementById("v1-key").value.trim());
+      document.getElementById("v1-key").value = "";
+      keyState();
+      onKey();
+    });
+    document.getElementById("key-forget").addEventListener("click", function () {
+      C.setV1Key("");
+      keyState();
+    });
+  }
+
+  function badge(status) {
+    return C.el("span", { class: "badge " + status, text: status });
+  }
+
+  // ---- list ----
+  async function loadList() {
+    const holder = document.getElementById("agents-list");
+    if (!holder || !C.v1Key()) return;
+    const result = await C.api("GET", "/api/v1/public/agents?pageSize=50", null, { key: true });
+    if (result.status !== 200) { holder.replaceChildren(C.el("p", { class: "error", text: C.human(result).text })); return; }
+    const agents = result.body.data || [];
+    if (agents.length === 0) { holder.replaceChildren(C.el("p", { class: "empty", text: "No agent yet: create one below." })); return; }
+    const rows = agents.map(function (agent) {
+      return C.el("tr", {}, [
+        C.el("td", {}, [C.el("a", { href: "/agents/" + encodeURIComponent(agent.agentId), text: agent.name })]),
+        C.el("td", { text: "@" + agent.username }),
+        C.el("td", { text: agent.class }),
+        C.el("td", {}, [badge(agent.status), agent.statusReason ? " " + agent.statusReason : null]),
+        C.el("td", { class: "num", text: String(agent.ticks) }),
+        C.el("td", { class: "num", text: agent.paper ? C.usdc(agent.paper.equity) : (agent.live ? C.usdc(agent.live.equity) : "—") }),
+      ]);
+    });
+    const head = C.el("thead", {}, [C.el("tr", {}, ["Name", "Username", "Class", "Status", "Ticks", "Equity"].map(function (h, i) {
+      return C.el("th", { class: i >= 4 ? "num" : "", text: h });
+    }))]);
+    holder.replaceChildren(C.el("div", { class: "scroll" }, [C.el("table", {}, [head, C.el("tbody", {}, rows)])]));
+    loadStrategies();
+  }
+
+  async function loadStrategies() {
+    const holder = document.getElementById("strategies-list");
+    if (!holder) return;
+    const result = await C.api("GET", "/api/v1/public/strategies", null, { key: true });
+    if (result.status !== 200) return;
+    const list = result.body.data || [];
+    if (list.length === 0) { holder.replaceChildren(); return; }
+    holder.replaceChildren(C.el("ul", {}, list.map(function (s) {
+      return C.el("li", {}, [s.name + ": use ", C.el("code", { text: s.strategyType }), " (" + s.sizeBytes + " bytes)"]);
+    })));
+  }
+
+  async function upload(event) {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const region = document.getElementById("upload-status");
+    const file = form.elements.component.files[0];
+    if (!file) { C.say(region, "Choose a .wasm file first.", "error"); return; }
+    C.say(region, "Uploading…");
+    const bytes = await file.arrayBuffer();
+    const path = "/api/v1/public/strategies?name=" + encodeURIComponent(form.elements.name.value);
+    const result = await C.api("POST", path, null, { key: true, raw: bytes, contentType: "application/wasm" });
+    if (result.status === 200 || result.status === 201) {
+      C.say(region, "Uploaded: create an agent with strategy type " + result.body.data.strategyType + ".", "ok");
+      loadStrategies();
+    } else {
+      C.say(region, C.human(result).text, "error");
+    }
+  }
+
+  // ---- one agent ----
+  const samples = { times: [], equity: [] };
+  let equityChart = null;
+  let lastPerformance = 0;
+
+  function drawEquity() {
+    const holder = document.getElementById("equity-chart");
+    if (!holder || !window.uPlot || samples.times.length < 2) return;
+    const data = [samples.times, samples.equity];
+    if (equityChart) { equityChart.setData(data); return; }
+    holder.replaceChildren();
+    equityChart = new window.uPlot({
+      width: Math.min(holder.clientWidth || 640, 900), height: 220,
+      series: [{}, { label: "Equity (USDC)", stroke: "#2563eb", width: 2 }],
+      axes: [{}, { label: "USDC" }],
+    }, data, holder);
+  }
+
+  function text(id, value) {
+    const node = document.getElementById(id);
+    if (node) node.textContent = value === null || value === undefined || value === "" ? "—" : String(value);
+  }
+
+  function renderAgent(agent) {
+    document.getElementById("agent-loading").hidden = true;
+    document.getElementById("agent-body").hidden = false;
+    const status = document.getElementById("agent-status");
+    status.textContent = agent.status;
+    status.className = "badge " + agent.status;
+    text("agent-reason", agent.statusReason || "");
+    text("agent-class", agent.class + " · " + agent.modelId + " · @" + agent.username);
+    text("agent-strategy", agent.strategy.type + " · " + agent.strategy.tokenPair.base + "/" + agent.strategy.tokenPair.quote +
+      " · every " + agent.strategy.timeInterval + " · up to " + agent.strategy.maxAllocation + " %");
+    text("agent-mode", agent.isPaperTrading ? "paper trading" : "live (swaps on chain)");
+    text("agent-wallet", agent.walletAddress);
+    text("agent-ticks", agent.ticks);
+    text("agent-faults", agent.faults);
+    text("agent-last-fault", agent.lastFault || "none");
+    text("agent-last-tick", agent.lastTickAt ? C.when(agent.lastTickAt) : "not yet");
+    const account = agent.live || agent.paper;
+    text("agent-equity", account ? C.usdc(account.equity) : "—");
+    let trades = agent.paper ? String(agent.paper.totalTrades) : "—";
+    if (agent.live) trades = "live; " + agent.live.refusedOrders + " refused" + (agent.live.lastRefusal ? " (last: " + agent.live.lastRefusal + ")" : "");
+    text("agent-trades", trades);
+    document.getElementById("agent-start").disabled = agent.status === "active";
+    document.getElementById("agent-stop").disabled = agent.status !== "active";
+    if (account && typeof account.equity === "number") {
+      const now = Date.now() / 1000;
+      samples.times.push(now);
+      samples.equity.push(account.equity);
+      drawEquity();
+    }
+  }
+
+  async function loadPerformance(agentId) {
+    const body = document.querySelector("#agent-performance tbody");
+    const rows = [];
+    for (const period of PERIODS) {
+      const result = await C.api("GET", "/api/v1/public/agents/" + encodeURIComponent(agentId) + "/performance?period=" + period, null, { key: true });
+      if (result.status !== 200) { rows.push(C.el("tr", {}, [C.el("td", { colspan: "6", text: C.human(result).text })])); break; }
+      const m = result.body.data.metrics;
+      rows.push(C.el("tr", {}, [
+        C.el("td", { text: period }),
+        C.el("td", { class: "num", text: C.usdc(m.totalPnl) }),
+        C.el("td", { class: "num", text: C.pct(m.totalPnlPercent) }),
+        C.el("td", { class: "num", text: (m.winRate * 100).toFixed(0) + " %" }),
+        C.el("td", { class: "num", text: String(m.totalTrades) }),
+        C.el("td", { class: "num", text: C.usdc(m.avgTradeSize) }),
+      ]));
+    }
+    body.replaceChildren.apply(body, rows);
+  }
+
+  async function refreshAgent(agentId) {
+    if (!C.v1Key()) return;
+    const result = await C.api("GET", "/api/v1/public/agents/" + encodeURIComponent(agentId), null, { key: true });
+    if (result.status !== 200) {
+      const loading = document.getElementById("agent-loading");
+      loading.hidden = false;
+      loading.textContent = C.human(result).text;
+      return;
+    }
+    renderAgent(result.body.data);
+    if (Date.now() - lastPerformance > 10000) {
+      lastPerformance = Date.now();
+      loadPerformance(agentId);
+    }
+  }
+
+  async function control(agentId, action) {
+    const region = document.getElementById("agent-action-status");
+    C.say(region, action === "start" ? "Starting…" : "Stopping…");
+    const result = await C.api("POST", "/api/v1/public/agents/" + encodeURIComponent(agentId) + "/" + action, null, { key: true });
+    if (result.status === 200) {
+      C.say(region, action === "start" ? "Started." : "Stopped.", "ok");
+      lastPerformance = 0;
+      refreshAgent(agentId);
+    } else {
+      C.say(region, C.human(result).text, "error");
+    }
+  }
+
+  async function fund(agentId) {
+    const region = document.getElementById("agent-action-status");
+    const wallet = document.getElementById("agent-wallet").textContent;
+    C.say(region, "Asking simnet for an airdrop…");
+    // Simnet's faucet: 0.05 SOL for fees and 100 USDC.
+    const response = await fetch("/simnet/rpc", {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "requestAirdrop", params: [wallet, 50000000, { stablecoinAmount: 100000000 }] }),
+    }).catch(function () { return null; });
+    const reply = response ? await response.json().catch(function () { return null; }) : null;
+    if (reply && reply.result !== undefined && !reply.error) C.say(region, "Funded on simnet: 0.05 SOL and 100 USDC.", "ok");
+    else C.say(region, "Simnet refused the airdrop: " + (reply && reply.error ? reply.error.message : "no answer"), "error");
+    refreshAgent(agentId);
+  }
+
+  // ---- webhook deliveries ----
+  async function loadDeliveries() {
+    const holder = document.getElementById("deliveries");
+    if (!holder || !C.v1Key()) return;
+    const result = await C.api("GET", "/api/v1/webhooks/deliveries", null, { key: true });
+    if (result.status !== 200) { holder.replaceChildren(C.el("p", { class: "error", text: C.human(result).text })); return; }
+    const list = result.body.data || [];
+    if (list.length === 0) { holder.replaceChildren(C.el("p", { class: "empty", text: "No delivery yet: mint a key with a webhook URL, then start an agent." })); return; }
+    const head = C.el("thead", {}, [C.el("tr", {}, ["Event", "URL", "Status", "Attempts", "Last code", "Last error", "When"].map(function (h) { return C.el("th", { text: h }); }))]);
+    const rows = list.map(function (d) {
+      return C.el("tr", {}, [
+        C.el("td", { text: d.event }), C.el("td", { text: d.url }), C.el("td", {}, [badge(d.status)]),
+        C.el("td", { class: "num", text: String(d.attempts) }),
+        C.el("td", { text: d.lastStatusCode === null ? "—" : String(d.lastStatusCode) }),
+        C.el("td", { text: d.lastError ? d.lastError + (d.errorCategory ? " (" + d.errorCategory + ")" : "") : "—" }),
+        C.el("td", { text: C.when(d.lastAttemptAt || d.createdAt) }),
+      ]);
+    });
+    holder.replaceChildren(C.el("div", { class: "scroll" }, [C.el("table", {}, [head, C.el("tbody", {}, rows)])]));
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    keyState();
+    const agentNode = document.getElementById("agent");
+    if (agentNode) {
+      const agentId = agentNode.dataset.agent;
+      setupKeyPicker(function () { refreshAgent(agentId); });
+      document.getElementById("agent-start").addEventListener("click", function () { control(agentId, "start"); });
+      document.getElementById("agent-stop").addEventListener("click", function () { control(agentId, "stop"); });
+      const fundButton = document.getElementById("agent-fund");
+      if (fundButton && config().simnet) fundButton.addEventListener("click", function () { fund(agentId); });
+      refreshAgent(agentId);
+      setInterval(function () { refreshAgent(agentId); }, 2000);
+      return;
+    }
+    if (document.getElementById("deliveries")) {
+      setupKeyPicker(loadDeliveries);
+      loadDeliveries();
+      setInterval(loadDeliveries, 10000);
+      return;
+    }
+    setupKeyPicker(loadList);
+    const uploadForm = document.getElementById("upload-strategy");
+    if (uploadForm) uploadForm.addEventListener("submit", upload);
+    loadList();
+  });
+})();

@@ -1,0 +1,141 @@
+//! The web app's static files, compiled into the binary (no build step, no CDN, works offline).
+//! Each is served at `/assets/<hash>/<name>`, where `<hash>` is the start of its SHA-256: a page
+//! always links the current content, so the answer may be cached for a year (`immutable`); an
+//! out-of-date hash still answers (a page rendered before an upgrade), but without long caching.
+//! Every answer carries the content's `ETag` and a matching `If-None-Match` gets a 304.
+
+use std::sync::LazyLock;
+
+use axum::extract::Path;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+/// One embedded file.
+pub struct Asset {
+    pub name: &'static str,
+    pub content_type: &'static str,
+    pub bytes: &'static [u8],
+}
+
+/// Every file the pages link, by name.
+pub static ASSETS: &[Asset] = &[
+    Asset {
+        name: "app.css",
+        content_type: "text/css; charset=utf-8",
+        bytes: include_bytes!("../../assets/app.css"),
+    },
+    Asset {
+        name: "app.js",
+        content_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../../assets/app.js"),
+    },
+    Asset {
+        name: "tournament.js",
+        content_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../../assets/tournament.js"),
+    },
+    Asset {
+        name: "agents.js",
+        content_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../../assets/agents.js"),
+    },
+    Asset {
+        name: "dungeon.js",
+        content_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../../assets/dungeon.js"),
+    },
+    Asset {
+        name: "wallet.js",
+        content_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../../assets/wallet.js"),
+    },
+    Asset {
+        name: "uPlot.iife.min.js",
+        content_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../../assets/vendor/uplot/uPlot.iife.min.js"),
+    },
+    Asset {
+        name: "uPlot.min.css",
+        content_type: "text/css; charset=utf-8",
+        bytes: include_bytes!("../../assets/vendor/uplot/uPlot.min.css"),
+    },
+];
+
+/// The first 16 hex digits of each asset's SHA-256, in `ASSETS` order.
+static HASHES: LazyLock<Vec<String>> = LazyLock::new(|| {
+    ASSETS
+        .iter()
+        .map(|asset| hex::encode(&Sha256::digest(asset.bytes)[..8]))
+        .collect()
+});
+
+fn find(name: &str) -> Option<(usize, &'static Asset)> {
+    ASSETS
+        .iter()
+        .enumerate()
+        .find(|(_, asset)| asset.name == name)
+}
+
+/// The URL a page links `name` by. A name that is not embedded is a bug caught by the tests
+/// (every page is rendered there); it links a path that answers 404.
+pub fn url(name: &str) -> String {
+    match find(name) {
+        Some((index, asset)) => format!("/assets/{}/{}", HASHES[index], asset.name),
+        None => format!("/assets/missing/{name}"),
+    }
+}
+
+pub async fn serve(Path((hash, name)): Path<(String, String)>, headers: HeaderMap) -> Response {
+    let Some((index, asset)) = find(&name) else {
+        return (StatusCode::NOT_FOUND, "no such asset").into_response();
+    };
+    let current = &HASHES[index];
+    let etag = format!("\"{current}\"");
+    let cache = if &hash == current {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
+    let matches = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|sent| sent.split(',').any(|tag| tag.trim() == etag));
+    let mut response = if matches {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(asset.content_type),
+            )],
+            asset.bytes,
+        )
+            .into_response()
+    };
+    let response_headers = response.headers_mut();
+    response_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        response_headers.insert(header::ETAG, value);
+    }
+    response_headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_asset_has_a_distinct_url() {
+        let mut urls: Vec<String> = ASSETS.iter().map(|asset| url(asset.name)).collect();
+        urls.sort();
+        urls.dedup();
+        assert_eq!(urls.len(), ASSETS.len());
+        assert!(url("app.css").starts_with("/assets/"));
+        assert!(url("nope.js").contains("missing"));
+    }
+}

@@ -1,0 +1,58 @@
+//! The web app: server-rendered pages at `/` and the other non-`/api` paths, for operators and
+//! spectators. Every page is a front end of the JSON API: pages read through the API in process
+//! ([`internal::Api`]), and the browser's writes go through `/web-api/…`, which checks the
+//! cross-site guard ([`csrf`]) and then hands the request to the very same API router. So no page
+//! can do what the API refuses, and every refusal reaches the page in the API's own words.
+//!
+//! The structure is described in docs/web.md.
+
+mod assets;
+pub mod csrf;
+pub mod internal;
+mod layout;
+mod pages;
+mod solana_pay;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+pub use assets::{ASSETS, Asset};
+pub use internal::Api;
+
+use crate::state::AppState;
+
+/// What the page handlers reach: the server state and the API router they read through.
+#[derive(Clone)]
+pub struct Web {
+    pub state: AppState,
+    pub api: Api,
+}
+
+/// The web app's routes in front of `api` (the complete API router, state applied). Anything
+/// the web app does not serve falls through to `api`, so every `/api/…` and `/simnet/…` answer,
+/// including the JSON 404 for unknown paths, is unchanged.
+pub fn router(state: AppState, api: Router) -> Router {
+    let web = Web {
+        state,
+        api: Api::new(api.clone()),
+    };
+    Router::new()
+        .route("/", get(pages::home::page))
+        .route("/tournaments", get(pages::tournaments::list))
+        .route("/tournaments/{id}", get(pages::tournaments::detail))
+        .route("/tournaments/{id}/pay.svg", get(pages::tournaments::pay_qr))
+        .route("/dungeon", get(pages::dungeon::today))
+        .route("/dungeon/runs/{run_id}", get(pages::dungeon::run))
+        .route("/signup", get(pages::auth::signup))
+        .route("/login", get(pages::auth::login))
+        .route("/logout", post(pages::auth::logout))
+        .route("/account", get(pages::account::page))
+        .route("/keys", get(pages::keys::page))
+        .route("/agents", get(pages::agents::list))
+        .route("/agents/{agent_id}", get(pages::agents::detail))
+        .route("/webhooks", get(pages::agents::webhooks))
+        .route("/assets/{hash}/{name}", get(assets::serve))
+        .route("/web-api/{*path}", axum::routing::any(internal::forward))
+        .with_state(web)
+        .fallback_service(api)
+}

@@ -1,0 +1,123 @@
+//! API keys, account and v1: create (scopes or permissions, expiry, webhook URL), the secret and
+//! webhook secret shown once with a copy button, the list (prefix, last use, expiry) and revoke
+//! with a confirmation. All through the API's session-only key routes.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::{Markup, html};
+use serde_json::Value;
+
+use crate::web::Web;
+use crate::web::internal::{Failed, Visitor};
+use crate::web::layout::{Page, human, sign_in_first, status_region, text, time};
+
+fn key_rows(keys: &Result<Vec<Value>, Failed>, family: &str, grants: &str) -> Markup {
+    let revoke_base = if family == "v1" {
+        "/web-api/v1/api-keys/"
+    } else {
+        "/web-api/api-keys/"
+    };
+    match keys {
+        Err(failed) => html! { p.error { (human(failed)) } },
+        Ok(keys) if keys.is_empty() => html! { p.empty { "No key yet." } },
+        Ok(keys) => html! {
+            div.scroll { table.keys data-family=(family) {
+                thead { tr { th { "Name" } th { "Prefix" } th { "Grants" } th { "Status" } th { "Last used" }
+                    th { "Expires" } th { "Webhook" } th { span.visually-hidden { "Actions" } } } }
+                tbody { @for key in keys { tr {
+                    td { (text(&key["name"])) }
+                    td { code.prefix { (text(&key["keyPrefix"])) "…" } }
+                    td { (key[grants].as_array().map(|grants| grants.iter().map(text).collect::<Vec<_>>().join(", ")).unwrap_or_default()) }
+                    td { span class=(format!("badge {}", text(&key["status"]))) { (text(&key["status"])) } }
+                    td { @if key["lastUsedAt"].is_null() { "never" } @else { (time(&key["lastUsedAt"])) } }
+                    td { @if key["expiresAt"].is_null() { "never" } @else { (time(&key["expiresAt"])) } }
+                    td { (text(&key["webhookUrl"])) }
+                    td { @if key["status"] == "active" {
+                        button.danger type="button" data-revoke=(format!("{revoke_base}{}", text(&key["keyId"])))
+                            data-name=(text(&key["name"])) { "Revoke" }
+                    } }
+                } } }
+            } }
+        },
+    }
+}
+
+fn create_form(family: &str) -> Markup {
+    let (action, grants_name, grants): (&str, &str, &[&str]) = if family == "v1" {
+        (
+            "POST /web-api/v1/api-keys",
+            "permissions",
+            &["agents:read", "agents:write", "agents:start", "agents:stop"],
+        )
+    } else {
+        ("POST /web-api/api-keys", "scopes", &["read", "write"])
+    };
+    html! {
+        form.card data-api=(action) data-show="secret" data-family=(family) {
+            div.field { label for=(format!("{family}-name")) { "Name" }
+                input id=(format!("{family}-name")) name="name" required maxlength="64" autocomplete="off"; }
+            fieldset data-field=(grants_name) {
+                legend { @if family == "v1" { "Permissions" } @else { "Scopes" } }
+                @for grant in grants {
+                    label.check { input type="checkbox" name=(grants_name) value=(grant) data-type="list" checked; " " (grant) }
+                }
+            }
+            div.field { label for=(format!("{family}-expiry")) { "Expires after (days, 1 to 365; empty: never)" }
+                input id=(format!("{family}-expiry")) name="expiresInDays" type="number" min="1" max="365" data-type="number"; }
+            div.field { label for=(format!("{family}-webhook")) { "Webhook URL (optional)" }
+                input id=(format!("{family}-webhook")) name="webhookUrl" type="url" data-type="optional" placeholder="https://…"; }
+            button type="submit" { "Create key" }
+            (status_region(&format!("{family}-create-status")))
+        }
+    }
+}
+
+pub async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
+    if !visitor.signed_in() {
+        return sign_in_first("/keys");
+    }
+    let account_keys = web
+        .api
+        .get("/api/api-keys", &visitor)
+        .await
+        .map(|body| body["keys"].as_array().cloned().unwrap_or_default());
+    let v1_keys = web
+        .api
+        .get("/api/v1/api-keys", &visitor)
+        .await
+        .map(|body| body["data"].as_array().cloned().unwrap_or_default());
+    let main = html! {
+        p { "At most 10 active keys, account and v1 together. A key's secret is shown once, when it is created." }
+        div #secret-box.card.secret hidden tabindex="-1" role="alert" {
+            h2 { "Your new key" }
+            p { strong { "Copy it now: it will not be shown again." } }
+            div.copy-row { code #secret-key {} button type="button" data-copy="secret-key" { "Copy key" } }
+            div #secret-webhook-row.copy-row hidden { span { "Webhook secret: " } code #secret-webhook {}
+                button type="button" data-copy="secret-webhook" { "Copy webhook secret" } }
+            p #secret-use hidden { button #use-key type="button" { "Use this key for the Agents pages in this tab" } }
+            p { a.button href="/keys" { "I have saved it" } }
+        }
+        section aria-labelledby="v1-keys" {
+            h2 #v1-keys { "Agent keys (v1)" }
+            p.muted { "For the agents API (" code { "X-API-Key" } "): create, start and stop agents, read their performance." }
+            (key_rows(&v1_keys, "v1", "permissions"))
+            details { summary { "Create an agent key" } (create_form("v1")) }
+        }
+        section aria-labelledby="account-keys" {
+            h2 #account-keys { "Account keys" }
+            p.muted { "For the account API (" code { "Authorization: Bearer" } "): tournament entries, dungeon runs, account reads." }
+            (key_rows(&account_keys, "account", "scopes"))
+            details { summary { "Create an account key" } (create_form("account")) }
+        }
+        (status_region("revoke-status"))
+    };
+    Page {
+        title: "API keys",
+        visitor: &visitor,
+        scripts: &[],
+        styles: &[],
+        main,
+    }
+    .render(StatusCode::OK)
+}

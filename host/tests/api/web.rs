@@ -1,0 +1,330 @@
+//! The web app over plain HTTP: pages render from the API, assets are cached by content, the
+//! API answers exactly as before, and every cookie-authenticated write through the web app is
+//! refused without this site's origin and the session's token.
+
+use serde_json::json;
+
+use crate::helpers::{Auth, Body, TestApp};
+
+async fn page(app: &TestApp, path: &str, cookie: Option<&str>) -> (u16, String) {
+    let mut request = app.client.get(format!("{}{path}", app.address));
+    if let Some(token) = cookie {
+        request = request.header("cookie", format!("session-token={token}"));
+    }
+    let response = request.send().await.expect("page");
+    let status = response.status().as_u16();
+    (status, response.text().await.expect("body"))
+}
+
+/// The CSRF token a page rendered for this session.
+fn csrf_of(html: &str) -> String {
+    let start = html
+        .find(r#"name="csrf-token" content=""#)
+        .expect("csrf meta")
+        + 27;
+    html[start..start + 64].to_owned()
+}
+
+#[tokio::test]
+async fn public_pages_render_from_the_api() {
+    let app = TestApp::spawn().await;
+    let new = app.new_tournament("trn_web", 0, 10, chrono::Duration::hours(-1), 24);
+    app.create_tournament(new).await;
+    for path in [
+        "/",
+        "/tournaments",
+        "/tournaments/trn_web",
+        "/dungeon",
+        "/login",
+        "/signup",
+    ] {
+        let (status, html) = page(&app, path, None).await;
+        assert_eq!(status, 200, "{path}: {html}");
+        assert!(html.starts_with("<!DOCTYPE html>"), "{path}");
+        assert!(html.contains(r#"<main id="main""#), "{path}");
+    }
+    let (_, home) = page(&app, "/", None).await;
+    assert!(
+        home.contains("Cup trn_web"),
+        "the live tournament is on the home page"
+    );
+    let (_, list) = page(&app, "/tournaments?status=live", None).await;
+    assert!(list.contains("/tournaments/trn_web"));
+    let (_, none) = page(&app, "/tournaments?status=ended", None).await;
+    assert!(
+        !none.contains("/tournaments/trn_web"),
+        "the API's filter applies"
+    );
+}
+
+#[tokio::test]
+async fn the_api_s_refusals_reach_the_page_in_its_words() {
+    let app = TestApp::spawn().await;
+    let (status, html) = page(&app, "/tournaments?pageSize=500", None).await;
+    assert_eq!(status, 400);
+    assert!(html.contains("`pageSize` must be 1 to 50"), "{html}");
+    let (status, html) = page(&app, "/tournaments/trn_missing", None).await;
+    assert_eq!(status, 404);
+    assert!(html.contains("Not found"), "{html}");
+}
+
+#[tokio::test]
+async fn the_api_answers_exactly_as_before() {
+    let app = TestApp::spawn().await;
+    let missing = app.get("/api/nope", Auth::None).await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.body, json!({"error": "no route for /api/nope"}));
+    let health = app.get("/api/health", Auth::None).await;
+    assert_eq!(health.status, 200);
+    let v1 = app.get("/api/v1/nope", Auth::None).await;
+    assert_eq!(v1.status, 404);
+    assert_eq!(v1.body["success"], false);
+}
+
+#[tokio::test]
+async fn operator_pages_ask_for_a_sign_in_then_show_the_account() {
+    let app = TestApp::spawn().await;
+    for path in ["/account", "/keys", "/agents", "/webhooks"] {
+        let response = app
+            .client
+            .get(format!("{}{path}", app.address))
+            .send()
+            .await
+            .expect("page");
+        assert_eq!(response.status(), 303, "{path}");
+        assert_eq!(
+            response.headers()["location"],
+            format!("/login?next=%2F{}", &path[1..]).as_str()
+        );
+    }
+    let session = app.session("web@example.com").await;
+    let (status, html) = page(&app, "/account", Some(&session)).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("web@example.com"));
+    assert!(html.contains("custodial"), "the embedded wallet is listed");
+    let (status, html) = page(&app, "/keys", Some(&session)).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("No key yet."));
+}
+
+#[tokio::test]
+async fn assets_are_cached_by_content() {
+    let app = TestApp::spawn().await;
+    let (_, html) = page(&app, "/", None).await;
+    let start = html.find("/assets/").expect("an asset link");
+    let end = start + html[start..].find('"').expect("end of link");
+    let url = &html[start..end];
+    assert!(url.ends_with("/app.css"), "{url}");
+    let response = app
+        .client
+        .get(format!("{}{url}", app.address))
+        .send()
+        .await
+        .expect("asset");
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .expect("type")
+            .starts_with("text/css")
+    );
+    let etag = response.headers()["etag"].clone();
+    let again = app
+        .client
+        .get(format!("{}{url}", app.address))
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .expect("asset");
+    assert_eq!(again.status(), 304);
+    let stale = app
+        .client
+        .get(format!("{}/assets/0000000000000000/app.css", app.address))
+        .send()
+        .await
+        .expect("asset");
+    assert_eq!(stale.status(), 200);
+    assert_eq!(stale.headers()["cache-control"], "no-cache");
+}
+
+#[tokio::test]
+async fn every_page_s_scripts_and_styles_stay_within_150_kb() {
+    // Uncompressed bytes: an upper bound on the compressed weight the budget is about.
+    let total: usize = crucible::web::ASSETS
+        .iter()
+        .map(|asset| asset.bytes.len())
+        .sum();
+    assert!(
+        total <= 150 * 1024,
+        "all assets together weigh {total} bytes"
+    );
+}
+
+#[tokio::test]
+async fn web_writes_need_this_origin_and_the_session_token() {
+    let app = TestApp::spawn().await;
+    let session = app.session("csrf@example.com").await;
+    let (_, html) = page(&app, "/keys", Some(&session)).await;
+    let token = csrf_of(&html);
+    let host = app.address.trim_start_matches("http://").to_owned();
+    let origin = app.address.clone();
+    let mint = |origin: Option<String>, token: Option<String>| {
+        let mut request = app
+            .client
+            .post(format!("{}/web-api/api-keys", app.address))
+            .header("cookie", format!("session-token={session}"))
+            .header("host", host.clone())
+            .json(&json!({"name": "from the web"}));
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        if let Some(token) = token {
+            request = request.header("x-csrf-token", token);
+        }
+        request.send()
+    };
+    let other_site = mint(Some("http://127.0.0.1:1".into()), Some(token.clone()))
+        .await
+        .expect("post");
+    assert_eq!(other_site.status(), 403);
+    let body: serde_json::Value = other_site.json().await.expect("json");
+    assert!(
+        body["error"]
+            .as_str()
+            .expect("error")
+            .contains("another site")
+    );
+    let no_origin = mint(None, Some(token.clone())).await.expect("post");
+    assert_eq!(no_origin.status(), 403);
+    let no_token = mint(Some(origin.clone()), None).await.expect("post");
+    assert_eq!(no_token.status(), 403);
+    let wrong_token = mint(Some(origin.clone()), Some("0".repeat(64)))
+        .await
+        .expect("post");
+    assert_eq!(wrong_token.status(), 403);
+    let keys = app.get("/api/api-keys", Auth::Session(&session)).await;
+    assert_eq!(keys.body["keys"], json!([]), "nothing was minted");
+
+    let minted = mint(Some(origin.clone()), Some(token)).await.expect("post");
+    assert_eq!(
+        minted.status(),
+        201,
+        "the same request from the page itself works"
+    );
+    let keys = app.get("/api/api-keys", Auth::Session(&session)).await;
+    assert_eq!(keys.body["keys"].as_array().expect("keys").len(), 1);
+    let key_id = keys.body["keys"][0]["keyId"]
+        .as_str()
+        .expect("key id")
+        .to_owned();
+
+    // The API's own validation answers through the web app unchanged.
+    let (_, html) = page(&app, "/keys", Some(&session)).await;
+    let token = csrf_of(&html);
+    let invalid = app
+        .client
+        .post(format!("{}/web-api/api-keys", app.address))
+        .header("cookie", format!("session-token={session}"))
+        .header("origin", origin)
+        .header("x-csrf-token", token)
+        .json(&json!({"name": "x", "expiresInDays": 900}))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(invalid.status(), 400);
+
+    // A route with its own path parameter, reached through the web app.
+    let (_, html) = page(&app, "/keys", Some(&session)).await;
+    let revoked = app
+        .client
+        .delete(format!("{}/web-api/api-keys/{key_id}", app.address))
+        .header("cookie", format!("session-token={session}"))
+        .header("origin", app.address.clone())
+        .header("x-csrf-token", csrf_of(&html))
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(revoked.status(), 200);
+    let keys = app.get("/api/api-keys", Auth::Session(&session)).await;
+    assert_eq!(keys.body["keys"][0]["status"], "revoked");
+}
+
+#[tokio::test]
+async fn sign_out_is_a_checked_form_post() {
+    let app = TestApp::spawn().await;
+    let session = app.session("out@example.com").await;
+    let (_, html) = page(&app, "/account", Some(&session)).await;
+    let token = csrf_of(&html);
+    let forged = app
+        .request(
+            "POST",
+            "/logout",
+            Auth::Session(&session),
+            Some(Body::Raw(
+                "application/x-www-form-urlencoded",
+                b"csrf=forged".to_vec(),
+            )),
+        )
+        .await;
+    assert_eq!(forged.status, 403, "no origin, wrong token");
+    let still = app.get("/api/account", Auth::Session(&session)).await;
+    assert_eq!(still.status, 200, "the session survived the forged post");
+
+    let signed_out = app
+        .client
+        .post(format!("{}/logout", app.address))
+        .header("cookie", format!("session-token={session}"))
+        .header("origin", app.address.clone())
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={token}"))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(signed_out.status(), 303);
+    assert!(
+        signed_out.headers()["set-cookie"]
+            .to_str()
+            .expect("cookie")
+            .contains("Max-Age=0")
+    );
+    let gone = app.get("/api/account", Auth::Session(&session)).await;
+    assert_eq!(gone.status, 401);
+}
+
+#[tokio::test]
+async fn a_paid_entry_s_qr_code_encodes_the_api_s_memo() {
+    let app = TestApp::spawn().await;
+    let new = app.new_tournament("trn_paid", 2_000_000, 10, chrono::Duration::hours(1), 24);
+    app.create_tournament(new).await;
+    let wallet = crate::helpers::TestWallet::new(7).address();
+    let response = app
+        .client
+        .get(format!(
+            "{}/tournaments/trn_paid/pay.svg?wallets={wallet}",
+            app.address
+        ))
+        .send()
+        .await
+        .expect("qr");
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "image/svg+xml");
+    assert!(response.text().await.expect("svg").contains("<svg"));
+    let bad = app
+        .client
+        .get(format!(
+            "{}/tournaments/trn_paid/pay.svg?wallets=nope",
+            app.address
+        ))
+        .send()
+        .await
+        .expect("qr");
+    assert_eq!(
+        bad.status(),
+        400,
+        "the API refuses the wallet, so no QR code"
+    );
+}

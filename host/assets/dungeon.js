@@ -75,7 +75,7 @@
   }
 
   async function followLive() {
-    const result = await C.api("GET", "/api/dungeons/runs/" + encodeURIComponent(run.runId));
+    const result = await C.api("GET", "/api/dungeons/runs/" + encodeURIComponent(run.runId) + "?limit=1000");
     if (result.status !== 200) return;
     const atEnd = frame >= turns().length - 1;
     run = result.body;

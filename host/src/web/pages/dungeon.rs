@@ -101,7 +101,7 @@ pub async fn run(State(web): State<Web>, visitor: Visitor, Path(run_id): Path<St
     let run = match web
         .api
         .get(
-            &format!("/api/dungeons/runs/{}", url_escape(&run_id)),
+            &format!("/api/dungeons/runs/{}?limit=1000", url_escape(&run_id)),
             &visitor,
         )
         .await

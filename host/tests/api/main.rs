@@ -39,6 +39,7 @@ mod registration;
 mod sandbox_guests;
 mod scheduler;
 mod simnet_pool;
+mod simnet_signatures;
 mod strategies_classes;
 mod tournaments;
 mod v1_agents;

@@ -134,7 +134,8 @@ async fn assemble_state(
     store.migrate().await?;
     let sealer = Sealer::load(config.master_key.as_deref(), &config.data_dir)?;
     let chain = crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, server).await?;
-    let market = Arc::new(crate::market::SimulatedMarket::new(config.market_seed));
+    let market_seed = crate::deployment::market_seed(&store, config.market_seed).await?;
+    let market = Arc::new(crate::market::SimulatedMarket::new(market_seed));
     if chain.simnet().is_some() {
         // The simnet pool opens at the simulated market's price of its first start.
         use crate::market::MarketFeed;

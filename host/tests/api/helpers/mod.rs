@@ -288,6 +288,8 @@ impl TestApp {
             payout_split: vec![100],
             rake_bps: 0,
             is_paper_trading: false,
+            transfer_policy: crucible::tournaments::rules::TransferPolicy::Adjust,
+            evaluation_metric: crucible::tournaments::rules::EvaluationMetric::PnlPercent,
             start_date: start,
             end_date: start + Duration::hours(hours),
             series: None,

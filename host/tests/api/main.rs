@@ -41,6 +41,7 @@ mod scheduler;
 mod simnet_pool;
 mod simnet_signatures;
 mod strategies_classes;
+mod tournament_flows;
 mod tournaments;
 mod v1_agents;
 mod v1_keys;

@@ -365,3 +365,30 @@ async fn a_round_that_cannot_value_the_wallets_leaves_the_board_stale() {
     snapshot(&app).await;
     assert_eq!(board(&app, "trn_stale").await["stale"], false);
 }
+
+#[tokio::test]
+async fn the_published_document_describes_the_fairness_fields() {
+    let app = TestApp::spawn().await;
+    let document = app.get("/api/openapi.json", Auth::None).await.body;
+    let schemas = &document["components"]["schemas"];
+    let view = &schemas["TournamentView"]["properties"];
+    assert!(view.get("transferPolicy").is_some(), "{view}");
+    assert!(view.get("evaluationMetric").is_some(), "{view}");
+    assert_eq!(schemas["TransferPolicy"]["enum"], json!(["adjust", "disqualify"]));
+    assert_eq!(
+        schemas["EvaluationMetric"]["enum"],
+        json!(["pnl_percent", "sharpe", "sortino", "calmar"])
+    );
+    let row = schemas["LeaderboardView"]["properties"]["entries"]["items"]["$ref"]
+        .as_str()
+        .expect("a named row schema")
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    // The row flattens its final standing in, so its properties sit inside an `allOf`.
+    let entry = schemas[row.as_str()].to_string();
+    for field in ["netFlows", "disqualified", "disqualifiedReason", "maxDrawdownPercent", "metricValue"] {
+        assert!(entry.contains(&format!("\"{field}\"")), "{field}: {entry}");
+    }
+}

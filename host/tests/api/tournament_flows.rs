@@ -374,7 +374,10 @@ async fn the_published_document_describes_the_fairness_fields() {
     let view = &schemas["TournamentView"]["properties"];
     assert!(view.get("transferPolicy").is_some(), "{view}");
     assert!(view.get("evaluationMetric").is_some(), "{view}");
-    assert_eq!(schemas["TransferPolicy"]["enum"], json!(["adjust", "disqualify"]));
+    assert_eq!(
+        schemas["TransferPolicy"]["enum"],
+        json!(["adjust", "disqualify"])
+    );
     assert_eq!(
         schemas["EvaluationMetric"]["enum"],
         json!(["pnl_percent", "sharpe", "sortino", "calmar"])
@@ -388,7 +391,108 @@ async fn the_published_document_describes_the_fairness_fields() {
         .to_owned();
     // The row flattens its final standing in, so its properties sit inside an `allOf`.
     let entry = schemas[row.as_str()].to_string();
-    for field in ["netFlows", "disqualified", "disqualifiedReason", "maxDrawdownPercent", "metricValue"] {
+    for field in [
+        "netFlows",
+        "disqualified",
+        "disqualifiedReason",
+        "maxDrawdownPercent",
+        "metricValue",
+    ] {
         assert!(entry.contains(&format!("\"{field}\"")), "{field}: {entry}");
     }
+}
+
+#[tokio::test]
+async fn the_host_cli_sets_the_transfer_policy_and_the_metric() {
+    if std::env::var("TEST_DATABASE_URL").is_ok_and(|url| !url.is_empty()) {
+        // The binary runs on the embedded database; the API tests cover PostgreSQL.
+        return;
+    }
+    let app = TestApp::spawn().await;
+    let data_dir = app.data_dir.path().to_path_buf();
+    let start = (chrono::Utc::now() + Duration::days(1)).to_rfc3339();
+    let end = (chrono::Utc::now() + Duration::days(2)).to_rfc3339();
+    let create = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_crucible"))
+            .args([
+                "tournament",
+                "create",
+                "--name",
+                "Fair Cup",
+                "--entry-fee",
+                "0",
+            ])
+            .args([
+                "--max-participants",
+                "8",
+                "--starts-at",
+                &start,
+                "--ends-at",
+                &end,
+            ])
+            .args(extra)
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .env_remove("DATABASE_URL")
+            .env("CRUCIBLE_MASTER_KEY", "00".repeat(32))
+            .output()
+            .expect("run")
+    };
+    let created = create(&[
+        "--transfer-policy",
+        "disqualify",
+        "--evaluation-metric",
+        "sortino",
+    ]);
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let id = String::from_utf8_lossy(&created.stdout).trim().to_owned();
+    let detail = app
+        .get(&format!("/api/tournaments/{id}"), Auth::None)
+        .await
+        .body;
+    assert_eq!(detail["transferPolicy"], "disqualify");
+    assert_eq!(detail["evaluationMetric"], "sortino");
+
+    let refused = create(&["--evaluation-metric", "luck"]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("evaluationMetric must be one of"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
+
+#[tokio::test]
+async fn an_unconfigured_market_seed_is_drawn_once_and_kept_with_the_data() {
+    let app = TestApp::spawn_with(|c| c.market_seed = None).await;
+    let stored = || async {
+        let (seed,): (String,) =
+            sqlx::query_as("SELECT value FROM deployment_settings WHERE name = 'market_seed'")
+                .fetch_one(app.state.store.read())
+                .await
+                .unwrap();
+        seed
+    };
+    let first = stored().await;
+    assert!(first.parse::<u64>().is_ok());
+    let again = crucible::deployment::market_seed(&app.state.store, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        again.to_string(),
+        first,
+        "the same deployment, the same seed"
+    );
+    assert_eq!(
+        crucible::deployment::market_seed(&app.state.store, Some(7))
+            .await
+            .unwrap(),
+        7,
+        "a configured seed wins"
+    );
+    assert_eq!(stored().await, first);
 }

@@ -168,7 +168,7 @@ mod tests {
         let steady = series(&[100.0, 101.0, 102.01, 103.0301]);
         let volatile = series(&[100.0, 120.0, 96.0, 120.0]);
         let crash = series(&[100.0, 150.0, 75.0, 110.0]);
-        let score_of = |m, s: &[Point]| score(m, s, None).unwrap();
+        let score_of = |m, s: &[Point]| score(m, s, None).expect("enough periods");
         // Sharpe: steady's deviation is ~0, so it is far ahead; volatile before crash.
         let sharpe: Vec<f64> = [&steady, &volatile, &crash]
             .iter()

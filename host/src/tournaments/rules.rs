@@ -88,10 +88,10 @@ mod tests {
     #[test]
     fn names_round_trip_and_unknowns_are_refused() {
         for name in TransferPolicy::NAMES {
-            assert_eq!(TransferPolicy::parse(name).unwrap().as_str(), name);
+            assert_eq!(TransferPolicy::parse(name).expect("known").as_str(), name);
         }
         for name in EvaluationMetric::NAMES {
-            assert_eq!(EvaluationMetric::parse(name).unwrap().as_str(), name);
+            assert_eq!(EvaluationMetric::parse(name).expect("known").as_str(), name);
         }
         assert!(TransferPolicy::parse("ignore").is_err());
         assert!(EvaluationMetric::parse("Sharpe").is_err());

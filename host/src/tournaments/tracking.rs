@@ -243,7 +243,7 @@ pub async fn snapshot_wallets(
                 }
             };
             record(
-                &mut *tx,
+                &mut tx,
                 tournament_id,
                 &wallet,
                 &tracked,

@@ -100,6 +100,8 @@ async fn seed(state: &crucible::state::AppState, wallets: usize) {
         payout_split: vec![100],
         rake_bps: 0,
         is_paper_trading: false,
+        transfer_policy: crucible::tournaments::rules::TransferPolicy::Adjust,
+        evaluation_metric: crucible::tournaments::rules::EvaluationMetric::PnlPercent,
         start_date: now - Duration::minutes(1),
         end_date: now + Duration::days(1),
         series: None,

@@ -67,9 +67,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CRUCIBLE_TOURNAMENT_SERIES", value_parser = parse_series)]
     pub tournament_series: Option<Vec<SeriesSpec>>,
 
-    /// Seed of the simulated market (prices, candles, signals): same seed, same market.
-    #[arg(long, env = "CRUCIBLE_MARKET_SEED", default_value_t = 42)]
-    pub market_seed: u64,
+    /// Seed of the simulated market (prices, candles, signals): same seed, same market. Unset,
+    /// each deployment draws a random seed once and keeps it with its data, so nobody can
+    /// compute its future prices; set it for tests and demos.
+    #[arg(long, env = "CRUCIBLE_MARKET_SEED")]
+    pub market_seed: Option<u64>,
 
     /// Seed demo tournaments into an empty database (`on` by default with the embedded SQLite).
     #[arg(long, env = "CRUCIBLE_DEMO_DATA", value_parser = ["on", "off"])]
@@ -293,7 +295,8 @@ pub struct Config {
     pub webhook_allow_private: bool,
     pub tournament_series: Vec<SeriesSpec>,
     pub demo_data: bool,
-    pub market_seed: u64,
+    /// `None`: the deployment's own random seed (`deployment::market_seed`).
+    pub market_seed: Option<u64>,
     /// `None`: the embedded simnet.
     pub solana_rpc_url: Option<String>,
     pub simnet_finality_ms: u64,
@@ -438,6 +441,8 @@ impl Config {
             tournament_series: Vec::new(),
             demo_data: false,
             simnet_finality_ms: 0,
+            // A fixed market, so tests can reason about prices.
+            market_seed: Some(42),
             ..Config::from(ServeArgs::defaults())
         }
     }
@@ -473,7 +478,11 @@ mod tests {
         assert_eq!(config.scheduler_interval_ms, 0, "overridden");
         let offline = Config::offline(&ServeArgs::defaults().storage);
         assert_eq!(offline.simnet_finality_ms, 3_000);
-        assert_eq!(offline.market_seed, config.market_seed);
+        assert_eq!(config.market_seed, Some(42), "tests keep a fixed market");
+        assert_eq!(
+            offline.market_seed, None,
+            "tools read the deployment's own seed"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod config;
 pub mod crypto;
 pub mod custodial;
 pub mod db;
+pub mod deployment;
 pub mod domain;
 pub mod dungeon;
 pub mod events;

@@ -141,7 +141,8 @@ async fn assemble_state(
         warn_master_key_from_file(&config);
     }
     let chain = crate::chain::Chain::open(&config, &store, clock.clone(), &sealer, server).await?;
-    let market = Arc::new(crate::market::SimulatedMarket::new(config.market_seed));
+    let market_seed = crate::deployment::market_seed(&store, config.market_seed).await?;
+    let market = Arc::new(crate::market::SimulatedMarket::new(market_seed));
     if chain.simnet().is_some() {
         // The simnet pool opens at the simulated market's price of its first start.
         use crate::market::MarketFeed;

@@ -39,6 +39,21 @@ impl SignatureStatus {
     }
 }
 
+/// One entry of `getSignaturesForAddress`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SignatureInfo {
+    pub signature: String,
+    pub slot: u64,
+    pub err: Option<Value>,
+    pub memo: Option<String>,
+    pub block_time: Option<i64>,
+    pub confirmation_status: Option<String>,
+}
+
+/// The most signatures a node returns per `getSignaturesForAddress` page.
+pub const SIGNATURES_PAGE: usize = 1000;
+
 /// One token account from `getTokenAccountsByOwner` (jsonParsed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenAccount {
@@ -179,6 +194,56 @@ impl RpcClient {
             )
             .await?;
         Ok((!tx.is_null()).then_some(tx))
+    }
+
+    /// One page of `getSignaturesForAddress` at `commitment`: newest first, strictly older than
+    /// `before` and newer than `until`, at most `limit` (up to [`SIGNATURES_PAGE`]).
+    pub async fn get_signatures_page(
+        &self,
+        address: &str,
+        before: Option<&str>,
+        until: Option<&str>,
+        limit: usize,
+        commitment: &str,
+    ) -> Result<Vec<SignatureInfo>, ChainError> {
+        let mut config =
+            json!({"limit": limit.clamp(1, SIGNATURES_PAGE), "commitment": commitment});
+        if let Some(before) = before {
+            config["before"] = json!(before);
+        }
+        if let Some(until) = until {
+            config["until"] = json!(until);
+        }
+        self.call("getSignaturesForAddress", json!([address, config]))
+            .await
+    }
+
+    /// Every signature of `address` newer than `until` (all of them without it), newest first,
+    /// following `before` from page to page.
+    pub async fn get_signatures_since(
+        &self,
+        address: &str,
+        until: Option<&str>,
+        commitment: &str,
+    ) -> Result<Vec<SignatureInfo>, ChainError> {
+        let mut all: Vec<SignatureInfo> = Vec::new();
+        loop {
+            let before = all.last().map(|s| s.signature.clone());
+            let page = self
+                .get_signatures_page(
+                    address,
+                    before.as_deref(),
+                    until,
+                    SIGNATURES_PAGE,
+                    commitment,
+                )
+                .await?;
+            let full = page.len() >= SIGNATURES_PAGE;
+            all.extend(page);
+            if !full {
+                return Ok(all);
+            }
+        }
     }
 
     /// SOL balance in lamports.

@@ -6,6 +6,7 @@ use clap::{Args, Subcommand};
 
 use super::model::{USDC_UNIT, ui_amount};
 use super::queries::{self, ListQuery, NewTournament};
+use super::rules::{EvaluationMetric, TransferPolicy};
 use crate::config::StorageArgs;
 use crate::crypto::new_id;
 
@@ -50,6 +51,13 @@ pub struct CreateArgs {
     /// Percent of the entry fees kept by the platform.
     #[arg(long, default_value_t = 10.0)]
     rake_percent: f64,
+    /// What a deposit or withdrawal after a wallet's baseline does: `adjust` takes it out of
+    /// the PnL, `disqualify` takes the wallet off the board.
+    #[arg(long, default_value = "adjust", value_parser = TransferPolicy::parse)]
+    transfer_policy: TransferPolicy,
+    /// What the board ranks by: pnl_percent, sharpe, sortino or calmar.
+    #[arg(long, default_value = "pnl_percent", value_parser = EvaluationMetric::parse)]
+    evaluation_metric: EvaluationMetric,
     #[command(flatten)]
     storage: StorageArgs,
 }
@@ -93,6 +101,8 @@ pub async fn run(command: TournamentCommand) -> anyhow::Result<()> {
                 payout_split: args.payout_split,
                 rake_bps: (args.rake_percent * 100.0).round() as i64,
                 is_paper_trading: false,
+                transfer_policy: args.transfer_policy,
+                evaluation_metric: args.evaluation_metric,
                 start_date: args.starts_at,
                 end_date: args.ends_at,
                 series: None,

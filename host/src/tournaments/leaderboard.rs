@@ -1,5 +1,6 @@
-//! Leaderboards: wallets ranked by PnL percent since their baseline, ties by earlier
-//! registration. Once a tournament has ended and been settled, each row also carries its frozen
+//! Leaderboards: wallets ranked by the tournament's evaluation metric (flow-adjusted PnL
+//! percent by default; see docs/tournaments.md), ties by earlier registration; disqualified
+//! wallets last. Once a tournament has ended and been settled, each row also carries its frozen
 //! standing (`finalRank`, `finalPnl`, `prizeAwarded`; see `docs/api.md`). The ranked list is
 //! rebuilt only when its tournament's data changed (a new snapshot, new registrations, the
 //! final standings), so reads of a 10,000-wallet board cost one key lookup.
@@ -11,7 +12,9 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::metrics::{self, Point};
 use super::model::{Status, Tournament};
+use super::rules::EvaluationMetric;
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::state::AppState;
 
@@ -28,8 +31,23 @@ pub struct Entry {
     /// USD value at the baseline (tournament start, or registration if it joined live).
     pub start_value: Option<f64>,
     pub current_value: Option<f64>,
+    /// Value now − value at the baseline − net external flows (USD).
     pub pnl: Option<f64>,
+    /// Flow-adjusted return since the baseline (Modified Dietz), in percent.
     pub pnl_percent: Option<f64>,
+    /// External flows since the baseline, in USD at the price of the round that saw them:
+    /// deposits positive, withdrawals negative.
+    pub net_flows: f64,
+    /// Largest fall from a peak of the flow-adjusted snapshot series, in percent (null before
+    /// the second snapshot).
+    pub max_drawdown_percent: Option<f64>,
+    /// The value the tournament's `evaluationMetric` ranks by (null when it needs more
+    /// snapshots than the wallet has).
+    pub metric_value: Option<f64>,
+    /// Off the board under the `disqualify` transfer policy: ranked after every other wallet
+    /// and never paid.
+    pub disqualified: bool,
+    pub disqualified_reason: Option<String>,
     pub snapshot_at: Option<String>,
     pub registered_at: String,
     /// Present once the tournament has ended and its standings are frozen.
@@ -73,6 +91,10 @@ struct Row {
     start_value_usd: Option<f64>,
     current_value_usd: Option<f64>,
     snapshot_at: Option<i64>,
+    baseline_at: Option<i64>,
+    net_flows_usd: f64,
+    flow_time_usd: f64,
+    disqualified_reason: Option<String>,
     display_name: Option<String>,
     final_rank: Option<i64>,
     final_pnl: Option<f64>,
@@ -130,33 +152,62 @@ pub async fn ranked(state: &AppState, tournament: &Tournament) -> sqlx::Result<A
     }
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT r.wallet, r.registered_at, r.start_value_usd, r.current_value_usd, r.snapshot_at, a.display_name,
-                r.final_rank, r.final_pnl, r.prize_awarded_raw
+                r.final_rank, r.final_pnl, r.prize_awarded_raw, r.baseline_at, r.net_flows_usd, r.flow_time_usd,
+                r.disqualified_reason
          FROM tournament_registrations r LEFT JOIN accounts a ON a.id = r.account_id
          WHERE r.tournament_id = $1",
     )
     .bind(&tournament.id)
     .fetch_all(state.store.read())
     .await?;
-    let entries = Arc::new(rank(rows));
+    let points: Vec<(String, f64, f64)> = sqlx::query_as(
+        "SELECT wallet, value_usd, net_flows_usd FROM portfolio_snapshots
+         WHERE tournament_id = $1 ORDER BY wallet, taken_at",
+    )
+    .bind(&tournament.id)
+    .fetch_all(state.store.read())
+    .await?;
+    let mut series: HashMap<String, Vec<Point>> = HashMap::new();
+    for (wallet, value, net_flows) in points {
+        series
+            .entry(wallet)
+            .or_default()
+            .push(Point { value, net_flows });
+    }
+    let entries = Arc::new(rank(rows, tournament.evaluation_metric(), &series));
     state
         .leaderboards
         .put(&tournament.id, version, entries.clone());
     Ok(entries)
 }
 
-fn rank(rows: Vec<Row>) -> Vec<Entry> {
+/// Rank rows: eligible wallets with a metric value first (highest first), then valued wallets
+/// whose metric needs more snapshots (by PnL percent), then unvalued ones, then the
+/// disqualified; ties by earlier registration, then wallet.
+fn rank(
+    rows: Vec<Row>,
+    metric: EvaluationMetric,
+    series: &HashMap<String, Vec<Point>>,
+) -> Vec<Entry> {
     let mut entries: Vec<(Entry, i64)> = rows
         .into_iter()
         .map(|row| {
             let (start, current) = (row.start_value_usd, row.current_value_usd);
-            let pnl = start.zip(current).map(|(start, current)| current - start);
-            let pnl_percent = start.zip(pnl).map(|(start, pnl)| {
-                if start > 0.0 {
-                    pnl / start * 100.0
-                } else {
-                    0.0
-                }
+            let net_flows = row.net_flows_usd;
+            let pnl = start
+                .zip(current)
+                .map(|(start, current)| current - start - net_flows);
+            let pnl_percent = start.zip(current).map(|(start, current)| {
+                let elapsed = match (row.baseline_at, row.snapshot_at) {
+                    (Some(from), Some(to)) => (to - from) as f64,
+                    _ => 0.0,
+                };
+                metrics::modified_dietz(start, current, net_flows, row.flow_time_usd, elapsed)
             });
+            let points = series.get(&row.wallet).map_or(&[][..], Vec::as_slice);
+            let max_drawdown_percent = (points.len() >= 2)
+                .then(|| metrics::max_drawdown(&metrics::period_returns(points)) * 100.0);
+            let metric_value = metrics::score(metric, points, pnl_percent);
             let standing = row.final_rank.map(|final_rank| {
                 let prize = row.prize_awarded_raw.unwrap_or(0);
                 FinalStanding {
@@ -174,6 +225,11 @@ fn rank(rows: Vec<Row>) -> Vec<Entry> {
                 current_value: current,
                 pnl,
                 pnl_percent,
+                net_flows,
+                max_drawdown_percent,
+                metric_value,
+                disqualified: row.disqualified_reason.is_some(),
+                disqualified_reason: row.disqualified_reason,
                 snapshot_at: row.snapshot_at.map(|at| rfc3339(from_millis(at))),
                 registered_at: rfc3339(from_millis(row.registered_at)),
                 standing,
@@ -181,15 +237,26 @@ fn rank(rows: Vec<Row>) -> Vec<Entry> {
             (entry, row.registered_at)
         })
         .collect();
-    // Valued wallets first by PnL percent (highest first), then by earlier registration.
+    let finite = |v: Option<f64>| v.filter(|v| !v.is_nan());
+    let tier = |e: &Entry| match (
+        e.disqualified,
+        finite(e.metric_value),
+        finite(e.pnl_percent),
+    ) {
+        (true, ..) => 3,
+        (false, Some(_), _) => 0,
+        (false, None, Some(_)) => 1,
+        (false, None, None) => 2,
+    };
+    let key = |e: &Entry| {
+        finite(e.metric_value)
+            .or(finite(e.pnl_percent))
+            .unwrap_or(f64::NEG_INFINITY)
+    };
     entries.sort_by(|(a, a_at), (b, b_at)| {
-        let key = |e: &Entry| {
-            e.pnl_percent.map_or(f64::NEG_INFINITY, |p| {
-                if p.is_nan() { f64::NEG_INFINITY } else { p }
-            })
-        };
-        key(b)
-            .total_cmp(&key(a))
+        tier(a)
+            .cmp(&tier(b))
+            .then(key(b).total_cmp(&key(a)))
             .then(a_at.cmp(b_at))
             .then(a.wallet.cmp(&b.wallet))
     });
@@ -294,6 +361,10 @@ mod tests {
             final_rank: None,
             final_pnl: None,
             prize_awarded_raw: None,
+            baseline_at: Some(0),
+            net_flows_usd: 0.0,
+            flow_time_usd: 0.0,
+            disqualified_reason: None,
         }
     }
 
@@ -314,7 +385,7 @@ mod tests {
             row("empty_wallet", 1, Some(0.0), Some(0.0), Some(1), None),
             row("loser", 2, Some(100.0), Some(90.0), Some(1), None),
         ];
-        let ranked = rank(rows);
+        let ranked = rank(rows, EvaluationMetric::PnlPercent, &HashMap::new());
         let order: Vec<&str> = ranked.iter().map(|e| e.wallet.as_str()).collect();
         assert_eq!(
             order,

@@ -4,15 +4,18 @@
 
 pub mod cli;
 pub mod demo;
+pub mod flows;
 pub mod leaderboard;
 pub mod lifecycle;
 mod live;
+pub mod metrics;
 pub mod model;
 pub mod payouts;
 pub mod performance;
 pub mod queries;
 pub mod registration;
 mod routes;
+pub mod rules;
 pub mod series;
 pub mod tracking;
 

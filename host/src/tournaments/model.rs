@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::rules::{EvaluationMetric, TransferPolicy};
 use crate::clock::{from_millis, rfc3339};
 
 /// Raw units per whole stablecoin (USDC has 6 decimals).
@@ -76,12 +77,14 @@ pub struct Tournament {
     pub registration_deadline: Option<i64>,
     pub last_snapshot_at: Option<i64>,
     pub created_at: i64,
+    pub transfer_policy: String,
+    pub evaluation_metric: String,
 }
 
 /// Columns of [`Tournament`], for `SELECT`s.
 pub const COLUMNS: &str = "id, name, description, type, visibility, status, entry_fee_raw, max_participants, \
      current_participants, escrow_wallet, payout_split, rake_bps, is_paper_trading, start_date, end_date, \
-     registration_deadline, last_snapshot_at, created_at";
+     registration_deadline, last_snapshot_at, created_at, transfer_policy, evaluation_metric";
 
 impl Tournament {
     /// The status at `now`: the stored one, moved along by the clock if the scheduler has not yet
@@ -100,6 +103,14 @@ impl Tournament {
         let collected = i128::from(self.entry_fee_raw) * i128::from(self.current_participants);
         let pool = collected * i128::from(10_000 - self.rake_bps.clamp(0, 10_000)) / 10_000;
         i64::try_from(pool).unwrap_or(i64::MAX)
+    }
+
+    pub fn transfer_policy(&self) -> TransferPolicy {
+        TransferPolicy::from_stored(&self.transfer_policy)
+    }
+
+    pub fn evaluation_metric(&self) -> EvaluationMetric {
+        EvaluationMetric::from_stored(&self.evaluation_metric)
     }
 
     pub fn view(&self, now: DateTime<Utc>) -> TournamentView {
@@ -124,6 +135,8 @@ impl Tournament {
             end_date: at(self.end_date),
             registration_deadline: self.registration_deadline.map(at),
             created_at: at(self.created_at),
+            transfer_policy: self.transfer_policy(),
+            evaluation_metric: self.evaluation_metric(),
             registration_memo: MemoRule {
                 format: format!("reg:{}:<h>", self.id),
                 hash: "h = first 16 hex characters of SHA-256 over the registered wallets, de-duplicated, \
@@ -170,6 +183,11 @@ pub struct TournamentView {
     pub end_date: String,
     pub registration_deadline: Option<String>,
     pub created_at: String,
+    /// What an external flow (a deposit or withdrawal after the baseline) does to a wallet:
+    /// `adjust` takes it out of the PnL, `disqualify` takes the wallet off the board.
+    pub transfer_policy: TransferPolicy,
+    /// What the board ranks by: `pnl_percent`, `sharpe`, `sortino` or `calmar`.
+    pub evaluation_metric: EvaluationMetric,
     /// How to build the memo a paid registration's transaction must carry.
     pub registration_memo: MemoRule,
 }
@@ -214,6 +232,8 @@ mod tests {
             registration_deadline: None,
             last_snapshot_at: None,
             created_at: 0,
+            transfer_policy: "adjust".into(),
+            evaluation_metric: "pnl_percent".into(),
         }
     }
 

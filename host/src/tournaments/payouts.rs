@@ -46,15 +46,17 @@ pub async fn award(state: &AppState, tournament: &Tournament) -> anyhow::Result<
     let standings = leaderboard::ranked(state, tournament)
         .await
         .map_err(|error| anyhow!("{error}"))?;
+    // A disqualified wallet is never paid: the next eligible wallet takes its place.
+    let eligible: Vec<&leaderboard::Entry> = standings.iter().filter(|e| !e.disqualified).collect();
     let amounts = split(
         tournament.prize_pool_raw(),
         &tournament.payout_split(),
-        standings.len(),
+        eligible.len(),
     );
     let now = state.now();
     let mut tx = state.store.begin().await?;
     let mut recorded = 0;
-    for (entry, amount) in standings.iter().zip(amounts) {
+    for (entry, amount) in eligible.into_iter().zip(amounts) {
         if amount <= 0 {
             continue;
         }

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 
 use super::model::{COLUMNS, Status, Tournament};
+use super::rules::{EvaluationMetric, TransferPolicy};
 use crate::clock::to_millis;
 use crate::db::Store;
 use crate::scheduler;
@@ -25,6 +26,8 @@ pub struct NewTournament {
     pub start_date: DateTime<Utc>,
     pub end_date: DateTime<Utc>,
     pub series: Option<String>,
+    pub transfer_policy: TransferPolicy,
+    pub evaluation_metric: EvaluationMetric,
 }
 
 impl NewTournament {
@@ -77,8 +80,8 @@ pub async fn insert(
     let inserted = sqlx::query(
         "INSERT INTO tournaments (id, name, description, type, visibility, status, entry_fee_raw, max_participants,
                                   escrow_wallet, payout_split, rake_bps, series, is_paper_trading, start_date, end_date,
-                                  created_at)
-         VALUES ($1, $2, $3, $4, $5, 'upcoming', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                                  created_at, transfer_policy, evaluation_metric)
+         VALUES ($1, $2, $3, $4, $5, 'upcoming', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(&new.id)
@@ -96,6 +99,8 @@ pub async fn insert(
     .bind(to_millis(new.start_date))
     .bind(to_millis(new.end_date))
     .bind(to_millis(now))
+    .bind(new.transfer_policy.as_str())
+    .bind(new.evaluation_metric.as_str())
     .execute(&mut *conn)
     .await?;
     if inserted.rows_affected() == 0 {

@@ -109,6 +109,8 @@ pub async fn ensure(state: &AppState) -> anyhow::Result<usize> {
                 payout_split: spec.payout_split.clone(),
                 rake_bps: (spec.rake_percent * 100.0).round() as i64,
                 is_paper_trading: false,
+                transfer_policy: crate::tournaments::rules::TransferPolicy::Adjust,
+                evaluation_metric: crate::tournaments::rules::EvaluationMetric::PnlPercent,
                 start_date: start,
                 end_date: end,
                 series: Some(spec.key.clone()),

@@ -144,6 +144,8 @@ async fn shutdown_closes_open_streams_and_returns() {
             payout_split: vec![100],
             rake_bps: 0,
             is_paper_trading: false,
+            transfer_policy: crucible::tournaments::rules::TransferPolicy::Adjust,
+            evaluation_metric: crucible::tournaments::rules::EvaluationMetric::PnlPercent,
             start_date: Utc::now() - chrono::Duration::minutes(1),
             end_date: Utc::now() + chrono::Duration::hours(1),
             series: None,

@@ -379,6 +379,9 @@ pub(crate) async fn settled_tournament(app: &TestApp) -> (String, String) {
             .await;
         assert_eq!(registered.status, 201, "{}", registered.body);
     }
+    // Before the baseline, so it is history and not a flow: the winner holds more SOL.
+    app.airdrop(&winner.pubkey().to_string(), 2_000_000_000, 0)
+        .await;
     let scheduler = crucible::scheduler::Scheduler::new(Vec::new());
     app.advance(Duration::minutes(1));
     scheduler.run_due(&app.state).await.expect("start");
@@ -390,8 +393,7 @@ pub(crate) async fn settled_tournament(app: &TestApp) -> (String, String) {
         live["entries"][0].get("finalRank").is_none(),
         "no final standing while live: {live}"
     );
-    app.airdrop(&winner.pubkey().to_string(), 0, 5_000_000)
-        .await;
+    app.pump_sol(41_421_000_000).await;
     app.advance(Duration::hours(1));
     scheduler.run_due(&app.state).await.expect("end and pay");
 

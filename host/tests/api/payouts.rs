@@ -71,12 +71,13 @@ async fn an_ended_paid_tournament_pays_its_winners_once_from_the_escrow() {
     let winner = Keypair::from_secret(signing.to_bytes());
     let second = Keypair::generate();
     let third = Keypair::generate();
-    for (keypair, usdc_raw) in [
-        (&winner, 10_000_000),
-        (&second, 10_000_000),
-        (&third, 10_000_000),
+    // More SOL, more gain when SOL's price rises: 4, 2 and 1 SOL beside 10 USDC each.
+    for (keypair, lamports) in [
+        (&winner, 4_000_000_000),
+        (&second, 2_000_000_000),
+        (&third, 1_000_000_000),
     ] {
-        app.airdrop(&keypair.pubkey().to_string(), 1_000_000_000, usdc_raw)
+        app.airdrop(&keypair.pubkey().to_string(), lamports, 10_000_000)
             .await;
     }
     enter(&app, &winner, Auth::Bearer(&key)).await;
@@ -88,9 +89,8 @@ async fn an_ended_paid_tournament_pays_its_winners_once_from_the_escrow() {
         .run_due(&app.state)
         .await
         .expect("start: baselines");
-    app.airdrop(&winner.pubkey().to_string(), 0, 8_000_000)
-        .await; // +100 %
-    app.airdrop(&second.pubkey().to_string(), 0, 800_000).await; // +10 %
+    // SOL doubles (a deposit would be a flow, not a gain).
+    app.pump_sol(41_421_000_000).await;
     let before = [
         usdc(&app, &embedded).await,
         usdc(&app, &second.pubkey().to_string()).await,

@@ -20,6 +20,8 @@ fn tournament(id: &str, start: DateTime<Utc>, hours: i64) -> NewTournament {
         payout_split: vec![60, 40],
         rake_bps: 1000,
         is_paper_trading: false,
+        transfer_policy: crucible::tournaments::rules::TransferPolicy::Adjust,
+        evaluation_metric: crucible::tournaments::rules::EvaluationMetric::PnlPercent,
         start_date: start,
         end_date: start + Duration::hours(hours),
         series: None,

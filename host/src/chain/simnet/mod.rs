@@ -18,6 +18,7 @@ pub mod executor;
 pub mod ledger;
 pub mod render;
 pub mod rpc;
+pub mod signatures;
 
 use std::sync::Arc;
 
@@ -349,6 +350,7 @@ impl Simnet {
             &rendered,
         )
         .await?;
+        signatures::record(&mut tx, &signature, slot, &message.account_keys).await?;
         ledger::save_changes(&mut tx, &pre, &post).await?;
         tx.commit().await?;
         tracing::debug!(%signature, slot, failed = err.is_some(), "simnet transaction");
@@ -443,6 +445,7 @@ impl Simnet {
         );
         ledger::insert_transaction(&mut tx, &signature, slot, self.now_ms(), None, &rendered)
             .await?;
+        signatures::record(&mut tx, &signature, slot, &message.account_keys).await?;
         ledger::save_changes(&mut tx, &pre, &post).await?;
         tx.commit().await?;
         Ok(signature)

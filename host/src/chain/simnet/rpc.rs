@@ -251,6 +251,10 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
             }
             Ok(tx)
         }
+        "getSignaturesForAddress" => {
+            let query = super::signatures::Query::from_params(params)?;
+            Ok(json!(simnet.signatures_for_address(&query).await?))
+        }
         other => Err(SimnetError::Rpc {
             code: -32601,
             message: format!("Method not found: simnet does not serve `{other}`"),

@@ -288,6 +288,8 @@ impl TestApp {
             payout_split: vec![100],
             rake_bps: 0,
             is_paper_trading: false,
+            transfer_policy: crucible::tournaments::rules::TransferPolicy::Adjust,
+            evaluation_metric: crucible::tournaments::rules::EvaluationMetric::PnlPercent,
             start_date: start,
             end_date: start + Duration::hours(hours),
             series: None,
@@ -333,6 +335,59 @@ impl TestApp {
             json!([address, lamports, {"stablecoinAmount": usdc_raw}]),
         )
         .await;
+    }
+
+    /// Sign and send `instructions` from `payer` on the simnet; returns the signature.
+    pub async fn send_as(
+        &self,
+        payer: &crucible::chain::Keypair,
+        instructions: &[crucible::chain::tx::message::Instruction],
+    ) -> String {
+        use base64::Engine;
+        let latest = self.rpc_result("getLatestBlockhash", json!([])).await;
+        let blockhash: [u8; 32] =
+            bs58::decode(latest["value"]["blockhash"].as_str().expect("hash"))
+                .into_vec()
+                .expect("base58")
+                .try_into()
+                .expect("32 bytes");
+        let message =
+            crucible::chain::tx::Message::new_legacy(instructions, &payer.pubkey(), blockhash);
+        let wire = crucible::chain::tx::Transaction::sign(message, &[payer.signing_key()])
+            .expect("sign")
+            .serialize()
+            .expect("wire");
+        let encoded = base64::engine::general_purpose::STANDARD.encode(wire);
+        self.rpc_result("sendTransaction", json!([encoded, {"encoding": "base64"}]))
+            .await
+            .as_str()
+            .expect("signature")
+            .to_owned()
+    }
+
+    /// A swap through the simnet pool from `user` (who holds a stablecoin account).
+    pub async fn swap_as(
+        &self,
+        user: &crucible::chain::Keypair,
+        direction: crucible::chain::pool::Direction,
+        amount_in: u64,
+    ) -> String {
+        use crucible::chain::tx;
+        let mint: tx::Pubkey = self.state.chain.stablecoin_mint().parse().expect("mint");
+        let account = tx::associated_token_address(&user.pubkey(), &mint, &tx::token_program());
+        let ix = crucible::chain::pool::swap(&user.pubkey(), &account, direction, amount_in, 0);
+        self.send_as(user, &[ix]).await
+    }
+
+    /// Raise SOL's price on the simnet: a wallet outside every tournament buys SOL with
+    /// `usdc_raw` of stablecoin. Registered wallets holding SOL gain, and nothing moved into
+    /// them, so it is a gain and not a flow.
+    pub async fn pump_sol(&self, usdc_raw: u64) {
+        let whale = crucible::chain::Keypair::generate();
+        self.airdrop(&whale.pubkey().to_string(), 1_000_000_000, usdc_raw)
+            .await;
+        self.swap_as(&whale, crucible::chain::pool::Direction::SellUsdc, usdc_raw)
+            .await;
     }
 }
 

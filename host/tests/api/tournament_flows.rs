@@ -1,0 +1,498 @@
+//! Fair tournaments end to end on the simnet: deposits and withdrawals after a wallet's
+//! baseline are flows (not profit) and are counted once however often a round runs; a swap is
+//! a trade; `disqualify` takes a depositor off the board and its prize goes to the next wallet;
+//! each evaluation metric ranks crafted series as its formula says; a round that cannot value
+//! the wallets leaves the board stale.
+
+use chrono::Duration;
+use crucible::chain::Keypair;
+use crucible::chain::pool::Direction;
+use crucible::domain::WalletAddress;
+use crucible::tournaments::rules::{EvaluationMetric, TransferPolicy};
+use serde_json::{Value, json};
+
+use crate::helpers::{Auth, TestApp};
+
+const SOL: u64 = 1_000_000_000;
+const USDC: u64 = 1_000_000;
+
+async fn register(app: &TestApp, id: &str, wallet: &str) {
+    let response = app
+        .post(
+            &format!("/api/tournaments/{id}/register"),
+            Auth::None,
+            json!({"registeredWallet": wallet, "txSignature": null}),
+        )
+        .await;
+    assert_eq!(response.status, 201, "{}", response.body);
+}
+
+async fn board(app: &TestApp, id: &str) -> Value {
+    let response = app
+        .get(&format!("/api/tournaments/{id}/leaderboard"), Auth::None)
+        .await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    response.body
+}
+
+fn entry<'a>(board: &'a Value, wallet: &str) -> &'a Value {
+    board["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["wallet"] == wallet)
+        .unwrap()
+}
+
+async fn snapshot(app: &TestApp) {
+    crucible::tournaments::tracking::snapshot_live(&app.state)
+        .await
+        .expect("snapshot");
+}
+
+async fn flows_recorded(app: &TestApp, id: &str) -> i64 {
+    let (count,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM tournament_flows WHERE tournament_id = $1")
+            .bind(id)
+            .fetch_one(app.state.store.read())
+            .await
+            .unwrap();
+    count
+}
+
+/// A live tournament with one registered wallet holding 1 SOL and 100 USDC.
+async fn live_with_wallet(app: &TestApp, id: &str) -> Keypair {
+    app.create_tournament(app.new_tournament(id, 0, 100, -Duration::minutes(1), 24))
+        .await;
+    let wallet = Keypair::generate();
+    app.airdrop(&wallet.pubkey().to_string(), SOL, 100 * USDC)
+        .await;
+    register(app, id, &wallet.pubkey().to_string()).await;
+    wallet
+}
+
+#[tokio::test]
+async fn a_deposit_and_a_withdrawal_between_snapshots_are_flows_counted_once() {
+    let app = TestApp::spawn().await;
+    let wallet = live_with_wallet(&app, "trn_flow").await;
+    let w = wallet.pubkey().to_string();
+    let start = entry(&board(&app, "trn_flow").await, &w)["startValue"]
+        .as_f64()
+        .unwrap();
+
+    app.advance(Duration::minutes(5));
+    app.airdrop(&w, 0, 50 * USDC).await;
+    snapshot(&app).await;
+    let after_deposit = board(&app, "trn_flow").await;
+    let row = entry(&after_deposit, &w);
+    assert!(
+        (row["currentValue"].as_f64().unwrap() - (start + 50.0)).abs() < 1e-6,
+        "{row}"
+    );
+    assert!(
+        (row["netFlows"].as_f64().unwrap() - 50.0).abs() < 1e-9,
+        "{row}"
+    );
+    assert!(
+        row["pnl"].as_f64().unwrap().abs() < 1e-6,
+        "a deposit is no profit: {row}"
+    );
+    assert!(row["pnlPercent"].as_f64().unwrap().abs() < 1e-6, "{row}");
+    assert_eq!(row["disqualified"], false);
+
+    app.advance(Duration::minutes(5));
+    let elsewhere = WalletAddress::parse(&Keypair::generate().pubkey().to_string()).unwrap();
+    app.state
+        .chain
+        .transfer_token(
+            &wallet,
+            &elsewhere,
+            app.state.chain.stablecoin_mint(),
+            20 * USDC,
+            "out",
+        )
+        .await
+        .expect("withdraw");
+    snapshot(&app).await;
+    // The same round again, and a later one with nothing new: nothing is counted twice.
+    snapshot(&app).await;
+    app.advance(Duration::minutes(5));
+    snapshot(&app).await;
+    let after = board(&app, "trn_flow").await;
+    let row = entry(&after, &w);
+    // 50 in, 20 USDC out, and the rent of the recipient's new token account (SOL the wallet
+    // paid into another wallet's account) out too.
+    let net = row["netFlows"].as_f64().unwrap();
+    assert!(net < 30.0 && net > 29.0, "{row}");
+    // Only the network fee is a loss.
+    let pnl = row["pnl"].as_f64().unwrap();
+    assert!(pnl < 0.0 && pnl > -0.01, "a withdrawal is no loss: {row}");
+    assert_eq!(flows_recorded(&app, "trn_flow").await, 2);
+    assert!(row["maxDrawdownPercent"].as_f64().unwrap() < 1.0, "{row}");
+
+    // A restart reads the chain again and still counts each flow once.
+    let app = app.restart().await;
+    app.advance(Duration::minutes(5));
+    snapshot(&app).await;
+    assert_eq!(flows_recorded(&app, "trn_flow").await, 2);
+    let row = entry(&board(&app, "trn_flow").await, &w).clone();
+    assert_eq!(row["netFlows"].as_f64().unwrap(), net, "{row}");
+}
+
+#[tokio::test]
+async fn a_swap_between_snapshots_is_a_trade() {
+    let app = TestApp::spawn().await;
+    let wallet = live_with_wallet(&app, "trn_swap").await;
+    let w = wallet.pubkey().to_string();
+    app.advance(Duration::minutes(5));
+    app.swap_as(&wallet, Direction::SellUsdc, 40 * USDC).await;
+    snapshot(&app).await;
+    let row = entry(&board(&app, "trn_swap").await, &w).clone();
+    assert_eq!(row["netFlows"], 0.0, "{row}");
+    assert_eq!(flows_recorded(&app, "trn_swap").await, 0);
+    // The wallet holds less USDC and more SOL: its value moved by the pool fee and its own
+    // price impact, never by the 40 USDC it swapped.
+    let pnl = row["pnl"].as_f64().unwrap();
+    assert!(pnl.abs() < 1.0, "{row}");
+    assert!(
+        (row["currentValue"].as_f64().unwrap() - row["startValue"].as_f64().unwrap()).abs() < 1.0
+    );
+}
+
+#[tokio::test]
+async fn disqualify_takes_a_depositor_off_the_board_and_the_next_wallet_is_paid() {
+    let app = TestApp::spawn().await;
+    const FEE: u64 = 2 * USDC;
+    let mut new = app.new_tournament("trn_dq", FEE as i64, 10, Duration::minutes(1), 1);
+    new.transfer_policy = TransferPolicy::Disqualify;
+    app.create_tournament(new).await;
+    let detail = app.get("/api/tournaments/trn_dq", Auth::None).await.body;
+    assert_eq!(detail["transferPolicy"], "disqualify", "{detail}");
+    assert_eq!(detail["evaluationMetric"], "pnl_percent");
+
+    let depositor = Keypair::generate();
+    let honest = Keypair::generate();
+    // The depositor holds more SOL: it would win the price rise below.
+    for (keypair, lamports) in [(&depositor, 3 * SOL), (&honest, SOL)] {
+        let wallet = keypair.pubkey().to_string();
+        app.airdrop(&wallet, lamports, 10 * USDC).await;
+        let memo =
+            crucible::tournaments::registration_memo("trn_dq", std::slice::from_ref(&wallet));
+        let signature = app
+            .state
+            .chain
+            .transfer_token(
+                keypair,
+                &app.state.chain.escrow().address,
+                app.state.chain.stablecoin_mint(),
+                FEE,
+                &memo,
+            )
+            .await
+            .expect("pay");
+        let registered = app
+            .post(
+                "/api/tournaments/trn_dq/register",
+                Auth::None,
+                json!({"registeredWallet": wallet, "txSignature": signature, "payerWallet": wallet}),
+            )
+            .await;
+        assert_eq!(registered.status, 201, "{}", registered.body);
+    }
+    let scheduler = crucible::scheduler::Scheduler::new(Vec::new());
+    app.advance(Duration::minutes(1));
+    scheduler.run_due(&app.state).await.expect("start");
+    app.pump_sol(41_421_000_000).await;
+    app.airdrop(&depositor.pubkey().to_string(), 0, USDC).await;
+    app.advance(Duration::minutes(10));
+    snapshot(&app).await;
+    let live = board(&app, "trn_dq").await;
+    let off = entry(&live, &depositor.pubkey().to_string());
+    assert_eq!(off["disqualified"], true, "{off}");
+    let reason = off["disqualifiedReason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("external flow in of 1.00 USD"),
+        "{reason}"
+    );
+    assert_eq!(off["rank"], 2, "off the board: after every eligible wallet");
+    assert!(
+        off["pnlPercent"].as_f64().unwrap()
+            > entry(&live, &honest.pubkey().to_string())["pnlPercent"]
+                .as_f64()
+                .unwrap(),
+        "it would have won"
+    );
+
+    app.advance(Duration::hours(1));
+    scheduler.run_due(&app.state).await.expect("end and pay");
+    let paid: Vec<(String, i64)> =
+        sqlx::query_as("SELECT wallet, amount_raw FROM payouts WHERE source_id = 'trn_dq'")
+            .fetch_all(app.state.store.read())
+            .await
+            .unwrap();
+    assert_eq!(paid, vec![(honest.pubkey().to_string(), 2 * FEE as i64)]);
+    let ended = board(&app, "trn_dq").await;
+    assert_eq!(ended["entries"][0]["wallet"], honest.pubkey().to_string());
+    assert_eq!(ended["entries"][0]["prizeAwardedRaw"], "4000000");
+    assert_eq!(ended["entries"][1]["prizeAwardedRaw"], "0");
+}
+
+/// A tournament ranked by `metric` whose wallets have the given value series (no flows).
+async fn crafted(app: &TestApp, id: &str, metric: EvaluationMetric, series: &[(&str, &[f64])]) {
+    let mut new = app.new_tournament(id, 0, 100, -Duration::hours(1), 24);
+    new.evaluation_metric = metric;
+    app.create_tournament(new).await;
+    for (index, (wallet, values)) in series.iter().enumerate() {
+        let last = values.len() as i64 - 1;
+        sqlx::query(
+            "INSERT INTO tournament_registrations (tournament_id, wallet, registered_at, start_value_usd,
+                                                   current_value_usd, snapshot_at, baseline_at)
+             VALUES ($1, $2, $3, $4, $5, $6, 0)",
+        )
+        .bind(id)
+        .bind(*wallet)
+        .bind(index as i64)
+        .bind(values[0])
+        .bind(values[values.len() - 1])
+        .bind(last * 60_000)
+        .execute(app.state.store.write())
+        .await
+        .unwrap();
+        for (at, value) in values.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO portfolio_snapshots (tournament_id, wallet, taken_at, value_usd) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(id)
+            .bind(*wallet)
+            .bind(at as i64 * 60_000)
+            .bind(*value)
+            .execute(app.state.store.write())
+            .await
+            .unwrap();
+        }
+    }
+}
+
+fn order(board: &Value) -> Vec<String> {
+    board["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["wallet"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn each_evaluation_metric_ranks_crafted_series_as_its_formula_says() {
+    let app = TestApp::spawn().await;
+    // steady: +1 % a period; volatile: +20 % in all, a 20 % drawdown; crash: +10 %, a 50 %
+    // drawdown; short: +30 % in one period only.
+    let series: &[(&str, &[f64])] = &[
+        ("steady", &[100.0, 101.0, 102.01, 103.0301]),
+        ("volatile", &[100.0, 120.0, 96.0, 120.0]),
+        ("crash", &[100.0, 150.0, 75.0, 110.0]),
+        ("short", &[100.0, 130.0]),
+    ];
+    let expected = [
+        // Modified Dietz: 30 % > 20 % > 10 % > 3 %.
+        (
+            EvaluationMetric::PnlPercent,
+            ["short", "volatile", "crash", "steady"],
+        ),
+        // Ratios need two periods: `short` ranks after every wallet that has one.
+        (
+            EvaluationMetric::Sharpe,
+            ["steady", "volatile", "crash", "short"],
+        ),
+        (
+            EvaluationMetric::Sortino,
+            ["steady", "volatile", "crash", "short"],
+        ),
+        // Calmar needs one period. Neither short nor steady ever fell, so both divide by the
+        // floor: 30 % before 3 %.
+        (
+            EvaluationMetric::Calmar,
+            ["short", "steady", "volatile", "crash"],
+        ),
+    ];
+    for (metric, wanted) in expected {
+        let id = format!("trn_{}", metric.as_str());
+        crafted(&app, &id, metric, series).await;
+        let detail = app
+            .get(&format!("/api/tournaments/{id}"), Auth::None)
+            .await
+            .body;
+        assert_eq!(detail["evaluationMetric"], metric.as_str());
+        let ranked = board(&app, &id).await;
+        assert_eq!(order(&ranked), wanted, "{metric:?}: {ranked}");
+        let volatile = entry(&ranked, "volatile");
+        assert!((volatile["maxDrawdownPercent"].as_f64().unwrap() - 20.0).abs() < 1e-9);
+        assert!(volatile["metricValue"].is_number());
+    }
+    let sharpe = board(&app, "trn_sharpe").await;
+    assert!(
+        entry(&sharpe, "short")["metricValue"].is_null(),
+        "too few snapshots"
+    );
+    let calmar = board(&app, "trn_calmar").await;
+    assert!((entry(&calmar, "volatile")["metricValue"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    assert!((entry(&calmar, "crash")["metricValue"].as_f64().unwrap() - 0.2).abs() < 1e-9);
+}
+
+#[tokio::test]
+async fn a_round_that_cannot_value_the_wallets_leaves_the_board_stale() {
+    let app = TestApp::spawn().await;
+    app.create_tournament(app.new_tournament("trn_stale", 0, 100, -Duration::minutes(1), 24))
+        .await;
+    // A registration the chain cannot read (written behind the API's back).
+    sqlx::query(
+        "INSERT INTO tournament_registrations (tournament_id, wallet, registered_at) VALUES ('trn_stale', 'not-a-wallet', 0)",
+    )
+    .execute(app.state.store.write())
+    .await
+    .unwrap();
+    app.advance(Duration::hours(3));
+    assert_eq!(board(&app, "trn_stale").await["stale"], true);
+    let failed = crucible::tournaments::tracking::snapshot_live(&app.state).await;
+    assert!(failed.is_err());
+    let still = board(&app, "trn_stale").await;
+    assert_eq!(still["stale"], true, "{still}");
+    assert!(still["latestSnapshotAt"].is_null());
+
+    let wallet = Keypair::generate().pubkey().to_string();
+    app.airdrop(&wallet, SOL, 0).await;
+    register(&app, "trn_stale", &wallet).await;
+    snapshot(&app).await;
+    assert_eq!(board(&app, "trn_stale").await["stale"], false);
+}
+
+#[tokio::test]
+async fn the_published_document_describes_the_fairness_fields() {
+    let app = TestApp::spawn().await;
+    let document = app.get("/api/openapi.json", Auth::None).await.body;
+    let schemas = &document["components"]["schemas"];
+    let view = &schemas["TournamentView"]["properties"];
+    assert!(view.get("transferPolicy").is_some(), "{view}");
+    assert!(view.get("evaluationMetric").is_some(), "{view}");
+    assert_eq!(
+        schemas["TransferPolicy"]["enum"],
+        json!(["adjust", "disqualify"])
+    );
+    assert_eq!(
+        schemas["EvaluationMetric"]["enum"],
+        json!(["pnl_percent", "sharpe", "sortino", "calmar"])
+    );
+    let row = schemas["LeaderboardView"]["properties"]["entries"]["items"]["$ref"]
+        .as_str()
+        .expect("a named row schema")
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    // The row flattens its final standing in, so its properties sit inside an `allOf`.
+    let entry = schemas[row.as_str()].to_string();
+    for field in [
+        "netFlows",
+        "disqualified",
+        "disqualifiedReason",
+        "maxDrawdownPercent",
+        "metricValue",
+    ] {
+        assert!(entry.contains(&format!("\"{field}\"")), "{field}: {entry}");
+    }
+}
+
+#[tokio::test]
+async fn the_host_cli_sets_the_transfer_policy_and_the_metric() {
+    if std::env::var("TEST_DATABASE_URL").is_ok_and(|url| !url.is_empty()) {
+        // The binary runs on the embedded database; the API tests cover PostgreSQL.
+        return;
+    }
+    let app = TestApp::spawn().await;
+    let data_dir = app.data_dir.path().to_path_buf();
+    let start = (chrono::Utc::now() + Duration::days(1)).to_rfc3339();
+    let end = (chrono::Utc::now() + Duration::days(2)).to_rfc3339();
+    let create = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_crucible"))
+            .args([
+                "tournament",
+                "create",
+                "--name",
+                "Fair Cup",
+                "--entry-fee",
+                "0",
+            ])
+            .args([
+                "--max-participants",
+                "8",
+                "--starts-at",
+                &start,
+                "--ends-at",
+                &end,
+            ])
+            .args(extra)
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .env_remove("DATABASE_URL")
+            .env("CRUCIBLE_MASTER_KEY", "00".repeat(32))
+            .output()
+            .expect("run")
+    };
+    let created = create(&[
+        "--transfer-policy",
+        "disqualify",
+        "--evaluation-metric",
+        "sortino",
+    ]);
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let id = String::from_utf8_lossy(&created.stdout).trim().to_owned();
+    let detail = app
+        .get(&format!("/api/tournaments/{id}"), Auth::None)
+        .await
+        .body;
+    assert_eq!(detail["transferPolicy"], "disqualify");
+    assert_eq!(detail["evaluationMetric"], "sortino");
+
+    let refused = create(&["--evaluation-metric", "luck"]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("evaluationMetric must be one of"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
+
+#[tokio::test]
+async fn an_unconfigured_market_seed_is_drawn_once_and_kept_with_the_data() {
+    let app = TestApp::spawn_with(|c| c.market_seed = None).await;
+    let stored = || async {
+        let (seed,): (String,) =
+            sqlx::query_as("SELECT value FROM deployment_settings WHERE name = 'market_seed'")
+                .fetch_one(app.state.store.read())
+                .await
+                .unwrap();
+        seed
+    };
+    let first = stored().await;
+    assert!(first.parse::<u64>().is_ok());
+    let again = crucible::deployment::market_seed(&app.state.store, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        again.to_string(),
+        first,
+        "the same deployment, the same seed"
+    );
+    assert_eq!(
+        crucible::deployment::market_seed(&app.state.store, Some(7))
+            .await
+            .unwrap(),
+        7,
+        "a configured seed wins"
+    );
+    assert_eq!(stored().await, first);
+}

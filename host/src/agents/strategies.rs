@@ -129,7 +129,8 @@ async fn check_quota(
 ) -> Result<(), AgentError> {
     let quota = state.agents.quota();
     let (count, bytes): (i64, Option<i64>) = sqlx::query_as(
-        "SELECT COUNT(*), SUM(c.size_bytes)
+        // SUM of a BIGINT is NUMERIC on PostgreSQL: cast so both databases answer an integer.
+        "SELECT COUNT(*), CAST(SUM(c.size_bytes) AS BIGINT)
          FROM account_strategies s JOIN strategy_components c ON c.id = s.strategy_id
          WHERE s.account_id = $1 AND s.strategy_id <> $2",
     )

@@ -16,7 +16,6 @@
 //! ledger are kept.
 
 use crate::clock::to_millis;
-use crate::config::RetentionArgs;
 use crate::state::AppState;
 
 /// The recurring schedule that runs [`prune`].

@@ -11,6 +11,13 @@
     try { return node ? JSON.parse(node.textContent) : null; } catch (_) { return null; }
   }
 
+  // A private tournament's invite code (from the page's ?invite=), added to every API call.
+  const invite = (island("tournament-data") || {}).invite || "";
+  function withInvite(path) {
+    if (!invite) return path;
+    return path + (path.indexOf("?") < 0 ? "?" : "&") + "inviteCode=" + encodeURIComponent(invite);
+  }
+
   function renderBoard(board) {
     const table = document.getElementById("board");
     if (!table) return;
@@ -44,7 +51,7 @@
 
   function follow(id) {
     if (!window.EventSource) return;
-    const source = new EventSource("/api/tournaments/" + encodeURIComponent(id) + "/live");
+    const source = new EventSource(withInvite("/api/tournaments/" + encodeURIComponent(id) + "/live"));
     source.addEventListener("leaderboard:update", function (event) {
       try { renderBoard(JSON.parse(event.data)); } catch (_) { /* a malformed frame: keep the last board */ }
     });
@@ -103,7 +110,7 @@
   async function pick(id, wallet) {
     const path = "/api/tournaments/" + encodeURIComponent(id) + "/performance" +
       (wallet ? "?wallet=" + encodeURIComponent(wallet) : "");
-    const result = await C.api("GET", path);
+    const result = await C.api("GET", withInvite(path));
     if (result.status === 200) draw(result.body);
     else {
       const holder = document.getElementById("chart");
@@ -122,7 +129,7 @@
     const list = wallets(form.elements.wallets.value);
     const path = "/api/tournaments/" + encodeURIComponent(info.id) + "/registration-memo?wallets=" +
       encodeURIComponent(list.join(","));
-    const result = await C.api("GET", path);
+    const result = await C.api("GET", withInvite(path));
     const box = document.getElementById("payment");
     C.clearFieldErrors(form);
     if (result.status !== 200) {
@@ -141,7 +148,8 @@
     link.href = url;
     link.title = url;
     document.getElementById("pay-qr").src = "/tournaments/" + encodeURIComponent(info.id) +
-      "/pay.svg?wallets=" + encodeURIComponent(list.join(","));
+      "/pay.svg?wallets=" + encodeURIComponent(list.join(",")) +
+      (invite ? "&invite=" + encodeURIComponent(invite) : "");
     const registerWallets = document.getElementById("reg-wallets");
     if (registerWallets && !registerWallets.value) registerWallets.value = list.join(", ");
     box.hidden = false;
@@ -160,6 +168,7 @@
     } else {
       body.txSignature = null;
     }
+    if (invite) body.inviteCode = invite;
     C.clearFieldErrors(form);
     button.disabled = true;
     const path = "/web-api/tournaments/" + encodeURIComponent(info.id) + "/register";

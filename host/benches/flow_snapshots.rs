@@ -54,6 +54,8 @@ fn main() {
             start_date: now - Duration::minutes(1),
             end_date: now + Duration::days(1),
             series: None,
+            registration_deadline: None,
+            invite_code_hash: None,
         };
         let mut tx = state.store.begin().await.expect("tx");
         queries::insert(&mut tx, &new, now).await.expect("tournament");

@@ -62,27 +62,29 @@ pub async fn enter(
     account_id: &str,
     agent_id: &str,
     tournament_id: &str,
+    invite_code: Option<&str>,
 ) -> Result<Entered, EntryError> {
     let agent = service::find(state, account_id, agent_id)
         .await?
         .ok_or_else(|| AgentError::NotFound(agent_id.to_owned()))?;
-    let tournament = crate::tournaments::queries::get(&state.store, tournament_id)
-        .await
-        .map_err(ApiError::from)?
-        .ok_or_else(|| ApiError::NotFound(format!("tournament `{tournament_id}` not found")))?;
+    // A private tournament is as unknown as a missing one without its invite code, and its fee
+    // is never paid before that is checked.
+    let tournament =
+        crate::tournaments::privacy::visible(state, tournament_id, invite_code).await?;
     let caller = Caller {
         account_id: account_id.to_owned(),
         via: Via::Session,
     };
     let wallet = agent.wallet_address.clone();
     if tournament.entry_fee_raw <= 0 {
-        let request = RegisterRequest::one_wallet(&wallet, None, None);
-        registration::register(state, tournament_id, Some(&caller), request).await?;
+        let request = RegisterRequest::one_wallet(&wallet, None, None, invite_code);
+        registration::register(state, tournament_id, Some(&caller), request, None).await?;
         return Ok(Entered::Registered { signature: None });
     }
     let signature = pay_once(state, agent_id, &wallet, &tournament).await?;
-    let request = RegisterRequest::one_wallet(&wallet, Some(signature.clone()), Some(&wallet));
-    match registration::register(state, tournament_id, Some(&caller), request).await? {
+    let request =
+        RegisterRequest::one_wallet(&wallet, Some(signature.clone()), Some(&wallet), invite_code);
+    match registration::register(state, tournament_id, Some(&caller), request, None).await? {
         Outcome::Registered { .. } => Ok(Entered::Registered {
             signature: Some(signature),
         }),
@@ -141,7 +143,9 @@ async fn pay_once(
         .map_err(|e| ApiError::internal(anyhow::anyhow!(e)))?;
     let amount = u64::try_from(tournament.entry_fee_raw).unwrap_or(0);
     let memo = registration_memo(&tournament.id, &[wallet.to_owned()]);
-    let (signature, wire) = state
+    let crate::chain::SignedTransfer {
+        signature, wire, ..
+    } = state
         .chain
         .sign_token_transfer(
             &payer,

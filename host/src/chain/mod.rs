@@ -296,7 +296,7 @@ impl Chain {
         transfer::transfer_token(&self.rpc, from, to_wallet, mint, amount_raw, memo).await
     }
 
-    /// Sign (do not send) the transfer [`Chain::transfer_token`] would send: `(signature, wire)`.
+    /// Sign (do not send) the transfer [`Chain::transfer_token`] would send.
     pub async fn sign_token_transfer(
         &self,
         from: &Keypair,
@@ -304,11 +304,21 @@ impl Chain {
         mint: &str,
         amount_raw: u64,
         memo: &str,
-    ) -> Result<(String, Vec<u8>), ChainError> {
-        let transaction =
-            transfer::sign_token_transfer(&self.rpc, from, to_wallet, mint, amount_raw, memo)
-                .await?;
-        Ok((transaction.signature(), transaction.serialize()?))
+    ) -> Result<SignedTransfer, ChainError> {
+        let (transaction, last_valid_block_height) = transfer::sign_token_transfer_expiring(
+            &self.rpc, from, to_wallet, mint, amount_raw, memo,
+        )
+        .await?;
+        Ok(SignedTransfer {
+            signature: transaction.signature(),
+            wire: transaction.serialize()?,
+            last_valid_block_height,
+        })
+    }
+
+    /// The finalized block height (see [`RpcClient::get_block_height`]).
+    pub async fn block_height(&self) -> Result<u64, ChainError> {
+        self.rpc.get_block_height().await
     }
 
     /// Send a transaction signed earlier; returns its signature.
@@ -323,4 +333,14 @@ impl Chain {
     ) -> Result<Option<rpc::SignatureStatus>, ChainError> {
         self.rpc.get_signature_status(signature).await
     }
+}
+
+/// A transfer signed but not necessarily sent: what a sender records before it sends, so a
+/// retry can resend these very bytes or know when they can no longer land.
+#[derive(Debug, Clone)]
+pub struct SignedTransfer {
+    pub signature: String,
+    pub wire: Vec<u8>,
+    /// The last block height at which `wire` can land (its blockhash's).
+    pub last_valid_block_height: u64,
 }

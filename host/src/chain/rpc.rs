@@ -23,6 +23,13 @@ pub struct RpcClient {
     next_id: AtomicU64,
 }
 
+/// A blockhash and the last block height at which a transaction signed with it can land.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecentBlockhash {
+    pub hash: [u8; 32],
+    pub last_valid_block_height: u64,
+}
+
 /// The status of one signature from `getSignatureStatuses`.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -310,21 +317,39 @@ impl RpcClient {
 
     /// A recent blockhash to sign with.
     pub async fn get_latest_blockhash(&self) -> Result<[u8; 32], ChainError> {
+        Ok(self.get_recent_blockhash().await?.hash)
+    }
+
+    /// A recent blockhash with the last block height at which a transaction using it can land.
+    pub async fn get_recent_blockhash(&self) -> Result<RecentBlockhash, ChainError> {
         #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
         struct Latest {
             blockhash: String,
+            last_valid_block_height: u64,
         }
         let latest: WithContext<Latest> = self
             .call("getLatestBlockhash", json!([{"commitment": "finalized"}]))
             .await?;
-        bs58::decode(&latest.value.blockhash)
+        let hash = bs58::decode(&latest.value.blockhash)
             .into_vec()
             .ok()
             .and_then(|b| b.try_into().ok())
             .ok_or_else(|| ChainError::Decode {
                 method: "getLatestBlockhash".to_owned(),
                 detail: format!("`{}` is not a 32-byte hash", latest.value.blockhash),
-            })
+            })?;
+        Ok(RecentBlockhash {
+            hash,
+            last_valid_block_height: latest.value.last_valid_block_height,
+        })
+    }
+
+    /// The finalized block height: once it passes a blockhash's `lastValidBlockHeight`, no
+    /// transaction signed with that blockhash can land any more.
+    pub async fn get_block_height(&self) -> Result<u64, ChainError> {
+        self.call("getBlockHeight", json!([{"commitment": "finalized"}]))
+            .await
     }
 
     /// Submit a signed wire transaction (base64); returns its signature.

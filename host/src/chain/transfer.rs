@@ -30,6 +30,20 @@ pub async fn sign_token_transfer(
     amount_raw: u64,
     memo: &str,
 ) -> Result<Transaction, ChainError> {
+    let (transaction, _) =
+        sign_token_transfer_expiring(rpc, from, to_wallet, mint, amount_raw, memo).await?;
+    Ok(transaction)
+}
+
+/// [`sign_token_transfer`], with the last block height at which the transfer can land.
+pub async fn sign_token_transfer_expiring(
+    rpc: &RpcClient,
+    from: &Keypair,
+    to_wallet: &WalletAddress,
+    mint: &str,
+    amount_raw: u64,
+    memo: &str,
+) -> Result<(Transaction, u64), ChainError> {
     let payer = from.pubkey();
     let mint_key: Pubkey = mint.parse()?;
     // The payer's own token account tells the token program and the decimals of the mint.
@@ -73,7 +87,10 @@ pub async fn sign_token_transfer(
         ),
         instructions::memo(memo, &[]),
     ];
-    let blockhash = rpc.get_latest_blockhash().await?;
-    let message = Message::new_legacy(&ixs, &payer, blockhash);
-    Ok(Transaction::sign(message, &[from.signing_key()])?)
+    let recent = rpc.get_recent_blockhash().await?;
+    let message = Message::new_legacy(&ixs, &payer, recent.hash);
+    Ok((
+        Transaction::sign(message, &[from.signing_key()])?,
+        recent.last_valid_block_height,
+    ))
 }

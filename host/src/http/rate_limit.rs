@@ -102,9 +102,11 @@ pub struct RateLimits {
     pub account: Limiter,
     /// Tournament reads (list, detail, leaderboard, performance): 120 / 60 s per IP.
     pub tournament_reads: Limiter,
-    /// Registrations: 10 / 60 s per IP …
+    /// Registrations: 10 / 60 s per IP, every request counted …
     pub registrations_per_ip: Limiter,
-    /// … and 5 / 60 s per tournament; either limit gives 429.
+    /// … and 5 / 60 s per tournament and client (the account, else the IP), counting only
+    /// well-formed requests for a tournament the client may see, so one client's junk never
+    /// locks anyone else out; either limit gives 429.
     pub registrations_per_tournament: Limiter,
     /// Live leaderboard streams: 20 connections / 60 s per IP.
     pub live_connections: Limiter,

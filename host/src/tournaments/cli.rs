@@ -41,6 +41,11 @@ pub struct CreateArgs {
     starts_at: DateTime<Utc>,
     #[arg(long)]
     ends_at: DateTime<Utc>,
+    /// RFC 3339; registration answers 410 from then on (default: open until the end).
+    #[arg(long)]
+    registration_deadline: Option<DateTime<Utc>>,
+    /// `private`: listed nowhere, and shown or registrable only with the invite code this
+    /// command prints (once: only its hash is kept).
     #[arg(long, default_value = "public", value_parser = ["public", "private"])]
     visibility: String,
     #[arg(long, default_value = "")]
@@ -89,6 +94,7 @@ pub async fn run(command: TournamentCommand) -> anyhow::Result<()> {
         TournamentCommand::Create(args) => {
             let state = crate::startup::offline_state(&args.storage).await?;
             let escrow = state.chain.escrow().address.to_string();
+            let invite = (args.visibility == "private").then(super::privacy::new_invite_code);
             let new = NewTournament {
                 id: new_id("trn"),
                 name: args.name,
@@ -106,12 +112,18 @@ pub async fn run(command: TournamentCommand) -> anyhow::Result<()> {
                 start_date: args.starts_at,
                 end_date: args.ends_at,
                 series: None,
+                registration_deadline: args.registration_deadline,
+                invite_code_hash: invite.as_ref().map(|(_, hash)| hash.clone()),
             };
             new.validate().map_err(|why| anyhow::anyhow!(why))?;
             let mut tx = state.store.begin().await?;
             queries::insert(&mut tx, &new, state.now()).await?;
             tx.commit().await?;
             println!("{}", new.id);
+            if let Some((code, _)) = invite {
+                // On its own line so scripts can read it; it is not stored and cannot be shown again.
+                println!("invite code: {code}");
+            }
         }
         TournamentCommand::List(storage) => {
             let state = crate::startup::offline_state(&storage).await?;

@@ -37,6 +37,8 @@ pub async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
             start_date: now - Duration::minutes(1),
             end_date: now + Duration::days(7),
             series: None,
+            registration_deadline: None,
+            invite_code_hash: None,
         },
         NewTournament {
             id: new_id("trn"),
@@ -56,6 +58,8 @@ pub async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
             start_date: now + Duration::hours(1),
             end_date: now + Duration::days(2),
             series: None,
+            registration_deadline: None,
+            invite_code_hash: None,
         },
     ];
     let mut tx = state.store.begin().await?;

@@ -13,10 +13,11 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::leaderboard;
 use super::model::Status;
+use super::privacy::InviteParams;
 use super::queries;
 use crate::events::Event;
 use crate::http::ApiError;
-use crate::http::json::Path;
+use crate::http::json::{Path, Query};
 use crate::http::rate_limit::{IpLimit, LivePolicy};
 use crate::http::streams::StreamSlot;
 use crate::state::AppState;
@@ -45,7 +46,7 @@ struct Live {
 
 /// Live leaderboard stream: `leaderboard:update` events, then `tournament:ended` and close.
 #[utoipa::path(get, path = "/api/tournaments/{id}/live", tag = "tournaments",
-    params(("id" = String, Path, description = "Tournament id")),
+    params(("id" = String, Path, description = "Tournament id"), InviteParams),
     responses((status = 200, description = "text/event-stream of leaderboard:update and tournament:ended"),
               (status = 404), (status = 429)))]
 pub async fn live(
@@ -53,10 +54,9 @@ pub async fn live(
     slot: StreamSlot,
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Query(invite): Query<InviteParams>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    queries::get(&state.store, &id)
-        .await?
-        .ok_or_else(|| super::routes::not_found(&id))?;
+    super::privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + PUSH_EVERY, PUSH_EVERY);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let live = Live {

@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod model;
 pub mod payouts;
 pub mod performance;
+pub mod privacy;
 pub mod queries;
 pub mod registration;
 mod routes;

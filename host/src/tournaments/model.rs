@@ -5,7 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::rules::{EvaluationMetric, TransferPolicy};
-use crate::clock::{from_millis, rfc3339};
+use crate::clock::{from_millis, rfc3339, to_millis};
 
 /// Raw units per whole stablecoin (USDC has 6 decimals).
 pub const USDC_UNIT: i64 = 1_000_000;
@@ -79,18 +79,32 @@ pub struct Tournament {
     pub created_at: i64,
     pub transfer_policy: String,
     pub evaluation_metric: String,
+    /// SHA-256 of a private tournament's invite code; never shown.
+    pub invite_code_hash: Option<String>,
 }
 
 /// Columns of [`Tournament`], for `SELECT`s.
 pub const COLUMNS: &str = "id, name, description, type, visibility, status, entry_fee_raw, max_participants, \
      current_participants, escrow_wallet, payout_split, rake_bps, is_paper_trading, start_date, end_date, \
-     registration_deadline, last_snapshot_at, created_at, transfer_policy, evaluation_metric";
+     registration_deadline, last_snapshot_at, created_at, transfer_policy, evaluation_metric, invite_code_hash";
 
 impl Tournament {
     /// The status at `now`: the stored one, moved along by the clock if the scheduler has not yet
     /// run the transition (so a read right after an edge is already exact).
     pub fn status_at(&self, now: DateTime<Utc>) -> Status {
         Status::effective(&self.status, self.start_date, self.end_date, now)
+    }
+
+    /// Whether the registration deadline has passed at `now` (registration then answers 410).
+    pub fn registration_closed_at(&self, now: DateTime<Utc>) -> bool {
+        self.registration_deadline
+            .is_some_and(|deadline| to_millis(now) >= deadline)
+    }
+
+    /// A public upcoming tournament, for unit tests.
+    #[cfg(test)]
+    pub fn sample() -> Tournament {
+        tests::tournament("upcoming", 1_000, 2_000)
     }
 
     /// Prize percentages by rank, e.g. `[50, 30, 20]`.
@@ -212,7 +226,7 @@ pub fn registration_memo(tournament_id: &str, wallets: &[String]) -> String {
 mod tests {
     use super::*;
 
-    fn tournament(status: &str, start: i64, end: i64) -> Tournament {
+    pub(super) fn tournament(status: &str, start: i64, end: i64) -> Tournament {
         Tournament {
             id: "trn_1".into(),
             name: "t".into(),
@@ -234,6 +248,7 @@ mod tests {
             created_at: 0,
             transfer_policy: "adjust".into(),
             evaluation_metric: "pnl_percent".into(),
+            invite_code_hash: None,
         }
     }
 

@@ -28,6 +28,10 @@ pub struct NewTournament {
     pub series: Option<String>,
     pub transfer_policy: TransferPolicy,
     pub evaluation_metric: EvaluationMetric,
+    /// Registration closes here (410 after it); `None`: open until the end.
+    pub registration_deadline: Option<DateTime<Utc>>,
+    /// SHA-256 of a private tournament's invite code (see `privacy`).
+    pub invite_code_hash: Option<String>,
 }
 
 impl NewTournament {
@@ -66,6 +70,15 @@ impl NewTournament {
         if !(0..=5_000).contains(&self.rake_bps) {
             return Err("the rake must be 0 to 50 percent".into());
         }
+        if self
+            .registration_deadline
+            .is_some_and(|deadline| deadline > self.end_date)
+        {
+            return Err("the registration deadline must not come after the end".into());
+        }
+        if self.visibility == "private" && self.invite_code_hash.is_none() {
+            return Err("a private tournament needs an invite code".into());
+        }
         Ok(())
     }
 }
@@ -80,8 +93,9 @@ pub async fn insert(
     let inserted = sqlx::query(
         "INSERT INTO tournaments (id, name, description, type, visibility, status, entry_fee_raw, max_participants,
                                   escrow_wallet, payout_split, rake_bps, series, is_paper_trading, start_date, end_date,
-                                  created_at, transfer_policy, evaluation_metric)
-         VALUES ($1, $2, $3, $4, $5, 'upcoming', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+                                  created_at, transfer_policy, evaluation_metric, registration_deadline,
+                                  invite_code_hash)
+         VALUES ($1, $2, $3, $4, $5, 'upcoming', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(&new.id)
@@ -101,6 +115,8 @@ pub async fn insert(
     .bind(to_millis(now))
     .bind(new.transfer_policy.as_str())
     .bind(new.evaluation_metric.as_str())
+    .bind(new.registration_deadline.map(to_millis))
+    .bind(new.invite_code_hash.as_deref())
     .execute(&mut *conn)
     .await?;
     if inserted.rows_affected() == 0 {

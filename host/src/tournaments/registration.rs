@@ -8,12 +8,14 @@
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::model::{Status, registration_memo};
+use chrono::{DateTime, Utc};
+
+use super::model::{Status, Tournament, registration_memo};
 use super::queries;
 use crate::auth::Caller;
 use crate::chain::ExpectedPayment;
 use crate::chain::payment::{self, PaymentCheck};
-use crate::clock::to_millis;
+use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::db::is_unique_violation;
 use crate::domain::WalletAddress;
 use crate::http::ApiError;
@@ -36,6 +38,8 @@ pub struct RegisterRequest {
     tx_signature: Option<Option<String>>,
     /// The wallet that paid (paid tournaments).
     payer_wallet: Option<String>,
+    /// A private tournament's invite code (ignored for public ones).
+    invite_code: Option<String>,
 }
 
 fn present<'de, D: serde::Deserializer<'de>>(
@@ -47,12 +51,18 @@ fn present<'de, D: serde::Deserializer<'de>>(
 impl RegisterRequest {
     /// One wallet, paid by `payer` with `signature` (both `None` for a free tournament): what the
     /// server itself sends when it enters an agent's wallet.
-    pub fn one_wallet(wallet: &str, signature: Option<String>, payer: Option<&str>) -> Self {
+    pub fn one_wallet(
+        wallet: &str,
+        signature: Option<String>,
+        payer: Option<&str>,
+        invite_code: Option<&str>,
+    ) -> Self {
         RegisterRequest {
             registered_wallet: Some(wallet.to_owned()),
             registered_wallets: None,
             tx_signature: Some(signature),
             payer_wallet: payer.map(str::to_owned),
+            invite_code: invite_code.map(str::to_owned),
         }
     }
 }
@@ -62,6 +72,7 @@ struct Registration {
     wallets: Vec<WalletAddress>,
     signature: Option<String>,
     payer: Option<WalletAddress>,
+    invite_code: Option<String>,
 }
 
 impl RegisterRequest {
@@ -113,6 +124,7 @@ impl RegisterRequest {
             wallets,
             signature: signature.filter(|s| !s.trim().is_empty()),
             payer,
+            invite_code: self.invite_code,
         })
     }
 }
@@ -126,17 +138,27 @@ pub enum Outcome {
     Pending,
 }
 
+/// Register the request's wallets. `client` names who sent it (the account, else the IP) for
+/// the per-client limit of each tournament, which counts only well-formed requests for a
+/// tournament the client may see: junk from one client never uses up anyone else's budget.
+/// `None` (the server entering an agent it already checked) is not counted.
 pub async fn register(
     state: &AppState,
     tournament_id: &str,
     caller: Option<&Caller>,
     request: RegisterRequest,
+    client: Option<&str>,
 ) -> Result<Outcome, ApiError> {
     let registration = request.parse()?;
-    let tournament = queries::get(&state.store, tournament_id)
-        .await?
-        .ok_or_else(|| super::routes::not_found(tournament_id))?;
-    ensure_open(tournament.status_at(state.now()))?;
+    let tournament =
+        super::privacy::visible(state, tournament_id, registration.invite_code.as_deref()).await?;
+    if let Some(client) = client {
+        state
+            .limits
+            .registrations_per_tournament
+            .check(&format!("{}|{client}", tournament.id))?;
+    }
+    ensure_open(&tournament, state.now())?;
 
     if let Some(caller) = caller {
         ensure_owned(state, caller, &registration).await?;
@@ -215,8 +237,17 @@ pub async fn register(
     })
 }
 
-fn ensure_open(status: Status) -> Result<(), ApiError> {
-    match status {
+fn ensure_open(tournament: &Tournament, now: DateTime<Utc>) -> Result<(), ApiError> {
+    match tournament.status_at(now) {
+        Status::Upcoming | Status::Live if tournament.registration_closed_at(now) => {
+            Err(ApiError::Gone(format!(
+                "registration for this tournament closed at {}",
+                tournament
+                    .registration_deadline
+                    .map(|deadline| rfc3339(from_millis(deadline)))
+                    .unwrap_or_default()
+            )))
+        }
         Status::Upcoming | Status::Live => Ok(()),
         Status::Ended => Err(ApiError::Gone(
             "this tournament has ended; registration is closed".into(),
@@ -302,7 +333,8 @@ async fn commit(
     let seated = sqlx::query(
         "UPDATE tournaments SET current_participants = current_participants + $1
          WHERE id = $2 AND current_participants + $1 <= max_participants
-           AND status IN ('upcoming', 'live') AND end_date > $3",
+           AND status IN ('upcoming', 'live') AND end_date > $3
+           AND (registration_deadline IS NULL OR registration_deadline > $3)",
     )
     .bind(n)
     .bind(tournament_id)
@@ -314,7 +346,7 @@ async fn commit(
         let tournament = queries::get(&state.store, tournament_id)
             .await?
             .ok_or_else(|| super::routes::not_found(tournament_id))?;
-        ensure_open(tournament.status_at(now))?;
+        ensure_open(&tournament, now)?;
         return Err(full(tournament.max_participants));
     }
     let signature = claim.as_ref().map(|(signature, _, _)| signature.clone());

@@ -8,6 +8,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::leaderboard::{self, LeaderboardView};
 use super::model::{Status, TournamentView, registration_memo};
 use super::performance::{self, Performance};
+use super::privacy::{self, InviteParams};
 use super::queries::{self, ListQuery};
 use super::registration::{self, Outcome, RegisterRequest};
 use crate::auth::{MaybeAccountAuth, Write};
@@ -16,7 +17,7 @@ use crate::domain::WalletAddress;
 use crate::http::ApiError;
 use crate::http::json::Json;
 use crate::http::json::{Path, Query};
-use crate::http::rate_limit::{IpLimit, RegistrationPolicy, TournamentReadPolicy};
+use crate::http::rate_limit::{ClientIp, IpLimit, RegistrationPolicy, TournamentReadPolicy};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -118,7 +119,7 @@ async fn list_tournaments(
 ) -> Result<axum::Json<TournamentList>, ApiError> {
     let query = params.validate()?;
     let now = state.now();
-    let (rows, total) = queries::list(&state.store, &query, now).await?;
+    let (rows, total) = privacy::listed(&state, &query).await?;
     Ok(axum::Json(TournamentList {
         tournaments: rows.iter().map(|t| t.view(now)).collect(),
         pagination: Pagination {
@@ -130,18 +131,18 @@ async fn list_tournaments(
     }))
 }
 
-/// One tournament, with its escrow wallet, entry fee and status.
+/// One tournament, with its escrow wallet, entry fee and status. A private one needs its
+/// `inviteCode` (404 without it, as for an unknown id).
 #[utoipa::path(get, path = "/api/tournaments/{id}", tag = "tournaments",
-    params(("id" = String, Path, description = "Tournament id")),
+    params(("id" = String, Path, description = "Tournament id"), InviteParams),
     responses((status = 200, body = TournamentView), (status = 404), (status = 429)))]
 async fn get_tournament(
     _limit: IpLimit<TournamentReadPolicy>,
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Query(invite): Query<InviteParams>,
 ) -> Result<axum::Json<TournamentView>, ApiError> {
-    let tournament = queries::get(&state.store, &id)
-        .await?
-        .ok_or_else(|| not_found(&id))?;
+    let tournament = privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
     Ok(axum::Json(tournament.view(state.now())))
 }
 
@@ -150,10 +151,13 @@ pub fn not_found(id: &str) -> ApiError {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct MemoParams {
     /// The wallets to register, comma-separated (1 to 10).
     wallets: String,
+    /// A private tournament's invite code.
+    invite_code: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -177,9 +181,7 @@ async fn get_registration_memo(
     Path(id): Path<String>,
     Query(params): Query<MemoParams>,
 ) -> Result<axum::Json<MemoView>, ApiError> {
-    let tournament = queries::get(&state.store, &id)
-        .await?
-        .ok_or_else(|| not_found(&id))?;
+    let tournament = privacy::visible(&state, &id, params.invite_code.as_deref()).await?;
     let mut wallets = params
         .wallets
         .split(',')
@@ -228,6 +230,7 @@ pub struct Registered {
               (status = 429)))]
 async fn register(
     _limit: IpLimit<RegistrationPolicy>,
+    ClientIp(ip): ClientIp,
     State(state): State<AppState>,
     auth: MaybeAccountAuth<Write>,
     Path(id): Path<String>,
@@ -235,8 +238,12 @@ async fn register(
 ) -> Result<axum::response::Response, ApiError> {
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
-    state.limits.registrations_per_tournament.check(&id)?;
-    match registration::register(&state, &id, auth.0.as_ref(), body).await? {
+    // The per-tournament limit counts per client: the account when the request has one.
+    let client = match &auth.0 {
+        Some(caller) => format!("account:{}", caller.account_id),
+        None => format!("ip:{ip}"),
+    };
+    match registration::register(&state, &id, auth.0.as_ref(), body, Some(&client)).await? {
         Outcome::Registered { count } => {
             Ok((StatusCode::CREATED, axum::Json(Registered { count })).into_response())
         }
@@ -268,18 +275,17 @@ impl PageParams {
 
 /// Ranked wallets: rank, PnL and portfolio values; `stale` when the newest snapshot is over 2 h old.
 #[utoipa::path(get, path = "/api/tournaments/{id}/leaderboard", tag = "tournaments",
-    params(("id" = String, Path, description = "Tournament id"), PageParams),
+    params(("id" = String, Path, description = "Tournament id"), PageParams, InviteParams),
     responses((status = 200, body = LeaderboardView), (status = 400), (status = 404), (status = 429)))]
 async fn get_leaderboard(
     _limit: IpLimit<TournamentReadPolicy>,
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(params): Query<PageParams>,
+    Query(invite): Query<InviteParams>,
 ) -> Result<axum::Json<LeaderboardView>, ApiError> {
     let (page, page_size) = params.validate()?;
-    let tournament = queries::get(&state.store, &id)
-        .await?
-        .ok_or_else(|| not_found(&id))?;
+    let tournament = privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
     Ok(axum::Json(
         leaderboard::view(&state, &tournament, page, page_size).await?,
     ))
@@ -296,21 +302,20 @@ pub struct PerformanceParams {
 
 /// Portfolio value over time per wallet, for charts (each series downsampled to `points`).
 #[utoipa::path(get, path = "/api/tournaments/{id}/performance", tag = "tournaments",
-    params(("id" = String, Path, description = "Tournament id"), PerformanceParams),
+    params(("id" = String, Path, description = "Tournament id"), PerformanceParams, InviteParams),
     responses((status = 200, body = Performance), (status = 400), (status = 404), (status = 429)))]
 async fn get_performance(
     _limit: IpLimit<TournamentReadPolicy>,
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(params): Query<PerformanceParams>,
+    Query(invite): Query<InviteParams>,
 ) -> Result<axum::Json<Performance>, ApiError> {
     let points = params.points.unwrap_or(100);
     if !(2..=500).contains(&points) {
         return Err(ApiError::bad_request("`points` must be 2 to 500"));
     }
-    let tournament = queries::get(&state.store, &id)
-        .await?
-        .ok_or_else(|| not_found(&id))?;
+    let tournament = privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
     let series = performance::series(&state, &tournament, params.wallet.as_deref(), points)
         .await
         .map_err(|error| match error {

@@ -114,6 +114,8 @@ pub async fn ensure(state: &AppState) -> anyhow::Result<usize> {
                 start_date: start,
                 end_date: end,
                 series: Some(spec.key.clone()),
+                registration_deadline: None,
+                invite_code_hash: None,
             };
             new.validate()
                 .map_err(|why| anyhow::anyhow!("series `{}`: {why}", spec.key))?;

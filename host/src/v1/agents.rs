@@ -159,14 +159,30 @@ impl From<EntryError> for V1Error {
     }
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnterParams {
+    /// A private tournament's invite code.
+    invite_code: Option<String>,
+}
+
 /// Enter the agent's wallet in a tournament, paying a fee from it: 201 when registered, 202
-/// while the payment is not final (call again, unchanged, in a few seconds).
+/// while the payment is not final (call again, unchanged, in a few seconds). A private
+/// tournament takes `?inviteCode=`.
 async fn enter_tournament(
     key: V1Key<AgentsWrite>,
     State(state): State<AppState>,
     Path((agent_id, tournament_id)): Path<(String, String)>,
+    Query(params): Query<EnterParams>,
 ) -> Result<(StatusCode, axum::Json<Value>), V1Error> {
-    let entered = entry::enter(&state, key.account_id(), &agent_id, &tournament_id).await?;
+    let entered = entry::enter(
+        &state,
+        key.account_id(),
+        &agent_id,
+        &tournament_id,
+        params.invite_code.as_deref(),
+    )
+    .await?;
     Ok(match entered {
         Entered::Registered { signature } => (
             StatusCode::CREATED,

@@ -115,7 +115,7 @@ async fn list(
 ) -> Result<axum::Json<Value>, V1Error> {
     let query = params.validate()?;
     let now = state.now();
-    let (rows, total) = queries::list(&state.store, &query, now).await?;
+    let (rows, total) = crate::tournaments::privacy::listed(&state, &query).await?;
     let items: Vec<Value> = rows
         .iter()
         .map(|tournament| {

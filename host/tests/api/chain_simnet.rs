@@ -298,8 +298,9 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
             .contains("Blockhash not found"),
         "{reply}"
     );
+    // Valid through its `lastValidBlockHeight` (its slot + 150), refused one block later.
     let old = blockhash(&app).await;
-    for _ in 0..150 {
+    for _ in 0..151 {
         app.advance(Duration::milliseconds(400));
         blockhash(&app).await;
     }

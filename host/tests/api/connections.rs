@@ -149,6 +149,8 @@ async fn shutdown_closes_open_streams_and_returns() {
             start_date: Utc::now() - chrono::Duration::minutes(1),
             end_date: Utc::now() + chrono::Duration::hours(1),
             series: None,
+            registration_deadline: None,
+            invite_code_hash: None,
         },
         Utc::now(),
     )

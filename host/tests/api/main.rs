@@ -26,6 +26,7 @@ mod contract_edges;
 mod contract_shapes;
 mod dungeon;
 mod dungeon_ops;
+mod entry_rules;
 mod fuzz_endpoints;
 mod fuzz_v1;
 mod guest_languages;

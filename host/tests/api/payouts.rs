@@ -151,6 +151,8 @@ async fn an_ended_paid_tournament_pays_its_winners_once_from_the_escrow() {
 #[tokio::test]
 async fn an_unseen_recorded_transfer_is_not_replaced_until_its_blockhash_has_expired() {
     let app = TestApp::spawn().await;
+    app.create_tournament(app.new_tournament("trn_x", 0, 10, Duration::minutes(1), 1))
+        .await;
     let winner = Keypair::generate().pubkey().to_string();
     // Fund the escrow as entry fees would.
     app.airdrop(
@@ -160,7 +162,8 @@ async fn an_unseen_recorded_transfer_is_not_replaced_until_its_blockhash_has_exp
     )
     .await;
     let now = crucible::clock::to_millis(app.state.now());
-    // A crash after signing and recording, before the network saw the transfer.
+    // A crash after signing and recording, before the network saw the transfer, by a version
+    // that kept neither the signed bytes nor their last valid block height: wait out the time.
     sqlx::query(
         "INSERT INTO payouts (id, wallet, source_kind, source_id, rank, amount_raw, mint, status, tx_signature,
                               attempts, last_attempt_at, created_at)
@@ -190,4 +193,216 @@ async fn an_unseen_recorded_transfer_is_not_replaced_until_its_blockhash_has_exp
         .await
         .expect("no-op");
     assert_eq!(usdc(&app, &winner).await, 1_000_000);
+}
+
+/// A pending prize of `amount` for a fresh wallet, from a tournament whose escrow is the
+/// server's and holds the money. Returns the winner's wallet.
+async fn pending_payout(app: &TestApp, payout_id: &str, amount: u64) -> String {
+    let tournament = format!("trn_{payout_id}");
+    app.create_tournament(app.new_tournament(&tournament, 0, 10, Duration::minutes(1), 1))
+        .await;
+    app.airdrop(
+        &app.state.chain.escrow().address.to_string(),
+        1_000_000_000,
+        amount,
+    )
+    .await;
+    let winner = Keypair::generate().pubkey().to_string();
+    sqlx::query(
+        "INSERT INTO payouts (id, wallet, source_kind, source_id, rank, amount_raw, mint, status, created_at)
+         VALUES ($1, $2, 'tournament', $3, 1, $4, $5, 'pending', $6)",
+    )
+    .bind(payout_id)
+    .bind(&winner)
+    .bind(&tournament)
+    .bind(amount as i64)
+    .bind(app.state.chain.stablecoin_mint())
+    .bind(crucible::clock::to_millis(app.state.now()))
+    .execute(app.state.store.write())
+    .await
+    .expect("payout");
+    winner
+}
+
+async fn payout_row(app: &TestApp, payout_id: &str) -> (String, Option<String>, i64) {
+    sqlx::query_as("SELECT status, tx_signature, attempts FROM payouts WHERE id = $1")
+        .bind(payout_id)
+        .fetch_one(app.state.store.read())
+        .await
+        .expect("payout row")
+}
+
+/// How many transfers the chain ever saw to `wallet` (every landed transaction touching it).
+async fn transfers_to(app: &TestApp, wallet: &str) -> usize {
+    let signatures = app
+        .rpc_result("getSignaturesForAddress", json!([wallet]))
+        .await;
+    signatures.as_array().map_or(0, Vec::len)
+}
+
+#[tokio::test]
+async fn two_workers_racing_over_one_payout_pay_it_once() {
+    let app = TestApp::spawn().await;
+    let winner = pending_payout(&app, "pay_race", 1_500_000).await;
+    let send = || crucible::tournaments::payouts::send(&app.state, "pay_race");
+    let (first, second) = tokio::join!(send(), send());
+    assert!(
+        first.is_ok() || second.is_ok(),
+        "one of them pays: {first:?} {second:?}"
+    );
+    // The loser either found it held ("being sent by another worker") or already sent.
+    for outcome in [&first, &second] {
+        if let Err(error) = outcome {
+            assert!(format!("{error:#}").contains("another worker"), "{error:#}");
+        }
+    }
+    // Whatever the scheduler retries afterwards is a no-op.
+    crucible::tournaments::payouts::send(&app.state, "pay_race")
+        .await
+        .expect("no-op");
+    assert_eq!(usdc(&app, &winner).await, 1_500_000);
+    let (status, signature, attempts) = payout_row(&app, "pay_race").await;
+    assert_eq!(status, "sent");
+    assert!(signature.is_some());
+    assert_eq!(attempts, 1, "signed once");
+}
+
+#[tokio::test]
+async fn a_worker_that_stalled_past_its_lease_is_fenced_out() {
+    let app = TestApp::spawn().await;
+    let winner = pending_payout(&app, "pay_stall", 700_000).await;
+    // Worker A signs and records, then stalls (its lease runs out) before sending.
+    let recorded = crucible::tournaments::payouts::sign_and_record(&app.state, "pay_stall")
+        .await
+        .expect("sign and record");
+    // While A holds the lease, nobody else may touch the payout.
+    let held = crucible::tournaments::payouts::send(&app.state, "pay_stall").await;
+    assert!(format!("{:#}", held.expect_err("held")).contains("another worker"));
+    // A's lease runs out; worker B takes over with a newer fence and resends A's very bytes.
+    app.advance(Duration::seconds(31));
+    crucible::tournaments::payouts::send(&app.state, "pay_stall")
+        .await
+        .expect("B pays");
+    let (status, signature, attempts) = payout_row(&app, "pay_stall").await;
+    assert_eq!(status, "sent");
+    assert_eq!(
+        signature.as_deref(),
+        Some(recorded.as_str()),
+        "A's transfer, not a new one"
+    );
+    assert_eq!(attempts, 1);
+    assert_eq!(usdc(&app, &winner).await, 700_000);
+    assert_eq!(transfers_to(&app, &winner).await, 1);
+    // A wakes up and tries to record a new transfer: refused, the payout is B's and done.
+    assert!(
+        crucible::tournaments::payouts::sign_and_record(&app.state, "pay_stall")
+            .await
+            .is_err()
+    );
+    assert_eq!(usdc(&app, &winner).await, 700_000);
+}
+
+#[tokio::test]
+async fn a_crash_between_signing_and_sending_then_a_restart_pays_once() {
+    let app = TestApp::spawn().await;
+    let winner = pending_payout(&app, "pay_crash", 900_000).await;
+    let recorded = crucible::tournaments::payouts::sign_and_record(&app.state, "pay_crash")
+        .await
+        .expect("sign and record");
+    // The process dies here: the transfer is recorded, never sent.
+    let app = app.restart().await;
+    app.advance(Duration::seconds(31));
+    let scheduler = Scheduler::new(Vec::new());
+    crucible::tournaments::payouts::send(&app.state, "pay_crash")
+        .await
+        .expect("the restarted node pays");
+    scheduler.run_due(&app.state).await.expect("pass");
+    let (status, signature, _) = payout_row(&app, "pay_crash").await;
+    assert_eq!(status, "sent");
+    assert_eq!(signature.as_deref(), Some(recorded.as_str()));
+    assert_eq!(usdc(&app, &winner).await, 900_000);
+    assert_eq!(transfers_to(&app, &winner).await, 1);
+}
+
+#[tokio::test]
+async fn a_recorded_transfer_is_replaced_only_once_it_can_no_longer_land() {
+    let app = TestApp::spawn().await;
+    let winner = pending_payout(&app, "pay_exp", 400_000).await;
+    let recorded = crucible::tournaments::payouts::sign_and_record(&app.state, "pay_exp")
+        .await
+        .expect("sign and record");
+    let (wire,): (String,) = sqlx::query_as("SELECT signed_wire FROM payouts WHERE id = 'pay_exp'")
+        .fetch_one(app.state.store.read())
+        .await
+        .expect("wire");
+    // Long enough for the recorded blockhash to expire (150 blocks of 400 ms).
+    app.advance(Duration::seconds(90));
+    let height = app.rpc_result("getBlockHeight", json!([])).await;
+    let (last_valid,): (i64,) =
+        sqlx::query_as("SELECT last_valid_block_height FROM payouts WHERE id = 'pay_exp'")
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("last valid");
+    assert!(height.as_i64().expect("height") > last_valid);
+    crucible::tournaments::payouts::send(&app.state, "pay_exp")
+        .await
+        .expect("re-signed and paid");
+    let (status, signature, attempts) = payout_row(&app, "pay_exp").await;
+    assert_eq!(status, "sent");
+    assert_ne!(
+        signature.as_deref(),
+        Some(recorded.as_str()),
+        "a new transfer"
+    );
+    assert_eq!(attempts, 2);
+    // The old transfer, sent late by a stalled worker, can no longer land.
+    let late = app
+        .rpc("sendTransaction", json!([wire, {"encoding": "base64"}]))
+        .await;
+    assert!(
+        late["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Blockhash not found")),
+        "{late}"
+    );
+    assert_eq!(usdc(&app, &winner).await, 400_000);
+    assert_eq!(transfers_to(&app, &winner).await, 1);
+}
+
+#[tokio::test]
+async fn a_payout_is_sent_only_once_its_transfer_is_finalized() {
+    let app = TestApp::spawn_with(|config| config.simnet_finality_ms = 5_000).await;
+    let winner = pending_payout(&app, "pay_final", 300_000).await;
+    let worker = {
+        let state = app.state.clone();
+        tokio::spawn(async move { crucible::tournaments::payouts::send(&state, "pay_final").await })
+    };
+    // The transfer lands (confirmed) but is not final on the simnet's clock yet.
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    assert_eq!(usdc(&app, &winner).await, 300_000, "landed");
+    let (status, _, _) = payout_row(&app, "pay_final").await;
+    assert_eq!(status, "pending", "confirmed is not sent");
+    app.advance(Duration::seconds(5));
+    worker.await.expect("join").expect("sent once finalized");
+    let (status, _, _) = payout_row(&app, "pay_final").await;
+    assert_eq!(status, "sent");
+}
+
+#[tokio::test]
+async fn prizes_are_paid_only_from_the_escrow_recorded_with_the_tournament() {
+    let app = TestApp::spawn().await;
+    let winner = pending_payout(&app, "pay_esc", 200_000).await;
+    let elsewhere = Keypair::generate().pubkey().to_string();
+    sqlx::query("UPDATE tournaments SET escrow_wallet = $1 WHERE id = 'trn_pay_esc'")
+        .bind(&elsewhere)
+        .execute(app.state.store.write())
+        .await
+        .expect("another escrow");
+    let refused = crucible::tournaments::payouts::send(&app.state, "pay_esc")
+        .await
+        .expect_err("not this server's escrow");
+    assert!(format!("{refused:#}").contains(&elsewhere), "{refused:#}");
+    let (status, signature, _) = payout_row(&app, "pay_esc").await;
+    assert_eq!((status.as_str(), signature), ("pending", None));
+    assert_eq!(usdc(&app, &winner).await, 0);
 }

@@ -25,6 +25,8 @@ fn tournament(id: &str, start: DateTime<Utc>, hours: i64) -> NewTournament {
         start_date: start,
         end_date: start + Duration::hours(hours),
         series: None,
+        registration_deadline: None,
+        invite_code_hash: None,
     }
 }
 

@@ -2,7 +2,8 @@
 //! external `SOLANA_RPC_URL` is configured.
 //!
 //! It accepts real signed wire transactions, checks every ed25519 signature (`verify_strict`),
-//! the recent blockhash (one of the last [`RECENT_BLOCKHASHES`] issued) and duplicates, then
+//! the recent blockhash (valid while the block height has not passed its
+//! `lastValidBlockHeight`, as on Solana) and duplicates, then
 //! executes System transfer, SPL Token transfer / transferChecked (Token and Token-2022),
 //! associated-token-account creation, Memo ([`executor`]) and the Crucible pool program
 //! ([`amm`], a constant-product SOL/USDC market seeded at first start by `chain::liquidity`).
@@ -32,9 +33,12 @@ use crate::clock::Clock;
 use crate::db::{Store, StoreError};
 use executor::{Account, Kind};
 
-/// How many issued blockhashes back a transaction's blockhash may be (as on Solana).
+/// How many blocks a blockhash stays valid for: its `lastValidBlockHeight` is its slot plus this
+/// (as on Solana).
 pub const RECENT_BLOCKHASHES: i64 = 150;
-/// A blockhash is reused for this long, like one per slot on a real cluster.
+/// The length of a slot: a blockhash is reused for this long, and an idle simnet's block height
+/// still advances one block per slot, so a blockhash expires after about a minute however quiet
+/// the simnet is, as on a real cluster.
 const SLOT_MS: i64 = 400;
 /// Decimals of the simnet stablecoin (as USDC).
 pub const STABLECOIN_DECIMALS: u8 = 6;
@@ -162,9 +166,31 @@ impl Simnet {
         crate::clock::to_millis(self.clock.now())
     }
 
+    /// The current slot, which is also the block height (the simnet skips no slots).
     pub async fn slot(&self) -> Result<u64, SimnetError> {
         let mut conn = self.store.read().acquire().await?;
-        Ok(u64::try_from(ledger::current(&mut conn, "slot").await?).unwrap_or_default())
+        let height = self.block_height(&mut conn).await?;
+        Ok(u64::try_from(height).unwrap_or_default())
+    }
+
+    /// The block height now: the stored slot counter plus the slots that have passed on the
+    /// clock since the newest blockhash was issued. Issuing a blockhash stores those idle
+    /// slots (see [`Simnet::latest_blockhash`]), so the height never goes back; a blockhash is
+    /// valid while this is at most its `lastValidBlockHeight`.
+    async fn block_height(&self, conn: &mut sqlx::AnyConnection) -> Result<i64, SimnetError> {
+        let counter = ledger::current(&mut *conn, "slot").await?;
+        Ok(counter + self.idle_slots(conn).await?)
+    }
+
+    /// Whole slots since the newest blockhash was issued (0 before the first one).
+    async fn idle_slots(&self, conn: &mut sqlx::AnyConnection) -> Result<i64, SimnetError> {
+        let newest: Option<(i64,)> =
+            sqlx::query_as("SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
+                .fetch_optional(&mut *conn)
+                .await?;
+        Ok(newest.map_or(0, |(issued_at,)| {
+            (self.now_ms() - issued_at).max(0) / SLOT_MS
+        }))
     }
 
     /// The newest blockhash (a new one at most every slot) and its last valid block height.
@@ -182,8 +208,16 @@ impl Simnet {
                 (hash, slot)
             }
             _ => {
+                // The slots that passed since the newest blockhash become real (at least the
+                // one this blockhash opens), so the height never goes back from what
+                // `block_height` reported and moves one block per slot of the clock.
+                let passed = self.idle_slots(&mut tx).await?.max(1);
+                sqlx::query("UPDATE simnet_counters SET value = value + $1 WHERE name = 'slot'")
+                    .bind(passed)
+                    .execute(&mut *tx)
+                    .await?;
                 let seq = ledger::next(&mut tx, "blockhash_seq").await?;
-                let slot = ledger::next(&mut tx, "slot").await?;
+                let slot = ledger::current(&mut tx, "slot").await?;
                 let mut salt = [0u8; 16];
                 rand::rngs::OsRng.fill_bytes(&mut salt);
                 let mut hasher = Sha256::new();
@@ -290,18 +324,17 @@ impl Simnet {
                 "This transaction has already been processed",
             ));
         }
-        let issued: Option<(i64, i64)> =
-            sqlx::query_as("SELECT seq, issued_at FROM simnet_blockhashes WHERE hash = $1")
+        let issued: Option<(i64,)> =
+            sqlx::query_as("SELECT slot FROM simnet_blockhashes WHERE hash = $1")
                 .bind(&blockhash)
                 .fetch_optional(&mut *tx)
                 .await?;
-        let newest = ledger::current(&mut tx, "blockhash_seq").await?;
+        let height = self.block_height(&mut tx).await?;
         match issued {
-            // Recent = among the last 150 issued, and issued within 150 slots of wall time
-            // (a real blockhash expires after ~60-90 s even when nobody asks for a new one).
-            Some((seq, issued_at))
-                if newest - seq < RECENT_BLOCKHASHES
-                    && self.now_ms() - issued_at < RECENT_BLOCKHASHES * SLOT_MS => {}
+            // The rule a real cluster applies, and the one the `lastValidBlockHeight` of
+            // `getLatestBlockhash` promises: once the height has passed it, the transaction can
+            // never land, which is what lets a sender safely sign a replacement.
+            Some((slot,)) if height <= slot + RECENT_BLOCKHASHES => {}
             _ => return Err(SimnetError::simulation("Blockhash not found")),
         }
 

@@ -105,7 +105,7 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
     match method {
         "getHealth" => Ok(json!("ok")),
         "getVersion" => Ok(json!({"solana-core": "2.1.0-crucible-simnet", "feature-set": 0})),
-        "getSlot" => Ok(json!(simnet.slot().await?)),
+        "getSlot" | "getBlockHeight" => Ok(json!(simnet.slot().await?)),
         "getLatestBlockhash" => {
             let (blockhash, last_valid, slot) = simnet.latest_blockhash().await?;
             Ok(context(

@@ -150,11 +150,35 @@ pub fn tournament_table(rows: &Value, empty: &str) -> Markup {
     }
 }
 
-pub async fn detail(State(web): State<Web>, visitor: Visitor, Path(id): Path<String>) -> Response {
+/// `?invite=` on a tournament's page: a private tournament's invite code, passed on to every
+/// API call the page (and its script) makes.
+#[derive(serde::Deserialize)]
+pub struct InviteQuery {
+    invite: Option<String>,
+}
+
+impl InviteQuery {
+    /// `inviteCode=…` for an API query string, or nothing.
+    fn api_param(&self) -> String {
+        self.invite
+            .as_deref()
+            .filter(|code| !code.is_empty())
+            .map(|code| format!("inviteCode={}", url_escape(code)))
+            .unwrap_or_default()
+    }
+}
+
+pub async fn detail(
+    State(web): State<Web>,
+    visitor: Visitor,
+    Path(id): Path<String>,
+    axum::extract::Query(invite): axum::extract::Query<InviteQuery>,
+) -> Response {
     let escaped = url_escape(&id);
+    let code = invite.api_param();
     let tournament = match web
         .api
-        .get(&format!("/api/tournaments/{escaped}"), &visitor)
+        .get(&format!("/api/tournaments/{escaped}?{code}"), &visitor)
         .await
     {
         Ok(tournament) => tournament,
@@ -163,13 +187,16 @@ pub async fn detail(State(web): State<Web>, visitor: Visitor, Path(id): Path<Str
     let board = web
         .api
         .get(
-            &format!("/api/tournaments/{escaped}/leaderboard?pageSize=100"),
+            &format!("/api/tournaments/{escaped}/leaderboard?pageSize=100&{code}"),
             &visitor,
         )
         .await;
     let performance = web
         .api
-        .get(&format!("/api/tournaments/{escaped}/performance"), &visitor)
+        .get(
+            &format!("/api/tournaments/{escaped}/performance?{code}"),
+            &visitor,
+        )
         .await
         .unwrap_or(Value::Null);
     let status = text(&tournament["status"]);
@@ -261,7 +288,8 @@ pub async fn detail(State(web): State<Web>, visitor: Visitor, Path(id): Path<Str
             }
         }
         (data_island("tournament-data", &serde_json::json!({
-            "id": id, "status": status, "mint": web.state.chain.stablecoin_mint()
+            "id": id, "status": status, "mint": web.state.chain.stablecoin_mint(),
+            "invite": invite.invite.as_deref().unwrap_or_default()
         })))
     };
     Page {
@@ -301,6 +329,7 @@ fn leaderboard_table(rows: &Value, ended: bool) -> Markup {
 #[derive(serde::Deserialize)]
 pub struct QrParams {
     wallets: String,
+    invite: Option<String>,
 }
 
 /// The QR code of the Solana Pay transfer request for registering `wallets`, drawn from the
@@ -311,8 +340,12 @@ pub async fn pay_qr(
     Path(id): Path<String>,
     axum::extract::Query(params): axum::extract::Query<QrParams>,
 ) -> Response {
+    let code = InviteQuery {
+        invite: params.invite.clone(),
+    }
+    .api_param();
     let path = format!(
-        "/api/tournaments/{}/registration-memo?wallets={}",
+        "/api/tournaments/{}/registration-memo?wallets={}&{code}",
         url_escape(&id),
         url_escape(&params.wallets)
     );

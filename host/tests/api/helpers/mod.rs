@@ -293,6 +293,8 @@ impl TestApp {
             start_date: start,
             end_date: start + Duration::hours(hours),
             series: None,
+            registration_deadline: None,
+            invite_code_hash: None,
         }
     }
 

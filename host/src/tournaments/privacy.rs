@@ -1,0 +1,93 @@
+//! Private tournaments (`docs/tournaments.md`, "Private tournaments"): listed nowhere, and
+//! shown, streamed or registrable only with their invite code. Without the code a private
+//! tournament answers exactly as an unknown one (404), so its existence is not revealed either.
+//!
+//! The code is shown once, to the host who creates the tournament; only its SHA-256 is stored,
+//! as with API keys, so a copy of the database does not hand out invitations.
+
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::model::Tournament;
+use super::queries;
+use crate::crypto::{random_base58, sha256_hex};
+use crate::http::ApiError;
+use crate::state::AppState;
+
+/// A fresh invite code and the hash to store with the tournament.
+pub fn new_invite_code() -> (String, String) {
+    let code = format!("inv_{}", random_base58(20));
+    let hash = sha256_hex(&code);
+    (code, hash)
+}
+
+/// Whether `code` opens `tournament`: always for a public one; for a private one, only its own
+/// code (a private tournament without a stored code opens for nobody).
+pub fn admits(tournament: &Tournament, code: Option<&str>) -> bool {
+    if tournament.visibility != "private" {
+        return true;
+    }
+    match (&tournament.invite_code_hash, code.map(str::trim)) {
+        (Some(stored), Some(code)) if !code.is_empty() => {
+            crate::crypto::constant_time_eq(stored.as_bytes(), sha256_hex(code).as_bytes())
+        }
+        _ => false,
+    }
+}
+
+/// The `inviteCode` query parameter every public read of one tournament takes.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct InviteParams {
+    /// A private tournament's invite code (ignored for public ones).
+    pub invite_code: Option<String>,
+}
+
+/// The tournament `id` if this caller may see it: 404 when unknown, or private and `code` is
+/// not its invite code.
+pub async fn visible(
+    state: &AppState,
+    id: &str,
+    code: Option<&str>,
+) -> Result<Tournament, ApiError> {
+    queries::get(&state.store, id)
+        .await?
+        .filter(|tournament| admits(tournament, code))
+        .ok_or_else(|| super::routes::not_found(id))
+}
+
+/// A page of the tournament list as anyone may read it (the public and v1 lists): private
+/// tournaments are listed nowhere, so `visibility=private` is a valid filter that matches
+/// nothing here (hosts list them with `crucible tournament list`).
+pub async fn listed(
+    state: &AppState,
+    query: &queries::ListQuery,
+) -> sqlx::Result<(Vec<Tournament>, i64)> {
+    if query.visibility.as_deref() == Some("private") {
+        return Ok((Vec::new(), 0));
+    }
+    queries::list(&state.store, query, state.now()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_its_own_code_opens_a_private_tournament() {
+        let (code, hash) = new_invite_code();
+        assert!(code.starts_with("inv_") && code.len() > 20);
+        let mut private = Tournament::sample();
+        private.visibility = "private".into();
+        private.invite_code_hash = Some(hash);
+        assert!(admits(&private, Some(&code)));
+        assert!(admits(&private, Some(&format!(" {code} "))));
+        assert!(!admits(&private, None));
+        assert!(!admits(&private, Some("")));
+        assert!(!admits(&private, Some(&new_invite_code().0)));
+        private.invite_code_hash = None;
+        assert!(!admits(&private, Some(&code)), "no stored code: nobody");
+        assert!(admits(&Tournament::sample(), None), "public needs no code");
+    }
+}

@@ -1,5 +1,5 @@
 //! USD prices on a real cluster, from Pyth's Hermes service (`GET /v2/updates/price/latest?
-//! ids[]=<feed>&parsed=true`). On a real cluster the simulated market must never value a
+//! ids[]=<feed>&parsed=true`, and `/v2/updates/price/<unix second>` for a past price). On a real cluster the simulated market must never value a
 //! wallet, so this is where SOL's price comes from there.
 //!
 //! A Hermes answer carries, per feed, an integer `price` and `conf` as decimal strings, an
@@ -101,7 +101,13 @@ pub struct HermesPrices {
     config: HermesConfig,
     /// Feed id (normalised) → when we fetched it and what it said.
     cache: Mutex<HashMap<String, (DateTime<Utc>, UsdPrice)>>,
+    /// (feed, Unix second) → the update published then, for past prices.
+    history: Mutex<HashMap<(String, i64), UsdPrice>>,
 }
+
+/// Past prices kept before the history is cleared (a bound, not a working set: a round asks for
+/// a few distinct seconds).
+const HISTORY_ENTRIES: usize = 4096;
 
 #[derive(Deserialize)]
 struct LatestUpdates {
@@ -132,6 +138,7 @@ impl HermesPrices {
             http,
             config,
             cache: Mutex::new(HashMap::new()),
+            history: Mutex::new(HashMap::new()),
         })
     }
 
@@ -205,10 +212,71 @@ impl HermesPrices {
         cache.insert(feed.to_owned(), (fetched_at, price));
     }
 
-    /// One request to Hermes; the error is a sentence for the caller's message.
+    /// The USD price of `token` as Pyth published it at `at` (Hermes' `GET
+    /// /v2/updates/price/{publish_time}`): what a past deposit is valued at. Refused when the
+    /// nearest update Hermes has is further than `max_age` from `at`. Answers are kept per feed
+    /// and second (a snapshot round may value many flows of the same moment).
+    pub async fn usd_price_at(
+        &self,
+        token: &str,
+        at: DateTime<Utc>,
+    ) -> Result<UsdPrice, PriceError> {
+        let feed = self
+            .config
+            .feeds
+            .get(token)
+            .map(|id| normalise(id))
+            .ok_or_else(|| PriceError::UnknownToken(token.to_owned()))?;
+        let second = at.timestamp();
+        let key = (feed.clone(), second);
+        let remembered = self
+            .history
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&key)
+            .copied();
+        let price = match remembered {
+            Some(price) => price,
+            None => {
+                let price = self
+                    .fetch_at(&feed, &second.to_string())
+                    .await
+                    .map_err(|detail| PriceError::Unavailable {
+                        token: token.to_owned(),
+                        detail,
+                    })?;
+                let mut history = self
+                    .history
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                if history.len() >= HISTORY_ENTRIES {
+                    history.clear();
+                }
+                history.insert(key, price);
+                price
+            }
+        };
+        let gap = (price.published_at - at).abs();
+        if gap > self.config.max_age {
+            return Err(PriceError::Stale {
+                token: token.to_owned(),
+                age_secs: gap.num_seconds(),
+                max_age_secs: self.config.max_age.num_seconds(),
+            });
+        }
+        Ok(price)
+    }
+
+    /// The newest update (one request to Hermes).
     async fn fetch(&self, feed: &str) -> Result<UsdPrice, String> {
+        self.fetch_at(feed, "latest").await
+    }
+
+    /// One request to Hermes for the update `at` (`latest` or a Unix second); the error is a
+    /// sentence for the caller's message.
+    async fn fetch_at(&self, feed: &str, at: &str) -> Result<UsdPrice, String> {
         let url = format!(
-            "{}/v2/updates/price/latest",
+            "{}/v2/updates/price/{at}",
             self.config.base_url.trim_end_matches('/')
         );
         let response = self
@@ -297,14 +365,18 @@ mod tests {
         answer: Arc<Mutex<(StatusCode, Value)>>,
         requests: Arc<AtomicUsize>,
         last_query: Arc<Mutex<Vec<(String, String)>>>,
+        /// `latest` or the Unix second asked for.
+        last_at: Arc<Mutex<String>>,
     }
 
     async fn latest(
         State(fake): State<Fake>,
+        axum::extract::Path(asked): axum::extract::Path<String>,
         Query(query): Query<Vec<(String, String)>>,
     ) -> Response {
         fake.requests.fetch_add(1, Ordering::SeqCst);
         *fake.last_query.lock().unwrap() = query;
+        *fake.last_at.lock().unwrap() = asked;
         let (status, body) = fake.answer.lock().unwrap().clone();
         (status, axum::Json(body)).into_response()
     }
@@ -314,9 +386,10 @@ mod tests {
             answer: Arc::new(Mutex::new((status, body))),
             requests: Arc::new(AtomicUsize::new(0)),
             last_query: Arc::new(Mutex::new(Vec::new())),
+            last_at: Arc::new(Mutex::new(String::new())),
         };
         let app = axum::Router::new()
-            .route("/v2/updates/price/latest", get(latest))
+            .route("/v2/updates/price/{at}", get(latest))
             .with_state(fake.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -366,6 +439,33 @@ mod tests {
         let query = fake.last_query.lock().unwrap().clone();
         assert!(query.contains(&("ids[]".to_owned(), format!("0x{SOL_USD_FEED}"))));
         assert!(query.contains(&("parsed".to_owned(), "true".to_owned())));
+    }
+
+    #[tokio::test]
+    async fn a_past_price_is_the_update_published_at_that_second() {
+        let (url, fake) = serve(
+            StatusCode::OK,
+            update(SOL_USD_FEED, "12000000000", "1000", -8, 1_700_000_000),
+        )
+        .await;
+        let hermes = source(url);
+        let price = hermes.usd_price_at("SOL", at(1_700_000_000)).await.unwrap();
+        assert!((price.price - 120.0).abs() < 1e-9, "{price:?}");
+        assert_eq!(*fake.last_at.lock().unwrap(), "1700000000");
+        let query = fake.last_query.lock().unwrap().clone();
+        assert!(query.contains(&("ids[]".to_owned(), format!("0x{SOL_USD_FEED}"))));
+        // The same second again is remembered, not asked for.
+        hermes.usd_price_at("SOL", at(1_700_000_000)).await.unwrap();
+        assert_eq!(fake.requests.load(Ordering::SeqCst), 1);
+        // An update far from the moment asked for is refused, naming the gap.
+        let far = hermes.usd_price_at("SOL", at(1_700_000_500)).await;
+        assert!(
+            matches!(far, Err(PriceError::Stale { age_secs: 500, .. })),
+            "{far:?}"
+        );
+        // The newest price still uses `latest`.
+        hermes.usd_price("SOL", at(1_700_000_010)).await.unwrap();
+        assert_eq!(*fake.last_at.lock().unwrap(), "latest");
     }
 
     #[tokio::test]

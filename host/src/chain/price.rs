@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use futures_util::future::BoxFuture;
 
 use super::hermes::HermesPrices;
@@ -23,9 +24,12 @@ pub enum PriceError {
     Unavailable(String),
 }
 
-/// "What is SOL worth in USD now?"
+/// "What is SOL worth in USD now?", and "what was it worth when the transaction at this slot
+/// and time executed?" (a deposit is valued at the price of its time).
 pub trait PriceSource: Send + Sync + std::fmt::Debug {
     fn sol_usd(&self) -> BoxFuture<'_, Result<f64, PriceError>>;
+
+    fn sol_usd_at(&self, slot: u64, at: DateTime<Utc>) -> BoxFuture<'_, Result<f64, PriceError>>;
 }
 
 /// SOL's price in the simnet pool.
@@ -51,6 +55,20 @@ impl PriceSource for PoolPrice {
                 .ok_or(PriceError::NoPool)?;
             pool::price(reserves.lamports, reserves.usdc_raw, reserves.usdc_decimals)
                 .ok_or(PriceError::EmptyPool)
+        })
+    }
+
+    /// The pool's price after the last pool transaction before `slot` (slots order every
+    /// simnet transaction exactly).
+    fn sol_usd_at(&self, slot: u64, _at: DateTime<Utc>) -> BoxFuture<'_, Result<f64, PriceError>> {
+        Box::pin(async move {
+            let (lamports, usdc_raw, decimals) = self
+                .simnet
+                .pool_reserves_before(slot)
+                .await
+                .map_err(|e| PriceError::Unavailable(e.to_string()))?
+                .ok_or(PriceError::NoPool)?;
+            pool::price(lamports, usdc_raw, decimals).ok_or(PriceError::EmptyPool)
         })
     }
 }
@@ -80,6 +98,17 @@ impl PriceSource for HermesPrice {
         Box::pin(async move {
             self.hermes
                 .usd_price("SOL", self.clock.now())
+                .await
+                .map(|price| price.price)
+                .map_err(|error| PriceError::Unavailable(error.to_string()))
+        })
+    }
+
+    /// Pyth's price published at the transaction's block time.
+    fn sol_usd_at(&self, _slot: u64, at: DateTime<Utc>) -> BoxFuture<'_, Result<f64, PriceError>> {
+        Box::pin(async move {
+            self.hermes
+                .usd_price_at("SOL", at)
                 .await
                 .map(|price| price.price)
                 .map_err(|error| PriceError::Unavailable(error.to_string()))

@@ -143,13 +143,19 @@ async fn observe(
                 stable_raw,
             } = flows::classify(&tx, wallet, state.chain.stablecoin_mint(), swap_programs)
             {
+                let occurred_at = info.block_time.map_or(0, |t| t.saturating_mul(1000));
+                let price = if lamports == 0 {
+                    sol_price
+                } else {
+                    price_of_its_time(state, info.slot, occurred_at, sol_price).await
+                };
                 found.push(Flow {
                     signature: info.signature.clone(),
                     slot: i64::try_from(info.slot).unwrap_or(i64::MAX),
-                    occurred_at: info.block_time.map_or(0, |t| t.saturating_mul(1000)),
+                    occurred_at,
                     lamports,
                     stable_raw,
-                    value_usd: flows::value_usd(lamports, stable_raw, sol_price),
+                    value_usd: flows::value_usd(lamports, stable_raw, price),
                 });
             }
         }
@@ -160,6 +166,25 @@ async fn observe(
         });
     }
     bail!("transactions kept landing while the wallet was read")
+}
+
+/// SOL's price when the flow at `slot` (block time `occurred_at`, ms) happened: the simnet
+/// pool's price after the pool's last transaction before it, or Pyth's price published then.
+/// Falls back to the round's price when the source has none (no pool trade yet, or a price
+/// service that cannot answer for that moment), which is logged.
+async fn price_of_its_time(state: &AppState, slot: u64, occurred_at: i64, round_price: f64) -> f64 {
+    match state
+        .chain
+        .price_source()
+        .sol_usd_at(slot, crate::clock::from_millis(occurred_at))
+        .await
+    {
+        Ok(price) => price,
+        Err(error) => {
+            tracing::debug!(slot, %error, "no price for the flow's time; valued at the round's price");
+            round_price
+        }
+    }
 }
 
 /// Why a wallet is off the board under the `disqualify` policy.

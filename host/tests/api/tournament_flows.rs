@@ -140,6 +140,29 @@ async fn a_deposit_and_a_withdrawal_between_snapshots_are_flows_counted_once() {
 }
 
 #[tokio::test]
+async fn a_sol_deposit_is_valued_at_the_price_of_its_time_not_the_snapshots() {
+    let app = TestApp::spawn().await;
+    let wallet = live_with_wallet(&app, "trn_when").await;
+    let w = wallet.pubkey().to_string();
+    app.advance(Duration::minutes(5));
+    let then = app.state.chain.price_source().sol_usd().await.unwrap();
+    app.airdrop(&w, 2_000_000_000, 0).await;
+    // SOL's price then moves a lot before the next snapshot.
+    app.pump_sol(30_000 * USDC).await;
+    let now = app.state.chain.price_source().sol_usd().await.unwrap();
+    assert!(now > then * 1.2, "the pump moved the price: {then} → {now}");
+    snapshot(&app).await;
+    let row = entry(&board(&app, "trn_when").await, &w).clone();
+    let net = row["netFlows"].as_f64().unwrap();
+    assert!(
+        (net - 2.0 * then).abs() < 1e-6,
+        "2 SOL at {then} = {}, not at {now} = {}: {row}",
+        2.0 * then,
+        2.0 * now
+    );
+}
+
+#[tokio::test]
 async fn a_swap_between_snapshots_is_a_trade() {
     let app = TestApp::spawn().await;
     let wallet = live_with_wallet(&app, "trn_swap").await;

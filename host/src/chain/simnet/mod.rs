@@ -291,6 +291,34 @@ impl Simnet {
         }
     }
 
+    /// The pool's reserves as the last pool transaction before `slot` left them (`None` when no
+    /// pool transaction had landed yet): what a flow at `slot` is valued against, so a deposit
+    /// is worth what SOL was worth when it arrived, not at the next snapshot.
+    pub async fn pool_reserves_before(
+        &self,
+        slot: u64,
+    ) -> Result<Option<(u64, u64, u8)>, SimnetError> {
+        let a = crate::chain::pool::PoolAddresses::sol_usdc();
+        let slot = i64::try_from(slot).unwrap_or(i64::MAX);
+        let mut conn = self.store.read().acquire().await?;
+        let last: Option<(String,)> = sqlx::query_as(
+            "SELECT t.rendered FROM simnet_address_signatures s
+             JOIN simnet_transactions t ON t.signature = s.signature
+             WHERE s.address = $1 AND s.slot < $2 AND t.err IS NULL
+             ORDER BY s.slot DESC LIMIT 1",
+        )
+        .bind(a.usdc_vault.to_string())
+        .bind(slot)
+        .fetch_optional(&mut *conn)
+        .await?;
+        let Some((rendered,)) = last else {
+            return Ok(None);
+        };
+        let tx: Value = serde_json::from_str(&rendered)
+            .map_err(|e| SimnetError::params(format!("stored transaction is unreadable: {e}")))?;
+        Ok(render::post_reserves(&tx, &a.sol_vault, &a.usdc_vault))
+    }
+
     pub async fn token_accounts(
         &self,
         owner: &Pubkey,

@@ -205,6 +205,35 @@ fn instruction(message: &Message, ix: &CompiledInstruction, output: Option<u64>)
     })
 }
 
+/// The SOL vault's lamports and the stablecoin vault's raw amount and decimals after a rendered
+/// transaction that touched both (the pool's reserves then).
+pub fn post_reserves(
+    tx: &Value,
+    sol_vault: &Pubkey,
+    usdc_vault: &Pubkey,
+) -> Option<(u64, u64, u8)> {
+    let keys = tx["transaction"]["message"]["accountKeys"].as_array()?;
+    let index_of = |wanted: &Pubkey| {
+        let wanted = wanted.to_string();
+        keys.iter().position(|key| {
+            key.get("pubkey")
+                .and_then(Value::as_str)
+                .or_else(|| key.as_str())
+                == Some(wanted.as_str())
+        })
+    };
+    let sol_index = index_of(sol_vault)?;
+    let usdc_index = index_of(usdc_vault)?;
+    let lamports = tx["meta"]["postBalances"][sol_index].as_u64()?;
+    let usdc = tx["meta"]["postTokenBalances"]
+        .as_array()?
+        .iter()
+        .find(|balance| balance["accountIndex"].as_u64() == Some(usdc_index as u64))?;
+    let amount = usdc["uiTokenAmount"]["amount"].as_str()?.parse().ok()?;
+    let decimals = u8::try_from(usdc["uiTokenAmount"]["decimals"].as_u64()?).ok()?;
+    Some((lamports, amount, decimals))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

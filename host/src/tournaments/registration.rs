@@ -220,8 +220,13 @@ pub async fn register(
     if tournament.status_at(state.now()) == Status::Live {
         // Joining a live tournament: the baseline is taken now. If the chain cannot be read,
         // the next scheduled snapshot sets it.
-        if let Err(error) =
-            super::tracking::snapshot_wallets(state, &tournament.id, wallets.clone()).await
+        if let Err(error) = super::tracking::snapshot_wallets(
+            state,
+            &tournament.id,
+            wallets.clone(),
+            super::tracking::Scope::Joining,
+        )
+        .await
         {
             tracing::warn!(tournament_id, error = %format!("{error:#}"), "baseline at registration deferred");
         }

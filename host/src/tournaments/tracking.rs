@@ -197,6 +197,16 @@ fn disqualification(flow: &Flow) -> String {
     )
 }
 
+/// Which wallets a round covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every registered wallet: the board's `latestSnapshotAt` moves (and `stale` clears).
+    WholeBoard,
+    /// Only wallets joining a live tournament: their baselines, not a fresh board (unless they
+    /// are every registered wallet).
+    Joining,
+}
+
 /// Value `wallets` of a tournament and record the snapshot with the flows seen since the last
 /// one. A wallet without a baseline gets this value as its baseline. Returns how many wallets
 /// were valued. Fails, writing nothing (so the board stays `stale`), when SOL cannot be priced
@@ -205,6 +215,7 @@ pub async fn snapshot_wallets(
     state: &AppState,
     tournament_id: &str,
     wallets: Vec<String>,
+    scope: Scope,
 ) -> anyhow::Result<usize> {
     let taken_at = to_millis(state.now());
     let (policy,): (String,) =
@@ -220,6 +231,7 @@ pub async fn snapshot_wallets(
     .bind(tournament_id)
     .fetch_all(state.store.read())
     .await?;
+    let registered = rows.len();
     let tracked: HashMap<String, Tracked> = rows
         .into_iter()
         .filter(|(wallet, ..)| wanted.contains(wallet.as_str()))
@@ -283,11 +295,15 @@ pub async fn snapshot_wallets(
             bail!("no registered wallet could be valued");
         }
     }
-    sqlx::query("UPDATE tournaments SET last_snapshot_at = $1 WHERE id = $2")
-        .bind(taken_at)
-        .bind(tournament_id)
-        .execute(&mut *tx)
-        .await?;
+    // Joining wallets refresh the board only when they are the whole board: otherwise the
+    // others were not valued, and a stale board must stay stale.
+    if scope == Scope::WholeBoard || valued == registered {
+        sqlx::query("UPDATE tournaments SET last_snapshot_at = $1 WHERE id = $2")
+            .bind(taken_at)
+            .bind(tournament_id)
+            .execute(&mut *tx)
+            .await?;
+    }
     tx.commit().await?;
     state.events.publish(Event::LeaderboardChanged {
         tournament_id: tournament_id.to_owned(),
@@ -379,6 +395,7 @@ pub async fn snapshot_tournament(state: &AppState, tournament_id: &str) -> anyho
         state,
         tournament_id,
         wallets.into_iter().map(|(w,)| w).collect(),
+        Scope::WholeBoard,
     )
     .await
 }

@@ -163,6 +163,24 @@ async fn a_sol_deposit_is_valued_at_the_price_of_its_time_not_the_snapshots() {
 }
 
 #[tokio::test]
+async fn a_wallet_joining_a_stale_board_does_not_make_it_fresh() {
+    let app = TestApp::spawn().await;
+    live_with_wallet(&app, "trn_stale_join").await;
+    app.advance(Duration::hours(3));
+    assert_eq!(board(&app, "trn_stale_join").await["stale"], true);
+    // The newcomer's baseline is taken at once, but the others were not valued.
+    register(
+        &app,
+        "trn_stale_join",
+        &Keypair::generate().pubkey().to_string(),
+    )
+    .await;
+    assert_eq!(board(&app, "trn_stale_join").await["stale"], true);
+    snapshot(&app).await;
+    assert_eq!(board(&app, "trn_stale_join").await["stale"], false);
+}
+
+#[tokio::test]
 async fn a_swap_between_snapshots_is_a_trade() {
     let app = TestApp::spawn().await;
     let wallet = live_with_wallet(&app, "trn_swap").await;

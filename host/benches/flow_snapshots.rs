@@ -56,6 +56,7 @@ fn main() {
             series: None,
             registration_deadline: None,
             invite_code_hash: None,
+            min_participants: 0,
         };
         let mut tx = state.store.begin().await.expect("tx");
         queries::insert(&mut tx, &new, now).await.expect("tournament");

@@ -107,6 +107,7 @@ async fn seed(state: &crucible::state::AppState, wallets: usize) {
         series: None,
         registration_deadline: None,
         invite_code_hash: None,
+        min_participants: 0,
     };
     let mut tx = state.store.begin().await.expect("tx");
     queries::insert(&mut tx, &new, now)

@@ -262,7 +262,8 @@ async fn account_tournaments(
 #[serde(rename_all = "camelCase")]
 pub struct AccountPayout {
     payout_id: String,
-    /// `tournament` or `dungeon`.
+    /// `tournament` or `dungeon` (a prize), or `refund` (an entry of a cancelled tournament paid
+    /// back; `sourceId` is the tournament).
     source_kind: String,
     source_id: String,
     wallet: String,
@@ -284,7 +285,7 @@ pub struct AccountPayouts {
     payouts: Vec<AccountPayout>,
 }
 
-/// Prizes owed to or paid to the account, newest first.
+/// Prizes and refunds owed to or paid to the account, newest first.
 #[utoipa::path(get, path = "/api/account/payouts", tag = "account",
     responses((status = 200, body = AccountPayouts), (status = 401), (status = 403)))]
 async fn account_payouts(

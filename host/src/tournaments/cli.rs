@@ -44,6 +44,10 @@ pub struct CreateArgs {
     /// RFC 3339; registration answers 410 from then on (default: open until the end).
     #[arg(long)]
     registration_deadline: Option<DateTime<Utc>>,
+    /// A paid tournament with fewer registered wallets at its start is cancelled and every
+    /// entry refunded; 0 turns that off.
+    #[arg(long, default_value_t = 2)]
+    min_participants: i64,
     /// `private`: listed nowhere, and shown or registrable only with the invite code this
     /// command prints (once: only its hash is kept).
     #[arg(long, default_value = "public", value_parser = ["public", "private"])]
@@ -114,6 +118,7 @@ pub async fn run(command: TournamentCommand) -> anyhow::Result<()> {
                 series: None,
                 registration_deadline: args.registration_deadline,
                 invite_code_hash: invite.as_ref().map(|(_, hash)| hash.clone()),
+                min_participants: args.min_participants,
             };
             new.validate().map_err(|why| anyhow::anyhow!(why))?;
             let mut tx = state.store.begin().await?;

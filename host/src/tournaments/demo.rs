@@ -39,6 +39,7 @@ pub async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
             series: None,
             registration_deadline: None,
             invite_code_hash: None,
+            min_participants: 2,
         },
         NewTournament {
             id: new_id("trn"),
@@ -60,6 +61,7 @@ pub async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
             series: None,
             registration_deadline: None,
             invite_code_hash: None,
+            min_participants: 2,
         },
     ];
     let mut tx = state.store.begin().await?;

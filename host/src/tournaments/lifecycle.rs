@@ -10,8 +10,22 @@ use crate::state::AppState;
 pub const START_JOB: &str = "tournament.start";
 pub const END_JOB: &str = "tournament.end";
 
-/// The window opened: `upcoming → live`.
+/// The window opened: `upcoming → live` — or, for a paid tournament with fewer registered wallets
+/// than its minimum, `upcoming → cancelled` with every entry refunded.
 pub async fn start(state: &AppState, tournament_id: &str) -> anyhow::Result<()> {
+    if let Some(tournament) = super::queries::get(&state.store, tournament_id).await?
+        && tournament.status == "upcoming"
+        && tournament.entry_fee_raw > 0
+        && tournament.current_participants < tournament.min_participants
+    {
+        let why = format!(
+            "only {} of the {} participants needed had registered at the start",
+            tournament.current_participants, tournament.min_participants
+        );
+        if cancel_with_reason(state, tournament_id, &why).await? {
+            return Ok(());
+        }
+    }
     let moved =
         sqlx::query("UPDATE tournaments SET status = 'live' WHERE id = $1 AND status = 'upcoming'")
             .bind(tournament_id)
@@ -69,15 +83,41 @@ pub async fn end(state: &AppState, tournament_id: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Cancel a tournament that has not ended. Returns false when it had already ended or was unknown.
+/// Cancel a tournament that has not ended, by its host, refunding every paid entry. Returns
+/// false when it had already ended or was unknown.
 pub async fn cancel(state: &AppState, tournament_id: &str) -> anyhow::Result<bool> {
+    cancel_with_reason(state, tournament_id, "cancelled by its host").await
+}
+
+/// Cancel and record the refunds in one transaction: a cancelled tournament always has its
+/// refunds on the way, and a cancellation that failed part-way left nothing behind.
+async fn cancel_with_reason(
+    state: &AppState,
+    tournament_id: &str,
+    reason: &str,
+) -> anyhow::Result<bool> {
+    let now = state.now();
+    let mut tx = state.store.begin().await?;
     let moved = sqlx::query(
-        "UPDATE tournaments SET status = 'cancelled', cancelled_at = $1
-         WHERE id = $2 AND status IN ('upcoming', 'live') AND end_date > $1",
+        "UPDATE tournaments SET status = 'cancelled', cancelled_at = $1, cancellation_reason = $2
+         WHERE id = $3 AND status IN ('upcoming', 'live') AND end_date > $1",
     )
-    .bind(to_millis(state.now()))
+    .bind(to_millis(now))
+    .bind(reason)
     .bind(tournament_id)
-    .execute(state.store.write())
+    .execute(&mut *tx)
     .await?;
-    Ok(moved.rows_affected() == 1)
+    if moved.rows_affected() != 1 {
+        return Ok(false);
+    }
+    let refunds =
+        super::refunds::record(&mut tx, tournament_id, state.chain.stablecoin_mint(), now)
+            .await
+            .context("recording the refunds")?;
+    tx.commit().await?;
+    tracing::info!(tournament_id, reason, refunds, "tournament cancelled");
+    state.events.publish(crate::events::Event::TournamentEnded {
+        tournament_id: tournament_id.to_owned(),
+    });
+    Ok(true)
 }

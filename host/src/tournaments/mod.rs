@@ -14,6 +14,7 @@ pub mod payouts;
 pub mod performance;
 pub mod privacy;
 pub mod queries;
+pub mod refunds;
 pub mod registration;
 mod routes;
 pub mod rules;

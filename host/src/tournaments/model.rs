@@ -81,12 +81,16 @@ pub struct Tournament {
     pub evaluation_metric: String,
     /// SHA-256 of a private tournament's invite code; never shown.
     pub invite_code_hash: Option<String>,
+    /// Fewer registered wallets at the start cancel and refund a paid tournament (0: off).
+    pub min_participants: i64,
+    pub cancellation_reason: Option<String>,
 }
 
 /// Columns of [`Tournament`], for `SELECT`s.
 pub const COLUMNS: &str = "id, name, description, type, visibility, status, entry_fee_raw, max_participants, \
      current_participants, escrow_wallet, payout_split, rake_bps, is_paper_trading, start_date, end_date, \
-     registration_deadline, last_snapshot_at, created_at, transfer_policy, evaluation_metric, invite_code_hash";
+     registration_deadline, last_snapshot_at, created_at, transfer_policy, evaluation_metric, invite_code_hash, \
+     min_participants, cancellation_reason";
 
 impl Tournament {
     /// The status at `now`: the stored one, moved along by the clock if the scheduler has not yet
@@ -151,6 +155,8 @@ impl Tournament {
             created_at: at(self.created_at),
             transfer_policy: self.transfer_policy(),
             evaluation_metric: self.evaluation_metric(),
+            min_participants: self.min_participants,
+            cancellation_reason: self.cancellation_reason.clone(),
             registration_memo: MemoRule {
                 format: format!("reg:{}:<h>", self.id),
                 hash: "h = first 16 hex characters of SHA-256 over the registered wallets, de-duplicated, \
@@ -202,6 +208,11 @@ pub struct TournamentView {
     pub transfer_policy: TransferPolicy,
     /// What the board ranks by: `pnl_percent`, `sharpe`, `sortino` or `calmar`.
     pub evaluation_metric: EvaluationMetric,
+    /// A paid tournament with fewer registered wallets at its start is cancelled and every entry
+    /// refunded; 0 when the rule is off.
+    pub min_participants: i64,
+    /// Why a cancelled tournament was cancelled; its paid entries are refunded.
+    pub cancellation_reason: Option<String>,
     /// How to build the memo a paid registration's transaction must carry.
     pub registration_memo: MemoRule,
 }
@@ -249,6 +260,8 @@ mod tests {
             transfer_policy: "adjust".into(),
             evaluation_metric: "pnl_percent".into(),
             invite_code_hash: None,
+            min_participants: 0,
+            cancellation_reason: None,
         }
     }
 

@@ -32,6 +32,9 @@ pub struct NewTournament {
     pub registration_deadline: Option<DateTime<Utc>>,
     /// SHA-256 of a private tournament's invite code (see `privacy`).
     pub invite_code_hash: Option<String>,
+    /// A paid tournament with fewer registered wallets at its start is cancelled and refunded;
+    /// 0 turns that off.
+    pub min_participants: i64,
 }
 
 impl NewTournament {
@@ -76,6 +79,9 @@ impl NewTournament {
         {
             return Err("the registration deadline must not come after the end".into());
         }
+        if !(0..=self.max_participants).contains(&self.min_participants) {
+            return Err("the minimum participants must be 0 (off) to the maximum".into());
+        }
         if self.visibility == "private" && self.invite_code_hash.is_none() {
             return Err("a private tournament needs an invite code".into());
         }
@@ -94,8 +100,8 @@ pub async fn insert(
         "INSERT INTO tournaments (id, name, description, type, visibility, status, entry_fee_raw, max_participants,
                                   escrow_wallet, payout_split, rake_bps, series, is_paper_trading, start_date, end_date,
                                   created_at, transfer_policy, evaluation_metric, registration_deadline,
-                                  invite_code_hash)
-         VALUES ($1, $2, $3, $4, $5, 'upcoming', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+                                  invite_code_hash, min_participants)
+         VALUES ($1, $2, $3, $4, $5, 'upcoming', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(&new.id)
@@ -117,6 +123,7 @@ pub async fn insert(
     .bind(new.evaluation_metric.as_str())
     .bind(new.registration_deadline.map(to_millis))
     .bind(new.invite_code_hash.as_deref())
+    .bind(new.min_participants)
     .execute(&mut *conn)
     .await?;
     if inserted.rows_affected() == 0 {

@@ -116,6 +116,7 @@ pub async fn ensure(state: &AppState) -> anyhow::Result<usize> {
                 series: Some(spec.key.clone()),
                 registration_deadline: None,
                 invite_code_hash: None,
+                min_participants: 2,
             };
             new.validate()
                 .map_err(|why| anyhow::anyhow!("series `{}`: {why}", spec.key))?;

@@ -151,6 +151,7 @@ async fn shutdown_closes_open_streams_and_returns() {
             series: None,
             registration_deadline: None,
             invite_code_hash: None,
+            min_participants: 0,
         },
         Utc::now(),
     )

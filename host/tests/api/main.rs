@@ -38,6 +38,7 @@ mod payouts;
 mod platform;
 mod prices;
 mod readme_examples;
+mod refunds;
 mod registration;
 mod retention;
 mod sandbox_guests;

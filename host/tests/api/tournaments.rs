@@ -27,6 +27,7 @@ fn tournament(id: &str, start: DateTime<Utc>, hours: i64) -> NewTournament {
         series: None,
         registration_deadline: None,
         invite_code_hash: None,
+        min_participants: 0,
     }
 }
 
@@ -88,6 +89,7 @@ async fn the_list_filters_sorts_and_pages() {
     app.advance(Duration::seconds(1));
     let mut private = tournament("trn_private", app.state.now() + Duration::hours(1), 5);
     private.visibility = "private".into();
+    private.invite_code_hash = Some(crucible::tournaments::privacy::new_invite_code().1);
     create(&app, private).await;
     app.advance(Duration::seconds(1));
     let mut weekly = tournament("trn_week", app.state.now() + Duration::hours(3), 5);
@@ -117,7 +119,8 @@ async fn the_list_filters_sorts_and_pages() {
     );
     assert_eq!(ids(&by("status=ended").await.body), ["trn_old"]);
     assert_eq!(ids(&by("status=upcoming").await.body), ["trn_week"]);
-    assert_eq!(ids(&by("visibility=private").await.body), ["trn_private"]);
+    // Private tournaments are listed nowhere (docs/tournaments.md, "Who may enter").
+    assert!(ids(&by("visibility=private").await.body).is_empty());
     assert_eq!(ids(&by("type=weekly_pnl").await.body), ["trn_week"]);
     assert_eq!(ids(&by("search=showDOWN").await.body), ["trn_week"]);
     assert_eq!(

@@ -57,8 +57,11 @@ impl TryFrom<String> for PayoutStatus {
 /// What a payout pays for, which decides the wallet it is paid from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SourceKind {
+    /// A prize; `source_id` is the tournament.
     Tournament,
     Dungeon,
+    /// An entry paid back after a cancellation; `source_id` is the tournament.
+    Refund,
 }
 
 impl TryFrom<String> for SourceKind {
@@ -68,6 +71,7 @@ impl TryFrom<String> for SourceKind {
         match stored.as_str() {
             "tournament" => Ok(SourceKind::Tournament),
             "dungeon" => Ok(SourceKind::Dungeon),
+            "refund" => Ok(SourceKind::Refund),
             _ => Err(UnknownValue(stored)),
         }
     }
@@ -331,7 +335,12 @@ async fn sign_new(lease: &Lease<'_>, payout: &Payout) -> anyhow::Result<SignedTr
             &to,
             &payout.mint,
             amount,
-            &format!("payout:{}", lease.payout_id),
+            &match payout.source_kind {
+                SourceKind::Refund => format!("refund:{}", lease.payout_id),
+                SourceKind::Tournament | SourceKind::Dungeon => {
+                    format!("payout:{}", lease.payout_id)
+                }
+            },
         )
         .await
         .context("signing the payout")?;
@@ -353,12 +362,13 @@ async fn sign_new(lease: &Lease<'_>, payout: &Payout) -> anyhow::Result<SignedTr
     Ok(signed)
 }
 
-/// The key that pays: tournament prizes come from the escrow recorded with the tournament (the
-/// one that took its fees), dungeon prizes from the dungeon wallet. Never any other wallet.
+/// The key that pays: tournament prizes and refunds come from the escrow recorded with the
+/// tournament (the one that took its fees), dungeon prizes from the dungeon wallet. Never any
+/// other wallet.
 async fn source_key<'s>(state: &'s AppState, payout: &Payout) -> anyhow::Result<&'s Keypair> {
     let (wallet, role) = match payout.source_kind {
         SourceKind::Dungeon => (state.chain.dungeon(), "dungeon wallet"),
-        SourceKind::Tournament => {
+        SourceKind::Tournament | SourceKind::Refund => {
             let (recorded,): (String,) =
                 sqlx::query_as("SELECT escrow_wallet FROM tournaments WHERE id = $1")
                     .bind(&payout.source_id)

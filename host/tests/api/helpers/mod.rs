@@ -295,6 +295,7 @@ impl TestApp {
             series: None,
             registration_deadline: None,
             invite_code_hash: None,
+            min_participants: 0,
         }
     }
 

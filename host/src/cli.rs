@@ -31,6 +31,9 @@ pub enum Command {
     Tournament(crate::tournaments::cli::TournamentCommand),
     /// Solana wallets: create a keypair, fund it on simnet, pay an entry fee.
     Wallet(crate::chain::wallet_cli::WalletArgs),
+    /// Grant or revoke the admin role (on the same database as the server).
+    #[command(subcommand)]
+    Admin(crate::admin::cli::AdminCommand),
 }
 
 /// Parse the command line, run the chosen command and turn its outcome into an exit code.
@@ -43,6 +46,7 @@ pub async fn run() -> ExitCode {
         Command::Strategy(args) => crate::strategy_cli::run(args),
         Command::Tournament(command) => crate::tournaments::cli::run(command).await,
         Command::Wallet(args) => crate::chain::wallet_cli::run(args).await,
+        Command::Admin(command) => crate::admin::cli::run(command).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,8 +4,10 @@
 //! One module per concern; each owns its routes, its service functions and its queries.
 
 pub mod account;
+pub mod admin;
 pub mod agents;
 pub mod api_keys;
+pub mod audit;
 pub mod auth;
 pub mod chain;
 pub mod cli;

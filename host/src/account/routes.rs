@@ -23,6 +23,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(link_wallet))
         .routes(routes!(account_tournaments))
         .routes(routes!(account_payouts))
+        .routes(routes!(account_audit))
 }
 
 /// The caller's account, including `allChainWallets`.
@@ -347,4 +348,30 @@ async fn account_payouts(
         )
         .collect();
     Ok(axum::Json(AccountPayouts { payouts }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccountAudit {
+    /// The account's key events (`key.create`, `key.revoke`), newest first.
+    entries: Vec<crate::audit::AuditView>,
+}
+
+/// The account's own key events from the audit log: every key minted or revoked, when and by
+/// whom (the last 200).
+#[utoipa::path(get, path = "/api/account/audit", tag = "account",
+    responses((status = 200, body = AccountAudit), (status = 401), (status = 403)))]
+async fn account_audit(
+    _limit: IpLimit<AccountPolicy>,
+    State(state): State<AppState>,
+    auth: AccountAuth<Read>,
+) -> Result<axum::Json<AccountAudit>, ApiError> {
+    let filter = crate::audit::Filter {
+        action_prefix: Some("key.".into()),
+        account_id: Some(auth.account_id().to_owned()),
+        limit: 200,
+        ..crate::audit::Filter::default()
+    };
+    Ok(axum::Json(AccountAudit {
+        entries: crate::audit::list(&state.store, &filter).await?,
+    }))
 }

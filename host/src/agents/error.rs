@@ -33,6 +33,9 @@ pub enum AgentError {
     /// An upload that would take the account over its strategy quota.
     #[error("{0}")]
     QuotaExceeded(String),
+    /// The component was banned by the service's admins.
+    #[error("{0}")]
+    Banned(String),
     /// The node could not take the work in time (compile workers busy); try again later.
     #[error("{0}")]
     Busy(String),

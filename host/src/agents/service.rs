@@ -145,6 +145,13 @@ pub async fn start(
     agent_id: &str,
 ) -> Result<Agent, AgentError> {
     let agent = owned(state, account_id, agent_id).await?;
+    if let Some(component) = agent.strategy_component.as_deref()
+        && let Some(reason) = crate::admin::service::ban_of(&state.store, component).await?
+    {
+        return Err(AgentError::Banned(format!(
+            "this agent's strategy component was banned by the service's admins: {reason}"
+        )));
+    }
     match agent.status() {
         AgentStatus::Active => return Ok(agent),
         AgentStatus::Unfunded => funding::require_reserve(state, &agent).await?,

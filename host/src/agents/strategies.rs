@@ -63,6 +63,11 @@ pub async fn upload(
     let (id, bytes) = tokio::task::spawn_blocking(move || (sha256_hex(&bytes), bytes))
         .await
         .map_err(AgentError::internal)?;
+    if let Some(reason) = crate::admin::service::ban_of(&state.store, &id).await? {
+        return Err(AgentError::Banned(format!(
+            "this component ({id}) was banned by the service's admins: {reason}"
+        )));
+    }
     check_quota(state, account_id, &id, bytes.len()).await?;
     let now = to_millis(state.now());
     let dry_run = DryRun::at(state, now)?;

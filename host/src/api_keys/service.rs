@@ -5,6 +5,7 @@ use chrono::Duration;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::audit::{self, Actor, Entry};
 use crate::auth::keys::{self, KeyFamily};
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::crypto::{new_id, random_base58};
@@ -115,6 +116,22 @@ pub async fn create(
     .bind(expires_at.map(to_millis))
     .execute(&mut *tx)
     .await?;
+    let actor = Actor::Account(account_id.to_owned());
+    audit::record(
+        &mut tx,
+        Entry::new(&actor, "key.create", "key", &key_id)
+            .account(account_id)
+            .change(
+                serde_json::Value::Null,
+                serde_json::json!({
+                    "name": request.name, "family": request.family.as_str(), "keyPrefix": minted.prefix,
+                    "scopes": request.scopes, "expiresAt": expires_at.map(rfc3339),
+                    "webhookUrl": request.webhook_url,
+                }),
+            ),
+        now,
+    )
+    .await?;
     tx.commit().await?;
     tracing::info!(
         account_id,
@@ -200,16 +217,32 @@ pub async fn revoke(
     family: KeyFamily,
     key_id: &str,
 ) -> Result<KeyView, ApiError> {
-    let now = to_millis(state.now());
-    sqlx::query(
+    let now = state.now();
+    let mut tx = state.store.begin().await?;
+    let revoked = sqlx::query(
         "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3 AND family = $4 AND revoked_at IS NULL",
     )
-    .bind(now)
+    .bind(to_millis(now))
     .bind(key_id)
     .bind(account_id)
     .bind(family.as_str())
-    .execute(state.store.write())
+    .execute(&mut *tx)
     .await?;
+    if revoked.rows_affected() == 1 {
+        let actor = Actor::Account(account_id.to_owned());
+        audit::record(
+            &mut tx,
+            Entry::new(&actor, "key.revoke", "key", key_id)
+                .account(account_id)
+                .change(
+                    serde_json::json!({"revoked": false}),
+                    serde_json::json!({"revoked": true}),
+                ),
+            now,
+        )
+        .await?;
+    }
+    tx.commit().await?;
     let row: Option<KeyRow> = sqlx::query_as(
         "SELECT id, name, key_prefix, scopes, created_at, expires_at, last_used_at, revoked_at, webhook_url
          FROM api_keys WHERE id = $1 AND account_id = $2 AND family = $3",

@@ -108,16 +108,28 @@ pub async fn verify(
         Option<i64>,
         Option<i64>,
         Option<i64>,
+        Option<i64>,
     );
     let row: Option<Row> = sqlx::query_as(
-        "SELECT id, account_id, key_hash, scopes, expires_at, revoked_at, last_used_at
-         FROM api_keys WHERE key_hash = $1 AND family = $2",
+        "SELECT k.id, k.account_id, k.key_hash, k.scopes, k.expires_at, k.revoked_at, k.last_used_at,
+                a.suspended_at
+         FROM api_keys k JOIN accounts a ON a.id = k.account_id
+         WHERE k.key_hash = $1 AND k.family = $2",
     )
     .bind(&hash)
     .bind(family.as_str())
     .fetch_optional(state.store.read())
     .await?;
-    let Some((key_id, account_id, stored_hash, scopes, expires_at, revoked_at, last_used_at)) = row
+    let Some((
+        key_id,
+        account_id,
+        stored_hash,
+        scopes,
+        expires_at,
+        revoked_at,
+        last_used_at,
+        suspended_at,
+    )) = row
     else {
         return Err(ApiError::Unauthorized("unknown API key".into()));
     };
@@ -130,6 +142,11 @@ pub async fn verify(
     }
     if expires_at.is_some_and(|at| at <= to_millis(now)) {
         return Err(ApiError::Unauthorized("this API key has expired".into()));
+    }
+    if suspended_at.is_some() {
+        return Err(ApiError::Forbidden(
+            "this key's account is suspended; contact the service's operators".into(),
+        ));
     }
     touch_last_used(state, &key_id, last_used_at, now);
     Ok(VerifiedKey {

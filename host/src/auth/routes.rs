@@ -129,6 +129,7 @@ async fn login(
     let Some(account_id) = account_id.filter(|_| matches) else {
         return Err(ApiError::Unauthorized("wrong e-mail or password".into()));
     };
+    ensure_not_suspended(&state, &account_id).await?;
     let mut conn = state.store.write().acquire().await?;
     let new_session = session::create(&mut conn, &account_id, state.now()).await?;
     drop(conn);
@@ -211,6 +212,9 @@ async fn wallet_sign_in(
     }
     wallet_proof::verify_and_consume(&state, &wallet, &body.nonce, &body.signature).await?;
 
+    if let Some(account_id) = &existing {
+        ensure_not_suspended(&state, account_id).await?;
+    }
     let now = state.now();
     let mut tx = state.store.begin().await?;
     let (account_id, status) = match existing {
@@ -223,6 +227,22 @@ async fn wallet_sign_in(
     let new_session = session::create(&mut tx, &account_id, now).await?;
     tx.commit().await?;
     signed_in(&state, status, &account_id, &new_session.token).await
+}
+
+/// A suspended account cannot sign in (403, with the reason), until an admin lifts it.
+async fn ensure_not_suspended(state: &AppState, account_id: &str) -> Result<(), ApiError> {
+    let (suspended_at, reason): (Option<i64>, Option<String>) =
+        sqlx::query_as("SELECT suspended_at, suspension_reason FROM accounts WHERE id = $1")
+            .bind(account_id)
+            .fetch_one(state.store.read())
+            .await?;
+    match suspended_at {
+        Some(_) => Err(ApiError::Forbidden(format!(
+            "this account is suspended ({}); contact the service's operators",
+            reason.unwrap_or_default()
+        ))),
+        None => Ok(()),
+    }
 }
 
 async fn create_wallet_account(

@@ -48,7 +48,10 @@ pub async fn resolve(state: &AppState, token: &str) -> sqlx::Result<Option<Strin
     let now = state.now();
     let token_hash = sha256_hex(token);
     let row: Option<(String, i64)> = sqlx::query_as(
-        "SELECT account_id, last_seen_at FROM sessions WHERE token_hash = $1 AND expires_at > $2",
+        // A suspended account's sessions end with the suspension (they are also deleted then);
+        // the join makes that hold even for a session created in the same instant.
+        "SELECT s.account_id, s.last_seen_at FROM sessions s JOIN accounts a ON a.id = s.account_id
+         WHERE s.token_hash = $1 AND s.expires_at > $2 AND a.suspended_at IS NULL",
     )
     .bind(&token_hash)
     .bind(to_millis(now))

@@ -34,6 +34,7 @@ const MAX_BODY_BYTES: usize = 1024 * 1024;
         (name = "account", description = "The signed-in account (session or account API key)"),
         (name = "api-keys", description = "Account API keys (session only)"),
         (name = "tournaments", description = "Trading tournaments: list, detail, registration"),
+        (name = "admin", description = "Host operations for admins (session only; 403 for anyone else)"),
     )
 )]
 struct ApiDoc;
@@ -46,6 +47,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::account::router())
         .merge(crate::api_keys::router())
         .merge(crate::tournaments::router())
+        .merge(crate::admin::router())
         .split_for_parts()
 }
 

@@ -78,6 +78,8 @@ struct Version {
     /// For an ended tournament: how many rows have a final rank and a prize, since freezing the
     /// standings and awarding the prizes happen after the status changes.
     finals: (i64, i64),
+    /// Manual disqualifications and reinstatements.
+    standings_revision: i64,
 }
 
 /// A ranked board and the data version it was built from.
@@ -146,6 +148,7 @@ pub async fn ranked(state: &AppState, tournament: &Tournament) -> sqlx::Result<A
         participants: tournament.current_participants,
         status: tournament.status.clone(),
         finals,
+        standings_revision: tournament.standings_revision,
     };
     if let Some(entries) = state.leaderboards.get(&tournament.id, &version) {
         return Ok(entries);

@@ -3,6 +3,9 @@
 //! that spanned an edge; each is a conditional update, so running one twice changes nothing.
 
 use anyhow::Context;
+use serde_json::json;
+
+use crate::audit::{self, Actor, Entry};
 
 use crate::clock::to_millis;
 use crate::state::AppState;
@@ -22,7 +25,7 @@ pub async fn start(state: &AppState, tournament_id: &str) -> anyhow::Result<()> 
             "only {} of the {} participants needed had registered at the start",
             tournament.current_participants, tournament.min_participants
         );
-        if cancel_with_reason(state, tournament_id, &why).await? {
+        if cancel_with_reason(state, tournament_id, &why, &Actor::System).await? {
             return Ok(());
         }
     }
@@ -86,7 +89,7 @@ pub async fn end(state: &AppState, tournament_id: &str) -> anyhow::Result<()> {
 /// Cancel a tournament that has not ended, by its host, refunding every paid entry. Returns
 /// false when it had already ended or was unknown.
 pub async fn cancel(state: &AppState, tournament_id: &str) -> anyhow::Result<bool> {
-    cancel_with_reason(state, tournament_id, "cancelled by its host").await
+    cancel_with_reason(state, tournament_id, "cancelled by its host", &Actor::Host).await
 }
 
 /// Cancel and record the refunds in one transaction: a cancelled tournament always has its
@@ -95,6 +98,7 @@ async fn cancel_with_reason(
     state: &AppState,
     tournament_id: &str,
     reason: &str,
+    actor: &Actor,
 ) -> anyhow::Result<bool> {
     let now = state.now();
     let mut tx = state.store.begin().await?;
@@ -114,6 +118,17 @@ async fn cancel_with_reason(
         super::refunds::record(&mut tx, tournament_id, state.chain.stablecoin_mint(), now)
             .await
             .context("recording the refunds")?;
+    audit::record(
+        &mut tx,
+        Entry::new(actor, "tournament.cancel", "tournament", tournament_id)
+            .change(
+                json!({"status": "upcoming or live"}),
+                json!({"status": "cancelled", "reason": reason}),
+            )
+            .detail(format!("{refunds} refund(s) recorded")),
+        now,
+    )
+    .await?;
     tx.commit().await?;
     tracing::info!(tournament_id, reason, refunds, "tournament cancelled");
     state.events.publish(crate::events::Event::TournamentEnded {

@@ -84,13 +84,15 @@ pub struct Tournament {
     /// Fewer registered wallets at the start cancel and refund a paid tournament (0: off).
     pub min_participants: i64,
     pub cancellation_reason: Option<String>,
+    /// Bumped by each manual (dis)qualification, so cached boards are rebuilt.
+    pub standings_revision: i64,
 }
 
 /// Columns of [`Tournament`], for `SELECT`s.
 pub const COLUMNS: &str = "id, name, description, type, visibility, status, entry_fee_raw, max_participants, \
      current_participants, escrow_wallet, payout_split, rake_bps, is_paper_trading, start_date, end_date, \
      registration_deadline, last_snapshot_at, created_at, transfer_policy, evaluation_metric, invite_code_hash, \
-     min_participants, cancellation_reason";
+     min_participants, cancellation_reason, standings_revision";
 
 impl Tournament {
     /// The status at `now`: the stored one, moved along by the clock if the scheduler has not yet
@@ -262,6 +264,7 @@ mod tests {
             invite_code_hash: None,
             min_participants: 0,
             cancellation_reason: None,
+            standings_revision: 0,
         }
     }
 

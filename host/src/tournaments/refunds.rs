@@ -7,7 +7,10 @@
 use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 
+use serde_json::{Value, json};
+
 use super::payouts::SEND_JOB;
+use crate::audit::{self, Actor, Entry};
 use crate::clock::to_millis;
 use crate::crypto::new_id;
 use crate::scheduler;
@@ -55,6 +58,15 @@ pub async fn record(
         .await?;
         if inserted.rows_affected() == 1 {
             scheduler::enqueue(&mut *conn, SEND_JOB, &refund_id, now, now).await?;
+            let mut entry = Entry::new(&Actor::System, "refund.record", "payout", &refund_id)
+                .change(
+                    Value::Null,
+                    json!({"wallet": payer, "amountRaw": amount.to_string(), "tournamentId": tournament_id}),
+                );
+            if let Some(account_id) = account_id.as_deref() {
+                entry = entry.account(account_id);
+            }
+            audit::record(&mut *conn, entry, now).await?;
             recorded += 1;
         }
     }

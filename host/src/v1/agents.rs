@@ -50,7 +50,9 @@ impl From<AgentError> for V1Error {
             AgentError::InsufficientFunds { .. } => V1Error::InsufficientFunds(error.to_string()),
             AgentError::BalanceUnavailable => V1Error::Unavailable(error.to_string()),
             AgentError::ComponentTooLarge(message) => V1Error::PayloadTooLarge(message),
-            AgentError::QuotaExceeded(message) => V1Error::Forbidden(message),
+            AgentError::QuotaExceeded(message) | AgentError::Banned(message) => {
+                V1Error::Forbidden(message)
+            }
             AgentError::Busy(message) => V1Error::Unavailable(message),
             AgentError::Store(store) => store.into(),
             AgentError::Internal(source) => V1Error::Internal(source),

@@ -12,6 +12,7 @@ mod helpers;
 
 mod abuse;
 mod account;
+mod admin;
 mod agent_entries;
 mod agent_ticks;
 mod api_keys;

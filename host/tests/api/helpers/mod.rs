@@ -619,6 +619,26 @@ impl TestApp {
         agent_id
     }
 
+    /// Upload a strategy component with a v1 key (`?name=` when given).
+    pub async fn upload_strategy(
+        &self,
+        key: &str,
+        name: Option<&str>,
+        bytes: Vec<u8>,
+    ) -> TestResponse {
+        let path = match name {
+            Some(name) => format!("/api/v1/public/strategies?name={name}"),
+            None => "/api/v1/public/strategies".to_owned(),
+        };
+        self.request(
+            "POST",
+            &path,
+            Auth::XApiKey(key),
+            Some(Body::Raw("application/wasm", bytes)),
+        )
+        .await
+    }
+
     /// Run one scheduler pass (jobs, schedules and agent ticks) at the current test time.
     pub async fn run_scheduler(&self) -> crucible::scheduler::Pass {
         crucible::scheduler::Scheduler::new(Vec::new())

@@ -1,0 +1,795 @@
+//! What admins (and the host's command line) do. Each change and its audit entry are written in
+//! one transaction (`docs/admin.md`).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::AdminError;
+use crate::audit::{self, Actor, Entry};
+use crate::clock::{from_millis, rfc3339, to_millis};
+use crate::db::Store;
+use crate::events::Event;
+use crate::state::AppState;
+
+fn at(millis: i64) -> String {
+    rfc3339(from_millis(millis))
+}
+
+fn reason(text: &str) -> Result<String, AdminError> {
+    let text = text.trim();
+    if text.is_empty() || text.chars().count() > 500 {
+        return Err(AdminError::Invalid(
+            "`reason` must be 1 to 500 characters: it is shown to the people it concerns".into(),
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+// ---- the admin role (command line) ----
+
+/// Grant or revoke the admin role of the account with `email`. Returns the account id.
+pub async fn set_admin(
+    store: &Store,
+    email: &str,
+    admin: bool,
+    now: DateTime<Utc>,
+) -> Result<String, AdminError> {
+    let email = crate::domain::Email::parse(email).map_err(AdminError::Invalid)?;
+    let mut tx = store.begin().await?;
+    let found: Option<(String, i64)> =
+        sqlx::query_as("SELECT id, is_admin FROM accounts WHERE email = $1")
+            .bind(email.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some((account_id, was)) = found else {
+        return Err(AdminError::NotFound(format!(
+            "no account with the e-mail {}",
+            email.as_str()
+        )));
+    };
+    sqlx::query("UPDATE accounts SET is_admin = $1 WHERE id = $2")
+        .bind(i64::from(admin))
+        .bind(&account_id)
+        .execute(&mut *tx)
+        .await?;
+    let action = if admin { "admin.grant" } else { "admin.revoke" };
+    audit::record(
+        &mut tx,
+        Entry::new(&Actor::Host, action, "account", &account_id)
+            .account(&account_id)
+            .change(json!({"isAdmin": was != 0}), json!({"isAdmin": admin})),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(account_id)
+}
+
+// ---- accounts ----
+
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountSummary {
+    pub account_id: String,
+    pub email: Option<String>,
+    pub display_name: Option<String>,
+    #[serde(skip)]
+    created_at_ms: i64,
+    #[sqlx(skip)]
+    pub created_at: String,
+    #[serde(skip)]
+    is_admin_flag: i64,
+    #[sqlx(skip)]
+    pub is_admin: bool,
+    #[serde(skip)]
+    suspended_at_ms: Option<i64>,
+    #[sqlx(skip)]
+    pub suspended_at: Option<String>,
+    pub suspension_reason: Option<String>,
+}
+
+impl AccountSummary {
+    fn finish(mut self) -> Self {
+        self.created_at = at(self.created_at_ms);
+        self.is_admin = self.is_admin_flag != 0;
+        self.suspended_at = self.suspended_at_ms.map(at);
+        self
+    }
+}
+
+const ACCOUNT_COLUMNS: &str = "a.id AS account_id, a.email, a.display_name, a.created_at AS created_at_ms, \
+     a.is_admin AS is_admin_flag, a.suspended_at AS suspended_at_ms, a.suspension_reason";
+
+/// Accounts whose e-mail or name contains `search`, or whose id or a wallet is exactly it.
+pub async fn search_accounts(
+    store: &Store,
+    search: &str,
+    limit: i64,
+) -> Result<Vec<AccountSummary>, AdminError> {
+    let search = search.trim();
+    let pattern = format!("%{}%", search.to_lowercase().replace(['%', '_'], ""));
+    let rows: Vec<AccountSummary> = sqlx::query_as(&format!(
+        "SELECT {ACCOUNT_COLUMNS} FROM accounts a
+         WHERE $1 = '' OR LOWER(COALESCE(a.email, '')) LIKE $2 OR LOWER(COALESCE(a.display_name, '')) LIKE $2
+            OR a.id = $1 OR a.id IN (SELECT account_id FROM account_wallets WHERE address = $1)
+         ORDER BY a.created_at DESC, a.id LIMIT $3"
+    ))
+    .bind(search)
+    .bind(&pattern)
+    .bind(limit.clamp(1, 200))
+    .fetch_all(store.read())
+    .await?;
+    Ok(rows.into_iter().map(AccountSummary::finish).collect())
+}
+
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct WalletRow {
+    pub address: String,
+    /// `custodial` (the server holds its key) or `linked` (proven by signature).
+    pub kind: String,
+}
+
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyRow {
+    pub key_id: String,
+    pub name: String,
+    /// `account` or `v1`.
+    pub family: String,
+    /// The key's first characters (the key itself is never stored).
+    pub key_prefix: String,
+    pub scopes: String,
+    #[serde(skip)]
+    created_at_ms: i64,
+    #[serde(skip)]
+    revoked_at_ms: Option<i64>,
+    #[sqlx(skip)]
+    pub created_at: String,
+    #[sqlx(skip)]
+    pub revoked_at: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct EntryRow {
+    pub tournament_id: String,
+    pub wallet: String,
+    pub disqualified_reason: Option<String>,
+    #[serde(skip)]
+    registered_at_ms: i64,
+    #[sqlx(skip)]
+    pub registered_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountDetail {
+    #[serde(flatten)]
+    pub account: AccountSummary,
+    pub wallets: Vec<WalletRow>,
+    pub keys: Vec<KeyRow>,
+    pub agents: Vec<AgentRow>,
+    pub entries: Vec<EntryRow>,
+}
+
+pub async fn account_detail(store: &Store, account_id: &str) -> Result<AccountDetail, AdminError> {
+    let account: AccountSummary = sqlx::query_as(&format!(
+        "SELECT {ACCOUNT_COLUMNS} FROM accounts a WHERE a.id = $1"
+    ))
+    .bind(account_id)
+    .fetch_optional(store.read())
+    .await?
+    .ok_or_else(|| AdminError::NotFound(format!("no account `{account_id}`")))?;
+    let wallets: Vec<WalletRow> = sqlx::query_as(
+        "SELECT address, kind FROM account_wallets WHERE account_id = $1 ORDER BY linked_at, address",
+    )
+    .bind(account_id)
+    .fetch_all(store.read())
+    .await?;
+    let keys: Vec<KeyRow> = sqlx::query_as(
+        "SELECT id AS key_id, name, family, key_prefix, scopes, created_at AS created_at_ms,
+                revoked_at AS revoked_at_ms
+         FROM api_keys WHERE account_id = $1 ORDER BY created_at DESC, id",
+    )
+    .bind(account_id)
+    .fetch_all(store.read())
+    .await?;
+    let entries: Vec<EntryRow> = sqlx::query_as(
+        "SELECT tournament_id, wallet, disqualified_reason, registered_at AS registered_at_ms
+         FROM tournament_registrations WHERE account_id = $1 ORDER BY registered_at DESC LIMIT 200",
+    )
+    .bind(account_id)
+    .fetch_all(store.read())
+    .await?;
+    let agents = list_agents(
+        store,
+        &AgentFilter {
+            account_id: Some(account_id.to_owned()),
+            ..AgentFilter::default()
+        },
+    )
+    .await?;
+    Ok(AccountDetail {
+        account: account.finish(),
+        wallets,
+        keys: keys
+            .into_iter()
+            .map(|mut key| {
+                key.created_at = at(key.created_at_ms);
+                key.revoked_at = key.revoked_at_ms.map(at);
+                key
+            })
+            .collect(),
+        agents,
+        entries: entries
+            .into_iter()
+            .map(|mut entry| {
+                entry.registered_at = at(entry.registered_at_ms);
+                entry
+            })
+            .collect(),
+    })
+}
+
+/// Suspend an account: its keys stop working, its sessions end, its logins are refused and its
+/// running agents stop with the reason. Its funds and history stay; [`unsuspend`] undoes it.
+pub async fn suspend(
+    state: &AppState,
+    admin: &str,
+    account_id: &str,
+    why: &str,
+) -> Result<AccountSummary, AdminError> {
+    let why = reason(why)?;
+    let now = state.now();
+    let mut tx = state.store.begin().await?;
+    let suspended = sqlx::query(
+        "UPDATE accounts SET suspended_at = $1, suspension_reason = $2 WHERE id = $3 AND suspended_at IS NULL",
+    )
+    .bind(to_millis(now))
+    .bind(&why)
+    .bind(account_id)
+    .execute(&mut *tx)
+    .await?;
+    if suspended.rows_affected() != 1 {
+        drop(tx);
+        account_detail(&state.store, account_id).await?;
+        return Err(AdminError::Conflict(format!(
+            "account `{account_id}` is already suspended"
+        )));
+    }
+    sqlx::query("DELETE FROM sessions WHERE account_id = $1")
+        .bind(account_id)
+        .execute(&mut *tx)
+        .await?;
+    let stopped = sqlx::query(
+        "UPDATE agents SET status = 'error', status_reason = $1, stopped_at = $2, next_tick_at = NULL,
+                tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $2
+         WHERE account_id = $3 AND status = 'active'",
+    )
+    .bind(format!("stopped: the account was suspended ({why})"))
+    .bind(to_millis(now))
+    .bind(account_id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    audit::record(
+        &mut tx,
+        Entry::new(
+            &Actor::Account(admin.to_owned()),
+            "account.suspend",
+            "account",
+            account_id,
+        )
+        .account(account_id)
+        .change(
+            json!({"suspended": false}),
+            json!({"suspended": true, "reason": why}),
+        )
+        .detail(format!("{stopped} running agent(s) stopped")),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::warn!(account_id, admin, stopped, "account suspended");
+    Ok(account_detail(&state.store, account_id).await?.account)
+}
+
+/// Lift a suspension: keys work again and the account may sign in. Stopped agents stay stopped
+/// until their operator starts them.
+pub async fn unsuspend(
+    state: &AppState,
+    admin: &str,
+    account_id: &str,
+) -> Result<AccountSummary, AdminError> {
+    let now = state.now();
+    let mut tx = state.store.begin().await?;
+    let before: Option<(Option<String>,)> = sqlx::query_as(
+        "SELECT suspension_reason FROM accounts WHERE id = $1 AND suspended_at IS NOT NULL",
+    )
+    .bind(account_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((was,)) = before else {
+        drop(tx);
+        account_detail(&state.store, account_id).await?;
+        return Err(AdminError::Conflict(format!(
+            "account `{account_id}` is not suspended"
+        )));
+    };
+    sqlx::query("UPDATE accounts SET suspended_at = NULL, suspension_reason = NULL WHERE id = $1")
+        .bind(account_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry::new(
+            &Actor::Account(admin.to_owned()),
+            "account.unsuspend",
+            "account",
+            account_id,
+        )
+        .account(account_id)
+        .change(
+            json!({"suspended": true, "reason": was}),
+            json!({"suspended": false}),
+        ),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(account_detail(&state.store, account_id).await?.account)
+}
+
+// ---- agents ----
+
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct AgentFilter {
+    pub status: Option<String>,
+    pub account_id: Option<String>,
+    pub component: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRow {
+    pub agent_id: String,
+    pub account_id: String,
+    pub name: String,
+    pub class: String,
+    pub status: String,
+    pub status_reason: Option<String>,
+    /// SHA-256 of the uploaded component it runs; null for the class's built-in strategy.
+    pub strategy_component: Option<String>,
+    pub ticks: i64,
+    pub faults: i64,
+    pub last_fault: Option<String>,
+}
+
+pub async fn list_agents(store: &Store, filter: &AgentFilter) -> Result<Vec<AgentRow>, AdminError> {
+    Ok(sqlx::query_as(
+        "SELECT id AS agent_id, account_id, name, class, status, status_reason, strategy_component,
+                ticks, faults, last_fault
+         FROM agents
+         WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR account_id = $2)
+           AND ($3 IS NULL OR strategy_component = $3)
+         ORDER BY created_at DESC, id LIMIT 500",
+    )
+    .bind(filter.status.as_deref())
+    .bind(filter.account_id.as_deref())
+    .bind(filter.component.as_deref())
+    .fetch_all(store.read())
+    .await?)
+}
+
+// ---- banned components ----
+
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct BannedComponent {
+    pub sha256: String,
+    pub reason: String,
+    pub banned_by: String,
+    #[serde(skip)]
+    banned_at_ms: i64,
+    #[sqlx(skip)]
+    pub banned_at: String,
+}
+
+fn component_id(sha256: &str) -> Result<String, AdminError> {
+    let sha256 = sha256.trim().to_ascii_lowercase();
+    if sha256.len() != 64 || !sha256.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(AdminError::Invalid(
+            "a component is named by its SHA-256: 64 hexadecimal characters".into(),
+        ));
+    }
+    Ok(sha256)
+}
+
+/// The reason a component is banned, if it is.
+pub async fn ban_of(store: &Store, sha256: &str) -> sqlx::Result<Option<String>> {
+    let row: Option<(String,)> =
+        sqlx::query_as("SELECT reason FROM banned_components WHERE sha256 = $1")
+            .bind(sha256)
+            .fetch_optional(store.read())
+            .await?;
+    Ok(row.map(|(reason,)| reason))
+}
+
+pub async fn banned_components(store: &Store) -> Result<Vec<BannedComponent>, AdminError> {
+    let rows: Vec<BannedComponent> = sqlx::query_as(
+        "SELECT sha256, reason, banned_by, banned_at AS banned_at_ms FROM banned_components ORDER BY banned_at DESC",
+    )
+    .fetch_all(store.read())
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|mut row| {
+            row.banned_at = at(row.banned_at_ms);
+            row
+        })
+        .collect())
+}
+
+/// Ban a component: every agent that runs it stops with the reason (and cannot start), and
+/// nobody can upload it again. Returns how many agents were stopped.
+pub async fn ban_component(
+    state: &AppState,
+    admin: &str,
+    sha256: &str,
+    why: &str,
+) -> Result<u64, AdminError> {
+    let sha256 = component_id(sha256)?;
+    let why = reason(why)?;
+    let now = state.now();
+    let mut tx = state.store.begin().await?;
+    let banned = sqlx::query(
+        "INSERT INTO banned_components (sha256, reason, banned_by, banned_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (sha256) DO NOTHING",
+    )
+    .bind(&sha256)
+    .bind(&why)
+    .bind(format!("account:{admin}"))
+    .bind(to_millis(now))
+    .execute(&mut *tx)
+    .await?;
+    if banned.rows_affected() != 1 {
+        return Err(AdminError::Conflict(format!(
+            "component {sha256} is already banned"
+        )));
+    }
+    let stopped = sqlx::query(
+        "UPDATE agents SET status = 'error', status_reason = $1, stopped_at = $2, next_tick_at = NULL,
+                tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $2
+         WHERE strategy_component = $3 AND status <> 'error'",
+    )
+    .bind(format!("stopped: its strategy component was banned ({why})"))
+    .bind(to_millis(now))
+    .bind(&sha256)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    audit::record(
+        &mut tx,
+        Entry::new(
+            &Actor::Account(admin.to_owned()),
+            "component.ban",
+            "component",
+            &sha256,
+        )
+        .change(
+            json!({"banned": false}),
+            json!({"banned": true, "reason": why}),
+        )
+        .detail(format!("{stopped} agent(s) stopped")),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::warn!(sha256, admin, stopped, "component banned");
+    Ok(stopped)
+}
+
+pub async fn unban_component(
+    state: &AppState,
+    admin: &str,
+    sha256: &str,
+) -> Result<(), AdminError> {
+    let sha256 = component_id(sha256)?;
+    let now = state.now();
+    let mut tx = state.store.begin().await?;
+    let removed = sqlx::query("DELETE FROM banned_components WHERE sha256 = $1")
+        .bind(&sha256)
+        .execute(&mut *tx)
+        .await?;
+    if removed.rows_affected() != 1 {
+        return Err(AdminError::NotFound(format!(
+            "component {sha256} is not banned"
+        )));
+    }
+    audit::record(
+        &mut tx,
+        Entry::new(
+            &Actor::Account(admin.to_owned()),
+            "component.unban",
+            "component",
+            &sha256,
+        )
+        .change(json!({"banned": true}), json!({"banned": false})),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+// ---- manual disqualification ----
+
+async fn open_tournament(state: &AppState, tournament_id: &str) -> Result<(), AdminError> {
+    let tournament = crate::tournaments::queries::get(&state.store, tournament_id)
+        .await?
+        .ok_or_else(|| AdminError::NotFound(format!("no tournament `{tournament_id}`")))?;
+    match tournament.status_at(state.now()) {
+        crate::tournaments::Status::Upcoming | crate::tournaments::Status::Live => Ok(()),
+        _ => Err(AdminError::Conflict(
+            "this tournament is over: its standings and prizes are final".into(),
+        )),
+    }
+}
+
+/// Cached boards (on every node) are keyed by this revision: a manual change rebuilds them.
+async fn bump_standings(conn: &mut sqlx::AnyConnection, tournament_id: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE tournaments SET standings_revision = standings_revision + 1 WHERE id = $1")
+        .bind(tournament_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Take `wallet` off a tournament's board by hand, with a reason shown on the board; it is then
+/// ranked last and never paid. Only before the end.
+pub async fn disqualify(
+    state: &AppState,
+    admin: &str,
+    tournament_id: &str,
+    wallet: &str,
+    why: &str,
+) -> Result<(), AdminError> {
+    let why = reason(why)?;
+    open_tournament(state, tournament_id).await?;
+    let now = state.now();
+    let shown = format!("disqualified by the organisers: {why}");
+    let mut tx = state.store.begin().await?;
+    let registration: Option<(Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT account_id, disqualified_reason FROM tournament_registrations WHERE tournament_id = $1 AND wallet = $2",
+    )
+    .bind(tournament_id)
+    .bind(wallet)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((account_id, already)) = registration else {
+        return Err(AdminError::NotFound(format!(
+            "wallet {wallet} is not registered for `{tournament_id}`"
+        )));
+    };
+    if let Some(already) = already {
+        return Err(AdminError::Conflict(format!(
+            "wallet {wallet} is already disqualified: {already}"
+        )));
+    }
+    sqlx::query(
+        "UPDATE tournament_registrations SET disqualified_reason = $1, disqualified_by = 'admin'
+         WHERE tournament_id = $2 AND wallet = $3",
+    )
+    .bind(&shown)
+    .bind(tournament_id)
+    .bind(wallet)
+    .execute(&mut *tx)
+    .await?;
+    bump_standings(&mut tx, tournament_id).await?;
+    let actor = Actor::Account(admin.to_owned());
+    let mut entry = Entry::new(&actor, "tournament.disqualify", "registration", wallet)
+        .change(
+            json!({"disqualified": false}),
+            json!({"disqualified": true, "reason": shown}),
+        )
+        .detail(format!("tournament {tournament_id}"));
+    if let Some(account_id) = account_id.as_deref() {
+        entry = entry.account(account_id);
+    }
+    audit::record(&mut tx, entry, now).await?;
+    tx.commit().await?;
+    state.events.publish(Event::LeaderboardChanged {
+        tournament_id: tournament_id.to_owned(),
+    });
+    Ok(())
+}
+
+/// Undo a manual disqualification before the end. A disqualification by the transfer policy
+/// (an external flow) is a fact about the wallet and cannot be undone.
+pub async fn reinstate(
+    state: &AppState,
+    admin: &str,
+    tournament_id: &str,
+    wallet: &str,
+) -> Result<(), AdminError> {
+    open_tournament(state, tournament_id).await?;
+    let now = state.now();
+    let mut tx = state.store.begin().await?;
+    let registration: Option<(Option<String>, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT account_id, disqualified_reason, disqualified_by FROM tournament_registrations
+         WHERE tournament_id = $1 AND wallet = $2",
+    )
+    .bind(tournament_id)
+    .bind(wallet)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((account_id, reason_was, by)) = registration else {
+        return Err(AdminError::NotFound(format!(
+            "wallet {wallet} is not registered for `{tournament_id}`"
+        )));
+    };
+    match (reason_was.as_deref(), by.as_deref()) {
+        (None, _) => {
+            return Err(AdminError::Conflict(format!(
+                "wallet {wallet} is not disqualified"
+            )));
+        }
+        (Some(_), Some("admin")) => {}
+        (Some(_), _) => {
+            return Err(AdminError::Conflict(
+                "this wallet was disqualified by the tournament's transfer policy (an external flow), which cannot be undone".into(),
+            ));
+        }
+    }
+    sqlx::query(
+        "UPDATE tournament_registrations SET disqualified_reason = NULL, disqualified_by = NULL
+         WHERE tournament_id = $1 AND wallet = $2",
+    )
+    .bind(tournament_id)
+    .bind(wallet)
+    .execute(&mut *tx)
+    .await?;
+    bump_standings(&mut tx, tournament_id).await?;
+    let actor = Actor::Account(admin.to_owned());
+    let mut entry = Entry::new(&actor, "tournament.reinstate", "registration", wallet)
+        .change(
+            json!({"disqualified": true, "reason": reason_was}),
+            json!({"disqualified": false}),
+        )
+        .detail(format!("tournament {tournament_id}"));
+    if let Some(account_id) = account_id.as_deref() {
+        entry = entry.account(account_id);
+    }
+    audit::record(&mut tx, entry, now).await?;
+    tx.commit().await?;
+    state.events.publish(Event::LeaderboardChanged {
+        tournament_id: tournament_id.to_owned(),
+    });
+    Ok(())
+}
+
+// ---- the payout and refund queue ----
+
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedPayout {
+    pub payout_id: String,
+    /// `tournament`, `dungeon` (prizes) or `refund`.
+    pub source_kind: String,
+    pub source_id: String,
+    pub wallet: String,
+    pub account_id: Option<String>,
+    #[serde(skip)]
+    amount: i64,
+    #[sqlx(skip)]
+    pub amount_raw: String,
+    /// `pending`, `sent` or `failed`.
+    pub status: String,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub tx_signature: Option<String>,
+    #[serde(skip)]
+    created_at_ms: i64,
+    #[sqlx(skip)]
+    pub created_at: String,
+    #[serde(skip)]
+    sent_at_ms: Option<i64>,
+    #[sqlx(skip)]
+    pub sent_at: Option<String>,
+    /// While a worker holds it: until when.
+    #[serde(skip)]
+    lease_until_ms: Option<i64>,
+    #[sqlx(skip)]
+    pub leased_until: Option<String>,
+}
+
+pub async fn payouts(
+    store: &Store,
+    status: Option<&str>,
+    kind: Option<&str>,
+) -> Result<Vec<QueuedPayout>, AdminError> {
+    if status.is_some_and(|s| !matches!(s, "pending" | "sent" | "failed")) {
+        return Err(AdminError::Invalid(
+            "`status` must be pending, sent or failed".into(),
+        ));
+    }
+    if kind.is_some_and(|k| !matches!(k, "tournament" | "dungeon" | "refund")) {
+        return Err(AdminError::Invalid(
+            "`kind` must be tournament, dungeon or refund".into(),
+        ));
+    }
+    let rows: Vec<QueuedPayout> = sqlx::query_as(
+        "SELECT id AS payout_id, source_kind, source_id, wallet, account_id, amount_raw AS amount, status,
+                attempts, last_error, tx_signature, created_at AS created_at_ms, sent_at AS sent_at_ms,
+                lease_until AS lease_until_ms
+         FROM payouts WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source_kind = $2)
+         ORDER BY created_at DESC, id LIMIT 500",
+    )
+    .bind(status)
+    .bind(kind)
+    .fetch_all(store.read())
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|mut row| {
+            row.amount_raw = row.amount.to_string();
+            row.created_at = at(row.created_at_ms);
+            row.sent_at = row.sent_at_ms.map(at);
+            row.leased_until = row.lease_until_ms.map(at);
+            row
+        })
+        .collect())
+}
+
+/// Send a pending or failed payout now (its job due at once). The sending itself keeps every
+/// exactly-once guarantee, so a retry can never pay twice.
+pub async fn retry_payout(
+    state: &AppState,
+    admin: &str,
+    payout_id: &str,
+) -> Result<(), AdminError> {
+    let now = state.now();
+    let mut tx = state.store.begin().await?;
+    let row: Option<(String, Option<String>)> =
+        sqlx::query_as("SELECT status, account_id FROM payouts WHERE id = $1")
+            .bind(payout_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some((status, account_id)) = row else {
+        return Err(AdminError::NotFound(format!("no payout `{payout_id}`")));
+    };
+    if status == "sent" {
+        return Err(AdminError::Conflict("this payout was sent already".into()));
+    }
+    sqlx::query("UPDATE payouts SET status = 'pending' WHERE id = $1 AND status = 'failed'")
+        .bind(payout_id)
+        .execute(&mut *tx)
+        .await?;
+    let job_id = format!("{}:{payout_id}", crate::tournaments::payouts::SEND_JOB);
+    sqlx::query("DELETE FROM jobs WHERE id = $1 AND done_at IS NOT NULL")
+        .bind(&job_id)
+        .execute(&mut *tx)
+        .await?;
+    crate::scheduler::enqueue(
+        &mut tx,
+        crate::tournaments::payouts::SEND_JOB,
+        payout_id,
+        now,
+        now,
+    )
+    .await?;
+    let actor = Actor::Account(admin.to_owned());
+    let mut entry = Entry::new(&actor, "payout.retry", "payout", payout_id).change(
+        json!({"status": status}),
+        json!({"status": "pending", "dueAt": rfc3339(now)}),
+    );
+    if let Some(account_id) = account_id.as_deref() {
+        entry = entry.account(account_id);
+    }
+    audit::record(&mut tx, entry, now).await?;
+    tx.commit().await?;
+    Ok(())
+}

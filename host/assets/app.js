@@ -167,13 +167,21 @@
   async function submitForm(event) {
     const form = event.currentTarget;
     event.preventDefault();
-    const [method, path] = form.dataset.api.split(" ");
+    const [method, template] = form.dataset.api.split(" ");
+    // `{name}` in the path is filled from the form's field of that name (e.g. a hash to ban).
+    const body = formBody(form);
+    const path = template.replace(/\{(\w+)\}/g, function (_, name) {
+      const value = body[name];
+      delete body[name];
+      return encodeURIComponent(value === undefined || value === null ? "" : String(value).trim());
+    });
     const region = form.querySelector(".status");
     const button = form.querySelector('button[type="submit"]');
     clearFieldErrors(form);
     say(region, "Sending…");
     if (button) button.disabled = true;
-    const result = await api(method, path, formBody(form), { key: form.dataset.v1 === "true" });
+    if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) { if (button) button.disabled = false; say(region, ""); return; }
+    const result = await api(method, path, body, { key: form.dataset.v1 === "true" });
     if (button) button.disabled = false;
     if (result.status >= 200 && result.status < 300) {
       say(region, "Done.", "ok");

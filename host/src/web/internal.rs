@@ -21,6 +21,8 @@ pub struct Visitor {
     peer: Option<ConnectInfo<std::net::SocketAddr>>,
     pub account_id: Option<String>,
     pub csrf_token: Option<String>,
+    /// Holds the admin role: the navigation shows the admin pages (the API decides what they may do).
+    pub is_admin: bool,
 }
 
 impl Visitor {
@@ -48,7 +50,20 @@ impl axum::extract::FromRequestParts<Web> for Visitor {
                 }),
             None => None,
         };
+        let is_admin = match &account_id {
+            Some(account_id) => {
+                sqlx::query_as::<_, (i64,)>("SELECT is_admin FROM accounts WHERE id = $1")
+                    .bind(account_id)
+                    .fetch_optional(web.state.store.read())
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|(flag,)| flag != 0)
+            }
+            None => false,
+        };
         Ok(Visitor {
+            is_admin,
             cookie: parts.headers.get(header::COOKIE).cloned(),
             peer: parts
                 .extensions

@@ -51,6 +51,9 @@ impl Page<'_> {
                                 a href="/keys" { "API keys" }
                                 a href="/webhooks" { "Webhooks" }
                                 a href="/account" { "Account" }
+                                @if self.visitor.is_admin {
+                                    a href="/admin" { "Admin" }
+                                }
                                 form.inline method="post" action="/logout" {
                                     @if let Some(token) = &self.visitor.csrf_token {
                                         input type="hidden" name="csrf" value=(token);

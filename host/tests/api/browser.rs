@@ -673,3 +673,54 @@ async fn browser_a_wallet_signs_up_then_links_a_second_wallet() {
     browser.screenshot("account-wallets-linked").await;
     browser.close().await;
 }
+
+#[tokio::test]
+#[ignore = "needs chromium; .ci/run runs them"]
+async fn browser_an_admin_bans_a_component_and_lifts_the_ban() {
+    let app = TestApp::spawn().await;
+    let browser = Browser::start().await;
+    sign_up(&browser, &app, "boss@example.com").await;
+    crucible::admin::service::set_admin(
+        &app.state.store,
+        "boss@example.com",
+        true,
+        app.state.now(),
+    )
+    .await
+    .expect("grant");
+    let sha = "c0ffee".repeat(10) + "c0ff";
+
+    browser
+        .goto(&format!("{}/admin/components", app.address))
+        .await;
+    browser.fill("#sha256", &sha).await;
+    browser.fill("#ban-reason", "drains the pool").await;
+    browser
+        .click("form[data-api] button.danger[type=submit]")
+        .await;
+    browser.accept_alert().await;
+    browser
+        .wait_text("table code.wrap", LONG, |text| text == sha)
+        .await;
+    browser.screenshot("admin-component-banned").await;
+    let banned = crucible::admin::service::ban_of(&app.state.store, &sha)
+        .await
+        .expect("read");
+    assert_eq!(banned.as_deref(), Some("drains the pool"));
+
+    browser.click("table form[data-api] button").await;
+    browser.accept_alert().await;
+    browser
+        .wait_text("main", LONG, |text| !text.contains(&sha))
+        .await;
+    assert!(
+        crucible::admin::service::ban_of(&app.state.store, &sha)
+            .await
+            .expect("read")
+            .is_none()
+    );
+    browser.goto(&format!("{}/admin/audit", app.address)).await;
+    browser.screenshot("admin-audit").await;
+    assert!(browser.source().await.contains("component.unban"));
+    browser.close().await;
+}

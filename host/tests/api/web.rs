@@ -328,3 +328,82 @@ async fn a_paid_entry_s_qr_code_encodes_the_api_s_memo() {
         "the API refuses the wallet, so no QR code"
     );
 }
+
+#[tokio::test]
+async fn admin_pages_are_for_admins_and_act_through_the_api() {
+    let app = TestApp::spawn().await;
+    let member = app.session("member@example.com").await;
+    let boss = app.session("boss@example.com").await;
+    crucible::admin::service::set_admin(
+        &app.state.store,
+        "boss@example.com",
+        true,
+        app.state.now(),
+    )
+    .await
+    .expect("grant");
+
+    let (_, home) = page(&app, "/", Some(&member)).await;
+    assert!(
+        !home.contains(r#"href="/admin""#),
+        "no admin link for members"
+    );
+    for path in [
+        "/admin",
+        "/admin/agents",
+        "/admin/components",
+        "/admin/tournaments",
+        "/admin/payouts",
+        "/admin/audit",
+    ] {
+        let (status, html) = page(&app, path, Some(&member)).await;
+        assert_eq!(status, 403, "{path}: the API's refusal");
+        assert!(html.contains("admins"), "{path}");
+        let (status, html) = page(&app, path, Some(&boss)).await;
+        assert_eq!(status, 200, "{path}: {html}");
+        assert!(html.contains(r#"href="/admin""#), "{path}: the admin link");
+    }
+    let (status, _) = page(&app, "/admin", None).await;
+    assert_eq!(status, 303, "sign in first");
+
+    // Find the member, open the account, suspend it through the page's form.
+    let (_, found) = page(&app, "/admin?search=member", Some(&boss)).await;
+    let member_id = app.get("/api/account", Auth::Session(&member)).await.body["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert!(
+        found.contains(&format!("/admin/accounts/{member_id}")),
+        "{found}"
+    );
+    let (status, detail) = page(&app, &format!("/admin/accounts/{member_id}"), Some(&boss)).await;
+    assert_eq!(status, 200);
+    assert!(
+        detail.contains(&format!(
+            r#"data-api="POST /web-api/admin/accounts/{member_id}/suspend""#
+        )),
+        "{detail}"
+    );
+    let suspended = app
+        .client
+        .post(format!(
+            "{}/web-api/admin/accounts/{member_id}/suspend",
+            app.address
+        ))
+        .header("cookie", format!("session-token={boss}"))
+        .header("origin", app.address.clone())
+        .header("x-csrf-token", csrf_of(&detail))
+        .json(&json!({"reason": "spam"}))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(suspended.status(), 200);
+    let (_, detail) = page(&app, &format!("/admin/accounts/{member_id}"), Some(&boss)).await;
+    assert!(detail.contains("suspended") && detail.contains("spam"));
+    assert!(
+        detail.contains("account.suspend"),
+        "the account's audit log on its page"
+    );
+    let (_, log) = page(&app, "/admin/audit?action=account.suspend", Some(&boss)).await;
+    assert!(log.contains(&member_id));
+}

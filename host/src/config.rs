@@ -40,9 +40,15 @@ pub struct ServeArgs {
     #[arg(long, env = "CRUCIBLE_RATE_LIMITS", default_value = "on", value_parser = ["on", "off"])]
     pub rate_limits: String,
 
-    /// Trust the first hop of `X-Forwarded-For` as the client address (only behind a proxy you run).
+    /// Behind one proxy you run: the same as `--trusted-proxies 1`.
     #[arg(long, env = "CRUCIBLE_TRUST_FORWARDED_FOR", default_value_t = false)]
     pub trust_forwarded_for: bool,
+
+    /// How many proxies you run in front of the server (TLS terminator, load balancer…). The
+    /// client address is read from `X-Forwarded-For` from the right, past that many hops; 0
+    /// (default) ignores the header, since anyone can send it.
+    #[arg(long, env = "CRUCIBLE_TRUSTED_PROXIES", default_value_t = 0)]
+    pub trusted_proxies: usize,
 
     /// Public base URL used in links the server hands out; defaults to `http://<bind>`.
     #[arg(long, env = "CRUCIBLE_PUBLIC_URL")]
@@ -285,7 +291,8 @@ pub struct Config {
     pub database_url: String,
     pub master_key: Option<Secret>,
     pub rate_limits: bool,
-    pub trust_forwarded_for: bool,
+    /// Proxies in front of the server whose `X-Forwarded-For` hops are trusted (0: none).
+    pub trusted_proxies: usize,
     pub public_url: String,
     /// 0 = no background scheduler (tests drive it by hand).
     pub scheduler_interval_ms: u64,
@@ -397,7 +404,9 @@ impl From<ServeArgs> for Config {
             data_dir: args.storage.data_dir,
             master_key: args.storage.master_key,
             rate_limits: args.rate_limits != "off",
-            trust_forwarded_for: args.trust_forwarded_for,
+            trusted_proxies: args
+                .trusted_proxies
+                .max(usize::from(args.trust_forwarded_for)),
             public_url,
         }
     }

@@ -15,7 +15,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -113,11 +113,11 @@ pub struct RateLimits {
     /// Public dungeon reads (list, detail, quote, leaderboard, run page), like tournament reads:
     /// 120 / 60 s per IP.
     pub dungeon_reads: Limiter,
-    /// `v1/public` agent creation (and strategy uploads): 10 per hour per key.
+    /// `v1/public` agent creation (and strategy uploads): 10 per hour per account (all its keys).
     pub v1_create: Limiter,
-    /// `v1/public` start / stop: 100 per hour per key.
+    /// `v1/public` start / stop: 100 per hour per account.
     pub v1_control: Limiter,
-    /// `v1/public` reads: 1000 per hour per key.
+    /// `v1/public` reads: 1000 per hour per account.
     pub v1_reads: Limiter,
 }
 
@@ -158,10 +158,49 @@ impl RateLimits {
     }
 }
 
-/// The client's address: the peer of the connection, or the first `X-Forwarded-For` hop when
-/// the server is configured to sit behind a trusted proxy.
+/// The client's address: the peer of the connection or, behind `trusted_proxies` proxies the
+/// host runs, the `X-Forwarded-For` hop that the outermost trusted proxy saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientIp(pub IpAddr);
+
+impl ClientIp {
+    /// The address limits count under: an IPv4 address as it is, an IPv6 client by its /64
+    /// (one subscriber is usually handed a whole /64, and could otherwise rotate through 2⁶⁴
+    /// addresses to reset every limit). IPv4-mapped IPv6 counts as the IPv4 address.
+    pub fn limit_key(self) -> IpAddr {
+        match self.0 {
+            IpAddr::V4(v4) => IpAddr::V4(v4),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4),
+                None => {
+                    let s = v6.segments();
+                    IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+                }
+            },
+        }
+    }
+}
+
+/// The client address in `X-Forwarded-For` (all such headers, in order) behind `trusted`
+/// proxies. Each proxy appends the address it received the request from, so reading from the
+/// right, the first `trusted - 1` hops are our own proxies and the next one is the client;
+/// anything further left was written by the client and is never believed. `None` when the
+/// header has fewer hops than that (a misconfigured chain) or the hop is not an address.
+fn forwarded_client(headers: &axum::http::HeaderMap, trusted: usize) -> Option<IpAddr> {
+    if trusted == 0 {
+        return None;
+    }
+    let hops: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(str::trim)
+        .filter(|hop| !hop.is_empty())
+        .collect();
+    let hop = hops.len().checked_sub(trusted).and_then(|i| hops.get(i))?;
+    hop.parse::<IpAddr>().ok()
+}
 
 impl FromRequestParts<AppState> for ClientIp {
     type Rejection = std::convert::Infallible;
@@ -170,14 +209,7 @@ impl FromRequestParts<AppState> for ClientIp {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        if state.config.trust_forwarded_for
-            && let Some(ip) = parts
-                .headers
-                .get("x-forwarded-for")
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.split(',').next())
-                .and_then(|first| first.trim().parse::<IpAddr>().ok())
-        {
+        if let Some(ip) = forwarded_client(&parts.headers, state.config.trusted_proxies) {
             return Ok(ClientIp(ip));
         }
         let peer = parts
@@ -239,8 +271,8 @@ impl<P: Policy> FromRequestParts<AppState> for IpLimit<P> {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let Ok(ClientIp(ip)) = ClientIp::from_request_parts(parts, state).await;
-        P::limiter(&state.limits).check(&ip.to_string())?;
+        let Ok(client) = ClientIp::from_request_parts(parts, state).await;
+        P::limiter(&state.limits).check(&client.limit_key().to_string())?;
         Ok(IpLimit(PhantomData))
     }
 }
@@ -249,6 +281,47 @@ impl<P: Policy> FromRequestParts<AppState> for IpLimit<P> {
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
+
+    #[test]
+    fn ipv6_clients_count_by_their_slash_64() {
+        let key = |text: &str| ClientIp(text.parse().unwrap()).limit_key().to_string();
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::");
+        assert_eq!(key("2001:db8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::");
+        assert_ne!(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
+        assert_eq!(key("::ffff:203.0.113.7"), "203.0.113.7");
+        assert_eq!(key("203.0.113.7"), "203.0.113.7");
+    }
+
+    #[test]
+    fn forwarded_for_is_read_from_the_right_past_the_trusted_proxies() {
+        let headers = |values: &[&str]| {
+            let mut map = axum::http::HeaderMap::new();
+            for value in values {
+                map.append("x-forwarded-for", value.parse().unwrap());
+            }
+            map
+        };
+        let ip = |text: &str| Some(text.parse::<IpAddr>().unwrap());
+        // The client sent a forged hop; our one proxy appended the real address.
+        let forged = headers(&["6.6.6.6, 198.51.100.4"]);
+        assert_eq!(forwarded_client(&forged, 1), ip("198.51.100.4"));
+        assert_eq!(
+            forwarded_client(&forged, 0),
+            None,
+            "no proxy: never believed"
+        );
+        // Two proxies (CDN, then load balancer): the second hop from the right.
+        let two = headers(&["6.6.6.6, 198.51.100.4", "10.0.0.2"]);
+        assert_eq!(forwarded_client(&two, 2), ip("198.51.100.4"));
+        assert_eq!(forwarded_client(&two, 1), ip("10.0.0.2"));
+        // Fewer hops than proxies, or garbage: the peer address is used instead.
+        assert_eq!(forwarded_client(&headers(&["198.51.100.4"]), 2), None);
+        assert_eq!(forwarded_client(&headers(&["not-an-ip"]), 1), None);
+        assert_eq!(
+            forwarded_client(&headers(&["2001:db8::1"]), 1),
+            ip("2001:db8::1")
+        );
+    }
 
     fn limiter(count: u32, window_secs: u64) -> (Limiter, Arc<ManualClock>) {
         let clock = Arc::new(ManualClock::new(crate::clock::from_millis(

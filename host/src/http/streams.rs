@@ -118,8 +118,8 @@ impl FromRequestParts<AppState> for StreamSlot {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Ok(ClientIp(ip)) = ClientIp::from_request_parts(parts, state).await;
-        state.streams.open(ip)
+        let Ok(client) = ClientIp::from_request_parts(parts, state).await;
+        state.streams.open(client.limit_key())
     }
 }
 

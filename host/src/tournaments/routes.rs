@@ -230,7 +230,7 @@ pub struct Registered {
               (status = 429)))]
 async fn register(
     _limit: IpLimit<RegistrationPolicy>,
-    ClientIp(ip): ClientIp,
+    client_ip: ClientIp,
     State(state): State<AppState>,
     auth: MaybeAccountAuth<Write>,
     Path(id): Path<String>,
@@ -241,7 +241,7 @@ async fn register(
     // The per-tournament limit counts per client: the account when the request has one.
     let client = match &auth.0 {
         Some(caller) => format!("account:{}", caller.account_id),
-        None => format!("ip:{ip}"),
+        None => format!("ip:{}", client_ip.limit_key()),
     };
     match registration::register(&state, &id, auth.0.as_ref(), body, Some(&client)).await? {
         Outcome::Registered { count } => {

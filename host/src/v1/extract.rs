@@ -105,8 +105,10 @@ impl<P: Permission> FromRequestParts<AppState> for V1Key<P> {
                 "this API key lacks the `{permission}` permission"
             )));
         }
+        // Counted per account, not per key: revoking a key and minting another must not hand
+        // out a fresh budget.
         P::limiter(&state.limits)
-            .check(&key.key_id)
+            .check(&key.account_id)
             .map_err(V1Error::from)?;
         Ok(V1Key {
             key,

@@ -68,7 +68,7 @@ async fn open_streams_are_capped_per_client_and_per_node() {
     let app = TestApp::spawn_with(|config| {
         config.max_streams_per_client = 2;
         config.max_streams = 3;
-        config.trust_forwarded_for = true;
+        config.trusted_proxies = 1;
     })
     .await;
     app.create_tournament(app.new_tournament("trn_cap", 0, 10, -chrono::Duration::minutes(1), 2))

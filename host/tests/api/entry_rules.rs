@@ -72,7 +72,7 @@ async fn the_registration_deadline_holds() {
 async fn junk_from_one_client_never_locks_out_another() {
     let app = TestApp::spawn_with(|config| {
         config.rate_limits = true;
-        config.trust_forwarded_for = true;
+        config.trusted_proxies = 1;
     })
     .await;
     app.create_tournament(app.new_tournament("trn_rl", 0, 100, Duration::hours(1), 4))

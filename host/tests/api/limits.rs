@@ -324,6 +324,51 @@ async fn v1_reads_are_limited_to_one_thousand_an_hour() {
         .get("/api/v1/public/tournaments", Auth::XApiKey(&key))
         .await;
     assert_eq!(list.status, 429);
+    // Revoking the key and minting another does not reset the account's budget …
+    let fresh = app.v1_key(&session).await;
+    let refused = app
+        .get("/api/v1/public/agents", Auth::XApiKey(&fresh))
+        .await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    // … while another account is served meanwhile.
+    let other = app.session("other-reader@example.com").await;
+    let other_key = app.v1_key(&other).await;
+    let served = app
+        .get("/api/v1/public/agents", Auth::XApiKey(&other_key))
+        .await;
+    assert_eq!(served.status, 200);
+}
+
+#[tokio::test]
+async fn ipv6_clients_share_a_limit_per_slash_64_and_forged_hops_are_ignored() {
+    let app = TestApp::spawn_with(|config| {
+        config.rate_limits = true;
+        config.trusted_proxies = 1;
+    })
+    .await;
+    let read = |forwarded: &'static str| {
+        let request = app
+            .client
+            .get(format!("{}/api/tournaments", app.address))
+            .header("x-forwarded-for", forwarded);
+        async move { request.send().await.expect("request").status().as_u16() }
+    };
+    // 120 reads a minute: an attacker rotating through addresses of its /64 shares one budget.
+    for n in 0..120u32 {
+        let status = read(if n % 2 == 0 {
+            "2001:db8:7:7::1"
+        } else {
+            "2001:db8:7:7:ffff::9"
+        })
+        .await;
+        assert_eq!(status, 200, "read {n}");
+    }
+    assert_eq!(read("2001:db8:7:7:1234::5").await, 429, "same /64");
+    // A forged left-most hop does not move the attacker to a fresh budget.
+    assert_eq!(read("192.0.2.1, 2001:db8:7:7::3").await, 429);
+    // The neighbouring /64 and an IPv4 client are served meanwhile.
+    assert_eq!(read("2001:db8:7:8::1").await, 200);
+    assert_eq!(read("198.51.100.4").await, 200);
 }
 
 #[tokio::test]

@@ -284,7 +284,7 @@ mod tests {
 
     #[test]
     fn ipv6_clients_count_by_their_slash_64() {
-        let key = |text: &str| ClientIp(text.parse().unwrap()).limit_key().to_string();
+        let key = |text: &str| ClientIp(text.parse().expect("address")).limit_key().to_string();
         assert_eq!(key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::");
         assert_eq!(key("2001:db8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::");
         assert_ne!(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
@@ -297,11 +297,11 @@ mod tests {
         let headers = |values: &[&str]| {
             let mut map = axum::http::HeaderMap::new();
             for value in values {
-                map.append("x-forwarded-for", value.parse().unwrap());
+                map.append("x-forwarded-for", value.parse().expect("header"));
             }
             map
         };
-        let ip = |text: &str| Some(text.parse::<IpAddr>().unwrap());
+        let ip = |text: &str| Some(text.parse::<IpAddr>().expect("address"));
         // The client sent a forged hop; our one proxy appended the real address.
         let forged = headers(&["6.6.6.6, 198.51.100.4"]);
         assert_eq!(forwarded_client(&forged, 1), ip("198.51.100.4"));

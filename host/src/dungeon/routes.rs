@@ -186,6 +186,7 @@ async fn turn(
     Json(request): Json<TurnRequest>,
 ) -> Result<Response, ApiError> {
     key.for_run(&run_id)?;
+    state.limits.dungeon_turns.check(&run_id)?;
     let span = tracing::debug_span!("dungeon_turn", run_id);
     let result =
         tracing::Instrument::instrument(play::turn(&state, key.row, request), span).await?;
@@ -232,6 +233,7 @@ async fn watch(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     key.for_run(&run_id)?;
+    state.limits.dungeon_watches.check(&run_id)?;
     let last_seq = match headers.get("last-event-id") {
         None => 0,
         Some(value) => value

@@ -113,6 +113,11 @@ pub struct RateLimits {
     /// Public dungeon reads (list, detail, quote, leaderboard, run page), like tournament reads:
     /// 120 / 60 s per IP.
     pub dungeon_reads: Limiter,
+    /// Dungeon turns: 60 / 60 s per run (legal or not), so a looping client cannot flood the
+    /// run's event log or the node.
+    pub dungeon_turns: Limiter,
+    /// Dungeon watch streams opened: 20 / 60 s per run.
+    pub dungeon_watches: Limiter,
     /// `v1/public` agent creation (and strategy uploads): 10 per hour per account (all its keys).
     pub v1_create: Limiter,
     /// `v1/public` start / stop: 100 per hour per account.
@@ -135,6 +140,8 @@ impl RateLimits {
             registrations_per_tournament: limit(5, minute),
             live_connections: limit(20, minute),
             dungeon_reads: limit(120, minute),
+            dungeon_turns: limit(60, minute),
+            dungeon_watches: limit(20, minute),
             v1_create: limit(10, hour),
             v1_control: limit(100, hour),
             v1_reads: limit(1000, hour),
@@ -151,6 +158,8 @@ impl RateLimits {
             &self.registrations_per_tournament,
             &self.live_connections,
             &self.dungeon_reads,
+            &self.dungeon_turns,
+            &self.dungeon_watches,
             &self.v1_create,
             &self.v1_control,
             &self.v1_reads,
@@ -284,7 +293,11 @@ mod tests {
 
     #[test]
     fn ipv6_clients_count_by_their_slash_64() {
-        let key = |text: &str| ClientIp(text.parse().expect("address")).limit_key().to_string();
+        let key = |text: &str| {
+            ClientIp(text.parse().expect("address"))
+                .limit_key()
+                .to_string()
+        };
         assert_eq!(key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::");
         assert_eq!(key("2001:db8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::");
         assert_ne!(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));

@@ -177,3 +177,66 @@ async fn the_public_run_page_is_read_page_by_page() {
         assert_eq!(refused.status, 400, "{bad}: {}", refused.body);
     }
 }
+
+#[tokio::test]
+async fn a_looping_run_is_limited_in_turns_and_watches_and_other_runs_play_on() {
+    let app = TestApp::spawn_with(|config| config.rate_limits = true).await;
+    app.dungeon_noon();
+    let looper = app
+        .dungeon_player("looper@example.com", 55, 5_000_000)
+        .await;
+    let honest = app
+        .dungeon_player("steady@example.com", 56, 5_000_000)
+        .await;
+    let looping = app.dungeon_run(&looper, "fighter").await;
+    let steady = app.dungeon_run(&honest, "rogue").await;
+    let (run_id, key) = (
+        looping["runId"].as_str().expect("run"),
+        looping["registrationKey"].as_str().expect("key"),
+    );
+    // A client stuck in a loop of illegal actions: 60 a minute are answered, then 429.
+    for n in 0..60 {
+        let answer = app
+            .dungeon_turn(run_id, key, json!({"action": "dance", "turnNumber": 1}))
+            .await;
+        assert_eq!(answer.status, 400, "turn {n}: {}", answer.body);
+    }
+    let limited = app
+        .dungeon_turn(run_id, key, json!({"action": "inventory", "turnNumber": 1}))
+        .await;
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    assert!(limited.body["retryAfter"].as_u64().is_some());
+    // The other run is played meanwhile.
+    let played = app
+        .dungeon_turn(
+            steady["runId"].as_str().expect("run"),
+            steady["registrationKey"].as_str().expect("key"),
+            json!({"action": "inventory", "turnNumber": 1}),
+        )
+        .await;
+    assert_eq!(played.status, 200, "{}", played.body);
+
+    // Reconnecting a watch in a loop: 20 a minute per run.
+    let watch = |run: &serde_json::Value| {
+        let request = app
+            .client
+            .get(format!(
+                "{}/api/dungeons/runs/{}/watch",
+                app.address,
+                run["runId"].as_str().expect("run")
+            ))
+            .bearer_auth(run["registrationKey"].as_str().expect("key"));
+        async move { request.send().await.expect("watch").status().as_u16() }
+    };
+    for n in 0..20 {
+        assert_eq!(watch(&looping).await, 200, "watch {n}");
+    }
+    assert_eq!(watch(&looping).await, 429);
+    assert_eq!(watch(&steady).await, 200, "another run's watcher is served");
+    app.advance(chrono::Duration::seconds(61));
+    assert_eq!(
+        watch(&looping).await,
+        200,
+        "a minute later the budget is back"
+    );
+}

@@ -21,6 +21,9 @@ pub mod render;
 pub mod rpc;
 pub mod signatures;
 
+#[cfg(test)]
+mod proptests;
+
 use std::sync::Arc;
 
 use base64::Engine;

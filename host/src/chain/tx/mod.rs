@@ -8,6 +8,9 @@
 pub mod instructions;
 pub mod message;
 
+#[cfg(test)]
+mod proptests;
+
 use std::fmt;
 use std::str::FromStr;
 

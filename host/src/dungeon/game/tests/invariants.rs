@@ -98,3 +98,31 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Whatever a client writes in `action` and `target` (any Unicode, any length, near-misses
+    /// of real names), the parser answers legal or illegal and the run keeps its invariants.
+    #[test]
+    fn any_action_text_is_parsed_or_refused_never_a_panic(
+        map_seed in any::<u64>(),
+        class in 0usize..6,
+        texts in proptest::collection::vec(
+            (
+                prop_oneof![".{0,40}", "(MOVE|move|Move|fight|use_item|use-item|rest|flee|jump) ?.{0,3}", "\\PC{0,400}"],
+                proptest::option::of(prop_oneof![".{0,40}", "[0-9]{1,25}", "-?[0-9]{1,5}", "\\PC{0,400}"]),
+            ),
+            1..60,
+        ),
+    ) {
+        let map = DungeonMap::generate("prop-text", map_seed, map_seed as usize);
+        let mut run = Run::new(&map, Class::ALL[class], map_seed ^ 7);
+        for (action, target) in texts {
+            let score = run.score();
+            let _ = ActionKind::parse(&action);
+            let _ = run.apply(&Action { action, target });
+            check_invariants(&run, score)?;
+        }
+    }
+}

@@ -130,6 +130,12 @@ pub struct ServeArgs {
     #[arg(long, env = "CRUCIBLE_MAX_STREAMS_PER_CLIENT", default_value_t = 20)]
     pub max_streams_per_client: usize,
 
+    /// Unfunded agents one account may hold at once (each has a wallet and is checked for
+    /// funding): fund one, or wait for the old ones to be archived, to create more.
+    #[arg(long, env = "CRUCIBLE_MAX_UNFUNDED_AGENTS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub max_unfunded_agents: u64,
+
     /// Seconds between valuations of tournament wallets (leaderboard snapshots). It must tile
     /// a minute, an hour or a day (e.g. 5, 30, 60, 300, 3600) so runs stay evenly spaced.
     #[arg(long, env = "CRUCIBLE_SNAPSHOT_INTERVAL_SECS", default_value_t = 300,
@@ -193,6 +199,10 @@ pub struct RetentionArgs {
     #[arg(long, env = "CRUCIBLE_RETENTION_COMPONENT_DAYS", default_value_t = 90,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
     pub retention_component_days: u64,
+    /// Agents still unfunded this long after their creation are archived.
+    #[arg(long, env = "CRUCIBLE_UNFUNDED_AGENT_ARCHIVE_DAYS", default_value_t = 7,
+          value_parser = clap::value_parser!(u64).range(1..=3650))]
+    pub unfunded_agent_archive_days: u64,
 }
 
 /// Solana settings.
@@ -327,6 +337,7 @@ pub struct Config {
     /// Open event streams per node and per client address.
     pub max_streams: usize,
     pub max_streams_per_client: usize,
+    pub max_unfunded_agents: u64,
     /// Real clusters: Hermes base URL, SOL/USD feed id, oldest price accepted (seconds).
     pub price_api_url: String,
     pub price_feed_sol: String,
@@ -392,6 +403,7 @@ impl From<ServeArgs> for Config {
             header_read_timeout_ms: args.header_read_timeout_ms,
             max_streams: args.max_streams,
             max_streams_per_client: args.max_streams_per_client,
+            max_unfunded_agents: args.max_unfunded_agents,
             price_api_url: args.chain.price_api_url,
             price_feed_sol: args.chain.price_feed_sol,
             price_max_age_secs: args.chain.price_max_age_secs,

@@ -10,7 +10,9 @@
 //! - the events of dungeon runs that ended more than `dungeon_days` ago (the run's row, score
 //!   and status stay);
 //! - uploaded strategy components no agent uses, uploaded more than `component_days` ago by
-//!   every account that has them (their accounts' links go with them).
+//!   every account that has them (their accounts' links go with them);
+//! - agents still unfunded `unfunded_agent_archive_days` after their creation are archived
+//!   (hidden, no longer checked for funding; starting one once funded brings it back).
 //!
 //! Never money: payouts, registrations, payment claims and sightings, trades and the simnet
 //! ledger are kept.
@@ -34,6 +36,8 @@ pub struct Pruned {
     pub jobs: u64,
     pub dungeon_events: u64,
     pub components: u64,
+    /// Unfunded agents archived (not deleted: their wallets may still receive funds).
+    pub archived_agents: u64,
 }
 
 /// Prune everything past its retention, as of now.
@@ -73,6 +77,15 @@ pub async fn prune(state: &AppState) -> anyhow::Result<Pruned> {
         )
         .await?,
         components: 0,
+        archived_agents: sqlx::query(
+            "UPDATE agents SET archived_at = $1
+             WHERE status = 'unfunded' AND archived_at IS NULL AND created_at < $2",
+        )
+        .bind(now)
+        .bind(older_than(keep.unfunded_agent_archive_days))
+        .execute(state.store.write())
+        .await?
+        .rows_affected(),
     };
     pruned.components = prune_components(state, older_than(keep.retention_component_days)).await?;
     if pruned != Pruned::default() {

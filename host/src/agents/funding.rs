@@ -50,7 +50,8 @@ pub async fn check_unfunded(state: &AppState) -> anyhow::Result<()> {
     let mut funded = 0;
     loop {
         let page: Vec<(String, String)> = sqlx::query_as(
-            "SELECT id, wallet_address FROM agents WHERE status = 'unfunded' AND id > $1 ORDER BY id LIMIT $2",
+            "SELECT id, wallet_address FROM agents
+             WHERE status = 'unfunded' AND archived_at IS NULL AND id > $1 ORDER BY id LIMIT $2",
         )
         .bind(&after)
         .bind(PAGE)

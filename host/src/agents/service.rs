@@ -47,6 +47,23 @@ pub async fn create(
     let ledger = serde_json::to_string(&ledger).map_err(AgentError::internal)?;
 
     let mut tx = state.store.begin().await?;
+    // The account row's lock orders concurrent creations, so the cap holds exactly.
+    sqlx::query("UPDATE accounts SET updated_at = updated_at WHERE id = $1")
+        .bind(account_id)
+        .execute(&mut *tx)
+        .await?;
+    let (unfunded,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM agents WHERE account_id = $1 AND status = 'unfunded' AND archived_at IS NULL",
+    )
+    .bind(account_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    let cap = state.config.max_unfunded_agents;
+    if u64::try_from(unfunded).unwrap_or(0) >= cap {
+        return Err(AgentError::QuotaExceeded(format!(
+            "this account already has {unfunded} unfunded agents (at most {cap}): fund one (send SOL to its wallet)              or wait until unfunded agents are archived, then create another"
+        )));
+    }
     let wallet = crate::custodial::create(&mut tx, state, "agent", &agent_id).await?;
     sqlx::query(
         "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id, strategy_type,
@@ -102,17 +119,19 @@ pub async fn list(
     page_size: i64,
 ) -> Result<(Vec<Agent>, i64), AgentError> {
     let agents: Vec<Agent> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM agents WHERE account_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3"
+        "SELECT {COLUMNS} FROM agents WHERE account_id = $1 AND archived_at IS NULL
+         ORDER BY created_at, id LIMIT $2 OFFSET $3"
     ))
     .bind(account_id)
     .bind(page_size)
     .bind(page.saturating_mul(page_size))
     .fetch_all(state.store.read())
     .await?;
-    let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agents WHERE account_id = $1")
-        .bind(account_id)
-        .fetch_one(state.store.read())
-        .await?;
+    let (total,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM agents WHERE account_id = $1 AND archived_at IS NULL")
+            .bind(account_id)
+            .fetch_one(state.store.read())
+            .await?;
     Ok((agents, total))
 }
 
@@ -160,7 +179,7 @@ pub async fn start(
     let now = state.now();
     let mut tx = state.store.begin().await?;
     let started = sqlx::query(
-        "UPDATE agents SET status = 'active', status_reason = NULL, consecutive_faults = 0,
+        "UPDATE agents SET status = 'active', status_reason = NULL, consecutive_faults = 0, archived_at = NULL,
                 started_at = $1, clock_origin_wall = $1, clock_origin_market = $1, next_tick_at = $1,
                 tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $1
          WHERE id = $2 AND account_id = $3 AND status <> 'active'",

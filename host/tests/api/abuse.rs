@@ -240,3 +240,72 @@ async fn a_looping_run_is_limited_in_turns_and_watches_and_other_runs_play_on() 
         "a minute later the budget is back"
     );
 }
+
+#[tokio::test]
+async fn unfunded_agents_are_capped_per_account_and_old_ones_are_archived() {
+    let app = TestApp::spawn_with(|config| config.max_unfunded_agents = 3).await;
+    let session = app.session("hoarder@example.com").await;
+    let key = app.v1_key(&session).await;
+    let create = |username: String| {
+        let key = key.clone();
+        let app = &app;
+        async move {
+            app.post(
+                "/api/v1/public/agents/create",
+                Auth::XApiKey(&key),
+                json!({"name": "Hoard", "username": username, "class": "fighter", "modelId": "me/x",
+                       "strategy": {"type": "builtin", "tokenPair": {"base": "SOL", "quote": "USDC"},
+                                    "timeInterval": "5m"}}),
+            )
+            .await
+        }
+    };
+    for n in 0..3 {
+        assert_eq!(create(format!("hoard_{n}")).await.status, 201);
+    }
+    let refused = create("hoard_3".into()).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("unfunded")
+    );
+    // Another operator is unaffected.
+    let other = app.session("honest-operator@example.com").await;
+    let other_key = app.v1_key(&other).await;
+    let honest = app
+        .create_agent(&other_key, "honest_bot", "fighter", "5m")
+        .await;
+
+    // A week later the hoard is archived: hidden, no longer checked, and no longer counted.
+    app.advance(chrono::Duration::days(8));
+    let pruned = crucible::retention::prune(&app.state)
+        .await
+        .expect("retention");
+    assert_eq!(
+        pruned.archived_agents, 4,
+        "three hoarded and the honest unfunded one"
+    );
+    let listed = app
+        .get("/api/v1/public/agents", Auth::XApiKey(&key))
+        .await
+        .body;
+    assert_eq!(listed["data"].as_array().map(Vec::len), Some(0), "{listed}");
+    assert_eq!(create("hoard_4".into()).await.status, 201);
+    // An archived agent that gets funded comes back when its operator starts it.
+    let agent_id = app.fund_and_start(&other_key, &honest).await;
+    let back = app
+        .get(
+            &format!("/api/v1/public/agents/{agent_id}"),
+            Auth::XApiKey(&other_key),
+        )
+        .await
+        .body;
+    assert_eq!(back["data"]["status"], "active", "{back}");
+    let listed = app
+        .get("/api/v1/public/agents", Auth::XApiKey(&other_key))
+        .await
+        .body;
+    assert_eq!(listed["data"].as_array().map(Vec::len), Some(1));
+}

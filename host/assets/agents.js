@@ -99,6 +99,7 @@
   const samples = { times: [], equity: [] };
   let equityChart = null;
   let lastPerformance = 0;
+  let equityLoaded = false;
 
   function drawEquity() {
     const holder = document.getElementById("equity-chart");
@@ -149,6 +150,63 @@
     }
   }
 
+  // The hourly marks the server kept, before the samples of this visit.
+  async function loadEquityHistory(agentId) {
+    const result = await C.api("GET", "/api/v1/public/agents/" + encodeURIComponent(agentId) + "/equity?points=200", null, { key: true });
+    if (result.status !== 200 || !Array.isArray(result.body.data)) return;
+    const times = [], equity = [];
+    for (const point of result.body.data) { times.push(Date.parse(point.at) / 1000); equity.push(point.equity); }
+    samples.times = times.concat(samples.times);
+    samples.equity = equity.concat(samples.equity);
+    drawEquity();
+  }
+
+  let oldestTrade = null;
+  let newestTradeId = null;
+
+  function tradeRow(trade) {
+    const explorer = trade.txSignature && !config().simnet;
+    const link = trade.txSignature
+      ? (explorer
+          ? C.el("a", { href: "https://explorer.solana.com/tx/" + encodeURIComponent(trade.txSignature), rel: "noopener", text: C.shortText(trade.txSignature) })
+          : C.el("code", { text: C.shortText(trade.txSignature), title: trade.txSignature }))
+      : document.createTextNode("paper");
+    return C.el("tr", {}, [
+      C.el("td", { text: C.when(trade.executedAt) }),
+      C.el("td", {}, [C.el("span", { class: "badge " + trade.side, text: trade.side })]),
+      C.el("td", { class: "num", text: trade.baseAmount.toFixed(4) + " " + trade.baseToken }),
+      C.el("td", { class: "num", text: trade.price.toFixed(2) }),
+      C.el("td", { class: "num", text: C.usdc(trade.notional) }),
+      C.el("td", { class: "num", text: C.usdc(trade.fee) }),
+      C.el("td", { class: "num", text: trade.realizedPnl === null ? "—" : C.usdc(trade.realizedPnl) }),
+      C.el("td", { text: trade.reason || "—" }),
+      C.el("td", {}, [link]),
+    ]);
+  }
+
+  // `older`: the next page below what is shown; otherwise the newest page (refreshing the top).
+  async function loadTrades(agentId, older) {
+    const body = document.querySelector("#agent-trade-list tbody");
+    if (!body) return;
+    let path = "/api/v1/public/agents/" + encodeURIComponent(agentId) + "/trades?limit=50";
+    if (older && oldestTrade) path += "&before=" + encodeURIComponent(oldestTrade);
+    const result = await C.api("GET", path, null, { key: true });
+    if (result.status !== 200) return;
+    const trades = result.body.data || [];
+    if (older) {
+      for (const trade of trades) body.append(tradeRow(trade));
+    } else {
+      if (trades.length && trades[0].tradeId === newestTradeId) return;
+      body.replaceChildren.apply(body, trades.length ? trades.map(tradeRow) : [C.el("tr", {}, [C.el("td", { colspan: "9", text: "No trade yet." })])]);
+    }
+    if (trades.length) {
+      oldestTrade = trades[trades.length - 1].tradeId;
+      if (!older) newestTradeId = trades[0].tradeId;
+    }
+    const more = document.getElementById("agent-more-trades");
+    if (more) more.hidden = trades.length < 50;
+  }
+
   async function loadPerformance(agentId) {
     const body = document.querySelector("#agent-performance tbody");
     const rows = [];
@@ -177,7 +235,9 @@
       loading.textContent = C.human(result).text;
       return;
     }
+    if (samples.times.length === 0 && !equityLoaded) { equityLoaded = true; await loadEquityHistory(agentId); }
     renderAgent(result.body.data);
+    loadTrades(agentId, false);
     if (Date.now() - lastPerformance > 10000) {
       lastPerformance = Date.now();
       loadPerformance(agentId);
@@ -243,6 +303,8 @@
       document.getElementById("agent-stop").addEventListener("click", function () { control(agentId, "stop"); });
       const fundButton = document.getElementById("agent-fund");
       if (fundButton && config().simnet) fundButton.addEventListener("click", function () { fund(agentId); });
+      const moreTrades = document.getElementById("agent-more-trades");
+      if (moreTrades) moreTrades.addEventListener("click", function () { loadTrades(agentId, true); });
       refreshAgent(agentId);
       setInterval(function () { refreshAgent(agentId); }, 2000);
       return;

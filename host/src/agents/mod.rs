@@ -10,6 +10,7 @@ pub mod daily_report;
 pub mod entry;
 mod error;
 pub mod funding;
+pub mod history;
 pub mod live;
 mod model;
 pub mod new_agent;

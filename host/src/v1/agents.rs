@@ -29,6 +29,8 @@ pub fn router(upload_limit: usize) -> Router<AppState> {
         .route("/public/agents/{agentId}/start", post(start))
         .route("/public/agents/{agentId}/stop", post(stop))
         .route("/public/agents/{agentId}/performance", get(performance))
+        .route("/public/agents/{agentId}/trades", get(trades))
+        .route("/public/agents/{agentId}/equity", get(equity))
         .route(
             "/public/agents/{agentId}/tournaments/{tournamentId}/enter",
             post(enter_tournament),
@@ -146,6 +148,59 @@ async fn performance(
         .await?
         .ok_or(V1Error::AgentNotFound(agent_id))?;
     Ok(ok(performance::of(&state, &agent, period).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TradeParams {
+    /// The previous page's last `tradeId`: the page after it.
+    before: Option<String>,
+    /// 1 to 500 (default 50).
+    limit: Option<i64>,
+}
+
+/// The agent's trades, newest first, with the strategy's reasons and (live) signatures.
+async fn trades(
+    key: V1Key<AgentsRead>,
+    State(state): State<AppState>,
+    Path(agent_id): Path<String>,
+    Query(params): Query<TradeParams>,
+) -> Result<axum::Json<Value>, V1Error> {
+    let agent = service::find(&state, key.account_id(), &agent_id)
+        .await?
+        .ok_or(V1Error::AgentNotFound(agent_id))?;
+    let trades = agents::history::trades(
+        &state,
+        &agent,
+        params.before.as_deref(),
+        params.limit.unwrap_or(50),
+    )
+    .await?;
+    Ok(ok(trades))
+}
+
+#[derive(Debug, Deserialize)]
+struct EquityParams {
+    /// 2 to 1000 (default 200).
+    points: Option<usize>,
+}
+
+/// The agent's equity marks over time (the first tick of each hour), oldest first.
+async fn equity(
+    key: V1Key<AgentsRead>,
+    State(state): State<AppState>,
+    Path(agent_id): Path<String>,
+    Query(params): Query<EquityParams>,
+) -> Result<axum::Json<Value>, V1Error> {
+    let agent = service::find(&state, key.account_id(), &agent_id)
+        .await?
+        .ok_or(V1Error::AgentNotFound(agent_id))?;
+    Ok(ok(agents::history::equity(
+        &state,
+        &agent,
+        params.points.unwrap_or(200),
+    )
+    .await?))
 }
 
 /// The entry services' errors, in this family's codes and statuses (a registration refusal keeps

@@ -91,6 +91,50 @@ async fn a_full_run_trades_on_paper_and_reports_consistent_performance() {
         assert_eq!(performance.status, 200, "{}", performance.body);
         let metrics = &performance.body["data"]["metrics"];
         assert_eq!(metrics["totalTrades"], trades.len());
+        // The trade history, newest first, page by page, with the strategy's reasons.
+        let mut listed = Vec::new();
+        let mut before: Option<String> = None;
+        loop {
+            let path = match &before {
+                Some(cursor) => {
+                    format!("/api/v1/public/agents/{id}/trades?limit=7&before={cursor}")
+                }
+                None => format!("/api/v1/public/agents/{id}/trades?limit=7"),
+            };
+            let page = app.get(&path, Auth::XApiKey(&key)).await;
+            assert_eq!(page.status, 200, "{}", page.body);
+            let rows = page.body["data"].as_array().expect("trades").clone();
+            let Some(last) = rows.last() else { break };
+            before = Some(last["tradeId"].as_str().expect("id").to_owned());
+            listed.extend(rows);
+        }
+        assert_eq!(listed.len(), trades.len(), "every trade once across pages");
+        for (row, (side, _, _)) in listed.iter().zip(trades.iter().rev()) {
+            assert_eq!(row["side"], side.as_str());
+            assert!(
+                row["reason"].as_str().is_some_and(|r| !r.is_empty()),
+                "{row}"
+            );
+            assert!(
+                row["txSignature"].is_null(),
+                "paper trades have no transaction"
+            );
+        }
+        let equity = app
+            .get(
+                &format!("/api/v1/public/agents/{id}/equity?points=5"),
+                Auth::XApiKey(&key),
+            )
+            .await;
+        assert_eq!(equity.status, 200, "{}", equity.body);
+        let points = equity.body["data"].as_array().expect("points");
+        assert!((2..=6).contains(&points.len()), "{points:?}");
+        assert!(
+            points
+                .windows(2)
+                .all(|w| w[0]["at"].as_str() < w[1]["at"].as_str()),
+            "oldest first"
+        );
         let equity = view["paper"]["equity"].as_f64().expect("equity");
         let pnl = metrics["totalPnl"].as_f64().expect("pnl");
         assert!(

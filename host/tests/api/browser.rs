@@ -405,6 +405,12 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
             text.parse::<u64>().is_ok_and(|shown| shown > 0)
         })
         .await;
+    // The trade itself, with the strategy's reason, in the page's trade list.
+    browser
+        .wait_text("#agent-trade-list tbody", LONG, |text| {
+            (text.contains("buy") || text.contains("sell")) && text.contains("paper")
+        })
+        .await;
     browser.screenshot("agent-running").await;
 
     browser.click("#agent-stop").await;

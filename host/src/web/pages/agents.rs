@@ -149,8 +149,19 @@ pub async fn detail(
                 (status_region("agent-action-status"))
                 section aria-labelledby="equity-title" {
                     h2 #equity-title { "Equity" }
-                    p.muted { "Sampled from the agent's account while this page is open." }
+                    p.muted { "The agent's hourly equity marks, then its account sampled while this page is open." }
                     div #equity-chart role="img" aria-label="The agent's equity over time" {}
+                }
+                section aria-labelledby="trades-title" {
+                    h2 #trades-title { "Trades" }
+                    p.muted { "Newest first, with the strategy's reason"
+                        @if !on_simnet { " and, for a live agent, its transaction" } "." }
+                    div.scroll { table #agent-trade-list {
+                        thead { tr { th { "When" } th { "Side" } th.num { "Amount" } th.num { "Price" } th.num { "Value" }
+                            th.num { "Fee" } th.num { "Realized" } th { "Reason" } th { "Transaction" } } }
+                        tbody {}
+                    } }
+                    button #agent-more-trades type="button" hidden { "Older trades" }
                 }
                 section aria-labelledby="perf-title" {
                     h2 #perf-title { "Performance by period" }

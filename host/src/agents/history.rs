@@ -1,0 +1,158 @@
+//! An agent's history for its operator: its trades, newest first and paged, each with the
+//! strategy's reason and, for a live agent, the swap's transaction signature; and its equity
+//! marks over time (the first tick of each hour), for charts.
+
+use serde::Serialize;
+
+use super::AgentError;
+use super::model::Agent;
+use crate::clock::{from_millis, rfc3339};
+use crate::state::AppState;
+
+/// Raw units per whole token for the stablecoin and SOL (the only pair agents trade).
+const USDC_UNIT: f64 = 1_000_000.0;
+const SOL_UNIT: f64 = 1_000_000_000.0;
+
+#[derive(Debug, sqlx::FromRow)]
+struct TradeRow {
+    id: String,
+    executed_at: i64,
+    side: String,
+    base_token: String,
+    base_raw: i64,
+    notional_raw: i64,
+    fee_raw: i64,
+    price: f64,
+    realized_pnl_raw: Option<i64>,
+    reason: Option<String>,
+    tx_hash: String,
+}
+
+/// One trade as its operator sees it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TradeView {
+    pub trade_id: String,
+    pub executed_at: String,
+    /// `buy` or `sell` (of the base token).
+    pub side: String,
+    pub base_token: String,
+    pub base_amount: f64,
+    /// What the trade was worth in USDC, and the fee paid.
+    pub notional: f64,
+    pub fee: f64,
+    pub price: f64,
+    /// Realized on a sell that closed a position.
+    pub realized_pnl: Option<f64>,
+    /// Why the strategy traded, in its own words.
+    pub reason: Option<String>,
+    /// The swap's transaction signature, for live agents (paper trades have none).
+    pub tx_signature: Option<String>,
+}
+
+impl From<TradeRow> for TradeView {
+    fn from(row: TradeRow) -> Self {
+        let base_unit = if row.base_token == "SOL" {
+            SOL_UNIT
+        } else {
+            USDC_UNIT
+        };
+        TradeView {
+            trade_id: row.id,
+            executed_at: rfc3339(from_millis(row.executed_at)),
+            side: row.side,
+            base_amount: row.base_raw as f64 / base_unit,
+            base_token: row.base_token,
+            notional: row.notional_raw as f64 / USDC_UNIT,
+            fee: row.fee_raw as f64 / USDC_UNIT,
+            price: row.price,
+            realized_pnl: row.realized_pnl_raw.map(|raw| raw as f64 / USDC_UNIT),
+            reason: row.reason,
+            tx_signature: (!row.tx_hash.starts_with("paper_")).then_some(row.tx_hash),
+        }
+    }
+}
+
+/// Up to `limit` trades of `agent`, newest first, after the trade `before` in that order (the
+/// previous page's last `tradeId`; several trades of one tick share their time, so the cursor
+/// is the trade, not the time).
+pub async fn trades(
+    state: &AppState,
+    agent: &Agent,
+    before: Option<&str>,
+    limit: i64,
+) -> Result<Vec<TradeView>, AgentError> {
+    if !(1..=500).contains(&limit) {
+        return Err(AgentError::invalid("limit", "`limit` must be 1 to 500"));
+    }
+    let cursor = match before {
+        None => (i64::MAX, String::new()),
+        Some(trade_id) => {
+            let found: Option<(i64,)> = sqlx::query_as(
+                "SELECT executed_at FROM agent_trades WHERE agent_id = $1 AND id = $2",
+            )
+            .bind(&agent.id)
+            .bind(trade_id)
+            .fetch_optional(state.store.read())
+            .await?;
+            let (at,) = found.ok_or_else(|| {
+                AgentError::invalid(
+                    "before",
+                    format!("`{trade_id}` is not a trade of this agent"),
+                )
+            })?;
+            (at, trade_id.to_owned())
+        }
+    };
+    let rows: Vec<TradeRow> = sqlx::query_as(
+        "SELECT id, executed_at, side, base_token, base_raw, notional_raw, fee_raw, price,
+                realized_pnl_raw, reason, tx_hash
+         FROM agent_trades
+         WHERE agent_id = $1 AND (executed_at < $2 OR (executed_at = $2 AND id < $3))
+         ORDER BY executed_at DESC, id DESC LIMIT $4",
+    )
+    .bind(&agent.id)
+    .bind(cursor.0)
+    .bind(cursor.1)
+    .bind(limit)
+    .fetch_all(state.store.read())
+    .await?;
+    Ok(rows.into_iter().map(TradeView::from).collect())
+}
+
+/// One equity mark.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EquityPoint {
+    pub at: String,
+    /// USDC.
+    pub equity: f64,
+}
+
+/// The agent's equity marks, oldest first, at most `points` of them (evenly thinned).
+pub async fn equity(
+    state: &AppState,
+    agent: &Agent,
+    points: usize,
+) -> Result<Vec<EquityPoint>, AgentError> {
+    if !(2..=1000).contains(&points) {
+        return Err(AgentError::invalid("points", "`points` must be 2 to 1000"));
+    }
+    let marks: Vec<(i64, f64)> =
+        sqlx::query_as("SELECT at, equity FROM agent_equity WHERE agent_id = $1 ORDER BY at")
+            .bind(&agent.id)
+            .fetch_all(state.store.read())
+            .await?;
+    let step = marks.len().div_ceil(points).max(1);
+    let last = marks.len().saturating_sub(1);
+    Ok(marks
+        .iter()
+        .enumerate()
+        // Every `step`-th mark, and always the newest.
+        .filter(|(i, _)| i % step == 0 || *i == last)
+        .map(|(_, (at, equity))| EquityPoint {
+            at: rfc3339(from_millis(*at)),
+            equity: *equity,
+        })
+        .collect())
+}

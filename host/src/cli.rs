@@ -1,5 +1,6 @@
 //! The command line: `crucible serve`, `crucible migrate`, and the operator tools.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +35,30 @@ pub enum Command {
     /// Grant or revoke the admin role (on the same database as the server).
     #[command(subcommand)]
     Admin(crate::admin::cli::AdminCommand),
+    /// Copy the embedded database to FILE while the server runs, and check the copy.
+    Backup {
+        /// Where to write the copy (must not exist yet).
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        storage: StorageArgs,
+    },
+    /// Put a checked backup in place as the data dir's database (the server must be stopped).
+    Restore {
+        /// A file written by `crucible backup`.
+        file: PathBuf,
+        #[command(flatten)]
+        storage: StorageArgs,
+    },
+    /// The master key that seals secrets at rest.
+    #[command(subcommand)]
+    MasterKey(MasterKeyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MasterKeyCommand {
+    /// Seal every secret again under a new key, in one transaction (the server must be stopped).
+    Rotate(#[command(flatten)] StorageArgs),
 }
 
 /// Parse the command line, run the chosen command and turn its outcome into an exit code.
@@ -47,6 +72,9 @@ pub async fn run() -> ExitCode {
         Command::Tournament(command) => crate::tournaments::cli::run(command).await,
         Command::Wallet(args) => crate::chain::wallet_cli::run(args).await,
         Command::Admin(command) => crate::admin::cli::run(command).await,
+        Command::Backup { out, storage } => backup(&storage, &out).await,
+        Command::Restore { file, storage } => restore(&storage, &file).await,
+        Command::MasterKey(MasterKeyCommand::Rotate(storage)) => rotate(&storage).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -55,6 +83,53 @@ pub async fn run() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn describe(checked: &crate::backup::Checked) -> String {
+    format!(
+        "schema version {}, {} accounts, {} tournament registrations, {} payouts; integrity ok",
+        checked.schema_version, checked.accounts, checked.registrations, checked.payouts
+    )
+}
+
+async fn backup(storage: &StorageArgs, out: &std::path::Path) -> anyhow::Result<()> {
+    let checked = crate::backup::backup(storage, out).await?;
+    println!("backed up to {}: {}", out.display(), describe(&checked));
+    println!("the master key is not in the backup: keep it separately (docs/operations.md)");
+    Ok(())
+}
+
+async fn restore(storage: &StorageArgs, file: &std::path::Path) -> anyhow::Result<()> {
+    let checked = crate::backup::restore(storage, file).await?;
+    println!(
+        "restored {} into {}: {}",
+        file.display(),
+        storage.data_dir.display(),
+        describe(&checked)
+    );
+    Ok(())
+}
+
+async fn rotate(storage: &StorageArgs) -> anyhow::Result<()> {
+    let rotated = crate::master_key::rotate(storage).await?;
+    println!(
+        "{} secrets sealed again under a new master key",
+        rotated.resealed
+    );
+    match &rotated.key_file {
+        Some(path) => println!("the new key is in {}", path.display()),
+        None => {
+            println!(
+                "set CRUCIBLE_MASTER_KEY to this new key on every node before starting the server                  (it is also in {}; delete that file once the key is in your secret store):",
+                storage
+                    .data_dir
+                    .join(crate::master_key::NEXT_KEY_FILE)
+                    .display()
+            );
+            println!("{}", rotated.new_key.expose());
+        }
+    }
+    Ok(())
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {

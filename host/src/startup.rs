@@ -24,6 +24,9 @@ pub struct Application {
     listener: TcpListener,
     state: AppState,
     local_addr: SocketAddr,
+    /// Held while the server runs, so `crucible restore` and `crucible master-key rotate`
+    /// refuse to run beside it.
+    _data_dir_lock: Option<crate::data_dir_lock::DataDirLock>,
 }
 
 impl Application {
@@ -38,6 +41,14 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", config.bind))?;
         let local_addr = listener.local_addr()?;
+        let data_dir_lock = crate::data_dir_lock::try_lock(&config.data_dir)
+            .with_context(|| format!("cannot lock {}", config.data_dir.display()))?;
+        if data_dir_lock.is_none() {
+            tracing::warn!(
+                data_dir = %config.data_dir.display(),
+                "another server is running on this data dir"
+            );
+        }
         let state = assemble_state(config, clock, local_addr).await?;
         if state.config.demo_data {
             crate::tournaments::demo::seed_if_empty(&state).await?;
@@ -47,6 +58,7 @@ impl Application {
             listener,
             state,
             local_addr,
+            _data_dir_lock: data_dir_lock,
         })
     }
 
@@ -64,7 +76,11 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let Application {
-            listener, state, ..
+            listener,
+            state,
+            // Kept (not `_`) so the lock is held until serving ends.
+            _data_dir_lock: _held,
+            ..
         } = self;
         let housekeeping = tokio::spawn(node_housekeeping(state.clone()));
         let scheduler = match state.config.scheduler_interval_ms {

@@ -9,6 +9,7 @@
 )]
 
 mod helpers;
+mod host_ops;
 
 mod abuse;
 mod account;

@@ -165,6 +165,30 @@ impl TestApp {
         Self::start(config, data_dir, clock).await
     }
 
+    /// Stop this server and start another on the same database and data dir, with `tweak`
+    /// applied to the configuration first (e.g. a rotated master key). Between the two, while
+    /// nothing runs, `between` gets the configuration (to run an offline tool).
+    pub async fn restart_after<F: std::future::Future<Output = ()>>(
+        self,
+        between: impl FnOnce(Config) -> F,
+        tweak: impl FnOnce(&mut Config),
+    ) -> TestApp {
+        self.server.abort();
+        let _ = self.server.await;
+        self.state.store.close().await;
+        let TestApp {
+            mut config,
+            data_dir,
+            clock,
+            state,
+            ..
+        } = self;
+        drop(state);
+        between(config.clone()).await;
+        tweak(&mut config);
+        Self::start(config, data_dir, clock).await
+    }
+
     pub fn advance(&self, by: Duration) {
         self.clock.advance(by);
     }

@@ -17,8 +17,6 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use crucible::chain::Keypair;
-use crucible::domain::WalletAddress;
 use crucible::dungeon::game::VisibleState;
 use crucible::dungeon::game::agent::{Agent, GreedyAgent};
 use serde_json::{Value, json};
@@ -42,7 +40,7 @@ fn main() {
             .build()
             .expect("client");
         let setup = Instant::now();
-        let keys = enter_runs(&client, &base, &state, runs).await;
+        let keys = support::enter_runs(&client, &base, &state, "bench@example.com", runs).await;
         println!("setup: {runs} paid runs entered over HTTP in {:.1} s", setup.elapsed().as_secs_f64());
 
         let started = Instant::now();
@@ -73,105 +71,6 @@ fn main() {
             percentile_ms(&latencies, 1.0),
         );
     });
-}
-
-/// One account, one linked and funded wallet, `runs` quotes paid and entered: (runId, key).
-async fn enter_runs(
-    client: &reqwest::Client,
-    base: &str,
-    state: &crucible::state::AppState,
-    runs: usize,
-) -> Vec<(String, String)> {
-    let signup = client
-        .post(format!("{base}/api/auth/signup"))
-        .json(&json!({"email": "bench@example.com", "password": "correct horse 9", "acceptTerms": true, "acceptPrivacy": true}))
-        .send()
-        .await
-        .expect("signup");
-    assert_eq!(signup.status(), 201);
-    let cookie = signup
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|c| {
-            c.split(';')
-                .next()
-                .filter(|c| c.starts_with("session-token="))
-        })
-        .expect("session cookie")
-        .to_owned();
-    let account: Value = client
-        .get(format!("{base}/api/account"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .expect("account")
-        .json()
-        .await
-        .expect("json");
-    let account_id = account["id"].as_str().expect("account id").to_owned();
-
-    // The wallet proof is tested elsewhere; here the service layer links the wallet directly.
-    let payer = Keypair::generate();
-    let wallet = payer.pubkey().to_string();
-    let mut conn = state.store.write().acquire().await.expect("conn");
-    crucible::account::link_wallet(
-        &mut conn,
-        &account_id,
-        &WalletAddress::parse(&wallet).expect("wallet"),
-        "linked",
-        state.now(),
-    )
-    .await
-    .expect("link");
-    drop(conn);
-    let airdrop: Value = client
-        .post(format!("{base}/simnet/rpc"))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "requestAirdrop",
-                      "params": [wallet, 100_000_000_000u64, {"stablecoinAmount": runs as u64 * 1_000_000}]}))
-        .send()
-        .await
-        .expect("airdrop")
-        .json()
-        .await
-        .expect("json");
-    assert!(airdrop["error"].is_null(), "{airdrop}");
-
-    let today = state.now().format("%Y-%m-%d").to_string();
-    let dungeon = state.chain.dungeon().address.clone();
-    let mint = state.chain.stablecoin_mint().to_owned();
-    let mut keys = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let quote: Value = client
-            .get(format!("{base}/api/dungeons/{today}/quote?wallet={wallet}"))
-            .send()
-            .await
-            .expect("quote")
-            .json()
-            .await
-            .expect("json");
-        let memo = quote["memo"].as_str().expect("memo");
-        let signature = state
-            .chain
-            .transfer_token(&payer, &dungeon, &mint, 1_000_000, memo)
-            .await
-            .expect("pay");
-        let entered = client
-            .post(format!("{base}/api/dungeons/{today}/enter"))
-            .header("cookie", &cookie)
-            .json(&json!({"quoteId": quote["quoteId"], "payerWallet": wallet, "txSignature": signature}))
-            .send()
-            .await
-            .expect("enter");
-        assert_eq!(entered.status(), 201);
-        let body: Value = entered.json().await.expect("json");
-        keys.push((
-            body["runId"].as_str().expect("run").to_owned(),
-            body["registrationKey"].as_str().expect("key").to_owned(),
-        ));
-    }
-    keys
 }
 
 /// Play one run until `deadline` or its end; latencies in µs, and whether it ended.

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use crucible::config::{Config, sqlite_url_in};
 use crucible::startup::Application;
 use crucible::state::AppState;
+use serde_json::{Value, json};
 
 pub fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -55,24 +56,7 @@ pub fn database_url(dir: &std::path::Path) -> (String, &'static str) {
 
 /// Start the server on its own thread with a single-threaded runtime (one core).
 pub fn serve_on_one_core(dir: &std::path::Path, url: String) -> (String, AppState) {
-    let config = Config::for_tests(dir.to_path_buf(), url);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(async move {
-            let app = Application::build(config).await.expect("build");
-            tx.send((app.local_addr(), app.state().clone()))
-                .expect("send");
-            app.run_until_stopped(std::future::pending())
-                .await
-                .expect("serve");
-        });
-    });
-    let (address, state) = rx.recv().expect("server started");
-    (format!("http://{address}"), state)
+    serve_on_one_core_with(dir, url, |_| {})
 }
 
 /// `concurrency` clients each sending GET `url` back to back for `seconds`; latencies in µs.
@@ -138,4 +122,131 @@ pub fn rss_mib() -> f64 {
         })
         .flatten()
         .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// One account, one linked and funded wallet, `runs` quotes paid and entered: (runId, key).
+pub async fn enter_runs(
+    client: &reqwest::Client,
+    base: &str,
+    state: &crucible::state::AppState,
+    email: &str,
+    runs: usize,
+) -> Vec<(String, String)> {
+    let signup = client
+        .post(format!("{base}/api/auth/signup"))
+        .json(&json!({"email": email, "password": "correct horse 9", "acceptTerms": true, "acceptPrivacy": true}))
+        .send()
+        .await
+        .expect("signup");
+    assert_eq!(signup.status(), 201);
+    let cookie = signup
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|c| {
+            c.split(';')
+                .next()
+                .filter(|c| c.starts_with("session-token="))
+        })
+        .expect("session cookie")
+        .to_owned();
+    let account: Value = client
+        .get(format!("{base}/api/account"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("account")
+        .json()
+        .await
+        .expect("json");
+    let account_id = account["id"].as_str().expect("account id").to_owned();
+
+    // The wallet proof is tested elsewhere; here the service layer links the wallet directly.
+    let payer = crucible::chain::Keypair::generate();
+    let wallet = payer.pubkey().to_string();
+    let mut conn = state.store.write().acquire().await.expect("conn");
+    crucible::account::link_wallet(
+        &mut conn,
+        &account_id,
+        &crucible::domain::WalletAddress::parse(&wallet).expect("wallet"),
+        "linked",
+        state.now(),
+    )
+    .await
+    .expect("link");
+    drop(conn);
+    let airdrop: Value = client
+        .post(format!("{base}/simnet/rpc"))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "requestAirdrop",
+                      "params": [wallet, 100_000_000_000u64, {"stablecoinAmount": runs as u64 * 1_000_000}]}))
+        .send()
+        .await
+        .expect("airdrop")
+        .json()
+        .await
+        .expect("json");
+    assert!(airdrop["error"].is_null(), "{airdrop}");
+
+    let today = state.now().format("%Y-%m-%d").to_string();
+    let dungeon = state.chain.dungeon().address.clone();
+    let mint = state.chain.stablecoin_mint().to_owned();
+    let mut keys = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let quote: Value = client
+            .get(format!("{base}/api/dungeons/{today}/quote?wallet={wallet}"))
+            .send()
+            .await
+            .expect("quote")
+            .json()
+            .await
+            .expect("json");
+        let memo = quote["memo"].as_str().expect("memo");
+        let signature = state
+            .chain
+            .transfer_token(&payer, &dungeon, &mint, 1_000_000, memo)
+            .await
+            .expect("pay");
+        let entered = client
+            .post(format!("{base}/api/dungeons/{today}/enter"))
+            .header("cookie", &cookie)
+            .json(&json!({"quoteId": quote["quoteId"], "payerWallet": wallet, "txSignature": signature}))
+            .send()
+            .await
+            .expect("enter");
+        assert_eq!(entered.status(), 201);
+        let body: Value = entered.json().await.expect("json");
+        keys.push((
+            body["runId"].as_str().expect("run").to_owned(),
+            body["registrationKey"].as_str().expect("key").to_owned(),
+        ));
+    }
+    keys
+}
+
+/// [`serve_on_one_core`] with the configuration changed by `tweak` first (e.g. background work on).
+pub fn serve_on_one_core_with(
+    dir: &std::path::Path,
+    url: String,
+    tweak: impl FnOnce(&mut Config) + Send + 'static,
+) -> (String, AppState) {
+    let mut config = Config::for_tests(dir.to_path_buf(), url);
+    tweak(&mut config);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let app = Application::build(config).await.expect("build");
+            tx.send((app.local_addr(), app.state().clone()))
+                .expect("send");
+            app.run_until_stopped(std::future::pending())
+                .await
+                .expect("serve");
+        });
+    });
+    let (address, state) = rx.recv().expect("server started");
+    (format!("http://{address}"), state)
 }

@@ -32,7 +32,16 @@
         C.el("td", { class: "num", text: C.usdc(row.pnl) }),
         C.el("td", { class: "num", text: C.pct(row.pnlPercent) }),
       ];
-      if (ended) cells.push(C.el("td", { class: "num", text: C.usdc(row.prizeAwarded) }));
+      if (ended) {
+        const prize = C.el("td", { class: "num", text: C.usdc(row.prizeAwarded) });
+        if (row.prizeTxSignature) {
+          const info = island("tournament-data") || {};
+          prize.append(C.el("br"), info.simnet
+            ? C.el("code", { title: row.prizeTxSignature, text: C.shortText(row.prizeTxSignature) })
+            : C.el("a", { href: "https://explorer.solana.com/tx/" + encodeURIComponent(row.prizeTxSignature), rel: "noopener", text: C.shortText(row.prizeTxSignature) }));
+        }
+        cells.push(prize);
+      }
       return C.el("tr", {}, cells);
     });
     if (rows.length === 0) rows.push(C.el("tr", {}, [C.el("td", { colspan: "6", text: "No wallet registered yet." })]));

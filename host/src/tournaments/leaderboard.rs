@@ -35,8 +35,8 @@ pub struct Entry {
     pub pnl: Option<f64>,
     /// Flow-adjusted return since the baseline (Modified Dietz), in percent.
     pub pnl_percent: Option<f64>,
-    /// External flows since the baseline, in USD at the price of the round that saw them:
-    /// deposits positive, withdrawals negative.
+    /// External flows since the baseline, in USD at SOL's price of their time: deposits
+    /// positive, withdrawals negative.
     pub net_flows: f64,
     /// Largest fall from a peak of the flow-adjusted snapshot series, in percent (null before
     /// the second snapshot).
@@ -67,6 +67,8 @@ pub struct FinalStanding {
     pub prize_awarded: f64,
     /// The same prize in raw units, as a string (exact for any amount).
     pub prize_awarded_raw: String,
+    /// The transfer that paid the prize, once it is finalized (null before, and without a prize).
+    pub prize_tx_signature: Option<String>,
 }
 
 /// What a cached board was built from; any change rebuilds it.
@@ -75,8 +77,9 @@ struct Version {
     last_snapshot_at: Option<i64>,
     participants: i64,
     status: String,
-    /// For an ended tournament: how many rows have a final rank and a prize, since freezing the
-    /// standings and awarding the prizes happen after the status changes.
+    /// For an ended tournament: how many rows have a final rank, and how many have a prize plus
+    /// how many prizes were sent, since freezing the standings, awarding the prizes and paying
+    /// them happen after the status changes.
     finals: (i64, i64),
     /// Manual disqualifications and reinstatements.
     standings_revision: i64,
@@ -101,6 +104,7 @@ struct Row {
     final_rank: Option<i64>,
     final_pnl: Option<f64>,
     prize_awarded_raw: Option<i64>,
+    prize_tx_signature: Option<String>,
 }
 
 /// Ranked boards by tournament id.
@@ -134,8 +138,11 @@ impl Cache {
 pub async fn ranked(state: &AppState, tournament: &Tournament) -> sqlx::Result<Arc<Vec<Entry>>> {
     let finals = if tournament.status == "ended" {
         sqlx::query_as(
-            "SELECT COUNT(final_rank), COUNT(prize_awarded_raw) FROM tournament_registrations
-             WHERE tournament_id = $1",
+            "SELECT COUNT(final_rank),
+                    COUNT(prize_awarded_raw)
+                      + (SELECT COUNT(*) FROM payouts WHERE source_kind = 'tournament'
+                                                        AND source_id = $1 AND status = 'sent')
+             FROM tournament_registrations WHERE tournament_id = $1",
         )
         .bind(&tournament.id)
         .fetch_one(state.store.read())
@@ -156,8 +163,10 @@ pub async fn ranked(state: &AppState, tournament: &Tournament) -> sqlx::Result<A
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT r.wallet, r.registered_at, r.start_value_usd, r.current_value_usd, r.snapshot_at, a.display_name,
                 r.final_rank, r.final_pnl, r.prize_awarded_raw, r.baseline_at, r.net_flows_usd, r.flow_time_usd,
-                r.disqualified_reason
+                r.disqualified_reason, p.tx_signature AS prize_tx_signature
          FROM tournament_registrations r LEFT JOIN accounts a ON a.id = r.account_id
+         LEFT JOIN payouts p ON p.source_kind = 'tournament' AND p.source_id = r.tournament_id
+                            AND p.wallet = r.wallet AND p.status = 'sent'
          WHERE r.tournament_id = $1",
     )
     .bind(&tournament.id)
@@ -218,6 +227,7 @@ fn rank(
                     final_pnl: row.final_pnl,
                     prize_awarded: super::model::ui_amount(prize),
                     prize_awarded_raw: prize.to_string(),
+                    prize_tx_signature: row.prize_tx_signature.clone(),
                 }
             });
             let entry = Entry {
@@ -364,6 +374,7 @@ mod tests {
             final_rank: None,
             final_pnl: None,
             prize_awarded_raw: None,
+            prize_tx_signature: None,
             baseline_at: Some(0),
             net_flows_usd: 0.0,
             flow_time_usd: 0.0,

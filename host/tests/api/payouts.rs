@@ -126,6 +126,26 @@ async fn an_ended_paid_tournament_pays_its_winners_once_from_the_escrow() {
         .await
         .body;
     assert_eq!(entries["tournaments"][0]["prizeAwardedRaw"], "3240000");
+    // The final standings link each prize to the transfer that paid it, on the board and the page.
+    let board = app
+        .get("/api/tournaments/trn_prize/leaderboard", Auth::None)
+        .await
+        .body;
+    let first = &board["entries"][0];
+    assert_eq!(first["finalRank"], 1);
+    assert_eq!(first["prizeTxSignature"], payout["txSignature"], "{board}");
+    assert!(board["entries"][2]["prizeTxSignature"].is_null(), "no prize, no transfer");
+    let page = app
+        .client
+        .get(format!("{}/tournaments/trn_prize", app.address))
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .expect("html");
+    let signature = payout["txSignature"].as_str().expect("signature");
+    assert!(page.contains(&signature[..4]), "the prize transfer is on the page");
 
     // Running the end and the payout jobs again pays nothing more.
     crucible::tournaments::lifecycle::end(&app.state, "trn_prize")

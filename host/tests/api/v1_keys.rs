@@ -220,7 +220,7 @@ async fn each_route_demands_its_permission() {
 }
 
 #[tokio::test]
-async fn rate_limits_are_per_key_and_say_when_to_retry() {
+async fn rate_limits_are_per_account_and_say_when_to_retry() {
     let app = TestApp::spawn_with(|config| config.rate_limits = true).await;
     let session = app.session("op@example.com").await;
     let key = app.v1_key(&session).await;
@@ -244,10 +244,22 @@ async fn rate_limits_are_per_key_and_say_when_to_retry() {
     assert!(retry_after >= 1);
     assert!(eleventh.headers.contains_key("retry-after"));
 
-    // Reads have their own budget, and another key has its own.
+    // Reads have their own budget; a new key of the same account does not reset the account's
+    // budget, and another account has its own.
     let listed = app.get("/api/v1/public/agents", Auth::XApiKey(&key)).await;
     assert_eq!(listed.status, 200);
-    let other = app.v1_key(&session).await;
+    let same_account = app.v1_key(&session).await;
+    let refused = app
+        .post(
+            "/api/v1/public/agents/create",
+            Auth::XApiKey(&same_account),
+            json!({"name": "y", "username": "agent_y", "class": "rogue", "modelId": "a/b",
+                   "strategy": {"type": "builtin", "tokenPair": {"base": "SOL", "quote": "USDC"}}}),
+        )
+        .await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    let other_session = app.session("other-op@example.com").await;
+    let other = app.v1_key(&other_session).await;
     app.create_agent(&other, "agent_other", "rogue", "1h").await;
 }
 

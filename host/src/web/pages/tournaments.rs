@@ -11,7 +11,8 @@ use serde_json::Value;
 use crate::web::Web;
 use crate::web::internal::Visitor;
 use crate::web::layout::{
-    Page, data_island, failure, human, percent, short, status_region, text, time, url_escape, usdc,
+    Page, data_island, failure, human, percent, short, status_region, text, time, tx, url_escape,
+    usdc,
 };
 use crate::web::solana_pay::{Transfer, qr_svg};
 
@@ -239,7 +240,7 @@ pub async fn detail(
             h2 #board-title { @if status == "ended" { "Final standings" } @else { "Leaderboard" } }
             p.muted #board-state role="status" aria-live="polite" { (board_note) }
             @match &board {
-                Ok(board) => (leaderboard_table(&board["entries"], status == "ended")),
+                Ok(board) => (leaderboard_table(&board["entries"], status == "ended", web.state.chain.simnet().is_some())),
                 Err(failed) => p.error { (human(failed)) },
             }
         }
@@ -289,7 +290,8 @@ pub async fn detail(
         }
         (data_island("tournament-data", &serde_json::json!({
             "id": id, "status": status, "mint": web.state.chain.stablecoin_mint(),
-            "invite": invite.invite.as_deref().unwrap_or_default()
+            "invite": invite.invite.as_deref().unwrap_or_default(),
+            "simnet": web.state.chain.simnet().is_some()
         })))
     };
     Page {
@@ -303,7 +305,7 @@ pub async fn detail(
 }
 
 /// Leaderboard rows; the same columns `tournament.js` renders on each live update.
-fn leaderboard_table(rows: &Value, ended: bool) -> Markup {
+fn leaderboard_table(rows: &Value, ended: bool, on_simnet: bool) -> Markup {
     let rows = rows.as_array().cloned().unwrap_or_default();
     html! {
         div.scroll { table #board data-ended=(if ended { "true" } else { "false" }) {
@@ -318,7 +320,8 @@ fn leaderboard_table(rows: &Value, ended: bool) -> Markup {
                         td.num { (usdc(&row["currentValue"])) }
                         td.num { (usdc(&row["pnl"])) }
                         td.num { (percent(&row["pnlPercent"])) }
-                        @if ended { td.num { (usdc(&row["prizeAwarded"])) } }
+                        @if ended { td.num { (usdc(&row["prizeAwarded"]))
+                            @if row["prizeTxSignature"].is_string() { br; (tx(&row["prizeTxSignature"], on_simnet)) } } }
                     }
                 }
             }

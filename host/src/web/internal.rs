@@ -99,6 +99,11 @@ impl Api {
         Api { router }
     }
 
+    /// The API router itself, to hand it a request unchanged.
+    pub fn router(&self) -> Router {
+        self.router.clone()
+    }
+
     /// `GET path` as `visitor` (its session cookie and its address, so the API sees the same
     /// caller and counts the same rate limits).
     pub async fn get(&self, path: &str, visitor: &Visitor) -> Result<Value, Failed> {

@@ -60,6 +60,34 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route("/admin/audit", get(pages::admin::audit))
         .route("/assets/{hash}/{name}", get(assets::serve))
         .route("/web-api/{*path}", axum::routing::any(internal::forward))
+        .fallback(not_found)
         .with_state(web)
-        .fallback_service(api)
+}
+
+/// What the web app does not serve: the API's own paths go to the API unchanged (its JSON 404
+/// included); any other path is a page a person asked for, answered with a page.
+async fn not_found(
+    axum::extract::State(web): axum::extract::State<Web>,
+    visitor: internal::Visitor,
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    let path = request.uri().path();
+    if path.starts_with("/api/") || path == "/api" || path.starts_with("/simnet/") {
+        use tower::ServiceExt;
+        return match web.api.router().oneshot(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+    }
+    layout::Page {
+        title: "Page not found",
+        visitor: &visitor,
+        scripts: &[],
+        styles: &[],
+        main: maud::html! {
+            p { "There is no page at " code { (path) } "." }
+            p { a href="/" { "Home" } " · " a href="/tournaments" { "Tournaments" } " · " a href="/dungeon" { "Today's dungeon" } }
+        },
+    }
+    .render(axum::http::StatusCode::NOT_FOUND)
 }

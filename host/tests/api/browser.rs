@@ -730,3 +730,36 @@ async fn browser_an_admin_bans_a_component_and_lifts_the_ban() {
     assert!(browser.source().await.contains("component.unban"));
     browser.close().await;
 }
+
+#[tokio::test]
+#[ignore = "needs chromium; .ci/run runs them"]
+async fn browser_pages_fit_a_phone_screen() {
+    let app = TestApp::spawn().await;
+    app.create_tournament(app.new_tournament("trn_phone", 0, 10, Span::hours(-1), 24))
+        .await;
+    let browser = Browser::start().await;
+    // A common phone viewport: 390 × 844 CSS pixels.
+    browser
+        .command("POST", "/window/rect", json!({"width": 390, "height": 844}))
+        .await
+        .expect("resize");
+    for (path, name) in [
+        ("/", "phone-home"),
+        ("/tournaments", "phone-tournaments"),
+        ("/tournaments/trn_phone", "phone-tournament"),
+        ("/dungeon", "phone-dungeon"),
+        ("/signup", "phone-signup"),
+    ] {
+        browser.goto(&format!("{}{path}", app.address)).await;
+        browser.screenshot(name).await;
+        // Nothing wider than the screen: the page never scrolls sideways.
+        let overflow = browser
+            .execute("return document.documentElement.scrollWidth - document.documentElement.clientWidth;")
+            .await;
+        assert!(
+            overflow.as_i64().is_some_and(|px| px <= 1),
+            "{path} is {overflow} px wider than a phone"
+        );
+    }
+    browser.close().await;
+}

@@ -134,7 +134,10 @@ async fn an_ended_paid_tournament_pays_its_winners_once_from_the_escrow() {
     let first = &board["entries"][0];
     assert_eq!(first["finalRank"], 1);
     assert_eq!(first["prizeTxSignature"], payout["txSignature"], "{board}");
-    assert!(board["entries"][2]["prizeTxSignature"].is_null(), "no prize, no transfer");
+    assert!(
+        board["entries"][2]["prizeTxSignature"].is_null(),
+        "no prize, no transfer"
+    );
     let page = app
         .client
         .get(format!("{}/tournaments/trn_prize", app.address))
@@ -145,7 +148,10 @@ async fn an_ended_paid_tournament_pays_its_winners_once_from_the_escrow() {
         .await
         .expect("html");
     let signature = payout["txSignature"].as_str().expect("signature");
-    assert!(page.contains(&signature[..4]), "the prize transfer is on the page");
+    assert!(
+        page.contains(&signature[..4]),
+        "the prize transfer is on the page"
+    );
 
     // Running the end and the payout jobs again pays nothing more.
     crucible::tournaments::lifecycle::end(&app.state, "trn_prize")

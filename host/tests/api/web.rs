@@ -407,3 +407,20 @@ async fn admin_pages_are_for_admins_and_act_through_the_api() {
     let (_, log) = page(&app, "/admin/audit?action=account.suspend", Some(&boss)).await;
     assert!(log.contains(&member_id));
 }
+
+#[tokio::test]
+async fn a_page_that_does_not_exist_is_a_page_and_the_apis_404_stays_json() {
+    let app = TestApp::spawn().await;
+    let (status, html) = page(&app, "/no/such/page", None).await;
+    assert_eq!(status, 404);
+    assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+    assert!(html.contains("There is no page at") && html.contains("/no/such/page"));
+    let api = app.get("/api/no-such-route", Auth::None).await;
+    assert_eq!(api.status, 404);
+    assert_eq!(api.error(), "no route for /api/no-such-route");
+    let rpc = app.rpc("getHealth", json!([])).await;
+    assert_eq!(
+        rpc["result"], "ok",
+        "the simnet still answers behind the web app"
+    );
+}

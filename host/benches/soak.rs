@@ -130,7 +130,7 @@ fn main() {
         tx.commit().await.expect("commit");
 
         // Agents with a webhook key, funded and started.
-        let cookie = session(&client, &base, "operator@example.com").await;
+        let cookie = support::session(&client, &base, "operator@example.com").await;
         let key: Value = client
             .post(format!("{base}/api/v1/api-keys"))
             .header("cookie", &cookie)
@@ -360,28 +360,6 @@ fn main() {
         assert_eq!(errors, 0, "unexpected answers during the soak");
         assert_eq!(lost, 0, "webhooks lost during the soak");
     });
-}
-
-async fn session(client: &reqwest::Client, base: &str, email: &str) -> String {
-    let signup = client
-        .post(format!("{base}/api/auth/signup"))
-        .json(&json!({"email": email, "password": "correct horse 9", "acceptTerms": true, "acceptPrivacy": true}))
-        .send()
-        .await
-        .expect("signup");
-    assert_eq!(signup.status(), 201);
-    signup
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|c| {
-            c.split(';')
-                .next()
-                .filter(|c| c.starts_with("session-token="))
-        })
-        .expect("session cookie")
-        .to_owned()
 }
 
 async fn rpc(client: &reqwest::Client, base: &str, method: &str, params: Value) -> Value {

@@ -132,25 +132,7 @@ pub async fn enter_runs(
     email: &str,
     runs: usize,
 ) -> Vec<(String, String)> {
-    let signup = client
-        .post(format!("{base}/api/auth/signup"))
-        .json(&json!({"email": email, "password": "correct horse 9", "acceptTerms": true, "acceptPrivacy": true}))
-        .send()
-        .await
-        .expect("signup");
-    assert_eq!(signup.status(), 201);
-    let cookie = signup
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|c| {
-            c.split(';')
-                .next()
-                .filter(|c| c.starts_with("session-token="))
-        })
-        .expect("session cookie")
-        .to_owned();
+    let cookie = session(client, base, email).await;
     let account: Value = client
         .get(format!("{base}/api/account"))
         .header("cookie", &cookie)
@@ -249,4 +231,27 @@ pub fn serve_on_one_core_with(
     });
     let (address, state) = rx.recv().expect("server started");
     (format!("http://{address}"), state)
+}
+
+/// Sign `email` up through the API; the `session-token=…` cookie to send with later requests.
+pub async fn session(client: &reqwest::Client, base: &str, email: &str) -> String {
+    let signup = client
+        .post(format!("{base}/api/auth/signup"))
+        .json(&json!({"email": email, "password": "correct horse 9", "acceptTerms": true, "acceptPrivacy": true}))
+        .send()
+        .await
+        .expect("signup");
+    assert_eq!(signup.status(), 201);
+    signup
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|c| {
+            c.split(';')
+                .next()
+                .filter(|c| c.starts_with("session-token="))
+        })
+        .expect("session cookie")
+        .to_owned()
 }

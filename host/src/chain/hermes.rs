@@ -145,12 +145,7 @@ impl HermesPrices {
     /// The USD price of `token` at `now`: cached when fetched less than `cache_for` ago,
     /// otherwise fetched; refused when older than `max_age`.
     pub async fn usd_price(&self, token: &str, now: DateTime<Utc>) -> Result<UsdPrice, PriceError> {
-        let feed = self
-            .config
-            .feeds
-            .get(token)
-            .map(|id| normalise(id))
-            .ok_or_else(|| PriceError::UnknownToken(token.to_owned()))?;
+        let feed = self.feed_of(token)?;
         let cached = self.cached(&feed);
         if let Some((fetched_at, price)) = cached
             && now - fetched_at < self.config.cache_for
@@ -185,11 +180,20 @@ impl HermesPrices {
         price: UsdPrice,
         now: DateTime<Utc>,
     ) -> Result<UsdPrice, PriceError> {
-        let age = now - price.published_at;
-        if age > self.config.max_age {
+        self.within_max_age(token, price, now - price.published_at)
+    }
+
+    /// `price`, unless `gap` (its distance from the moment asked about) exceeds the max age.
+    fn within_max_age(
+        &self,
+        token: &str,
+        price: UsdPrice,
+        gap: chrono::Duration,
+    ) -> Result<UsdPrice, PriceError> {
+        if gap > self.config.max_age {
             return Err(PriceError::Stale {
                 token: token.to_owned(),
-                age_secs: age.num_seconds(),
+                age_secs: gap.num_seconds(),
                 max_age_secs: self.config.max_age.num_seconds(),
             });
         }
@@ -221,12 +225,7 @@ impl HermesPrices {
         token: &str,
         at: DateTime<Utc>,
     ) -> Result<UsdPrice, PriceError> {
-        let feed = self
-            .config
-            .feeds
-            .get(token)
-            .map(|id| normalise(id))
-            .ok_or_else(|| PriceError::UnknownToken(token.to_owned()))?;
+        let feed = self.feed_of(token)?;
         let second = at.timestamp();
         let key = (feed.clone(), second);
         let remembered = self
@@ -256,15 +255,16 @@ impl HermesPrices {
                 price
             }
         };
-        let gap = (price.published_at - at).abs();
-        if gap > self.config.max_age {
-            return Err(PriceError::Stale {
-                token: token.to_owned(),
-                age_secs: gap.num_seconds(),
-                max_age_secs: self.config.max_age.num_seconds(),
-            });
-        }
-        Ok(price)
+        self.within_max_age(token, price, (price.published_at - at).abs())
+    }
+
+    /// The configured Pyth feed of `token`, normalised.
+    fn feed_of(&self, token: &str) -> Result<String, PriceError> {
+        self.config
+            .feeds
+            .get(token)
+            .map(|id| normalise(id))
+            .ok_or_else(|| PriceError::UnknownToken(token.to_owned()))
     }
 
     /// The newest update (one request to Hermes).

@@ -398,28 +398,14 @@ async fn a_manual_disqualification_moves_the_board_and_the_payout() {
     for (keypair, lamports) in [(&cheat, 3_000_000_000u64), (&honest, 1_000_000_000)] {
         let wallet = keypair.pubkey().to_string();
         app.airdrop(&wallet, lamports, 10_000_000).await;
-        let memo =
-            crucible::tournaments::registration_memo("trn_manual", std::slice::from_ref(&wallet));
-        let signature = app
-            .state
-            .chain
-            .transfer_token(
-                keypair,
-                &app.state.chain.escrow().address,
-                app.state.chain.stablecoin_mint(),
-                FEE,
-                &memo,
-            )
-            .await
-            .expect("pay");
-        let registered = app
-            .post(
-                "/api/tournaments/trn_manual/register",
-                Auth::None,
-                json!({"registeredWallet": wallet, "txSignature": signature, "payerWallet": wallet}),
-            )
-            .await;
-        assert_eq!(registered.status, 201, "{}", registered.body);
+        app.pay_and_register(
+            "trn_manual",
+            keypair,
+            std::slice::from_ref(&wallet),
+            FEE,
+            Auth::None,
+        )
+        .await;
     }
     app.advance(Duration::minutes(1));
     app.run_scheduler().await;

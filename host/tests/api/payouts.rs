@@ -22,23 +22,14 @@ async fn usdc(app: &TestApp, wallet: &str) -> u64 {
 /// Register `keypair`'s own wallet, paying its fee.
 async fn enter(app: &TestApp, keypair: &Keypair, auth: Auth<'_>) {
     let wallet = keypair.pubkey().to_string();
-    let memo = crucible::tournaments::registration_memo("trn_prize", std::slice::from_ref(&wallet));
-    let escrow = app.state.chain.escrow().address.clone();
-    let mint = app.state.chain.stablecoin_mint().to_owned();
-    let signature = app
-        .state
-        .chain
-        .transfer_token(keypair, &escrow, &mint, FEE, &memo)
-        .await
-        .expect("pay");
-    let response = app
-        .post(
-            "/api/tournaments/trn_prize/register",
-            auth,
-            json!({"registeredWallet": wallet, "txSignature": signature, "payerWallet": wallet}),
-        )
-        .await;
-    assert_eq!(response.status, 201, "{}", response.body);
+    app.pay_and_register(
+        "trn_prize",
+        keypair,
+        std::slice::from_ref(&wallet),
+        FEE,
+        auth,
+    )
+    .await;
 }
 
 async fn prize_tournament(app: &TestApp) {

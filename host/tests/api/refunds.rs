@@ -6,7 +6,6 @@ use chrono::Duration;
 use crucible::chain::Keypair;
 use crucible::domain::WalletAddress;
 use crucible::scheduler::Scheduler;
-use serde_json::{Value, json};
 
 const FEE: u64 = 2_000_000;
 
@@ -27,33 +26,9 @@ async fn paid_tournament(app: &TestApp, id: &str, min: i64) {
     app.create_tournament(new).await;
 }
 
-/// `payer` pays for `wallets` and registers them; returns the response body.
-async fn enter(
-    app: &TestApp,
-    id: &str,
-    payer: &Keypair,
-    wallets: &[String],
-    auth: Auth<'_>,
-) -> Value {
-    let memo = crucible::tournaments::registration_memo(id, wallets);
-    let escrow = app.state.chain.escrow().address.clone();
-    let mint = app.state.chain.stablecoin_mint().to_owned();
-    let signature = app
-        .state
-        .chain
-        .transfer_token(payer, &escrow, &mint, FEE * wallets.len() as u64, &memo)
-        .await
-        .expect("pay");
-    let response = app
-        .post(
-            &format!("/api/tournaments/{id}/register"),
-            auth,
-            json!({"registeredWallets": wallets, "txSignature": signature,
-                   "payerWallet": payer.pubkey().to_string()}),
-        )
-        .await;
-    assert_eq!(response.status, 201, "{}", response.body);
-    response.body
+/// `payer` pays for `wallets` and registers them.
+async fn enter(app: &TestApp, id: &str, payer: &Keypair, wallets: &[String], auth: Auth<'_>) {
+    app.pay_and_register(id, payer, wallets, FEE, auth).await;
 }
 
 async fn funded(app: &TestApp) -> Keypair {

@@ -217,28 +217,14 @@ async fn disqualify_takes_a_depositor_off_the_board_and_the_next_wallet_is_paid(
     for (keypair, lamports) in [(&depositor, 3 * SOL), (&honest, SOL)] {
         let wallet = keypair.pubkey().to_string();
         app.airdrop(&wallet, lamports, 10 * USDC).await;
-        let memo =
-            crucible::tournaments::registration_memo("trn_dq", std::slice::from_ref(&wallet));
-        let signature = app
-            .state
-            .chain
-            .transfer_token(
-                keypair,
-                &app.state.chain.escrow().address,
-                app.state.chain.stablecoin_mint(),
-                FEE,
-                &memo,
-            )
-            .await
-            .expect("pay");
-        let registered = app
-            .post(
-                "/api/tournaments/trn_dq/register",
-                Auth::None,
-                json!({"registeredWallet": wallet, "txSignature": signature, "payerWallet": wallet}),
-            )
-            .await;
-        assert_eq!(registered.status, 201, "{}", registered.body);
+        app.pay_and_register(
+            "trn_dq",
+            keypair,
+            std::slice::from_ref(&wallet),
+            FEE,
+            Auth::None,
+        )
+        .await;
     }
     let scheduler = crucible::scheduler::Scheduler::new(Vec::new());
     app.advance(Duration::minutes(1));

@@ -643,6 +643,42 @@ impl TestApp {
         agent_id
     }
 
+    /// `payer` pays `fee_per_wallet` × wallets to the escrow with the registration memo of
+    /// `wallets` and registers them (201 asserted); the signature. Each wallet pays for itself
+    /// when `wallets` is just the payer's.
+    pub async fn pay_and_register(
+        &self,
+        tournament_id: &str,
+        payer: &crucible::chain::Keypair,
+        wallets: &[String],
+        fee_per_wallet: u64,
+        auth: Auth<'_>,
+    ) -> String {
+        let memo = crucible::tournaments::registration_memo(tournament_id, wallets);
+        let signature = self
+            .state
+            .chain
+            .transfer_token(
+                payer,
+                &self.state.chain.escrow().address,
+                self.state.chain.stablecoin_mint(),
+                fee_per_wallet * wallets.len() as u64,
+                &memo,
+            )
+            .await
+            .expect("pay the entry fee");
+        let registered = self
+            .post(
+                &format!("/api/tournaments/{tournament_id}/register"),
+                auth,
+                json!({"registeredWallets": wallets, "txSignature": signature,
+                       "payerWallet": payer.pubkey().to_string()}),
+            )
+            .await;
+        assert_eq!(registered.status, 201, "{}", registered.body);
+        signature
+    }
+
     /// Upload a strategy component with a v1 key (`?name=` when given).
     pub async fn upload_strategy(
         &self,

@@ -5,7 +5,12 @@
 //! first 10 % of the run), p99 of the first and last windows, total errors and lost webhooks.
 //!
 //! The load is open-loop: each kind is sent at a fixed rate whatever the answers take, so a
-//! slowing server shows up as latency, not as a lighter load. Agents are builtin paper agents on
+//! slowing server shows up as latency, not as a lighter load (past 256 waiting requests of a
+//! kind, a tick is counted as an error rather than queued). Registrations fill tournaments of
+//! 1,000 wallets one after another, and reads follow the one being filled: a single tournament
+//! taking 10 registrations a second for half an hour, read 20 times a second, rebuilds an ever
+//! larger board on every read (each registration changes it) — see the closing note of the
+//! hardening issue. Agents are builtin paper agents on
 //! 5 m intervals at `CRUCIBLE_TIME_SCALE` 300 (a tick per second each); their trades, starts and
 //! stops are webhooks to a receiver on loopback, which counts each delivery id.
 //!
@@ -102,31 +107,36 @@ fn main() {
             format!("http://{address}/hooks")
         };
 
-        // A live free tournament with room for every registration of the run.
+        // Live free tournaments, each filled with `PER_TOURNAMENT` registrations before the next
+        // one takes over (created up front, so the mix has no set-up step inside it): as many
+        // tournaments of bounded size run side by side on a real service.
         let now = state.now();
-        let tournament = queries::NewTournament {
-            id: "trn_soak".into(),
-            name: "Soak".into(),
-            description: String::new(),
-            kind: "highest_pnl".into(),
-            visibility: "public".into(),
-            entry_fee_raw: 0,
-            max_participants: 100_000,
-            escrow_wallet: state.chain.escrow().address.to_string(),
-            payout_split: vec![100],
-            rake_bps: 0,
-            is_paper_trading: true,
-            transfer_policy: crucible::tournaments::rules::TransferPolicy::Adjust,
-            evaluation_metric: crucible::tournaments::rules::EvaluationMetric::PnlPercent,
-            start_date: now - Span::minutes(1),
-            end_date: now + Span::days(2),
-            series: None,
-            registration_deadline: None,
-            invite_code_hash: None,
-            min_participants: 0,
-        };
+        let tournaments = (seconds * (reads_per_sec / 4).max(1)).div_ceil(PER_TOURNAMENT) + 1;
         let mut tx = state.store.begin().await.expect("tx");
-        queries::insert(&mut tx, &tournament, now).await.expect("tournament");
+        for index in 0..tournaments {
+            let tournament = queries::NewTournament {
+                id: format!("trn_soak_{index}"),
+                name: format!("Soak {index}"),
+                description: String::new(),
+                kind: "highest_pnl".into(),
+                visibility: "public".into(),
+                entry_fee_raw: 0,
+                max_participants: PER_TOURNAMENT as i64,
+                escrow_wallet: state.chain.escrow().address.to_string(),
+                payout_split: vec![100],
+                rake_bps: 0,
+                is_paper_trading: true,
+                transfer_policy: crucible::tournaments::rules::TransferPolicy::Adjust,
+                evaluation_metric: crucible::tournaments::rules::EvaluationMetric::PnlPercent,
+                start_date: now - Span::minutes(1),
+                end_date: now + Span::days(2),
+                series: None,
+                registration_deadline: None,
+                invite_code_hash: None,
+                min_participants: 0,
+            };
+            queries::insert(&mut tx, &tournament, now).await.expect("tournament");
+        }
         tx.commit().await.expect("commit");
 
         // Agents with a webhook key, funded and started.
@@ -200,6 +210,7 @@ fn main() {
         // The open-loop senders: reads and registrations at a fixed rate, each request on its
         // own task; turns at the same rate but one after another (a player waits for its turn).
         let mut senders = Vec::new();
+        let registered = Arc::new(AtomicU64::new(0));
         {
             let (client, base, record, stop) = (client.clone(), base.clone(), record.clone(), stop.clone());
             let mut player = Player::new(runs);
@@ -216,7 +227,9 @@ fn main() {
         }
         for kind in [Kind::Read, Kind::Register] {
             let per_sec = if kind == Kind::Read { reads_per_sec } else { turns_per_sec };
-            let (client, base, record, stop) = (client.clone(), base.clone(), record.clone(), stop.clone());
+            let (client, base, record, stop, registered) =
+                (client.clone(), base.clone(), record.clone(), stop.clone(), registered.clone());
+            let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
             senders.push(tokio::spawn(async move {
                 let mut every = tokio::time::interval(Duration::from_millis(1000 / per_sec));
                 every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
@@ -224,15 +237,25 @@ fn main() {
                 while !stop.load(Ordering::Relaxed) {
                     every.tick().await;
                     n += 1;
-                    let (client, base, record) = (client.clone(), base.clone(), record.clone());
+                    // An open loop must not queue without bound when the server slows: past
+                    // `MAX_IN_FLIGHT` waiting requests of a kind, a tick counts as an error.
+                    let Ok(permit) = in_flight.clone().try_acquire_owned() else {
+                        record(kind, Duration::ZERO, false);
+                        continue;
+                    };
+                    let (client, base, record, registered) =
+                        (client.clone(), base.clone(), record.clone(), registered.clone());
                     tokio::spawn(async move {
                         let sent = Instant::now();
                         let ok = if kind == Kind::Read {
-                            read(&client, &base, n).await
+                            read(&client, &base, n, registered.load(Ordering::Relaxed)).await
                         } else {
-                            register(&client, &base, n).await
+                            let ok = register(&client, &base, n).await;
+                            registered.fetch_max(n, Ordering::Relaxed);
+                            ok
                         };
                         record(kind, sent.elapsed(), ok);
+                        drop(permit);
                     });
                 }
             }));
@@ -376,12 +399,26 @@ async fn rpc(client: &reqwest::Client, base: &str, method: &str, params: Value) 
     reply
 }
 
-/// Alternately the tournament list and the leaderboard's first page.
-async fn read(client: &reqwest::Client, base: &str, n: u64) -> bool {
+/// Requests of one kind waiting for an answer before the load generator stops adding more.
+const MAX_IN_FLIGHT: usize = 256;
+
+/// Registrations each tournament takes before the next one opens.
+const PER_TOURNAMENT: u64 = 1_000;
+
+/// The tournament registrations currently go to, after `registered` of them.
+fn current_tournament(registered: u64) -> String {
+    format!("trn_soak_{}", registered / PER_TOURNAMENT)
+}
+
+/// Alternately the tournament list and the first leaderboard page of the tournament being filled.
+async fn read(client: &reqwest::Client, base: &str, n: u64, registered: u64) -> bool {
     let path = if n.is_multiple_of(2) {
-        "/api/tournaments?status=live"
+        "/api/tournaments?status=live".to_owned()
     } else {
-        "/api/tournaments/trn_soak/leaderboard?pageSize=100"
+        format!(
+            "/api/tournaments/{}/leaderboard?pageSize=100",
+            current_tournament(registered)
+        )
     };
     matches!(client.get(format!("{base}{path}")).send().await, Ok(r) if r.status() == 200)
 }
@@ -392,7 +429,10 @@ async fn register(client: &reqwest::Client, base: &str, n: u64) -> bool {
     key[..8].copy_from_slice(&n.to_le_bytes());
     let wallet = crucible::domain::WalletAddress::from_public_key(&key).to_string();
     let answer = client
-        .post(format!("{base}/api/tournaments/trn_soak/register"))
+        .post(format!(
+            "{base}/api/tournaments/{}/register",
+            current_tournament(n - 1)
+        ))
         .json(&json!({"registeredWallet": wallet, "txSignature": null}))
         .send()
         .await;

@@ -107,22 +107,32 @@ struct Row {
     prize_tx_signature: Option<String>,
 }
 
-/// Ranked boards by tournament id.
+/// Boards kept at most: a node serves a few hot boards at a time, while every tournament ever
+/// read would otherwise stay in memory for good.
+const CACHED_BOARDS: usize = 64;
+
+/// Ranked boards by tournament id, the least recently read dropped beyond [`CACHED_BOARDS`].
 #[derive(Default)]
 pub struct Cache {
-    boards: Mutex<HashMap<String, Built>>,
+    boards: Mutex<HashMap<String, (Built, u64)>>,
+    /// A counter standing for "when" a board was last read (no clock needed to order reads).
+    reads: std::sync::atomic::AtomicU64,
 }
 
 impl Cache {
     fn get(&self, id: &str, version: &Version) -> Option<Arc<Vec<Entry>>> {
-        let boards = self
+        let mut boards = self
             .boards
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        boards
-            .get(id)
-            .filter(|(built, _)| built == version)
-            .map(|(_, entries)| entries.clone())
+        let ((built, entries), last_read) = boards.get_mut(id)?;
+        if built != version {
+            return None;
+        }
+        *last_read = self
+            .reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(entries.clone())
     }
 
     fn put(&self, id: &str, version: Version, entries: Arc<Vec<Entry>>) {
@@ -130,7 +140,30 @@ impl Cache {
             .boards
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        boards.insert(id.to_owned(), (version, entries));
+        let now = self
+            .reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        boards.insert(id.to_owned(), ((version, entries), now));
+        if boards.len() > CACHED_BOARDS
+            && let Some(oldest) = boards
+                .iter()
+                .min_by_key(|(_, (_, last_read))| *last_read)
+                .map(|(id, _)| id.clone())
+        {
+            boards.remove(&oldest);
+        }
+    }
+
+    /// How many boards are held (for tests).
+    pub fn len(&self) -> usize {
+        self.boards
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -355,6 +388,39 @@ pub async fn freeze(state: &AppState, tournament: &Tournament) -> anyhow::Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_board_cache_keeps_the_most_recently_read_boards() {
+        let version = |n: i64| Version {
+            last_snapshot_at: Some(n),
+            participants: n,
+            status: "live".into(),
+            finals: (0, 0),
+            standings_revision: 0,
+        };
+        let cache = Cache::default();
+        cache.put("hot", version(0), Arc::new(Vec::new()));
+        for n in 0..(CACHED_BOARDS as i64 + 10) {
+            cache.put(&format!("trn_{n}"), version(n), Arc::new(Vec::new()));
+            // The hot board is read all along.
+            assert!(cache.get("hot", &version(0)).is_some(), "read {n}");
+        }
+        assert_eq!(cache.len(), CACHED_BOARDS, "bounded");
+        assert!(
+            cache.get("trn_0", &version(0)).is_none(),
+            "the coldest went first"
+        );
+        let newest = CACHED_BOARDS as i64 + 9;
+        assert!(
+            cache
+                .get(&format!("trn_{newest}"), &version(newest))
+                .is_some()
+        );
+        assert!(
+            cache.get("hot", &version(1)).is_none(),
+            "a stale version is a miss"
+        );
+    }
 
     fn row(
         wallet: &str,

@@ -211,6 +211,8 @@ async fn node_housekeeping(state: AppState) {
         for limiter in state.limits.all() {
             limiter.retain_recent();
         }
+        // A board nobody read during the last 10,000 board reads on this node has gone quiet.
+        state.leaderboards.drop_unread(10_000);
         let evicted = state.agents.evict_idle(crate::agents::IDLE_EVICTION);
         if evicted > 0 {
             tracing::debug!(evicted, "unused strategy components dropped from memory");

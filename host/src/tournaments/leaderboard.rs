@@ -154,6 +154,17 @@ impl Cache {
         }
     }
 
+    /// Drop the boards nobody read in the last `max_idle` reads of any board (the node's
+    /// housekeeping calls it), so boards of tournaments that went quiet leave memory before the
+    /// cache is full.
+    pub fn drop_unread(&self, max_idle: u64) {
+        let now = self.reads.load(std::sync::atomic::Ordering::Relaxed);
+        self.boards
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .retain(|_, (_, last_read)| now.saturating_sub(*last_read) <= max_idle);
+    }
+
     /// How many boards are held (for tests).
     pub fn len(&self) -> usize {
         self.boards

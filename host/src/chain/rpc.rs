@@ -90,6 +90,35 @@ struct Envelope {
 struct RpcErrorBody {
     code: i64,
     message: String,
+    #[serde(default)]
+    data: Option<Value>,
+}
+
+impl RpcErrorBody {
+    /// The message, followed by what the failing program logged (a preflight failure's
+    /// `data.logs`): a node's message names only the instruction and the error code, while the
+    /// program's own words ("below the minimum") are in its logs. The last few lines suffice.
+    fn into_message(self) -> String {
+        const SHOWN: usize = 3;
+        let logs: Vec<&str> = self
+            .data
+            .as_ref()
+            .and_then(|data| data.get("logs"))
+            .and_then(Value::as_array)
+            .map(|lines| {
+                lines
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .filter_map(|line| line.strip_prefix("Program log: "))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if logs.is_empty() {
+            return self.message;
+        }
+        let shown = &logs[logs.len().saturating_sub(SHOWN)..];
+        format!("{} (program log: {})", self.message, shown.join("; "))
+    }
 }
 
 #[derive(Deserialize)]
@@ -162,7 +191,7 @@ impl RpcClient {
             return Err(ChainError::Rpc {
                 method: method.to_owned(),
                 code: error.code,
-                message: error.message,
+                message: error.into_message(),
             });
         }
         serde_json::from_value(envelope.result.unwrap_or(Value::Null)).map_err(|e| {

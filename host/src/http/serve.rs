@@ -16,9 +16,9 @@ use std::time::Duration;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tower::Service;
 
 /// How connections are served.
@@ -36,7 +36,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let mut make_service = router.into_make_service_with_connect_info::<SocketAddr>();
-    let graceful = GracefulShutdown::new();
+    // Every connection task holds a receiver: a change asks it to finish gracefully, and the
+    // sender's `closed()` resolves once every task has ended (hyper-util's `GracefulShutdown`
+    // does the same, but does not take connections that can be upgraded to websockets).
+    let (draining, drain_signal) = watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -58,17 +61,30 @@ pub async fn serve(
         let connection = http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_read_timeout)
-            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
-        let connection = graceful.watch(connection);
+            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service))
+            // The simnet's PubSub websocket is an HTTP/1.1 upgrade on this connection; once
+            // upgraded, the socket belongs to its handler, which ends it on shutdown itself.
+            .with_upgrades();
+        let mut drain_signal = drain_signal.clone();
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
+            let mut connection = std::pin::pin!(connection);
+            let outcome = tokio::select! {
+                outcome = connection.as_mut() => outcome,
+                _ = drain_signal.changed() => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(error) = outcome {
                 tracing::debug!(%error, %peer, "connection ended with an error");
             }
         });
     }
     drop(listener);
+    drop(drain_signal);
+    let _ = draining.send(true);
     tokio::select! {
-        () = graceful.shutdown() => {}
+        () = draining.closed() => {}
         () = tokio::time::sleep(limits.drain_timeout) => {
             tracing::warn!("connections still open after the drain timeout; dropping them");
         }

@@ -209,7 +209,8 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
     let app = TestApp::spawn().await;
     let payer = funded(&app, 1_000_000_000, 0).await;
     let to = Pubkey::new([9; 32]);
-    let ix = instructions::system_transfer(&payer.pubkey(), &to, 1_000);
+    // A new account must end rent-exempt (890,880 lamports for one without data).
+    let ix = instructions::system_transfer(&payer.pubkey(), &to, 1_000_000);
     let message = Message::new_legacy(
         std::slice::from_ref(&ix),
         &payer.pubkey(),
@@ -253,7 +254,7 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
     );
     assert_eq!(
         app.rpc_result("getBalance", json!([to.to_string()])).await["value"],
-        1_000
+        1_000_000
     );
 
     // A blockhash simnet never issued, and one that fell out of the last 150.
@@ -440,7 +441,7 @@ async fn hand_encoded_legacy_and_v0_transactions_execute_in_simnet() {
     .await;
     let recipient = [0x22u8; 32];
 
-    // Legacy System transfer of 1234 lamports.
+    // Legacy System transfer of 1,001,234 lamports (a new account must end rent-exempt).
     let hash = blockhash(&app).await;
     let mut msg = vec![1u8, 0, 1]; // 1 signer, 0 readonly signed, 1 readonly unsigned
     msg.push(3); // three account keys
@@ -451,7 +452,7 @@ async fn hand_encoded_legacy_and_v0_transactions_execute_in_simnet() {
     msg.push(1); // one instruction
     msg.extend([2, 2, 0, 1, 12]); // program index 2, accounts [0, 1], 12 data bytes
     msg.extend(2u32.to_le_bytes()); // Transfer
-    msg.extend(1234u64.to_le_bytes());
+    msg.extend(1_001_234u64.to_le_bytes());
     let mut wire = vec![1u8];
     wire.extend(payer.sign(&msg).to_bytes());
     wire.extend(&msg);
@@ -469,7 +470,7 @@ async fn hand_encoded_legacy_and_v0_transactions_execute_in_simnet() {
     let balance = app
         .rpc_result("getBalance", json!([bs58::encode(recipient).into_string()]))
         .await;
-    assert_eq!(balance["value"], 1234);
+    assert_eq!(balance["value"], 1_001_234);
 
     // v0 transferChecked of 7.5 USDC + memo, into a token account the recipient already has.
     let recipient_wallet = SigningKey::from_bytes(&[0x33; 32]);

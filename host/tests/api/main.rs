@@ -45,6 +45,7 @@ mod registration;
 mod retention;
 mod sandbox_guests;
 mod scheduler;
+mod simnet_clients;
 mod simnet_pool;
 mod simnet_signatures;
 mod strategies_classes;

@@ -222,17 +222,22 @@ async fn a_swap_below_its_minimum_or_beyond_the_balance_is_refused_and_changes_n
 
     let reply = send_swap(&app, &user, Direction::SellSol, SOL / 10, expected + 1).await;
     assert_eq!(reply["error"]["code"], -32002, "{reply}");
-    let message = reply["error"]["message"].as_str().expect("message");
-    assert!(message.contains("\"Custom\":2"), "{message}");
-    assert!(message.contains("below the minimum"), "{message}");
+    // As a node answers a failed preflight: the instruction error in `data.err`, the
+    // program's own words in `data.logs`.
+    let error = &reply["error"];
+    assert_eq!(
+        error["data"]["err"],
+        json!({"InstructionError": [0, {"Custom": 2}]}),
+        "{reply}"
+    );
+    assert!(error["message"].as_str().expect("message").contains("custom program error: 0x2"));
+    assert!(error["data"]["logs"].to_string().contains("below the minimum"), "{reply}");
 
     let reply = send_swap(&app, &user, Direction::SellUsdc, 11 * USDC, 0).await;
     assert_eq!(reply["error"]["code"], -32002, "{reply}");
-    assert!(
-        reply["error"]["message"]
-            .as_str()
-            .expect("message")
-            .contains("\"Custom\":1"),
+    assert_eq!(
+        reply["error"]["data"]["err"],
+        json!({"InstructionError": [0, {"Custom": 1}]}),
         "{reply}"
     );
 

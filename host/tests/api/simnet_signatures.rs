@@ -62,7 +62,7 @@ async fn an_address_lists_its_transactions_newest_first_with_node_paging() {
             &app,
             &alice,
             &[
-                instructions::system_transfer(&alice.pubkey(), &bob, 5_000),
+                instructions::system_transfer(&alice.pubkey(), &bob, 1_000_000),
                 instructions::memo("hello", &[]),
             ],
         )

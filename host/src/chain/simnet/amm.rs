@@ -219,7 +219,9 @@ fn initialize(metas: &[Meta], accounts: &mut Accounts) -> Step<()> {
         )?;
     }
     let decimals = match accounts.get(&usdc_mint.key).map(|m| &m.kind) {
-        Some(Kind::Mint { program, decimals }) if *program == tx::token_program() => *decimals,
+        Some(Kind::Mint {
+            program, decimals, ..
+        }) if *program == tx::token_program() => *decimals,
         _ => {
             return Err((
                 json!("InvalidAccountData"),
@@ -273,6 +275,8 @@ fn initialize(metas: &[Meta], accounts: &mut Accounts) -> Step<()> {
             kind: Kind::Mint {
                 program: tx::token_program(),
                 decimals: pool::LP_DECIMALS,
+                supply: 0,
+                authority: Some(a.pool),
             },
         },
     );
@@ -461,6 +465,14 @@ fn add_liquidity(
     {
         *lp_supply = supply_after;
     }
+    // The LP mint's own supply, which `getTokenSupply` and `getMint` read, moves with it.
+    if let Some(Account {
+        kind: Kind::Mint { supply, .. },
+        ..
+    }) = accounts.get_mut(&lp_mint.key)
+    {
+        *supply = supply_after;
+    }
     Ok(())
 }
 
@@ -522,6 +534,8 @@ mod tests {
                 kind: Kind::Mint {
                     program: tx::token_program(),
                     decimals: 6,
+                    supply: 100_000 * USDC,
+                    authority: None,
                 },
             },
         );

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
+use super::compute_budget::{self, BudgetError};
+use super::rent::{self, InsufficientFundsForRent};
 use crate::chain::pool;
 use crate::chain::tx::instructions::{self, AtaInstruction, SystemInstruction, TokenInstruction};
 use crate::chain::tx::{self, Message, Pubkey};
@@ -24,6 +26,10 @@ pub enum Kind {
     Mint {
         program: Pubkey,
         decimals: u8,
+        /// Raw units in circulation.
+        supply: u64,
+        /// Who may mint (`None`: the supply is fixed).
+        authority: Option<Pubkey>,
     },
     Token {
         program: Pubkey,
@@ -73,6 +79,24 @@ pub enum Refusal {
         "Attempt to debit an account but found no record of a prior credit (the fee payer {0} cannot pay the fee)"
     )]
     InsufficientFundsForFee(Pubkey),
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
+}
+
+impl Refusal {
+    /// The `err` a node's preflight reports for a transaction it will not run.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Refusal::UnsupportedProgram(_) => json!("ProgramAccountNotFound"),
+            Refusal::InsufficientFundsForFee(_) => json!("InsufficientFundsForFee"),
+            Refusal::Budget(BudgetError::InvalidInstructionData(i)) => {
+                json!({"InstructionError": [i, "InvalidInstructionData"]})
+            }
+            Refusal::Budget(BudgetError::DuplicateInstruction(i)) => {
+                json!({ "DuplicateInstruction": i })
+            }
+        }
+    }
 }
 
 /// An instruction failed: the transaction lands as failed (fee charged, nothing else moves).
@@ -101,7 +125,16 @@ fn supported(program: &Pubkey) -> bool {
         || *program == pool::program_id()
 }
 
-/// Check the programs and charge the fee. Returns the fee.
+/// The fee `message` pays: 5,000 lamports per signature plus the priority fee its compute
+/// budget asks for (what `getFeeForMessage` answers).
+pub fn fee(message: &Message) -> Result<u64, BudgetError> {
+    let budget = compute_budget::of(message)?;
+    Ok(FEE_PER_SIGNATURE
+        .saturating_mul(u64::from(message.header.num_required_signatures))
+        .saturating_add(budget.priority_fee()))
+}
+
+/// Check the programs and the compute budget, and charge the fee. Returns the fee.
 pub fn charge_fee(message: &Message, accounts: &mut Accounts) -> Result<u64, Refusal> {
     for ix in &message.instructions {
         let program = message.account_keys[usize::from(ix.program_id_index)];
@@ -109,7 +142,7 @@ pub fn charge_fee(message: &Message, accounts: &mut Accounts) -> Result<u64, Ref
             return Err(Refusal::UnsupportedProgram(program));
         }
     }
-    let fee = FEE_PER_SIGNATURE * u64::from(message.header.num_required_signatures);
+    let fee = fee(message)?;
     let payer = message.account_keys[0];
     match accounts.get_mut(&payer) {
         Some(account) if account.kind == Kind::Wallet && account.lamports >= fee => {
@@ -118,6 +151,80 @@ pub fn charge_fee(message: &Message, accounts: &mut Accounts) -> Result<u64, Ref
         }
         _ => Err(Refusal::InsufficientFundsForFee(payer)),
     }
+}
+
+/// Why a transaction that ran did not succeed: an instruction failed, or it would leave an
+/// account below rent exemption. It lands failed (fee charged, nothing else moves).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransactionFailure {
+    Instruction(InstructionFailure),
+    Rent(InsufficientFundsForRent),
+}
+
+impl TransactionFailure {
+    /// `meta.err` as a node reports it.
+    pub fn to_json(&self) -> Value {
+        match self {
+            TransactionFailure::Instruction(f) => f.to_json(),
+            TransactionFailure::Rent(r) => r.to_json(),
+        }
+    }
+
+    /// The text after "Transaction simulation failed: " in a node's preflight error.
+    pub fn message(&self) -> String {
+        match self {
+            TransactionFailure::Instruction(f) => {
+                format!("Error processing Instruction {}: {}", f.index, error_text(&f.error))
+            }
+            TransactionFailure::Rent(r) => r.message(),
+        }
+    }
+}
+
+/// A whole transaction run against `pre`: the fee, the accounts after it (only the fee moved
+/// when it failed), its failure if any, and its program log and compute units.
+#[derive(Debug, Clone)]
+pub struct Processed {
+    pub fee: u64,
+    pub post: Accounts,
+    pub failure: Option<TransactionFailure>,
+    pub trace: Trace,
+}
+
+/// Run `message` the way the bank does: refuse what cannot run at all, charge the fee,
+/// execute every instruction, then apply the rent rule to whatever changed.
+pub fn process(message: &Message, pre: &Accounts) -> Result<Processed, Refusal> {
+    let mut after_fee = pre.clone();
+    let fee = charge_fee(message, &mut after_fee)?;
+    let budget = compute_budget::of(message)?;
+    let mut post = after_fee.clone();
+    let mut trace = Trace::default();
+    let failure = match run(message, &mut post, budget.unit_limit, &mut trace) {
+        Err(failure) => Some(TransactionFailure::Instruction(failure)),
+        Ok(()) => rent::check(message, pre, &post)
+            .err()
+            .map(TransactionFailure::Rent),
+    };
+    if failure.is_some() {
+        post = after_fee;
+        trace.outputs.clear();
+    }
+    Ok(Processed {
+        fee,
+        post,
+        failure,
+        trace,
+    })
+}
+
+/// What execution produced besides account changes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    /// Per instruction, what only execution knew (a pool swap's amount out).
+    pub outputs: Vec<Option<u64>>,
+    /// The program log a node records (`meta.logMessages`, `simulateTransaction`'s `logs`).
+    pub logs: Vec<String>,
+    pub units_consumed: u64,
 }
 
 /// Run every instruction in order; on failure `accounts` is left partly modified and the
@@ -132,7 +239,43 @@ pub fn execute_traced(
     message: &Message,
     accounts: &mut Accounts,
 ) -> Result<Vec<Option<u64>>, InstructionFailure> {
-    let mut trace = Vec::with_capacity(message.instructions.len());
+    let mut trace = Trace::default();
+    run(message, accounts, compute_budget::MAX_UNITS, &mut trace)?;
+    Ok(trace.outputs)
+}
+
+/// The units each program uses per instruction on simnet: fixed figures close to what the
+/// real programs use for these instructions (the simnet does not meter bytecode).
+fn units(program: &Pubkey, data: &[u8]) -> u64 {
+    if *program == tx::system_program() || *program == tx::compute_budget_program() {
+        150
+    } else if tx::is_token_program(program) {
+        match data.first() {
+            Some(12) => 6_200,
+            _ => 4_650,
+        }
+    } else if *program == tx::associated_token_program() {
+        21_000
+    } else if *program == tx::memo_program() || *program == tx::memo_v1_program() {
+        // The memo program's cost grows with the text it checks and logs.
+        2_000 + 30 * data.len() as u64
+    } else {
+        30_000
+    }
+}
+
+/// Programs the runtime runs natively log no "consumed" line.
+fn is_builtin(program: &Pubkey) -> bool {
+    *program == tx::system_program() || *program == tx::compute_budget_program()
+}
+
+fn run(
+    message: &Message,
+    accounts: &mut Accounts,
+    unit_limit: u32,
+    trace: &mut Trace,
+) -> Result<(), InstructionFailure> {
+    let mut remaining = u64::from(unit_limit);
     for (index, ix) in message.instructions.iter().enumerate() {
         let program = message.account_keys[usize::from(ix.program_id_index)];
         let metas: Vec<Meta> = ix
@@ -144,13 +287,16 @@ pub fn execute_traced(
                 writable: message.is_writable(usize::from(i)),
             })
             .collect();
-        let fail = |error: Value, reason: String| InstructionFailure {
-            index,
-            error,
-            reason,
-        };
+        trace.logs.push(format!("Program {program} invoke [1]"));
+        trace.logs.extend(program_logs(&program, &ix.data));
+        let cost = units(&program, &ix.data);
         let mut output = None;
-        let outcome = if program == tx::system_program() {
+        let outcome = if cost > remaining {
+            err(
+                "ComputationalBudgetExceeded",
+                format!("exceeded CUs meter at BPF instruction (limit {unit_limit})"),
+            )
+        } else if program == tx::system_program() {
             system(&metas, &ix.data, accounts)
         } else if program == pool::program_id() {
             super::amm::process(&metas, &ix.data, accounts).map(|out| output = out)
@@ -161,13 +307,78 @@ pub fn execute_traced(
         } else if program == tx::memo_program() || program == tx::memo_v1_program() {
             memo(&program, &metas, &ix.data)
         } else {
-            // ComputeBudget: limits and priority fees mean nothing on simnet.
+            // ComputeBudget: read before execution (`compute_budget::of`); nothing to run.
             Ok(())
         };
-        outcome.map_err(|(error, reason)| fail(error, reason))?;
-        trace.push(output);
+        let used = cost.min(remaining);
+        remaining -= used;
+        trace.units_consumed += used;
+        if !is_builtin(&program) {
+            trace.logs.push(format!(
+                "Program {program} consumed {used} of {} compute units",
+                remaining + used
+            ));
+        }
+        if let Err((error, reason)) = outcome {
+            trace.logs.push(format!("Program log: Error: {reason}"));
+            trace
+                .logs
+                .push(format!("Program {program} failed: {}", error_text(&error)));
+            return Err(InstructionFailure {
+                index,
+                error,
+                reason,
+            });
+        }
+        trace.logs.push(format!("Program {program} success"));
+        trace.outputs.push(output);
     }
-    Ok(trace)
+    Ok(())
+}
+
+/// What a program logs about an instruction before running it, as the real programs do.
+fn program_logs(program: &Pubkey, data: &[u8]) -> Vec<String> {
+    if tx::is_token_program(program) {
+        let name = match data.first() {
+            Some(3) => "Transfer",
+            Some(12) => "TransferChecked",
+            _ => return vec![],
+        };
+        return vec![format!("Program log: Instruction: {name}")];
+    }
+    if *program == tx::associated_token_program() {
+        let name = match data.first() {
+            None | Some(0) => "Create",
+            Some(1) => "CreateIdempotent",
+            _ => return vec![],
+        };
+        return vec![format!("Program log: {name}")];
+    }
+    if (*program == tx::memo_program() || *program == tx::memo_v1_program())
+        && let Ok(text) = std::str::from_utf8(data)
+    {
+        return vec![format!("Program log: Memo (len {}): {text:?}", data.len())];
+    }
+    vec![]
+}
+
+/// How a node words an instruction error in logs and preflight messages.
+pub fn error_text(error: &Value) -> String {
+    if let Some(code) = error.get("Custom").and_then(Value::as_u64) {
+        return format!("custom program error: {code:#x}");
+    }
+    match error.as_str().unwrap_or_default() {
+        "InvalidArgument" => "invalid program argument".to_owned(),
+        "InvalidInstructionData" => "invalid instruction data".to_owned(),
+        "InvalidAccountData" => "invalid account data for instruction".to_owned(),
+        "MissingRequiredSignature" => "missing required signature for instruction".to_owned(),
+        "NotEnoughAccountKeys" => "insufficient account keys for instruction".to_owned(),
+        "IncorrectProgramId" => "incorrect program id for instruction".to_owned(),
+        "InvalidSeeds" => "Provided seeds do not result in a valid address".to_owned(),
+        "ArithmeticOverflow" => "Program arithmetic overflowed".to_owned(),
+        "ComputationalBudgetExceeded" => "Computational budget exceeded".to_owned(),
+        other => other.to_owned(),
+    }
 }
 
 /// An instruction's account as the program sees it.
@@ -361,7 +572,9 @@ fn associated_token(metas: &[Meta], data: &[u8], accounts: &mut Accounts) -> Out
     let wallet = account(metas, 2)?;
     let mint = account(metas, 3)?;
     let token_program = account(metas, 5)?;
-    let Some(Kind::Mint { program, decimals }) = accounts.get(&mint.key).map(|a| a.kind.clone())
+    let Some(Kind::Mint {
+        program, decimals, ..
+    }) = accounts.get(&mint.key).map(|a| a.kind.clone())
     else {
         return err("InvalidAccountData", format!("{} is not a mint", mint.key));
     };
@@ -476,6 +689,8 @@ mod tests {
                 kind: Kind::Mint {
                     program,
                     decimals: 6,
+                    supply: 0,
+                    authority: None,
                 },
             },
         );

@@ -40,9 +40,12 @@ fn decode(row: Row) -> Option<(Pubkey, Account)> {
     let decimals = u8::try_from(decimals).ok()?;
     let kind = match kind.as_str() {
         "wallet" => Kind::Wallet,
+        // A mint keeps its supply in `amount` and its mint authority in `owner`.
         "mint" => Kind::Mint {
             program: key(program)?,
             decimals,
+            supply: from_db(amount),
+            authority: key(owner),
         },
         "token" => Kind::Token {
             program: key(program)?,
@@ -124,9 +127,19 @@ pub async fn save(
 ) -> Result<(), SimnetError> {
     let (kind, program, mint, owner, amount, decimals) = match &account.kind {
         Kind::Wallet => ("wallet", None, None, None, 0, 0),
-        Kind::Mint { program, decimals } => {
-            ("mint", Some(program.to_string()), None, None, 0, *decimals)
-        }
+        Kind::Mint {
+            program,
+            decimals,
+            supply,
+            authority,
+        } => (
+            "mint",
+            Some(program.to_string()),
+            None,
+            authority.map(|a| a.to_string()),
+            *supply,
+            *decimals,
+        ),
         Kind::Token {
             program,
             mint,

@@ -14,9 +14,14 @@
 //! Everything lives in the database ([`ledger`]); this module never keeps ledger state in
 //! memory, and it never pretends to be more than a simulator: no real value moves.
 
+pub mod accounts;
 pub mod amm;
+pub mod cluster;
+pub mod compute_budget;
 pub mod executor;
 pub mod ledger;
+pub mod pubsub;
+pub mod rent;
 pub mod render;
 pub mod rpc;
 pub mod signatures;
@@ -26,7 +31,6 @@ mod proptests;
 
 use std::sync::Arc;
 
-use base64::Engine;
 use rand::RngCore;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -34,7 +38,25 @@ use sha2::{Digest, Sha256};
 use crate::chain::tx::{self, Message, Pubkey, Transaction, WireError};
 use crate::clock::Clock;
 use crate::db::{Store, StoreError};
-use executor::{Account, Kind};
+use executor::{Account, Kind, Refusal, Trace};
+
+/// A transaction that landed, as the PubSub subscriptions need it ([`pubsub`]).
+#[derive(Debug, Clone)]
+pub struct Executed {
+    pub signature: String,
+    pub slot: u64,
+    /// When it executed (ms on the simnet's clock); it is final `finality_ms` later.
+    pub executed_at: i64,
+    pub err: Option<Value>,
+    /// Every account the transaction named, and those it could write.
+    pub keys: Vec<Pubkey>,
+    pub writable: Vec<Pubkey>,
+    pub logs: Vec<String>,
+}
+
+/// How many landed transactions a slow subscriber may fall behind before it re-reads the
+/// ledger instead (`broadcast` lag).
+const EVENT_BUFFER: usize = 4096;
 
 /// How many blocks a blockhash stays valid for: its `lastValidBlockHeight` is its slot plus this
 /// (as on Solana).
@@ -64,6 +86,11 @@ fn faucet() -> Pubkey {
 pub enum SimnetError {
     #[error("{message}")]
     Rpc { code: i64, message: String },
+    /// A transaction preflight refused, with what a node attaches as `error.data`: its `err`,
+    /// program `logs` and `unitsConsumed`, which clients (web3.js's `SendTransactionError`)
+    /// show to the user.
+    #[error("{message}")]
+    Preflight { message: String, data: Value },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -76,11 +103,17 @@ impl SimnetError {
         }
     }
 
-    fn simulation(message: impl std::fmt::Display) -> Self {
-        SimnetError::Rpc {
-            code: -32002,
+    fn preflight(message: impl std::fmt::Display, err: Value, trace: &Trace) -> Self {
+        SimnetError::Preflight {
             message: format!("Transaction simulation failed: {message}"),
+            data: json!({"err": err, "logs": trace.logs, "accounts": null,
+                         "unitsConsumed": trace.units_consumed, "returnData": null,
+                         "innerInstructions": null}),
         }
+    }
+
+    fn refused(refusal: &Refusal) -> Self {
+        SimnetError::preflight(refusal, refusal.to_json(), &Trace::default())
     }
 }
 
@@ -99,6 +132,16 @@ pub struct PoolReserves {
     pub lp_supply: u64,
 }
 
+/// What `simulateTransaction` found, at `slot`.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    pub slot: u64,
+    pub err: Option<Value>,
+    pub trace: Trace,
+    /// `{blockhash, lastValidBlockHeight}` when the caller asked to replace its blockhash.
+    pub replacement_blockhash: Option<Value>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Commitment {
     Confirmed,
@@ -113,6 +156,7 @@ pub struct Simnet {
     /// One ledger writer at a time in this process (reads of balances and the writes that
     /// follow must not interleave, on PostgreSQL as on SQLite).
     writer: tokio::sync::Mutex<()>,
+    events: tokio::sync::broadcast::Sender<Arc<Executed>>,
 }
 
 impl std::fmt::Debug for Simnet {
@@ -141,12 +185,30 @@ impl Simnet {
             .execute(&mut *tx)
             .await?;
         }
-        if ledger::load(&mut tx, &[mint]).await?.is_empty() {
+        let existing = ledger::load(&mut tx, &[mint]).await?.remove(&mint);
+        // Mints stored before they recorded an authority: the faucet has always minted this one.
+        if let Some(
+            mut account @ Account {
+                kind: Kind::Mint {
+                    authority: None, ..
+                },
+                ..
+            },
+        ) = existing.clone()
+        {
+            if let Kind::Mint { authority, .. } = &mut account.kind {
+                *authority = Some(faucet());
+            }
+            ledger::save(&mut tx, &mint, &account).await?;
+        }
+        if existing.is_none() {
             let account = Account {
                 lamports: 1_461_600,
                 kind: Kind::Mint {
                     program: tx::token_program(),
                     decimals: STABLECOIN_DECIMALS,
+                    supply: 0,
+                    authority: Some(faucet()),
                 },
             };
             ledger::save(&mut tx, &mint, &account).await?;
@@ -158,6 +220,7 @@ impl Simnet {
             finality_ms: i64::try_from(finality_ms).unwrap_or(i64::MAX),
             mint,
             writer: tokio::sync::Mutex::new(()),
+            events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
         })
     }
 
@@ -165,8 +228,66 @@ impl Simnet {
         self.mint
     }
 
-    fn now_ms(&self) -> i64 {
+    /// Every transaction this process lands from now on.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<Executed>> {
+        self.events.subscribe()
+    }
+
+    /// How long after executing a transaction becomes final (ms).
+    pub fn finality_ms(&self) -> i64 {
+        self.finality_ms
+    }
+
+    pub fn now_ms(&self) -> i64 {
         crate::clock::to_millis(self.clock.now())
+    }
+
+    fn publish(
+        &self,
+        signature: &str,
+        slot: i64,
+        executed_at: i64,
+        err: Option<Value>,
+        message: &Message,
+        trace: &Trace,
+    ) {
+        let writable = (0..message.account_keys.len())
+            .filter(|&i| message.is_writable(i))
+            .map(|i| message.account_keys[i])
+            .collect();
+        // No subscriber is not an error: the ledger is the record, events only wake streams.
+        let _ = self.events.send(Arc::new(Executed {
+            signature: signature.to_owned(),
+            slot: u64::try_from(slot).unwrap_or_default(),
+            executed_at,
+            err,
+            keys: message.account_keys.clone(),
+            writable,
+            logs: trace.logs.clone(),
+        }));
+    }
+
+    /// Where and when each signature landed (`None`: not on the ledger).
+    pub async fn landed(
+        &self,
+        signatures: &[String],
+    ) -> Result<Vec<Option<pubsub::Landed>>, SimnetError> {
+        let mut conn = self.store.read().acquire().await?;
+        let mut out = Vec::with_capacity(signatures.len());
+        for signature in signatures {
+            let row: Option<(i64, i64, Option<String>)> = sqlx::query_as(
+                "SELECT slot, executed_at, err FROM simnet_transactions WHERE signature = $1",
+            )
+            .bind(signature)
+            .fetch_optional(&mut *conn)
+            .await?;
+            out.push(row.map(|(slot, executed_at, err)| pubsub::Landed {
+                slot: u64::try_from(slot).unwrap_or_default(),
+                executed_at,
+                err: err.and_then(|e| serde_json::from_str(&e).ok()),
+            }));
+        }
+        Ok(out)
     }
 
     /// The current slot, which is also the block height (the simnet skips no slots).
@@ -264,6 +385,69 @@ impl Simnet {
         Ok(ledger::load(&mut conn, &[*address]).await?.remove(address))
     }
 
+    /// Several accounts read in one snapshot, in the order asked (`None` where absent).
+    pub async fn accounts(&self, keys: &[Pubkey]) -> Result<Vec<Option<Account>>, SimnetError> {
+        let mut tx = self.store.read().begin().await?;
+        let mut found = ledger::load(&mut tx, keys).await?;
+        tx.commit().await?;
+        Ok(keys.iter().map(|k| found.remove(k)).collect())
+    }
+
+    /// How many transactions have landed (`getTransactionCount`, `getEpochInfo`).
+    pub async fn transaction_count(&self) -> Result<u64, SimnetError> {
+        let mut conn = self.store.read().acquire().await?;
+        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM simnet_transactions")
+            .fetch_one(&mut *conn)
+            .await?;
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+
+    /// `getRecentPrioritizationFees`: for each of the last 150 slots that holds a transaction
+    /// (writing to one of `addresses`, when given), the compute-unit price it paid in
+    /// micro-lamports, oldest first.
+    pub async fn recent_prioritization_fees(
+        &self,
+        addresses: &[Pubkey],
+    ) -> Result<Vec<(u64, u64)>, SimnetError> {
+        let mut conn = self.store.read().acquire().await?;
+        let newest = self.block_height(&mut conn).await?;
+        let since = newest - RECENT_BLOCKHASHES;
+        let rows: Vec<(i64, String)> = if addresses.is_empty() {
+            sqlx::query_as(
+                "SELECT slot, rendered FROM simnet_transactions WHERE slot > $1 ORDER BY slot",
+            )
+            .bind(since)
+            .fetch_all(&mut *conn)
+            .await?
+        } else {
+            let mut rows = Vec::new();
+            for address in addresses {
+                let some: Vec<(i64, String)> = sqlx::query_as(
+                    "SELECT t.slot, t.rendered FROM simnet_address_signatures s
+                     JOIN simnet_transactions t ON t.signature = s.signature
+                     WHERE s.address = $1 AND s.slot > $2",
+                )
+                .bind(address.to_string())
+                .bind(since)
+                .fetch_all(&mut *conn)
+                .await?;
+                rows.extend(some);
+            }
+            rows.sort_by_key(|(slot, _)| *slot);
+            rows.dedup_by_key(|(slot, _)| *slot);
+            rows
+        };
+        Ok(rows
+            .into_iter()
+            .map(|(slot, rendered)| {
+                let price = serde_json::from_str::<Value>(&rendered)
+                    .ok()
+                    .map_or(0, |tx| render::compute_unit_price(&tx));
+                (u64::try_from(slot).unwrap_or_default(), price)
+            })
+            .collect())
+    }
+
     /// The SOL/USDC pool's reserves read from one consistent snapshot of the ledger; `None`
     /// until the pool exists.
     pub async fn pool_reserves(&self) -> Result<Option<PoolReserves>, SimnetError> {
@@ -334,62 +518,41 @@ impl Simnet {
 
     /// Execute a signed wire transaction. With `skip_preflight`, a transaction whose
     /// instruction fails still lands (fee charged, `meta.err` set), as on a real cluster;
-    /// otherwise the failure is returned as a simulation error and nothing is recorded.
+    /// otherwise the failure is returned as a preflight error (with its logs) and nothing is
+    /// recorded.
     pub async fn send(&self, wire: &[u8], skip_preflight: bool) -> Result<String, SimnetError> {
-        let (transaction, message_bytes) = Transaction::deserialize(wire)
-            .map_err(|e| SimnetError::params(format!("failed to deserialize transaction: {e}")))?;
-        transaction
-            .verify(&message_bytes)
-            .map_err(|e: WireError| SimnetError::Rpc {
-                code: -32003,
-                message: format!("Transaction signature verification failure: {e}"),
-            })?;
+        let transaction = Self::decode_transaction(wire, true)?;
         let signature = transaction.signature();
         let message = &transaction.message;
-        let blockhash = bs58::encode(message.recent_blockhash).into_string();
 
         let _writer = self.writer.lock().await;
         let mut tx = self.store.begin().await?;
         if ledger::transaction(&mut tx, &signature).await?.is_some() {
-            return Err(SimnetError::simulation(
+            return Err(SimnetError::preflight(
                 "This transaction has already been processed",
+                json!("AlreadyProcessed"),
+                &Trace::default(),
             ));
         }
-        let issued: Option<(i64,)> =
-            sqlx::query_as("SELECT slot FROM simnet_blockhashes WHERE hash = $1")
-                .bind(&blockhash)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let height = self.block_height(&mut tx).await?;
-        match issued {
-            // The rule a real cluster applies, and the one the `lastValidBlockHeight` of
-            // `getLatestBlockhash` promises: once the height has passed it, the transaction can
-            // never land, which is what lets a sender safely sign a replacement.
-            Some((slot,)) if height <= slot + RECENT_BLOCKHASHES => {}
-            _ => return Err(SimnetError::simulation("Blockhash not found")),
+        if !self.blockhash_valid(&mut tx, &message.recent_blockhash).await? {
+            return Err(SimnetError::preflight(
+                "Blockhash not found",
+                json!("BlockhashNotFound"),
+                &Trace::default(),
+            ));
         }
-
         let pre = ledger::load(&mut tx, &message.account_keys).await?;
-        let mut after_fee = pre.clone();
-        let fee = executor::charge_fee(message, &mut after_fee).map_err(SimnetError::simulation)?;
-        let mut post = after_fee.clone();
-        let mut outputs = Vec::new();
-        let err = match executor::execute_traced(message, &mut post) {
-            Ok(trace) => {
-                outputs = trace;
-                None
-            }
-            Err(failure) if skip_preflight => {
-                post = after_fee;
-                Some(failure.to_json())
-            }
-            Err(failure) => {
-                return Err(SimnetError::simulation(format!(
-                    "Error processing Instruction {}: {} ({})",
-                    failure.index, failure.error, failure.reason
-                )));
-            }
-        };
+        let processed = executor::process(message, &pre).map_err(|r| SimnetError::refused(&r))?;
+        let err = processed.failure.as_ref().map(|f| f.to_json());
+        if let Some(failure) = &processed.failure
+            && !skip_preflight
+        {
+            return Err(SimnetError::preflight(
+                failure.message(),
+                failure.to_json(),
+                &processed.trace,
+            ));
+        }
         let signatures: Vec<String> = transaction
             .signatures
             .iter()
@@ -399,26 +562,123 @@ impl Simnet {
             &signatures,
             message,
             &pre,
-            &post,
-            fee,
+            &processed.post,
+            processed.fee,
             err.as_ref(),
-            &outputs,
+            &processed.trace,
         );
         let slot = ledger::next(&mut tx, "slot").await?;
+        let executed_at = self.now_ms();
         ledger::insert_transaction(
             &mut tx,
             &signature,
             slot,
-            self.now_ms(),
+            executed_at,
             err.as_ref().map(Value::to_string),
             &rendered,
         )
         .await?;
         signatures::record(&mut tx, &signature, slot, &message.account_keys).await?;
-        ledger::save_changes(&mut tx, &pre, &post).await?;
+        ledger::save_changes(&mut tx, &pre, &processed.post).await?;
         tx.commit().await?;
         tracing::debug!(%signature, slot, failed = err.is_some(), "simnet transaction");
+        self.publish(&signature, slot, executed_at, err, message, &processed.trace);
         Ok(signature)
+    }
+
+    /// `simulateTransaction`: run a transaction against the current ledger and record
+    /// nothing. Signatures are checked only with `sig_verify`; with `replace_blockhash` the
+    /// newest blockhash stands in for the transaction's own (and is returned), otherwise an
+    /// expired one is reported as the result's `err`, as a node does.
+    pub async fn simulate(
+        &self,
+        wire: &[u8],
+        sig_verify: bool,
+        replace_blockhash: bool,
+    ) -> Result<Simulation, SimnetError> {
+        if sig_verify && replace_blockhash {
+            return Err(SimnetError::params(
+                "sigVerify may not be used with replaceRecentBlockhash",
+            ));
+        }
+        let mut transaction = Self::decode_transaction(wire, sig_verify)?;
+        let replacement = if replace_blockhash {
+            let (hash, last_valid, _) = self.latest_blockhash().await?;
+            let bytes: [u8; 32] = bs58::decode(&hash)
+                .into_vec()
+                .ok()
+                .and_then(|b| b.try_into().ok())
+                .unwrap_or_default();
+            transaction.message.recent_blockhash = bytes;
+            Some(json!({"blockhash": hash, "lastValidBlockHeight": last_valid}))
+        } else {
+            None
+        };
+        let message = &transaction.message;
+        let mut tx = self.store.read().begin().await?;
+        let slot = u64::try_from(self.block_height(&mut tx).await?).unwrap_or_default();
+        let outcome = if !self.blockhash_valid(&mut tx, &message.recent_blockhash).await? {
+            (Some(json!("BlockhashNotFound")), Trace::default())
+        } else {
+            let pre = ledger::load(&mut tx, &message.account_keys).await?;
+            match executor::process(message, &pre) {
+                Ok(processed) => (processed.failure.map(|f| f.to_json()), processed.trace),
+                Err(refusal) => (Some(refusal.to_json()), Trace::default()),
+            }
+        };
+        tx.commit().await?;
+        let (err, trace) = outcome;
+        Ok(Simulation {
+            slot,
+            err,
+            trace,
+            replacement_blockhash: replacement,
+        })
+    }
+
+    /// Deserialize a wire transaction, checking its signatures when `verify`.
+    fn decode_transaction(wire: &[u8], verify: bool) -> Result<Transaction, SimnetError> {
+        let (transaction, message_bytes) = Transaction::deserialize(wire)
+            .map_err(|e| SimnetError::params(format!("failed to deserialize transaction: {e}")))?;
+        if verify {
+            transaction
+                .verify(&message_bytes)
+                .map_err(|e: WireError| SimnetError::Rpc {
+                    code: -32003,
+                    message: format!("Transaction signature verification failure: {e}"),
+                })?;
+        }
+        Ok(transaction)
+    }
+
+    /// The rule a real cluster applies, and the one the `lastValidBlockHeight` of
+    /// `getLatestBlockhash` promises: once the height has passed it, a transaction naming
+    /// this blockhash can never land, which is what lets a sender safely sign a replacement.
+    async fn blockhash_valid(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        blockhash: &[u8; 32],
+    ) -> Result<bool, SimnetError> {
+        let issued: Option<(i64,)> =
+            sqlx::query_as("SELECT slot FROM simnet_blockhashes WHERE hash = $1")
+                .bind(bs58::encode(blockhash).into_string())
+                .fetch_optional(&mut *conn)
+                .await?;
+        let height = self.block_height(conn).await?;
+        Ok(issued.is_some_and(|(slot,)| height <= slot + RECENT_BLOCKHASHES))
+    }
+
+    /// `isBlockhashValid` for a base58 blockhash (false for anything that is not one).
+    pub async fn is_blockhash_valid(&self, blockhash: &str) -> Result<bool, SimnetError> {
+        let Some(bytes) = bs58::decode(blockhash)
+            .into_vec()
+            .ok()
+            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        else {
+            return Ok(false);
+        };
+        let mut conn = self.store.read().acquire().await?;
+        self.blockhash_valid(&mut conn, &bytes).await
     }
 
     /// Credit `lamports` of SOL and `stablecoin` raw units (into the associated token account,
@@ -494,6 +754,27 @@ impl Simnet {
                 }
                 _ => return Err(SimnetError::params(format!("{ata} is not a token account"))),
             }
+            if let Some(Account {
+                kind: Kind::Mint { supply, .. },
+                ..
+            }) = post.get_mut(&self.mint)
+            {
+                *supply = supply.saturating_add(stablecoin);
+            }
+        }
+        // The faucet's transfer obeys rent like any other: a new account gets at least the
+        // exempt minimum or the airdrop is refused, as `solana-test-validator` refuses it.
+        if let Err(short) = rent::check(&message, &pre, &post) {
+            return Err(SimnetError::preflight(
+                short.message(),
+                short.to_json(),
+                &Trace::default(),
+            ));
+        }
+        let mut trace = Trace::default();
+        for program in ixs.iter().map(|ix| ix.program_id) {
+            trace.logs.push(format!("Program {program} invoke [1]"));
+            trace.logs.push(format!("Program {program} success"));
         }
         let mut signature = [0u8; 64];
         rand::rngs::OsRng.fill_bytes(&mut signature);
@@ -505,13 +786,15 @@ impl Simnet {
             &post,
             0,
             None,
-            &[],
+            &trace,
         );
-        ledger::insert_transaction(&mut tx, &signature, slot, self.now_ms(), None, &rendered)
+        let executed_at = self.now_ms();
+        ledger::insert_transaction(&mut tx, &signature, slot, executed_at, None, &rendered)
             .await?;
         signatures::record(&mut tx, &signature, slot, &message.account_keys).await?;
         ledger::save_changes(&mut tx, &pre, &post).await?;
         tx.commit().await?;
+        self.publish(&signature, slot, executed_at, None, &message, &trace);
         Ok(signature)
     }
 
@@ -570,20 +853,5 @@ impl Simnet {
         value["slot"] = json!(slot);
         value["blockTime"] = json!(executed_at.div_euclid(1000));
         Ok(value)
-    }
-
-    /// Decode a `sendTransaction` payload in `encoding` (`base58` or `base64`).
-    pub fn decode_wire(payload: &str, encoding: &str) -> Result<Vec<u8>, SimnetError> {
-        match encoding {
-            "base64" => base64::engine::general_purpose::STANDARD
-                .decode(payload)
-                .map_err(|e| SimnetError::params(format!("invalid base64 transaction: {e}"))),
-            "base58" => bs58::decode(payload)
-                .into_vec()
-                .map_err(|e| SimnetError::params(format!("invalid base58 transaction: {e}"))),
-            other => Err(SimnetError::params(format!(
-                "unsupported encoding `{other}`: use base58 or base64"
-            ))),
-        }
     }
 }

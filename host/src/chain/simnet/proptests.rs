@@ -37,6 +37,8 @@ fn world() -> (Vec<Pubkey>, Accounts) {
             kind: Kind::Mint {
                 program,
                 decimals: 6,
+                supply: 0,
+                authority: None,
             },
         },
     );
@@ -69,6 +71,8 @@ fn world() -> (Vec<Pubkey>, Accounts) {
             kind: Kind::Mint {
                 program,
                 decimals: 9,
+                supply: 0,
+                authority: None,
             },
         },
     );

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::executor::{Accounts, Kind};
+use super::executor::{Accounts, Kind, Trace};
 use crate::chain::pool;
 use crate::chain::tx::instructions::{self, AtaInstruction, SystemInstruction, TokenInstruction};
 use crate::chain::tx::{self, CompiledInstruction, Message, MessageVersion, Pubkey};
@@ -42,8 +42,9 @@ pub fn transaction(
     post: &Accounts,
     fee: u64,
     err: Option<&Value>,
-    outputs: &[Option<u64>],
+    trace: &Trace,
 ) -> Value {
+    let outputs = &trace.outputs;
     let keys = &message.account_keys;
     let account_keys: Vec<Value> = keys
         .iter()
@@ -91,10 +92,10 @@ pub fn transaction(
             "preTokenBalances": token_balances(keys, pre),
             "postTokenBalances": token_balances(keys, post),
             "innerInstructions": [],
-            "logMessages": [],
+            "logMessages": trace.logs,
             "rewards": [],
             "loadedAddresses": {"readonly": [], "writable": []},
-            "computeUnitsConsumed": 0,
+            "computeUnitsConsumed": trace.units_consumed,
         },
         "version": version,
     })
@@ -203,6 +204,23 @@ fn instruction(message: &Message, ix: &CompiledInstruction, output: Option<u64>)
         "data": bs58::encode(&ix.data).into_string(),
         "stackHeight": null,
     })
+}
+
+/// The compute-unit price (micro-lamports) a rendered transaction's Compute Budget
+/// instruction set, 0 without one.
+pub fn compute_unit_price(tx: &Value) -> u64 {
+    let budget = tx::COMPUTE_BUDGET_PROGRAM;
+    tx["transaction"]["message"]["instructions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|ix| ix["programId"] == budget)
+        .filter_map(|ix| bs58::decode(ix["data"].as_str()?).into_vec().ok())
+        .find_map(|data| match data.as_slice() {
+            [3, price @ ..] => Some(u64::from_le_bytes(price.try_into().ok()?)),
+            _ => None,
+        })
+        .unwrap_or(0)
 }
 
 /// The SOL vault's lamports and the stablecoin vault's raw amount and decimals after a rendered

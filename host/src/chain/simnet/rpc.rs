@@ -1,9 +1,14 @@
-//! The simnet's JSON-RPC 2.0 endpoint (`POST /simnet/rpc`): the methods and answer shapes of a
-//! real Solana node, single or batched requests. Not part of the OpenAPI document: it speaks
-//! Solana's protocol, not Crucible's.
+//! The simnet's JSON-RPC 2.0 endpoint (`POST /simnet/rpc`, and the PubSub websocket on the
+//! same path, [`super::pubsub`]): the methods, answer shapes, encodings and errors of a real
+//! Solana node, single or batched requests, so `@solana/web3.js`, `@solana/spl-token` and
+//! solana-py run against it unchanged. Not part of the OpenAPI document: it speaks Solana's
+//! protocol, not Crucible's. `docs/simnet.md` lists every method and what it leaves out.
 //!
-//! `getAccountInfo` serves wallets, token accounts and mints (jsonParsed) and the pool program's
-//! accounts (base64), so clients can read the pool's state as on any node.
+//! Every read takes the usual `commitment` (`processed`, `confirmed`, `finalized`) and
+//! `minContextSlot`. The simnet has one leader and no forks, so `processed` and `confirmed`
+//! see the same ledger; `finalized` matters where a node's answer depends on it (transactions,
+//! signatures for an address, signature notifications), and account reads answer the newest
+//! state at every commitment.
 //!
 //! `requestAirdrop` takes an optional third parameter `{"stablecoinAmount": <raw units>}` that
 //! also mints the simnet stablecoin into the address's associated token account.
@@ -13,19 +18,24 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use base64::Engine;
 use serde_json::{Value, json};
 
-use base64::Engine;
-
-use super::executor::{Account, Kind};
+use super::accounts::{self, Encoding, View};
+use super::executor::{self, Kind};
 use super::render::ui_amount;
-use super::{Commitment, Simnet, SimnetError};
-use crate::chain::pool;
-use crate::chain::tx::{self, Pubkey};
+use super::{Commitment, Simnet, SimnetError, cluster, rent};
+use crate::chain::tx::{Message, Pubkey};
 use crate::state::AppState;
 
+/// The most keys `getMultipleAccounts` and `getRecentPrioritizationFees` take, as on a node.
+const MAX_MULTIPLE_ACCOUNTS: usize = 100;
+const MAX_PRIORITIZATION_ADDRESSES: usize = 128;
+/// The API version the simnet answers as (`context.apiVersion`, `getVersion`).
+pub const API_VERSION: &str = "2.1.0";
+
 pub fn router() -> Router<AppState> {
-    Router::new().route("/simnet/rpc", post(handle))
+    Router::new().route("/simnet/rpc", post(handle).get(super::pubsub::upgrade))
 }
 
 async fn handle(State(state): State<AppState>, body: Bytes) -> Response {
@@ -61,8 +71,21 @@ async fn handle(State(state): State<AppState>, body: Bytes) -> Response {
     axum::Json(reply).into_response()
 }
 
-fn error_reply(id: Value, code: i64, message: &str) -> Value {
+pub(super) fn error_reply(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// The JSON-RPC reply for `error` to request `id`.
+pub(super) fn error_to_reply(id: Value, method: &str, error: SimnetError) -> Value {
+    match error {
+        SimnetError::Rpc { code, message } => error_reply(id, code, &message),
+        SimnetError::Preflight { message, data } => json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32002, "message": message, "data": data}}),
+        SimnetError::Store(e) => {
+            tracing::error!(error = %e, method, "simnet storage error");
+            error_reply(id, -32603, "Internal error")
+        }
+    }
 }
 
 async fn dispatch(simnet: &Simnet, request: Value) -> Value {
@@ -72,13 +95,50 @@ async fn dispatch(simnet: &Simnet, request: Value) -> Value {
     };
     let params = request.get("params").cloned().unwrap_or(json!([]));
     let params = params.as_array().cloned().unwrap_or_default();
-    match call(simnet, method, &params).await {
+    let result = match read_options(simnet, &params).await {
+        Ok(()) => call(simnet, method, &params).await,
+        Err(e) => Err(e),
+    };
+    match result {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err(SimnetError::Rpc { code, message }) => error_reply(id, code, &message),
-        Err(SimnetError::Store(e)) => {
-            tracing::error!(error = %e, method, "simnet storage error");
-            error_reply(id, -32603, "Internal error")
+        Err(error) => error_to_reply(id, method, error),
+    }
+}
+
+/// The options every read takes, checked once for every method: `commitment` must be one a
+/// node knows, and `minContextSlot` must have been reached.
+async fn read_options(simnet: &Simnet, params: &[Value]) -> Result<(), SimnetError> {
+    for config in params.iter().filter(|p| p.is_object()) {
+        if let Some(commitment) = config.get("commitment") {
+            parse_commitment(commitment)?;
         }
+        if let Some(min) = config.get("minContextSlot").filter(|v| !v.is_null()) {
+            let min = min.as_u64().ok_or_else(|| {
+                SimnetError::params("Invalid params: minContextSlot must be a slot number")
+            })?;
+            let slot = simnet.slot().await?;
+            if slot < min {
+                return Err(SimnetError::Rpc {
+                    code: -32016,
+                    message: format!("Minimum context slot has not been reached (slot {slot})"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A node's commitment levels (and their deprecated names). The simnet's `processed` is its
+/// `confirmed`: one leader, no forks, a transaction is confirmed as it lands.
+pub(super) fn parse_commitment(value: &Value) -> Result<Commitment, SimnetError> {
+    match value.as_str() {
+        Some("processed" | "confirmed" | "recent" | "single" | "singleGossip") => {
+            Ok(Commitment::Confirmed)
+        }
+        Some("finalized" | "max" | "root") => Ok(Commitment::Finalized),
+        _ => Err(SimnetError::params(format!(
+            "Invalid params: unknown commitment {value}: use processed, confirmed or finalized"
+        ))),
     }
 }
 
@@ -91,7 +151,10 @@ fn text<'a>(params: &'a [Value], index: usize, what: &str) -> Result<&'a str, Si
 }
 
 fn address(params: &[Value], index: usize) -> Result<Pubkey, SimnetError> {
-    let raw = text(params, index, "a base58 address")?;
+    parse_key(text(params, index, "a base58 address")?)
+}
+
+pub(super) fn parse_key(raw: &str) -> Result<Pubkey, SimnetError> {
     raw.parse()
         .map_err(|_| SimnetError::params(format!("Invalid param: `{raw}` is not a valid address")))
 }
@@ -100,12 +163,38 @@ fn config(params: &[Value], index: usize) -> &Value {
     params.get(index).unwrap_or(&Value::Null)
 }
 
+fn context(slot: u64, value: Value) -> Value {
+    json!({"context": {"slot": slot, "apiVersion": API_VERSION}, "value": value})
+}
+
+/// Decode a base64 or base58 payload (a transaction, a message).
+fn decode_payload(payload: &str, encoding: &str, what: &str) -> Result<Vec<u8>, SimnetError> {
+    match encoding {
+        "base64" => base64::engine::general_purpose::STANDARD
+            .decode(payload)
+            .map_err(|e| SimnetError::params(format!("invalid base64 {what}: {e}"))),
+        "base58" => bs58::decode(payload)
+            .into_vec()
+            .map_err(|e| SimnetError::params(format!("invalid base58 {what}: {e}"))),
+        other => Err(SimnetError::params(format!(
+            "unsupported encoding `{other}`: use base58 or base64"
+        ))),
+    }
+}
+
 async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, SimnetError> {
-    let context = |slot: u64, value: Value| json!({"context": {"slot": slot, "apiVersion": "2.1.0"}, "value": value});
     match method {
         "getHealth" => Ok(json!("ok")),
-        "getVersion" => Ok(json!({"solana-core": "2.1.0-crucible-simnet", "feature-set": 0})),
+        "getVersion" => Ok(json!({"solana-core": API_VERSION, "feature-set": 0})),
+        "getIdentity" => Ok(json!({"identity": cluster::identity().to_string()})),
+        "getGenesisHash" => Ok(json!(cluster::genesis_hash())),
         "getSlot" | "getBlockHeight" => Ok(json!(simnet.slot().await?)),
+        "getEpochInfo" => {
+            let slot = simnet.slot().await?;
+            Ok(cluster::epoch_info(slot, simnet.transaction_count().await?))
+        }
+        "getEpochSchedule" => Ok(cluster::epoch_schedule()),
+        "getTransactionCount" => Ok(json!(simnet.transaction_count().await?)),
         "getLatestBlockhash" => {
             let (blockhash, last_valid, slot) = simnet.latest_blockhash().await?;
             Ok(context(
@@ -113,10 +202,120 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
                 json!({"blockhash": blockhash, "lastValidBlockHeight": last_valid}),
             ))
         }
+        "isBlockhashValid" => {
+            let blockhash = text(params, 0, "a base58 blockhash")?;
+            let valid = simnet.is_blockhash_valid(blockhash).await?;
+            Ok(context(simnet.slot().await?, json!(valid)))
+        }
+        "getMinimumBalanceForRentExemption" => {
+            let len = params.first().and_then(Value::as_u64).ok_or_else(|| {
+                SimnetError::params("Invalid params: expected a data length at position 0")
+            })?;
+            let len = usize::try_from(len).unwrap_or(usize::MAX);
+            Ok(json!(rent::minimum_balance(len)))
+        }
+        "getFeeForMessage" => {
+            let payload = text(params, 0, "a base64 message")?;
+            let bytes = decode_payload(payload, "base64", "message")?;
+            let message = Message::deserialize(&bytes)
+                .map_err(|e| SimnetError::params(format!("invalid message: {e}")))?;
+            let fee = executor::fee(&message).map_err(|e| SimnetError::params(e.to_string()))?;
+            // A node answers null for a message whose blockhash it no longer knows.
+            let blockhash = bs58::encode(message.recent_blockhash).into_string();
+            let value = if simnet.is_blockhash_valid(&blockhash).await? {
+                json!(fee)
+            } else {
+                Value::Null
+            };
+            Ok(context(simnet.slot().await?, value))
+        }
+        "getRecentPrioritizationFees" => {
+            let keys: Vec<Pubkey> = match params.first() {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(all)) => all
+                    .iter()
+                    .map(|k| parse_key(k.as_str().unwrap_or_default()))
+                    .collect::<Result<_, _>>()?,
+                Some(_) => {
+                    return Err(SimnetError::params(
+                        "Invalid params: expected an array of addresses",
+                    ));
+                }
+            };
+            if keys.len() > MAX_PRIORITIZATION_ADDRESSES {
+                return Err(SimnetError::params(format!(
+                    "Too many inputs provided; max {MAX_PRIORITIZATION_ADDRESSES}"
+                )));
+            }
+            let fees = simnet.recent_prioritization_fees(&keys).await?;
+            Ok(json!(
+                fees.into_iter()
+                    .map(|(slot, fee)| json!({"slot": slot, "prioritizationFee": fee}))
+                    .collect::<Vec<_>>()
+            ))
+        }
         "getBalance" => {
             let key = address(params, 0)?;
             let lamports = simnet.balance(&key).await?;
             Ok(context(simnet.slot().await?, json!(lamports)))
+        }
+        "getAccountInfo" => {
+            let key = address(params, 0)?;
+            let view = View::from_config(config(params, 1), Encoding::Base58)?;
+            let value = match simnet.account(&key).await? {
+                None => Value::Null,
+                Some(account) => accounts::render(&account, view)?,
+            };
+            Ok(context(simnet.slot().await?, value))
+        }
+        "getMultipleAccounts" => {
+            let keys: Vec<Pubkey> = params
+                .first()
+                .and_then(Value::as_array)
+                .ok_or_else(|| {
+                    SimnetError::params("Invalid params: expected an array of addresses")
+                })?
+                .iter()
+                .map(|k| parse_key(k.as_str().unwrap_or_default()))
+                .collect::<Result<_, _>>()?;
+            if keys.len() > MAX_MULTIPLE_ACCOUNTS {
+                return Err(SimnetError::params(format!(
+                    "Too many inputs provided; max {MAX_MULTIPLE_ACCOUNTS}"
+                )));
+            }
+            let view = View::from_config(config(params, 1), Encoding::Base64)?;
+            let mut value = Vec::with_capacity(keys.len());
+            for account in simnet.accounts(&keys).await? {
+                value.push(match account {
+                    None => Value::Null,
+                    Some(account) => accounts::render(&account, view)?,
+                });
+            }
+            Ok(context(simnet.slot().await?, json!(value)))
+        }
+        "getTokenAccountBalance" => {
+            let key = address(params, 0)?;
+            let value = match simnet.account(&key).await?.map(|a| a.kind) {
+                Some(Kind::Token {
+                    amount, decimals, ..
+                }) => ui_amount(amount, decimals),
+                _ => {
+                    return Err(SimnetError::params(
+                        "Invalid param: not a Token account",
+                    ));
+                }
+            };
+            Ok(context(simnet.slot().await?, value))
+        }
+        "getTokenSupply" => {
+            let key = address(params, 0)?;
+            let value = match simnet.account(&key).await?.map(|a| a.kind) {
+                Some(Kind::Mint {
+                    supply, decimals, ..
+                }) => ui_amount(supply, decimals),
+                _ => return Err(SimnetError::params("Invalid param: not a Token mint")),
+            };
+            Ok(context(simnet.slot().await?, value))
         }
         "getTokenAccountsByOwner" => {
             let owner = address(params, 0)?;
@@ -130,62 +329,58 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
                     ));
                 }
             };
-            let encoding = config(params, 2)["encoding"].as_str().unwrap_or("base64");
-            if encoding != "jsonParsed" {
-                return Err(SimnetError::params(
-                    "simnet serves token accounts only with encoding jsonParsed",
-                ));
-            }
-            let accounts = simnet
+            let view = View::from_config(config(params, 2), Encoding::Base64)?;
+            let found = simnet
                 .token_accounts(&owner, mint.as_ref(), program.as_ref())
                 .await?;
-            let value: Vec<Value> = accounts
-                .into_iter()
-                .filter_map(|(key, account)| match account.kind {
-                    Kind::Token {
-                        program,
-                        mint,
-                        owner,
-                        amount,
-                        decimals,
-                    } => Some(json!({
-                        "pubkey": key.to_string(),
-                        "account": {
-                            "lamports": account.lamports,
-                            "owner": program.to_string(),
-                            "executable": false,
-                            "rentEpoch": u64::MAX,
-                            "space": 165,
-                            "data": token_account_data(&program, &mint, &owner, amount, decimals),
-                        },
-                    })),
-                    _ => None,
-                })
-                .collect();
-            Ok(context(simnet.slot().await?, json!(value)))
-        }
-        "getAccountInfo" => {
-            let key = address(params, 0)?;
-            let encoding = config(params, 1)["encoding"].as_str().unwrap_or("base64");
-            if encoding != "base64" && encoding != "jsonParsed" {
-                return Err(SimnetError::params(format!(
-                    "simnet serves account data as base64 or jsonParsed, not `{encoding}`"
-                )));
+            let mut value = Vec::with_capacity(found.len());
+            for (key, account) in found {
+                value.push(json!({
+                    "pubkey": key.to_string(),
+                    "account": accounts::render(&account, view)?,
+                }));
             }
-            let account = simnet.account(&key).await?;
-            let value = match account {
-                None => Value::Null,
-                Some(account) => account_info(&account, encoding == "jsonParsed")?,
-            };
-            Ok(context(simnet.slot().await?, value))
+            Ok(context(simnet.slot().await?, json!(value)))
         }
         "sendTransaction" => {
             let payload = text(params, 0, "an encoded transaction")?;
             let options = config(params, 1);
             let encoding = options["encoding"].as_str().unwrap_or("base58");
-            let wire = Simnet::decode_wire(payload, encoding)?;
+            let wire = decode_payload(payload, encoding, "transaction")?;
             let skip_preflight = options["skipPreflight"].as_bool().unwrap_or(false);
             Ok(json!(simnet.send(&wire, skip_preflight).await?))
+        }
+        "simulateTransaction" => {
+            let payload = text(params, 0, "an encoded transaction")?;
+            let options = config(params, 1);
+            let encoding = options["encoding"].as_str().unwrap_or("base58");
+            let wire = decode_payload(payload, encoding, "transaction")?;
+            if options.get("accounts").is_some_and(|a| !a.is_null()) {
+                return Err(SimnetError::params(
+                    "simnet does not return post-simulation accounts (`accounts`)",
+                ));
+            }
+            let sim = simnet
+                .simulate(
+                    &wire,
+                    options["sigVerify"].as_bool().unwrap_or(false),
+                    options["replaceRecentBlockhash"]
+                        .as_bool()
+                        .unwrap_or(false),
+                )
+                .await?;
+            let mut value = json!({
+                "err": sim.err,
+                "logs": sim.trace.logs,
+                "accounts": null,
+                "unitsConsumed": sim.trace.units_consumed,
+                "returnData": null,
+                "innerInstructions": null,
+            });
+            if let Some(replacement) = sim.replacement_blockhash {
+                value["replacementBlockhash"] = replacement;
+            }
+            Ok(context(sim.slot, value))
         }
         "requestAirdrop" => {
             let key = address(params, 0)?;
@@ -223,14 +418,14 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
         "getTransaction" => {
             let signature = text(params, 0, "a signature")?;
             let options = config(params, 1);
-            let commitment = match options["commitment"].as_str().unwrap_or("finalized") {
-                "finalized" => Commitment::Finalized,
-                "confirmed" => Commitment::Confirmed,
-                other => {
-                    return Err(SimnetError::params(format!(
-                        "Invalid params: commitment `{other}` is not supported for getTransaction"
-                    )));
+            let commitment = match options.get("commitment") {
+                None => Commitment::Finalized,
+                Some(c) if c == "processed" => {
+                    return Err(SimnetError::params(
+                        "Invalid params: commitment `processed` is not supported for getTransaction",
+                    ));
                 }
+                Some(c) => parse_commitment(c)?,
             };
             let encoding = options["encoding"].as_str().unwrap_or("json");
             if encoding != "jsonParsed" && encoding != "json" {
@@ -259,103 +454,5 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
             code: -32601,
             message: format!("Method not found: simnet does not serve `{other}`"),
         }),
-    }
-}
-
-/// `getAccountInfo`'s value: `{lamports, owner, executable, rentEpoch, space, data}`. Token
-/// accounts and mints are served parsed (like a node's `jsonParsed`); the pool's state as
-/// base64 of its byte layout (`chain::pool::PoolState`), as a node serves a program it cannot
-/// parse; wallets and the SOL vault have no data.
-fn account_info(account: &Account, parsed: bool) -> Result<Value, SimnetError> {
-    let base64 = |bytes: &[u8]| {
-        json!([
-            base64::engine::general_purpose::STANDARD.encode(bytes),
-            "base64"
-        ])
-    };
-    let (owner, space, data) = match &account.kind {
-        Kind::Wallet => (tx::system_program(), 0, base64(&[])),
-        Kind::Vault { .. } => (pool::program_id(), 0, base64(&[])),
-        Kind::Pool {
-            usdc_mint,
-            lp_supply,
-        } => {
-            let a = pool::PoolAddresses::sol_usdc();
-            let state = pool::PoolState {
-                usdc_mint: *usdc_mint,
-                sol_vault: a.sol_vault,
-                usdc_vault: a.usdc_vault,
-                lp_mint: a.lp_mint,
-                lp_supply: *lp_supply,
-                fee_bps: u16::try_from(pool::FEE_BPS).unwrap_or(u16::MAX),
-            };
-            (
-                pool::program_id(),
-                pool::POOL_STATE_LEN,
-                base64(&state.to_bytes()),
-            )
-        }
-        Kind::Token { program, .. } | Kind::Mint { program, .. } if !parsed => {
-            return Err(SimnetError::params(format!(
-                "simnet serves {} accounts only with encoding jsonParsed",
-                token_name(program)
-            )));
-        }
-        Kind::Token {
-            program,
-            mint,
-            owner,
-            amount,
-            decimals,
-        } => (
-            *program,
-            165,
-            token_account_data(program, mint, owner, *amount, *decimals),
-        ),
-        Kind::Mint { program, decimals } => (
-            *program,
-            82,
-            json!({"program": token_name(program), "space": 82, "parsed": {"type": "mint",
-                   "info": {"decimals": decimals, "isInitialized": true}}}),
-        ),
-    };
-    Ok(json!({
-        "lamports": account.lamports,
-        "owner": owner.to_string(),
-        "executable": false,
-        "rentEpoch": u64::MAX,
-        "space": space,
-        "data": data,
-    }))
-}
-
-fn parse_key(raw: &str) -> Result<Pubkey, SimnetError> {
-    raw.parse()
-        .map_err(|_| SimnetError::params(format!("Invalid param: `{raw}` is not a valid address")))
-}
-
-/// A token account's `data` in `jsonParsed`, as a real node renders it.
-fn token_account_data(
-    program: &Pubkey,
-    mint: &Pubkey,
-    owner: &Pubkey,
-    amount: u64,
-    decimals: u8,
-) -> Value {
-    json!({"program": token_name(program), "space": 165, "parsed": {"type": "account", "info": {
-        "isNative": false,
-        "mint": mint.to_string(),
-        "owner": owner.to_string(),
-        "state": "initialized",
-        "tokenAmount": ui_amount(amount, decimals),
-    }}})
-}
-
-/// How `jsonParsed` names a token program.
-fn token_name(program: &Pubkey) -> &'static str {
-    if *program == tx::token_program() {
-        "spl-token"
-    } else {
-        "spl-token-2022"
     }
 }

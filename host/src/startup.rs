@@ -14,7 +14,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::config::StorageArgs;
 use crate::crypto::Sealer;
-use crate::db::Store;
+use crate::db::{Backend, Store};
 use crate::http::rate_limit::RateLimits;
 use crate::scheduler::Scheduler;
 use crate::secret::Secret;
@@ -83,6 +83,20 @@ impl Application {
             ..
         } = self;
         let housekeeping = tokio::spawn(node_housekeeping(state.clone()));
+        // Several nodes share a PostgreSQL database: what one publishes reaches the others.
+        let relay = match state.store.backend() {
+            Backend::Postgres => Some(
+                crate::events::relay::Relay::start(
+                    &state.events,
+                    &state.store,
+                    &state.config.database_url,
+                    &format!("node_{}", crate::crypto::random_base58(8)),
+                )
+                .await
+                .context("cannot listen for the other nodes' events (LISTEN)")?,
+            ),
+            Backend::Sqlite => None,
+        };
         let scheduler = match state.config.scheduler_interval_ms {
             0 => None,
             ms => {
@@ -113,6 +127,9 @@ impl Application {
         };
         crate::http::serve::serve(listener, router, limits, shutdown).await;
         housekeeping.abort();
+        if let Some(relay) = relay {
+            relay.stop();
+        }
         if let Some(scheduler) = scheduler {
             scheduler.abort();
         }

@@ -117,8 +117,9 @@ impl Watch {
                     {
                         break;
                     }
+                    // Missed events (here, or from other nodes): read what is stored.
+                    Ok(Event::Resync) | Err(RecvError::Lagged(_)) => break,
                     Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => break,
                     Err(RecvError::Closed) => return None,
                 }
             }

@@ -106,13 +106,14 @@ impl Live {
                             Ok(Event::TournamentEnded { tournament_id }) if tournament_id == self.id => {
                                 self.phase = Phase::Ended;
                             }
-                            Ok(_) => {}
-                            // Missed events: the current board says it all.
-                            Err(RecvError::Lagged(_)) => {
+                            // Missed events (here, or from other nodes): the current board
+                            // says it all.
+                            Ok(Event::Resync) | Err(RecvError::Lagged(_)) => {
                                 if let Some(event) = self.board().await {
                                     return Some(event);
                                 }
                             }
+                            Ok(_) => {}
                             Err(RecvError::Closed) => self.phase = Phase::Done,
                         },
                     }

@@ -1,8 +1,6 @@
 //! Portfolio tracking, leaderboards, performance series and the live stream.
 
-use std::time::Duration as StdDuration;
-
-use crate::helpers::{Auth, TestApp};
+use crate::helpers::{Auth, TestApp, read_events};
 use chrono::Duration;
 use crucible::chain::Keypair;
 use crucible::scheduler::Scheduler;
@@ -254,43 +252,6 @@ async fn performance_series_follow_the_snapshots_and_are_bounded() {
         .status,
         404
     );
-}
-
-/// Read SSE events (name, data) from a streaming response until `count` arrive or the stream ends.
-async fn read_events(
-    response: &mut reqwest::Response,
-    count: usize,
-    buffer: &mut String,
-) -> Vec<(String, Value)> {
-    let mut events = Vec::new();
-    while events.len() < count {
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let name = block
-                .lines()
-                .find_map(|l| l.strip_prefix("event:"))
-                .map(|n| n.trim().to_owned());
-            let data: String = block
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim)
-                .collect();
-            if let Some(name) = name {
-                events.push((name, serde_json::from_str(&data).expect("json data")));
-            }
-        }
-        if events.len() >= count {
-            break;
-        }
-        match tokio::time::timeout(StdDuration::from_secs(10), response.chunk())
-            .await
-            .expect("event in time")
-        {
-            Ok(Some(chunk)) => buffer.push_str(&String::from_utf8_lossy(&chunk)),
-            _ => break,
-        }
-    }
-    events
 }
 
 #[tokio::test]

@@ -36,6 +36,7 @@ mod leaderboard;
 mod limits;
 mod live_agents;
 mod migrations;
+mod multi_node;
 mod payouts;
 mod platform;
 mod prices;

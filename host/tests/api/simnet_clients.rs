@@ -71,14 +71,19 @@ fn compute_limit(units: u32) -> tx::message::Instruction {
 async fn accounts_are_served_in_the_spl_layouts_with_supply_and_real_rent() {
     let app = TestApp::spawn().await;
     let mint: Pubkey = app.state.chain.stablecoin_mint().parse().unwrap();
-    let before = app.rpc_result("getTokenSupply", json!([mint.to_string()])).await;
+    let before = app
+        .rpc_result("getTokenSupply", json!([mint.to_string()]))
+        .await;
     let supply_before: u64 = before["value"]["amount"].as_str().unwrap().parse().unwrap();
     let owner = funded(&app, 1_000_000_000, 50_000_000).await;
     let ata = tx::associated_token_address(&owner.pubkey(), &mint, &tx::token_program());
 
     // The mint: 82 bytes, faucet authority, supply raised by the airdrop, 6 decimals.
     let info = app
-        .rpc_result("getAccountInfo", json!([mint.to_string(), {"encoding": "base64"}]))
+        .rpc_result(
+            "getAccountInfo",
+            json!([mint.to_string(), {"encoding": "base64"}]),
+        )
         .await;
     assert_eq!(info["value"]["owner"], tx::TOKEN_PROGRAM);
     assert_eq!(info["value"]["space"], 82);
@@ -89,7 +94,10 @@ async fn accounts_are_served_in_the_spl_layouts_with_supply_and_real_rent() {
     assert_eq!(supply, supply_before + 50_000_000);
     assert_eq!((data[44], data[45]), (6, 1));
     let parsed = app
-        .rpc_result("getAccountInfo", json!([mint.to_string(), {"encoding": "jsonParsed"}]))
+        .rpc_result(
+            "getAccountInfo",
+            json!([mint.to_string(), {"encoding": "jsonParsed"}]),
+        )
         .await;
     let mint_info = &parsed["value"]["data"]["parsed"]["info"];
     assert_eq!(mint_info["supply"], supply.to_string());
@@ -107,7 +115,10 @@ async fn accounts_are_served_in_the_spl_layouts_with_supply_and_real_rent() {
     assert_eq!(token.len(), 165);
     assert_eq!(&token[0..32], &mint.0);
     assert_eq!(&token[32..64], &owner.pubkey().0);
-    assert_eq!(u64::from_le_bytes(token[64..72].try_into().unwrap()), 50_000_000);
+    assert_eq!(
+        u64::from_le_bytes(token[64..72].try_into().unwrap()),
+        50_000_000
+    );
     assert_eq!(token[108], 1);
     assert_eq!(many["value"][0]["lamports"], 2_039_280);
     assert_eq!(many["value"][1], Value::Null);
@@ -122,10 +133,18 @@ async fn accounts_are_served_in_the_spl_layouts_with_supply_and_real_rent() {
         json!({"amount": "50000000", "decimals": 6, "uiAmount": 50.0, "uiAmountString": "50"})
     );
     let reply = app
-        .rpc("getTokenAccountBalance", json!([owner.pubkey().to_string()]))
+        .rpc(
+            "getTokenAccountBalance",
+            json!([owner.pubkey().to_string()]),
+        )
         .await;
-    assert_eq!(reply["error"]["code"], -32602, "a wallet is no token account: {reply}");
-    let supply_now = app.rpc_result("getTokenSupply", json!([mint.to_string()])).await;
+    assert_eq!(
+        reply["error"]["code"], -32602,
+        "a wallet is no token account: {reply}"
+    );
+    let supply_now = app
+        .rpc_result("getTokenSupply", json!([mint.to_string()]))
+        .await;
     assert_eq!(supply_now["value"]["amount"], supply.to_string());
 
     // Rent as on mainnet.
@@ -141,11 +160,18 @@ async fn accounts_are_served_in_the_spl_layouts_with_supply_and_real_rent() {
     let dust = signed(
         &app,
         &owner,
-        &[instructions::system_transfer(&owner.pubkey(), &fresh, 1_000)],
+        &[instructions::system_transfer(
+            &owner.pubkey(),
+            &fresh,
+            1_000,
+        )],
     )
     .await;
     let reply = app
-        .rpc("sendTransaction", json!([b64(&dust), {"encoding": "base64"}]))
+        .rpc(
+            "sendTransaction",
+            json!([b64(&dust), {"encoding": "base64"}]),
+        )
         .await;
     assert_eq!(reply["error"]["code"], -32002, "{reply}");
     assert_eq!(
@@ -166,14 +192,23 @@ async fn accounts_are_served_in_the_spl_layouts_with_supply_and_real_rent() {
     let exempt = signed(
         &app,
         &owner,
-        &[instructions::system_transfer(&owner.pubkey(), &fresh, 890_880)],
+        &[instructions::system_transfer(
+            &owner.pubkey(),
+            &fresh,
+            890_880,
+        )],
     )
     .await;
     let reply = app
-        .rpc("sendTransaction", json!([b64(&exempt), {"encoding": "base64"}]))
+        .rpc(
+            "sendTransaction",
+            json!([b64(&exempt), {"encoding": "base64"}]),
+        )
         .await;
     assert!(reply["error"].is_null(), "{reply}");
-    let fresh_balance = app.rpc_result("getBalance", json!([fresh.to_string()])).await;
+    let fresh_balance = app
+        .rpc_result("getBalance", json!([fresh.to_string()]))
+        .await;
     assert_eq!(fresh_balance["value"], 890_880);
 }
 
@@ -202,7 +237,10 @@ async fn simulation_fees_logs_and_cluster_information_answer_like_a_node() {
     )
     .await;
     let sim = app
-        .rpc_result("simulateTransaction", json!([b64(&overdraw), {"encoding": "base64"}]))
+        .rpc_result(
+            "simulateTransaction",
+            json!([b64(&overdraw), {"encoding": "base64"}]),
+        )
         .await;
     assert_eq!(
         sim["value"]["err"],
@@ -215,16 +253,31 @@ async fn simulation_fees_logs_and_cluster_information_answer_like_a_node() {
         .map(|l| l.as_str().unwrap())
         .collect();
     assert_eq!(logs[0], format!("Program {} invoke [1]", tx::TOKEN_PROGRAM));
-    assert!(logs.contains(&"Program log: Instruction: TransferChecked"), "{logs:?}");
+    assert!(
+        logs.contains(&"Program log: Instruction: TransferChecked"),
+        "{logs:?}"
+    );
     assert_eq!(
         logs.last().copied(),
-        Some(format!("Program {} failed: custom program error: 0x1", tx::TOKEN_PROGRAM).as_str())
+        Some(
+            format!(
+                "Program {} failed: custom program error: 0x1",
+                tx::TOKEN_PROGRAM
+            )
+            .as_str()
+        )
     );
     // Sending it with preflight fails with the same logs in `data`.
     let reply = app
-        .rpc("sendTransaction", json!([b64(&overdraw), {"encoding": "base64"}]))
+        .rpc(
+            "sendTransaction",
+            json!([b64(&overdraw), {"encoding": "base64"}]),
+        )
         .await;
-    assert_eq!(reply["error"]["data"]["logs"], sim["value"]["logs"], "{reply}");
+    assert_eq!(
+        reply["error"]["data"]["logs"], sim["value"]["logs"],
+        "{reply}"
+    );
     assert_eq!(
         reply["error"]["message"],
         "Transaction simulation failed: Error processing Instruction 0: custom program error: 0x1"
@@ -266,7 +319,10 @@ async fn simulation_fees_logs_and_cluster_information_answer_like_a_node() {
     let fee = app.rpc_result("getFeeForMessage", json!([message])).await;
     assert_eq!(fee["value"], 15_000);
     let reply = app
-        .rpc("sendTransaction", json!([b64(&good), {"encoding": "base64"}]))
+        .rpc(
+            "sendTransaction",
+            json!([b64(&good), {"encoding": "base64"}]),
+        )
         .await;
     let signature = reply["result"].as_str().expect("landed").to_owned();
     let landed = app
@@ -294,7 +350,10 @@ async fn simulation_fees_logs_and_cluster_information_answer_like_a_node() {
     )
     .await;
     let sim = app
-        .rpc_result("simulateTransaction", json!([b64(&starved), {"encoding": "base64"}]))
+        .rpc_result(
+            "simulateTransaction",
+            json!([b64(&starved), {"encoding": "base64"}]),
+        )
         .await;
     assert_eq!(
         sim["value"]["err"],
@@ -303,8 +362,13 @@ async fn simulation_fees_logs_and_cluster_information_answer_like_a_node() {
 
     // Blockhashes: valid now, unknown ones not; an expired blockhash is the simulation's err.
     let (hash, _) = {
-        let latest = app.rpc_result("getLatestBlockhash", json!([{"commitment": "finalized"}])).await;
-        (latest["value"]["blockhash"].as_str().unwrap().to_owned(), ())
+        let latest = app
+            .rpc_result("getLatestBlockhash", json!([{"commitment": "finalized"}]))
+            .await;
+        (
+            latest["value"]["blockhash"].as_str().unwrap().to_owned(),
+            (),
+        )
     };
     let valid = app.rpc_result("isBlockhashValid", json!([hash])).await;
     assert_eq!(valid["value"], true);
@@ -313,7 +377,10 @@ async fn simulation_fees_logs_and_cluster_information_answer_like_a_node() {
     assert_eq!(valid["value"], false);
     app.advance(chrono::Duration::seconds(120));
     let sim = app
-        .rpc_result("simulateTransaction", json!([b64(&good), {"encoding": "base64"}]))
+        .rpc_result(
+            "simulateTransaction",
+            json!([b64(&good), {"encoding": "base64"}]),
+        )
         .await;
     assert_eq!(sim["value"]["err"], "BlockhashNotFound");
     let fee = app.rpc_result("getFeeForMessage", json!([message])).await;
@@ -328,40 +395,64 @@ async fn simulation_fees_logs_and_cluster_information_answer_like_a_node() {
     assert!(sim["value"]["replacementBlockhash"]["blockhash"].is_string());
 
     // The cluster.
-    let slot = app.rpc_result("getSlot", json!([{"commitment": "processed"}])).await;
+    let slot = app
+        .rpc_result("getSlot", json!([{"commitment": "processed"}]))
+        .await;
     let epoch = app.rpc_result("getEpochInfo", json!([])).await;
     assert_eq!(epoch["slotsInEpoch"], 432_000);
     assert!(epoch["absoluteSlot"].as_u64().unwrap() >= slot.as_u64().unwrap());
     assert!(epoch["transactionCount"].as_u64().unwrap() >= 2);
     let genesis = app.rpc_result("getGenesisHash", json!([])).await;
-    assert_eq!(bs58::decode(genesis.as_str().unwrap()).into_vec().unwrap().len(), 32);
+    assert_eq!(
+        bs58::decode(genesis.as_str().unwrap())
+            .into_vec()
+            .unwrap()
+            .len(),
+        32
+    );
     let identity = app.rpc_result("getIdentity", json!([])).await;
-    assert!(identity["identity"].as_str().unwrap().parse::<Pubkey>().is_ok());
+    assert!(
+        identity["identity"]
+            .as_str()
+            .unwrap()
+            .parse::<Pubkey>()
+            .is_ok()
+    );
     let height = app.rpc_result("getBlockHeight", json!([])).await;
     assert!(height.as_u64().unwrap() >= slot.as_u64().unwrap());
 
     // Commitment and minContextSlot are checked on every read.
     let reply = app
-        .rpc("getBalance", json!([to.to_string(), {"commitment": "eventually"}]))
+        .rpc(
+            "getBalance",
+            json!([to.to_string(), {"commitment": "eventually"}]),
+        )
         .await;
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
     let reply = app
-        .rpc("getBalance", json!([to.to_string(), {"minContextSlot": 1_000_000_000}]))
+        .rpc(
+            "getBalance",
+            json!([to.to_string(), {"minContextSlot": 1_000_000_000}]),
+        )
         .await;
     assert_eq!(reply["error"]["code"], -32016, "{reply}");
     let reply = app
-        .rpc("getAccountInfo", json!([to.to_string(), {"encoding": "base64+zstd"}]))
+        .rpc(
+            "getAccountInfo",
+            json!([to.to_string(), {"encoding": "base64+zstd"}]),
+        )
         .await;
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
 }
 
-type Socket = tokio_tungstenite::WebSocketStream<
-    tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
->;
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn websocket(app: &TestApp) -> Socket {
     let url = format!("{}/simnet/rpc", app.address.replacen("http", "ws", 1));
-    let (socket, _) = tokio_tungstenite::connect_async(url).await.expect("upgrade");
+    let (socket, _) = tokio_tungstenite::connect_async(url)
+        .await
+        .expect("upgrade");
     socket
 }
 
@@ -398,7 +489,9 @@ async fn request(socket: &mut Socket, id: u64, method: &str, params: Value) -> (
 
 async fn subscribe(socket: &mut Socket, id: u64, method: &str, params: Value) -> u64 {
     let (reply, _) = request(socket, id, method, params).await;
-    reply["result"].as_u64().unwrap_or_else(|| panic!("{method}: {reply}"))
+    reply["result"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{method}: {reply}"))
 }
 
 /// Read notifications until one of `method` arrives.
@@ -460,14 +553,19 @@ async fn the_pubsub_websocket_notifies_signatures_accounts_slots_and_logs() {
     )
     .await;
     let reply = app
-        .rpc("sendTransaction", json!([b64(&wire), {"encoding": "base64"}]))
+        .rpc(
+            "sendTransaction",
+            json!([b64(&wire), {"encoding": "base64"}]),
+        )
         .await;
     assert!(reply["error"].is_null(), "{reply}");
 
     let mut seen = std::collections::HashMap::new();
     while seen.len() < 4 {
         let message = next_json(&mut socket).await;
-        let id = message["params"]["subscription"].as_u64().expect("a notification");
+        let id = message["params"]["subscription"]
+            .as_u64()
+            .expect("a notification");
         seen.insert(id, message);
     }
     assert!(!seen.contains_key(&finalized), "not final yet: {seen:?}");
@@ -499,7 +597,10 @@ async fn the_pubsub_websocket_notifies_signatures_accounts_slots_and_logs() {
     let note = notification(&mut socket, "signatureNotification").await;
     assert_eq!(note["subscription"], again);
     let (reply, _) = request(&mut socket, 7, "signatureUnsubscribe", json!([again])).await;
-    assert_eq!(reply["error"]["message"], "Invalid subscription id.", "{reply}");
+    assert_eq!(
+        reply["error"]["message"], "Invalid subscription id.",
+        "{reply}"
+    );
 
     // Unsubscribing works once, and only for the right kind.
     let (reply, _) = request(&mut socket, 8, "slotUnsubscribe", json!([account])).await;
@@ -528,7 +629,10 @@ async fn the_pubsub_websocket_notifies_signatures_accounts_slots_and_logs() {
         json!([{"mentions": [watched.to_string(), payer.pubkey().to_string()]}]),
     )
     .await;
-    assert_eq!(reply["error"]["message"], "Invalid Request: Only 1 address supported");
+    assert_eq!(
+        reply["error"]["message"],
+        "Invalid Request: Only 1 address supported"
+    );
 }
 
 #[tokio::test]

@@ -230,8 +230,18 @@ async fn a_swap_below_its_minimum_or_beyond_the_balance_is_refused_and_changes_n
         json!({"InstructionError": [0, {"Custom": 2}]}),
         "{reply}"
     );
-    assert!(error["message"].as_str().expect("message").contains("custom program error: 0x2"));
-    assert!(error["data"]["logs"].to_string().contains("below the minimum"), "{reply}");
+    assert!(
+        error["message"]
+            .as_str()
+            .expect("message")
+            .contains("custom program error: 0x2")
+    );
+    assert!(
+        error["data"]["logs"]
+            .to_string()
+            .contains("below the minimum"),
+        "{reply}"
+    );
 
     let reply = send_swap(&app, &user, Direction::SellUsdc, 11 * USDC, 0).await;
     assert_eq!(reply["error"]["code"], -32002, "{reply}");

@@ -213,16 +213,20 @@ fn parsed(kind: &Kind) -> Option<Value> {
             owner,
             amount,
             decimals,
-        } => Some(token_account_parsed(program, mint, owner, *amount, *decimals)),
+        } => Some(token_account_parsed(
+            program, mint, owner, *amount, *decimals,
+        )),
         Kind::Mint {
             program,
             decimals,
             supply,
             authority,
-        } => Some(json!({"program": token_name(program), "space": 82, "parsed": {"type": "mint",
+        } => Some(
+            json!({"program": token_name(program), "space": 82, "parsed": {"type": "mint",
             "info": {"decimals": decimals, "freezeAuthority": null, "isInitialized": true,
                      "mintAuthority": authority.map(|a| a.to_string()),
-                     "supply": supply.to_string()}}})),
+                     "supply": supply.to_string()}}}),
+        ),
         _ => None,
     }
 }
@@ -296,7 +300,10 @@ mod tests {
             slice: None,
         };
         // Nothing to parse: a node falls back to base64.
-        assert_eq!(render(&wallet, plain).expect("render")["data"], json!(["", "base64"]));
+        assert_eq!(
+            render(&wallet, plain).expect("render")["data"],
+            json!(["", "base64"])
+        );
         let token = Account {
             lamports: 2_039_280,
             kind: Kind::Token {
@@ -318,6 +325,9 @@ mod tests {
             encoding: Encoding::Base58,
             slice: None,
         };
-        assert!(render(&token, whole).is_err(), "165 bytes is too long for base58");
+        assert!(
+            render(&token, whole).is_err(),
+            "165 bytes is too long for base58"
+        );
     }
 }

@@ -48,7 +48,11 @@ pub fn of(message: &Message) -> Result<Budget, BudgetError> {
         }
         let invalid = BudgetError::InvalidInstructionData(index);
         let u32_arg = || -> Result<u32, BudgetError> {
-            let bytes: [u8; 4] = ix.data.get(1..5).and_then(|b| b.try_into().ok()).ok_or(invalid.clone())?;
+            let bytes: [u8; 4] = ix
+                .data
+                .get(1..5)
+                .and_then(|b| b.try_into().ok())
+                .ok_or(invalid.clone())?;
             if ix.data.len() != 5 {
                 return Err(invalid.clone());
             }

@@ -40,14 +40,9 @@ pub enum Kind {
     },
     /// The state account of a pool of the Crucible pool program (`chain::pool`); its reserves
     /// are the balances of its vaults.
-    Pool {
-        usdc_mint: Pubkey,
-        lp_supply: u64,
-    },
+    Pool { usdc_mint: Pubkey, lp_supply: u64 },
     /// A pool's SOL vault: lamports owned by the pool program, debited only by the program.
-    Vault {
-        pool: Pubkey,
-    },
+    Vault { pool: Pubkey },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,7 +169,11 @@ impl TransactionFailure {
     pub fn message(&self) -> String {
         match self {
             TransactionFailure::Instruction(f) => {
-                format!("Error processing Instruction {}: {}", f.index, error_text(&f.error))
+                format!(
+                    "Error processing Instruction {}: {}",
+                    f.index,
+                    error_text(&f.error)
+                )
             }
             TransactionFailure::Rent(r) => r.message(),
         }

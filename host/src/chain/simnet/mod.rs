@@ -21,8 +21,8 @@ pub mod compute_budget;
 pub mod executor;
 pub mod ledger;
 pub mod pubsub;
-pub mod rent;
 pub mod render;
+pub mod rent;
 pub mod rpc;
 pub mod signatures;
 
@@ -534,7 +534,10 @@ impl Simnet {
                 &Trace::default(),
             ));
         }
-        if !self.blockhash_valid(&mut tx, &message.recent_blockhash).await? {
+        if !self
+            .blockhash_valid(&mut tx, &message.recent_blockhash)
+            .await?
+        {
             return Err(SimnetError::preflight(
                 "Blockhash not found",
                 json!("BlockhashNotFound"),
@@ -582,7 +585,14 @@ impl Simnet {
         ledger::save_changes(&mut tx, &pre, &processed.post).await?;
         tx.commit().await?;
         tracing::debug!(%signature, slot, failed = err.is_some(), "simnet transaction");
-        self.publish(&signature, slot, executed_at, err, message, &processed.trace);
+        self.publish(
+            &signature,
+            slot,
+            executed_at,
+            err,
+            message,
+            &processed.trace,
+        );
         Ok(signature)
     }
 
@@ -617,7 +627,10 @@ impl Simnet {
         let message = &transaction.message;
         let mut tx = self.store.read().begin().await?;
         let slot = u64::try_from(self.block_height(&mut tx).await?).unwrap_or_default();
-        let outcome = if !self.blockhash_valid(&mut tx, &message.recent_blockhash).await? {
+        let outcome = if !self
+            .blockhash_valid(&mut tx, &message.recent_blockhash)
+            .await?
+        {
             (Some(json!("BlockhashNotFound")), Trace::default())
         } else {
             let pre = ledger::load(&mut tx, &message.account_keys).await?;
@@ -789,8 +802,7 @@ impl Simnet {
             &trace,
         );
         let executed_at = self.now_ms();
-        ledger::insert_transaction(&mut tx, &signature, slot, executed_at, None, &rendered)
-            .await?;
+        ledger::insert_transaction(&mut tx, &signature, slot, executed_at, None, &rendered).await?;
         signatures::record(&mut tx, &signature, slot, &message.account_keys).await?;
         ledger::save_changes(&mut tx, &pre, &post).await?;
         tx.commit().await?;

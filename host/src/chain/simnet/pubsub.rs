@@ -249,12 +249,9 @@ impl Connection {
     }
 
     fn has_unseen_signatures(&self) -> bool {
-        self.subscriptions.values().any(|s| {
-            matches!(
-                s,
-                Subscription::Signature { landed: None, .. }
-            )
-        })
+        self.subscriptions
+            .values()
+            .any(|s| matches!(s, Subscription::Signature { landed: None, .. }))
     }
 
     fn notify(&mut self, method: &str, id: u64, result: Value) {
@@ -267,8 +264,11 @@ impl Connection {
         let request: Value = match serde_json::from_str(text) {
             Ok(v) => v,
             Err(e) => {
-                self.outbox
-                    .push(error_reply(Value::Null, -32700, &format!("Parse error: {e}")));
+                self.outbox.push(error_reply(
+                    Value::Null,
+                    -32700,
+                    &format!("Parse error: {e}"),
+                ));
                 return;
             }
         };
@@ -336,9 +336,9 @@ impl Connection {
                 let filter = match params.first() {
                     Some(Value::String(s)) if s == "all" || s == "allWithVotes" => LogsFilter::All,
                     Some(Value::Object(o)) => match o.get("mentions").and_then(Value::as_array) {
-                        Some(keys) if keys.len() == 1 => LogsFilter::Mentions(parse_key(
-                            keys[0].as_str().unwrap_or_default(),
-                        )?),
+                        Some(keys) if keys.len() == 1 => {
+                            LogsFilter::Mentions(parse_key(keys[0].as_str().unwrap_or_default())?)
+                        }
                         _ => {
                             return Err(SimnetError::params(
                                 "Invalid Request: Only 1 address supported",
@@ -440,7 +440,10 @@ impl Connection {
                 event: event.clone(),
             });
         }
-        if self.subscriptions.values().any(|s| matches!(s, Subscription::Slot))
+        if self
+            .subscriptions
+            .values()
+            .any(|s| matches!(s, Subscription::Slot))
             && event.slot > self.last_slot
         {
             self.slot_moved(event.slot);
@@ -536,7 +539,11 @@ impl Connection {
         for d in ready {
             self.deliver(d.id, &d.event).await?;
         }
-        if self.subscriptions.values().any(|s| matches!(s, Subscription::Slot)) {
+        if self
+            .subscriptions
+            .values()
+            .any(|s| matches!(s, Subscription::Slot))
+        {
             let slot = self.simnet.slot().await?;
             if slot > self.last_slot {
                 self.slot_moved(slot);
@@ -576,8 +583,8 @@ impl Connection {
             else {
                 continue;
             };
-            let reached = *commitment == Commitment::Confirmed
-                || landed.executed_at + finality <= now;
+            let reached =
+                *commitment == Commitment::Confirmed || landed.executed_at + finality <= now;
             *slot = Some(landed);
             if reached {
                 self.settle_signature(id);

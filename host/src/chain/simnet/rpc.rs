@@ -300,9 +300,7 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
                     amount, decimals, ..
                 }) => ui_amount(amount, decimals),
                 _ => {
-                    return Err(SimnetError::params(
-                        "Invalid param: not a Token account",
-                    ));
+                    return Err(SimnetError::params("Invalid param: not a Token account"));
                 }
             };
             Ok(context(simnet.slot().await?, value))
@@ -364,9 +362,7 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
                 .simulate(
                     &wire,
                     options["sigVerify"].as_bool().unwrap_or(false),
-                    options["replaceRecentBlockhash"]
-                        .as_bool()
-                        .unwrap_or(false),
+                    options["replaceRecentBlockhash"].as_bool().unwrap_or(false),
                 )
                 .await?;
             let mut value = json!({

@@ -151,6 +151,20 @@ impl TestApp {
         }
     }
 
+    /// A second node on this one's database (its own data dir and port, the same clock and
+    /// master key), as a host runs several behind a load balancer. PostgreSQL only: SQLite is
+    /// one node's database.
+    pub async fn spawn_peer(&self) -> TestApp {
+        assert!(
+            self.config.database_url.starts_with("postgres"),
+            "several nodes share a PostgreSQL database"
+        );
+        let data_dir = tempfile::tempdir().expect("tempdir");
+        let mut config = self.config.clone();
+        config.data_dir = data_dir.path().to_path_buf();
+        Self::start(config, data_dir, self.clock.clone()).await
+    }
+
     /// Stop this server and start a new one on the same database and data dir (a restart).
     pub async fn restart(self) -> TestApp {
         self.server.abort();
@@ -824,4 +838,41 @@ pub async fn watch_to_end(mut response: reqwest::Response) -> Vec<(i64, String, 
             _ => return events,
         }
     }
+}
+
+/// Read SSE events (name, data) from a streaming response until `count` arrive or the stream ends.
+pub async fn read_events(
+    response: &mut reqwest::Response,
+    count: usize,
+    buffer: &mut String,
+) -> Vec<(String, Value)> {
+    let mut events = Vec::new();
+    while events.len() < count {
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let name = block
+                .lines()
+                .find_map(|l| l.strip_prefix("event:"))
+                .map(|n| n.trim().to_owned());
+            let data: String = block
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim)
+                .collect();
+            if let Some(name) = name {
+                events.push((name, serde_json::from_str(&data).expect("json data")));
+            }
+        }
+        if events.len() >= count {
+            break;
+        }
+        match tokio::time::timeout(std::time::Duration::from_secs(10), response.chunk())
+            .await
+            .expect("event in time")
+        {
+            Ok(Some(chunk)) => buffer.push_str(&String::from_utf8_lossy(&chunk)),
+            _ => break,
+        }
+    }
+    events
 }

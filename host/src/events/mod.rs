@@ -1,0 +1,105 @@
+//! The event bus: state changes that streams report are written first (rows), then
+//! announced here; SSE handlers subscribe. An event only says *what* changed, so a subscriber
+//! that lags or reconnects reads the current state from the database instead of replaying.
+//!
+//! On SQLite (one node) the bus is in-process. On PostgreSQL every node relays what it publishes
+//! to the others through `LISTEN/NOTIFY` ([`relay`]), so a registration taken by one node moves
+//! the live boards streamed by all of them (docs/architecture.md, "Several nodes").
+
+pub mod relay;
+
+use std::sync::{Arc, OnceLock};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, mpsc};
+
+/// Something a stream may want to push.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Event {
+    /// New snapshot or registrations: the tournament's leaderboard changed.
+    LeaderboardChanged { tournament_id: String },
+    /// The tournament's window closed; final standings are frozen.
+    TournamentEnded { tournament_id: String },
+    /// A dungeon run's events up to `seq` are stored (`dungeon_run_events`); watchers read them.
+    DungeonRunEvent { run_id: String, seq: i64 },
+    /// This node may have missed events of other nodes (its notification connection dropped
+    /// and came back): every stream re-reads its state. Never relayed.
+    Resync,
+}
+
+/// Fan-out of [`Event`]s to every subscriber of this process, and through the relay (once
+/// started) to every other node.
+#[derive(Debug, Clone)]
+pub struct Bus {
+    sender: broadcast::Sender<Event>,
+    relay: Arc<OnceLock<mpsc::UnboundedSender<Event>>>,
+}
+
+impl Default for Bus {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Bus {
+    pub fn new() -> Self {
+        let (sender, _) = broadcast::channel(1024);
+        Bus {
+            sender,
+            relay: Arc::default(),
+        }
+    }
+
+    /// Announce `event` here and, if relayed, to the other nodes; nobody listening is fine.
+    pub fn publish(&self, event: Event) {
+        if let Some(relay) = self.relay.get()
+            && event != Event::Resync
+        {
+            // The relay ends only with the node; an event published while it stops is moot.
+            let _ = relay.send(event.clone());
+        }
+        self.publish_here(event);
+    }
+
+    /// Announce `event` to this process only (what the relay hears from other nodes).
+    pub(crate) fn publish_here(&self, event: Event) {
+        let _ = self.sender.send(event);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.sender.subscribe()
+    }
+
+    /// Route published events to `outbox` as well; the first call wins.
+    pub(crate) fn relay_to(&self, outbox: mpsc::UnboundedSender<Event>) -> bool {
+        self.relay.set(outbox).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn subscribers_receive_what_is_published_after_they_subscribe() {
+        let bus = Bus::new();
+        bus.publish(Event::LeaderboardChanged {
+            tournament_id: "early".into(),
+        });
+        let mut receiver = bus.subscribe();
+        bus.publish(Event::TournamentEnded {
+            tournament_id: "t".into(),
+        });
+        assert_eq!(
+            receiver.recv().await.ok(),
+            Some(Event::TournamentEnded {
+                tournament_id: "t".into()
+            })
+        );
+    }
+}

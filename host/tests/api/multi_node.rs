@@ -1,0 +1,174 @@
+//! Two nodes on one PostgreSQL database behave as one service: what one node takes (a
+//! registration, a dungeon turn, a key revocation) is seen by streams and requests on the other,
+//! and a node whose notification connection drops catches up. PostgreSQL only: on SQLite there
+//! is one node, and these tests return at once.
+
+use std::time::Duration as StdDuration;
+
+use chrono::Duration;
+use crucible::chain::Keypair;
+use serde_json::json;
+
+use crate::helpers::{Auth, TestApp, read_events, watch_to_end};
+
+fn on_postgres() -> bool {
+    std::env::var("TEST_DATABASE_URL").is_ok_and(|url| url.starts_with("postgres"))
+}
+
+async fn live_stream(node: &TestApp, tournament: &str) -> reqwest::Response {
+    let response = node
+        .client
+        .get(format!(
+            "{}/api/tournaments/{tournament}/live",
+            node.address
+        ))
+        .send()
+        .await
+        .expect("connect");
+    assert_eq!(response.status(), 200);
+    response
+}
+
+async fn register(node: &TestApp, tournament: &str) {
+    let wallet = Keypair::generate().pubkey().to_string();
+    let response = node
+        .post(
+            &format!("/api/tournaments/{tournament}/register"),
+            Auth::None,
+            json!({"registeredWallet": wallet, "txSignature": null}),
+        )
+        .await;
+    assert_eq!(response.status, 201, "{}", response.body);
+}
+
+/// Registrations taken by `a` move the board streamed by `b`: the update must come from the
+/// relay, well before the stream's 30 s timer.
+async fn registration_reaches_the_other_node(a: &TestApp, b: &TestApp, tournament: &str) {
+    let mut stream = live_stream(b, tournament).await;
+    let mut buffer = String::new();
+    let first = read_events(&mut stream, 1, &mut buffer).await;
+    let before = first[0].1["totalEntries"].as_i64().expect("entries");
+    register(a, tournament).await;
+    let update = tokio::time::timeout(
+        StdDuration::from_secs(2),
+        read_events(&mut stream, 1, &mut buffer),
+    )
+    .await
+    .expect("B's stream moves within 2 s of A's registration");
+    assert_eq!(update[0].0, "leaderboard:update");
+    assert_eq!(update[0].1["totalEntries"], before + 1);
+}
+
+#[tokio::test]
+async fn a_registration_on_one_node_is_on_the_other_nodes_live_stream_within_two_seconds() {
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = a.spawn_peer().await;
+    a.create_tournament(a.new_tournament("trn_nodes", 0, 100, Duration::hours(1), 2))
+        .await;
+    registration_reaches_the_other_node(&a, &b, "trn_nodes").await;
+    // And the other way round.
+    registration_reaches_the_other_node(&b, &a, "trn_nodes").await;
+}
+
+#[tokio::test]
+async fn a_node_that_loses_its_notification_connection_listens_again_and_catches_up() {
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = a.spawn_peer().await;
+    a.create_tournament(a.new_tournament("trn_drop", 0, 100, Duration::hours(1), 2))
+        .await;
+    let mut stream = live_stream(&b, "trn_drop").await;
+    let mut buffer = String::new();
+    read_events(&mut stream, 1, &mut buffer).await;
+
+    // Cut every listening connection of this schema's channel (both nodes'), as a network
+    // blip or a database failover would; a registration lands while they are gone.
+    let channel = crucible::events::relay::channel(&a.state.store)
+        .await
+        .expect("channel");
+    let (cut,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity
+         WHERE query LIKE 'LISTEN %' AND query LIKE '%' || $1 || '%'",
+    )
+    .bind(&channel)
+    .fetch_one(a.state.store.write())
+    .await
+    .expect("terminate listeners");
+    assert_eq!(cut, 2, "one listening connection per node");
+    register(&a, "trn_drop").await;
+
+    // B listens again and re-reads: its stream shows the registration it never heard of.
+    let update = tokio::time::timeout(
+        StdDuration::from_secs(5),
+        read_events(&mut stream, 1, &mut buffer),
+    )
+    .await
+    .expect("B catches up after listening again");
+    assert_eq!(update[0].1["totalEntries"], 1);
+    // And hears the next registration live again.
+    registration_reaches_the_other_node(&a, &b, "trn_drop").await;
+}
+
+#[tokio::test]
+async fn a_dungeon_run_played_on_one_node_is_watched_live_on_the_other() {
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = a.spawn_peer().await;
+    a.dungeon_noon();
+    let player = a.dungeon_player("nodes@example.com", 21, 5_000_000).await;
+    let entered = a.dungeon_run(&player, "fighter").await;
+    let run_id = entered["runId"].as_str().expect("run id").to_owned();
+    let key = entered["registrationKey"].as_str().expect("key").to_owned();
+
+    let watcher = b
+        .client
+        .get(format!("{}/api/dungeons/runs/{run_id}/watch", b.address))
+        .header("authorization", format!("Bearer {key}"))
+        .send()
+        .await
+        .expect("connect");
+    assert_eq!(watcher.status(), 200);
+    let (legal_turns, end) = a.dungeon_play_to_end(&run_id, &key).await;
+    let events = tokio::time::timeout(StdDuration::from_secs(30), watch_to_end(watcher))
+        .await
+        .expect("B's watcher follows the run to its end");
+    let ids: Vec<i64> = events.iter().map(|(id, _, _)| *id).collect();
+    assert_eq!(ids, (1..=events.len() as i64).collect::<Vec<_>>());
+    let (_, last_kind, last) = events.last().expect("events");
+    assert_eq!(last_kind, "run:ended");
+    assert_eq!(last["status"], end.status.as_str());
+    let legal_watched = events
+        .iter()
+        .filter(|(_, kind, data)| kind == "run:turn" && data["legal"] == true)
+        .count();
+    assert_eq!(legal_watched, legal_turns);
+}
+
+#[tokio::test]
+async fn a_key_revoked_on_one_node_is_refused_on_the_other_within_a_second() {
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = a.spawn_peer().await;
+    let (session, key) = a.account_with_key("revoke@example.com", &["read"]).await;
+    assert_eq!(b.get("/api/account", Auth::Bearer(&key)).await.status, 200);
+    let keys = a.get("/api/api-keys", Auth::Session(&session)).await;
+    let id = keys.body["keys"][0]["keyId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", keys.body))
+        .to_owned();
+    let revoked = a
+        .delete(&format!("/api/api-keys/{id}"), Auth::Session(&session))
+        .await;
+    assert!((200..300).contains(&revoked.status), "{}", revoked.body);
+    tokio::time::sleep(StdDuration::from_secs(1)).await;
+    assert_eq!(b.get("/api/account", Auth::Bearer(&key)).await.status, 401);
+}

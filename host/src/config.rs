@@ -130,6 +130,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CRUCIBLE_MAX_STREAMS_PER_CLIENT", default_value_t = 20)]
     pub max_streams_per_client: usize,
 
+    /// A bearer token that lets a scraper read `GET /metrics` from anywhere; without it,
+    /// metrics are served to clients on this machine only.
+    #[arg(long, env = "CRUCIBLE_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<Secret>,
+
     /// Unfunded agents one account may hold at once (each has a wallet and is checked for
     /// funding): fund one, or wait for the old ones to be archived, to create more.
     #[arg(long, env = "CRUCIBLE_MAX_UNFUNDED_AGENTS", default_value_t = 10,
@@ -338,6 +343,8 @@ pub struct Config {
     pub max_streams: usize,
     pub max_streams_per_client: usize,
     pub max_unfunded_agents: u64,
+    /// The token `GET /metrics` accepts from other machines.
+    pub metrics_token: Option<Secret>,
     /// Real clusters: Hermes base URL, SOL/USD feed id, oldest price accepted (seconds).
     pub price_api_url: String,
     pub price_feed_sol: String,
@@ -404,6 +411,7 @@ impl From<ServeArgs> for Config {
             max_streams: args.max_streams,
             max_streams_per_client: args.max_streams_per_client,
             max_unfunded_agents: args.max_unfunded_agents,
+            metrics_token: args.metrics_token,
             price_api_url: args.chain.price_api_url,
             price_feed_sol: args.chain.price_feed_sol,
             price_max_age_secs: args.chain.price_max_age_secs,

@@ -1,4 +1,5 @@
-//! `GET /api/health`: is the server up and can it reach its database. Never rate limited.
+//! `GET /api/health`: is the server up, what this node does, and can it reach its database.
+//! Never rate limited.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -14,33 +15,53 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Health {
     /// `ok`, or `degraded` when a dependency fails.
     status: &'static str,
     version: &'static str,
     /// `ok`, or what failed.
     database: String,
+    /// `sqlite` (one node) or `postgres` (one of possibly several nodes).
+    database_backend: String,
+    /// How long the database took to answer this check, in milliseconds.
+    database_latency_ms: f64,
+    /// This node's name (new at each start), as it appears in leases and logs.
+    node: String,
+    /// What this node does besides answering requests: `scheduler` (jobs, agent ticks),
+    /// `webhooks` (deliveries), `relay` (events to and from other nodes, PostgreSQL).
+    roles: Vec<&'static str>,
 }
 
-/// Liveness and database reachability.
+/// Liveness, this node's roles and the database's state.
 #[utoipa::path(get, path = "/api/health", tag = "platform",
     responses((status = 200, body = Health), (status = 503, body = Health)))]
 async fn health(State(state): State<AppState>) -> Response {
-    let version = env!("CARGO_PKG_VERSION");
-    match state.store.ping().await {
-        Ok(()) => Json(Health {
-            status: "ok",
-            version,
-            database: "ok".into(),
-        })
-        .into_response(),
+    let started = std::time::Instant::now();
+    let ping = state.store.ping().await;
+    let backend = state.store.backend();
+    let mut roles = Vec::new();
+    if state.config.scheduler_interval_ms > 0 {
+        roles.extend(["scheduler", "webhooks"]);
+    }
+    if backend == crate::db::Backend::Postgres {
+        roles.push("relay");
+    }
+    let mut body = Health {
+        status: "ok",
+        version: env!("CARGO_PKG_VERSION"),
+        database: "ok".into(),
+        database_backend: backend.to_string(),
+        database_latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        node: state.node_id.to_string(),
+        roles,
+    };
+    match ping {
+        Ok(()) => Json(body).into_response(),
         Err(error) => {
             tracing::warn!(%error, "health check: database unreachable");
-            let body = Health {
-                status: "degraded",
-                version,
-                database: format!("unreachable: {error}"),
-            };
+            body.status = "degraded";
+            body.database = format!("unreachable: {error}");
             (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
         }
     }

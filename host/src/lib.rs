@@ -26,6 +26,7 @@ pub mod health;
 pub mod http;
 pub mod market;
 pub mod master_key;
+pub mod metrics;
 pub mod paper;
 pub mod redact;
 pub mod retention;

@@ -90,7 +90,7 @@ impl Application {
                     &state.events,
                     &state.store,
                     &state.config.database_url,
-                    &format!("node_{}", crate::crypto::random_base58(8)),
+                    &state.node_id,
                 )
                 .await
                 .context("cannot listen for the other nodes' events (LISTEN)")?,
@@ -203,6 +203,8 @@ async fn assemble_state(
         streams: Arc::new(streams),
         leaderboards: Default::default(),
         agents,
+        node_id: format!("node_{}", crate::crypto::random_base58(8)).into(),
+        metrics: Default::default(),
     })
 }
 

@@ -29,6 +29,10 @@ pub struct AppState {
     pub streams: Arc<crate::http::streams::Streams>,
     /// Serialized leaderboards, rebuilt only when their tournament changed.
     pub leaderboards: Arc<crate::tournaments::leaderboard::Cache>,
+    /// This node's name among the nodes sharing the database (`node_…`, new at each start).
+    pub node_id: Arc<str>,
+    /// This node's request, tick and delivery counters (`GET /metrics`).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl AppState {

@@ -263,6 +263,11 @@ async fn store(
             continue;
         }
         pass.ticked += 1;
+        let counted = match result.fault {
+            Some(_) => &state.metrics.ticks_failed,
+            None => &state.metrics.ticks_ok,
+        };
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Some(fault) = &result.fault {
             pass.faulted += 1;
             tracing::warn!(agent_id = agent.id, fault, "tick faulted");

@@ -72,10 +72,19 @@ pub fn router(state: AppState) -> Router {
             "/api/v1",
             crate::v1::router(state.agents.limits().max_component_bytes),
         )
+        .route("/metrics", get(crate::metrics::scrape))
+        // Route-level: runs once a route matched, so it can name the template.
+        .layer(axum::middleware::from_fn(crate::metrics::label_route))
         .layer(TraceLayer::new_for_http())
         .with_state(state.clone());
+    let metrics = state.metrics.clone();
     // The web app answers the paths it serves and hands everything else to the API unchanged.
     crate::web::router(state, api)
+        .layer(axum::middleware::from_fn(crate::metrics::label_route))
+        .layer(axum::middleware::from_fn_with_state(
+            metrics,
+            crate::metrics::track,
+        ))
 }
 
 async fn not_found(uri: Uri) -> ApiError {

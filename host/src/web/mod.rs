@@ -72,7 +72,11 @@ async fn not_found(
     request: axum::extract::Request,
 ) -> axum::response::Response {
     let path = request.uri().path();
-    if path.starts_with("/api/") || path == "/api" || path.starts_with("/simnet/") {
+    if path.starts_with("/api/")
+        || path == "/api"
+        || path.starts_with("/simnet/")
+        || path == "/metrics"
+    {
         use tower::ServiceExt;
         return match web.api.router().oneshot(request).await {
             Ok(response) => response,

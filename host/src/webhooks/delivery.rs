@@ -170,11 +170,19 @@ async fn attempt(
     match send(&row, &signed, timeout, state.config.webhook_allow_private).await {
         Ok(status_code) => {
             tracing::info!(status_code, "webhook delivered");
+            state
+                .metrics
+                .deliveries_sent
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let outcome = Outcome::Delivered { status_code };
             outbox::record(&state.store, &row.id, lease_owner, state.now(), outcome).await?;
         }
         Err((status_code, failure, detail)) => {
             tracing::warn!(status_code, category = failure.category, %detail, "webhook attempt failed");
+            state
+                .metrics
+                .deliveries_failed
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             fail(state, lease_owner, &row, status_code, &failure).await?;
         }
     }

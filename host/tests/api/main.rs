@@ -35,6 +35,7 @@ mod guest_languages;
 mod leaderboard;
 mod limits;
 mod live_agents;
+mod metrics;
 mod migrations;
 mod multi_node;
 mod payouts;

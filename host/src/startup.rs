@@ -130,11 +130,16 @@ impl Application {
         if let Some(relay) = relay {
             relay.stop();
         }
-        if let Some(scheduler) = scheduler {
-            scheduler.abort();
+        // Stop the workers, wait until they have, then give their leases back so another node
+        // carries on at once rather than when the leases run out.
+        for worker in [scheduler, webhooks].into_iter().flatten() {
+            worker.abort();
+            let _ = worker.await;
         }
-        if let Some(webhooks) = webhooks {
-            webhooks.abort();
+        match crate::scheduler::release_leases(&state).await {
+            Ok(0) => {}
+            Ok(released) => tracing::info!(released, "leases released for the other nodes"),
+            Err(error) => tracing::warn!(%error, "leases not released; they run out on their own"),
         }
         state.store.close().await;
         tracing::info!("stopped");

@@ -108,7 +108,11 @@ impl Watch {
             }
             loop {
                 let received = tokio::select! {
-                    () = self.slot.closing() => return None,
+                    () = self.slot.closing() => {
+                        // Said once; the next call ends the stream.
+                        self.done = true;
+                        return Some(crate::http::streams::reconnect_hint());
+                    }
                     received = self.events.recv() => received,
                 };
                 match received {

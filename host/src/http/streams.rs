@@ -92,6 +92,18 @@ impl Streams {
     }
 }
 
+/// How soon a client should reconnect after the server closed its stream to shut down: by then
+/// the load balancer sends it to another node, or this one is back.
+pub const RECONNECT_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The last frame of a stream closed for a shutdown: no event (a client dispatches nothing),
+/// only the `retry:` hint an `EventSource` reconnects after.
+pub fn reconnect_hint() -> axum::response::sse::Event {
+    axum::response::sse::Event::default()
+        .retry(RECONNECT_AFTER)
+        .comment("the server is shutting down; reconnect")
+}
+
 /// A stream's place, held by the stream itself for as long as it runs.
 #[derive(Debug)]
 pub struct StreamSlot {

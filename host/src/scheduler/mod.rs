@@ -46,9 +46,13 @@ impl Scheduler {
         }
     }
 
-    /// The scheduler with the server's standard recurring schedules.
+    /// The scheduler with the server's standard recurring schedules, leasing work under the
+    /// node's name so that the node can release it when it shuts down ([`release_leases`]).
     pub fn standard(state: &AppState) -> anyhow::Result<Self> {
-        Ok(Self::new(dispatch::standard_schedules(state)?))
+        Ok(Scheduler {
+            owner: format!("{}:scheduler", state.node_id),
+            recurring: dispatch::standard_schedules(state)?,
+        })
     }
 
     /// Run every due schedule once, then every due job, until nothing is due at this instant.
@@ -104,4 +108,32 @@ impl Scheduler {
             }
         }
     }
+}
+
+/// Give back every lease this node holds (jobs, agent ticks, webhook deliveries, payouts), once
+/// its workers have stopped: another node takes the work on its next pass instead of waiting
+/// for the leases to run out. A payout keeps its fence, and the next taker bumps it, so
+/// nothing this node signed can be recorded twice. Returns how many leases were released.
+pub async fn release_leases(state: &AppState) -> Result<u64, sqlx::Error> {
+    let mine = format!("{}:%", state.node_id);
+    let mut tx = state.store.write().begin().await?;
+    let mut released = 0;
+    for sql in [
+        "UPDATE jobs SET lease_owner = NULL, lease_until = NULL
+         WHERE lease_owner LIKE $1 AND done_at IS NULL",
+        "UPDATE agents SET tick_lease_owner = NULL, tick_lease_until = NULL
+         WHERE tick_lease_owner LIKE $1",
+        "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL
+         WHERE lease_owner LIKE $1 AND status = 'pending'",
+        "UPDATE payouts SET lease_owner = NULL, lease_until = NULL
+         WHERE lease_owner LIKE $1 AND status = 'pending'",
+    ] {
+        released += sqlx::query(sql)
+            .bind(&mine)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+    }
+    tx.commit().await?;
+    Ok(released)
 }

@@ -91,7 +91,10 @@ impl Live {
                 }
                 Phase::Running => {
                     tokio::select! {
-                        () = self.slot.closing() => self.phase = Phase::Done,
+                        () = self.slot.closing() => {
+                            self.phase = Phase::Done;
+                            return Some(crate::http::streams::reconnect_hint());
+                        }
                         _ = self.ticker.tick() => {
                             if let Some(event) = self.board().await {
                                 return Some(event);

@@ -38,8 +38,9 @@ const USER_AGENT: &str = concat!("Crucible-Webhooks/", env!("CARGO_PKG_VERSION")
 /// leased to one of them, for long enough to cover its attempt, and a lease left by a worker that
 /// died is taken over once it has run out.
 pub async fn deliver_due(state: &AppState) -> anyhow::Result<usize> {
-    // One lease owner per call: two calls, even in one process, never hold the same row.
-    let lease_owner = format!("whw_{}", random_base58(8));
+    // One lease owner per call: two calls, even in one process, never hold the same row. The
+    // node's name comes first, so a node shutting down can release what it holds.
+    let lease_owner = format!("{}:whw_{}", state.node_id, random_base58(8));
     let timeout = Duration::from_millis(state.config.webhook_timeout_ms);
     let lease = chrono::Duration::from_std(timeout * 2)? + chrono::Duration::seconds(30);
     drop_revoked(state).await?;

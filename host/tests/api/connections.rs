@@ -119,7 +119,7 @@ async fn open_streams_are_capped_per_client_and_per_node() {
 async fn shutdown_closes_open_streams_and_returns() {
     let data_dir = tempfile::tempdir().expect("tempdir");
     let database_url = fresh_database_url(data_dir.path()).await;
-    let config = Config::for_tests(data_dir.path().to_path_buf(), database_url);
+    let config = Config::for_tests(data_dir.path().to_path_buf(), database_url.clone());
     let app = Application::build_with_clock(config, Arc::new(ManualClock::new(Utc::now())))
         .await
         .expect("build");
@@ -165,15 +165,57 @@ async fn shutdown_closes_open_streams_and_returns() {
     let first = response.chunk().await.expect("bytes").expect("an event");
     assert!(String::from_utf8_lossy(&first).contains("leaderboard:update"));
 
+    // Work this node holds, and work another node holds.
+    for (job, owner) in [
+        ("job_mine", format!("{}:scheduler", state.node_id)),
+        ("job_theirs", "node_other:scheduler".to_owned()),
+    ] {
+        sqlx::query(
+            "INSERT INTO jobs (id, kind, subject, due_at, lease_owner, lease_until, created_at)
+             VALUES ($1, 'tournament.end', 'trn_x', 0, $2, $3, 0)",
+        )
+        .bind(job)
+        .bind(owner)
+        .bind(i64::MAX / 2)
+        .execute(state.store.write())
+        .await
+        .expect("job");
+    }
+
     stop.send(()).expect("stop");
+    let mut tail = String::new();
     let ended = tokio::time::timeout(Duration::from_secs(5), async {
-        while let Ok(Some(_)) = response.chunk().await {}
+        while let Ok(Some(bytes)) = response.chunk().await {
+            tail.push_str(&String::from_utf8_lossy(&bytes));
+        }
     })
     .await;
     assert!(ended.is_ok(), "the open stream was closed by the shutdown");
+    assert!(
+        tail.contains("retry: 2000"),
+        "the last frame tells the client when to reconnect: {tail:?}"
+    );
     tokio::time::timeout(Duration::from_secs(5), server)
         .await
         .expect("the server stopped")
         .expect("join")
         .expect("clean stop");
+
+    // It gave its own leases back, and only those.
+    let pool = sqlx::AnyPool::connect(&database_url).await.expect("reopen");
+    let leases: Vec<(String, Option<String>)> =
+        sqlx::query_as("SELECT id, lease_owner FROM jobs WHERE id LIKE 'job_%' ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .expect("jobs");
+    assert_eq!(
+        leases,
+        vec![
+            ("job_mine".to_owned(), None),
+            (
+                "job_theirs".to_owned(),
+                Some("node_other:scheduler".to_owned())
+            ),
+        ]
+    );
 }

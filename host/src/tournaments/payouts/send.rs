@@ -116,7 +116,8 @@ impl<'a> Lease<'a> {
         payout_id: &'a str,
     ) -> anyhow::Result<Option<(Self, Payout)>> {
         let now = to_millis(state.now());
-        let owner = new_id("pw");
+        // Prefixed with the node, so a node shutting down can release what it holds.
+        let owner = format!("{}:{}", state.node_id, new_id("pw"));
         let taken: Option<Payout> = sqlx::query_as(
             "UPDATE payouts SET lease_owner = $1, lease_until = $2, fence = fence + 1
              WHERE id = $3 AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $4)

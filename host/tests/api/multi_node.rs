@@ -172,3 +172,73 @@ async fn a_key_revoked_on_one_node_is_refused_on_the_other_within_a_second() {
     tokio::time::sleep(StdDuration::from_secs(1)).await;
     assert_eq!(b.get("/api/account", Auth::Bearer(&key)).await.status, 401);
 }
+
+#[tokio::test]
+async fn two_nodes_taking_transfers_at_once_keep_one_ledger_without_double_spends() {
+    use crucible::chain::tx::{Message, Transaction, instructions};
+
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = a.spawn_peer().await;
+    let payer = Keypair::generate();
+    let funds = 1_000_000_000u64;
+    a.airdrop(&payer.pubkey().to_string(), funds, 0).await;
+    let latest = a.rpc_result("getLatestBlockhash", json!([])).await;
+    let blockhash: [u8; 32] = bs58::decode(latest["value"]["blockhash"].as_str().expect("hash"))
+        .into_vec()
+        .expect("base58")
+        .try_into()
+        .expect("32 bytes");
+
+    // Twenty transfers of 0.1 SOL (+ 5,000 fee each) from a 1 SOL wallet, half sent to each
+    // node at the same time: exactly nine are affordable (a tenth would overdraw).
+    let amount = 100_000_000u64;
+    let recipients: Vec<_> = (0..20).map(|_| Keypair::generate().pubkey()).collect();
+    let sends = recipients.iter().enumerate().map(|(n, to)| {
+        let node = if n % 2 == 0 { &a } else { &b };
+        let ix = instructions::system_transfer(&payer.pubkey(), to, amount);
+        let message = Message::new_legacy(&[ix], &payer.pubkey(), blockhash);
+        let wire = Transaction::sign(message, &[payer.signing_key()])
+            .expect("sign")
+            .serialize()
+            .expect("wire");
+        let encoded = bs58::encode(wire).into_string();
+        async move { node.rpc("sendTransaction", json!([encoded])).await }
+    });
+    let replies = futures_util::future::join_all(sends).await;
+    let landed: Vec<String> = replies
+        .iter()
+        .filter_map(|reply| reply["result"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(landed.len(), 9, "{replies:?}");
+
+    // Every lamport is accounted for, as either node reads it.
+    for node in [&a, &b] {
+        let payer_left = node
+            .rpc_result("getBalance", json!([payer.pubkey().to_string()]))
+            .await["value"]
+            .as_u64()
+            .expect("balance");
+        let mut received = 0;
+        for to in &recipients {
+            received += node.rpc_result("getBalance", json!([to.to_string()])).await["value"]
+                .as_u64()
+                .expect("balance");
+        }
+        assert_eq!(received, 9 * amount);
+        assert_eq!(payer_left, funds - 9 * (amount + 5_000));
+    }
+    // One slot each, all different: the transactions were executed one after another.
+    let statuses = b.rpc_result("getSignatureStatuses", json!([landed])).await;
+    let mut slots: Vec<u64> = statuses["value"]
+        .as_array()
+        .expect("statuses")
+        .iter()
+        .map(|s| s["slot"].as_u64().expect("slot"))
+        .collect();
+    slots.sort_unstable();
+    slots.dedup();
+    assert_eq!(slots.len(), 9);
+}

@@ -37,7 +37,7 @@ use sha2::{Digest, Sha256};
 
 use crate::chain::tx::{self, Message, Pubkey, Transaction, WireError};
 use crate::clock::Clock;
-use crate::db::{Store, StoreError};
+use crate::db::{Backend, Store, StoreError};
 use executor::{Account, Kind, Refusal, Trace};
 
 /// A transaction that landed, as the PubSub subscriptions need it ([`pubsub`]).
@@ -57,6 +57,10 @@ pub struct Executed {
 /// How many landed transactions a slow subscriber may fall behind before it re-reads the
 /// ledger instead (`broadcast` lag).
 const EVENT_BUFFER: usize = 4096;
+
+/// The advisory lock key every node takes to write the simnet ledger on PostgreSQL
+/// ("simnet" in ASCII).
+const LEDGER_LOCK: i64 = 0x73_696d_6e65_74;
 
 /// How many blocks a blockhash stays valid for: its `lastValidBlockHeight` is its slot plus this
 /// (as on Solana).
@@ -317,11 +321,34 @@ impl Simnet {
         }))
     }
 
+    /// Start a write to the ledger: one at a time in this process (the mutex) and, on
+    /// PostgreSQL, across every node sharing the database (a transaction-scoped advisory lock,
+    /// released at commit or rollback). The simnet is one leader: two nodes must never execute
+    /// against the same balances, or both could spend them.
+    async fn begin_write(
+        &self,
+    ) -> Result<
+        (
+            tokio::sync::MutexGuard<'_, ()>,
+            sqlx::Transaction<'static, sqlx::Any>,
+        ),
+        SimnetError,
+    > {
+        let writer = self.writer.lock().await;
+        let mut tx = self.store.begin().await?;
+        if self.store.backend() == Backend::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(LEDGER_LOCK)
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok((writer, tx))
+    }
+
     /// The newest blockhash (a new one at most every slot) and its last valid block height.
     pub async fn latest_blockhash(&self) -> Result<(String, u64, u64), SimnetError> {
-        let _writer = self.writer.lock().await;
+        let (_writer, mut tx) = self.begin_write().await?;
         let now = self.now_ms();
-        let mut tx = self.store.begin().await?;
         let newest: Option<(String, i64, i64)> = sqlx::query_as(
             "SELECT hash, slot, issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1",
         )
@@ -525,8 +552,7 @@ impl Simnet {
         let signature = transaction.signature();
         let message = &transaction.message;
 
-        let _writer = self.writer.lock().await;
-        let mut tx = self.store.begin().await?;
+        let (_writer, mut tx) = self.begin_write().await?;
         if ledger::transaction(&mut tx, &signature).await?.is_some() {
             return Err(SimnetError::preflight(
                 "This transaction has already been processed",
@@ -727,8 +753,7 @@ impl Simnet {
                 data,
             });
         }
-        let _writer = self.writer.lock().await;
-        let mut tx = self.store.begin().await?;
+        let (_writer, mut tx) = self.begin_write().await?;
         let slot = ledger::next(&mut tx, "slot").await?;
         let (blockhash,): (String,) =
             sqlx::query_as("SELECT hash FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")

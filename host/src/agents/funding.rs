@@ -13,16 +13,21 @@ async fn check(state: &AppState, agent_id: &str, wallet: &str) -> anyhow::Result
     let lamports = state.chain.rpc().get_balance(wallet).await?;
     let funded = lamports >= state.config.agent_fee_reserve_lamports;
     if funded {
-        sqlx::query(
-            "UPDATE agents SET status = 'idle', status_reason = NULL, updated_at = $1
-             WHERE id = $2 AND status = 'unfunded'",
-        )
-        .bind(to_millis(state.now()))
-        .bind(agent_id)
-        .execute(state.store.write())
-        .await?;
+        mark_funded(state, agent_id, to_millis(state.now())).await?;
     }
     Ok((funded, lamports))
+}
+
+async fn mark_funded(state: &AppState, agent_id: &str, now: i64) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE agents SET status = 'idle', status_reason = NULL, updated_at = $1
+         WHERE id = $2 AND status = 'unfunded'",
+    )
+    .bind(now)
+    .bind(agent_id)
+    .execute(state.store.write())
+    .await?;
+    Ok(())
 }
 
 /// On start of an unfunded agent: refused unless the wallet holds the reserve.
@@ -44,7 +49,9 @@ pub async fn require_reserve(state: &AppState, agent: &Agent) -> Result<(), Agen
     })
 }
 
-/// The job: check every unfunded agent, a page at a time.
+/// The job: check every unfunded agent, a page at a time, reading the page's balances with
+/// one `getMultipleAccounts` call per 100 wallets rather than a call per agent (thousands of
+/// unfunded agents must not keep the scheduler's lifecycle work waiting).
 pub async fn check_unfunded(state: &AppState) -> anyhow::Result<()> {
     let mut after = String::new();
     let mut funded = 0;
@@ -59,13 +66,19 @@ pub async fn check_unfunded(state: &AppState) -> anyhow::Result<()> {
         .await?;
         let Some((last, _)) = page.last() else { break };
         after = last.clone();
-        for (agent_id, wallet) in page {
-            match check(state, &agent_id, &wallet).await {
-                Ok((true, _)) => funded += 1,
-                Ok((false, _)) => {}
-                Err(error) => {
-                    tracing::warn!(agent_id, error = %format!("{error:#}"), "funding check failed")
-                }
+        let wallets: Vec<&str> = page.iter().map(|(_, wallet)| wallet.as_str()).collect();
+        let balances = match state.chain.rpc().get_balances(&wallets).await {
+            Ok(balances) => balances,
+            Err(error) => {
+                tracing::warn!(error = %error, "funding check failed; the next run retries");
+                continue;
+            }
+        };
+        let now = to_millis(state.now());
+        for ((agent_id, _), lamports) in page.iter().zip(balances) {
+            if lamports >= state.config.agent_fee_reserve_lamports {
+                mark_funded(state, agent_id, now).await?;
+                funded += 1;
             }
         }
     }

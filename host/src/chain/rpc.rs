@@ -290,6 +290,44 @@ impl RpcClient {
         Ok(balance.value)
     }
 
+    /// Addresses one `getMultipleAccounts` call may name (a node's limit).
+    pub const MULTIPLE_ACCOUNTS_LIMIT: usize = 100;
+
+    /// The balances of `addresses` in lamports (0 for an account that does not exist), in
+    /// order, with one `getMultipleAccounts` call per 100 addresses; no account data is sent
+    /// (`dataSlice` of length 0).
+    pub async fn get_balances(&self, addresses: &[&str]) -> Result<Vec<u64>, ChainError> {
+        let mut balances = Vec::with_capacity(addresses.len());
+        for chunk in addresses.chunks(Self::MULTIPLE_ACCOUNTS_LIMIT) {
+            let accounts: WithContext<Vec<Option<Value>>> = self
+                .call(
+                    "getMultipleAccounts",
+                    json!([chunk, {"encoding": "base64", "commitment": "confirmed",
+                                   "dataSlice": {"offset": 0, "length": 0}}]),
+                )
+                .await?;
+            if accounts.value.len() != chunk.len() {
+                return Err(ChainError::Decode {
+                    method: "getMultipleAccounts".to_owned(),
+                    detail: format!(
+                        "{} accounts answered for {} addresses",
+                        accounts.value.len(),
+                        chunk.len()
+                    ),
+                });
+            }
+            for account in accounts.value {
+                balances.push(
+                    account
+                        .as_ref()
+                        .and_then(|a| a["lamports"].as_u64())
+                        .unwrap_or(0),
+                );
+            }
+        }
+        Ok(balances)
+    }
+
     pub async fn get_token_accounts_by_owner(
         &self,
         owner: &str,

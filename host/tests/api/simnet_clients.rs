@@ -650,3 +650,27 @@ async fn a_connection_holds_a_bounded_number_of_subscriptions() {
     let mut other = websocket(&app).await;
     subscribe(&mut other, 1, "slotSubscribe", json!([])).await;
 }
+
+#[tokio::test]
+async fn balances_of_many_wallets_are_read_a_hundred_at_a_time_in_order() {
+    let app = TestApp::spawn().await;
+    // 150 wallets (two calls): every seventh funded, the rest never seen by the ledger.
+    let wallets: Vec<String> = (0..150)
+        .map(|_| Keypair::generate().pubkey().to_string())
+        .collect();
+    for (n, wallet) in wallets.iter().enumerate().step_by(7) {
+        app.airdrop(wallet, 1_000_000 + n as u64, 0).await;
+    }
+    let addresses: Vec<&str> = wallets.iter().map(String::as_str).collect();
+    let balances = app
+        .state
+        .chain
+        .rpc()
+        .get_balances(&addresses)
+        .await
+        .expect("balances");
+    let expected: Vec<u64> = (0..150)
+        .map(|n| if n % 7 == 0 { 1_000_000 + n as u64 } else { 0 })
+        .collect();
+    assert_eq!(balances, expected);
+}

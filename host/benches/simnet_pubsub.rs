@@ -37,18 +37,8 @@ fn wall_ms() -> f64 {
         * 1000.0
 }
 
-async fn rpc(client: &reqwest::Client, url: &str, method: &str, params: Value) -> Value {
-    let reply: Value = client
-        .post(url)
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .send()
-        .await
-        .expect("rpc")
-        .json()
-        .await
-        .expect("json");
-    assert!(reply["error"].is_null(), "{method}: {reply}");
-    reply["result"].clone()
+async fn rpc(client: &reqwest::Client, base: &str, method: &str, params: Value) -> Value {
+    support::simnet_rpc(client, base, method, params).await["result"].clone()
 }
 
 fn main() {
@@ -62,7 +52,6 @@ fn main() {
         config.max_streams_per_client = connections + 1;
         config.max_streams = connections + 16;
     });
-    let rpc_url = format!("{base}/simnet/rpc");
     let ws_url = format!("{}/simnet/rpc", base.replacen("http", "ws", 1));
 
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -75,12 +64,12 @@ fn main() {
         let payer_key = payer.pubkey();
         rpc(
             &client,
-            &rpc_url,
+            &base,
             "requestAirdrop",
             json!([payer_key.to_string(), 100_000_000_000u64]),
         )
         .await;
-        let latest = rpc(&client, &rpc_url, "getLatestBlockhash", json!([])).await;
+        let latest = rpc(&client, &base, "getLatestBlockhash", json!([])).await;
         let blockhash: [u8; 32] = bs58::decode(latest["value"]["blockhash"].as_str().unwrap())
             .into_vec()
             .unwrap()
@@ -150,11 +139,11 @@ fn main() {
         let sent = Instant::now();
         stream::iter(transfers.iter())
             .for_each_concurrent(32, |(_, wire)| {
-                let (client, rpc_url) = (&client, &rpc_url);
+                let (client, base) = (&client, &base);
                 async move {
                     rpc(
                         client,
-                        rpc_url,
+                        base,
                         "sendTransaction",
                         json!([wire, {"encoding": "base64"}]),
                     )

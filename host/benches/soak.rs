@@ -170,7 +170,7 @@ fn main() {
                 .expect("json");
             let agent_id = created["data"]["agentId"].as_str().expect("agent").to_owned();
             let wallet = created["data"]["walletAddress"].as_str().expect("wallet").to_owned();
-            rpc(&client, &base, "requestAirdrop", json!([wallet, 50_000_000u64])).await;
+            support::simnet_rpc(&client, &base, "requestAirdrop", json!([wallet, 50_000_000u64])).await;
             let started = client
                 .post(format!("{base}/api/v1/public/agents/{agent_id}/start"))
                 .header("x-api-key", &key)
@@ -383,20 +383,6 @@ fn main() {
         assert_eq!(errors, 0, "unexpected answers during the soak");
         assert_eq!(lost, 0, "webhooks lost during the soak");
     });
-}
-
-async fn rpc(client: &reqwest::Client, base: &str, method: &str, params: Value) -> Value {
-    let reply: Value = client
-        .post(format!("{base}/simnet/rpc"))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .send()
-        .await
-        .expect("rpc")
-        .json()
-        .await
-        .expect("json");
-    assert!(reply["error"].is_null(), "{reply}");
-    reply
 }
 
 /// Requests of one kind waiting for an answer before the load generator stops adding more.

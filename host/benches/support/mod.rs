@@ -59,6 +59,26 @@ pub fn serve_on_one_core(dir: &std::path::Path, url: String) -> (String, AppStat
     serve_on_one_core_with(dir, url, |_| {})
 }
 
+/// One simnet JSON-RPC call to the server at `base`; the whole reply, which must not be an error.
+pub async fn simnet_rpc(
+    client: &reqwest::Client,
+    base: &str,
+    method: &str,
+    params: Value,
+) -> Value {
+    let reply: Value = client
+        .post(format!("{base}/simnet/rpc"))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .expect("rpc")
+        .json()
+        .await
+        .expect("json");
+    assert!(reply["error"].is_null(), "{method}: {reply}");
+    reply
+}
+
 /// `concurrency` clients each sending GET `url` back to back for `seconds`; latencies in µs.
 pub async fn closed_loop(
     client: &reqwest::Client,

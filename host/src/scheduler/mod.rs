@@ -9,6 +9,7 @@ mod dispatch;
 pub mod queue;
 pub mod recurring;
 
+use std::future::Future;
 use std::time::Duration;
 
 use crate::crypto::random_base58;
@@ -19,6 +20,8 @@ pub use recurring::Recurring;
 
 /// How long a claimed job stays leased to its node before another may take it over.
 const LEASE: chrono::Duration = chrono::Duration::minutes(5);
+/// How often the leases of running and waiting jobs are renewed: well inside [`LEASE`].
+const RENEW_EVERY: Duration = Duration::from_secs(60);
 /// Jobs claimed per round trip.
 const BATCH: i64 = 32;
 
@@ -76,8 +79,8 @@ impl Scheduler {
             }
             for job in jobs {
                 let span = tracing::info_span!("job", id = %job.id, attempt = job.attempts);
-                let outcome =
-                    tracing::Instrument::instrument(dispatch::run_job(state, &job), span).await;
+                let run = tracing::Instrument::instrument(dispatch::run_job(state, &job), span);
+                let outcome = self.renewing_leases(state, run).await;
                 match outcome {
                     Ok(()) => {
                         queue::complete(&state.store, &job, &self.owner, state.now()).await?;
@@ -95,6 +98,28 @@ impl Scheduler {
         }
         pass.agent_ticks = crate::agents::ticker::run_due(state, &self.owner).await?;
         Ok(pass)
+    }
+
+    /// Run `work` while renewing every lease this scheduler holds (the job running and the
+    /// rest of its batch) every [`RENEW_EVERY`], so a long job — a tournament's end over
+    /// thousands of wallets — never loses its lease to another node mid-way, and the jobs
+    /// waiting behind it keep theirs.
+    async fn renewing_leases<T>(&self, state: &AppState, work: impl Future<Output = T>) -> T {
+        let mut work = std::pin::pin!(work);
+        let mut renew = tokio::time::interval(RENEW_EVERY);
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The first tick is immediate; the leases were just taken.
+        renew.tick().await;
+        loop {
+            tokio::select! {
+                outcome = &mut work => return outcome,
+                _ = renew.tick() => {
+                    if let Err(error) = queue::renew_held(&state.store, &self.owner, state.now(), LEASE).await {
+                        tracing::warn!(%error, "job leases not renewed; retrying at the next beat");
+                    }
+                }
+            }
+        }
     }
 
     /// Run passes every `interval` until the task is dropped.

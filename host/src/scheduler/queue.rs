@@ -82,6 +82,23 @@ pub async fn claim(
     Ok(jobs)
 }
 
+/// Extend every unfinished job `owner` holds to `now + lease`: the one it is running and the
+/// rest of the batch it claimed. Returns how many.
+pub async fn renew_held(
+    store: &Store,
+    owner: &str,
+    now: DateTime<Utc>,
+    lease: Duration,
+) -> sqlx::Result<u64> {
+    let renewed =
+        sqlx::query("UPDATE jobs SET lease_until = $1 WHERE lease_owner = $2 AND done_at IS NULL")
+            .bind(to_millis(now + lease))
+            .bind(owner)
+            .execute(store.write())
+            .await?;
+    Ok(renewed.rows_affected())
+}
+
 /// Mark a leased job done.
 pub async fn complete(
     store: &Store,

@@ -15,15 +15,6 @@ use crucible::domain::WalletAddress;
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{Value, json};
 
-async fn blockhash(app: &TestApp) -> [u8; 32] {
-    let reply = app.rpc_result("getLatestBlockhash", json!([])).await;
-    bs58::decode(reply["value"]["blockhash"].as_str().unwrap())
-        .into_vec()
-        .unwrap()
-        .try_into()
-        .unwrap()
-}
-
 async fn send_b64(app: &TestApp, wire: &[u8], skip_preflight: bool) -> Value {
     let encoded = base64::engine::general_purpose::STANDARD.encode(wire);
     app.rpc(
@@ -214,7 +205,7 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
     let message = Message::new_legacy(
         std::slice::from_ref(&ix),
         &payer.pubkey(),
-        blockhash(&app).await,
+        app.latest_blockhash().await,
     );
     let wire = Transaction::sign(message.clone(), &[payer.signing_key()])
         .unwrap()
@@ -276,7 +267,7 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
         "{reply}"
     );
     // Expired by time alone (150 slots of 400 ms), with no newer blockhash ever asked for.
-    let quiet = blockhash(&app).await;
+    let quiet = app.latest_blockhash().await;
     app.advance(Duration::seconds(61));
     let expired = Message::new_legacy(
         &[instructions::system_transfer(&payer.pubkey(), &to, 3_000)],
@@ -300,10 +291,10 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
         "{reply}"
     );
     // Valid through its `lastValidBlockHeight` (its slot + 150), refused one block later.
-    let old = blockhash(&app).await;
+    let old = app.latest_blockhash().await;
     for _ in 0..151 {
         app.advance(Duration::milliseconds(400));
-        blockhash(&app).await;
+        app.latest_blockhash().await;
     }
     let stale = Message::new_legacy(
         &[instructions::system_transfer(&payer.pubkey(), &to, 2_000)],
@@ -337,7 +328,7 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
         accounts: vec![],
         data: vec![1, 2, 3],
     };
-    let message = Message::new_legacy(&[foreign], &payer.pubkey(), blockhash(&app).await);
+    let message = Message::new_legacy(&[foreign], &payer.pubkey(), app.latest_blockhash().await);
     let reply = send_b64(
         &app,
         &Transaction::sign(message, &[payer.signing_key()])
@@ -385,7 +376,7 @@ async fn a_failing_instruction_lands_only_with_skip_preflight_and_is_rejected() 
         ),
         instructions::memo("reg:x:1", &[]),
     ];
-    let message = Message::new_legacy(&ixs, &payer.pubkey(), blockhash(&app).await);
+    let message = Message::new_legacy(&ixs, &payer.pubkey(), app.latest_blockhash().await);
     let wire = Transaction::sign(message, &[payer.signing_key()])
         .unwrap()
         .serialize()
@@ -442,7 +433,7 @@ async fn hand_encoded_legacy_and_v0_transactions_execute_in_simnet() {
     let recipient = [0x22u8; 32];
 
     // Legacy System transfer of 1,001,234 lamports (a new account must end rent-exempt).
-    let hash = blockhash(&app).await;
+    let hash = app.latest_blockhash().await;
     let mut msg = vec![1u8, 0, 1]; // 1 signer, 0 readonly signed, 1 readonly unsigned
     msg.push(3); // three account keys
     msg.extend(payer_key);
@@ -519,7 +510,7 @@ async fn hand_encoded_legacy_and_v0_transactions_execute_in_simnet() {
         .try_into()
         .unwrap();
     let memo = "dgn:d-1:wallet:q-9";
-    let hash = blockhash(&app).await;
+    let hash = app.latest_blockhash().await;
     let mut msg = vec![0x80u8, 1, 0, 3]; // v0 prefix; 1 signer, 3 readonly unsigned
     msg.push(6);
     for key in [

@@ -185,12 +185,7 @@ async fn two_nodes_taking_transfers_at_once_keep_one_ledger_without_double_spend
     let payer = Keypair::generate();
     let funds = 1_000_000_000u64;
     a.airdrop(&payer.pubkey().to_string(), funds, 0).await;
-    let latest = a.rpc_result("getLatestBlockhash", json!([])).await;
-    let blockhash: [u8; 32] = bs58::decode(latest["value"]["blockhash"].as_str().expect("hash"))
-        .into_vec()
-        .expect("base58")
-        .try_into()
-        .expect("32 bytes");
+    let blockhash = a.latest_blockhash().await;
 
     // Twenty transfers of 0.1 SOL (+ 5,000 fee each) from a 1 SOL wallet, half sent to each
     // node at the same time: exactly nine are affordable (a tenth would overdraw).

@@ -109,6 +109,48 @@ async fn a_lease_of_a_node_that_died_is_taken_over() {
 }
 
 #[tokio::test]
+async fn a_node_renews_the_leases_it_holds_so_a_long_job_is_not_taken_over() {
+    let app = TestApp::spawn().await;
+    enqueue(&app, "tournament.end", "trn_long", Duration::zero()).await;
+    enqueue(&app, "tournament.end", "trn_waiting", Duration::zero()).await;
+    let store = &app.state.store;
+    let claimed = scheduler::queue::claim(
+        store,
+        "busy-node",
+        app.state.now(),
+        Duration::minutes(5),
+        10,
+    )
+    .await
+    .expect("claim");
+    assert_eq!(claimed.len(), 2);
+    // Four minutes into the first job, its node renews: both leases run five minutes from now.
+    app.advance(Duration::minutes(4));
+    let renewed =
+        scheduler::queue::renew_held(store, "busy-node", app.state.now(), Duration::minutes(5))
+            .await
+            .expect("renew");
+    assert_eq!(renewed, 2);
+    assert_eq!(
+        scheduler::queue::renew_held(store, "someone-else", app.state.now(), Duration::minutes(5))
+            .await
+            .expect("renew"),
+        0,
+        "only the holder's leases move"
+    );
+    // Past the first lease's end, nobody else may take them.
+    app.advance(Duration::minutes(2));
+    let other = Scheduler::new(Vec::new());
+    assert_eq!(other.run_due(&app.state).await.expect("pass").jobs_done, 0);
+    app.advance(Duration::minutes(4));
+    assert_eq!(
+        other.run_due(&app.state).await.expect("pass").jobs_done,
+        2,
+        "once renewals stop, the leases run out and the work is taken over"
+    );
+}
+
+#[tokio::test]
 async fn jobs_survive_a_restart() {
     let app = TestApp::spawn().await;
     enqueue(&app, "tournament.start", "trn_later", Duration::hours(1)).await;

@@ -12,15 +12,6 @@ use tokio_tungstenite::tungstenite;
 
 use crate::helpers::TestApp;
 
-async fn blockhash(app: &TestApp) -> [u8; 32] {
-    let reply = app.rpc_result("getLatestBlockhash", json!([])).await;
-    bs58::decode(reply["value"]["blockhash"].as_str().unwrap())
-        .into_vec()
-        .unwrap()
-        .try_into()
-        .unwrap()
-}
-
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
@@ -40,7 +31,7 @@ async fn funded(app: &TestApp, lamports: u64, usdc_raw: u64) -> Keypair {
 }
 
 async fn signed(app: &TestApp, payer: &Keypair, ixs: &[tx::message::Instruction]) -> Vec<u8> {
-    let message = Message::new_legacy(ixs, &payer.pubkey(), blockhash(app).await);
+    let message = Message::new_legacy(ixs, &payer.pubkey(), app.latest_blockhash().await);
     Transaction::sign(message, &[payer.signing_key()])
         .unwrap()
         .serialize()

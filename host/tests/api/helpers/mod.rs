@@ -370,6 +370,16 @@ impl TestApp {
     }
 
     /// Give `address` SOL (lamports) and simnet stablecoin (raw units) through simnet's RPC.
+    /// The simnet's newest blockhash, as bytes to sign a message with.
+    pub async fn latest_blockhash(&self) -> [u8; 32] {
+        let reply = self.rpc_result("getLatestBlockhash", json!([])).await;
+        bs58::decode(reply["value"]["blockhash"].as_str().expect("blockhash"))
+            .into_vec()
+            .expect("base58")
+            .try_into()
+            .expect("32 bytes")
+    }
+
     pub async fn airdrop(&self, address: &str, lamports: u64, usdc_raw: u64) {
         self.rpc_result(
             "requestAirdrop",

@@ -27,6 +27,8 @@ pub struct Application {
     /// Held while the server runs, so `crucible restore` and `crucible master-key rotate`
     /// refuse to run beside it.
     _data_dir_lock: Option<crate::data_dir_lock::DataDirLock>,
+    /// On PostgreSQL, this node's end of the event relay to the other nodes.
+    relay: Option<crate::events::relay::Relay>,
 }
 
 impl Application {
@@ -54,11 +56,27 @@ impl Application {
             crate::tournaments::demo::seed_if_empty(&state).await?;
         }
         crate::tournaments::series::ensure(&state).await?;
+        // Several nodes share a PostgreSQL database: what one publishes reaches the others.
+        // Started here, so a node that cannot listen fails to build rather than serve stale.
+        let relay = match state.store.backend() {
+            Backend::Postgres => Some(
+                crate::events::relay::Relay::start(
+                    &state.events,
+                    &state.store,
+                    &state.config.database_url,
+                    &state.node_id,
+                )
+                .await
+                .context("cannot listen for the other nodes' events (LISTEN)")?,
+            ),
+            Backend::Sqlite => None,
+        };
         Ok(Application {
             listener,
             state,
             local_addr,
             _data_dir_lock: data_dir_lock,
+            relay,
         })
     }
 
@@ -80,23 +98,10 @@ impl Application {
             state,
             // Kept (not `_`) so the lock is held until serving ends.
             _data_dir_lock: _held,
+            relay,
             ..
         } = self;
         let housekeeping = tokio::spawn(node_housekeeping(state.clone()));
-        // Several nodes share a PostgreSQL database: what one publishes reaches the others.
-        let relay = match state.store.backend() {
-            Backend::Postgres => Some(
-                crate::events::relay::Relay::start(
-                    &state.events,
-                    &state.store,
-                    &state.config.database_url,
-                    &state.node_id,
-                )
-                .await
-                .context("cannot listen for the other nodes' events (LISTEN)")?,
-            ),
-            Backend::Sqlite => None,
-        };
         let scheduler = match state.config.scheduler_interval_ms {
             0 => None,
             ms => {

@@ -94,6 +94,13 @@ impl Relay {
     }
 }
 
+impl Drop for Relay {
+    /// A node built and never served, or stopped, relays nothing further.
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 async fn listen(database_url: &str, channel: &str) -> sqlx::Result<PgListener> {
     let mut listener = PgListener::connect(database_url).await?;
     listener.listen(channel).await?;

@@ -1,6 +1,7 @@
 """The Python indicators give the Rust SDK's values (the same cases as its unit tests)."""
 
 import math
+import random
 import unittest
 
 from crucible_strategy import indicators as ind
@@ -27,6 +28,32 @@ class Indicators(unittest.TestCase):
              46.03, 45.61, 46.28, 46.28]
         self.assertTrue(abs(ind.rsi(p, 14) - 70.464) < 0.01)
         self.assertTrue(abs(ind.rsi(p + [46.00], 14) - 66.25) < 0.1)
+
+    def test_fast_paths_give_the_plain_definitions_floats(self):
+        # `ema` and `rsi` skip work the plain formulas do (the series list, the side that adds
+        # 0.0); on any prices they must return the very same floats.
+        def plain_rsi(v, period):
+            changes = [b - a for a, b in zip(v, v[1:])]
+            gain = sum(c for c in changes[:period] if c > 0) / period
+            loss = sum(-c for c in changes[:period] if c <= 0) / period
+            keep, add = (period - 1.0) / period, 1.0 / period
+            for c in changes[period:]:
+                up, down = (c, 0.0) if c > 0 else (0.0, -c)
+                gain, loss = gain * keep + up * add, loss * keep + down * add
+            if loss == 0.0:
+                return 50.0 if gain == 0.0 else 100.0
+            return 100.0 - 100.0 / (1.0 + gain / loss)
+
+        rng = random.Random(16)
+        for _ in range(200):
+            price, prices = rng.uniform(1.0, 500.0), []
+            for _ in range(rng.randint(15, 220)):
+                price = price if rng.random() < 0.1 else price * (1 + rng.gauss(0, 0.02))
+                prices.append(price)
+            for period in (1, 2, 12, 14, 48):
+                self.assertEqual(ind.ema(prices, period), (ind.ema_series(prices, period) or [None])[-1])
+                if len(prices) > period:
+                    self.assertEqual(ind.rsi(prices, period), plain_rsi(prices, period))
 
     def test_rsi_extremes(self):
         up = [float(x) for x in range(1, 21)]

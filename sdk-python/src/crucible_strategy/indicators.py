@@ -36,9 +36,15 @@ def ema_series(values: Sequence[float], period: int) -> list[float]:
 
 
 def ema(values: Sequence[float], period: int) -> Optional[float]:
-    """Exponential moving average at the last value."""
-    series = ema_series(values, period)
-    return series[-1] if series else None
+    """Exponential moving average at the last value (``ema_series(...)[-1]``, without building
+    the series: a strategy's tick runs interpreted, and the list was most of its cost)."""
+    if period <= 0 or len(values) < period:
+        return None
+    alpha = 2.0 / (period + 1.0)
+    ema_value = sum(values[:period]) / period
+    for v in values[period:]:
+        ema_value += alpha * (v - ema_value)
+    return ema_value
 
 
 def rsi(values: Sequence[float], period: int = 14) -> Optional[float]:
@@ -46,8 +52,10 @@ def rsi(values: Sequence[float], period: int = 14) -> Optional[float]:
     if period <= 0 or len(values) < period + 1:
         return None
     gain = loss = 0.0
-    for a, b in zip(values[:period], values[1 : period + 1]):
-        change = b - a
+    prev = values[0]
+    for v in values[1 : period + 1]:
+        change = v - prev
+        prev = v
         if change > 0:
             gain += change
         else:
@@ -55,11 +63,17 @@ def rsi(values: Sequence[float], period: int = 14) -> Optional[float]:
     gain /= period
     loss /= period
     keep, add = (period - 1.0) / period, 1.0 / period
-    for a, b in zip(values[period:], values[period + 1 :]):
-        change = b - a
-        up, down = (change, 0.0) if change > 0 else (0.0, -change)
-        gain = gain * keep + up * add
-        loss = loss * keep + down * add
+    # Wilder's step is `avg * keep + move * add` for both sides; the side that did not move adds
+    # exactly 0.0, so it is left out (the same floats, fewer interpreted operations).
+    for v in values[period + 1 :]:
+        change = v - prev
+        prev = v
+        if change > 0:
+            gain = gain * keep + change * add
+            loss = loss * keep
+        else:
+            gain = gain * keep
+            loss = loss * keep + -change * add
     if loss == 0.0:
         return 50.0 if gain == 0.0 else 100.0
     return 100.0 - 100.0 / (1.0 + gain / loss)

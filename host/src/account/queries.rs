@@ -5,9 +5,10 @@ use serde::Serialize;
 use sqlx::AnyConnection;
 use utoipa::ToSchema;
 
+use super::error::AccountError;
 use crate::clock::{from_millis, rfc3339, to_millis};
+use crate::db::is_unique_violation;
 use crate::domain::WalletAddress;
-use crate::http::ApiError;
 use crate::state::AppState;
 
 /// The account as its owner sees it.
@@ -49,7 +50,7 @@ type AccountRow = (
 );
 
 /// Load the account's view; 404 if it does not exist (a session of a deleted account).
-pub async fn load(state: &AppState, account_id: &str) -> Result<AccountView, ApiError> {
+pub async fn load(state: &AppState, account_id: &str) -> Result<AccountView, AccountError> {
     let row: Option<AccountRow> = sqlx::query_as(
         "SELECT id, email, display_name, avatar_url, bio, created_at, terms_accepted_at, privacy_accepted_at
          FROM accounts WHERE id = $1",
@@ -58,7 +59,7 @@ pub async fn load(state: &AppState, account_id: &str) -> Result<AccountView, Api
     .fetch_optional(state.store.read())
     .await?;
     let Some((id, email, display_name, avatar_url, bio, created_at, terms, privacy)) = row else {
-        return Err(ApiError::NotFound("account not found".into()));
+        return Err(AccountError::NotFound);
     };
     let wallets = wallets_of(state, account_id).await?;
     Ok(AccountView {
@@ -79,7 +80,10 @@ pub async fn load(state: &AppState, account_id: &str) -> Result<AccountView, Api
 }
 
 /// The account's wallets, oldest first: proven and custodial ones, and its agents' wallets.
-pub async fn wallets_of(state: &AppState, account_id: &str) -> Result<Vec<WalletView>, ApiError> {
+pub async fn wallets_of(
+    state: &AppState,
+    account_id: &str,
+) -> Result<Vec<WalletView>, AccountError> {
     let rows: Vec<(String, String, i64)> = sqlx::query_as(
         // An agent's custodial wallet is the account's too (kind `agent`): its keys can register
         // it and pay from it like any proven wallet.
@@ -105,7 +109,7 @@ pub async fn wallets_of(state: &AppState, account_id: &str) -> Result<Vec<Wallet
 pub async fn owner_of_wallet(
     state: &AppState,
     wallet: &WalletAddress,
-) -> Result<Option<String>, ApiError> {
+) -> Result<Option<String>, AccountError> {
     let owner: Option<(String,)> = sqlx::query_as(
         "SELECT account_id FROM account_wallets WHERE address = $1
              UNION ALL SELECT account_id FROM agents WHERE wallet_address = $1",
@@ -114,6 +118,21 @@ pub async fn owner_of_wallet(
     .fetch_optional(state.store.read())
     .await?;
     Ok(owner.map(|(id,)| id))
+}
+
+/// Refuses the first of `wallets` the account has not proven (nor holds as an agent's wallet): a
+/// key or session acts only for its account's wallets.
+pub async fn ensure_linked<'a>(
+    state: &AppState,
+    account_id: &str,
+    wallets: impl IntoIterator<Item = &'a WalletAddress>,
+) -> Result<(), AccountError> {
+    let owned = wallets_of(state, account_id).await?;
+    let is_owned = |wallet: &WalletAddress| owned.iter().any(|w| w.address == wallet.as_str());
+    match wallets.into_iter().find(|wallet| !is_owned(wallet)) {
+        Some(foreign) => Err(AccountError::WalletNotLinked(foreign.to_string())),
+        None => Ok(()),
+    }
 }
 
 /// Record `wallet` as proven for `account_id`. Fails with a unique violation if any account has it.
@@ -132,4 +151,63 @@ pub async fn link_wallet(
         .execute(conn)
         .await?;
     Ok(())
+}
+
+/// Profile fields to change: `None` keeps a field, `Some(None)` clears it.
+#[derive(Debug, Default)]
+pub struct ProfileChange {
+    pub display_name: Option<Option<String>>,
+    pub avatar_url: Option<Option<String>>,
+    pub bio: Option<Option<String>>,
+}
+
+/// Apply `change` to the account's profile.
+pub async fn update_profile(
+    state: &AppState,
+    account_id: &str,
+    change: ProfileChange,
+) -> Result<(), AccountError> {
+    // COALESCE-free on purpose: each column is either set (to a value or NULL) or kept.
+    sqlx::query(
+        "UPDATE accounts SET
+            display_name = CASE WHEN $1 = 1 THEN $2 ELSE display_name END,
+            avatar_url   = CASE WHEN $3 = 1 THEN $4 ELSE avatar_url END,
+            bio          = CASE WHEN $5 = 1 THEN $6 ELSE bio END,
+            updated_at   = $7
+         WHERE id = $8",
+    )
+    .bind(i64::from(change.display_name.is_some()))
+    .bind(change.display_name.flatten())
+    .bind(i64::from(change.avatar_url.is_some()))
+    .bind(change.avatar_url.flatten())
+    .bind(i64::from(change.bio.is_some()))
+    .bind(change.bio.flatten())
+    .bind(to_millis(state.now()))
+    .bind(account_id)
+    .execute(state.store.write())
+    .await?;
+    Ok(())
+}
+
+/// Link a wallet whose control the caller has just proven. True when newly linked, false when
+/// it already was this account's; refused when another account has it.
+pub async fn link_proven(
+    state: &AppState,
+    account_id: &str,
+    wallet: &WalletAddress,
+) -> Result<bool, AccountError> {
+    let mut conn = state.store.write().acquire().await?;
+    let linked = link_wallet(&mut conn, account_id, wallet, "linked", state.now()).await;
+    drop(conn);
+    match linked {
+        Ok(()) => Ok(true),
+        Err(error) if is_unique_violation(&error) => {
+            if owner_of_wallet(state, wallet).await?.as_deref() == Some(account_id) {
+                Ok(false)
+            } else {
+                Err(AccountError::WalletTaken)
+            }
+        }
+        Err(error) => Err(error.into()),
+    }
 }

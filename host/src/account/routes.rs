@@ -6,16 +6,27 @@ use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::queries::{self, AccountView, WalletView};
+use super::error::AccountError;
+use super::queries::{self, AccountView, ProfileChange, WalletView};
 use crate::auth::{AccountAuth, Read, Write, wallet_proof};
-use crate::clock::{from_millis, rfc3339, to_millis};
-use crate::db::is_unique_violation;
+use crate::clock::{from_millis, rfc3339};
 use crate::domain::{HttpUrl, Label, WalletAddress};
 use crate::http::ApiError;
 use crate::http::json::Json;
 use crate::http::rate_limit::{AccountPolicy, IpLimit};
 use crate::state::AppState;
 use crate::tournaments::model::Status;
+
+impl From<AccountError> for ApiError {
+    fn from(error: AccountError) -> Self {
+        match error {
+            AccountError::NotFound => ApiError::NotFound(error.to_string()),
+            AccountError::WalletTaken => ApiError::Conflict(error.to_string()),
+            AccountError::WalletNotLinked(_) => ApiError::Forbidden(error.to_string()),
+            AccountError::Store(store) => store.into(),
+        }
+    }
+}
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -87,25 +98,12 @@ async fn patch_account(
         Label::parse("bio", text, 280).map(Label::into_inner)
     })?;
 
-    // COALESCE-free on purpose: each column is either set (to a value or NULL) or kept.
-    sqlx::query(
-        "UPDATE accounts SET
-            display_name = CASE WHEN $1 = 1 THEN $2 ELSE display_name END,
-            avatar_url   = CASE WHEN $3 = 1 THEN $4 ELSE avatar_url END,
-            bio          = CASE WHEN $5 = 1 THEN $6 ELSE bio END,
-            updated_at   = $7
-         WHERE id = $8",
-    )
-    .bind(i64::from(display_name.is_some()))
-    .bind(display_name.flatten())
-    .bind(i64::from(avatar_url.is_some()))
-    .bind(avatar_url.flatten())
-    .bind(i64::from(bio.is_some()))
-    .bind(bio.flatten())
-    .bind(to_millis(state.now()))
-    .bind(auth.account_id())
-    .execute(state.store.write())
-    .await?;
+    let change = ProfileChange {
+        display_name,
+        avatar_url,
+        bio,
+    };
+    queries::update_profile(&state, auth.account_id(), change).await?;
     Ok(axum::Json(queries::load(&state, auth.account_id()).await?))
 }
 
@@ -139,23 +137,10 @@ async fn link_wallet(
 ) -> Result<(StatusCode, axum::Json<WalletsView>), ApiError> {
     let wallet = WalletAddress::parse(&body.wallet).map_err(ApiError::BadRequest)?;
     wallet_proof::verify_and_consume(&state, &wallet, &body.nonce, &body.signature).await?;
-    let mut conn = state.store.write().acquire().await?;
-    let linked =
-        queries::link_wallet(&mut conn, auth.account_id(), &wallet, "linked", state.now()).await;
-    drop(conn);
-    let status = match linked {
-        Ok(()) => StatusCode::CREATED,
-        Err(error) if is_unique_violation(&error) => {
-            if queries::owner_of_wallet(&state, &wallet).await?.as_deref()
-                != Some(auth.account_id())
-            {
-                return Err(ApiError::Conflict(
-                    "this wallet is linked to another account".into(),
-                ));
-            }
-            StatusCode::OK
-        }
-        Err(error) => return Err(error.into()),
+    let status = if queries::link_proven(&state, auth.account_id(), &wallet).await? {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
     };
     let wallets = queries::wallets_of(&state, auth.account_id()).await?;
     let all_chain_wallets = wallets

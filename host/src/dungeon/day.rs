@@ -4,9 +4,9 @@
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
+use super::DungeonError;
 use super::game::DungeonMap;
 use crate::crypto::random_base58;
-use crate::http::ApiError;
 use crate::state::AppState;
 
 /// Entry price in raw stablecoin units: 1 USDC.
@@ -67,32 +67,25 @@ pub fn pot_raw(entries: i64, rake_percent: u32) -> i64 {
 }
 
 /// Where `dungeonId` stands for entries now: open today, closed before, unknown after.
-pub fn ensure_open(state: &AppState, day: DungeonDay) -> Result<(), ApiError> {
+pub fn ensure_open(state: &AppState, day: DungeonDay) -> Result<(), DungeonError> {
     let today = DungeonDay::of(state.now());
     if day == today {
         Ok(())
     } else if day < today {
-        Err(ApiError::Gone(format!(
-            "dungeon {} is closed; only today's dungeon ({}) can be entered",
-            day.id(),
-            today.id()
-        )))
+        Err(DungeonError::Closed {
+            day: day.id(),
+            today: today.id(),
+        })
     } else {
-        Err(not_found(&day.id()))
+        Err(DungeonError::UnknownDungeon(day.id()))
     }
 }
 
-pub fn not_found(id: &str) -> ApiError {
-    ApiError::NotFound(format!(
-        "no dungeon `{id}` (ids are UTC dates, YYYY-MM-DD, up to today)"
-    ))
-}
-
 /// A dungeon id that exists: a valid date not after today.
-pub fn known(state: &AppState, id: &str) -> Result<DungeonDay, ApiError> {
+pub fn known(state: &AppState, id: &str) -> Result<DungeonDay, DungeonError> {
     match DungeonDay::parse(id) {
         Some(day) if day <= DungeonDay::of(state.now()) => Ok(day),
-        _ => Err(not_found(id)),
+        _ => Err(DungeonError::UnknownDungeon(id.to_owned())),
     }
 }
 
@@ -100,7 +93,7 @@ const SALT_NAME: &str = "map_salt";
 
 /// The deployment's map salt, created (and sealed) on first use. Two nodes racing to create it
 /// both end up reading the one that was inserted first.
-pub async fn map_salt(state: &AppState) -> Result<String, ApiError> {
+pub async fn map_salt(state: &AppState) -> Result<String, DungeonError> {
     for _ in 0..2 {
         let stored: Option<(String,)> =
             sqlx::query_as("SELECT sealed FROM dungeon_secrets WHERE name = $1")
@@ -108,8 +101,8 @@ pub async fn map_salt(state: &AppState) -> Result<String, ApiError> {
                 .fetch_optional(state.store.read())
                 .await?;
         if let Some((sealed,)) = stored {
-            let salt = state.sealer.open(&sealed).map_err(ApiError::internal)?;
-            return String::from_utf8(salt).map_err(ApiError::internal);
+            let salt = state.sealer.open(&sealed).map_err(DungeonError::internal)?;
+            return String::from_utf8(salt).map_err(DungeonError::internal);
         }
         sqlx::query(
             "INSERT INTO dungeon_secrets (name, sealed) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
@@ -119,7 +112,7 @@ pub async fn map_salt(state: &AppState) -> Result<String, ApiError> {
         .execute(state.store.write())
         .await?;
     }
-    Err(ApiError::internal(anyhow::anyhow!(
+    Err(DungeonError::internal(anyhow::anyhow!(
         "the dungeon map salt could not be stored"
     )))
 }

@@ -14,7 +14,7 @@ use super::entry::{self, EnterOutcome, EnterRequest};
 use super::game::TurnRequest;
 use super::play::{self, TurnResult};
 use super::run_key::RunKey;
-use super::{views, watch};
+use super::{DungeonError, views, watch};
 use crate::auth::{AccountAuth, Read, Write};
 use crate::chain::payment::PendingPayment;
 use crate::http::ApiError;
@@ -39,6 +39,31 @@ pub fn router() -> Router<AppState> {
         .route("/api/dungeons/runs/{run_id}/broadcast", post(broadcast))
         .route("/api/dungeons/runs/{run_id}/watch", get(watch))
         .route("/api/account/dungeon-runs", get(account_runs))
+}
+
+impl From<DungeonError> for ApiError {
+    fn from(error: DungeonError) -> Self {
+        match error {
+            DungeonError::UnknownDungeon(_)
+            | DungeonError::UnknownRun(_)
+            | DungeonError::QuoteUnknown(_) => ApiError::NotFound(error.to_string()),
+            DungeonError::Closed { .. } | DungeonError::QuoteExpired(_) => {
+                ApiError::Gone(error.to_string())
+            }
+            DungeonError::Invalid(message) => ApiError::BadRequest(message),
+            DungeonError::Account(account) => account.into(),
+            DungeonError::QuoteMismatch(message) => ApiError::Unprocessable(message),
+            DungeonError::QuoteUsed(_)
+            | DungeonError::SignatureUsed
+            | DungeonError::OutOfTurn(_) => ApiError::Conflict(error.to_string()),
+            DungeonError::Payment(payment) => payment.into(),
+            DungeonError::RunEnded { .. } => ApiError::Unauthorized(error.to_string()),
+            DungeonError::OtherRun(_) => ApiError::Forbidden(error.to_string()),
+            DungeonError::Limited(limited) => limited.into(),
+            DungeonError::Store(store) => store.into(),
+            DungeonError::Internal(source) => ApiError::Internal(source),
+        }
+    }
 }
 
 /// Public dungeon reads share one per-IP budget.

@@ -5,10 +5,10 @@
 
 use serde_json::Value;
 
+use super::DungeonError;
 use super::game::Run;
 use crate::clock::to_millis;
 use crate::events::Event;
-use crate::http::ApiError;
 use crate::state::AppState;
 
 /// Event kinds of the watch stream.
@@ -91,8 +91,8 @@ impl RunRow {
     }
 
     /// The game run this row caches.
-    pub fn game(&self) -> Result<Run, ApiError> {
-        serde_json::from_str(&self.state).map_err(ApiError::internal)
+    pub fn game(&self) -> Result<Run, DungeonError> {
+        serde_json::from_str(&self.state).map_err(DungeonError::internal)
     }
 
     pub fn is_active(&self) -> bool {
@@ -100,13 +100,16 @@ impl RunRow {
     }
 }
 
-pub async fn load(state: &AppState, run_id: &str) -> Result<Option<RunRow>, ApiError> {
+pub async fn load(state: &AppState, run_id: &str) -> Result<Option<RunRow>, DungeonError> {
     load_where(state, "id", run_id).await
 }
 
 /// The run a key hash belongs to (the run-key check reads the whole row, so a turn needs no
 /// second read).
-pub async fn load_by_key_hash(state: &AppState, hash: &str) -> Result<Option<RunRow>, ApiError> {
+pub async fn load_by_key_hash(
+    state: &AppState,
+    hash: &str,
+) -> Result<Option<RunRow>, DungeonError> {
     load_where(state, "key_hash", hash).await
 }
 
@@ -115,7 +118,7 @@ async fn load_where(
     state: &AppState,
     column: &'static str,
     value: &str,
-) -> Result<Option<RunRow>, ApiError> {
+) -> Result<Option<RunRow>, DungeonError> {
     let row: Option<Row> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM dungeon_runs WHERE {column} = $1"
     ))
@@ -125,7 +128,10 @@ async fn load_where(
     Ok(row.map(RunRow::from_row))
 }
 
-pub async fn list_for_account(state: &AppState, account_id: &str) -> Result<Vec<RunRow>, ApiError> {
+pub async fn list_for_account(
+    state: &AppState,
+    account_id: &str,
+) -> Result<Vec<RunRow>, DungeonError> {
     let rows: Vec<Row> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM dungeon_runs WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500"
     ))
@@ -150,7 +156,7 @@ pub async fn events_after(
     run_id: &str,
     after_seq: i64,
     limit: i64,
-) -> Result<Vec<StoredEvent>, ApiError> {
+) -> Result<Vec<StoredEvent>, DungeonError> {
     let rows: Vec<(i64, String, String, i64)> = sqlx::query_as(
         "SELECT seq, kind, payload, created_at FROM dungeon_run_events
          WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
@@ -165,7 +171,7 @@ pub async fn events_after(
             Ok(StoredEvent {
                 seq,
                 kind,
-                payload: serde_json::from_str(&payload).map_err(ApiError::internal)?,
+                payload: serde_json::from_str(&payload).map_err(DungeonError::internal)?,
                 created_at,
             })
         })
@@ -177,7 +183,7 @@ pub async fn turn_record(
     state: &AppState,
     run_id: &str,
     turn_number: i64,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Value>, DungeonError> {
     let row: Option<(String,)> = sqlx::query_as(
         "SELECT payload FROM dungeon_run_events WHERE run_id = $1 AND turn_number = $2 AND kind = $3",
     )
@@ -186,7 +192,7 @@ pub async fn turn_record(
     .bind(TURN)
     .fetch_optional(state.store.read())
     .await?;
-    row.map(|(payload,)| serde_json::from_str(&payload).map_err(ApiError::internal))
+    row.map(|(payload,)| serde_json::from_str(&payload).map_err(DungeonError::internal))
         .transpose()
 }
 
@@ -211,10 +217,10 @@ pub async fn advance(
     row: &RunRow,
     run: &Run,
     events: Vec<NewEvent>,
-) -> Result<Advance, ApiError> {
+) -> Result<Advance, DungeonError> {
     let now = to_millis(state.now());
     let over = run.status().is_over();
-    let serialized = serde_json::to_string(run).map_err(ApiError::internal)?;
+    let serialized = serde_json::to_string(run).map_err(DungeonError::internal)?;
     let count = events.len() as i64;
     let mut tx = state.store.begin().await?;
     let updated: Option<(i64,)> = sqlx::query_as(
@@ -277,7 +283,7 @@ pub async fn append(
     run_id: &str,
     event: NewEvent,
     limit: WindowLimit,
-) -> Result<Appended, ApiError> {
+) -> Result<Appended, DungeonError> {
     let now = to_millis(state.now());
     let mut tx = state.store.begin().await?;
     let updated: Option<(i64,)> = sqlx::query_as(
@@ -316,7 +322,7 @@ async fn insert_event(
     seq: i64,
     event: &NewEvent,
     now: i64,
-) -> Result<(), ApiError> {
+) -> Result<(), DungeonError> {
     sqlx::query(
         "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at)
          VALUES ($1, $2, $3, $4, $5, $6)",

@@ -5,13 +5,12 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::DungeonError;
 use super::day::{self, DungeonDay, ENTRY_FEE_RAW, RECENT_DAYS};
 use super::entry::RunUrls;
 use super::game::map::{FLOORS, ROOMS_PER_FLOOR};
-use super::play::run_not_found;
 use super::store::{self, RunRow};
 use crate::clock::{from_millis, rfc3339};
-use crate::http::ApiError;
 use crate::state::AppState;
 
 /// Leaderboard rows shown.
@@ -56,7 +55,7 @@ pub struct DungeonView {
     best_scores: Vec<BestScore>,
 }
 
-async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonView, ApiError> {
+async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonView, DungeonError> {
     let id = day.id();
     let (entries,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM dungeon_runs WHERE dungeon_id = $1")
@@ -109,7 +108,7 @@ pub struct DungeonList {
 }
 
 /// Today's dungeon first, then the previous days.
-pub async fn list(state: &AppState) -> Result<DungeonList, ApiError> {
+pub async fn list(state: &AppState) -> Result<DungeonList, DungeonError> {
     let salt = day::map_salt(state).await?;
     let today = DungeonDay::of(state.now());
     let mut dungeons = Vec::with_capacity(RECENT_DAYS as usize);
@@ -119,7 +118,7 @@ pub async fn list(state: &AppState) -> Result<DungeonList, ApiError> {
     Ok(DungeonList { dungeons })
 }
 
-pub async fn detail(state: &AppState, dungeon_id: &str) -> Result<DungeonView, ApiError> {
+pub async fn detail(state: &AppState, dungeon_id: &str) -> Result<DungeonView, DungeonError> {
     let day = day::known(state, dungeon_id)?;
     let salt = day::map_salt(state).await?;
     view(state, day, &salt).await
@@ -144,7 +143,7 @@ pub struct Leaderboard {
 }
 
 /// Per wallet: best score, deepest floor, whether any run cleared; best first.
-pub async fn leaderboard(state: &AppState, dungeon_id: &str) -> Result<Leaderboard, ApiError> {
+pub async fn leaderboard(state: &AppState, dungeon_id: &str) -> Result<Leaderboard, DungeonError> {
     let day = day::known(state, dungeon_id)?;
     let rows: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
         "SELECT wallet, MAX(score), MAX(deepest_floor),
@@ -245,11 +244,11 @@ pub async fn run_page(
     run_id: &str,
     after_seq: i64,
     limit: i64,
-) -> Result<RunPage, ApiError> {
+) -> Result<RunPage, DungeonError> {
     let row = store::load(state, run_id)
         .await?
-        .ok_or_else(|| run_not_found(run_id))?;
-    let current = serde_json::to_value(row.game()?.view()).map_err(ApiError::internal)?;
+        .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?;
+    let current = serde_json::to_value(row.game()?.view()).map_err(DungeonError::internal)?;
     // One more than asked tells whether another page follows.
     let mut page = store::events_after(state, run_id, after_seq, limit + 1).await?;
     let more = page.len() as i64 > limit;
@@ -279,7 +278,7 @@ pub struct AccountRuns {
 }
 
 /// The caller's runs, newest first.
-pub async fn account_runs(state: &AppState, account_id: &str) -> Result<AccountRuns, ApiError> {
+pub async fn account_runs(state: &AppState, account_id: &str) -> Result<AccountRuns, DungeonError> {
     let rows = store::list_for_account(state, account_id).await?;
     Ok(AccountRuns {
         runs: rows.iter().map(|row| RunSummary::of(state, row)).collect(),
@@ -305,7 +304,7 @@ pub async fn credential(
     state: &AppState,
     run_id: &str,
     account_id: &str,
-) -> Result<Credential, ApiError> {
+) -> Result<Credential, DungeonError> {
     let row: Option<(String, String)> = sqlx::query_as(
         "SELECT key_sealed, status FROM dungeon_runs WHERE id = $1 AND account_id = $2",
     )
@@ -314,13 +313,13 @@ pub async fn credential(
     .fetch_optional(state.store.read())
     .await?;
     let Some((sealed, status)) = row else {
-        return Err(run_not_found(run_id));
+        return Err(DungeonError::UnknownRun(run_id.to_owned()));
     };
-    let key = state.sealer.open(&sealed).map_err(ApiError::internal)?;
-    let key = String::from_utf8(key).map_err(ApiError::internal)?;
+    let key = state.sealer.open(&sealed).map_err(DungeonError::internal)?;
+    let key = String::from_utf8(key).map_err(DungeonError::internal)?;
     let run = store::load(state, run_id)
         .await?
-        .ok_or_else(|| run_not_found(run_id))?
+        .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?
         .game()?;
     let view = run.view();
     let urls = RunUrls::of(state, run_id);

@@ -209,9 +209,14 @@ impl From<EntryError> for V1Error {
     fn from(error: EntryError) -> Self {
         match error {
             EntryError::Agent(agent) => agent.into(),
-            EntryError::Registration(api) => api.into(),
+            // The registration's own answer, in this family's form.
+            EntryError::Registration(registration) => {
+                crate::http::ApiError::from(registration).into()
+            }
             EntryError::CannotPay(message) => V1Error::InsufficientFunds(message),
             EntryError::Chain(message) => V1Error::Unavailable(message),
+            EntryError::Store(store) => store.into(),
+            EntryError::Internal(source) => V1Error::Internal(source),
         }
     }
 }

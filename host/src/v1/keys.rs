@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{V1Error, ok};
 use super::extract::{Body, PERMISSIONS, Path, V1Session};
-use crate::api_keys::{self, CreateKey, CreatedKey, KeyView};
+use crate::api_keys::{self, CreateKey, CreatedKey, KeyError, KeyView};
 use crate::auth::keys::KeyFamily;
 use crate::domain::{HttpUrl, Label};
 use crate::state::AppState;
@@ -19,6 +19,18 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api-keys", get(list_keys).post(create_key))
         .route("/api-keys/{keyId}", delete(revoke_key))
+}
+
+impl From<KeyError> for V1Error {
+    fn from(error: KeyError) -> Self {
+        match error {
+            KeyError::AccountNotFound | KeyError::NotFound(_) => {
+                V1Error::NotFound(error.to_string())
+            }
+            KeyError::TooMany => V1Error::Conflict(error.to_string()),
+            KeyError::Store(store) => store.into(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -10,6 +10,7 @@ use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::db::is_unique_violation;
 use crate::domain::WalletAddress;
 use crate::state::AppState;
+use crate::tournaments::payouts::PayoutStatus;
 
 /// The account as its owner sees it.
 #[derive(Debug, Serialize, ToSchema)]
@@ -38,16 +39,17 @@ pub struct WalletView {
     pub linked_at: String,
 }
 
-type AccountRow = (
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    i64,
-    i64,
-    i64,
-);
+#[derive(sqlx::FromRow)]
+struct AccountRow {
+    id: String,
+    email: Option<String>,
+    display_name: Option<String>,
+    avatar_url: Option<String>,
+    bio: Option<String>,
+    created_at: i64,
+    terms_accepted_at: i64,
+    privacy_accepted_at: i64,
+}
 
 /// Load the account's view; 404 if it does not exist (a session of a deleted account).
 pub async fn load(state: &AppState, account_id: &str) -> Result<AccountView, AccountError> {
@@ -58,25 +60,32 @@ pub async fn load(state: &AppState, account_id: &str) -> Result<AccountView, Acc
     .bind(account_id)
     .fetch_optional(state.store.read())
     .await?;
-    let Some((id, email, display_name, avatar_url, bio, created_at, terms, privacy)) = row else {
+    let Some(row) = row else {
         return Err(AccountError::NotFound);
     };
     let wallets = wallets_of(state, account_id).await?;
     Ok(AccountView {
-        id,
-        email,
-        display_name,
-        avatar_url,
-        bio,
+        id: row.id,
+        email: row.email,
+        display_name: row.display_name,
+        avatar_url: row.avatar_url,
+        bio: row.bio,
         all_chain_wallets: wallets
             .iter()
             .map(|wallet| wallet.address.clone())
             .collect(),
         wallets,
-        created_at: rfc3339(from_millis(created_at)),
-        terms_accepted_at: rfc3339(from_millis(terms)),
-        privacy_accepted_at: rfc3339(from_millis(privacy)),
+        created_at: rfc3339(from_millis(row.created_at)),
+        terms_accepted_at: rfc3339(from_millis(row.terms_accepted_at)),
+        privacy_accepted_at: rfc3339(from_millis(row.privacy_accepted_at)),
     })
+}
+
+#[derive(sqlx::FromRow)]
+struct WalletRow {
+    address: String,
+    kind: String,
+    linked_at: i64,
 }
 
 /// The account's wallets, oldest first: proven and custodial ones, and its agents' wallets.
@@ -84,7 +93,7 @@ pub async fn wallets_of(
     state: &AppState,
     account_id: &str,
 ) -> Result<Vec<WalletView>, AccountError> {
-    let rows: Vec<(String, String, i64)> = sqlx::query_as(
+    let rows: Vec<WalletRow> = sqlx::query_as(
         // An agent's custodial wallet is the account's too (kind `agent`): its keys can register
         // it and pay from it like any proven wallet.
         "SELECT address, kind, linked_at FROM account_wallets WHERE account_id = $1
@@ -97,10 +106,10 @@ pub async fn wallets_of(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(address, kind, linked_at)| WalletView {
-            address,
-            kind,
-            linked_at: rfc3339(from_millis(linked_at)),
+        .map(|row| WalletView {
+            address: row.address,
+            kind: row.kind,
+            linked_at: rfc3339(from_millis(row.linked_at)),
         })
         .collect())
 }
@@ -210,4 +219,63 @@ pub async fn link_proven(
         }
         Err(error) => Err(error.into()),
     }
+}
+
+/// A tournament entry attributed to the account, with its tournament's name and dates.
+#[derive(sqlx::FromRow)]
+pub struct EntryRow {
+    pub tournament_id: String,
+    pub name: String,
+    /// The tournament row's last written status (readers apply the clock).
+    pub stored_status: String,
+    pub start_date: i64,
+    pub end_date: i64,
+    pub wallet: String,
+    pub tx_signature: Option<String>,
+    pub registered_at: i64,
+    pub final_rank: Option<i64>,
+    pub final_pnl: Option<f64>,
+    pub prize_awarded_raw: Option<i64>,
+}
+
+/// The account's tournament entries, newest first (at most 500).
+pub async fn entries(state: &AppState, account_id: &str) -> Result<Vec<EntryRow>, AccountError> {
+    Ok(sqlx::query_as(
+        "SELECT t.id AS tournament_id, t.name, t.status AS stored_status, t.start_date, t.end_date,
+                r.wallet, r.tx_signature, r.registered_at, r.final_rank, r.final_pnl,
+                r.prize_awarded_raw
+         FROM tournament_registrations r JOIN tournaments t ON t.id = r.tournament_id
+         WHERE r.account_id = $1 ORDER BY r.registered_at DESC, r.wallet LIMIT 500",
+    )
+    .bind(account_id)
+    .fetch_all(state.store.read())
+    .await?)
+}
+
+/// A prize or refund owed to the account.
+#[derive(sqlx::FromRow)]
+pub struct PayoutRow {
+    pub id: String,
+    pub source_kind: String,
+    pub source_id: String,
+    pub wallet: String,
+    pub rank: Option<i64>,
+    pub amount_raw: i64,
+    pub mint: String,
+    #[sqlx(try_from = "String")]
+    pub status: PayoutStatus,
+    pub tx_signature: Option<String>,
+    pub created_at: i64,
+    pub sent_at: Option<i64>,
+}
+
+/// The account's payouts, newest first (at most 500).
+pub async fn payouts(state: &AppState, account_id: &str) -> Result<Vec<PayoutRow>, AccountError> {
+    Ok(sqlx::query_as(
+        "SELECT id, source_kind, source_id, wallet, rank, amount_raw, mint, status, tx_signature, created_at, sent_at
+         FROM payouts WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500",
+    )
+    .bind(account_id)
+    .fetch_all(state.store.read())
+    .await?)
 }

@@ -186,60 +186,27 @@ async fn account_tournaments(
     State(state): State<AppState>,
     auth: AccountAuth<Read>,
 ) -> Result<axum::Json<AccountTournaments>, ApiError> {
-    type Row = (
-        String,
-        String,
-        String,
-        i64,
-        i64,
-        String,
-        Option<String>,
-        i64,
-        Option<i64>,
-        Option<f64>,
-        Option<i64>,
-    );
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT t.id, t.name, t.status, t.start_date, t.end_date, r.wallet, r.tx_signature, r.registered_at, r.final_rank, r.final_pnl,
-                r.prize_awarded_raw
-         FROM tournament_registrations r JOIN tournaments t ON t.id = r.tournament_id
-         WHERE r.account_id = $1 ORDER BY r.registered_at DESC, r.wallet LIMIT 500",
-    )
-    .bind(auth.account_id())
-    .fetch_all(state.store.read())
-    .await?;
+    let rows = queries::entries(&state, auth.account_id()).await?;
     let now = state.now();
     let tournaments = rows
         .into_iter()
-        .map(
-            |(
-                tournament_id,
-                name,
-                stored_status,
-                start_date,
-                end_date,
-                wallet,
-                tx_signature,
-                at,
-                final_rank,
-                final_pnl,
-                prize,
-            )| AccountTournament {
-                tournament_id,
-                name,
-                // As every tournament read: the status by the clock, not the row's last write.
-                status: Status::effective(&stored_status, start_date, end_date, now)
-                    .as_str()
-                    .to_owned(),
-                wallet,
-                tx_signature,
-                registered_at: rfc3339(from_millis(at)),
-                final_rank,
-                final_pnl,
-                prize_awarded: prize.map(crate::tournaments::model::ui_amount),
-                prize_awarded_raw: prize.map(|raw| raw.to_string()),
-            },
-        )
+        .map(|row| AccountTournament {
+            tournament_id: row.tournament_id,
+            name: row.name,
+            // As every tournament read: the status by the clock, not the row's last write.
+            status: Status::effective(&row.stored_status, row.start_date, row.end_date, now)
+                .as_str()
+                .to_owned(),
+            wallet: row.wallet,
+            tx_signature: row.tx_signature,
+            registered_at: rfc3339(from_millis(row.registered_at)),
+            final_rank: row.final_rank,
+            final_pnl: row.final_pnl,
+            prize_awarded: row
+                .prize_awarded_raw
+                .map(crate::tournaments::model::ui_amount),
+            prize_awarded_raw: row.prize_awarded_raw.map(|raw| raw.to_string()),
+        })
         .collect();
     Ok(axum::Json(AccountTournaments { tournaments }))
 }
@@ -279,58 +246,23 @@ async fn account_payouts(
     State(state): State<AppState>,
     auth: AccountAuth<Read>,
 ) -> Result<axum::Json<AccountPayouts>, ApiError> {
-    type Row = (
-        String,
-        String,
-        String,
-        String,
-        Option<i64>,
-        i64,
-        String,
-        String,
-        Option<String>,
-        i64,
-        Option<i64>,
-    );
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT id, source_kind, source_id, wallet, rank, amount_raw, mint, status, tx_signature, created_at, sent_at
-         FROM payouts WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500",
-    )
-    .bind(auth.account_id())
-    .fetch_all(state.store.read())
-    .await?;
+    let rows = queries::payouts(&state, auth.account_id()).await?;
     let payouts = rows
         .into_iter()
-        .map(
-            |(
-                payout_id,
-                source_kind,
-                source_id,
-                wallet,
-                rank,
-                amount,
-                mint,
-                status,
-                tx_signature,
-                created,
-                sent,
-            )| {
-                AccountPayout {
-                    payout_id,
-                    source_kind,
-                    source_id,
-                    wallet,
-                    rank,
-                    amount_raw: amount.to_string(),
-                    prize_awarded: crate::tournaments::model::ui_amount(amount),
-                    mint,
-                    status,
-                    tx_signature,
-                    created_at: rfc3339(from_millis(created)),
-                    sent_at: sent.map(|at| rfc3339(from_millis(at))),
-                }
-            },
-        )
+        .map(|row| AccountPayout {
+            payout_id: row.id,
+            source_kind: row.source_kind,
+            source_id: row.source_id,
+            wallet: row.wallet,
+            rank: row.rank,
+            amount_raw: row.amount_raw.to_string(),
+            prize_awarded: crate::tournaments::model::ui_amount(row.amount_raw),
+            mint: row.mint,
+            status: row.status.as_str().to_owned(),
+            tx_signature: row.tx_signature,
+            created_at: rfc3339(from_millis(row.created_at)),
+            sent_at: row.sent_at.map(|at| rfc3339(from_millis(at))),
+        })
         .collect();
     Ok(axum::Json(AccountPayouts { payouts }))
 }

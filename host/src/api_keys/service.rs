@@ -176,17 +176,19 @@ pub async fn create(
     })
 }
 
-type KeyRow = (
-    String,
-    String,
-    String,
-    String,
-    i64,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-    Option<String>,
-);
+/// A key's row as listed (never its hash or webhook secret).
+#[derive(sqlx::FromRow)]
+struct KeyRow {
+    id: String,
+    name: String,
+    key_prefix: String,
+    scopes: String,
+    created_at: i64,
+    expires_at: Option<i64>,
+    last_used_at: Option<i64>,
+    revoked_at: Option<i64>,
+    webhook_url: Option<String>,
+}
 
 /// Every key of the account in `family`, newest first (revoked and expired ones included).
 pub async fn list(
@@ -207,29 +209,18 @@ pub async fn list(
 }
 
 fn key_view(row: KeyRow, now: chrono::DateTime<chrono::Utc>) -> KeyView {
-    let (
-        key_id,
-        name,
-        key_prefix,
-        scopes,
-        created_at,
-        expires_at,
-        last_used_at,
-        revoked_at,
-        webhook_url,
-    ) = row;
     let at = |millis: Option<i64>| millis.map(|ms| rfc3339(from_millis(ms)));
     KeyView {
-        key_id,
-        name,
-        key_prefix,
-        scopes: keys::split_scopes(&scopes),
-        status: keys::status(expires_at, revoked_at, now).to_owned(),
-        created_at: rfc3339(from_millis(created_at)),
-        expires_at: at(expires_at),
-        last_used_at: at(last_used_at),
-        revoked_at: at(revoked_at),
-        webhook_url,
+        key_id: row.id,
+        name: row.name,
+        key_prefix: row.key_prefix,
+        scopes: keys::split_scopes(&row.scopes),
+        status: keys::status(row.expires_at, row.revoked_at, now).to_owned(),
+        created_at: rfc3339(from_millis(row.created_at)),
+        expires_at: at(row.expires_at),
+        last_used_at: at(row.last_used_at),
+        revoked_at: at(row.revoked_at),
+        webhook_url: row.webhook_url,
     }
 }
 

@@ -180,6 +180,12 @@ async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreEr
         .map_err(StoreError::Connect)
 }
 
+/// A stored value outside the set a typed column allows (a status, a kind): rows decode their
+/// enum columns with `#[sqlx(try_from = "String")]` and refuse anything else with this.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown stored value `{0}`")]
+pub struct UnknownValue(pub String);
+
 /// True when `error` is a unique-constraint violation: the database's answer to a race that
 /// a check-then-insert would lose, mapped by callers to 409.
 pub fn is_unique_violation(error: &sqlx::Error) -> bool {

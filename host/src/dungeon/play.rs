@@ -197,7 +197,7 @@ fn ended_event(run_id: &str, run: &Run) -> NewEvent {
 fn ended(row: &RunRow) -> DungeonError {
     DungeonError::RunEnded {
         run_id: row.id.clone(),
-        status: Some(row.status.clone()),
+        status: Some(row.status.as_str().to_owned()),
     }
 }
 

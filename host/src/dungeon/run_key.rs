@@ -76,7 +76,7 @@ impl FromRequestParts<AppState> for RunKey {
             }),
             Some(row) => Err(DungeonError::RunEnded {
                 run_id: row.id,
-                status: Some(row.status),
+                status: Some(row.status.as_str().to_owned()),
             }
             .into()),
             None => Err(ApiError::Unauthorized(

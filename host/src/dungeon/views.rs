@@ -26,7 +26,7 @@ pub struct EntryFee {
     mint: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct BestScore {
     wallet: String,
@@ -62,8 +62,8 @@ async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonVi
             .bind(&id)
             .fetch_one(state.store.read())
             .await?;
-    let best: Vec<(String, i64, String)> = sqlx::query_as(
-        "SELECT wallet, score, id FROM dungeon_runs WHERE dungeon_id = $1
+    let best_scores: Vec<BestScore> = sqlx::query_as(
+        "SELECT wallet, score, id AS run_id FROM dungeon_runs WHERE dungeon_id = $1
          ORDER BY score DESC, created_at, id LIMIT $2",
     )
     .bind(&id)
@@ -91,14 +91,7 @@ async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonVi
         prize_pool_raw: pot.to_string(),
         prize_pool_ui: day::ui_amount(pot),
         rake_percent: rake,
-        best_scores: best
-            .into_iter()
-            .map(|(wallet, score, run_id)| BestScore {
-                wallet,
-                score,
-                run_id,
-            })
-            .collect(),
+        best_scores,
     })
 }
 
@@ -142,12 +135,23 @@ pub struct Leaderboard {
     entries: Vec<BoardEntry>,
 }
 
+/// A wallet's line of the board as summed up by the database.
+#[derive(sqlx::FromRow)]
+struct BoardRow {
+    wallet: String,
+    best_score: i64,
+    deepest_floor: i64,
+    cleared: i64,
+    runs: i64,
+}
+
 /// Per wallet: best score, deepest floor, whether any run cleared; best first.
 pub async fn leaderboard(state: &AppState, dungeon_id: &str) -> Result<Leaderboard, DungeonError> {
     let day = day::known(state, dungeon_id)?;
-    let rows: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
-        "SELECT wallet, MAX(score), MAX(deepest_floor),
-                CAST(MAX(CASE WHEN status = 'cleared' THEN 1 ELSE 0 END) AS BIGINT), COUNT(*)
+    let rows: Vec<BoardRow> = sqlx::query_as(
+        "SELECT wallet, MAX(score) AS best_score, MAX(deepest_floor) AS deepest_floor,
+                CAST(MAX(CASE WHEN status = 'cleared' THEN 1 ELSE 0 END) AS BIGINT) AS cleared,
+                COUNT(*) AS runs
          FROM dungeon_runs WHERE dungeon_id = $1
          GROUP BY wallet ORDER BY MAX(score) DESC, MIN(created_at), wallet LIMIT $2",
     )
@@ -160,16 +164,14 @@ pub async fn leaderboard(state: &AppState, dungeon_id: &str) -> Result<Leaderboa
         entries: rows
             .into_iter()
             .enumerate()
-            .map(
-                |(i, (wallet, best_score, deepest_floor, cleared, runs))| BoardEntry {
-                    rank: i + 1,
-                    wallet,
-                    best_score,
-                    deepest_floor,
-                    cleared: cleared == 1,
-                    runs,
-                },
-            )
+            .map(|(i, row)| BoardEntry {
+                rank: i + 1,
+                wallet: row.wallet,
+                best_score: row.best_score,
+                deepest_floor: row.deepest_floor,
+                cleared: row.cleared == 1,
+                runs: row.runs,
+            })
             .collect(),
     })
 }
@@ -199,7 +201,7 @@ impl RunSummary {
             dungeon_id: row.dungeon_id.clone(),
             class: row.class.clone(),
             wallet: row.wallet.clone(),
-            status: row.status.clone(),
+            status: row.status.as_str().to_owned(),
             score: row.score,
             deepest_floor: row.deepest_floor,
             turn_number: row.turn_number,

@@ -16,6 +16,7 @@ use crate::http::json::Json;
 use crate::http::rate_limit::{AccountPolicy, IpLimit};
 use crate::state::AppState;
 use crate::tournaments::model::Status;
+use crate::usdc::Usdc;
 
 impl From<AccountError> for ApiError {
     fn from(error: AccountError) -> Self {
@@ -202,9 +203,7 @@ async fn account_tournaments(
             registered_at: rfc3339(from_millis(row.registered_at)),
             final_rank: row.final_rank,
             final_pnl: row.final_pnl,
-            prize_awarded: row
-                .prize_awarded_raw
-                .map(crate::tournaments::model::ui_amount),
+            prize_awarded: row.prize_awarded_raw.map(|raw| Usdc::from_raw(raw).ui()),
             prize_awarded_raw: row.prize_awarded_raw.map(|raw| raw.to_string()),
         })
         .collect();
@@ -256,7 +255,7 @@ async fn account_payouts(
             wallet: row.wallet,
             rank: row.rank,
             amount_raw: row.amount_raw.to_string(),
-            prize_awarded: crate::tournaments::model::ui_amount(row.amount_raw),
+            prize_awarded: Usdc::from_raw(row.amount_raw).ui(),
             mint: row.mint,
             status: row.status.as_str().to_owned(),
             tx_signature: row.tx_signature,

@@ -8,11 +8,10 @@ use super::DungeonError;
 use super::game::DungeonMap;
 use crate::crypto::random_base58;
 use crate::state::AppState;
+use crate::usdc::Usdc;
 
 /// Entry price in raw stablecoin units: 1 USDC.
-pub const ENTRY_FEE_RAW: u64 = 1_000_000;
-/// Decimals of the stablecoin, for display amounts.
-const DECIMALS: i32 = 6;
+pub const ENTRY_FEE_RAW: u64 = Usdc::whole(1).raw() as u64;
 /// Days listed by `GET /api/dungeons`, today included.
 pub const RECENT_DAYS: i64 = 7;
 
@@ -53,11 +52,6 @@ impl DungeonDay {
         use chrono::Datelike;
         DungeonMap::for_date(self.0.year(), self.0.month(), self.0.day(), salt)
     }
-}
-
-/// Raw units as a display amount (USDC has 6 decimals).
-pub fn ui_amount(raw: i64) -> f64 {
-    raw as f64 / 10f64.powi(DECIMALS)
 }
 
 /// The day's pot: every entry fee minus the configured rake, in raw units.
@@ -101,8 +95,10 @@ pub async fn map_salt(state: &AppState) -> Result<String, DungeonError> {
                 .fetch_optional(state.store.read())
                 .await?;
         if let Some((sealed,)) = stored {
-            let salt = state.sealer.open(&sealed).map_err(DungeonError::internal)?;
-            return String::from_utf8(salt).map_err(DungeonError::internal);
+            return state
+                .sealer
+                .open_text(&sealed)
+                .map_err(DungeonError::internal);
         }
         sqlx::query(
             "INSERT INTO dungeon_secrets (name, sealed) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
@@ -139,6 +135,5 @@ mod tests {
         assert_eq!(pot_raw(1, 0), 1_000_000);
         assert_eq!(pot_raw(3, 100), 0);
         assert_eq!(pot_raw(0, 10), 0);
-        assert!((ui_amount(1_000_000) - 1.0).abs() < f64::EPSILON);
     }
 }

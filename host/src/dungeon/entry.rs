@@ -23,6 +23,7 @@ use crate::crypto::new_id;
 use crate::db::OnUnique;
 use crate::domain::WalletAddress;
 use crate::state::AppState;
+use crate::usdc::Usdc;
 
 /// How long a quote may be paid and used (never past the day's end).
 pub const QUOTE_TTL: Duration = Duration::minutes(15);
@@ -59,7 +60,7 @@ pub fn quote(state: &AppState, dungeon_id: &str, wallet: &str) -> Result<Quote, 
         quote_id,
         dungeon_id: day.id(),
         payer_wallet: payer.to_string(),
-        amount_ui: day::ui_amount(ENTRY_FEE_RAW as i64),
+        amount_ui: Usdc::from_raw(ENTRY_FEE_RAW as i64).ui(),
         amount_raw: ENTRY_FEE_RAW.to_string(),
         mint: state.chain.stablecoin_mint().to_owned(),
         dungeon_wallet_address: state.chain.dungeon().address.to_string(),

@@ -12,6 +12,7 @@ use super::game::map::{FLOORS, ROOMS_PER_FLOOR};
 use super::store::{self, RunRow};
 use crate::clock::{from_millis, rfc3339};
 use crate::state::AppState;
+use crate::usdc::Usdc;
 
 /// Leaderboard rows shown.
 const BOARD_SIZE: i64 = 100;
@@ -82,14 +83,14 @@ async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonVi
         floors: FLOORS,
         rooms_per_floor: ROOMS_PER_FLOOR,
         entry_fee: EntryFee {
-            amount_ui: day::ui_amount(ENTRY_FEE_RAW as i64),
+            amount_ui: Usdc::from_raw(ENTRY_FEE_RAW as i64).ui(),
             amount_raw: ENTRY_FEE_RAW.to_string(),
             mint: state.chain.stablecoin_mint().to_owned(),
         },
         dungeon_wallet_address: state.chain.dungeon().address.to_string(),
         entries,
         prize_pool_raw: pot.to_string(),
-        prize_pool_ui: day::ui_amount(pot),
+        prize_pool_ui: Usdc::from_raw(pot).ui(),
         rake_percent: rake,
         best_scores,
     })
@@ -317,8 +318,10 @@ pub async fn credential(
     let Some((sealed, status)) = row else {
         return Err(DungeonError::UnknownRun(run_id.to_owned()));
     };
-    let key = state.sealer.open(&sealed).map_err(DungeonError::internal)?;
-    let key = String::from_utf8(key).map_err(DungeonError::internal)?;
+    let key = state
+        .sealer
+        .open_text(&sealed)
+        .map_err(DungeonError::internal)?;
     let run = store::load(state, run_id)
         .await?
         .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?

@@ -219,7 +219,7 @@ async fn get_registration_memo(
     Ok(axum::Json(MemoView {
         memo: registration_memo(&tournament.id, &wallets),
         amount_raw: amount.to_string(),
-        amount_ui: super::model::ui_amount(amount),
+        amount_ui: crate::usdc::Usdc::from_raw(amount).ui(),
         escrow_wallet_address: tournament.escrow_wallet,
         wallets,
     }))

@@ -75,11 +75,16 @@ pub struct PendingPayment {
 
 impl PendingPayment {
     pub fn new() -> Self {
+        PendingPayment::saying(
+            "the transaction is not finalized yet; resend the same request in a few seconds",
+        )
+    }
+
+    /// The same answer in other words (an agent's entry, whose client did not send the payment).
+    pub fn saying(message: impl Into<String>) -> Self {
         PendingPayment {
             retryable: true,
-            message:
-                "the transaction is not finalized yet; resend the same request in a few seconds"
-                    .into(),
+            message: message.into(),
         }
     }
 }

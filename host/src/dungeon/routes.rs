@@ -7,8 +7,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::entry::{self, EnterOutcome, EnterRequest};
 use super::game::TurnRequest;
@@ -219,11 +218,11 @@ async fn turn(
         TurnResult::Played(reply) => axum::Json(reply).into_response(),
         TurnResult::Illegal { message, reply } => (
             StatusCode::BAD_REQUEST,
-            axum::Json(json!({
-                "error": message,
-                "availableActions": reply["availableActions"],
-                "state": reply,
-            })),
+            axum::Json(IllegalTurn {
+                error: message,
+                available_actions: reply["availableActions"].clone(),
+                state: reply,
+            }),
         )
             .into_response(),
     })
@@ -243,11 +242,25 @@ async fn broadcast(
 ) -> Result<Response, ApiError> {
     key.for_run(&run_id)?;
     let seq = play::broadcast(&state, &run_id, &request.message).await?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(json!({ "runId": run_id, "seq": seq })),
-    )
-        .into_response())
+    Ok((StatusCode::CREATED, axum::Json(Broadcast { run_id, seq })).into_response())
+}
+
+/// The 400 body of an illegal action: the error form plus what is legal now, and the state
+/// after the 1 AP charge.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct IllegalTurn {
+    error: String,
+    available_actions: serde_json::Value,
+    state: serde_json::Value,
+}
+
+/// The 201 body of a broadcast: its place in the run's event record.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Broadcast {
+    run_id: String,
+    seq: i64,
 }
 
 async fn watch(

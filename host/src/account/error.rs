@@ -20,8 +20,4 @@ pub enum AccountError {
     Store(#[from] StoreError),
 }
 
-impl From<sqlx::Error> for AccountError {
-    fn from(error: sqlx::Error) -> Self {
-        AccountError::Store(StoreError::from(error))
-    }
-}
+crate::db::store_error_from_sqlx!(AccountError);

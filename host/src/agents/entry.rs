@@ -54,11 +54,7 @@ pub enum EntryError {
     Internal(#[source] anyhow::Error),
 }
 
-impl From<sqlx::Error> for EntryError {
-    fn from(error: sqlx::Error) -> Self {
-        EntryError::Store(StoreError::from(error))
-    }
-}
+crate::db::store_error_from_sqlx!(EntryError);
 
 fn internal(error: impl Into<anyhow::Error>) -> EntryError {
     EntryError::Internal(error.into())

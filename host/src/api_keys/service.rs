@@ -35,11 +35,7 @@ pub enum KeyError {
     Store(#[from] StoreError),
 }
 
-impl From<sqlx::Error> for KeyError {
-    fn from(error: sqlx::Error) -> Self {
-        KeyError::Store(StoreError::from(error))
-    }
-}
+crate::db::store_error_from_sqlx!(KeyError);
 
 /// A validated creation request.
 pub struct CreateKey {

@@ -45,11 +45,7 @@ pub enum PaymentError {
     Store(#[from] StoreError),
 }
 
-impl From<sqlx::Error> for PaymentError {
-    fn from(error: sqlx::Error) -> Self {
-        PaymentError::Store(StoreError::Query(error))
-    }
-}
+crate::db::store_error_from_sqlx!(PaymentError);
 
 impl From<PaymentError> for ApiError {
     fn from(error: PaymentError) -> Self {

@@ -180,6 +180,19 @@ async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreEr
         .map_err(StoreError::Connect)
 }
 
+/// `From<sqlx::Error>` for service errors with a `Store(StoreError)` variant, so `?` works on a
+/// query inside a service that returns its own error.
+macro_rules! store_error_from_sqlx {
+    ($($error:ty),+ $(,)?) => {$(
+        impl From<sqlx::Error> for $error {
+            fn from(error: sqlx::Error) -> Self {
+                Self::Store($crate::db::StoreError::from(error))
+            }
+        }
+    )+};
+}
+pub(crate) use store_error_from_sqlx;
+
 /// A stored value outside the set a typed column allows (a status, a kind): rows decode their
 /// enum columns with `#[sqlx(try_from = "String")]` and refuse anything else with this.
 #[derive(Debug, thiserror::Error)]

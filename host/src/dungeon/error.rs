@@ -69,8 +69,4 @@ impl DungeonError {
     }
 }
 
-impl From<sqlx::Error> for DungeonError {
-    fn from(error: sqlx::Error) -> Self {
-        DungeonError::Store(StoreError::from(error))
-    }
-}
+crate::db::store_error_from_sqlx!(DungeonError);

@@ -56,11 +56,7 @@ pub enum RegistrationError {
     Store(#[from] StoreError),
 }
 
-impl From<sqlx::Error> for RegistrationError {
-    fn from(error: sqlx::Error) -> Self {
-        RegistrationError::Store(StoreError::from(error))
-    }
-}
+crate::db::store_error_from_sqlx!(RegistrationError);
 
 /// At most this many wallets per request.
 pub const MAX_WALLETS: usize = 10;

@@ -21,15 +21,10 @@ pub fn router() -> Router<AppState> {
         .route("/api-keys/{keyId}", delete(revoke_key))
 }
 
+/// The platform API's mapping (`api_keys::routes`), in this family's form.
 impl From<KeyError> for V1Error {
     fn from(error: KeyError) -> Self {
-        match error {
-            KeyError::AccountNotFound | KeyError::NotFound(_) => {
-                V1Error::NotFound(error.to_string())
-            }
-            KeyError::TooMany => V1Error::Conflict(error.to_string()),
-            KeyError::Store(store) => store.into(),
-        }
+        crate::http::ApiError::from(error).into()
     }
 }
 

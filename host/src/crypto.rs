@@ -116,6 +116,18 @@ impl Sealer {
             .decrypt(Nonce::from_slice(nonce), ciphertext)
             .map_err(|_| anyhow::anyhow!("sealed secret does not open with this master key"))
     }
+
+    /// Open a sealed 32-byte secret key (custodial and server wallets).
+    pub fn open_key(&self, sealed: &str) -> anyhow::Result<[u8; 32]> {
+        self.open(sealed)?
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("the sealed key is not 32 bytes"))
+    }
+
+    /// Open a sealed text secret (the dungeon's map salt, run keys).
+    pub fn open_text(&self, sealed: &str) -> anyhow::Result<String> {
+        String::from_utf8(self.open(sealed)?).context("the sealed secret is not UTF-8 text")
+    }
 }
 
 impl Sealer {
@@ -155,6 +167,27 @@ fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sealed_keys_and_texts_open_typed() {
+        let sealer = Sealer::new([3u8; 32]);
+        assert_eq!(
+            sealer.open_key(&sealer.seal(&[9u8; 32])).expect("key"),
+            [9u8; 32]
+        );
+        assert!(
+            sealer.open_key(&sealer.seal(&[9u8; 31])).is_err(),
+            "wrong length"
+        );
+        assert_eq!(
+            sealer.open_text(&sealer.seal(b"salt")).expect("text"),
+            "salt"
+        );
+        assert!(
+            sealer.open_text(&sealer.seal(&[0xff, 0xfe])).is_err(),
+            "not UTF-8"
+        );
+    }
 
     #[test]
     fn sealed_secrets_open_only_with_their_key() {

@@ -2,6 +2,7 @@
 //! agents' and escrow wallets. The ed25519 secret is sealed under the master key before it is
 //! stored; the address is the base58 public key, as on Solana.
 
+use anyhow::Context;
 use ed25519_dalek::SigningKey;
 use sqlx::AnyConnection;
 
@@ -45,11 +46,10 @@ pub async fn signing_key(
     let Some((sealed,)) = sealed else {
         return Ok(None);
     };
-    let secret: [u8; 32] = state
+    let secret = state
         .sealer
-        .open(&sealed)?
-        .try_into()
-        .map_err(|_| anyhow::anyhow!("custodial secret of {address} has the wrong length"))?;
+        .open_key(&sealed)
+        .with_context(|| format!("custodial secret of {address}"))?;
     let key = SigningKey::from_bytes(&secret);
     anyhow::ensure!(
         WalletAddress::from_public_key(&key.verifying_key().to_bytes()) == *address,

@@ -39,6 +39,7 @@ pub mod strategy_cli;
 pub mod strategy_new;
 pub mod telemetry;
 pub mod tournaments;
+pub mod usdc;
 pub mod v1;
 pub mod web;
 pub mod webhooks;

@@ -2,8 +2,10 @@
 //! and the lists of its tournament entries and payouts. Reachable with a session or an account
 //! key holding the scope; it never touches another account's rows.
 
+mod error;
 mod queries;
 mod routes;
 
-pub use queries::{AccountView, link_wallet, load, owner_of_wallet, wallets_of};
+pub use error::AccountError;
+pub use queries::{AccountView, ensure_linked, link_wallet, load, owner_of_wallet, wallets_of};
 pub use routes::router;

@@ -6,16 +6,28 @@ use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::queries::{self, AccountView, WalletView};
+use super::error::AccountError;
+use super::queries::{self, AccountView, ProfileChange, WalletView};
 use crate::auth::{AccountAuth, Read, Write, wallet_proof};
-use crate::clock::{from_millis, rfc3339, to_millis};
-use crate::db::is_unique_violation;
+use crate::clock::{from_millis, rfc3339};
 use crate::domain::{HttpUrl, Label, WalletAddress};
 use crate::http::ApiError;
 use crate::http::json::Json;
 use crate::http::rate_limit::{AccountPolicy, IpLimit};
 use crate::state::AppState;
 use crate::tournaments::model::Status;
+use crate::usdc::Usdc;
+
+impl From<AccountError> for ApiError {
+    fn from(error: AccountError) -> Self {
+        match error {
+            AccountError::NotFound => ApiError::NotFound(error.to_string()),
+            AccountError::WalletTaken => ApiError::Conflict(error.to_string()),
+            AccountError::WalletNotLinked(_) => ApiError::Forbidden(error.to_string()),
+            AccountError::Store(store) => store.into(),
+        }
+    }
+}
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -87,25 +99,12 @@ async fn patch_account(
         Label::parse("bio", text, 280).map(Label::into_inner)
     })?;
 
-    // COALESCE-free on purpose: each column is either set (to a value or NULL) or kept.
-    sqlx::query(
-        "UPDATE accounts SET
-            display_name = CASE WHEN $1 = 1 THEN $2 ELSE display_name END,
-            avatar_url   = CASE WHEN $3 = 1 THEN $4 ELSE avatar_url END,
-            bio          = CASE WHEN $5 = 1 THEN $6 ELSE bio END,
-            updated_at   = $7
-         WHERE id = $8",
-    )
-    .bind(i64::from(display_name.is_some()))
-    .bind(display_name.flatten())
-    .bind(i64::from(avatar_url.is_some()))
-    .bind(avatar_url.flatten())
-    .bind(i64::from(bio.is_some()))
-    .bind(bio.flatten())
-    .bind(to_millis(state.now()))
-    .bind(auth.account_id())
-    .execute(state.store.write())
-    .await?;
+    let change = ProfileChange {
+        display_name,
+        avatar_url,
+        bio,
+    };
+    queries::update_profile(&state, auth.account_id(), change).await?;
     Ok(axum::Json(queries::load(&state, auth.account_id()).await?))
 }
 
@@ -139,23 +138,10 @@ async fn link_wallet(
 ) -> Result<(StatusCode, axum::Json<WalletsView>), ApiError> {
     let wallet = WalletAddress::parse(&body.wallet).map_err(ApiError::BadRequest)?;
     wallet_proof::verify_and_consume(&state, &wallet, &body.nonce, &body.signature).await?;
-    let mut conn = state.store.write().acquire().await?;
-    let linked =
-        queries::link_wallet(&mut conn, auth.account_id(), &wallet, "linked", state.now()).await;
-    drop(conn);
-    let status = match linked {
-        Ok(()) => StatusCode::CREATED,
-        Err(error) if is_unique_violation(&error) => {
-            if queries::owner_of_wallet(&state, &wallet).await?.as_deref()
-                != Some(auth.account_id())
-            {
-                return Err(ApiError::Conflict(
-                    "this wallet is linked to another account".into(),
-                ));
-            }
-            StatusCode::OK
-        }
-        Err(error) => return Err(error.into()),
+    let status = if queries::link_proven(&state, auth.account_id(), &wallet).await? {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
     };
     let wallets = queries::wallets_of(&state, auth.account_id()).await?;
     let all_chain_wallets = wallets
@@ -201,60 +187,25 @@ async fn account_tournaments(
     State(state): State<AppState>,
     auth: AccountAuth<Read>,
 ) -> Result<axum::Json<AccountTournaments>, ApiError> {
-    type Row = (
-        String,
-        String,
-        String,
-        i64,
-        i64,
-        String,
-        Option<String>,
-        i64,
-        Option<i64>,
-        Option<f64>,
-        Option<i64>,
-    );
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT t.id, t.name, t.status, t.start_date, t.end_date, r.wallet, r.tx_signature, r.registered_at, r.final_rank, r.final_pnl,
-                r.prize_awarded_raw
-         FROM tournament_registrations r JOIN tournaments t ON t.id = r.tournament_id
-         WHERE r.account_id = $1 ORDER BY r.registered_at DESC, r.wallet LIMIT 500",
-    )
-    .bind(auth.account_id())
-    .fetch_all(state.store.read())
-    .await?;
+    let rows = queries::entries(&state, auth.account_id()).await?;
     let now = state.now();
     let tournaments = rows
         .into_iter()
-        .map(
-            |(
-                tournament_id,
-                name,
-                stored_status,
-                start_date,
-                end_date,
-                wallet,
-                tx_signature,
-                at,
-                final_rank,
-                final_pnl,
-                prize,
-            )| AccountTournament {
-                tournament_id,
-                name,
-                // As every tournament read: the status by the clock, not the row's last write.
-                status: Status::effective(&stored_status, start_date, end_date, now)
-                    .as_str()
-                    .to_owned(),
-                wallet,
-                tx_signature,
-                registered_at: rfc3339(from_millis(at)),
-                final_rank,
-                final_pnl,
-                prize_awarded: prize.map(crate::tournaments::model::ui_amount),
-                prize_awarded_raw: prize.map(|raw| raw.to_string()),
-            },
-        )
+        .map(|row| AccountTournament {
+            tournament_id: row.tournament_id,
+            name: row.name,
+            // As every tournament read: the status by the clock, not the row's last write.
+            status: Status::effective(&row.stored_status, row.start_date, row.end_date, now)
+                .as_str()
+                .to_owned(),
+            wallet: row.wallet,
+            tx_signature: row.tx_signature,
+            registered_at: rfc3339(from_millis(row.registered_at)),
+            final_rank: row.final_rank,
+            final_pnl: row.final_pnl,
+            prize_awarded: row.prize_awarded_raw.map(|raw| Usdc::from_raw(raw).ui()),
+            prize_awarded_raw: row.prize_awarded_raw.map(|raw| raw.to_string()),
+        })
         .collect();
     Ok(axum::Json(AccountTournaments { tournaments }))
 }
@@ -294,58 +245,23 @@ async fn account_payouts(
     State(state): State<AppState>,
     auth: AccountAuth<Read>,
 ) -> Result<axum::Json<AccountPayouts>, ApiError> {
-    type Row = (
-        String,
-        String,
-        String,
-        String,
-        Option<i64>,
-        i64,
-        String,
-        String,
-        Option<String>,
-        i64,
-        Option<i64>,
-    );
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT id, source_kind, source_id, wallet, rank, amount_raw, mint, status, tx_signature, created_at, sent_at
-         FROM payouts WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500",
-    )
-    .bind(auth.account_id())
-    .fetch_all(state.store.read())
-    .await?;
+    let rows = queries::payouts(&state, auth.account_id()).await?;
     let payouts = rows
         .into_iter()
-        .map(
-            |(
-                payout_id,
-                source_kind,
-                source_id,
-                wallet,
-                rank,
-                amount,
-                mint,
-                status,
-                tx_signature,
-                created,
-                sent,
-            )| {
-                AccountPayout {
-                    payout_id,
-                    source_kind,
-                    source_id,
-                    wallet,
-                    rank,
-                    amount_raw: amount.to_string(),
-                    prize_awarded: crate::tournaments::model::ui_amount(amount),
-                    mint,
-                    status,
-                    tx_signature,
-                    created_at: rfc3339(from_millis(created)),
-                    sent_at: sent.map(|at| rfc3339(from_millis(at))),
-                }
-            },
-        )
+        .map(|row| AccountPayout {
+            payout_id: row.id,
+            source_kind: row.source_kind,
+            source_id: row.source_id,
+            wallet: row.wallet,
+            rank: row.rank,
+            amount_raw: row.amount_raw.to_string(),
+            prize_awarded: Usdc::from_raw(row.amount_raw).ui(),
+            mint: row.mint,
+            status: row.status.as_str().to_owned(),
+            tx_signature: row.tx_signature,
+            created_at: rfc3339(from_millis(row.created_at)),
+            sent_at: row.sent_at.map(|at| rfc3339(from_millis(at))),
+        })
         .collect();
     Ok(axum::Json(AccountPayouts { payouts }))
 }

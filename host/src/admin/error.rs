@@ -16,11 +16,7 @@ pub enum AdminError {
     Store(#[from] StoreError),
 }
 
-impl From<sqlx::Error> for AdminError {
-    fn from(error: sqlx::Error) -> Self {
-        AdminError::Store(StoreError::from(error))
-    }
-}
+crate::db::store_error_from_sqlx!(AdminError);
 
 impl From<AdminError> for ApiError {
     fn from(error: AdminError) -> Self {

@@ -16,11 +16,11 @@ use super::{AgentError, service};
 use crate::auth::{Caller, Via};
 use crate::chain::Keypair;
 use crate::clock::to_millis;
+use crate::db::StoreError;
 use crate::domain::WalletAddress;
-use crate::http::ApiError;
 use crate::state::AppState;
 use crate::tournaments::model::registration_memo;
-use crate::tournaments::registration::{self, Outcome, RegisterRequest};
+use crate::tournaments::registration::{self, Outcome, RegisterRequest, RegistrationError};
 
 /// After this long a transfer the chain has never seen can no longer land (its blockhash is
 /// about 60 s old), so a new one may be signed in its place.
@@ -40,20 +40,24 @@ pub enum Entered {
 pub enum EntryError {
     #[error(transparent)]
     Agent(#[from] AgentError),
-    /// The registration refused it, with the registration's own status.
+    /// The registration refused it, for the registration's own reason.
     #[error(transparent)]
-    Registration(ApiError),
+    Registration(#[from] RegistrationError),
     /// The wallet cannot pay the fee.
     #[error("{0}")]
     CannotPay(String),
     #[error("the Solana RPC node is unavailable: {0}")]
     Chain(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
 }
 
-impl From<ApiError> for EntryError {
-    fn from(error: ApiError) -> Self {
-        EntryError::Registration(error)
-    }
+crate::db::store_error_from_sqlx!(EntryError);
+
+fn internal(error: impl Into<anyhow::Error>) -> EntryError {
+    EntryError::Internal(error.into())
 }
 
 /// Enter the account's agent `agent_id` into `tournament_id`.
@@ -69,8 +73,9 @@ pub async fn enter(
         .ok_or_else(|| AgentError::NotFound(agent_id.to_owned()))?;
     // A private tournament is as unknown as a missing one without its invite code, and its fee
     // is never paid before that is checked.
-    let tournament =
-        crate::tournaments::privacy::visible(state, tournament_id, invite_code).await?;
+    let tournament = crate::tournaments::privacy::find_visible(state, tournament_id, invite_code)
+        .await?
+        .ok_or_else(|| RegistrationError::NotFound(tournament_id.to_owned()))?;
     let caller = Caller {
         account_id: account_id.to_owned(),
         via: Via::Session,
@@ -106,8 +111,7 @@ async fn pay_once(
     .bind(agent_id)
     .bind(&tournament.id)
     .fetch_optional(state.store.read())
-    .await
-    .map_err(ApiError::from)?;
+    .await?;
     if let Some((signature, wire, signed_at)) = recorded {
         let seen = state
             .chain
@@ -130,17 +134,16 @@ async fn pay_once(
         .bind(&tournament.id)
         .bind(&signature)
         .execute(state.store.write())
-        .await
-        .map_err(ApiError::from)?;
+        .await?;
     }
-    let owner = WalletAddress::parse(wallet).map_err(|e| ApiError::internal(anyhow::anyhow!(e)))?;
+    let owner = WalletAddress::parse(wallet).map_err(|e| internal(anyhow::anyhow!(e)))?;
     let key = crate::custodial::signing_key(state, &owner)
         .await
-        .map_err(ApiError::Internal)?
-        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("agent wallet {wallet} has no key")))?;
+        .map_err(EntryError::Internal)?
+        .ok_or_else(|| internal(anyhow::anyhow!("agent wallet {wallet} has no key")))?;
     let payer = Keypair::from_secret(key.to_bytes());
     let escrow = WalletAddress::parse(&tournament.escrow_wallet)
-        .map_err(|e| ApiError::internal(anyhow::anyhow!(e)))?;
+        .map_err(|e| internal(anyhow::anyhow!(e)))?;
     let amount = u64::try_from(tournament.entry_fee_raw).unwrap_or(0);
     let memo = registration_memo(&tournament.id, &[wallet.to_owned()]);
     let crate::chain::SignedTransfer {
@@ -172,8 +175,7 @@ async fn pay_once(
     .bind(&wire)
     .bind(to_millis(state.now()))
     .execute(state.store.write())
-    .await
-    .map_err(ApiError::from)?;
+    .await?;
     if inserted.rows_affected() == 0 {
         // A concurrent call recorded its payment first: that one is the payment.
         return Box::pin(pay_once(state, agent_id, wallet, tournament)).await;
@@ -187,7 +189,7 @@ async fn pay_once(
 async fn send(state: &AppState, wire: &str) -> Result<(), EntryError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(wire)
-        .map_err(|error| ApiError::internal(anyhow::anyhow!("recorded transfer: {error}")))?;
+        .map_err(|error| internal(anyhow::anyhow!("recorded transfer: {error}")))?;
     match state.chain.send_signed(&bytes).await {
         Ok(_) => Ok(()),
         Err(crate::chain::ChainError::Rpc { message, .. }) => {

@@ -58,8 +58,4 @@ impl AgentError {
     }
 }
 
-impl From<sqlx::Error> for AgentError {
-    fn from(error: sqlx::Error) -> Self {
-        AgentError::Store(StoreError::from(error))
-    }
-}
+crate::db::store_error_from_sqlx!(AgentError);

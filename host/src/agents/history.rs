@@ -8,9 +8,9 @@ use super::AgentError;
 use super::model::Agent;
 use crate::clock::{from_millis, rfc3339};
 use crate::state::AppState;
+use crate::usdc::Usdc;
 
 /// Raw units per whole token for the stablecoin and SOL (the only pair agents trade).
-const USDC_UNIT: f64 = 1_000_000.0;
 const SOL_UNIT: f64 = 1_000_000_000.0;
 
 #[derive(Debug, sqlx::FromRow)]
@@ -55,7 +55,7 @@ impl From<TradeRow> for TradeView {
         let base_unit = if row.base_token == "SOL" {
             SOL_UNIT
         } else {
-            USDC_UNIT
+            crate::usdc::UNIT as f64
         };
         TradeView {
             trade_id: row.id,
@@ -63,10 +63,10 @@ impl From<TradeRow> for TradeView {
             side: row.side,
             base_amount: row.base_raw as f64 / base_unit,
             base_token: row.base_token,
-            notional: row.notional_raw as f64 / USDC_UNIT,
-            fee: row.fee_raw as f64 / USDC_UNIT,
+            notional: Usdc::from_raw(row.notional_raw).ui(),
+            fee: Usdc::from_raw(row.fee_raw).ui(),
             price: row.price,
-            realized_pnl: row.realized_pnl_raw.map(|raw| raw as f64 / USDC_UNIT),
+            realized_pnl: row.realized_pnl_raw.map(|raw| Usdc::from_raw(raw).ui()),
             reason: row.reason,
             tx_signature: (!row.tx_hash.starts_with("paper_")).then_some(row.tx_hash),
         }

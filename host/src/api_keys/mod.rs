@@ -6,4 +6,6 @@ mod routes;
 mod service;
 
 pub use routes::router;
-pub use service::{CreateKey, CreatedKey, KeyView, MAX_ACTIVE_KEYS, create, list, revoke};
+pub use service::{
+    CreateKey, CreatedKey, KeyError, KeyView, MAX_ACTIVE_KEYS, create, list, revoke,
+};

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::service::{self, CreateKey, CreatedKey, KeyView};
+use super::service::{self, CreateKey, CreatedKey, KeyError, KeyView};
 use crate::auth::SessionAuth;
 use crate::auth::keys::KeyFamily;
 use crate::domain::{HttpUrl, Label};
@@ -19,6 +19,18 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_keys, create_key))
         .routes(routes!(revoke_key))
+}
+
+impl From<KeyError> for ApiError {
+    fn from(error: KeyError) -> Self {
+        match error {
+            KeyError::AccountNotFound | KeyError::NotFound(_) => {
+                ApiError::NotFound(error.to_string())
+            }
+            KeyError::TooMany => ApiError::Conflict(error.to_string()),
+            KeyError::Store(store) => store.into(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -9,12 +9,33 @@ use crate::audit::{self, Actor, Entry};
 use crate::auth::keys::{self, KeyFamily};
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::crypto::{new_id, random_base58};
-use crate::http::ApiError;
+use crate::db::StoreError;
 use crate::state::AppState;
 
 /// At most this many active (unrevoked, unexpired) keys per account, account keys and v1 keys
 /// counted together: the contract's limit is per user, not per kind of key.
 pub const MAX_ACTIVE_KEYS: i64 = 10;
+
+/// Why a key could not be created, listed or revoked. The HTTP families map it at their edge
+/// (`api_keys::routes` for the platform API, `v1::keys` for v1).
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The session's account no longer exists.
+    #[error("account not found")]
+    AccountNotFound,
+    /// The account already holds [`MAX_ACTIVE_KEYS`] active keys.
+    #[error(
+        "an account may have at most {MAX_ACTIVE_KEYS} active API keys, account and v1 keys together; revoke one before creating another"
+    )]
+    TooMany,
+    /// No such key of this family on this account.
+    #[error("no API key `{0}` on this account")]
+    NotFound(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+crate::db::store_error_from_sqlx!(KeyError);
 
 /// A validated creation request.
 pub struct CreateKey {
@@ -64,7 +85,7 @@ pub async fn create(
     state: &AppState,
     account_id: &str,
     request: CreateKey,
-) -> Result<CreatedKey, ApiError> {
+) -> Result<CreatedKey, KeyError> {
     let now = state.now();
     let minted = keys::mint();
     let key_id = new_id("key");
@@ -83,7 +104,7 @@ pub async fn create(
         .execute(&mut *tx)
         .await?;
     if locked.rows_affected() != 1 {
-        return Err(ApiError::NotFound("account not found".into()));
+        return Err(KeyError::AccountNotFound);
     }
     let (active,): (i64,) = sqlx::query_as(
         "SELECT COUNT(*) FROM api_keys
@@ -94,9 +115,7 @@ pub async fn create(
     .fetch_one(&mut *tx)
     .await?;
     if active >= MAX_ACTIVE_KEYS {
-        return Err(ApiError::Conflict(format!(
-            "an account may have at most {MAX_ACTIVE_KEYS} active API keys, account and v1 keys together; revoke one before creating another"
-        )));
+        return Err(KeyError::TooMany);
     }
     sqlx::query(
         "INSERT INTO api_keys (id, account_id, family, name, key_prefix, key_hash, scopes, webhook_url,
@@ -153,24 +172,26 @@ pub async fn create(
     })
 }
 
-type KeyRow = (
-    String,
-    String,
-    String,
-    String,
-    i64,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-    Option<String>,
-);
+/// A key's row as listed (never its hash or webhook secret).
+#[derive(sqlx::FromRow)]
+struct KeyRow {
+    id: String,
+    name: String,
+    key_prefix: String,
+    scopes: String,
+    created_at: i64,
+    expires_at: Option<i64>,
+    last_used_at: Option<i64>,
+    revoked_at: Option<i64>,
+    webhook_url: Option<String>,
+}
 
 /// Every key of the account in `family`, newest first (revoked and expired ones included).
 pub async fn list(
     state: &AppState,
     account_id: &str,
     family: KeyFamily,
-) -> Result<Vec<KeyView>, ApiError> {
+) -> Result<Vec<KeyView>, KeyError> {
     let rows: Vec<KeyRow> = sqlx::query_as(
         "SELECT id, name, key_prefix, scopes, created_at, expires_at, last_used_at, revoked_at, webhook_url
          FROM api_keys WHERE account_id = $1 AND family = $2 ORDER BY created_at DESC, id",
@@ -184,29 +205,18 @@ pub async fn list(
 }
 
 fn key_view(row: KeyRow, now: chrono::DateTime<chrono::Utc>) -> KeyView {
-    let (
-        key_id,
-        name,
-        key_prefix,
-        scopes,
-        created_at,
-        expires_at,
-        last_used_at,
-        revoked_at,
-        webhook_url,
-    ) = row;
     let at = |millis: Option<i64>| millis.map(|ms| rfc3339(from_millis(ms)));
     KeyView {
-        key_id,
-        name,
-        key_prefix,
-        scopes: keys::split_scopes(&scopes),
-        status: keys::status(expires_at, revoked_at, now).to_owned(),
-        created_at: rfc3339(from_millis(created_at)),
-        expires_at: at(expires_at),
-        last_used_at: at(last_used_at),
-        revoked_at: at(revoked_at),
-        webhook_url,
+        key_id: row.id,
+        name: row.name,
+        key_prefix: row.key_prefix,
+        scopes: keys::split_scopes(&row.scopes),
+        status: keys::status(row.expires_at, row.revoked_at, now).to_owned(),
+        created_at: rfc3339(from_millis(row.created_at)),
+        expires_at: at(row.expires_at),
+        last_used_at: at(row.last_used_at),
+        revoked_at: at(row.revoked_at),
+        webhook_url: row.webhook_url,
     }
 }
 
@@ -216,7 +226,7 @@ pub async fn revoke(
     account_id: &str,
     family: KeyFamily,
     key_id: &str,
-) -> Result<KeyView, ApiError> {
+) -> Result<KeyView, KeyError> {
     let now = state.now();
     let mut tx = state.store.begin().await?;
     let revoked = sqlx::query(
@@ -253,5 +263,5 @@ pub async fn revoke(
     .fetch_optional(state.store.write())
     .await?;
     row.map(|row| key_view(row, state.now()))
-        .ok_or_else(|| ApiError::NotFound(format!("no API key `{key_id}` on this account")))
+        .ok_or_else(|| KeyError::NotFound(key_id.to_owned()))
 }

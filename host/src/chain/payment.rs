@@ -45,11 +45,7 @@ pub enum PaymentError {
     Store(#[from] StoreError),
 }
 
-impl From<sqlx::Error> for PaymentError {
-    fn from(error: sqlx::Error) -> Self {
-        PaymentError::Store(StoreError::Query(error))
-    }
-}
+crate::db::store_error_from_sqlx!(PaymentError);
 
 impl From<PaymentError> for ApiError {
     fn from(error: PaymentError) -> Self {
@@ -75,11 +71,16 @@ pub struct PendingPayment {
 
 impl PendingPayment {
     pub fn new() -> Self {
+        PendingPayment::saying(
+            "the transaction is not finalized yet; resend the same request in a few seconds",
+        )
+    }
+
+    /// The same answer in other words (an agent's entry, whose client did not send the payment).
+    pub fn saying(message: impl Into<String>) -> Self {
         PendingPayment {
             retryable: true,
-            message:
-                "the transaction is not finalized yet; resend the same request in a few seconds"
-                    .into(),
+            message: message.into(),
         }
     }
 }

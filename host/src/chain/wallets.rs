@@ -49,11 +49,8 @@ impl ServerWallet {
                 .await?;
         let keypair = match stored {
             Some((sealed,)) => {
-                let secret = sealer
-                    .open(&sealed)
-                    .map_err(|e| ChainError::Config(format!("cannot open the {role} key: {e}")))?;
-                let secret: [u8; 32] = secret.try_into().map_err(|_| {
-                    ChainError::Config(format!("the stored {role} key is not 32 bytes"))
+                let secret = sealer.open_key(&sealed).map_err(|e| {
+                    ChainError::Config(format!("cannot open the {role} key: {e:#}"))
                 })?;
                 Keypair::from_secret(secret)
             }

@@ -180,6 +180,25 @@ async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreEr
         .map_err(StoreError::Connect)
 }
 
+/// `From<sqlx::Error>` for service errors with a `Store(StoreError)` variant, so `?` works on a
+/// query inside a service that returns its own error.
+macro_rules! store_error_from_sqlx {
+    ($($error:ty),+ $(,)?) => {$(
+        impl From<sqlx::Error> for $error {
+            fn from(error: sqlx::Error) -> Self {
+                Self::Store($crate::db::StoreError::from(error))
+            }
+        }
+    )+};
+}
+pub(crate) use store_error_from_sqlx;
+
+/// A stored value outside the set a typed column allows (a status, a kind): rows decode their
+/// enum columns with `#[sqlx(try_from = "String")]` and refuse anything else with this.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown stored value `{0}`")]
+pub struct UnknownValue(pub String);
+
 /// True when `error` is a unique-constraint violation: the database's answer to a race that
 /// a check-then-insert would lose, mapped by callers to 409.
 pub fn is_unique_violation(error: &sqlx::Error) -> bool {

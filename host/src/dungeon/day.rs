@@ -4,15 +4,14 @@
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
+use super::DungeonError;
 use super::game::DungeonMap;
 use crate::crypto::random_base58;
-use crate::http::ApiError;
 use crate::state::AppState;
+use crate::usdc::Usdc;
 
 /// Entry price in raw stablecoin units: 1 USDC.
-pub const ENTRY_FEE_RAW: u64 = 1_000_000;
-/// Decimals of the stablecoin, for display amounts.
-const DECIMALS: i32 = 6;
+pub const ENTRY_FEE_RAW: u64 = Usdc::whole(1).raw() as u64;
 /// Days listed by `GET /api/dungeons`, today included.
 pub const RECENT_DAYS: i64 = 7;
 
@@ -55,11 +54,6 @@ impl DungeonDay {
     }
 }
 
-/// Raw units as a display amount (USDC has 6 decimals).
-pub fn ui_amount(raw: i64) -> f64 {
-    raw as f64 / 10f64.powi(DECIMALS)
-}
-
 /// The day's pot: every entry fee minus the configured rake, in raw units.
 pub fn pot_raw(entries: i64, rake_percent: u32) -> i64 {
     let gross = entries.saturating_mul(ENTRY_FEE_RAW as i64);
@@ -67,32 +61,25 @@ pub fn pot_raw(entries: i64, rake_percent: u32) -> i64 {
 }
 
 /// Where `dungeonId` stands for entries now: open today, closed before, unknown after.
-pub fn ensure_open(state: &AppState, day: DungeonDay) -> Result<(), ApiError> {
+pub fn ensure_open(state: &AppState, day: DungeonDay) -> Result<(), DungeonError> {
     let today = DungeonDay::of(state.now());
     if day == today {
         Ok(())
     } else if day < today {
-        Err(ApiError::Gone(format!(
-            "dungeon {} is closed; only today's dungeon ({}) can be entered",
-            day.id(),
-            today.id()
-        )))
+        Err(DungeonError::Closed {
+            day: day.id(),
+            today: today.id(),
+        })
     } else {
-        Err(not_found(&day.id()))
+        Err(DungeonError::UnknownDungeon(day.id()))
     }
 }
 
-pub fn not_found(id: &str) -> ApiError {
-    ApiError::NotFound(format!(
-        "no dungeon `{id}` (ids are UTC dates, YYYY-MM-DD, up to today)"
-    ))
-}
-
 /// A dungeon id that exists: a valid date not after today.
-pub fn known(state: &AppState, id: &str) -> Result<DungeonDay, ApiError> {
+pub fn known(state: &AppState, id: &str) -> Result<DungeonDay, DungeonError> {
     match DungeonDay::parse(id) {
         Some(day) if day <= DungeonDay::of(state.now()) => Ok(day),
-        _ => Err(not_found(id)),
+        _ => Err(DungeonError::UnknownDungeon(id.to_owned())),
     }
 }
 
@@ -100,7 +87,7 @@ const SALT_NAME: &str = "map_salt";
 
 /// The deployment's map salt, created (and sealed) on first use. Two nodes racing to create it
 /// both end up reading the one that was inserted first.
-pub async fn map_salt(state: &AppState) -> Result<String, ApiError> {
+pub async fn map_salt(state: &AppState) -> Result<String, DungeonError> {
     for _ in 0..2 {
         let stored: Option<(String,)> =
             sqlx::query_as("SELECT sealed FROM dungeon_secrets WHERE name = $1")
@@ -108,8 +95,10 @@ pub async fn map_salt(state: &AppState) -> Result<String, ApiError> {
                 .fetch_optional(state.store.read())
                 .await?;
         if let Some((sealed,)) = stored {
-            let salt = state.sealer.open(&sealed).map_err(ApiError::internal)?;
-            return String::from_utf8(salt).map_err(ApiError::internal);
+            return state
+                .sealer
+                .open_text(&sealed)
+                .map_err(DungeonError::internal);
         }
         sqlx::query(
             "INSERT INTO dungeon_secrets (name, sealed) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
@@ -119,7 +108,7 @@ pub async fn map_salt(state: &AppState) -> Result<String, ApiError> {
         .execute(state.store.write())
         .await?;
     }
-    Err(ApiError::internal(anyhow::anyhow!(
+    Err(DungeonError::internal(anyhow::anyhow!(
         "the dungeon map salt could not be stored"
     )))
 }
@@ -146,6 +135,5 @@ mod tests {
         assert_eq!(pot_raw(1, 0), 1_000_000);
         assert_eq!(pot_raw(3, 100), 0);
         assert_eq!(pot_raw(0, 10), 0);
-        assert!((ui_amount(1_000_000) - 1.0).abs() < f64::EPSILON);
     }
 }

@@ -9,6 +9,7 @@
 use chrono::Duration;
 use serde::{Deserialize, Serialize};
 
+use super::DungeonError;
 use super::day::{self, DungeonDay, ENTRY_FEE_RAW};
 use super::game::skill::{SkillContext, agent_skill_markdown};
 use super::game::{Class, Run, rng};
@@ -19,10 +20,10 @@ use crate::chain::ExpectedPayment;
 use crate::chain::payment::{self, PaymentCheck};
 use crate::clock::{rfc3339, to_millis};
 use crate::crypto::new_id;
-use crate::db::is_unique_violation;
+use crate::db::OnUnique;
 use crate::domain::WalletAddress;
-use crate::http::ApiError;
 use crate::state::AppState;
+use crate::usdc::Usdc;
 
 /// How long a quote may be paid and used (never past the day's end).
 pub const QUOTE_TTL: Duration = Duration::minutes(15);
@@ -47,10 +48,10 @@ pub fn memo(dungeon_id: &str, payer: &str, quote_id: &str) -> String {
 }
 
 /// A quote for `wallet`: nothing is stored, the quote id is signed (see [`super::quote`]).
-pub fn quote(state: &AppState, dungeon_id: &str, wallet: &str) -> Result<Quote, ApiError> {
+pub fn quote(state: &AppState, dungeon_id: &str, wallet: &str) -> Result<Quote, DungeonError> {
     let day = day::known(state, dungeon_id)?;
     day::ensure_open(state, day)?;
-    let payer = WalletAddress::parse(wallet).map_err(ApiError::BadRequest)?;
+    let payer = WalletAddress::parse(wallet).map_err(DungeonError::Invalid)?;
     let expires = (state.now() + QUOTE_TTL).min(day.closes_at());
     let claims = QuoteClaims::new(day.id(), &payer, ENTRY_FEE_RAW, expires);
     let quote_id = claims.sign(&quote_key(state));
@@ -59,7 +60,7 @@ pub fn quote(state: &AppState, dungeon_id: &str, wallet: &str) -> Result<Quote, 
         quote_id,
         dungeon_id: day.id(),
         payer_wallet: payer.to_string(),
-        amount_ui: day::ui_amount(ENTRY_FEE_RAW as i64),
+        amount_ui: Usdc::from_raw(ENTRY_FEE_RAW as i64).ui(),
         amount_raw: ENTRY_FEE_RAW.to_string(),
         mint: state.chain.stablecoin_mint().to_owned(),
         dungeon_wallet_address: state.chain.dungeon().address.to_string(),
@@ -140,7 +141,7 @@ pub async fn enter(
     dungeon_id: &str,
     caller: &Caller,
     request: EnterRequest,
-) -> Result<EnterOutcome, ApiError> {
+) -> Result<EnterOutcome, DungeonError> {
     let checked = check(state, dungeon_id, caller, request).await?;
     let expected = ExpectedPayment {
         payer: checked.payer.to_string(),
@@ -176,13 +177,13 @@ async fn check(
     dungeon_id: &str,
     caller: &Caller,
     request: EnterRequest,
-) -> Result<Checked, ApiError> {
+) -> Result<Checked, DungeonError> {
     let day = day::known(state, dungeon_id)?;
-    let payer = WalletAddress::parse(&request.payer_wallet).map_err(ApiError::BadRequest)?;
+    let payer = WalletAddress::parse(&request.payer_wallet).map_err(DungeonError::Invalid)?;
     let class = match request.class.as_deref().map(str::trim) {
         None | Some("") => Class::Fighter,
         Some(name) => Class::parse(name).ok_or_else(|| {
-            ApiError::bad_request(format!(
+            DungeonError::Invalid(format!(
                 "unknown class `{name}`: use one of {}",
                 Class::ALL.map(Class::as_str).join(", ")
             ))
@@ -190,39 +191,34 @@ async fn check(
     };
     let signature = request.tx_signature.trim().to_owned();
     if signature.is_empty() {
-        return Err(ApiError::bad_request(
-            "`txSignature` is required: the signature of the entry payment",
+        return Err(DungeonError::Invalid(
+            "`txSignature` is required: the signature of the entry payment".into(),
         ));
     }
-    let owned = crate::account::wallets_of(state, &caller.account_id).await?;
-    if !owned.iter().any(|w| w.address == payer.as_str()) {
-        return Err(ApiError::Forbidden(format!(
-            "wallet {payer} is not linked to this account (see allChainWallets in GET /api/account)"
-        )));
-    }
+    crate::account::ensure_linked(state, &caller.account_id, [&payer]).await?;
     day::ensure_open(state, day)?;
     let quote_id = request.quote_id.trim();
     let quote = QuoteClaims::verify(quote_id, &quote_key(state)).map_err(|error| {
-        ApiError::NotFound(format!(
+        DungeonError::QuoteUnknown(format!(
             "{error}: ask GET /api/dungeons/{}/quote?wallet=<payer> for one",
             day.id()
         ))
     })?;
     if quote.dungeon_id != day.id() {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(DungeonError::QuoteMismatch(format!(
             "quote {quote_id} is for dungeon {}, not {}",
             quote.dungeon_id,
             day.id()
         )));
     }
     if quote.wallet != payer.as_str() {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(DungeonError::QuoteMismatch(format!(
             "quote {quote_id} was issued to wallet {}, not {payer}",
             quote.wallet
         )));
     }
     if state.now() > quote.expires_at {
-        return Err(ApiError::Gone(format!(
+        return Err(DungeonError::QuoteExpired(format!(
             "quote {quote_id} expired at {}; ask for a new quote and pay it",
             rfc3339(quote.expires_at)
         )));
@@ -234,7 +230,7 @@ async fn check(
             .fetch_optional(state.store.read())
             .await?;
     if used.is_some() {
-        return Err(signature_used());
+        return Err(DungeonError::SignatureUsed);
     }
     let quote_used: Option<(String,)> =
         sqlx::query_as("SELECT id FROM dungeon_runs WHERE quote_id = $1")
@@ -242,7 +238,7 @@ async fn check(
             .fetch_optional(state.store.read())
             .await?;
     if quote_used.is_some() {
-        return Err(quote_used_error(&request.quote_id));
+        return Err(DungeonError::QuoteUsed(request.quote_id.clone()));
     }
     Ok(Checked {
         day,
@@ -255,20 +251,12 @@ async fn check(
     })
 }
 
-fn signature_used() -> ApiError {
-    ApiError::Conflict("this transaction signature has already paid for an entry".into())
-}
-
-fn quote_used_error(quote_id: &str) -> ApiError {
-    ApiError::Conflict(format!("quote {quote_id} has already been used for a run"))
-}
-
 /// The claim, the run and its key, all or nothing.
 async fn open_run(
     state: &AppState,
     caller: &Caller,
     checked: &Checked,
-) -> Result<Entered, ApiError> {
+) -> Result<Entered, DungeonError> {
     let salt = day::map_salt(state).await?;
     let map = checked.day.map(&salt);
     let run_id = new_id("run");
@@ -276,7 +264,7 @@ async fn open_run(
     let key = run_key::mint();
     let now = to_millis(state.now());
     let mut tx = state.store.begin().await?;
-    let claimed = sqlx::query(
+    sqlx::query(
         "INSERT INTO payment_claims (signature, purpose, reference, payer, amount_raw, claimed_at)
          VALUES ($1, 'dungeon', $2, $3, $4, $5)",
     )
@@ -286,12 +274,9 @@ async fn open_run(
     .bind(i64::try_from(checked.amount_raw).unwrap_or(i64::MAX))
     .bind(now)
     .execute(&mut *tx)
-    .await;
-    match claimed {
-        Err(error) if is_unique_violation(&error) => return Err(signature_used()),
-        other => other?,
-    };
-    let inserted = sqlx::query(
+    .await
+    .on_unique(|| DungeonError::SignatureUsed)?;
+    sqlx::query(
         "INSERT INTO dungeon_runs (id, dungeon_id, account_id, wallet, class, quote_id, tx_signature,
              amount_raw, key_hash, key_sealed, status, score, deepest_floor, turn_number, version,
              last_seq, state, created_at, last_action_at)
@@ -309,16 +294,11 @@ async fn open_run(
     .bind(state.sealer.seal(key.key.as_bytes()))
     .bind(run.score())
     .bind(i64::from(run.tally().deepest_floor))
-    .bind(serde_json::to_string(&run).map_err(ApiError::internal)?)
+    .bind(serde_json::to_string(&run).map_err(DungeonError::internal)?)
     .bind(now)
     .execute(&mut *tx)
-    .await;
-    match inserted {
-        Err(error) if is_unique_violation(&error) => {
-            return Err(quote_used_error(&checked.quote_id));
-        }
-        other => other?,
-    };
+    .await
+    .on_unique(|| DungeonError::QuoteUsed(checked.quote_id.clone()))?;
     tx.commit().await?;
     let urls = RunUrls::of(state, &run_id);
     let skill = agent_skill_markdown(&SkillContext {

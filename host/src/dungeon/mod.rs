@@ -9,6 +9,7 @@
 
 pub mod day;
 pub mod entry;
+mod error;
 pub mod game;
 pub mod maintenance;
 pub mod play;
@@ -19,4 +20,5 @@ pub mod store;
 pub mod views;
 mod watch;
 
+pub use error::DungeonError;
 pub use routes::router;

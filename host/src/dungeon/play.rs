@@ -10,10 +10,11 @@
 
 use serde_json::{Value, json};
 
+use super::DungeonError;
 use super::game::{GameEvent, Run, TurnError, TurnRequest};
 use super::store::{self, Advance, NewEvent, RunRow};
 use crate::clock::to_millis;
-use crate::http::ApiError;
+use crate::http::rate_limit::Limited;
 use crate::state::AppState;
 
 /// Longest broadcast, in characters.
@@ -36,7 +37,7 @@ pub async fn turn(
     state: &AppState,
     current: RunRow,
     request: TurnRequest,
-) -> Result<TurnResult, ApiError> {
+) -> Result<TurnResult, DungeonError> {
     let request = request.clipped();
     let run_id = current.id.clone();
     let run_id = run_id.as_str();
@@ -46,27 +47,27 @@ pub async fn turn(
             Some(row) => row,
             None => store::load(state, run_id)
                 .await?
-                .ok_or_else(|| run_not_found(run_id))?,
+                .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?,
         };
         if let Some(number) = request.turn_number {
             let number = i64::try_from(number).unwrap_or(i64::MAX);
             if number < 1 {
-                return Err(ApiError::bad_request(
-                    "`turnNumber` starts at 1: send the state's turnNumber + 1",
+                return Err(DungeonError::Invalid(
+                    "`turnNumber` starts at 1: send the state's turnNumber + 1".into(),
                 ));
             }
             if number <= row.turn_number {
                 let record = store::turn_record(state, run_id, number)
                     .await?
                     .ok_or_else(|| {
-                        ApiError::internal(anyhow::anyhow!(
+                        DungeonError::internal(anyhow::anyhow!(
                             "turn {number} of {run_id} has no record"
                         ))
                     })?;
                 return Ok(TurnResult::Played(reply_from_record(&record, true)));
             }
             if number > row.turn_number + 1 {
-                return Err(ApiError::Conflict(format!(
+                return Err(DungeonError::OutOfTurn(format!(
                     "`turnNumber` {number} is ahead of the run: the next turn is {}",
                     row.turn_number + 1
                 )));
@@ -152,7 +153,7 @@ pub async fn turn(
             },
         });
     }
-    Err(ApiError::Conflict(
+    Err(DungeonError::OutOfTurn(
         "this run is being played by several requests at once; send one turn at a time".into(),
     ))
 }
@@ -193,24 +194,20 @@ fn ended_event(run_id: &str, run: &Run) -> NewEvent {
     }
 }
 
-fn ended(row: &RunRow) -> ApiError {
-    ApiError::Unauthorized(format!(
-        "run {} has ended ({}); its key no longer works",
-        row.id, row.status
-    ))
-}
-
-pub fn run_not_found(run_id: &str) -> ApiError {
-    ApiError::NotFound(format!("no dungeon run `{run_id}`"))
+fn ended(row: &RunRow) -> DungeonError {
+    DungeonError::RunEnded {
+        run_id: row.id.clone(),
+        status: Some(row.status.as_str().to_owned()),
+    }
 }
 
 /// `POST .../broadcast`: a message for the watchers, at most 280 characters and
 /// [`BROADCASTS_PER_MINUTE`] per run. Returns the event's sequence number.
-pub async fn broadcast(state: &AppState, run_id: &str, message: &str) -> Result<i64, ApiError> {
+pub async fn broadcast(state: &AppState, run_id: &str, message: &str) -> Result<i64, DungeonError> {
     let message = message.trim();
     let length = message.chars().count();
     if length == 0 || length > BROADCAST_MAX_CHARS {
-        return Err(ApiError::bad_request(format!(
+        return Err(DungeonError::Invalid(format!(
             "`message` must be 1 to {BROADCAST_MAX_CHARS} characters (got {length})"
         )));
     }
@@ -229,20 +226,21 @@ pub async fn broadcast(state: &AppState, run_id: &str, message: &str) -> Result<
     };
     match store::append(state, run_id, event, limit).await? {
         store::Appended::Written(seq) => Ok(seq),
-        store::Appended::Ended => Err(ApiError::Unauthorized(format!(
-            "run {run_id} has ended; its key no longer works"
-        ))),
+        store::Appended::Ended => Err(DungeonError::RunEnded {
+            run_id: run_id.to_owned(),
+            status: None,
+        }),
         store::Appended::Limited { oldest_at } => {
             let wait_ms = (oldest_at + 60_000 - to_millis(state.now())).max(1);
-            Err(ApiError::RateLimited {
+            Err(DungeonError::Limited(Limited {
                 retry_after: ((wait_ms + 999) / 1000) as u64,
-            })
+            }))
         }
     }
 }
 
 /// End an active run as abandoned (idle timeout). False if it was already over.
-pub async fn abandon(state: &AppState, run_id: &str) -> Result<bool, ApiError> {
+pub async fn abandon(state: &AppState, run_id: &str) -> Result<bool, DungeonError> {
     for _ in 0..RACE_RETRIES {
         let Some(row) = store::load(state, run_id).await? else {
             return Ok(false);
@@ -266,7 +264,7 @@ pub async fn abandon(state: &AppState, run_id: &str) -> Result<bool, ApiError> {
             }
         }
     }
-    Err(ApiError::Conflict(format!(
+    Err(DungeonError::OutOfTurn(format!(
         "run {run_id} kept changing while being abandoned"
     )))
 }

@@ -7,14 +7,13 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::entry::{self, EnterOutcome, EnterRequest};
 use super::game::TurnRequest;
 use super::play::{self, TurnResult};
 use super::run_key::RunKey;
-use super::{views, watch};
+use super::{DungeonError, views, watch};
 use crate::auth::{AccountAuth, Read, Write};
 use crate::chain::payment::PendingPayment;
 use crate::http::ApiError;
@@ -39,6 +38,31 @@ pub fn router() -> Router<AppState> {
         .route("/api/dungeons/runs/{run_id}/broadcast", post(broadcast))
         .route("/api/dungeons/runs/{run_id}/watch", get(watch))
         .route("/api/account/dungeon-runs", get(account_runs))
+}
+
+impl From<DungeonError> for ApiError {
+    fn from(error: DungeonError) -> Self {
+        match error {
+            DungeonError::UnknownDungeon(_)
+            | DungeonError::UnknownRun(_)
+            | DungeonError::QuoteUnknown(_) => ApiError::NotFound(error.to_string()),
+            DungeonError::Closed { .. } | DungeonError::QuoteExpired(_) => {
+                ApiError::Gone(error.to_string())
+            }
+            DungeonError::Invalid(message) => ApiError::BadRequest(message),
+            DungeonError::Account(account) => account.into(),
+            DungeonError::QuoteMismatch(message) => ApiError::Unprocessable(message),
+            DungeonError::QuoteUsed(_)
+            | DungeonError::SignatureUsed
+            | DungeonError::OutOfTurn(_) => ApiError::Conflict(error.to_string()),
+            DungeonError::Payment(payment) => payment.into(),
+            DungeonError::RunEnded { .. } => ApiError::Unauthorized(error.to_string()),
+            DungeonError::OtherRun(_) => ApiError::Forbidden(error.to_string()),
+            DungeonError::Limited(limited) => limited.into(),
+            DungeonError::Store(store) => store.into(),
+            DungeonError::Internal(source) => ApiError::Internal(source),
+        }
+    }
 }
 
 /// Public dungeon reads share one per-IP budget.
@@ -194,11 +218,11 @@ async fn turn(
         TurnResult::Played(reply) => axum::Json(reply).into_response(),
         TurnResult::Illegal { message, reply } => (
             StatusCode::BAD_REQUEST,
-            axum::Json(json!({
-                "error": message,
-                "availableActions": reply["availableActions"],
-                "state": reply,
-            })),
+            axum::Json(IllegalTurn {
+                error: message,
+                available_actions: reply["availableActions"].clone(),
+                state: reply,
+            }),
         )
             .into_response(),
     })
@@ -218,11 +242,25 @@ async fn broadcast(
 ) -> Result<Response, ApiError> {
     key.for_run(&run_id)?;
     let seq = play::broadcast(&state, &run_id, &request.message).await?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(json!({ "runId": run_id, "seq": seq })),
-    )
-        .into_response())
+    Ok((StatusCode::CREATED, axum::Json(Broadcast { run_id, seq })).into_response())
+}
+
+/// The 400 body of an illegal action: the error form plus what is legal now, and the state
+/// after the 1 AP charge.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct IllegalTurn {
+    error: String,
+    available_actions: serde_json::Value,
+    state: serde_json::Value,
+}
+
+/// The 201 body of a broadcast: its place in the run's event record.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Broadcast {
+    run_id: String,
+    seq: i64,
 }
 
 async fn watch(

@@ -9,6 +9,7 @@
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
+use super::DungeonError;
 use super::store::{self, RunRow};
 use crate::crypto::{constant_time_eq, random_base58, sha256_hex};
 use crate::http::ApiError;
@@ -39,13 +40,11 @@ pub struct RunKey {
 
 impl RunKey {
     /// The key must be `run_id`'s own.
-    pub fn for_run(&self, run_id: &str) -> Result<(), ApiError> {
+    pub fn for_run(&self, run_id: &str) -> Result<(), DungeonError> {
         if constant_time_eq(self.run_id.as_bytes(), run_id.as_bytes()) {
             Ok(())
         } else {
-            Err(ApiError::Forbidden(format!(
-                "this run key belongs to another run, not to {run_id}"
-            )))
+            Err(DungeonError::OtherRun(run_id.to_owned()))
         }
     }
 }
@@ -75,10 +74,11 @@ impl FromRequestParts<AppState> for RunKey {
                 run_id: row.id.clone(),
                 row,
             }),
-            Some(row) => Err(ApiError::Unauthorized(format!(
-                "run {} has ended ({}); its key no longer works",
-                row.id, row.status
-            ))),
+            Some(row) => Err(DungeonError::RunEnded {
+                run_id: row.id,
+                status: Some(row.status.as_str().to_owned()),
+            }
+            .into()),
             None => Err(ApiError::Unauthorized(
                 "unknown run key: send the registrationKey returned when you entered".into(),
             )),

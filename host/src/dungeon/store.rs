@@ -5,10 +5,11 @@
 
 use serde_json::Value;
 
-use super::game::Run;
+use super::DungeonError;
+use super::game::{Run, RunStatus};
 use crate::clock::to_millis;
+use crate::db::UnknownValue;
 use crate::events::Event;
-use crate::http::ApiError;
 use crate::state::AppState;
 
 /// Event kinds of the watch stream.
@@ -17,14 +18,15 @@ pub const BROADCAST: &str = "run:broadcast";
 pub const ENDED: &str = "run:ended";
 
 /// A run as stored.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct RunRow {
     pub id: String,
     pub dungeon_id: String,
     pub account_id: String,
     pub wallet: String,
     pub class: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: RunStatus,
     pub score: i64,
     pub deepest_floor: i64,
     pub turn_number: i64,
@@ -35,78 +37,37 @@ pub struct RunRow {
     pub ended_at: Option<i64>,
 }
 
-type Row = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    i64,
-    i64,
-    i64,
-    i64,
-    String,
-    i64,
-    i64,
-    Option<i64>,
-);
+impl TryFrom<String> for RunStatus {
+    type Error = UnknownValue;
+
+    fn try_from(stored: String) -> Result<Self, UnknownValue> {
+        RunStatus::parse(&stored).ok_or(UnknownValue(stored))
+    }
+}
 
 const COLUMNS: &str = "id, dungeon_id, account_id, wallet, class, status, score, deepest_floor, turn_number, version, state, created_at, last_action_at, ended_at";
 
 impl RunRow {
-    fn from_row(row: Row) -> Self {
-        let (
-            id,
-            dungeon_id,
-            account_id,
-            wallet,
-            class,
-            status,
-            score,
-            deepest_floor,
-            turn_number,
-            version,
-            state,
-            created_at,
-            last_action_at,
-            ended_at,
-        ) = row;
-        RunRow {
-            id,
-            dungeon_id,
-            account_id,
-            wallet,
-            class,
-            status,
-            score,
-            deepest_floor,
-            turn_number,
-            version,
-            state,
-            created_at,
-            last_action_at,
-            ended_at,
-        }
-    }
-
     /// The game run this row caches.
-    pub fn game(&self) -> Result<Run, ApiError> {
-        serde_json::from_str(&self.state).map_err(ApiError::internal)
+    pub fn game(&self) -> Result<Run, DungeonError> {
+        serde_json::from_str(&self.state).map_err(DungeonError::internal)
     }
 
     pub fn is_active(&self) -> bool {
-        self.status == "active"
+        self.status == RunStatus::Active
     }
 }
 
-pub async fn load(state: &AppState, run_id: &str) -> Result<Option<RunRow>, ApiError> {
+pub async fn load(state: &AppState, run_id: &str) -> Result<Option<RunRow>, DungeonError> {
     load_where(state, "id", run_id).await
 }
 
 /// The run a key hash belongs to (the run-key check reads the whole row, so a turn needs no
 /// second read).
-pub async fn load_by_key_hash(state: &AppState, hash: &str) -> Result<Option<RunRow>, ApiError> {
+pub async fn load_by_key_hash(
+    state: &AppState,
+    hash: &str,
+) -> Result<Option<RunRow>, DungeonError> {
     load_where(state, "key_hash", hash).await
 }
 
@@ -115,24 +76,25 @@ async fn load_where(
     state: &AppState,
     column: &'static str,
     value: &str,
-) -> Result<Option<RunRow>, ApiError> {
-    let row: Option<Row> = sqlx::query_as(&format!(
+) -> Result<Option<RunRow>, DungeonError> {
+    Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM dungeon_runs WHERE {column} = $1"
     ))
     .bind(value)
     .fetch_optional(state.store.read())
-    .await?;
-    Ok(row.map(RunRow::from_row))
+    .await?)
 }
 
-pub async fn list_for_account(state: &AppState, account_id: &str) -> Result<Vec<RunRow>, ApiError> {
-    let rows: Vec<Row> = sqlx::query_as(&format!(
+pub async fn list_for_account(
+    state: &AppState,
+    account_id: &str,
+) -> Result<Vec<RunRow>, DungeonError> {
+    Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM dungeon_runs WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500"
     ))
     .bind(account_id)
     .fetch_all(state.store.read())
-    .await?;
-    Ok(rows.into_iter().map(RunRow::from_row).collect())
+    .await?)
 }
 
 /// One stored event.
@@ -144,14 +106,23 @@ pub struct StoredEvent {
     pub created_at: i64,
 }
 
+/// An event row; its payload is JSON text until [`StoredEvent`] parses it.
+#[derive(sqlx::FromRow)]
+struct EventRow {
+    seq: i64,
+    kind: String,
+    payload: String,
+    created_at: i64,
+}
+
 /// A run's events after `after_seq`, in order.
 pub async fn events_after(
     state: &AppState,
     run_id: &str,
     after_seq: i64,
     limit: i64,
-) -> Result<Vec<StoredEvent>, ApiError> {
-    let rows: Vec<(i64, String, String, i64)> = sqlx::query_as(
+) -> Result<Vec<StoredEvent>, DungeonError> {
+    let rows: Vec<EventRow> = sqlx::query_as(
         "SELECT seq, kind, payload, created_at FROM dungeon_run_events
          WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
     )
@@ -161,12 +132,12 @@ pub async fn events_after(
     .fetch_all(state.store.read())
     .await?;
     rows.into_iter()
-        .map(|(seq, kind, payload, created_at)| {
+        .map(|row| {
             Ok(StoredEvent {
-                seq,
-                kind,
-                payload: serde_json::from_str(&payload).map_err(ApiError::internal)?,
-                created_at,
+                seq: row.seq,
+                kind: row.kind,
+                payload: serde_json::from_str(&row.payload).map_err(DungeonError::internal)?,
+                created_at: row.created_at,
             })
         })
         .collect()
@@ -177,7 +148,7 @@ pub async fn turn_record(
     state: &AppState,
     run_id: &str,
     turn_number: i64,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Value>, DungeonError> {
     let row: Option<(String,)> = sqlx::query_as(
         "SELECT payload FROM dungeon_run_events WHERE run_id = $1 AND turn_number = $2 AND kind = $3",
     )
@@ -186,7 +157,7 @@ pub async fn turn_record(
     .bind(TURN)
     .fetch_optional(state.store.read())
     .await?;
-    row.map(|(payload,)| serde_json::from_str(&payload).map_err(ApiError::internal))
+    row.map(|(payload,)| serde_json::from_str(&payload).map_err(DungeonError::internal))
         .transpose()
 }
 
@@ -211,10 +182,10 @@ pub async fn advance(
     row: &RunRow,
     run: &Run,
     events: Vec<NewEvent>,
-) -> Result<Advance, ApiError> {
+) -> Result<Advance, DungeonError> {
     let now = to_millis(state.now());
     let over = run.status().is_over();
-    let serialized = serde_json::to_string(run).map_err(ApiError::internal)?;
+    let serialized = serde_json::to_string(run).map_err(DungeonError::internal)?;
     let count = events.len() as i64;
     let mut tx = state.store.begin().await?;
     let updated: Option<(i64,)> = sqlx::query_as(
@@ -277,7 +248,7 @@ pub async fn append(
     run_id: &str,
     event: NewEvent,
     limit: WindowLimit,
-) -> Result<Appended, ApiError> {
+) -> Result<Appended, DungeonError> {
     let now = to_millis(state.now());
     let mut tx = state.store.begin().await?;
     let updated: Option<(i64,)> = sqlx::query_as(
@@ -316,7 +287,7 @@ async fn insert_event(
     seq: i64,
     event: &NewEvent,
     now: i64,
-) -> Result<(), ApiError> {
+) -> Result<(), DungeonError> {
     sqlx::query(
         "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at)
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -337,4 +308,25 @@ fn announce(state: &AppState, run_id: &str, seq: i64) {
         run_id: run_id.to_owned(),
         seq,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_statuses_read_back_and_unknown_ones_are_refused() {
+        for status in [
+            RunStatus::Active,
+            RunStatus::Cleared,
+            RunStatus::Dead,
+            RunStatus::Exhausted,
+            RunStatus::Abandoned,
+        ] {
+            let read = RunStatus::try_from(status.as_str().to_owned()).ok();
+            assert_eq!(read, Some(status));
+        }
+        assert!(RunStatus::try_from("paused".to_owned()).is_err());
+        assert!(RunStatus::try_from("Active".to_owned()).is_err());
+    }
 }

@@ -5,14 +5,14 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::DungeonError;
 use super::day::{self, DungeonDay, ENTRY_FEE_RAW, RECENT_DAYS};
 use super::entry::RunUrls;
 use super::game::map::{FLOORS, ROOMS_PER_FLOOR};
-use super::play::run_not_found;
 use super::store::{self, RunRow};
 use crate::clock::{from_millis, rfc3339};
-use crate::http::ApiError;
 use crate::state::AppState;
+use crate::usdc::Usdc;
 
 /// Leaderboard rows shown.
 const BOARD_SIZE: i64 = 100;
@@ -27,7 +27,7 @@ pub struct EntryFee {
     mint: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct BestScore {
     wallet: String,
@@ -56,15 +56,15 @@ pub struct DungeonView {
     best_scores: Vec<BestScore>,
 }
 
-async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonView, ApiError> {
+async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonView, DungeonError> {
     let id = day.id();
     let (entries,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM dungeon_runs WHERE dungeon_id = $1")
             .bind(&id)
             .fetch_one(state.store.read())
             .await?;
-    let best: Vec<(String, i64, String)> = sqlx::query_as(
-        "SELECT wallet, score, id FROM dungeon_runs WHERE dungeon_id = $1
+    let best_scores: Vec<BestScore> = sqlx::query_as(
+        "SELECT wallet, score, id AS run_id FROM dungeon_runs WHERE dungeon_id = $1
          ORDER BY score DESC, created_at, id LIMIT $2",
     )
     .bind(&id)
@@ -83,23 +83,16 @@ async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonVi
         floors: FLOORS,
         rooms_per_floor: ROOMS_PER_FLOOR,
         entry_fee: EntryFee {
-            amount_ui: day::ui_amount(ENTRY_FEE_RAW as i64),
+            amount_ui: Usdc::from_raw(ENTRY_FEE_RAW as i64).ui(),
             amount_raw: ENTRY_FEE_RAW.to_string(),
             mint: state.chain.stablecoin_mint().to_owned(),
         },
         dungeon_wallet_address: state.chain.dungeon().address.to_string(),
         entries,
         prize_pool_raw: pot.to_string(),
-        prize_pool_ui: day::ui_amount(pot),
+        prize_pool_ui: Usdc::from_raw(pot).ui(),
         rake_percent: rake,
-        best_scores: best
-            .into_iter()
-            .map(|(wallet, score, run_id)| BestScore {
-                wallet,
-                score,
-                run_id,
-            })
-            .collect(),
+        best_scores,
     })
 }
 
@@ -109,7 +102,7 @@ pub struct DungeonList {
 }
 
 /// Today's dungeon first, then the previous days.
-pub async fn list(state: &AppState) -> Result<DungeonList, ApiError> {
+pub async fn list(state: &AppState) -> Result<DungeonList, DungeonError> {
     let salt = day::map_salt(state).await?;
     let today = DungeonDay::of(state.now());
     let mut dungeons = Vec::with_capacity(RECENT_DAYS as usize);
@@ -119,7 +112,7 @@ pub async fn list(state: &AppState) -> Result<DungeonList, ApiError> {
     Ok(DungeonList { dungeons })
 }
 
-pub async fn detail(state: &AppState, dungeon_id: &str) -> Result<DungeonView, ApiError> {
+pub async fn detail(state: &AppState, dungeon_id: &str) -> Result<DungeonView, DungeonError> {
     let day = day::known(state, dungeon_id)?;
     let salt = day::map_salt(state).await?;
     view(state, day, &salt).await
@@ -143,12 +136,23 @@ pub struct Leaderboard {
     entries: Vec<BoardEntry>,
 }
 
+/// A wallet's line of the board as summed up by the database.
+#[derive(sqlx::FromRow)]
+struct BoardRow {
+    wallet: String,
+    best_score: i64,
+    deepest_floor: i64,
+    cleared: i64,
+    runs: i64,
+}
+
 /// Per wallet: best score, deepest floor, whether any run cleared; best first.
-pub async fn leaderboard(state: &AppState, dungeon_id: &str) -> Result<Leaderboard, ApiError> {
+pub async fn leaderboard(state: &AppState, dungeon_id: &str) -> Result<Leaderboard, DungeonError> {
     let day = day::known(state, dungeon_id)?;
-    let rows: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
-        "SELECT wallet, MAX(score), MAX(deepest_floor),
-                CAST(MAX(CASE WHEN status = 'cleared' THEN 1 ELSE 0 END) AS BIGINT), COUNT(*)
+    let rows: Vec<BoardRow> = sqlx::query_as(
+        "SELECT wallet, MAX(score) AS best_score, MAX(deepest_floor) AS deepest_floor,
+                CAST(MAX(CASE WHEN status = 'cleared' THEN 1 ELSE 0 END) AS BIGINT) AS cleared,
+                COUNT(*) AS runs
          FROM dungeon_runs WHERE dungeon_id = $1
          GROUP BY wallet ORDER BY MAX(score) DESC, MIN(created_at), wallet LIMIT $2",
     )
@@ -161,16 +165,14 @@ pub async fn leaderboard(state: &AppState, dungeon_id: &str) -> Result<Leaderboa
         entries: rows
             .into_iter()
             .enumerate()
-            .map(
-                |(i, (wallet, best_score, deepest_floor, cleared, runs))| BoardEntry {
-                    rank: i + 1,
-                    wallet,
-                    best_score,
-                    deepest_floor,
-                    cleared: cleared == 1,
-                    runs,
-                },
-            )
+            .map(|(i, row)| BoardEntry {
+                rank: i + 1,
+                wallet: row.wallet,
+                best_score: row.best_score,
+                deepest_floor: row.deepest_floor,
+                cleared: row.cleared == 1,
+                runs: row.runs,
+            })
             .collect(),
     })
 }
@@ -200,7 +202,7 @@ impl RunSummary {
             dungeon_id: row.dungeon_id.clone(),
             class: row.class.clone(),
             wallet: row.wallet.clone(),
-            status: row.status.clone(),
+            status: row.status.as_str().to_owned(),
             score: row.score,
             deepest_floor: row.deepest_floor,
             turn_number: row.turn_number,
@@ -245,11 +247,11 @@ pub async fn run_page(
     run_id: &str,
     after_seq: i64,
     limit: i64,
-) -> Result<RunPage, ApiError> {
+) -> Result<RunPage, DungeonError> {
     let row = store::load(state, run_id)
         .await?
-        .ok_or_else(|| run_not_found(run_id))?;
-    let current = serde_json::to_value(row.game()?.view()).map_err(ApiError::internal)?;
+        .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?;
+    let current = serde_json::to_value(row.game()?.view()).map_err(DungeonError::internal)?;
     // One more than asked tells whether another page follows.
     let mut page = store::events_after(state, run_id, after_seq, limit + 1).await?;
     let more = page.len() as i64 > limit;
@@ -279,7 +281,7 @@ pub struct AccountRuns {
 }
 
 /// The caller's runs, newest first.
-pub async fn account_runs(state: &AppState, account_id: &str) -> Result<AccountRuns, ApiError> {
+pub async fn account_runs(state: &AppState, account_id: &str) -> Result<AccountRuns, DungeonError> {
     let rows = store::list_for_account(state, account_id).await?;
     Ok(AccountRuns {
         runs: rows.iter().map(|row| RunSummary::of(state, row)).collect(),
@@ -305,7 +307,7 @@ pub async fn credential(
     state: &AppState,
     run_id: &str,
     account_id: &str,
-) -> Result<Credential, ApiError> {
+) -> Result<Credential, DungeonError> {
     let row: Option<(String, String)> = sqlx::query_as(
         "SELECT key_sealed, status FROM dungeon_runs WHERE id = $1 AND account_id = $2",
     )
@@ -314,13 +316,15 @@ pub async fn credential(
     .fetch_optional(state.store.read())
     .await?;
     let Some((sealed, status)) = row else {
-        return Err(run_not_found(run_id));
+        return Err(DungeonError::UnknownRun(run_id.to_owned()));
     };
-    let key = state.sealer.open(&sealed).map_err(ApiError::internal)?;
-    let key = String::from_utf8(key).map_err(ApiError::internal)?;
+    let key = state
+        .sealer
+        .open_text(&sealed)
+        .map_err(DungeonError::internal)?;
     let run = store::load(state, run_id)
         .await?
-        .ok_or_else(|| run_not_found(run_id))?
+        .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?
         .game()?;
     let view = run.view();
     let urls = RunUrls::of(state, run_id);

@@ -27,6 +27,20 @@ use super::error::ApiError;
 use crate::clock::Clock;
 use crate::state::AppState;
 
+/// A request over its limit: whole seconds until the next one is allowed. Each HTTP family
+/// answers it in its own 429 form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("rate limit exceeded: retry in {retry_after} s")]
+pub struct Limited {
+    pub retry_after: u64,
+}
+
+impl From<Limited> for ApiError {
+    fn from(Limited { retry_after }: Limited) -> Self {
+        ApiError::RateLimited { retry_after }
+    }
+}
+
 /// One keyed limit: at most `count` requests in any `window`, per key.
 pub struct Limiter {
     enabled: bool,
@@ -50,7 +64,7 @@ impl Limiter {
 
     /// Count one request for `key`; refused with the whole seconds until the oldest admission
     /// leaves the window (so a retry at that time passes).
-    pub fn check(&self, key: &str) -> Result<(), ApiError> {
+    pub fn check(&self, key: &str) -> Result<(), Limited> {
         if !self.enabled {
             return Ok(());
         }
@@ -73,7 +87,7 @@ impl Limiter {
         }
         let free_at = recent.front().map_or(now, |oldest| *oldest + self.window);
         let wait_ms = u64::try_from((free_at - now).num_milliseconds()).unwrap_or(0);
-        Err(ApiError::RateLimited {
+        Err(Limited {
             retry_after: wait_ms.div_ceil(1000).max(1),
         })
     }
@@ -344,9 +358,9 @@ mod tests {
         (limiter, clock)
     }
 
-    fn retry_after(result: Result<(), ApiError>) -> u64 {
+    fn retry_after(result: Result<(), Limited>) -> u64 {
         match result {
-            Err(ApiError::RateLimited { retry_after }) => retry_after,
+            Err(Limited { retry_after }) => retry_after,
             other => panic!("expected 429, got {other:?}"),
         }
     }

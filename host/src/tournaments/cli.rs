@@ -4,11 +4,11 @@
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
-use super::model::{USDC_UNIT, ui_amount};
 use super::queries::{self, ListQuery, NewTournament};
 use super::rules::{EvaluationMetric, TransferPolicy};
 use crate::config::StorageArgs;
 use crate::crypto::new_id;
+use crate::usdc::{UNIT as USDC_UNIT, Usdc};
 
 #[derive(Debug, Subcommand)]
 pub enum TournamentCommand {
@@ -150,7 +150,7 @@ pub async fn run(command: TournamentCommand) -> anyhow::Result<()> {
                         "{:<28} {:<10} {:>10} {:>4}/{:<4}  {:<20} {:<20} {}{}",
                         t.id,
                         t.status_at(now).as_str(),
-                        ui_amount(t.entry_fee_raw),
+                        Usdc::from_raw(t.entry_fee_raw).ui(),
                         t.current_participants,
                         t.max_participants,
                         crate::clock::from_millis(t.start_date).format("%Y-%m-%d %H:%M"),

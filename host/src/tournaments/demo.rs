@@ -3,10 +3,10 @@
 
 use chrono::Duration;
 
-use super::model::USDC_UNIT;
 use super::queries::{self, NewTournament};
 use crate::crypto::new_id;
 use crate::state::AppState;
+use crate::usdc::Usdc;
 
 /// Seed the demo tournaments if no tournament exists yet. Returns how many were created.
 pub async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
@@ -48,7 +48,7 @@ pub async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
                 "A paid demo tournament (1 USDC on the embedded simnet); starts in an hour.".into(),
             kind: "highest_pnl".into(),
             visibility: "public".into(),
-            entry_fee_raw: USDC_UNIT,
+            entry_fee_raw: Usdc::whole(1).raw(),
             max_participants: 100,
             escrow_wallet: escrow,
             payout_split: vec![60, 30, 10],

@@ -154,7 +154,7 @@ pub fn classify(tx: &Value, wallet: &str, stable_mint: &str, swap_programs: &[St
 
 /// The USD value of a flow at `sol_usd`.
 pub fn value_usd(lamports: i128, stable_raw: i128, sol_usd: f64) -> f64 {
-    lamports as f64 / 1e9 * sol_usd + stable_raw as f64 / 1e6
+    lamports as f64 / 1e9 * sol_usd + stable_raw as f64 / crate::usdc::UNIT as f64
 }
 
 #[cfg(test)]

@@ -269,7 +269,7 @@ fn rank(
                 FinalStanding {
                     final_rank,
                     final_pnl: row.final_pnl,
-                    prize_awarded: super::model::ui_amount(prize),
+                    prize_awarded: crate::usdc::Usdc::from_raw(prize).ui(),
                     prize_awarded_raw: prize.to_string(),
                     prize_tx_signature: row.prize_tx_signature.clone(),
                 }

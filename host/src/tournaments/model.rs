@@ -1,14 +1,12 @@
 //! A tournament as stored and as shown.
 
+use crate::usdc::Usdc;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::rules::{EvaluationMetric, TransferPolicy};
 use crate::clock::{from_millis, rfc3339, to_millis};
-
-/// Raw units per whole stablecoin (USDC has 6 decimals).
-pub const USDC_UNIT: i64 = 1_000_000;
 
 /// Lifecycle of a tournament; one way only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -145,9 +143,9 @@ impl Tournament {
             current_participants: self.current_participants,
             max_participants: self.max_participants,
             escrow_wallet_address: self.escrow_wallet.clone(),
-            entry_fee: ui_amount(self.entry_fee_raw),
+            entry_fee: Usdc::from_raw(self.entry_fee_raw).ui(),
             entry_fee_raw: self.entry_fee_raw.to_string(),
-            prize_pool: ui_amount(self.prize_pool_raw()),
+            prize_pool: Usdc::from_raw(self.prize_pool_raw()).ui(),
             payout_split: self.payout_split(),
             rake_percent: self.rake_bps as f64 / 100.0,
             is_paper_trading: self.is_paper_trading != 0,
@@ -167,11 +165,6 @@ impl Tournament {
             },
         }
     }
-}
-
-/// Whole-unit amount for display (never used for arithmetic).
-pub fn ui_amount(raw: i64) -> f64 {
-    raw as f64 / USDC_UNIT as f64
 }
 
 /// The public record of a tournament.

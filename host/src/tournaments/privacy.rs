@@ -44,16 +44,26 @@ pub struct InviteParams {
     pub invite_code: Option<String>,
 }
 
-/// The tournament `id` if this caller may see it: 404 when unknown, or private and `code` is
+/// The tournament `id` if this caller may see it: `None` when unknown, or private and `code` is
 /// not its invite code.
+pub async fn find_visible(
+    state: &AppState,
+    id: &str,
+    code: Option<&str>,
+) -> sqlx::Result<Option<Tournament>> {
+    Ok(queries::get(&state.store, id)
+        .await?
+        .filter(|tournament| admits(tournament, code)))
+}
+
+/// [`find_visible`] for the handlers: 404 when the caller may not see it.
 pub async fn visible(
     state: &AppState,
     id: &str,
     code: Option<&str>,
 ) -> Result<Tournament, ApiError> {
-    queries::get(&state.store, id)
+    find_visible(state, id, code)
         .await?
-        .filter(|tournament| admits(tournament, code))
         .ok_or_else(|| super::routes::not_found(id))
 }
 

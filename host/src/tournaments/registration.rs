@@ -12,14 +12,51 @@ use chrono::{DateTime, Utc};
 
 use super::model::{Status, Tournament, registration_memo};
 use super::queries;
+use crate::account::AccountError;
 use crate::auth::Caller;
 use crate::chain::ExpectedPayment;
-use crate::chain::payment::{self, PaymentCheck};
+use crate::chain::payment::{self, PaymentCheck, PaymentError};
 use crate::clock::{from_millis, rfc3339, to_millis};
-use crate::db::is_unique_violation;
+use crate::db::{OnUnique, StoreError};
 use crate::domain::WalletAddress;
-use crate::http::ApiError;
+use crate::http::rate_limit::Limited;
 use crate::state::AppState;
+
+/// Why a registration was refused. The platform API maps it at its edge
+/// (`tournaments::routes`); an agent's entry wraps it (`agents::entry`).
+#[derive(Debug, thiserror::Error)]
+pub enum RegistrationError {
+    /// The request is malformed, or does not fit the tournament (free or paid); the message
+    /// says what to change.
+    #[error("{0}")]
+    Invalid(String),
+    /// No such tournament, or a private one without its invite code.
+    #[error("no tournament `{0}`")]
+    NotFound(String),
+    /// The client sent too many registrations for this tournament.
+    #[error(transparent)]
+    Limited(#[from] Limited),
+    /// Registration is over (deadline passed, ended or cancelled); the message says since when.
+    #[error("{0}")]
+    Closed(String),
+    /// A wallet (or the payer) is not the caller's.
+    #[error(transparent)]
+    Account(#[from] AccountError),
+    #[error(
+        "the tournament is full ({0} participants) or has too few seats left for these wallets"
+    )]
+    Full(i64),
+    #[error("wallet {0} is already registered for this tournament")]
+    AlreadyRegistered(String),
+    #[error("this transaction signature has already paid for a registration")]
+    SignatureUsed,
+    #[error(transparent)]
+    Payment(#[from] PaymentError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+crate::db::store_error_from_sqlx!(RegistrationError);
 
 /// At most this many wallets per request.
 pub const MAX_WALLETS: usize = 10;
@@ -76,23 +113,23 @@ struct Registration {
 }
 
 impl RegisterRequest {
-    fn parse(self) -> Result<Registration, ApiError> {
+    fn parse(self) -> Result<Registration, RegistrationError> {
         let raw = match (self.registered_wallet, self.registered_wallets) {
             (Some(one), None) => vec![one],
             (None, Some(many)) => many,
             (Some(_), Some(_)) => {
-                return Err(ApiError::bad_request(
-                    "send either `registeredWallet` or `registeredWallets`, not both",
+                return Err(RegistrationError::Invalid(
+                    "send either `registeredWallet` or `registeredWallets`, not both".into(),
                 ));
             }
             (None, None) => {
-                return Err(ApiError::bad_request(
-                    "`registeredWallet` or `registeredWallets` is required",
+                return Err(RegistrationError::Invalid(
+                    "`registeredWallet` or `registeredWallets` is required".into(),
                 ));
             }
         };
         if raw.is_empty() || raw.len() > MAX_WALLETS {
-            return Err(ApiError::bad_request(format!(
+            return Err(RegistrationError::Invalid(format!(
                 "`registeredWallets` must list 1 to {MAX_WALLETS} wallets"
             )));
         }
@@ -100,26 +137,24 @@ impl RegisterRequest {
             .iter()
             .map(|wallet| WalletAddress::parse(wallet))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(ApiError::BadRequest)?;
+            .map_err(RegistrationError::Invalid)?;
         let count = wallets.len();
         wallets.sort();
         wallets.dedup();
         if wallets.len() != count {
-            return Err(ApiError::bad_request(
-                "`registeredWallets` lists a wallet twice",
+            return Err(RegistrationError::Invalid(
+                "`registeredWallets` lists a wallet twice".into(),
             ));
         }
         let Some(signature) = self.tx_signature else {
-            return Err(ApiError::bad_request(
-                "`txSignature` is required: null for a free tournament, the payment's signature for a paid one",
-            ));
+            return Err(RegistrationError::Invalid("`txSignature` is required: null for a free tournament, the payment's signature for a paid one".into()));
         };
         let payer = self
             .payer_wallet
             .as_deref()
             .map(WalletAddress::parse)
             .transpose()
-            .map_err(ApiError::BadRequest)?;
+            .map_err(RegistrationError::Invalid)?;
         Ok(Registration {
             wallets,
             signature: signature.filter(|s| !s.trim().is_empty()),
@@ -148,10 +183,12 @@ pub async fn register(
     caller: Option<&Caller>,
     request: RegisterRequest,
     client: Option<&str>,
-) -> Result<Outcome, ApiError> {
+) -> Result<Outcome, RegistrationError> {
     let registration = request.parse()?;
     let tournament =
-        super::privacy::visible(state, tournament_id, registration.invite_code.as_deref()).await?;
+        super::privacy::find_visible(state, tournament_id, registration.invite_code.as_deref())
+            .await?
+            .ok_or_else(|| RegistrationError::NotFound(tournament_id.to_owned()))?;
     if let Some(client) = client {
         state
             .limits
@@ -161,7 +198,9 @@ pub async fn register(
     ensure_open(&tournament, state.now())?;
 
     if let Some(caller) = caller {
-        ensure_owned(state, caller, &registration).await?;
+        // A key (or session) acts only for its account's proven wallets.
+        let wallets = registration.wallets.iter().chain(registration.payer.iter());
+        crate::account::ensure_linked(state, &caller.account_id, wallets).await?;
     }
     let wallets: Vec<String> = registration
         .wallets
@@ -175,18 +214,18 @@ pub async fn register(
     let claim = match (paid, &registration.signature) {
         (false, None) => None,
         (false, Some(_)) => {
-            return Err(ApiError::bad_request(
-                "this tournament is free: send `txSignature: null`",
+            return Err(RegistrationError::Invalid(
+                "this tournament is free: send `txSignature: null`".into(),
             ));
         }
         (true, None) => {
-            return Err(ApiError::bad_request(
-                "this tournament has an entry fee: send the payment's `txSignature`",
+            return Err(RegistrationError::Invalid(
+                "this tournament has an entry fee: send the payment's `txSignature`".into(),
             ));
         }
         (true, Some(signature)) => {
             let payer = registration.payer.clone().ok_or_else(|| {
-                ApiError::bad_request("`payerWallet` is required for a paid tournament")
+                RegistrationError::Invalid("`payerWallet` is required for a paid tournament".into())
             })?;
             let amount = u64::try_from(tournament.entry_fee_raw)
                 .unwrap_or(0)
@@ -199,7 +238,7 @@ pub async fn register(
                 memo: registration_memo(&tournament.id, &wallets),
             };
             if claimed(state, signature).await? {
-                return Err(signature_used());
+                return Err(RegistrationError::SignatureUsed);
             }
             match payment::check(
                 &state.chain,
@@ -242,10 +281,10 @@ pub async fn register(
     })
 }
 
-fn ensure_open(tournament: &Tournament, now: DateTime<Utc>) -> Result<(), ApiError> {
+fn ensure_open(tournament: &Tournament, now: DateTime<Utc>) -> Result<(), RegistrationError> {
     match tournament.status_at(now) {
         Status::Upcoming | Status::Live if tournament.registration_closed_at(now) => {
-            Err(ApiError::Gone(format!(
+            Err(RegistrationError::Closed(format!(
                 "registration for this tournament closed at {}",
                 tournament
                     .registration_deadline
@@ -254,34 +293,13 @@ fn ensure_open(tournament: &Tournament, now: DateTime<Utc>) -> Result<(), ApiErr
             )))
         }
         Status::Upcoming | Status::Live => Ok(()),
-        Status::Ended => Err(ApiError::Gone(
+        Status::Ended => Err(RegistrationError::Closed(
             "this tournament has ended; registration is closed".into(),
         )),
-        Status::Cancelled => Err(ApiError::Gone(
+        Status::Cancelled => Err(RegistrationError::Closed(
             "this tournament was cancelled; registration is closed".into(),
         )),
     }
-}
-
-/// A key (or session) acts only for its account's proven wallets.
-async fn ensure_owned(
-    state: &AppState,
-    caller: &Caller,
-    registration: &Registration,
-) -> Result<(), ApiError> {
-    let owned = crate::account::wallets_of(state, &caller.account_id).await?;
-    let is_owned = |wallet: &WalletAddress| owned.iter().any(|w| w.address == wallet.as_str());
-    if let Some(foreign) = registration
-        .wallets
-        .iter()
-        .chain(registration.payer.iter())
-        .find(|w| !is_owned(w))
-    {
-        return Err(ApiError::Forbidden(format!(
-            "wallet {foreign} is not linked to this account (see allChainWallets in GET /api/account)"
-        )));
-    }
-    Ok(())
 }
 
 async fn ensure_room(
@@ -289,14 +307,14 @@ async fn ensure_room(
     tournament_id: &str,
     wallets: &[String],
     max: i64,
-) -> Result<(), ApiError> {
+) -> Result<(), RegistrationError> {
     let (current,): (i64,) =
         sqlx::query_as("SELECT current_participants FROM tournaments WHERE id = $1")
             .bind(tournament_id)
             .fetch_one(state.store.read())
             .await?;
     if current + wallets.len() as i64 > max {
-        return Err(full(max));
+        return Err(RegistrationError::Full(max));
     }
     for wallet in wallets {
         let taken: Option<(i64,)> = sqlx::query_as(
@@ -307,13 +325,13 @@ async fn ensure_room(
         .fetch_optional(state.store.read())
         .await?;
         if taken.is_some() {
-            return Err(already_registered(wallet));
+            return Err(RegistrationError::AlreadyRegistered(wallet.clone()));
         }
     }
     Ok(())
 }
 
-async fn claimed(state: &AppState, signature: &str) -> Result<bool, ApiError> {
+async fn claimed(state: &AppState, signature: &str) -> Result<bool, RegistrationError> {
     let row: Option<(String,)> =
         sqlx::query_as("SELECT purpose FROM payment_claims WHERE signature = $1")
             .bind(signature)
@@ -329,7 +347,7 @@ async fn commit(
     caller: Option<&Caller>,
     wallets: &[String],
     claim: Option<(String, WalletAddress, u64)>,
-) -> Result<(), ApiError> {
+) -> Result<(), RegistrationError> {
     let now = state.now();
     let n = wallets.len() as i64;
     let mut tx = state.store.begin().await?;
@@ -350,13 +368,13 @@ async fn commit(
         drop(tx);
         let tournament = queries::get(&state.store, tournament_id)
             .await?
-            .ok_or_else(|| super::routes::not_found(tournament_id))?;
+            .ok_or_else(|| RegistrationError::NotFound(tournament_id.to_owned()))?;
         ensure_open(&tournament, now)?;
-        return Err(full(tournament.max_participants));
+        return Err(RegistrationError::Full(tournament.max_participants));
     }
     let signature = claim.as_ref().map(|(signature, _, _)| signature.clone());
     if let Some((signature, payer, amount)) = &claim {
-        let inserted = sqlx::query(
+        sqlx::query(
             "INSERT INTO payment_claims (signature, purpose, reference, payer, amount_raw, claimed_at)
              VALUES ($1, 'tournament', $2, $3, $4, $5)",
         )
@@ -366,14 +384,11 @@ async fn commit(
         .bind(i64::try_from(*amount).unwrap_or(i64::MAX))
         .bind(to_millis(now))
         .execute(&mut *tx)
-        .await;
-        match inserted {
-            Err(error) if is_unique_violation(&error) => return Err(signature_used()),
-            other => other?,
-        };
+        .await
+        .on_unique(|| RegistrationError::SignatureUsed)?;
     }
     for wallet in wallets {
-        let inserted = sqlx::query(
+        sqlx::query(
             "INSERT INTO tournament_registrations (tournament_id, wallet, account_id, tx_signature, registered_at)
              VALUES ($1, $2, $3, $4, $5)",
         )
@@ -383,28 +398,9 @@ async fn commit(
         .bind(signature.as_deref())
         .bind(to_millis(now))
         .execute(&mut *tx)
-        .await;
-        match inserted {
-            Err(error) if is_unique_violation(&error) => return Err(already_registered(wallet)),
-            other => other?,
-        };
+        .await
+        .on_unique(|| RegistrationError::AlreadyRegistered(wallet.clone()))?;
     }
     tx.commit().await?;
     Ok(())
-}
-
-fn full(max: i64) -> ApiError {
-    ApiError::Conflict(format!(
-        "the tournament is full ({max} participants) or has too few seats left for these wallets"
-    ))
-}
-
-fn already_registered(wallet: &str) -> ApiError {
-    ApiError::Conflict(format!(
-        "wallet {wallet} is already registered for this tournament"
-    ))
-}
-
-fn signature_used() -> ApiError {
-    ApiError::Conflict("this transaction signature has already paid for a registration".into())
 }

@@ -10,7 +10,7 @@ use super::model::{Status, TournamentView, registration_memo};
 use super::performance::{self, Performance};
 use super::privacy::{self, InviteParams};
 use super::queries::{self, ListQuery};
-use super::registration::{self, Outcome, RegisterRequest};
+use super::registration::{self, Outcome, RegisterRequest, RegistrationError};
 use crate::auth::{MaybeAccountAuth, Write};
 use crate::chain::payment::PendingPayment;
 use crate::domain::WalletAddress;
@@ -150,6 +150,23 @@ pub fn not_found(id: &str) -> ApiError {
     ApiError::NotFound(format!("no tournament `{id}`"))
 }
 
+impl From<RegistrationError> for ApiError {
+    fn from(error: RegistrationError) -> Self {
+        match error {
+            RegistrationError::Invalid(message) => ApiError::BadRequest(message),
+            RegistrationError::NotFound(id) => not_found(&id),
+            RegistrationError::Limited(limited) => limited.into(),
+            RegistrationError::Closed(message) => ApiError::Gone(message),
+            RegistrationError::Account(account) => account.into(),
+            RegistrationError::Full(_)
+            | RegistrationError::AlreadyRegistered(_)
+            | RegistrationError::SignatureUsed => ApiError::Conflict(error.to_string()),
+            RegistrationError::Payment(payment) => payment.into(),
+            RegistrationError::Store(store) => store.into(),
+        }
+    }
+}
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
@@ -202,7 +219,7 @@ async fn get_registration_memo(
     Ok(axum::Json(MemoView {
         memo: registration_memo(&tournament.id, &wallets),
         amount_raw: amount.to_string(),
-        amount_ui: super::model::ui_amount(amount),
+        amount_ui: crate::usdc::Usdc::from_raw(amount).ui(),
         escrow_wallet_address: tournament.escrow_wallet,
         wallets,
     }))

@@ -5,10 +5,10 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
 
-use super::model::USDC_UNIT;
 use super::queries::{self, NewTournament};
 use crate::scheduler::Recurring;
 use crate::state::AppState;
+use crate::usdc::UNIT as USDC_UNIT;
 
 /// One recurring tournament, as configured (`CRUCIBLE_TOURNAMENT_SERIES` holds a JSON array).
 #[derive(Debug, Clone, Deserialize, PartialEq)]

@@ -40,7 +40,7 @@ async fn value_at(state: &AppState, wallet: &WalletAddress, sol_price: f64) -> a
         .portfolio(wallet)
         .await
         .context("reading the portfolio")?;
-    let stable = portfolio.token(state.chain.stablecoin_mint()) as f64 / 1_000_000.0;
+    let stable = portfolio.token(state.chain.stablecoin_mint()) as f64 / crate::usdc::UNIT as f64;
     Ok(portfolio.lamports as f64 / LAMPORTS * sol_price + stable)
 }
 

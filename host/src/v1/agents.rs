@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::error::{V1Error, ok};
@@ -15,6 +15,7 @@ use super::tournaments::{envelope, page};
 use crate::agents::entry::{self, Entered, EntryError};
 use crate::agents::performance::{self, Period};
 use crate::agents::{self, AgentError, AgentView, new_agent, service, strategies};
+use crate::chain::payment::PendingPayment;
 use crate::clock::{from_millis, rfc3339};
 use crate::market::Interval;
 use crate::state::AppState;
@@ -209,9 +210,14 @@ impl From<EntryError> for V1Error {
     fn from(error: EntryError) -> Self {
         match error {
             EntryError::Agent(agent) => agent.into(),
-            EntryError::Registration(api) => api.into(),
+            // The registration's own answer, in this family's form.
+            EntryError::Registration(registration) => {
+                crate::http::ApiError::from(registration).into()
+            }
             EntryError::CannotPay(message) => V1Error::InsufficientFunds(message),
             EntryError::Chain(message) => V1Error::Unavailable(message),
+            EntryError::Store(store) => store.into(),
+            EntryError::Internal(source) => V1Error::Internal(source),
         }
     }
 }
@@ -243,24 +249,48 @@ async fn enter_tournament(
     Ok(match entered {
         Entered::Registered { signature } => (
             StatusCode::CREATED,
-            ok(json!({
-                "agentId": agent_id,
-                "tournamentId": tournament_id,
-                "count": 1,
-                "txSignature": signature,
-            })),
+            ok(AgentEntered {
+                agent_id,
+                tournament_id,
+                count: 1,
+                tx_signature: signature,
+            }),
         ),
         Entered::Pending { signature } => (
             StatusCode::ACCEPTED,
-            ok(json!({
-                "agentId": agent_id,
-                "tournamentId": tournament_id,
-                "retryable": true,
-                "message": "the entry fee is paid but not final yet; call again in a few seconds",
-                "txSignature": signature,
-            })),
+            ok(AgentEntryPending {
+                agent_id,
+                tournament_id,
+                // The same members as every other 202 of a paid entry.
+                pending: PendingPayment::saying(
+                    "the entry fee is paid but not final yet; call again in a few seconds",
+                ),
+                tx_signature: signature,
+            }),
         ),
     })
+}
+
+/// The 201 `data` of an agent's entry.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AgentEntered {
+    agent_id: String,
+    tournament_id: String,
+    count: usize,
+    /// The fee's signature (`null` for a free tournament).
+    tx_signature: Option<String>,
+}
+
+/// The 202 `data` of an agent's entry: the fee is paid, not final yet.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AgentEntryPending {
+    agent_id: String,
+    tournament_id: String,
+    #[serde(flatten)]
+    pending: PendingPayment,
+    tx_signature: String,
 }
 
 #[derive(Debug, Deserialize)]

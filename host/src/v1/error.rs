@@ -135,6 +135,14 @@ impl From<ApiError> for V1Error {
     }
 }
 
+impl From<crate::http::rate_limit::Limited> for V1Error {
+    fn from(limited: crate::http::rate_limit::Limited) -> Self {
+        V1Error::RateLimited {
+            retry_after: limited.retry_after,
+        }
+    }
+}
+
 impl From<sqlx::Error> for V1Error {
     fn from(error: sqlx::Error) -> Self {
         ApiError::from(error).into()

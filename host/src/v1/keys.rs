@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{V1Error, ok};
 use super::extract::{Body, PERMISSIONS, Path, V1Session};
-use crate::api_keys::{self, CreateKey, CreatedKey, KeyView};
+use crate::api_keys::{self, CreateKey, CreatedKey, KeyError, KeyView};
 use crate::auth::keys::KeyFamily;
 use crate::domain::{HttpUrl, Label};
 use crate::state::AppState;
@@ -19,6 +19,13 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api-keys", get(list_keys).post(create_key))
         .route("/api-keys/{keyId}", delete(revoke_key))
+}
+
+/// The platform API's mapping (`api_keys::routes`), in this family's form.
+impl From<KeyError> for V1Error {
+    fn from(error: KeyError) -> Self {
+        crate::http::ApiError::from(error).into()
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -45,6 +45,19 @@ impl RunStatus {
     pub fn is_over(self) -> bool {
         self != RunStatus::Active
     }
+
+    /// The status named `name` (as [`RunStatus::as_str`] writes it).
+    pub fn parse(name: &str) -> Option<Self> {
+        [
+            RunStatus::Active,
+            RunStatus::Cleared,
+            RunStatus::Dead,
+            RunStatus::Exhausted,
+            RunStatus::Abandoned,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == name)
+    }
 }
 
 /// A legal turn's result; the caller reads the new state with [`Run::view`].

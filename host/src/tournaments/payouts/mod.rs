@@ -16,7 +16,7 @@ use crate::crypto::new_id;
 use crate::scheduler;
 use crate::state::AppState;
 
-pub use send::{send, sign_and_record};
+pub use send::{PayoutStatus, send, sign_and_record};
 
 pub const SEND_JOB: &str = "payout.send";
 

@@ -20,6 +20,7 @@ use crate::chain::rpc::SignatureStatus;
 use crate::chain::{Keypair, SignedTransfer};
 use crate::clock::to_millis;
 use crate::crypto::new_id;
+use crate::db::UnknownValue;
 use crate::domain::WalletAddress;
 use crate::state::AppState;
 
@@ -35,10 +36,20 @@ const FINALITY_POLLS: u32 = 20;
 
 /// Where a payout stands; a stored value outside these is refused when read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PayoutStatus {
+pub enum PayoutStatus {
     Pending,
     Sent,
     Failed,
+}
+
+impl PayoutStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PayoutStatus::Pending => "pending",
+            PayoutStatus::Sent => "sent",
+            PayoutStatus::Failed => "failed",
+        }
+    }
 }
 
 impl TryFrom<String> for PayoutStatus {
@@ -76,10 +87,6 @@ impl TryFrom<String> for SourceKind {
         }
     }
 }
-
-#[derive(Debug, thiserror::Error)]
-#[error("unknown stored value `{0}`")]
-struct UnknownValue(String);
 
 /// A payout as the worker that leased it reads it.
 #[derive(Debug, sqlx::FromRow)]

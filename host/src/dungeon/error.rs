@@ -1,0 +1,72 @@
+//! What can go wrong in the dungeon: an unknown or closed day, a refused entry, a turn out of
+//! order, a run that has ended. Every service of this module returns [`DungeonError`]; the
+//! platform API maps it to its status and body at the edge (`dungeon::routes`).
+
+use crate::account::AccountError;
+use crate::chain::payment::PaymentError;
+use crate::db::StoreError;
+use crate::http::rate_limit::Limited;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DungeonError {
+    /// Not a dungeon id, or a day still to come.
+    #[error("no dungeon `{0}` (ids are UTC dates, YYYY-MM-DD, up to today)")]
+    UnknownDungeon(String),
+    /// A past day: entries are closed.
+    #[error("dungeon {day} is closed; only today's dungeon ({today}) can be entered")]
+    Closed { day: String, today: String },
+    /// No such run (or, for its credential, not one of the caller's).
+    #[error("no dungeon run `{0}`")]
+    UnknownRun(String),
+    /// The request is malformed; the message says what to change.
+    #[error("{0}")]
+    Invalid(String),
+    /// The payer is not one of the caller's wallets.
+    #[error(transparent)]
+    Account(#[from] AccountError),
+    /// The quote id is not one this deployment signed; the message says where to get one.
+    #[error("{0}")]
+    QuoteUnknown(String),
+    /// The quote is genuine but for another day or wallet.
+    #[error("{0}")]
+    QuoteMismatch(String),
+    /// The quote's time is up.
+    #[error("{0}")]
+    QuoteExpired(String),
+    #[error("quote {0} has already been used for a run")]
+    QuoteUsed(String),
+    #[error("this transaction signature has already paid for an entry")]
+    SignatureUsed,
+    #[error(transparent)]
+    Payment(#[from] PaymentError),
+    /// A turn number that is not the next one, or a run contended by several requests.
+    #[error("{0}")]
+    OutOfTurn(String),
+    /// The run is over, so its key no longer works; `status` says how it ended, when known.
+    #[error(
+        "run {run_id} has ended{}; its key no longer works",
+        .status.as_ref().map(|status| format!(" ({status})")).unwrap_or_default()
+    )]
+    RunEnded {
+        run_id: String,
+        status: Option<String>,
+    },
+    /// A genuine run key, of another run.
+    #[error("this run key belongs to another run, not to {0}")]
+    OtherRun(String),
+    /// Too many broadcasts on this run.
+    #[error(transparent)]
+    Limited(#[from] Limited),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+impl DungeonError {
+    pub fn internal(error: impl Into<anyhow::Error>) -> Self {
+        DungeonError::Internal(error.into())
+    }
+}
+
+crate::db::store_error_from_sqlx!(DungeonError);

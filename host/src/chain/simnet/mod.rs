@@ -60,7 +60,7 @@ const EVENT_BUFFER: usize = 4096;
 
 /// The advisory lock key every node takes to write the simnet ledger on PostgreSQL
 /// ("simnet" in ASCII).
-const LEDGER_LOCK: i64 = 0x73_696d_6e65_74;
+const LEDGER_LOCK: i64 = 0x7369_6d6e_6574;
 
 /// How many blocks a blockhash stays valid for: its `lastValidBlockHeight` is its slot plus this
 /// (as on Solana).

@@ -10,8 +10,9 @@
 //!   (half-life about 1.5 hours) and a slow log-volatility that wanders with a half-life of a day,
 //!   so absolute returns stay autocorrelated over tens of candles.
 //! - **Regimes and crashes**: calm, bull, bear and turbulent regimes of about six days; about
-//!   eight times a year a crash (or, one time in five, a squeeze) moves the price by roughly 10
-//!   step volatilities an hour under tripled volatility.
+//!   eight times a year a crash (or, one time in five, a squeeze) moves the price by 18–36
+//!   step volatilities in an hour under a volatility burst; between them the price creeps up by
+//!   what crashes take on average, so there is no drift over the long run.
 //! - **Volume** rises with the volatility and with the size of each step's shock.
 //!
 //! Signals carry weak information: a small hidden drift (a fast part with a half-life of an hour
@@ -69,6 +70,12 @@ const REGIME_SWITCH: f64 = 1.0 / (6.0 * STEPS_PER_DAY);
 /// Crash (or squeeze) probability per step: about eight a year.
 const CRASH_CHANCE: f64 = 1.0 / (45.0 * STEPS_PER_DAY);
 const CRASH_STEPS: u32 = 12;
+/// A crash's drift per step, in nominal step volatilities (uniform between the two).
+const CRASH_STEP_MIN: f64 = 1.5;
+const CRASH_STEP_MAX: f64 = 3.0;
+/// Expected crash drift per step (crashes 4 in 5, squeezes 1 in 5), given back between them.
+const CRASH_COMPENSATION: f64 =
+    CRASH_CHANCE * CRASH_STEPS as f64 * (CRASH_STEP_MIN + CRASH_STEP_MAX) / 2.0 * (0.8 - 0.2);
 /// Hidden drift, in units of the step volatility: stationary standard deviations and
 /// half-lives (steps) of its fast and slow parts.
 const FAST_DRIFT_SD: f64 = 0.02;
@@ -207,9 +214,9 @@ impl PairPath {
             };
         }
         if self.crash_left == 0 && self.rng.r#gen::<f64>() < CRASH_CHANCE {
-            // A crash (four times in five) or a squeeze: a drift of about one step volatility
-            // a step for an hour, under a volatility burst, then a turbulent regime.
-            let size = 0.6 + 0.6 * self.rng.r#gen::<f64>();
+            // A crash (four times in five) or a squeeze: a drift of 1.5–3 nominal step
+            // volatilities a step for an hour, under a volatility burst, then a turbulent regime.
+            let size = CRASH_STEP_MIN + (CRASH_STEP_MAX - CRASH_STEP_MIN) * self.rng.r#gen::<f64>();
             self.crash_drift = if self.rng.r#gen::<f64>() < 0.8 {
                 -size
             } else {
@@ -230,13 +237,17 @@ impl PairPath {
         };
         let vol_mult = regime_vol * (lv - LOGVOL_SD * LOGVOL_SD / 2.0).exp() * self.garch.sqrt();
         let step_sigma = self.sigma * vol_mult;
-        let mut drift = regime_sharpe / STEPS_PER_YEAR.sqrt() + f + s;
+        let drift = regime_sharpe / STEPS_PER_YEAR.sqrt() + f + s;
+        // Crashes are nominal-volatility moves; between them the price creeps up by what they
+        // take on average, so the market has no drift over the long run ("up the stairs, down
+        // the lift").
+        let mut jump = CRASH_COMPENSATION;
         if self.crash_left > 0 {
-            drift += self.crash_drift;
+            jump += self.crash_drift;
             self.crash_left -= 1;
         }
         let z = self.student_t();
-        let ret = step_sigma * (drift + z);
+        let ret = step_sigma * (drift + z) + self.sigma * jump;
         // Capping z² keeps one extreme shock from pinning the volatility for days.
         self.garch = (1.0 - GARCH_A - GARCH_B) + GARCH_A * (z * z).min(50.0) + GARCH_B * self.garch;
 

@@ -1,6 +1,8 @@
 //! The six class strategies trade on the simulated market and behave per their class.
 
-use crucible::market::{CsvFeed, Interval, MarketFeed, Pair, SimulatedMarket};
+use crucible::market::{
+    CsvFeed, Interval, MarketFeed, Pair, SimulatedMarket, real_feed, real_pair,
+};
 use crucible::paper::Side;
 use crucible::sandbox::{
     BacktestReport, BacktestSpec, Sandbox, SandboxConfig, builtin_component, run_backtest,
@@ -171,4 +173,71 @@ fn max_allocation_is_enforced_and_backtests_are_deterministic() {
     let again = backtest(&sandbox, "gambler", 2, 30.0);
     assert_eq!(capped.ledger, again.ledger);
     assert_eq!(capped.trades.len(), again.trades.len());
+}
+
+#[test]
+fn every_class_replays_the_real_candles_without_a_failed_tick() {
+    let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
+    for interval in [Interval::M5, Interval::H1] {
+        let feed = real_feed(interval).expect("real candles");
+        let (_, end) = feed.span();
+        let candles = feed
+            .candles(&real_pair(), interval, end, usize::MAX)
+            .expect("candles");
+        let ticks = candles.len() - 200;
+        for class in crucible::sandbox::BUILTIN_CLASSES {
+            let spec = BacktestSpec::new(class, real_pair(), interval, end, ticks);
+            let r = backtest_on(&sandbox, class, &feed, &spec);
+            assert_eq!(r.ticks, ticks, "{class} at {interval}");
+            assert!(
+                r.faults.is_empty(),
+                "{class} at {interval}: {:?}",
+                r.faults.first()
+            );
+            assert!(r.ledger.quote >= 0 && r.ledger.base >= 0);
+        }
+    }
+}
+
+/// The small version of `crucible strategy evaluate` CI runs: every class, two intervals, a few
+/// seeds and the real replay; no failed tick, and the capital-preserving class draws down least.
+#[test]
+fn a_small_evaluation_runs_every_class_and_the_real_replay() {
+    use crucible::strategy_eval::{Plan, evaluate, missed_targets, rows};
+    let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
+    let plan = Plan {
+        seeds: 3,
+        days: 20,
+        pair: Pair::new("SOL", "USDC"),
+        paper: crucible::paper::PaperConfig::default(),
+        intervals: vec![Interval::H1, Interval::H4],
+        jobs: 2,
+    };
+    let runs = evaluate(&sandbox, &plan).expect("evaluate");
+    // 6 classes × 2 intervals × 3 seeds, and the real replay at 1h.
+    assert_eq!(runs.len(), 6 * 2 * 3 + 6);
+    assert!(runs.iter().all(|r| r.failed_ticks == 0));
+    let rows = rows(&runs);
+    assert_eq!(rows.len(), 6 * 2 + 6);
+    let missed = missed_targets(&rows);
+    assert!(
+        !missed.iter().any(|m| m.contains("failed ticks")),
+        "{missed:?}"
+    );
+    for interval in [Interval::H1, Interval::H4] {
+        let at: Vec<_> = rows
+            .iter()
+            .filter(|r| !r.real && r.interval == interval)
+            .collect();
+        let defender = at.iter().find(|r| r.class == "defender").expect("defender");
+        for r in &at {
+            assert!(
+                defender.drawdown_median <= r.drawdown_median,
+                "at {interval}: defender {} vs {} {}",
+                defender.drawdown_median,
+                r.class,
+                r.drawdown_median
+            );
+        }
+    }
 }

@@ -3,9 +3,10 @@
 //! the slow one, or on an RSI blow-off once the trade has paid its costs.
 //!
 //! Cost-aware: the periods stretch at intervals under an hour so they read the same stretch of
-//! time (`costs::time_scale`), and "clear" means a gap between the EMAs of at least half a
-//! round trip's cost or half a candle's volatility, whichever is larger: at 5m the averages must
-//! part further, relative to the candles, before it pays to trade, so it does not churn.
+//! time (`costs::time_scale`), and "clear" means a gap between the EMAs of at least a round
+//! trip's cost or half a candle's volatility, whichever is larger, times that stretch: at 5m the
+//! averages must part further, relative to the candles, before it pays to trade, so it does not
+//! churn.
 
 #![cfg_attr(target_arch = "wasm32", no_std)]
 
@@ -35,7 +36,8 @@ impl Strategy for Fighter {
         ) else {
             return Ok(Vec::new());
         };
-        let band = (0.5 * costs::ROUND_TRIP_COST).max(0.5 * sigma);
+        // Stretched periods still see only a few hours at 5m: the band widens with the stretch.
+        let band = costs::ROUND_TRIP_COST.max(0.5 * sigma) * m as f64;
         let gap = (fast - slow) / price;
         // Between the bands the previous side stands (hysteresis).
         let above = if gap > band {

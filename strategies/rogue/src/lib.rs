@@ -3,8 +3,9 @@
 //! the stretch doubles or the reversion does not come.
 //!
 //! Cost-aware: the mean spans the same stretch of time at every interval (`costs::time_scale`),
-//! and the way back to it must be worth at least two round trips of cost, so small stretches of
-//! quiet 5-minute candles are left alone.
+//! and the way back to it must be worth at least two round trips of cost times that stretch (at
+//! 5m the same stretch of time holds four times as many candles, each a chance to enter), so
+//! small stretches of quiet 5-minute candles are left alone.
 
 #![cfg_attr(target_arch = "wasm32", no_std)]
 
@@ -54,7 +55,7 @@ impl Strategy for Rogue {
             return Ok(Vec::new());
         }
         let room = mean / price - 1.0;
-        if z < -2.0 && room > 2.0 * costs::ROUND_TRIP_COST {
+        if z < -2.0 && room > 2.0 * costs::ROUND_TRIP_COST * m as f64 {
             state.held = 0;
             return Ok(vec![
                 Order::buy(0.4).because(format!("stretched (z {z:.1})")),

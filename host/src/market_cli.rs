@@ -159,7 +159,7 @@ pub fn stats_report(args: &StatsArgs) -> anyhow::Result<String> {
 
 fn horizon_label(steps: usize) -> String {
     let minutes = steps * 5;
-    if minutes % 60 == 0 {
+    if minutes.is_multiple_of(60) {
         format!("{} h", minutes / 60)
     } else {
         format!("{minutes} min")
@@ -169,7 +169,7 @@ fn horizon_label(steps: usize) -> String {
 fn median(sorted: &[f64]) -> f64 {
     match sorted.len() {
         0 => f64::NAN,
-        n if n % 2 == 1 => sorted[n / 2],
+        n if !n.is_multiple_of(2) => sorted[n / 2],
         n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
     }
 }

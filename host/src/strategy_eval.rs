@@ -432,4 +432,52 @@ mod tests {
         assert_eq!(quantile(&[1.0, 2.0], 0.5), 1.5);
         assert!(quantile(&[], 0.5).is_nan());
     }
+
+    fn run(class: &'static str, seed: u64, ret: f64, drawdown: f64, sharpe: f64) -> Run {
+        Run {
+            class,
+            interval: Interval::H1,
+            source: Source::Simulated(seed),
+            return_percent: ret,
+            buy_and_hold_percent: 0.0,
+            sharpe,
+            max_drawdown: drawdown,
+            trades: 10,
+            fees: 1.0,
+            ticks: 100,
+            failed_ticks: 0,
+        }
+    }
+
+    #[test]
+    fn targets_name_each_miss() {
+        // Defender steady, gambler wide: every target met.
+        let mut runs = Vec::new();
+        for seed in 1..=4 {
+            let s = seed as f64;
+            runs.push(run("defender", seed, -1.0 + s * 0.1, 0.03, 0.1));
+            runs.push(run("gambler", seed, -20.0 + s * 10.0, 0.3, 0.5));
+            runs.push(run("fighter", seed, -2.0 + s, 0.1, 0.3));
+        }
+        let good = rows(&runs);
+        assert_eq!(good.len(), 3);
+        assert!(
+            missed_targets(&good).is_empty(),
+            "{:?}",
+            missed_targets(&good)
+        );
+        // A losing, leaking fighter with the narrowest drawdown breaks three targets.
+        for r in runs.iter_mut().filter(|r| r.class == "fighter") {
+            r.return_percent -= 30.0;
+            r.sharpe = 3.0;
+            r.max_drawdown = 0.01;
+            r.failed_ticks = 1;
+        }
+        let missed = missed_targets(&rows(&runs));
+        assert_eq!(missed.len(), 4, "{missed:?}");
+        assert!(missed[0].contains("below -10 %"));
+        assert!(missed[1].contains("above 2.5"));
+        assert!(missed[2].contains("lower median drawdown than defender"));
+        assert!(missed[3].contains("4 failed ticks"));
+    }
 }

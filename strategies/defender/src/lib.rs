@@ -4,7 +4,7 @@
 //!
 //! Cost-aware: "calm" compares the last 14 candles' volatility with the last 100's, so it means
 //! the same at every interval, and the stop is half a day's volatility (measured from the
-//! candles), never closer than two round trips of cost.
+//! candles), never closer than two round trips of cost nor further than 4 %.
 
 #![cfg_attr(target_arch = "wasm32", no_std)]
 
@@ -20,6 +20,9 @@ pub struct State {
 }
 
 pub struct Defender;
+
+/// The stop never lets a position lose more than this, however turbulent the market.
+const MAX_STOP: f64 = 0.04;
 
 impl Strategy for Defender {
     type State = State;
@@ -61,7 +64,7 @@ impl Strategy for Defender {
         let calm = recent < usual;
         if price > sma && calm {
             let daily = costs::daily_volatility(usual, &ctx.config.interval);
-            state.stop = (0.5 * daily).max(2.0 * costs::ROUND_TRIP_COST);
+            state.stop = (0.5 * daily).clamp(2.0 * costs::ROUND_TRIP_COST, MAX_STOP);
             return Ok(vec![Order::buy(0.15).because("calm uptrend")]);
         }
         Ok(Vec::new())

@@ -27,6 +27,8 @@ pub enum Command {
     Migrate(StorageArgs),
     /// Backtest or check strategy components (no server needed).
     Strategy(crate::strategy_cli::StrategyArgs),
+    /// Measure the markets: stylized facts of real and simulated candles, signal ICs.
+    Market(crate::market_cli::MarketArgs),
     /// Create, list and cancel tournaments (on the same database as the server).
     #[command(subcommand)]
     Tournament(crate::tournaments::cli::TournamentCommand),
@@ -69,6 +71,7 @@ pub async fn run() -> ExitCode {
         Command::Serve(args) => serve(Config::from(*args)).await,
         Command::Migrate(args) => migrate(args).await,
         Command::Strategy(args) => crate::strategy_cli::run(args),
+        Command::Market(args) => crate::market_cli::run(args),
         Command::Tournament(command) => crate::tournaments::cli::run(command).await,
         Command::Wallet(args) => crate::chain::wallet_cli::run(args).await,
         Command::Admin(command) => crate::admin::cli::run(command).await,

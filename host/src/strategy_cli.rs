@@ -25,6 +25,9 @@ pub struct StrategyArgs {
 pub enum StrategyCommand {
     /// Backtest a class strategy or a component file on the simulated market or a CSV replay.
     Backtest(BacktestArgs),
+    /// Every class over every interval and many seeds, and a replay of real candles: median and
+    /// quartile returns against buy-and-hold, Sharpe, drawdown, trades and fees.
+    Evaluate(crate::strategy_eval::EvaluateArgs),
     /// Validate a component: size, format, world; prints its hash and compile time.
     Check(CheckArgs),
     /// Create a strategy project to start from: `--lang rust|python|js`.
@@ -94,6 +97,15 @@ pub fn run(args: StrategyArgs) -> anyhow::Result<()> {
                 .spawn(|| backtest(a))
                 .join()
                 .unwrap_or_else(|_| bail!("the backtest thread panicked"))
+        }),
+        StrategyCommand::Evaluate(a) => std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let sandbox = Sandbox::new(cli_sandbox_config(&a.data_dir)?)?;
+                    crate::strategy_eval::run(&a, &sandbox)
+                })
+                .join()
+                .unwrap_or_else(|_| bail!("the evaluation thread panicked"))
         }),
         StrategyCommand::Check(a) => check(a),
         StrategyCommand::New(a) => {

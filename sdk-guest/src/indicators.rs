@@ -164,6 +164,22 @@ pub fn zscore(values: &[f64], period: usize) -> Option<f64> {
     Some(if sd == 0.0 { 0.0 } else { (last - mean) / sd })
 }
 
+/// Per-candle volatility: population standard deviation of the last `period` log returns
+/// (needs `period + 1` positive values).
+pub fn volatility(values: &[f64], period: usize) -> Option<f64> {
+    let w = window(values, period + 1)?;
+    if period == 0 || w.iter().any(|v| *v <= 0.0) {
+        return None;
+    }
+    let r = |i: usize| libm::log(w[i + 1] / w[i]);
+    let mean = (0..period).map(r).sum::<f64>() / period as f64;
+    let var = (0..period)
+        .map(|i| (r(i) - mean) * (r(i) - mean))
+        .sum::<f64>()
+        / period as f64;
+    Some(libm::sqrt(var))
+}
+
 /// Highest value of the last `period` values.
 pub fn highest(values: &[f64], period: usize) -> Option<f64> {
     window(values, period).map(|w| w.iter().copied().fold(f64::MIN, f64::max))
@@ -191,6 +207,15 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-6
+    }
+
+    #[test]
+    fn volatility_of_a_constant_ratio_walk_is_zero_and_of_alternation_its_step() {
+        let up: Vec<f64> = (0..10).map(|i| libm::pow(1.01, f64::from(i))).collect();
+        assert!(volatility(&up, 9).unwrap() < 1e-9);
+        let zigzag = [100.0, 110.0, 100.0, 110.0, 100.0];
+        assert!(close(volatility(&zigzag, 4).unwrap(), libm::log(1.1)));
+        assert_eq!(volatility(&zigzag, 5), None);
     }
 
     #[test]

@@ -47,6 +47,7 @@
 
 extern crate alloc;
 
+pub mod costs;
 pub mod indicators;
 pub mod prelude;
 #[cfg(all(target_arch = "wasm32", not(feature = "std")))]

@@ -1,6 +1,6 @@
 //! What a strategy uses every day, for `no_std` crates: `use crucible_sdk::prelude::*;`.
 
-pub use crate::{Context, Level, Order, Side, Size, Strategy, indicators, log};
+pub use crate::{Context, Level, Order, Side, Size, Strategy, costs, indicators, log};
 pub use alloc::borrow::ToOwned;
 pub use alloc::boxed::Box;
 pub use alloc::format;

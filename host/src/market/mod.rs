@@ -1,15 +1,19 @@
 //! Market data: candles at 5m/15m/1h/4h/1d and per-token signals (sentiment, on-chain flows)
 //! behind one [`MarketFeed`] trait.
 //!
-//! Two feeds: [`SimulatedMarket`], a seeded regime-switching random walk whose signals carry real
-//! information about future returns (the default; deterministic per seed), and [`CsvFeed`],
-//! replaying historical candles. The market only serves data; it never trades or stores.
+//! Two feeds: [`SimulatedMarket`], a seeded market calibrated on real candles whose signals carry
+//! weak information about future returns (the default; deterministic per seed), and [`CsvFeed`],
+//! replaying historical candles (real BTC/USDT candles ship with the binary: [`real_feed`]).
+//! [`stats`] measures both. The market only serves data; it never trades or stores.
 
 mod csv;
+mod real;
 mod sim;
+pub mod stats;
 
 pub use csv::CsvFeed;
-pub use sim::{KNOWN_PAIRS, SimulatedMarket};
+pub use real::{BTC_USDT_1H, BTC_USDT_5M, real_feed, real_pair};
+pub use sim::{KNOWN_PAIRS, SIGNAL_HORIZONS, STEP_MS, SimulatedMarket};
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,6 +1,8 @@
 //! The six class strategies trade on the simulated market and behave per their class.
 
-use crucible::market::{CsvFeed, Interval, MarketFeed, Pair, SimulatedMarket};
+use crucible::market::{
+    CsvFeed, Interval, MarketFeed, Pair, SimulatedMarket, real_feed, real_pair,
+};
 use crucible::paper::Side;
 use crucible::sandbox::{
     BacktestReport, BacktestSpec, Sandbox, SandboxConfig, builtin_component, run_backtest,
@@ -93,11 +95,13 @@ fn defender_risks_less_than_gambler() {
         // Defender sizes at 15 % of equity, gambler goes all in.
         assert!(defender.metrics.avg_trade_size < 0.2 * 10_000.0 * 1.1);
         assert!(gambler.metrics.avg_trade_size > 0.8 * 10_000.0 * 0.9);
-        // Defender's stop: no closed trip loses much more than 2 % of its (15 %) position.
+        // Defender's stop (half a day's volatility, at most 4 %) is checked at each close: a
+        // trip loses at most the stop plus the hour it was crossed in (a crash hour moves SOL
+        // several percent), never a large part of its (15 %) position.
         for t in defender.trades.iter().filter(|t| t.fill.side == Side::Sell) {
             let loss = -(t.fill.realized_pnl.unwrap_or(0) as f64) / 1e6;
             assert!(
-                loss < 0.05 * t.fill.notional as f64 / 1e6,
+                loss < 0.1 * t.fill.notional as f64 / 1e6,
                 "seed {seed}: loss {loss}"
             );
         }
@@ -171,4 +175,74 @@ fn max_allocation_is_enforced_and_backtests_are_deterministic() {
     let again = backtest(&sandbox, "gambler", 2, 30.0);
     assert_eq!(capped.ledger, again.ledger);
     assert_eq!(capped.trades.len(), again.trades.len());
+}
+
+#[test]
+fn every_class_replays_the_real_candles_without_a_failed_tick() {
+    let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
+    for interval in [Interval::M5, Interval::H1] {
+        let feed = real_feed(interval).expect("real candles");
+        let (_, end) = feed.span();
+        let candles = feed
+            .candles(&real_pair(), interval, end, usize::MAX)
+            .expect("candles");
+        let ticks = candles.len() - 200;
+        for class in crucible::sandbox::BUILTIN_CLASSES {
+            let spec = BacktestSpec::new(class, real_pair(), interval, end, ticks);
+            let r = backtest_on(&sandbox, class, &feed, &spec);
+            assert_eq!(r.ticks, ticks, "{class} at {interval}");
+            assert!(
+                r.faults.is_empty(),
+                "{class} at {interval}: {:?}",
+                r.faults.first()
+            );
+            assert!(r.ledger.quote >= 0 && r.ledger.base >= 0);
+        }
+    }
+}
+
+/// The small version of `crucible strategy evaluate` CI runs: every class, two intervals, a few
+/// seeds and the real replay; no failed tick, and the capital-preserving class draws down least.
+#[test]
+fn a_small_evaluation_runs_every_class_and_the_real_replay() {
+    use crucible::strategy_eval::{Plan, evaluate, missed_targets, rows};
+    let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
+    let plan = Plan {
+        seeds: 3,
+        days: 20,
+        pair: Pair::new("SOL", "USDC"),
+        paper: crucible::paper::PaperConfig::default(),
+        intervals: vec![Interval::H1, Interval::H4],
+        jobs: 2,
+    };
+    let runs = evaluate(&sandbox, &plan).expect("evaluate");
+    // 6 classes × 2 intervals × 3 seeds, and the real replay at 1h.
+    assert_eq!(runs.len(), 6 * 2 * 3 + 6);
+    assert!(runs.iter().all(|r| r.failed_ticks == 0));
+    let rows = rows(&runs);
+    assert_eq!(rows.len(), 6 * 2 + 6);
+    let missed = missed_targets(&rows);
+    assert!(
+        !missed.iter().any(|m| m.contains("failed ticks")),
+        "{missed:?}"
+    );
+    // At 1h (480 ticks a run); 120 ticks at 4h are too few for three seeds to order the classes.
+    let hourly: Vec<_> = rows
+        .iter()
+        .filter(|r| !r.real && r.interval == Interval::H1)
+        .collect();
+    let defender = hourly
+        .iter()
+        .find(|r| r.class == "defender")
+        .expect("defender");
+    // A class that sat out these few short runs has no drawdown to compare.
+    for r in hourly.iter().filter(|r| r.trades_median > 0.0) {
+        assert!(
+            defender.drawdown_median <= r.drawdown_median,
+            "at 1h: defender {} vs {} {}",
+            defender.drawdown_median,
+            r.class,
+            r.drawdown_median
+        );
+    }
 }

@@ -59,7 +59,7 @@ async fn a_full_run_trades_on_paper_and_reports_consistent_performance() {
     let mut agents = Vec::new();
     for class in ["gambler", "fighter", "rogue"] {
         let agent = app
-            .create_agent(&key, &format!("run_{class}"), class, "5m")
+            .create_agent(&key, &format!("run_{class}"), class, "1h")
             .await;
         agents.push(app.fund_and_start(&key, &agent).await);
     }
@@ -71,7 +71,7 @@ async fn a_full_run_trades_on_paper_and_reports_consistent_performance() {
         ticks += pass.agent_ticks.ticked;
         // A pass in the same interval ticks nobody again.
         assert_eq!(app.run_scheduler().await.agent_ticks.ticked, 0);
-        app.advance(Duration::minutes(5));
+        app.advance(Duration::hours(1));
     }
     assert_eq!(ticks, 3 * 150, "every agent ticks once per interval");
 
@@ -157,7 +157,7 @@ async fn a_full_run_trades_on_paper_and_reports_consistent_performance() {
     }
     assert!(
         total_trades > 0,
-        "three classes over 150 ticks trade at least once"
+        "three cost-aware classes over 150 hourly ticks trade at least once"
     );
 
     // Every trade and the starts reached the outbox of the key with a webhook.

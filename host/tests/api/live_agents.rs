@@ -38,6 +38,18 @@ async fn live_agent(
     class: &str,
     max_allocation: f64,
 ) -> (String, String) {
+    live_agent_every(app, key, username, class, max_allocation, "5m").await
+}
+
+/// A live agent ticking every `interval`.
+async fn live_agent_every(
+    app: &TestApp,
+    key: &str,
+    username: &str,
+    class: &str,
+    max_allocation: f64,
+    interval: &str,
+) -> (String, String) {
     let response = app
         .post(
             "/api/v1/public/agents/create",
@@ -46,7 +58,7 @@ async fn live_agent(
                 "name": format!("Live {username}"), "username": username, "class": class,
                 "modelId": "openai/gpt-4o", "isPaperTrading": false,
                 "strategy": {"type": "builtin", "tokenPair": {"base": "SOL", "quote": "USDC"},
-                             "timeInterval": "5m", "maxAllocation": max_allocation}
+                             "timeInterval": interval, "maxAllocation": max_allocation}
             }),
         )
         .await;
@@ -152,13 +164,16 @@ async fn operator(app: &TestApp) -> String {
 
 #[tokio::test]
 async fn live_agents_trade_real_swaps_from_their_own_wallets() {
-    let app = TestApp::spawn_with(|config| config.time_scale = 300).await;
+    // Hourly agents at 3,600× (a tick a second): the classes are cost-aware and trade a few
+    // times a day, so this gives them weeks of market in a few hundred ticks.
+    let app = TestApp::spawn_with(|config| config.time_scale = 3_600).await;
     let key = operator(&app).await;
     let price = pool_price(&app).await;
     let mut agents = Vec::new();
     for (class, max_allocation) in [("gambler", 40.0), ("fighter", 100.0)] {
         let (id, wallet) =
-            live_agent(&app, &key, &format!("live_{class}"), class, max_allocation).await;
+            live_agent_every(&app, &key, &format!("live_{class}"), class, max_allocation, "1h")
+                .await;
         // About 10 % of the value in SOL, the rest in USDC.
         let usdc = 900 * USDC;
         let lamports = ((100.0 / price) * SOL as f64) as u64 + RESERVE;

@@ -201,11 +201,12 @@ async fn the_readme_agent_trade_example_is_what_a_receiver_gets() {
         .as_str()
         .expect("key")
         .to_owned();
-    let agent = app.create_agent(&key, "trader", "gambler", "5m").await;
+    // Hourly: the cost-aware gambler trades a few times a day.
+    let agent = app.create_agent(&key, "trader", "gambler", "1h").await;
     app.fund_and_start(&key, &agent).await;
     let trade = {
         let mut found = None;
-        for _ in 0..200 {
+        for _ in 0..400 {
             app.run_scheduler().await;
             crucible::webhooks::deliver_due(&app.state)
                 .await
@@ -219,9 +220,9 @@ async fn the_readme_agent_trade_example_is_what_a_receiver_gets() {
             if found.is_some() {
                 break;
             }
-            app.advance(Duration::minutes(5));
+            app.advance(Duration::hours(1));
         }
-        found.expect("the gambler trades within 200 ticks")
+        found.expect("the gambler trades within 400 hourly ticks")
     };
 
     let example = readme_trade_example();

@@ -69,35 +69,41 @@ fn main() {
             json!([payer_key.to_string(), 100_000_000_000u64]),
         )
         .await;
-        let latest = rpc(&client, &base, "getLatestBlockhash", json!([])).await;
-        let blockhash: [u8; 32] = bs58::decode(latest["value"]["blockhash"].as_str().unwrap())
-            .into_vec()
-            .unwrap()
-            .try_into()
-            .unwrap();
-
-        // Each transfer pays a fresh wallet its rent-exempt minimum and a little more, so no two
-        // transactions are alike.
-        let transfers: Vec<(String, String)> = (0..signatures)
-            .map(|n| {
-                let to = Keypair::generate().pubkey();
-                let ix = instructions::system_transfer(&payer_key, &to, 1_000_000 + n as u64);
-                let message = Message::new_legacy(&[ix], &payer_key, blockhash);
-                let tx = Transaction::sign(message, &[payer.signing_key()]).unwrap();
-                let signature = tx.signature();
-                let wire = base64::engine::general_purpose::STANDARD
-                    .encode(tx.serialize().unwrap());
-                (signature, wire)
-            })
-            .collect();
-
-        // Subscribe to every signature first, spread over the connections.
+        // One wave per connection: a fresh blockhash (the simnet lands each transaction in its
+        // own slot, so one blockhash is good for 150 of them), the wave's transfers signed, a
+        // finalized `signatureSubscribe` for each, then the wave sent. Finality comes
+        // `BENCH_FINALITY_MS` after execution, so every subscription is still waiting when the
+        // last wave is sent: they are all open at once.
         let notified: Arc<Mutex<HashMap<String, f64>>> = Arc::default();
         let mut readers = Vec::new();
-        for (c, chunk) in transfers
-            .chunks(signatures.div_ceil(connections))
-            .enumerate()
-        {
+        let mut sending = Duration::ZERO;
+        let per_wave = signatures.div_ceil(connections);
+        for wave in 0..connections {
+            let count = per_wave.min(signatures - (wave * per_wave).min(signatures));
+            if count == 0 {
+                break;
+            }
+            let latest = rpc(&client, &base, "getLatestBlockhash", json!([])).await;
+            let blockhash: [u8; 32] = bs58::decode(latest["value"]["blockhash"].as_str().unwrap())
+                .into_vec()
+                .unwrap()
+                .try_into()
+                .unwrap();
+            // Each transfer pays a fresh wallet its rent-exempt minimum and a little more, so no
+            // two transactions are alike.
+            let chunk: Vec<(String, String)> = (0..count)
+                .map(|n| {
+                    let to = Keypair::generate().pubkey();
+                    let lamports = 1_000_000 + (wave * per_wave + n) as u64;
+                    let ix = instructions::system_transfer(&payer_key, &to, lamports);
+                    let message = Message::new_legacy(&[ix], &payer_key, blockhash);
+                    let tx = Transaction::sign(message, &[payer.signing_key()]).unwrap();
+                    let wire = base64::engine::general_purpose::STANDARD
+                        .encode(tx.serialize().unwrap());
+                    (tx.signature(), wire)
+                })
+                .collect();
+
             let (socket, _) = tokio_tungstenite::connect_async(ws_url.as_str())
                 .await
                 .expect("websocket");
@@ -133,25 +139,24 @@ fn main() {
                     left -= 1;
                 }
             }));
-            println!("connection {c}: {} subscriptions", chunk.len());
-        }
 
-        let sent = Instant::now();
-        stream::iter(transfers.iter())
-            .for_each_concurrent(32, |(_, wire)| {
-                let (client, base) = (&client, &base);
-                async move {
-                    rpc(
-                        client,
-                        base,
-                        "sendTransaction",
-                        json!([wire, {"encoding": "base64"}]),
-                    )
-                    .await;
-                }
-            })
-            .await;
-        let sending = sent.elapsed();
+            let sent = Instant::now();
+            stream::iter(chunk.iter())
+                .for_each_concurrent(32, |(_, wire)| {
+                    let (client, base) = (&client, &base);
+                    async move {
+                        rpc(
+                            client,
+                            base,
+                            "sendTransaction",
+                            json!([wire, {"encoding": "base64"}]),
+                        )
+                        .await;
+                    }
+                })
+                .await;
+            sending += sent.elapsed();
+        }
         tokio::time::timeout(
             Duration::from_millis(finality_ms + 60_000),
             futures_util::future::join_all(readers),

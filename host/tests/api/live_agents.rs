@@ -171,9 +171,15 @@ async fn live_agents_trade_real_swaps_from_their_own_wallets() {
     let price = pool_price(&app).await;
     let mut agents = Vec::new();
     for (class, max_allocation) in [("gambler", 40.0), ("fighter", 100.0)] {
-        let (id, wallet) =
-            live_agent_every(&app, &key, &format!("live_{class}"), class, max_allocation, "1h")
-                .await;
+        let (id, wallet) = live_agent_every(
+            &app,
+            &key,
+            &format!("live_{class}"),
+            class,
+            max_allocation,
+            "1h",
+        )
+        .await;
         // About 10 % of the value in SOL, the rest in USDC.
         let usdc = 900 * USDC;
         let lamports = ((100.0 / price) * SOL as f64) as u64 + RESERVE;

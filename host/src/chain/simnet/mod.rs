@@ -354,8 +354,14 @@ impl Simnet {
         )
         .fetch_optional(&mut *tx)
         .await?;
+        // Reused only within its slot: while the clock has not moved a slot on and no
+        // transaction has landed since (each lands in a slot of its own), so a client sending
+        // many transactions never receives a blockhash that is already near its end.
+        let current_slot = ledger::current(&mut tx, "slot").await?;
         let (hash, slot) = match newest {
-            Some((hash, slot, issued_at)) if (0..SLOT_MS).contains(&(now - issued_at)) => {
+            Some((hash, slot, issued_at))
+                if (0..SLOT_MS).contains(&(now - issued_at)) && slot == current_slot =>
+            {
                 (hash, slot)
             }
             _ => {

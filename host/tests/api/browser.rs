@@ -345,7 +345,8 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
     browser.fill("#agent-name", "Walker").await;
     browser.fill("#agent-username", "walker_1").await;
     browser.click("#agent-class option[value=gambler]").await;
-    browser.click("#agent-interval option[value='5m']").await;
+    // Hourly: the cost-aware gambler trades a few times a day, not every few 5m candles.
+    browser.click("#agent-interval option[value='1h']").await;
     browser.fill("#agent-model", "not-a-slug").await;
     browser.click("#create-agent button[type=submit]").await;
     let complaint = browser
@@ -380,7 +381,7 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
     let mut trades = 0;
     for _ in 0..400 {
         app.run_scheduler().await;
-        app.advance(Span::minutes(5));
+        app.advance(Span::hours(1));
         let view = app
             .get(
                 &format!("/api/v1/public/agents/{agent_id}"),

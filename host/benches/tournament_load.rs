@@ -18,8 +18,6 @@ mod support;
 
 use std::time::Instant;
 
-use chrono::Duration;
-use crucible::tournaments::queries::{self, NewTournament};
 use support::{closed_loop, env_number, percentile_ms, rss_mib};
 
 fn main() {
@@ -37,7 +35,7 @@ fn main() {
         .build()
         .expect("rt");
     client_runtime.block_on(async move {
-        seed(&state, wallets).await;
+        support::seed_tournament(&state, "trn_bench", wallets).await;
         let client = reqwest::Client::builder().pool_max_idle_per_host(concurrency).build().expect("client");
         let url = format!("{base}/api/tournaments/trn_bench/leaderboard");
         let first: serde_json::Value = client.get(&url).send().await.expect("get").json().await.expect("json");
@@ -83,59 +81,4 @@ fn main() {
             (after - before) * 1024.0 / streams.len() as f64,
         );
     });
-}
-
-/// A live tournament with `wallets` registrations, each with a baseline and a current value.
-async fn seed(state: &crucible::state::AppState, wallets: usize) {
-    let now = state.now();
-    let new = NewTournament {
-        id: "trn_bench".into(),
-        name: "Bench Cup".into(),
-        description: String::new(),
-        kind: "highest_pnl".into(),
-        visibility: "public".into(),
-        entry_fee_raw: 0,
-        max_participants: wallets as i64,
-        escrow_wallet: state.chain.escrow().address.to_string(),
-        payout_split: vec![100],
-        rake_bps: 0,
-        is_paper_trading: false,
-        transfer_policy: crucible::tournaments::rules::TransferPolicy::Adjust,
-        evaluation_metric: crucible::tournaments::rules::EvaluationMetric::PnlPercent,
-        start_date: now - Duration::minutes(1),
-        end_date: now + Duration::days(1),
-        series: None,
-        registration_deadline: None,
-        invite_code_hash: None,
-        min_participants: 0,
-    };
-    let mut tx = state.store.begin().await.expect("tx");
-    queries::insert(&mut tx, &new, now)
-        .await
-        .expect("tournament");
-    let at = crucible::clock::to_millis(now);
-    for n in 0..wallets {
-        let wallet = crucible::domain::WalletAddress::from_public_key(
-            &crucible::crypto::sha256_hex(n.to_string()).as_bytes()[..32]
-                .try_into()
-                .expect("32"),
-        );
-        sqlx::query(
-            "INSERT INTO tournament_registrations (tournament_id, wallet, registered_at, start_value_usd, current_value_usd, snapshot_at)
-             VALUES ('trn_bench', $1, $2, 1000.0, $3, $2)",
-        )
-        .bind(wallet.as_str())
-        .bind(at + n as i64)
-        .bind(1000.0 + (n % 997) as f64)
-        .execute(&mut *tx)
-        .await
-        .expect("registration");
-    }
-    sqlx::query("UPDATE tournaments SET current_participants = $1, last_snapshot_at = $2 WHERE id = 'trn_bench'")
-        .bind(wallets as i64)
-        .bind(at)
-        .execute(&mut *tx)
-        .await
-        .expect("count");
-    tx.commit().await.expect("commit");
 }

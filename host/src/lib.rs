@@ -10,6 +10,7 @@ pub mod api_keys;
 pub mod audit;
 pub mod auth;
 pub mod backup;
+pub mod cache;
 pub mod chain;
 pub mod cli;
 pub mod clock;

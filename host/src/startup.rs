@@ -29,6 +29,8 @@ pub struct Application {
     _data_dir_lock: Option<crate::data_dir_lock::DataDirLock>,
     /// On PostgreSQL, this node's end of the event relay to the other nodes.
     relay: Option<crate::events::relay::Relay>,
+    /// On PostgreSQL, the rate limits shared with the other nodes.
+    gossip: Option<crate::http::rate_limit::gossip::Gossip>,
 }
 
 impl Application {
@@ -58,18 +60,28 @@ impl Application {
         crate::tournaments::series::ensure(&state).await?;
         // Several nodes share a PostgreSQL database: what one publishes reaches the others.
         // Started here, so a node that cannot listen fails to build rather than serve stale.
-        let relay = match state.store.backend() {
-            Backend::Postgres => Some(
-                crate::events::relay::Relay::start(
+        let (relay, gossip) = match state.store.backend() {
+            Backend::Postgres => {
+                let relay = crate::events::relay::Relay::start(
                     &state.events,
                     &state.store,
                     &state.config.database_url,
                     &state.node_id,
                 )
                 .await
-                .context("cannot listen for the other nodes' events (LISTEN)")?,
-            ),
-            Backend::Sqlite => None,
+                .context("cannot listen for the other nodes' events (LISTEN)")?;
+                // The contract's limits hold for the whole service, not per node.
+                let gossip = crate::http::rate_limit::gossip::Gossip::start(
+                    state.limits.clone(),
+                    &state.store,
+                    &state.config.database_url,
+                    &state.node_id,
+                )
+                .await
+                .context("cannot share the rate limits with the other nodes (LISTEN)")?;
+                (Some(relay), Some(gossip))
+            }
+            Backend::Sqlite => (None, None),
         };
         Ok(Application {
             listener,
@@ -77,6 +89,7 @@ impl Application {
             local_addr,
             _data_dir_lock: data_dir_lock,
             relay,
+            gossip,
         })
     }
 
@@ -99,6 +112,7 @@ impl Application {
             // Kept (not `_`) so the lock is held until serving ends.
             _data_dir_lock: _held,
             relay,
+            gossip,
             ..
         } = self;
         let housekeeping = tokio::spawn(node_housekeeping(state.clone()));
@@ -106,9 +120,7 @@ impl Application {
             0 => None,
             ms => {
                 let scheduler = Scheduler::standard(&state)?;
-                Some(tokio::spawn(
-                    scheduler.run_forever(state.clone(), Duration::from_millis(ms)),
-                ))
+                Some(scheduler.spawn(state.clone(), Duration::from_millis(ms)))
             }
         };
         // Webhook deliveries drain the outbox on the scheduler's beat, off the request path.
@@ -135,11 +147,17 @@ impl Application {
         if let Some(relay) = relay {
             relay.stop();
         }
+        if let Some(gossip) = gossip {
+            gossip.stop();
+        }
         // Stop the workers, wait until they have, then give their leases back so another node
         // carries on at once rather than when the leases run out.
-        for worker in [scheduler, webhooks].into_iter().flatten() {
-            worker.abort();
-            let _ = worker.await;
+        if let Some(scheduler) = scheduler {
+            scheduler.stop().await;
+        }
+        if let Some(webhooks) = webhooks {
+            webhooks.abort();
+            let _ = webhooks.await;
         }
         match crate::scheduler::release_leases(&state).await {
             Ok(0) => {}
@@ -201,6 +219,10 @@ async fn assemble_state(
     ));
     let streams =
         crate::http::streams::Streams::new(config.max_streams, config.max_streams_per_client);
+    let caches = Arc::new(crate::cache::Caches::new(clock.clone(), true));
+    let events = crate::events::Bus::new();
+    let invalidated = caches.clone();
+    events.on_every_event(Box::new(move |event| invalidated.on_event(event)));
     Ok(AppState {
         limits: Arc::new(RateLimits::new(config.rate_limits, clock.clone())),
         market,
@@ -209,9 +231,10 @@ async fn assemble_state(
         clock,
         sealer: Arc::new(sealer),
         chain: Arc::new(chain),
-        events: crate::events::Bus::new(),
+        events,
         streams: Arc::new(streams),
         leaderboards: Default::default(),
+        caches,
         agents,
         node_id: format!("node_{}", crate::crypto::random_base58(8)).into(),
         metrics: Default::default(),
@@ -231,14 +254,20 @@ fn warn_master_key_from_file(config: &Config) {
     );
 }
 
-/// This node's own memory upkeep, every minute: rate-limit windows of clients gone quiet, and
-/// strategy components no agent has ticked for a while.
+/// This node's own upkeep, every minute: rate-limit windows of clients gone quiet (and, on
+/// PostgreSQL, their shared rows), and strategy components no agent has ticked for a while.
 async fn node_housekeeping(state: AppState) {
     let mut every = tokio::time::interval(Duration::from_secs(60));
     loop {
         every.tick().await;
         for limiter in state.limits.all() {
             limiter.retain_recent();
+        }
+        if state.store.backend() == Backend::Postgres
+            && let Err(error) =
+                crate::http::rate_limit::prune_shared(&state.store, state.now()).await
+        {
+            tracing::warn!(%error, "old shared rate-limit rows not pruned");
         }
         // A board nobody read during the last 10,000 board reads on this node has gone quiet.
         state.leaderboards.drop_unread(10_000);

@@ -275,3 +275,62 @@ pub async fn session(client: &reqwest::Client, base: &str, email: &str) -> Strin
         .expect("session cookie")
         .to_owned()
 }
+
+/// A live tournament with `wallets` registrations, each with a baseline and a current value.
+pub async fn seed_tournament(state: &AppState, id: &str, wallets: usize) {
+    let now = state.now();
+    let new = crucible::tournaments::queries::NewTournament {
+        id: id.into(),
+        name: "Bench Cup".into(),
+        description: String::new(),
+        kind: "highest_pnl".into(),
+        visibility: "public".into(),
+        entry_fee_raw: 0,
+        max_participants: wallets as i64,
+        escrow_wallet: state.chain.escrow().address.to_string(),
+        payout_split: vec![100],
+        rake_bps: 0,
+        is_paper_trading: false,
+        transfer_policy: crucible::tournaments::rules::TransferPolicy::Adjust,
+        evaluation_metric: crucible::tournaments::rules::EvaluationMetric::PnlPercent,
+        start_date: now - chrono::Duration::minutes(1),
+        end_date: now + chrono::Duration::days(1),
+        series: None,
+        registration_deadline: None,
+        invite_code_hash: None,
+        min_participants: 0,
+    };
+    let mut tx = state.store.begin().await.expect("tx");
+    crucible::tournaments::queries::insert(&mut tx, &new, now)
+        .await
+        .expect("tournament");
+    let at = crucible::clock::to_millis(now);
+    for n in 0..wallets {
+        let wallet = crucible::domain::WalletAddress::from_public_key(
+            &crucible::crypto::sha256_hex(n.to_string()).as_bytes()[..32]
+                .try_into()
+                .expect("32"),
+        );
+        sqlx::query(
+            "INSERT INTO tournament_registrations (tournament_id, wallet, registered_at, start_value_usd, current_value_usd, snapshot_at)
+             VALUES ($1, $2, $3, 1000.0, $4, $3)",
+        )
+        .bind(id)
+        .bind(wallet.as_str())
+        .bind(at + n as i64)
+        .bind(1000.0 + (n % 997) as f64)
+        .execute(&mut *tx)
+        .await
+        .expect("registration");
+    }
+    sqlx::query(
+        "UPDATE tournaments SET current_participants = $1, last_snapshot_at = $2 WHERE id = $3",
+    )
+    .bind(wallets as i64)
+    .bind(at)
+    .bind(id)
+    .execute(&mut *tx)
+    .await
+    .expect("count");
+    tx.commit().await.expect("commit");
+}

@@ -7,5 +7,7 @@ mod queries;
 mod routes;
 
 pub use error::AccountError;
-pub use queries::{AccountView, ensure_linked, link_wallet, load, owner_of_wallet, wallets_of};
+pub use queries::{
+    AccountView, changed, ensure_linked, link_wallet, load, owner_of_wallet, wallets_of,
+};
 pub use routes::router;

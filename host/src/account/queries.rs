@@ -13,7 +13,7 @@ use crate::state::AppState;
 use crate::tournaments::payouts::PayoutStatus;
 
 /// The account as its owner sees it.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AccountView {
     pub id: String,
@@ -30,7 +30,7 @@ pub struct AccountView {
     pub privacy_accepted_at: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WalletView {
     pub address: String,
@@ -195,7 +195,16 @@ pub async fn update_profile(
     .bind(account_id)
     .execute(state.store.write())
     .await?;
+    changed(state, account_id);
     Ok(())
+}
+
+/// Announce that what `GET /api/account` shows of `account_id` changed (every node's cached
+/// answer is dropped).
+pub fn changed(state: &AppState, account_id: &str) {
+    state.events.publish(crate::events::Event::AccountChanged {
+        account_id: account_id.to_owned(),
+    });
 }
 
 /// Link a wallet whose control the caller has just proven. True when newly linked, false when
@@ -209,7 +218,10 @@ pub async fn link_proven(
     let linked = link_wallet(&mut conn, account_id, wallet, "linked", state.now()).await;
     drop(conn);
     match linked {
-        Ok(()) => Ok(true),
+        Ok(()) => {
+            changed(state, account_id);
+            Ok(true)
+        }
         Err(error) if is_unique_violation(&error) => {
             if owner_of_wallet(state, wallet).await?.as_deref() == Some(account_id) {
                 Ok(false)

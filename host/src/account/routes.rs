@@ -46,7 +46,16 @@ async fn get_account(
     State(state): State<AppState>,
     auth: AccountAuth<Read>,
 ) -> Result<axum::Json<AccountView>, ApiError> {
-    Ok(axum::Json(queries::load(&state, auth.account_id()).await?))
+    let view = state
+        .caches
+        .accounts
+        .get_or_load(auth.account_id(), async {
+            queries::load(&state, auth.account_id())
+                .await
+                .map(|view| (view, None))
+        })
+        .await?;
+    Ok(axum::Json(AccountView::clone(&view)))
 }
 
 /// Harmless profile fields; `null` clears one, an absent field is left as it is.

@@ -293,8 +293,16 @@ pub async fn suspend(
     )
     .await?;
     tx.commit().await?;
+    keys_changed(state, account_id);
     tracing::warn!(account_id, admin, stopped, "account suspended");
     Ok(account_detail(&state.store, account_id).await?.account)
+}
+
+/// Every node stops (or starts again) accepting the account's keys at once.
+fn keys_changed(state: &AppState, account_id: &str) {
+    state.events.publish(crate::events::Event::KeysChanged {
+        account_id: account_id.to_owned(),
+    });
 }
 
 /// Lift a suspension: keys work again and the account may sign in. Stopped agents stay stopped
@@ -340,6 +348,7 @@ pub async fn unsuspend(
     )
     .await?;
     tx.commit().await?;
+    keys_changed(state, account_id);
     Ok(account_detail(&state.store, account_id).await?.account)
 }
 

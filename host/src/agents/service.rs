@@ -100,6 +100,8 @@ pub async fn create(
         )
     })?;
     tx.commit().await?;
+    // The agent's wallet is one of the account's wallets now.
+    crate::account::changed(state, account_id);
     tracing::info!(
         account_id,
         agent_id,

@@ -253,6 +253,12 @@ pub async fn revoke(
         .await?;
     }
     tx.commit().await?;
+    if revoked.rows_affected() == 1 {
+        // Every node drops the key from its cache and refuses it from the next request on.
+        state.events.publish(crate::events::Event::KeysChanged {
+            account_id: account_id.to_owned(),
+        });
+    }
     let row: Option<KeyRow> = sqlx::query_as(
         "SELECT id, name, key_prefix, scopes, created_at, expires_at, last_used_at, revoked_at, webhook_url
          FROM api_keys WHERE id = $1 AND account_id = $2 AND family = $3",

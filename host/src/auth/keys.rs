@@ -1,7 +1,11 @@
 //! API key secrets: `svc_live_<base58 of 32 random bytes>`. The secret is shown once at creation;
 //! the database keeps its SHA-256 (the lookup key) and the first 12 characters (`keyPrefix`, to
-//! recognise a key in lists). Checking a key reads one row and writes nothing on the request path:
-//! `lastUsedAt` is refreshed in the background at most once a minute per key.
+//! recognise a key in lists). Checking a key reads one row — or, for a key seen recently, nothing:
+//! verified keys stay in the node's read cache until a revocation or suspension is announced —
+//! and writes nothing on the request path: `lastUsedAt` is refreshed in the background at most
+//! once a minute per key.
+
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
@@ -88,7 +92,34 @@ pub fn presented(headers: &HeaderMap) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Check a presented key: 401 with the reason when it is unknown, revoked or expired.
+/// A key row as checks need it, kept in the node's key cache (by the secret's hash) until a
+/// revocation or suspension is announced (`Event::KeysChanged`).
+#[derive(Debug)]
+pub struct CachedKey {
+    key_id: String,
+    account_id: String,
+    scopes: Vec<String>,
+    expires_at: Option<i64>,
+    revoked: bool,
+    suspended: bool,
+    /// When use was last recorded; moved forward by whoever records it next.
+    last_used_at: AtomicI64,
+}
+
+#[derive(sqlx::FromRow)]
+struct KeyRow {
+    id: String,
+    account_id: String,
+    key_hash: String,
+    scopes: String,
+    expires_at: Option<i64>,
+    revoked_at: Option<i64>,
+    last_used_at: Option<i64>,
+    suspended_at: Option<i64>,
+}
+
+/// Check a presented key: 401 with the reason when it is unknown, revoked or expired. A key
+/// seen recently is checked from memory, without a database round trip.
 pub async fn verify(
     state: &AppState,
     presented: &str,
@@ -100,70 +131,79 @@ pub async fn verify(
         )));
     }
     let hash = sha256_hex(presented);
-    type Row = (
-        String,
-        String,
-        String,
-        String,
-        Option<i64>,
-        Option<i64>,
-        Option<i64>,
-        Option<i64>,
-    );
-    let row: Option<Row> = sqlx::query_as(
+    let cache_key = format!("{}:{hash}", family.as_str());
+    let key = state
+        .caches
+        .keys
+        .get_or_load(&cache_key, async {
+            load(state, &hash, family).await.map(|key| (key, None))
+        })
+        .await?;
+    let now = state.now();
+    if key.revoked {
+        return Err(ApiError::Unauthorized("this API key was revoked".into()));
+    }
+    // Expiry is checked on every use against the clock, cached or not.
+    if key.expires_at.is_some_and(|at| at <= to_millis(now)) {
+        return Err(ApiError::Unauthorized("this API key has expired".into()));
+    }
+    if key.suspended {
+        return Err(ApiError::Forbidden(
+            "this key's account is suspended; contact the service's operators".into(),
+        ));
+    }
+    touch_last_used(state, &key, now);
+    Ok(VerifiedKey {
+        key_id: key.key_id.clone(),
+        account_id: key.account_id.clone(),
+        scopes: key.scopes.clone(),
+    })
+}
+
+async fn load(state: &AppState, hash: &str, family: KeyFamily) -> Result<CachedKey, ApiError> {
+    let row: Option<KeyRow> = sqlx::query_as(
         "SELECT k.id, k.account_id, k.key_hash, k.scopes, k.expires_at, k.revoked_at, k.last_used_at,
                 a.suspended_at
          FROM api_keys k JOIN accounts a ON a.id = k.account_id
          WHERE k.key_hash = $1 AND k.family = $2",
     )
-    .bind(&hash)
+    .bind(hash)
     .bind(family.as_str())
     .fetch_optional(state.store.read())
     .await?;
-    let Some((
-        key_id,
-        account_id,
-        stored_hash,
-        scopes,
-        expires_at,
-        revoked_at,
-        last_used_at,
-        suspended_at,
-    )) = row
-    else {
+    // Unknown keys are not cached: a key created on another node must work at once.
+    let Some(row) = row else {
         return Err(ApiError::Unauthorized("unknown API key".into()));
     };
-    if !constant_time_eq(stored_hash.as_bytes(), hash.as_bytes()) {
+    if !constant_time_eq(row.key_hash.as_bytes(), hash.as_bytes()) {
         return Err(ApiError::Unauthorized("unknown API key".into()));
     }
-    let now = state.now();
-    if revoked_at.is_some() {
-        return Err(ApiError::Unauthorized("this API key was revoked".into()));
-    }
-    if expires_at.is_some_and(|at| at <= to_millis(now)) {
-        return Err(ApiError::Unauthorized("this API key has expired".into()));
-    }
-    if suspended_at.is_some() {
-        return Err(ApiError::Forbidden(
-            "this key's account is suspended; contact the service's operators".into(),
-        ));
-    }
-    touch_last_used(state, &key_id, last_used_at, now);
-    Ok(VerifiedKey {
-        key_id,
-        account_id,
-        scopes: split_scopes(&scopes),
+    Ok(CachedKey {
+        key_id: row.id,
+        account_id: row.account_id,
+        scopes: split_scopes(&row.scopes),
+        expires_at: row.expires_at,
+        revoked: row.revoked_at.is_some(),
+        suspended: row.suspended_at.is_some(),
+        last_used_at: AtomicI64::new(row.last_used_at.unwrap_or(i64::MIN)),
     })
 }
 
-/// Record use at minute granularity, off the request path.
-fn touch_last_used(state: &AppState, key_id: &str, last_used_at: Option<i64>, now: DateTime<Utc>) {
+/// Record use at minute granularity, off the request path. The cached key remembers the last
+/// recording, so a busy key spawns one write a minute, not one per request.
+fn touch_last_used(state: &AppState, key: &CachedKey, now: DateTime<Utc>) {
     let now_ms = to_millis(now);
-    if last_used_at.is_some_and(|at| now_ms - at < LAST_USED_GRANULARITY_MS) {
+    let last = key.last_used_at.load(Ordering::Relaxed);
+    if now_ms.saturating_sub(last) < LAST_USED_GRANULARITY_MS
+        || key
+            .last_used_at
+            .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+    {
         return;
     }
     let store = state.store.clone();
-    let key_id = key_id.to_owned();
+    let key_id = key.key_id.clone();
     tokio::spawn(async move {
         let touched = sqlx::query(
             "UPDATE api_keys SET last_used_at = $1

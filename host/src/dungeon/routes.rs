@@ -210,7 +210,7 @@ async fn turn(
     Json(request): Json<TurnRequest>,
 ) -> Result<Response, ApiError> {
     key.for_run(&run_id)?;
-    state.limits.dungeon_turns.check(&run_id)?;
+    state.limits.dungeon_turns.check(&run_id).await?;
     let span = tracing::debug_span!("dungeon_turn", run_id);
     let result =
         tracing::Instrument::instrument(play::turn(&state, key.row, request), span).await?;
@@ -271,7 +271,7 @@ async fn watch(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     key.for_run(&run_id)?;
-    state.limits.dungeon_watches.check(&run_id)?;
+    state.limits.dungeon_watches.check(&run_id).await?;
     let last_seq = match headers.get("last-event-id") {
         None => 0,
         Some(value) => value

@@ -6,6 +6,7 @@
 //! to the others through `LISTEN/NOTIFY` ([`relay`]), so a registration taken by one node moves
 //! the live boards streamed by all of them (docs/architecture.md, "Several nodes").
 
+pub mod notify;
 pub mod relay;
 
 use std::sync::{Arc, OnceLock};
@@ -27,6 +28,13 @@ pub enum Event {
     TournamentEnded { tournament_id: String },
     /// A dungeon run's events up to `seq` are stored (`dungeon_run_events`); watchers read them.
     DungeonRunEvent { run_id: String, seq: i64 },
+    /// A tournament was created or changed status (started, cancelled): lists and details move.
+    TournamentsChanged,
+    /// An account's profile or wallets changed.
+    AccountChanged { account_id: String },
+    /// An account's keys were revoked, or the account was suspended, reinstated or deleted:
+    /// every node must stop accepting what it no longer should.
+    KeysChanged { account_id: String },
     /// This node may have missed events of other nodes (its notification connection dropped
     /// and came back): every stream re-reads its state. Never relayed.
     Resync,
@@ -34,10 +42,25 @@ pub enum Event {
 
 /// Fan-out of [`Event`]s to every subscriber of this process, and through the relay (once
 /// started) to every other node.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Bus {
     sender: broadcast::Sender<Event>,
     relay: Arc<OnceLock<mpsc::UnboundedSender<Event>>>,
+    /// Runs synchronously for every event announced here, before any subscriber hears it: the
+    /// read caches forget what changed before this node can answer from them again.
+    hook: Arc<OnceLock<EventHook>>,
+}
+
+/// What [`Bus::on_every_event`] runs.
+pub type EventHook = Box<dyn Fn(&Event) + Send + Sync>;
+
+impl std::fmt::Debug for Bus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bus")
+            .field("subscribers", &self.sender.receiver_count())
+            .field("relayed", &self.relay.get().is_some())
+            .finish()
+    }
 }
 
 impl Default for Bus {
@@ -52,6 +75,7 @@ impl Bus {
         Bus {
             sender,
             relay: Arc::default(),
+            hook: Arc::default(),
         }
     }
 
@@ -68,7 +92,16 @@ impl Bus {
 
     /// Announce `event` to this process only (what the relay hears from other nodes).
     pub(crate) fn publish_here(&self, event: Event) {
+        if let Some(hook) = self.hook.get() {
+            hook(&event);
+        }
         let _ = self.sender.send(event);
+    }
+
+    /// Run `hook` for every event announced on this node, published here or relayed from
+    /// another; the first call wins.
+    pub fn on_every_event(&self, hook: EventHook) -> bool {
+        self.hook.set(hook).is_ok()
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {

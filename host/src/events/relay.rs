@@ -6,25 +6,17 @@
 //! and makes up for it: when its listening connection drops, events sent before it is back are
 //! lost, and once it is back it announces [`Event::Resync`] here, on which every stream re-reads.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
-use sqlx::postgres::PgListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::notify;
 use super::{Bus, Event};
-use crate::crypto::sha256_hex;
 use crate::db::Store;
 
 /// Events sent in one `NOTIFY` at most: a burst (a snapshot round moving many boards) travels
 /// in few notifications, and a payload stays far below PostgreSQL's 8,000-byte limit.
 const BATCH: usize = 32;
-/// How long the listener waits before connecting again after losing its connection.
-const RECONNECT_AFTER: Duration = Duration::from_millis(500);
-/// Tries per `NOTIFY` before the batch is given up (logged; the next event or a stream's own
-/// timer catches the other nodes up).
-const NOTIFY_ATTEMPTS: u32 = 3;
 
 /// What travels in one notification.
 #[derive(Debug, Serialize, Deserialize)]
@@ -32,20 +24,6 @@ struct Envelope {
     /// The sending node, so it can ignore its own notifications (it announced them already).
     node: String,
     events: Vec<Event>,
-}
-
-/// The channel of the schema `store` works in. Deployments (and tests) that share one database
-/// in different schemas must not hear each other; a schema name can be anything, and a
-/// channel name is an identifier of at most 63 bytes, so it is hashed.
-pub async fn channel(store: &Store) -> sqlx::Result<String> {
-    let (schema,): (String,) = sqlx::query_as("SELECT current_schema()::text")
-        .fetch_one(store.read())
-        .await?;
-    Ok(channel_for(&schema))
-}
-
-fn channel_for(schema: &str) -> String {
-    format!("crucible_events_{}", &sha256_hex(schema)[..16])
 }
 
 /// The relay's two tasks; aborting them stops it.
@@ -63,8 +41,8 @@ impl Relay {
         database_url: &str,
         node: &str,
     ) -> sqlx::Result<Relay> {
-        let channel = channel(store).await?;
-        let listener = listen(database_url, &channel).await?;
+        let channel = notify::channel(store, "events").await?;
+        let listener = notify::listen(database_url, &channel).await?;
         let (outbox, pending) = mpsc::unbounded_channel();
         if !bus.relay_to(outbox) {
             tracing::warn!("the event bus is relayed already; not relaying it twice");
@@ -75,12 +53,14 @@ impl Relay {
             node.to_owned(),
             pending,
         ));
-        let receiver = tokio::spawn(listen_loop(
+        let (node, heard, resync) = (node.to_owned(), bus.clone(), bus.clone());
+        let receiver = tokio::spawn(notify::listen_forever(
             listener,
             database_url.to_owned(),
             channel,
-            node.to_owned(),
-            bus.clone(),
+            move |payload| announce(&heard, &node, payload),
+            // Events sent while the connection was down are lost: every stream re-reads.
+            move || resync.publish_here(Event::Resync),
         ));
         Ok(Relay {
             tasks: [sender, receiver],
@@ -99,12 +79,6 @@ impl Drop for Relay {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-async fn listen(database_url: &str, channel: &str) -> sqlx::Result<PgListener> {
-    let mut listener = PgListener::connect(database_url).await?;
-    listener.listen(channel).await?;
-    Ok(listener)
 }
 
 /// `NOTIFY` what this node publishes, in batches of what is waiting.
@@ -133,81 +107,26 @@ async fn send_loop(
                 continue;
             }
         };
-        for attempt in 1..=NOTIFY_ATTEMPTS {
-            let sent = sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(&channel)
-                .bind(&payload)
-                .execute(store.write())
-                .await;
-            match sent {
-                Ok(_) => break,
-                Err(error) if attempt == NOTIFY_ATTEMPTS => {
-                    tracing::warn!(%error, "events not relayed to the other nodes");
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await,
-            }
-        }
+        notify::send(&store, &channel, &payload).await;
     }
 }
 
-/// Announce here what the other nodes publish; after a lost connection, listen again and
-/// announce [`Event::Resync`] for whatever was missed meanwhile.
-async fn listen_loop(
-    mut listener: PgListener,
-    database_url: String,
-    channel: String,
-    node: String,
-    bus: Bus,
-) {
-    loop {
-        match listener.try_recv().await {
-            Ok(Some(notification)) => {
-                match serde_json::from_str::<Envelope>(notification.payload()) {
-                    Ok(envelope) if envelope.node != node => {
-                        for event in envelope.events {
-                            bus.publish_here(event);
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(error) => tracing::warn!(%error, "an event notification that is not ours"),
-                }
-            }
-            // The connection dropped (`None`), or reading failed: start over on a new one
-            // rather than let the listener reconnect silently, so the gap is known.
-            Ok(None) | Err(_) => {
-                tracing::warn!("lost the event notification connection; reconnecting");
-                listener = loop {
-                    tokio::time::sleep(RECONNECT_AFTER).await;
-                    match listen(&database_url, &channel).await {
-                        Ok(listener) => break listener,
-                        Err(error) => {
-                            tracing::warn!(%error, "cannot listen for events yet");
-                        }
-                    }
-                };
-                tracing::info!("listening for events again; streams re-read their state");
-                bus.publish_here(Event::Resync);
+/// Announce here what another node published (our own notifications were announced already).
+fn announce(bus: &Bus, node: &str, payload: &str) {
+    match serde_json::from_str::<Envelope>(payload) {
+        Ok(envelope) if envelope.node != node => {
+            for event in envelope.events {
+                bus.publish_here(event);
             }
         }
+        Ok(_) => {}
+        Err(error) => tracing::warn!(%error, "an event notification that is not ours"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn channels_are_identifiers_and_differ_per_schema() {
-        let public = channel_for("public");
-        assert!(public.len() <= 63);
-        assert!(
-            public
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        );
-        assert_ne!(public, channel_for("t_other"));
-        assert_eq!(public, channel_for("public"));
-    }
 
     #[test]
     fn an_envelope_carries_events_in_a_stable_shape() {

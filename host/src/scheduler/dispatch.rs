@@ -1,8 +1,8 @@
 //! Which module runs which job kind and recurring schedule. Adding work to the scheduler means
 //! adding an arm here; the modules own what the work does.
 
-use super::Job;
 use super::recurring::Recurring;
+use super::{Job, Lane};
 use crate::state::AppState;
 use crate::{agents, tournaments};
 
@@ -26,6 +26,15 @@ pub fn standard_schedules(state: &AppState) -> anyhow::Result<Vec<Recurring>> {
         schedules.push(Recurring::new(MARKET_MAKER, "*/30 * * * * *")?);
     }
     Ok(schedules)
+}
+
+/// The class of work a recurring schedule belongs to.
+pub fn lane_of(schedule: &str) -> Lane {
+    match schedule {
+        SERIES | SNAPSHOTS => Lane::Lifecycle,
+        AGENT_FUNDING => Lane::Funding,
+        _ => Lane::Maintenance,
+    }
 }
 
 const SERIES: &str = "tournaments.series";
@@ -68,5 +77,25 @@ pub async fn run_job(state: &AppState, job: &Job) -> anyhow::Result<()> {
         tournaments::lifecycle::END_JOB => tournaments::lifecycle::end(state, &job.subject).await,
         tournaments::payouts::SEND_JOB => tournaments::payouts::send(state, &job.subject).await,
         other => anyhow::bail!("no handler for job kind `{other}`"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn funding_checks_and_upkeep_never_share_a_lane_with_tournament_ends() {
+        assert_eq!(lane_of(SERIES), Lane::Lifecycle);
+        assert_eq!(lane_of(SNAPSHOTS), Lane::Lifecycle);
+        assert_eq!(lane_of(AGENT_FUNDING), Lane::Funding);
+        for upkeep in [
+            AGENT_DAILY_REPORT,
+            MARKET_MAKER,
+            crate::dungeon::maintenance::SCHEDULE,
+            crate::retention::SCHEDULE,
+        ] {
+            assert_eq!(lane_of(upkeep), Lane::Maintenance, "{upkeep}");
+        }
     }
 }

@@ -35,6 +35,40 @@ pub struct Pass {
     pub agent_ticks: crate::agents::ticker::TickPass,
 }
 
+/// A class of scheduled work. Each runs on a loop of its own, so no class waits behind
+/// another: five thousand unfunded agents being checked delay no tournament's end, and a slow
+/// tick round delays no payout. (Webhook deliveries are a class of their own too, with their
+/// own worker: [`crate::webhooks::run_forever`].)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// Tournament series, snapshots, starts, ends and payouts (the job queue).
+    Lifecycle,
+    /// Agent ticks, paper and live.
+    AgentTicks,
+    /// Whether unfunded agents were funded (batched balance reads).
+    Funding,
+    /// Reports, retention, dungeon upkeep, the simnet's market maker.
+    Maintenance,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 4] = [
+        Lane::Lifecycle,
+        Lane::AgentTicks,
+        Lane::Funding,
+        Lane::Maintenance,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Lane::Lifecycle => "lifecycle",
+            Lane::AgentTicks => "agent_ticks",
+            Lane::Funding => "funding",
+            Lane::Maintenance => "maintenance",
+        }
+    }
+}
+
 /// One node's scheduler. Several may run against one PostgreSQL database.
 pub struct Scheduler {
     owner: String,
@@ -58,11 +92,31 @@ impl Scheduler {
         })
     }
 
-    /// Run every due schedule once, then every due job, until nothing is due at this instant.
+    /// Run every class's due work once, one class after the other, until nothing is due at
+    /// this instant (tests and tools; a server runs the classes side by side, [`Self::spawn`]).
     pub async fn run_due(&self, state: &AppState) -> anyhow::Result<Pass> {
         let mut pass = Pass::default();
+        for lane in Lane::ALL {
+            let done = self.run_lane(state, lane).await?;
+            pass.schedules_run.extend(done.schedules_run);
+            pass.jobs_done += done.jobs_done;
+            pass.jobs_failed += done.jobs_failed;
+            if lane == Lane::AgentTicks {
+                pass.agent_ticks = done.agent_ticks;
+            }
+        }
+        Ok(pass)
+    }
+
+    /// Run the due work of one class once.
+    pub async fn run_lane(&self, state: &AppState, lane: Lane) -> anyhow::Result<Pass> {
+        let mut pass = Pass::default();
         let now = state.now();
-        for schedule in &self.recurring {
+        for schedule in self
+            .recurring
+            .iter()
+            .filter(|schedule| dispatch::lane_of(schedule.name) == lane)
+        {
             if recurring::claim_if_due(&state.store, schedule, now).await? {
                 match dispatch::run_recurring(state, schedule.name).await {
                     Ok(()) => pass.schedules_run.push(schedule.name.to_owned()),
@@ -72,10 +126,22 @@ impl Scheduler {
                 }
             }
         }
+        match lane {
+            Lane::Lifecycle => self.run_jobs(state, &mut pass).await?,
+            Lane::AgentTicks => {
+                pass.agent_ticks = crate::agents::ticker::run_due(state, &self.owner).await?;
+            }
+            Lane::Funding | Lane::Maintenance => {}
+        }
+        Ok(pass)
+    }
+
+    /// Every due job of the queue, until none is due.
+    async fn run_jobs(&self, state: &AppState, pass: &mut Pass) -> anyhow::Result<()> {
         loop {
             let jobs = queue::claim(&state.store, &self.owner, state.now(), LEASE, BATCH).await?;
             if jobs.is_empty() {
-                break;
+                return Ok(());
             }
             for job in jobs {
                 let span = tracing::info_span!("job", id = %job.id, attempt = job.attempts);
@@ -96,8 +162,6 @@ impl Scheduler {
                 }
             }
         }
-        pass.agent_ticks = crate::agents::ticker::run_due(state, &self.owner).await?;
-        Ok(pass)
     }
 
     /// Run `work` while renewing every lease this scheduler holds (the job running and the
@@ -122,16 +186,37 @@ impl Scheduler {
         }
     }
 
-    /// Run passes every `interval` until the task is dropped.
-    pub async fn run_forever(self, state: AppState, interval: Duration) {
-        let mut every = tokio::time::interval(interval);
-        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            every.tick().await;
-            if let Err(error) = self.run_due(&state).await {
-                tracing::error!(error = %format!("{error:#}"), "scheduler pass failed");
-            }
+    /// Run every class on its own task, each pass `interval` after the last one ended, until
+    /// the returned workers are stopped.
+    pub fn spawn(self, state: AppState, interval: Duration) -> Workers {
+        let scheduler = std::sync::Arc::new(self);
+        let mut tasks = tokio::task::JoinSet::new();
+        for lane in Lane::ALL {
+            let (scheduler, state) = (scheduler.clone(), state.clone());
+            tasks.spawn(async move {
+                let mut every = tokio::time::interval(interval);
+                every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    every.tick().await;
+                    if let Err(error) = scheduler.run_lane(&state, lane).await {
+                        tracing::error!(lane = lane.name(), error = %format!("{error:#}"), "scheduler pass failed");
+                    }
+                }
+            });
         }
+        Workers { tasks }
+    }
+}
+
+/// The running classes of a scheduler.
+pub struct Workers {
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl Workers {
+    /// Stop every class and wait until each has (its leases can then be released safely).
+    pub async fn stop(mut self) {
+        self.tasks.shutdown().await;
     }
 }
 

@@ -124,6 +124,9 @@ pub async fn run(command: TournamentCommand) -> anyhow::Result<()> {
             let mut tx = state.store.begin().await?;
             queries::insert(&mut tx, &new, state.now()).await?;
             tx.commit().await?;
+            state
+                .events
+                .publish(crate::events::Event::TournamentsChanged);
             println!("{}", new.id);
             if let Some((code, _)) = invite {
                 // On its own line so scripts can read it; it is not stored and cannot be shown again.

@@ -37,6 +37,9 @@ pub async fn start(state: &AppState, tournament_id: &str) -> anyhow::Result<()> 
             .context("marking the tournament live")?;
     if moved.rows_affected() == 1 {
         tracing::info!(tournament_id, "tournament is live");
+        state
+            .events
+            .publish(crate::events::Event::TournamentsChanged);
         // The baseline of every wallet registered before the start.
         super::tracking::snapshot_tournament(state, tournament_id)
             .await
@@ -82,6 +85,13 @@ pub async fn end(state: &AppState, tournament_id: &str) -> anyhow::Result<()> {
             tournament_id: tournament_id.to_owned(),
         });
         tracing::info!(tournament_id, "tournament ended");
+    } else {
+        // A retried end may have frozen standings or recorded prizes the first try did not.
+        state
+            .events
+            .publish(crate::events::Event::LeaderboardChanged {
+                tournament_id: tournament_id.to_owned(),
+            });
     }
     Ok(())
 }

@@ -99,6 +99,28 @@ impl Tournament {
         Status::effective(&self.status, self.start_date, self.end_date, now)
     }
 
+    /// The first instant after `now` at which what is shown of this tournament changes with the
+    /// clock alone (its status turns, registration closes, its board turns stale): a cached
+    /// answer about it must not outlive it.
+    pub fn next_change_after(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let now_ms = to_millis(now);
+        // A board is stale once strictly more than STALE_AFTER has passed: 1 ms later.
+        let stale_at = self
+            .last_snapshot_at
+            .map(|at| at + super::leaderboard::STALE_AFTER.num_milliseconds() + 1);
+        [
+            Some(self.start_date),
+            Some(self.end_date),
+            self.registration_deadline,
+            stale_at,
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|at| *at > now_ms)
+        .min()
+        .map(crate::clock::from_millis)
+    }
+
     /// Whether the registration deadline has passed at `now` (registration then answers 410).
     pub fn registration_closed_at(&self, now: DateTime<Utc>) -> bool {
         self.registration_deadline
@@ -259,6 +281,20 @@ mod tests {
             cancellation_reason: None,
             standings_revision: 0,
         }
+    }
+
+    #[test]
+    fn a_cached_answer_turns_stale_at_the_next_edge_the_clock_crosses() {
+        let at = crate::clock::from_millis;
+        let mut t = tournament("upcoming", 1_000, 9_000_000);
+        t.registration_deadline = Some(500);
+        assert_eq!(t.next_change_after(at(0)), Some(at(500)), "registration closes");
+        assert_eq!(t.next_change_after(at(500)), Some(at(1_000)), "it starts");
+        t.last_snapshot_at = Some(2_000);
+        let stale = 2_000 + super::super::leaderboard::STALE_AFTER.num_milliseconds() + 1;
+        assert_eq!(t.next_change_after(at(1_000)), Some(at(stale)), "its board turns stale");
+        assert_eq!(t.next_change_after(at(stale)), Some(at(9_000_000)), "it ends");
+        assert_eq!(t.next_change_after(at(9_000_000)), None, "nothing left to turn");
     }
 
     #[test]

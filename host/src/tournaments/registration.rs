@@ -193,7 +193,8 @@ pub async fn register(
         state
             .limits
             .registrations_per_tournament
-            .check(&format!("{}|{client}", tournament.id))?;
+            .check(&format!("{}|{client}", tournament.id))
+            .await?;
     }
     ensure_open(&tournament, state.now())?;
 

@@ -1,6 +1,8 @@
 //! Public tournament reads: list, detail, and the memo a paid registration needs.
 
-use axum::extract::State;
+use axum::extract::{OriginalUri, State};
+use axum::http::Uri;
+use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -12,6 +14,7 @@ use super::privacy::{self, InviteParams};
 use super::queries::{self, ListQuery};
 use super::registration::{self, Outcome, RegisterRequest, RegistrationError};
 use crate::auth::{MaybeAccountAuth, Write};
+use crate::cache;
 use crate::chain::payment::PendingPayment;
 use crate::domain::WalletAddress;
 use crate::http::ApiError;
@@ -115,20 +118,32 @@ pub struct TournamentList {
 async fn list_tournaments(
     _limit: IpLimit<TournamentReadPolicy>,
     State(state): State<AppState>,
+    OriginalUri(uri): OriginalUri,
     Query(params): Query<ListParams>,
-) -> Result<axum::Json<TournamentList>, ApiError> {
+) -> Result<Response, ApiError> {
     let query = params.validate()?;
-    let now = state.now();
-    let (rows, total) = privacy::listed(&state, &query).await?;
-    Ok(axum::Json(TournamentList {
-        tournaments: rows.iter().map(|t| t.view(now)).collect(),
-        pagination: Pagination {
-            page: query.page,
-            page_size: query.page_size,
-            total_count: total,
-            total_pages: (total + query.page_size - 1) / query.page_size,
-        },
-    }))
+    cache::public_json(&state, &cache_key(&uri), async {
+        let now = state.now();
+        let (rows, total) = privacy::listed(&state, &query).await?;
+        let list = TournamentList {
+            tournaments: rows.iter().map(|t| t.view(now)).collect(),
+            pagination: Pagination {
+                page: query.page,
+                page_size: query.page_size,
+                total_count: total,
+                total_pages: (total + query.page_size - 1) / query.page_size,
+            },
+        };
+        let stale_at = rows.iter().filter_map(|t| t.next_change_after(now)).min();
+        Ok((list, stale_at))
+    })
+    .await
+}
+
+/// What a public answer is cached under: everything it depends on is in its path and query.
+fn cache_key(uri: &Uri) -> String {
+    uri.path_and_query()
+        .map_or_else(|| uri.path().to_owned(), |pq| pq.as_str().to_owned())
 }
 
 /// One tournament, with its escrow wallet, entry fee and status. A private one needs its
@@ -139,11 +154,16 @@ async fn list_tournaments(
 async fn get_tournament(
     _limit: IpLimit<TournamentReadPolicy>,
     State(state): State<AppState>,
+    OriginalUri(uri): OriginalUri,
     Path(id): Path<String>,
     Query(invite): Query<InviteParams>,
-) -> Result<axum::Json<TournamentView>, ApiError> {
-    let tournament = privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
-    Ok(axum::Json(tournament.view(state.now())))
+) -> Result<Response, ApiError> {
+    cache::public_json(&state, &cache_key(&uri), async {
+        let tournament = privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
+        let now = state.now();
+        Ok((tournament.view(now), tournament.next_change_after(now)))
+    })
+    .await
 }
 
 pub fn not_found(id: &str) -> ApiError {
@@ -300,12 +320,15 @@ async fn get_leaderboard(
     Path(id): Path<String>,
     Query(params): Query<PageParams>,
     Query(invite): Query<InviteParams>,
-) -> Result<axum::Json<LeaderboardView>, ApiError> {
+    OriginalUri(uri): OriginalUri,
+) -> Result<Response, ApiError> {
     let (page, page_size) = params.validate()?;
-    let tournament = privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
-    Ok(axum::Json(
-        leaderboard::view(&state, &tournament, page, page_size).await?,
-    ))
+    cache::public_json(&state, &cache_key(&uri), async {
+        let tournament = privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
+        let board = leaderboard::view(&state, &tournament, page, page_size).await?;
+        Ok((board, tournament.next_change_after(state.now())))
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -123,6 +123,9 @@ pub async fn ensure(state: &AppState) -> anyhow::Result<usize> {
             let mut conn = state.store.write().acquire().await?;
             if queries::insert(&mut conn, &new, now).await? {
                 tracing::info!(id = new.id, "created recurring tournament");
+                state
+                    .events
+                    .publish(crate::events::Event::TournamentsChanged);
                 created += 1;
             }
         }

@@ -109,6 +109,7 @@ impl<P: Permission> FromRequestParts<AppState> for V1Key<P> {
         // out a fresh budget.
         P::limiter(&state.limits)
             .check(&key.account_id)
+            .await
             .map_err(V1Error::from)?;
         Ok(V1Key {
             key,

@@ -88,7 +88,7 @@ async fn a_node_that_loses_its_notification_connection_listens_again_and_catches
 
     // Cut every listening connection of this schema's channel (both nodes'), as a network
     // blip or a database failover would; a registration lands while they are gone.
-    let channel = crucible::events::relay::channel(&a.state.store)
+    let channel = crucible::events::notify::channel(&a.state.store, "events")
         .await
         .expect("channel");
     let (cut,): (i64,) = sqlx::query_as(
@@ -236,4 +236,192 @@ async fn two_nodes_taking_transfers_at_once_keep_one_ledger_without_double_spend
     slots.sort_unstable();
     slots.dedup();
     assert_eq!(slots.len(), 9);
+}
+
+/// An operator's hourly agent, created, funded and started through `node`.
+async fn started_agent(node: &TestApp, email: &str) -> (String, String) {
+    let session = node.session(email).await;
+    let key = node.v1_key(&session).await;
+    let agent = node.create_agent(&key, "hourly", "fighter", "1h").await;
+    let agent_id = node.fund_and_start(&key, &agent).await;
+    (key, agent_id)
+}
+
+async fn ticks_of(node: &TestApp, key: &str, agent_id: &str) -> i64 {
+    let response = node
+        .get(
+            &format!("/api/v1/public/agents/{agent_id}"),
+            Auth::XApiKey(key),
+        )
+        .await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    response.body["data"]["ticks"].as_i64().expect("ticks")
+}
+
+#[tokio::test]
+async fn a_global_rate_limit_holds_across_both_nodes() {
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn_with(|config| config.rate_limits = true).await;
+    let b = a.spawn_peer().await;
+
+    // Registrations (10 a minute per client, exact): twelve attempts spread over both nodes,
+    // interleaved, get exactly ten answers and two 429s, wherever they land.
+    let mut statuses = Vec::new();
+    for n in 0..12 {
+        let node = if n % 2 == 0 { &a } else { &b };
+        let response = node
+            .post("/api/tournaments/trn_none/register", Auth::None, json!({}))
+            .await;
+        statuses.push(response.status);
+    }
+    assert_eq!(
+        statuses.iter().filter(|status| **status == 429).count(),
+        2,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses[..10].iter().all(|status| *status != 429),
+        "{statuses:?}"
+    );
+
+    // Tournament reads (120 a minute per client, gossiped): 100 on A, then B hears of them
+    // and lets only the rest of the budget through.
+    for _ in 0..100 {
+        assert_eq!(a.get("/api/tournaments", Auth::None).await.status, 200);
+    }
+    tokio::time::sleep(StdDuration::from_millis(500)).await;
+    let mut passed = 0;
+    for _ in 0..30 {
+        if b.get("/api/tournaments", Auth::None).await.status == 200 {
+            passed += 1;
+        }
+    }
+    assert_eq!(passed, 20, "B admits what is left of the service's budget");
+    tokio::time::sleep(StdDuration::from_millis(500)).await;
+    assert_eq!(a.get("/api/tournaments", Auth::None).await.status, 429);
+}
+
+#[tokio::test]
+async fn an_agent_ticks_once_per_interval_when_both_nodes_schedule() {
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = a.spawn_peer().await;
+    let (key, agent_id) = started_agent(&a, "both@example.com").await;
+    for hour in 0..4 {
+        let (on_a, on_b) = tokio::join!(a.run_scheduler(), b.run_scheduler());
+        assert_eq!(
+            on_a.agent_ticks.ticked + on_b.agent_ticks.ticked,
+            1,
+            "hour {hour}: one tick between the two nodes"
+        );
+        a.advance(Duration::hours(1));
+    }
+    assert_eq!(ticks_of(&b, &key, &agent_id).await, 4);
+}
+
+#[tokio::test]
+async fn each_webhook_is_delivered_once_when_both_nodes_deliver() {
+    use crate::helpers::webhooks::{Receiver, account, deliver, emit, webhook_key};
+    use crucible::webhooks::Event as Hook;
+
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = a.spawn_peer().await;
+    let receiver = Receiver::start(&[]).await;
+    let (account_id, session) = account(&a, "hooks@example.com").await;
+    webhook_key(&a, &session, &receiver.url("/hooks")).await;
+    for n in 0..20 {
+        emit(&a, &account_id, Hook::AgentTrade, json!({"n": n})).await;
+    }
+    a.advance(Duration::seconds(3));
+    let (on_a, on_b) = tokio::join!(deliver(&a), deliver(&b));
+    assert_eq!(on_a + on_b, 20);
+    let mut seen: Vec<String> = receiver
+        .received()
+        .iter()
+        .map(|request| {
+            request.headers["x-svc-delivery"]
+                .to_str()
+                .expect("id")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(seen.len(), 20);
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 20, "no delivery twice");
+    assert_eq!(deliver(&b).await + deliver(&a).await, 0);
+}
+
+#[tokio::test]
+async fn a_node_killed_mid_tick_leaves_the_tick_to_the_other_after_its_lease() {
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = a.spawn_peer().await;
+    let (key, agent_id) = started_agent(&b, "killed@example.com").await;
+    // A leased the agent's tick and died before storing anything, as a crash mid-tick leaves it.
+    sqlx::query("UPDATE agents SET tick_lease_owner = $1, tick_lease_until = $2 WHERE id = $3")
+        .bind(format!("{}:scheduler", a.state.node_id))
+        .bind(crucible::clock::to_millis(
+            a.state.now() + Duration::minutes(2),
+        ))
+        .bind(&agent_id)
+        .execute(a.state.store.write())
+        .await
+        .expect("lease");
+    a.kill().await;
+    assert_eq!(
+        b.run_scheduler().await.agent_ticks.ticked,
+        0,
+        "the lease holds"
+    );
+    b.advance(Duration::minutes(2));
+    assert_eq!(
+        b.run_scheduler().await.agent_ticks.ticked,
+        1,
+        "B takes it over"
+    );
+    assert_eq!(b.run_scheduler().await.agent_ticks.ticked, 0, "once");
+    assert_eq!(ticks_of(&b, &key, &agent_id).await, 1);
+}
+
+#[tokio::test]
+async fn a_node_killed_mid_payout_leaves_it_to_the_other_which_pays_once() {
+    use crate::payouts::{payout_row, pending_payout, transfers_to, usdc};
+
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = a.spawn_peer().await;
+    let winner = pending_payout(&a, "pay_killed", 800_000).await;
+    // A signs the transfer and records it, then dies before sending it.
+    let recorded = crucible::tournaments::payouts::sign_and_record(&a.state, "pay_killed")
+        .await
+        .expect("sign and record");
+    a.kill().await;
+    let held = crucible::tournaments::payouts::send(&b.state, "pay_killed").await;
+    assert!(format!("{:#}", held.expect_err("held")).contains("another worker"));
+    b.advance(Duration::seconds(31));
+    crucible::tournaments::payouts::send(&b.state, "pay_killed")
+        .await
+        .expect("B pays");
+    b.run_scheduler().await;
+    let (status, signature, _) = payout_row(&b, "pay_killed").await;
+    assert_eq!(status, "sent");
+    assert_eq!(
+        signature.as_deref(),
+        Some(recorded.as_str()),
+        "A's transfer, sent once"
+    );
+    assert_eq!(usdc(&b, &winner).await, 800_000);
+    assert_eq!(transfers_to(&b, &winner).await, 1);
 }

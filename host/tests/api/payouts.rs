@@ -9,7 +9,7 @@ use serde_json::json;
 
 const FEE: u64 = 2_000_000;
 
-async fn usdc(app: &TestApp, wallet: &str) -> u64 {
+pub(crate) async fn usdc(app: &TestApp, wallet: &str) -> u64 {
     let address = WalletAddress::parse(wallet).expect("address");
     app.state
         .chain
@@ -214,7 +214,7 @@ async fn an_unseen_recorded_transfer_is_not_replaced_until_its_blockhash_has_exp
 
 /// A pending prize of `amount` for a fresh wallet, from a tournament whose escrow is the
 /// server's and holds the money. Returns the winner's wallet.
-async fn pending_payout(app: &TestApp, payout_id: &str, amount: u64) -> String {
+pub(crate) async fn pending_payout(app: &TestApp, payout_id: &str, amount: u64) -> String {
     let tournament = format!("trn_{payout_id}");
     app.create_tournament(app.new_tournament(&tournament, 0, 10, Duration::minutes(1), 1))
         .await;
@@ -241,7 +241,7 @@ async fn pending_payout(app: &TestApp, payout_id: &str, amount: u64) -> String {
     winner
 }
 
-async fn payout_row(app: &TestApp, payout_id: &str) -> (String, Option<String>, i64) {
+pub(crate) async fn payout_row(app: &TestApp, payout_id: &str) -> (String, Option<String>, i64) {
     sqlx::query_as("SELECT status, tx_signature, attempts FROM payouts WHERE id = $1")
         .bind(payout_id)
         .fetch_one(app.state.store.read())
@@ -250,7 +250,7 @@ async fn payout_row(app: &TestApp, payout_id: &str) -> (String, Option<String>, 
 }
 
 /// How many transfers the chain ever saw to `wallet` (every landed transaction touching it).
-async fn transfers_to(app: &TestApp, wallet: &str) -> usize {
+pub(crate) async fn transfers_to(app: &TestApp, wallet: &str) -> usize {
     let signatures = app
         .rpc_result("getSignaturesForAddress", json!([wallet]))
         .await;

@@ -89,6 +89,11 @@ pub async fn award(state: &AppState, tournament: &Tournament) -> anyhow::Result<
     tx.commit().await?;
     if recorded > 0 {
         tracing::info!(tournament_id = tournament.id, recorded, "payouts recorded");
+        state
+            .events
+            .publish(crate::events::Event::LeaderboardChanged {
+                tournament_id: tournament.id.clone(),
+            });
     }
     Ok(recorded)
 }

@@ -238,6 +238,14 @@ pub async fn send(state: &AppState, payout_id: &str) -> anyhow::Result<()> {
     };
     let outcome = pay(&lease, &payout).await;
     lease.release().await;
+    if outcome.is_ok() && payout.source_kind == SourceKind::Tournament {
+        // The board of an ended tournament shows each prize's transfer once it is final.
+        state
+            .events
+            .publish(crate::events::Event::LeaderboardChanged {
+                tournament_id: payout.source_id.clone(),
+            });
+    }
     outcome
 }
 

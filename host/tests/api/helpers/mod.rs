@@ -165,6 +165,12 @@ impl TestApp {
         Self::start(config, data_dir, self.clock.clone()).await
     }
 
+    /// Stop this server at once, as a node that crashes: nothing is released or drained.
+    pub async fn kill(self) {
+        self.server.abort();
+        let _ = self.server.await;
+    }
+
     /// Stop this server and start a new one on the same database and data dir (a restart).
     pub async fn restart(self) -> TestApp {
         self.server.abort();
@@ -347,6 +353,10 @@ impl TestApp {
                 .expect("insert"),
             "id taken"
         );
+        // As every writer of tournaments does: lists cached on this node are dropped.
+        self.state
+            .events
+            .publish(crucible::events::Event::TournamentsChanged);
     }
 
     /// One JSON-RPC call to this server's simnet: the whole reply, error or not.

@@ -13,10 +13,13 @@
 //! `count` instants per active key. Time comes from the server's injected [`Clock`], so tests
 //! move a manual clock instead of sleeping.
 
-use std::collections::{HashMap, VecDeque};
+mod exact;
+pub mod gossip;
+mod window;
+
 use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, FromRequestParts};
@@ -25,7 +28,9 @@ use chrono::{DateTime, Utc};
 
 use super::error::ApiError;
 use crate::clock::Clock;
+use crate::db::Store;
 use crate::state::AppState;
+use window::Window;
 
 /// A request over its limit: whole seconds until the next one is allowed. Each HTTP family
 /// answers it in its own 429 form.
@@ -41,71 +46,173 @@ impl From<Limited> for ApiError {
     }
 }
 
+/// How a limit holds across the nodes sharing one PostgreSQL database (on one node, every
+/// limit is this node's memory alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// Exact across nodes: each check is a short transaction on the database. For limits that
+    /// guard writes (sign-in, registrations, turns, agent creation), where the request writes
+    /// anyway and a burst spread over the nodes must not get N times the budget.
+    Exact,
+    /// Each node counts in memory and tells the others what it admitted every
+    /// [`gossip::FLUSH_EVERY`]: a read pays no database round trip, and the service as a whole
+    /// admits at most the budget plus what the other nodes admitted in the last flush interval.
+    Gossip,
+}
+
+/// Where a shared limiter coordinates, once the node shares its database with others.
+enum Shared {
+    Exact(Store),
+    Gossip(tokio::sync::mpsc::UnboundedSender<gossip::Hit>),
+}
+
 /// One keyed limit: at most `count` requests in any `window`, per key.
 pub struct Limiter {
+    name: &'static str,
+    sharing: Sharing,
     enabled: bool,
     count: usize,
     window: chrono::Duration,
     clock: Arc<dyn Clock>,
-    /// Per key, the instants of its admissions still inside the window, oldest first.
-    admitted: Mutex<HashMap<String, VecDeque<DateTime<Utc>>>>,
+    /// This node's admissions.
+    local: Window,
+    /// What the other nodes reported they admitted ([`Sharing::Gossip`]).
+    remote: Window,
+    shared: OnceLock<Shared>,
 }
 
 impl Limiter {
     pub fn new(enabled: bool, count: u32, window: Duration, clock: Arc<dyn Clock>) -> Self {
+        Self::named("limit", Sharing::Gossip, enabled, count, window, clock)
+    }
+
+    fn named(
+        name: &'static str,
+        sharing: Sharing,
+        enabled: bool,
+        count: u32,
+        window: Duration,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         Limiter {
+            name,
+            sharing,
             enabled,
             count: count.max(1) as usize,
             window: chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX),
             clock,
-            admitted: Mutex::new(HashMap::new()),
+            local: Window::default(),
+            remote: Window::default(),
+            shared: OnceLock::new(),
         }
     }
 
-    /// Count one request for `key`; refused with the whole seconds until the oldest admission
-    /// leaves the window (so a retry at that time passes).
-    pub fn check(&self, key: &str) -> Result<(), Limited> {
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    pub fn sharing(&self) -> Sharing {
+        self.sharing
+    }
+
+    /// Count one request for `key`; refused with the whole seconds until enough admissions
+    /// leave the window (so a retry at that time passes).
+    pub async fn check(&self, key: &str) -> Result<(), Limited> {
         if !self.enabled {
             return Ok(());
         }
         let now = self.clock.now();
-        let mut admitted = self
-            .admitted
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let recent = admitted.entry(key.to_owned()).or_default();
-        // An admission at `t` counts until `t + window` (exclusive).
-        while recent
-            .front()
-            .is_some_and(|oldest| *oldest + self.window <= now)
-        {
-            recent.pop_front();
+        match self.shared.get() {
+            None => self.check_in_memory(key, now, false),
+            Some(Shared::Gossip(outbox)) => {
+                self.check_in_memory(key, now, true)?;
+                // The gossip task ends only with the node.
+                let _ = outbox.send(gossip::Hit {
+                    limiter: self.name,
+                    key: key.to_owned(),
+                    at: now,
+                });
+                Ok(())
+            }
+            Some(Shared::Exact(store)) => {
+                match exact::check(store, self.name, key, self.count, self.window, now).await {
+                    Ok(verdict) => verdict,
+                    Err(error) => {
+                        // The database is what failed; the request will most likely fail on it
+                        // too. Hold this node's share of the limit rather than refuse outright.
+                        tracing::warn!(%error, limiter = self.name, "shared rate limit unreadable; counting on this node");
+                        self.check_in_memory(key, now, false)
+                    }
+                }
+            }
         }
-        if recent.len() < self.count {
+    }
+
+    /// The sliding window in this node's memory, plus (`with_remote`) what the other nodes
+    /// reported admitting.
+    fn check_in_memory(
+        &self,
+        key: &str,
+        now: DateTime<Utc>,
+        with_remote: bool,
+    ) -> Result<(), Limited> {
+        let remote = if with_remote {
+            self.remote.recent(key, now, self.window)
+        } else {
+            Vec::new()
+        };
+        let mut admitted = self.local.lock();
+        let recent = admitted.entry(key.to_owned()).or_default();
+        window::prune(recent, now, self.window);
+        if recent.len() + remote.len() < self.count {
             recent.push_back(now);
             return Ok(());
         }
-        let free_at = recent.front().map_or(now, |oldest| *oldest + self.window);
-        let wait_ms = u64::try_from((free_at - now).num_milliseconds()).unwrap_or(0);
-        Err(Limited {
-            retry_after: wait_ms.div_ceil(1000).max(1),
-        })
+        let mut all: Vec<DateTime<Utc>> = recent.iter().chain(remote.iter()).copied().collect();
+        all.sort_unstable();
+        Err(refusal(&all, self.count, self.window, now))
+    }
+
+    /// Admissions another node reported (gossip).
+    fn heard(&self, key: &str, at: DateTime<Utc>, n: usize) {
+        if self.sharing == Sharing::Gossip {
+            self.remote.add(key, at, n.min(self.count));
+        }
+    }
+
+    /// [`Limiter::check`] without the database, for unit tests.
+    #[cfg(test)]
+    fn check_now(&self, key: &str) -> Result<(), Limited> {
+        self.check_in_memory(key, self.clock.now(), true)
     }
 
     /// Forget keys with no admission inside the window, so memory follows the active clients only.
     pub fn retain_recent(&self) {
         let now = self.clock.now();
-        let mut admitted = self
-            .admitted
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        admitted.retain(|_, recent| {
-            recent
-                .back()
-                .is_some_and(|newest| *newest + self.window > now)
-        });
-        admitted.shrink_to_fit();
+        self.local.retain_recent(now, self.window);
+        self.remote.retain_recent(now, self.window);
     }
+}
+
+/// The refusal for a key whose admissions inside the window are `admitted` (oldest first, at
+/// least `count` of them): the wait until enough of them leave for one more to fit.
+fn refusal(
+    admitted: &[DateTime<Utc>],
+    count: usize,
+    window: chrono::Duration,
+    now: DateTime<Utc>,
+) -> Limited {
+    let must_leave = admitted.len() + 1 - count;
+    let free_at = admitted.get(must_leave - 1).map_or(now, |at| *at + window);
+    let wait_ms = u64::try_from((free_at - now).num_milliseconds()).unwrap_or(0);
+    Limited {
+        retry_after: wait_ms.div_ceil(1000).max(1),
+    }
+}
+
+/// Delete shared admissions older than any window (the node's housekeeping, on PostgreSQL).
+pub async fn prune_shared(store: &Store, now: DateTime<Utc>) -> sqlx::Result<u64> {
+    exact::prune(store, now).await
 }
 
 /// Every limiter of the server, built once from the configuration.
@@ -145,21 +252,42 @@ impl RateLimits {
     pub fn new(enabled: bool, clock: Arc<dyn Clock>) -> Self {
         let minute = Duration::from_secs(60);
         let hour = Duration::from_secs(3600);
-        let limit = |count, window| Limiter::new(enabled, count, window, clock.clone());
+        let limit = |name, sharing, count, window| {
+            Limiter::named(name, sharing, enabled, count, window, clock.clone())
+        };
+        use Sharing::{Exact, Gossip};
         RateLimits {
-            auth: limit(20, minute),
-            account: limit(300, minute),
-            tournament_reads: limit(120, minute),
-            registrations_per_ip: limit(10, minute),
-            registrations_per_tournament: limit(5, minute),
-            live_connections: limit(20, minute),
-            dungeon_reads: limit(120, minute),
-            dungeon_turns: limit(60, minute),
-            dungeon_watches: limit(20, minute),
-            v1_create: limit(10, hour),
-            v1_control: limit(100, hour),
-            v1_reads: limit(1000, hour),
+            auth: limit("auth", Exact, 20, minute),
+            account: limit("account", Gossip, 300, minute),
+            tournament_reads: limit("tournament_reads", Gossip, 120, minute),
+            registrations_per_ip: limit("registrations_per_ip", Exact, 10, minute),
+            registrations_per_tournament: limit("registrations_per_tournament", Exact, 5, minute),
+            live_connections: limit("live_connections", Exact, 20, minute),
+            dungeon_reads: limit("dungeon_reads", Gossip, 120, minute),
+            dungeon_turns: limit("dungeon_turns", Exact, 60, minute),
+            dungeon_watches: limit("dungeon_watches", Exact, 20, minute),
+            v1_create: limit("v1_create", Exact, 10, hour),
+            v1_control: limit("v1_control", Exact, 100, hour),
+            v1_reads: limit("v1_reads", Gossip, 1000, hour),
         }
+    }
+
+    /// Make every limit hold across the nodes sharing `store` (PostgreSQL): exact limits check
+    /// on the database from now on; gossiped ones report to `gossip`.
+    fn share(&self, store: &Store, gossip: &tokio::sync::mpsc::UnboundedSender<gossip::Hit>) {
+        for limiter in self.all() {
+            let shared = match limiter.sharing {
+                Sharing::Exact => Shared::Exact(store.clone()),
+                Sharing::Gossip => Shared::Gossip(gossip.clone()),
+            };
+            if limiter.shared.set(shared).is_err() {
+                tracing::warn!(limiter = limiter.name, "rate limit shared already");
+            }
+        }
+    }
+
+    fn by_name(&self, name: &str) -> Option<&Limiter> {
+        self.all().into_iter().find(|limiter| limiter.name == name)
     }
 
     /// Every limiter, for housekeeping.
@@ -295,7 +423,9 @@ impl<P: Policy> FromRequestParts<AppState> for IpLimit<P> {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let Ok(client) = ClientIp::from_request_parts(parts, state).await;
-        P::limiter(&state.limits).check(&client.limit_key().to_string())?;
+        P::limiter(&state.limits)
+            .check(&client.limit_key().to_string())
+            .await?;
         Ok(IpLimit(PhantomData))
     }
 }
@@ -369,31 +499,35 @@ mod tests {
     fn refuses_past_the_budget_and_says_when_to_retry() {
         let (limiter, clock) = limiter(3, 60);
         for _ in 0..3 {
-            assert!(limiter.check("1.2.3.4").is_ok());
+            assert!(limiter.check_now("1.2.3.4").is_ok());
         }
-        assert_eq!(retry_after(limiter.check("1.2.3.4")), 60);
-        assert!(limiter.check("5.6.7.8").is_ok(), "keys are independent");
+        assert_eq!(retry_after(limiter.check_now("1.2.3.4")), 60);
+        assert!(limiter.check_now("5.6.7.8").is_ok(), "keys are independent");
         clock.advance(chrono::Duration::seconds(45));
-        assert_eq!(retry_after(limiter.check("1.2.3.4")), 15);
+        assert_eq!(retry_after(limiter.check_now("1.2.3.4")), 15);
     }
 
     #[test]
     fn n_pass_then_refused_until_the_whole_window_has_passed() {
         let (limiter, clock) = limiter(10, 3600);
         for n in 0..10 {
-            assert!(limiter.check("key").is_ok(), "request {n}");
+            assert!(limiter.check_now("key").is_ok(), "request {n}");
         }
-        assert!(limiter.check("key").is_err(), "the 11th in the hour");
+        assert!(limiter.check_now("key").is_err(), "the 11th in the hour");
         // A token bucket refilling one every 6 minutes would let one through here.
         clock.advance(chrono::Duration::minutes(30));
-        assert!(limiter.check("key").is_err(), "half an hour later");
+        assert!(limiter.check_now("key").is_err(), "half an hour later");
         clock.advance(chrono::Duration::milliseconds(30 * 60 * 1000 - 1));
-        assert_eq!(retry_after(limiter.check("key")), 1, "1 ms before the hour");
+        assert_eq!(
+            retry_after(limiter.check_now("key")),
+            1,
+            "1 ms before the hour"
+        );
         clock.advance(chrono::Duration::milliseconds(1));
         for n in 0..10 {
-            assert!(limiter.check("key").is_ok(), "next hour, request {n}");
+            assert!(limiter.check_now("key").is_ok(), "next hour, request {n}");
         }
-        assert!(limiter.check("key").is_err());
+        assert!(limiter.check_now("key").is_err());
     }
 
     #[test]
@@ -403,7 +537,7 @@ mod tests {
         let step = 700;
         let mut admitted = Vec::new();
         for tick in 0..(20 * 60 * 1000 / step) {
-            if limiter.check("drip").is_ok() {
+            if limiter.check_now("drip").is_ok() {
                 admitted.push(tick * step);
             }
             clock.advance(chrono::Duration::milliseconds(step));
@@ -425,27 +559,55 @@ mod tests {
     #[test]
     fn idle_keys_are_forgotten() {
         let (limiter, clock) = limiter(2, 60);
-        assert!(limiter.check("a").is_ok());
+        assert!(limiter.check_now("a").is_ok());
         clock.advance(chrono::Duration::seconds(30));
-        assert!(limiter.check("b").is_ok());
+        assert!(limiter.check_now("b").is_ok());
         clock.advance(chrono::Duration::seconds(30));
         limiter.retain_recent();
-        let keys: Vec<String> = limiter
-            .admitted
-            .lock()
-            .expect("lock")
-            .keys()
-            .cloned()
-            .collect();
+        let keys = limiter.local.keys();
         assert_eq!(keys, vec!["b".to_owned()]);
     }
 
-    #[test]
-    fn disabled_limiter_lets_everything_through() {
+    #[tokio::test]
+    async fn disabled_limiter_lets_everything_through() {
         let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
         let limiter = Limiter::new(false, 1, Duration::from_secs(60), clock);
         for _ in 0..100 {
-            assert!(limiter.check("k").is_ok());
+            assert!(limiter.check("k").await.is_ok());
         }
+    }
+
+    #[test]
+    fn what_other_nodes_admitted_counts_against_the_budget() {
+        let (limiter, clock) = limiter(5, 60);
+        let earlier = clock.now() - chrono::Duration::seconds(50);
+        limiter.heard("1.2.3.4", earlier, 3);
+        assert!(limiter.check_now("1.2.3.4").is_ok());
+        assert!(limiter.check_now("1.2.3.4").is_ok());
+        // 3 elsewhere + 2 here: the next waits until the oldest report leaves the window.
+        assert_eq!(retry_after(limiter.check_now("1.2.3.4")), 10);
+        clock.advance(chrono::Duration::seconds(10));
+        assert!(
+            limiter.check_now("1.2.3.4").is_ok(),
+            "the reported ones left"
+        );
+        // A report can never count for more than the whole budget.
+        limiter.heard("5.6.7.8", clock.now(), 1_000);
+        assert_eq!(
+            limiter
+                .remote
+                .recent("5.6.7.8", clock.now(), limiter.window)
+                .len(),
+            5
+        );
+    }
+
+    #[test]
+    fn a_refusal_waits_for_exactly_enough_admissions_to_leave() {
+        let at = |s: i64| crate::clock::from_millis(s * 1000);
+        let admitted = [at(0), at(10), at(20), at(30)];
+        // 4 inside a 60 s window with a budget of 3: two must leave, the second at 70 s.
+        let refused = refusal(&admitted, 3, chrono::Duration::seconds(60), at(40));
+        assert_eq!(refused.retry_after, 30);
     }
 }

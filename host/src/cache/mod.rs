@@ -1,0 +1,108 @@
+//! Read caches: answers kept in memory until the data behind them changes, so the hot read
+//! paths (a key check, `GET /api/account`, public tournament lists and boards) cost no database
+//! round trip in the common case (docs/architecture.md, "Read caches").
+//!
+//! A cache never decides on its own when data changed. Writers announce changes on the event
+//! bus ([`crate::events::Event`]); on PostgreSQL the relay carries them to every node within
+//! milliseconds. [`Caches::on_event`] runs synchronously for every event this node publishes
+//! or hears, so a node never answers from a cache after it announced the change. Two limits
+//! back the events up: each entry has a maximum age (the bound on staleness if a notification
+//! were lost without the relay noticing), and an entry may carry an instant after which it is
+//! stale anyway (a tournament whose status turns with the clock).
+
+mod read_cache;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::auth::keys::CachedKey;
+use crate::events::Event;
+
+pub use read_cache::ReadCache;
+
+/// Longest an entry is served without any event saying it changed.
+const MAX_AGE: Duration = Duration::from_secs(5);
+/// Entries per cache before the whole cache is dropped and refilled (no LRU bookkeeping on
+/// the read path; a full cache is rare and refills in one round of requests).
+const CAPACITY: usize = 10_000;
+
+/// The node's read caches.
+pub struct Caches {
+    /// Verified API keys by the SHA-256 of the secret (and family).
+    pub keys: ReadCache<CachedKey>,
+    /// `GET /api/account` answers by account id.
+    pub accounts: ReadCache<crate::account::AccountView>,
+    /// Serialized public tournament answers (lists, details, leaderboard pages) by path and
+    /// query, for callers without credentials.
+    pub public: ReadCache<Bytes>,
+}
+
+impl Caches {
+    pub fn new(clock: Arc<dyn crate::clock::Clock>, enabled: bool) -> Self {
+        Caches {
+            keys: ReadCache::new(clock.clone(), enabled, MAX_AGE, CAPACITY),
+            accounts: ReadCache::new(clock.clone(), enabled, MAX_AGE, CAPACITY),
+            public: ReadCache::new(clock, enabled, MAX_AGE, CAPACITY),
+        }
+    }
+
+    /// Forget whatever `event` says may have changed.
+    pub fn on_event(&self, event: &Event) {
+        match event {
+            Event::KeysChanged { .. } => {
+                self.keys.invalidate_all();
+                self.accounts.invalidate_all();
+            }
+            Event::AccountChanged { .. } => self.accounts.invalidate_all(),
+            Event::LeaderboardChanged { .. }
+            | Event::TournamentEnded { .. }
+            | Event::TournamentsChanged => self.public.invalidate_all(),
+            Event::DungeonRunEvent { .. } => {}
+            // Events of other nodes may have been missed: nothing cached can be trusted.
+            Event::Resync => self.invalidate_all(),
+        }
+    }
+
+    pub fn invalidate_all(&self) {
+        self.keys.invalidate_all();
+        self.accounts.invalidate_all();
+        self.public.invalidate_all();
+    }
+}
+
+/// A public answer as JSON, from the node's cache when nothing changed since it was built.
+/// `key` must name everything the answer depends on (path and query); `load` returns the
+/// answer and the instant it turns stale with time alone, if any.
+pub async fn public_json<T, F>(
+    state: &crate::state::AppState,
+    key: &str,
+    load: F,
+) -> Result<axum::response::Response, crate::http::ApiError>
+where
+    T: serde::Serialize,
+    F: std::future::Future<
+            Output = Result<(T, Option<chrono::DateTime<chrono::Utc>>), crate::http::ApiError>,
+        >,
+{
+    use axum::response::IntoResponse;
+    let body = state
+        .caches
+        .public
+        .get_or_load(key, async {
+            let (value, stale_at) = load.await?;
+            let body = serde_json::to_vec(&value)
+                .map_err(|error| crate::http::ApiError::Internal(error.into()))?;
+            Ok::<_, crate::http::ApiError>((Bytes::from(body), stale_at))
+        })
+        .await?;
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        )],
+        Bytes::clone(&body),
+    )
+        .into_response())
+}

@@ -1,0 +1,210 @@
+//! One cache of answers by key, emptied whole when its data changes.
+//!
+//! The race every such cache must close: a request reads the database, a writer changes the
+//! row and announces it (the cache is emptied), and only then does the request store what it
+//! read — now stale. So a request takes a [`Ticket`] (the cache's generation) *before* it reads,
+//! and [`ReadCache::put`] drops the value when the generation moved meanwhile.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::clock::Clock;
+
+/// The cache's generation when a request started reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket(u64);
+
+struct Entry<V> {
+    value: Arc<V>,
+    fresh_until: DateTime<Utc>,
+}
+
+struct Inner<V> {
+    generation: u64,
+    entries: HashMap<String, Entry<V>>,
+}
+
+pub struct ReadCache<V> {
+    enabled: bool,
+    clock: Arc<dyn Clock>,
+    max_age: chrono::Duration,
+    capacity: usize,
+    inner: RwLock<Inner<V>>,
+}
+
+impl<V> ReadCache<V> {
+    pub fn new(clock: Arc<dyn Clock>, enabled: bool, max_age: Duration, capacity: usize) -> Self {
+        ReadCache {
+            enabled,
+            clock,
+            max_age: chrono::Duration::from_std(max_age).unwrap_or(chrono::Duration::zero()),
+            capacity: capacity.max(1),
+            inner: RwLock::new(Inner {
+                generation: 0,
+                entries: HashMap::new(),
+            }),
+        }
+    }
+
+    /// The value under `key`, if it is still fresh.
+    pub fn get(&self, key: &str) -> Option<Arc<V>> {
+        if !self.enabled {
+            return None;
+        }
+        let now = self.clock.now();
+        let inner = self
+            .inner
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        inner
+            .entries
+            .get(key)
+            .filter(|entry| now < entry.fresh_until)
+            .map(|entry| entry.value.clone())
+    }
+
+    /// Take before reading what will be stored.
+    pub fn ticket(&self) -> Ticket {
+        Ticket(
+            self.inner
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .generation,
+        )
+    }
+
+    /// Keep `value` under `key` until the cache is emptied, the maximum age passes, or
+    /// `stale_at` (when the value turns stale with time alone). Dropped when the cache was
+    /// emptied since `ticket` was taken.
+    pub fn put(&self, ticket: Ticket, key: String, value: Arc<V>, stale_at: Option<DateTime<Utc>>) {
+        if !self.enabled {
+            return;
+        }
+        let now = self.clock.now();
+        let aged = now + self.max_age;
+        let fresh_until = stale_at.map_or(aged, |at| at.min(aged));
+        let mut inner = self
+            .inner
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if inner.generation != ticket.0 || fresh_until <= now {
+            return;
+        }
+        if inner.entries.len() >= self.capacity && !inner.entries.contains_key(&key) {
+            inner.entries.clear();
+        }
+        inner.entries.insert(key, Entry { value, fresh_until });
+    }
+
+    /// Forget everything, including what requests now reading would store.
+    pub fn invalidate_all(&self) {
+        let mut inner = self
+            .inner
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        inner.generation = inner.generation.wrapping_add(1);
+        inner.entries.clear();
+    }
+
+    /// The cached value, or `load`'s (stored when it says how long it stays fresh).
+    pub async fn get_or_load<E, F>(&self, key: &str, load: F) -> Result<Arc<V>, E>
+    where
+        F: Future<Output = Result<(V, Option<DateTime<Utc>>), E>>,
+    {
+        if let Some(value) = self.get(key) {
+            return Ok(value);
+        }
+        let ticket = self.ticket();
+        let (value, stale_at) = load.await?;
+        let value = Arc::new(value);
+        self.put(ticket, key.to_owned(), value.clone(), stale_at);
+        Ok(value)
+    }
+
+    /// Entries held (for tests and metrics).
+    pub fn len(&self) -> usize {
+        self.inner
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entries
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{ManualClock, from_millis};
+
+    fn cache(capacity: usize) -> (ReadCache<&'static str>, Arc<ManualClock>) {
+        let clock = Arc::new(ManualClock::new(from_millis(1_700_000_000_000)));
+        let cache = ReadCache::new(clock.clone(), true, Duration::from_secs(5), capacity);
+        (cache, clock)
+    }
+
+    #[test]
+    fn a_value_is_served_until_the_cache_is_emptied() {
+        let (cache, _) = cache(10);
+        cache.put(cache.ticket(), "k".into(), Arc::new("v"), None);
+        assert_eq!(cache.get("k").as_deref(), Some(&"v"));
+        cache.invalidate_all();
+        assert_eq!(cache.get("k"), None);
+    }
+
+    #[test]
+    fn a_value_read_before_a_change_is_not_stored_after_it() {
+        let (cache, _) = cache(10);
+        let ticket = cache.ticket();
+        // The writer changed the data and announced it while the request was reading.
+        cache.invalidate_all();
+        cache.put(ticket, "k".into(), Arc::new("old"), None);
+        assert_eq!(cache.get("k"), None);
+    }
+
+    #[test]
+    fn values_turn_stale_at_their_instant_or_the_maximum_age() {
+        let (cache, clock) = cache(10);
+        let soon = clock.now() + chrono::Duration::seconds(2);
+        cache.put(cache.ticket(), "timed".into(), Arc::new("a"), Some(soon));
+        cache.put(cache.ticket(), "aged".into(), Arc::new("b"), None);
+        clock.advance(chrono::Duration::seconds(2));
+        assert_eq!(cache.get("timed"), None, "stale at its own instant");
+        assert!(cache.get("aged").is_some());
+        clock.advance(chrono::Duration::seconds(3));
+        assert_eq!(cache.get("aged"), None, "stale at the maximum age");
+        // Already stale when read: never stored.
+        cache.put(
+            cache.ticket(),
+            "past".into(),
+            Arc::new("c"),
+            Some(clock.now()),
+        );
+        assert!(cache.is_empty() || cache.get("past").is_none());
+    }
+
+    #[test]
+    fn a_full_cache_starts_over() {
+        let (cache, _) = cache(2);
+        for key in ["a", "b", "c"] {
+            cache.put(cache.ticket(), key.into(), Arc::new("v"), None);
+        }
+        assert_eq!(cache.len(), 1);
+        assert!(cache.get("c").is_some());
+    }
+
+    #[test]
+    fn a_disabled_cache_keeps_nothing() {
+        let clock = Arc::new(ManualClock::new(from_millis(0)));
+        let cache = ReadCache::new(clock, false, Duration::from_secs(5), 10);
+        cache.put(cache.ticket(), "k".into(), Arc::new(1), None);
+        assert_eq!(cache.get("k"), None);
+    }
+}

@@ -288,13 +288,29 @@ mod tests {
         let at = crate::clock::from_millis;
         let mut t = tournament("upcoming", 1_000, 9_000_000);
         t.registration_deadline = Some(500);
-        assert_eq!(t.next_change_after(at(0)), Some(at(500)), "registration closes");
+        assert_eq!(
+            t.next_change_after(at(0)),
+            Some(at(500)),
+            "registration closes"
+        );
         assert_eq!(t.next_change_after(at(500)), Some(at(1_000)), "it starts");
         t.last_snapshot_at = Some(2_000);
         let stale = 2_000 + super::super::leaderboard::STALE_AFTER.num_milliseconds() + 1;
-        assert_eq!(t.next_change_after(at(1_000)), Some(at(stale)), "its board turns stale");
-        assert_eq!(t.next_change_after(at(stale)), Some(at(9_000_000)), "it ends");
-        assert_eq!(t.next_change_after(at(9_000_000)), None, "nothing left to turn");
+        assert_eq!(
+            t.next_change_after(at(1_000)),
+            Some(at(stale)),
+            "its board turns stale"
+        );
+        assert_eq!(
+            t.next_change_after(at(stale)),
+            Some(at(9_000_000)),
+            "it ends"
+        );
+        assert_eq!(
+            t.next_change_after(at(9_000_000)),
+            None,
+            "nothing left to turn"
+        );
     }
 
     #[test]

@@ -41,6 +41,7 @@ mod multi_node;
 mod payouts;
 mod platform;
 mod prices;
+mod read_caches;
 mod readme_examples;
 mod refunds;
 mod registration;

@@ -1,0 +1,120 @@
+//! The read caches answer from memory, and never after a change was announced: a registration,
+//! a revoked key or a profile edit shows at once; a status that turns with the clock turns at
+//! its instant; a change no writer announced (a row edited by hand) shows within 5 s.
+
+use chrono::Duration;
+use crucible::chain::Keypair;
+use serde_json::json;
+
+use crate::helpers::{Auth, TestApp};
+
+#[tokio::test]
+async fn public_tournament_answers_come_from_memory_until_a_change_is_announced() {
+    let app = TestApp::spawn().await;
+    app.create_tournament(app.new_tournament("trn_cache", 0, 100, Duration::hours(1), 24))
+        .await;
+    let detail = "/api/tournaments/trn_cache";
+    assert_eq!(
+        app.get(detail, Auth::None).await.body["name"],
+        "Cup trn_cache"
+    );
+
+    // Edited behind the server's back: the cached answer stands (it is really cached) …
+    sqlx::query("UPDATE tournaments SET name = 'Renamed' WHERE id = 'trn_cache'")
+        .execute(app.state.store.write())
+        .await
+        .expect("rename");
+    assert_eq!(
+        app.get(detail, Auth::None).await.body["name"],
+        "Cup trn_cache"
+    );
+    assert_eq!(
+        app.get("/api/tournaments", Auth::None).await.body["tournaments"][0]["name"],
+        "Renamed",
+        "the list was never cached, so it reads the row"
+    );
+
+    // … until a change is announced: a registration moves the detail, the list and the board.
+    let wallet = Keypair::generate().pubkey().to_string();
+    let registered = app
+        .post(
+            "/api/tournaments/trn_cache/register",
+            Auth::None,
+            json!({"registeredWallet": wallet, "txSignature": null}),
+        )
+        .await;
+    assert_eq!(registered.status, 201, "{}", registered.body);
+    let after = app.get(detail, Auth::None).await.body;
+    assert_eq!(after["name"], "Renamed");
+    assert_eq!(after["currentParticipants"], 1);
+    let board = app
+        .get("/api/tournaments/trn_cache/leaderboard", Auth::None)
+        .await;
+    assert_eq!(board.body["totalEntries"], 1, "{}", board.body);
+
+    // The status turns at the start, scheduler or not: an answer cached 2 s before the start
+    // ends at that instant, not 5 s after it was cached.
+    assert_eq!(after["status"], "upcoming");
+    app.advance(Duration::hours(1) - Duration::seconds(2));
+    assert_eq!(app.get(detail, Auth::None).await.body["status"], "upcoming");
+    app.advance(Duration::seconds(2));
+    assert_eq!(app.get(detail, Auth::None).await.body["status"], "live");
+
+    // An unannounced change is never served for more than 5 s.
+    sqlx::query("UPDATE tournaments SET name = 'Quietly' WHERE id = 'trn_cache'")
+        .execute(app.state.store.write())
+        .await
+        .expect("rename");
+    app.advance(Duration::seconds(4));
+    assert_eq!(app.get(detail, Auth::None).await.body["name"], "Renamed");
+    app.advance(Duration::seconds(1));
+    assert_eq!(app.get(detail, Auth::None).await.body["name"], "Quietly");
+}
+
+#[tokio::test]
+async fn a_cached_key_is_refused_the_moment_it_is_revoked() {
+    let app = TestApp::spawn().await;
+    let (session, key) = app.account_with_key("cached@example.com", &["read"]).await;
+    assert_eq!(
+        app.get("/api/account", Auth::Bearer(&key)).await.status,
+        200
+    );
+    // The key is in memory now: later uses are checked without the database.
+    assert!(!app.state.caches.keys.is_empty());
+
+    let keys = app.get("/api/api-keys", Auth::Session(&session)).await;
+    let id = keys.body["keys"][0]["keyId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let revoked = app
+        .delete(&format!("/api/api-keys/{id}"), Auth::Session(&session))
+        .await;
+    assert!((200..300).contains(&revoked.status), "{}", revoked.body);
+    let refused = app.get("/api/account", Auth::Bearer(&key)).await;
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(
+        refused.body.to_string().contains("revoked"),
+        "{}",
+        refused.body
+    );
+}
+
+#[tokio::test]
+async fn the_account_answer_follows_every_edit_at_once() {
+    let app = TestApp::spawn().await;
+    let (session, key) = app.account_with_key("edits@example.com", &["read"]).await;
+    assert!(app.get("/api/account", Auth::Bearer(&key)).await.body["displayName"].is_null());
+    let patched = app
+        .patch(
+            "/api/account",
+            Auth::Session(&session),
+            json!({"displayName": "Ada"}),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(
+        app.get("/api/account", Auth::Bearer(&key)).await.body["displayName"],
+        "Ada"
+    );
+}

@@ -14,7 +14,6 @@
 
 mod support;
 
-use serde_json::json;
 use support::{closed_loop, env_number, percentile_ms};
 
 fn main() {
@@ -31,7 +30,8 @@ fn main() {
         .expect("rt");
     client_runtime.block_on(async move {
         let client = reqwest::Client::builder().pool_max_idle_per_host(concurrency).build().expect("client");
-        let key = setup_key(&client, &base).await;
+        let cookie = support::session(&client, &base, "bench@example.com").await;
+        let key = support::api_key(&client, &base, &cookie, &["read", "write"]).await;
         let url = format!("{base}/api/account");
         for _ in 0..200 {
             client.get(&url).bearer_auth(&key).send().await.expect("warm-up");
@@ -50,33 +50,6 @@ fn main() {
             percentile_ms(&latencies, 1.0),
         );
     });
-}
-
-async fn setup_key(client: &reqwest::Client, base: &str) -> String {
-    let signup = client
-        .post(format!("{base}/api/auth/signup"))
-        .json(&json!({"email": "bench@example.com", "password": "correct horse 9", "acceptTerms": true, "acceptPrivacy": true}))
-        .send()
-        .await
-        .expect("signup");
-    let cookie = signup.headers()["set-cookie"]
-        .to_str()
-        .expect("cookie")
-        .split(';')
-        .next()
-        .expect("pair")
-        .to_owned();
-    let key: serde_json::Value = client
-        .post(format!("{base}/api/api-keys"))
-        .header("cookie", cookie)
-        .json(&json!({"name": "bench"}))
-        .send()
-        .await
-        .expect("key")
-        .json()
-        .await
-        .expect("json");
-    key["key"].as_str().expect("key").to_owned()
 }
 
 /// Every row the request path could write (key use, session slides, account updates), so the

@@ -97,14 +97,7 @@ async fn writes(state: &AppState) -> i64 {
 async fn seed(state: &AppState, agents: usize) {
     let now = to_millis(state.now());
     let mut tx = state.store.begin().await.expect("tx");
-    sqlx::query(
-        "INSERT INTO accounts (id, email, terms_accepted_at, privacy_accepted_at, created_at, updated_at)
-         VALUES ('acc_bench', 'bench@example.com', $1, $1, $1, $1)",
-    )
-    .bind(now)
-    .execute(&mut *tx)
-    .await
-    .expect("account");
+    support::insert_account(&mut tx, now).await;
     let ledger =
         serde_json::to_string(&Ledger::new(10_000.0, PaperConfig::default())).expect("ledger");
     for n in 0..agents {

@@ -19,7 +19,6 @@ mod support;
 
 use std::process::Command;
 
-use serde_json::json;
 use support::env_number;
 
 /// What wrk reported for one path.
@@ -51,17 +50,7 @@ fn main() {
         support::seed_tournament(&state, "trn_bench", wallets).await;
         let client = reqwest::Client::new();
         let cookie = support::session(&client, &base, "bench@example.com").await;
-        let key: serde_json::Value = client
-            .post(format!("{base}/api/api-keys"))
-            .header("cookie", cookie)
-            .json(&json!({"name": "bench", "scopes": ["read"]}))
-            .send()
-            .await
-            .expect("key")
-            .json()
-            .await
-            .expect("json");
-        key["key"].as_str().expect("key").to_owned()
+        support::api_key(&client, &base, &cookie, &["read"]).await
     });
 
     let auth = format!("Authorization: Bearer {key}");

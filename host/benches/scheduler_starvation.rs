@@ -85,14 +85,7 @@ fn main() {
 async fn seed_unfunded(state: &AppState, agents: usize) {
     let now = to_millis(state.now());
     let mut tx = state.store.begin().await.expect("tx");
-    sqlx::query(
-        "INSERT INTO accounts (id, email, terms_accepted_at, privacy_accepted_at, created_at, updated_at)
-         VALUES ('acc_bench', 'bench@example.com', $1, $1, $1, $1)",
-    )
-    .bind(now)
-    .execute(&mut *tx)
-    .await
-    .expect("account");
+    support::insert_account(&mut tx, now).await;
     for n in 0..agents {
         sqlx::query(
             "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id, strategy_type,

@@ -276,6 +276,38 @@ pub async fn session(client: &reqwest::Client, base: &str, email: &str) -> Strin
         .to_owned()
 }
 
+/// A new account API key with `scopes`, minted through the API with the session `cookie`.
+pub async fn api_key(
+    client: &reqwest::Client,
+    base: &str,
+    cookie: &str,
+    scopes: &[&str],
+) -> String {
+    let key: Value = client
+        .post(format!("{base}/api/api-keys"))
+        .header("cookie", cookie)
+        .json(&json!({"name": "bench", "scopes": scopes}))
+        .send()
+        .await
+        .expect("key")
+        .json()
+        .await
+        .expect("json");
+    key["key"].as_str().expect("key").to_owned()
+}
+
+/// The operator account `acc_bench` that seeded agents belong to.
+pub async fn insert_account(conn: &mut sqlx::AnyConnection, now_ms: i64) {
+    sqlx::query(
+        "INSERT INTO accounts (id, email, terms_accepted_at, privacy_accepted_at, created_at, updated_at)
+         VALUES ('acc_bench', 'bench@example.com', $1, $1, $1, $1)",
+    )
+    .bind(now_ms)
+    .execute(conn)
+    .await
+    .expect("account");
+}
+
 /// A live tournament with `wallets` registrations, each with a baseline and a current value.
 pub async fn seed_tournament(state: &AppState, id: &str, wallets: usize) {
     let now = state.now();

@@ -4,9 +4,11 @@
 //! what was sent meanwhile is gone. So listeners learn when they reconnect, and each user
 //! decides how to make up for the gap.
 
+use std::future::Future;
 use std::time::Duration;
 
 use sqlx::postgres::PgListener;
+use tokio::task::JoinHandle;
 
 use crate::crypto::sha256_hex;
 use crate::db::Store;
@@ -17,6 +19,57 @@ const RECONNECT_AFTER: Duration = Duration::from_millis(500);
 const NOTIFY_ATTEMPTS: u32 = 3;
 /// PostgreSQL refuses payloads of 8,000 bytes or more; senders split below this.
 pub const MAX_PAYLOAD: usize = 7_900;
+
+/// A node's end of one channel: a task sending what the node has to say, and one listening
+/// to the others. Dropping it (or [`Peer::stop`]) ends both.
+#[derive(Debug)]
+pub struct Peer {
+    tasks: [JoinHandle<()>; 2],
+}
+
+impl Peer {
+    /// Listen on the channel of `topic` (before this returns, so a node that cannot listen
+    /// fails to start), then run `sender` with the store and the channel's name, and hand what
+    /// the other nodes send to `on_payload` ([`listen_forever`]).
+    pub async fn start<S>(
+        store: &Store,
+        database_url: &str,
+        topic: &str,
+        sender: impl FnOnce(Store, String) -> S,
+        on_payload: impl FnMut(&str) + Send + 'static,
+        on_reconnect: impl FnMut() + Send + 'static,
+    ) -> sqlx::Result<Peer>
+    where
+        S: Future<Output = ()> + Send + 'static,
+    {
+        let channel = channel(store, topic).await?;
+        let listener = listen(database_url, &channel).await?;
+        let sending = tokio::spawn(sender(store.clone(), channel.clone()));
+        let listening = tokio::spawn(listen_forever(
+            listener,
+            database_url.to_owned(),
+            channel,
+            on_payload,
+            on_reconnect,
+        ));
+        Ok(Peer {
+            tasks: [sending, listening],
+        })
+    }
+
+    pub fn stop(&self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Peer {
+    /// A node built and never served, or stopped, sends and hears nothing further.
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
 
 /// The channel for `topic` in the schema `store` works in. Deployments (and tests) that share
 /// one database in different schemas must not hear each other; a schema name can be anything,

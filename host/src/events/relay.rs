@@ -8,7 +8,6 @@
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use super::notify;
 use super::{Bus, Event};
@@ -26,10 +25,10 @@ struct Envelope {
     events: Vec<Event>,
 }
 
-/// The relay's two tasks; aborting them stops it.
+/// This node's end of the relay; dropping it stops relaying.
 #[derive(Debug)]
 pub struct Relay {
-    tasks: [JoinHandle<()>; 2],
+    peer: notify::Peer,
 }
 
 impl Relay {
@@ -41,43 +40,27 @@ impl Relay {
         database_url: &str,
         node: &str,
     ) -> sqlx::Result<Relay> {
-        let channel = notify::channel(store, "events").await?;
-        let listener = notify::listen(database_url, &channel).await?;
         let (outbox, pending) = mpsc::unbounded_channel();
         if !bus.relay_to(outbox) {
             tracing::warn!("the event bus is relayed already; not relaying it twice");
         }
-        let sender = tokio::spawn(send_loop(
-            store.clone(),
-            channel.clone(),
-            node.to_owned(),
-            pending,
-        ));
-        let (node, heard, resync) = (node.to_owned(), bus.clone(), bus.clone());
-        let receiver = tokio::spawn(notify::listen_forever(
-            listener,
-            database_url.to_owned(),
-            channel,
-            move |payload| announce(&heard, &node, payload),
+        let (me, heard, resync) = (node.to_owned(), bus.clone(), bus.clone());
+        let sender_node = node.to_owned();
+        let peer = notify::Peer::start(
+            store,
+            database_url,
+            "events",
+            move |store, channel| send_loop(store, channel, sender_node, pending),
+            move |payload| announce(&heard, &me, payload),
             // Events sent while the connection was down are lost: every stream re-reads.
             move || resync.publish_here(Event::Resync),
-        ));
-        Ok(Relay {
-            tasks: [sender, receiver],
-        })
+        )
+        .await?;
+        Ok(Relay { peer })
     }
 
     pub fn stop(&self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
-}
-
-impl Drop for Relay {
-    /// A node built and never served, or stopped, relays nothing further.
-    fn drop(&mut self) {
-        self.stop();
+        self.peer.stop();
     }
 }
 

@@ -12,7 +12,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use super::RateLimits;
 use crate::clock::{from_millis, to_millis};
@@ -39,9 +38,9 @@ struct Report {
     hits: Vec<(String, String, i64, u32)>,
 }
 
-/// The two tasks of the gossip; aborting them stops it.
+/// This node's end of the gossip; dropping it stops it.
 pub struct Gossip {
-    tasks: [JoinHandle<()>; 2],
+    peer: notify::Peer,
 }
 
 impl Gossip {
@@ -53,41 +52,27 @@ impl Gossip {
         database_url: &str,
         node: &str,
     ) -> sqlx::Result<Gossip> {
-        let channel = notify::channel(store, "limits").await?;
-        let listener = notify::listen(database_url, &channel).await?;
         let (outbox, pending) = mpsc::unbounded_channel();
-        limits.share(store, &outbox);
-        let sender = tokio::spawn(send_loop(
-            store.clone(),
-            channel.clone(),
-            node.to_owned(),
-            pending,
-        ));
-        let me = node.to_owned();
-        let receiver = tokio::spawn(notify::listen_forever(
-            listener,
-            database_url.to_owned(),
-            channel,
-            move |payload| hear(&limits, &me, payload),
+        let (me, sender_node) = (node.to_owned(), node.to_owned());
+        let heard = limits.clone();
+        let peer = notify::Peer::start(
+            store,
+            database_url,
+            "limits",
+            move |store, channel| send_loop(store, channel, sender_node, pending),
+            move |payload| hear(&heard, &me, payload),
             // Reports sent meanwhile are lost; the limits undercount until they would have
             // left the window anyway.
             || {},
-        ));
-        Ok(Gossip {
-            tasks: [sender, receiver],
-        })
+        )
+        .await?;
+        // Only once listening: a node that cannot hear the others keeps its own counts.
+        limits.share(store, &outbox);
+        Ok(Gossip { peer })
     }
 
     pub fn stop(&self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
-}
-
-impl Drop for Gossip {
-    fn drop(&mut self) {
-        self.stop();
+        self.peer.stop();
     }
 }
 

@@ -163,6 +163,26 @@ impl Metrics {
             "Event streams open on this node.",
             &[("", gauges.streams_open)],
         );
+        let lookups: Vec<(String, u64)> = gauges
+            .caches
+            .iter()
+            .flat_map(|(cache, (hits, misses))| {
+                [
+                    (format!("cache=\"{cache}\",outcome=\"hit\""), *hits),
+                    (format!("cache=\"{cache}\",outcome=\"miss\""), *misses),
+                ]
+            })
+            .collect();
+        let series: Vec<(&str, u64)> = lookups
+            .iter()
+            .map(|(labels, value)| (labels.as_str(), *value))
+            .collect();
+        counter(
+            &mut out,
+            "crucible_read_cache_lookups_total",
+            "Reads of this node's caches (API keys, accounts, public tournament answers), by outcome.",
+            &series,
+        );
         out
     }
 }
@@ -174,6 +194,7 @@ struct Gauges {
     deliveries_pending: i64,
     payouts_pending: i64,
     streams_open: i64,
+    caches: Vec<(&'static str, (u64, u64))>,
 }
 
 fn counter(out: &mut String, name: &str, help: &str, series: &[(&str, u64)]) {
@@ -264,6 +285,7 @@ pub async fn scrape(
             tracing::warn!(%error, "metrics: cannot read queue depths");
             Gauges {
                 streams_open: state.streams.count(None) as i64,
+                caches: state.caches.stats().to_vec(),
                 ..Gauges::default()
             }
         }
@@ -294,6 +316,7 @@ async fn read_gauges(state: &AppState) -> sqlx::Result<Gauges> {
         deliveries_pending,
         payouts_pending,
         streams_open: state.streams.count(None) as i64,
+        caches: state.caches.stats().to_vec(),
     })
 }
 

@@ -65,6 +65,15 @@ impl Caches {
         }
     }
 
+    /// Hits and misses per cache, by name (`GET /metrics`).
+    pub fn stats(&self) -> [(&'static str, (u64, u64)); 3] {
+        [
+            ("keys", self.keys.hits_and_misses()),
+            ("accounts", self.accounts.hits_and_misses()),
+            ("public", self.public.hits_and_misses()),
+        ]
+    }
+
     pub fn invalidate_all(&self) {
         self.keys.invalidate_all();
         self.accounts.invalidate_all();

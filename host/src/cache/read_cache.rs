@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -34,6 +35,9 @@ pub struct ReadCache<V> {
     max_age: chrono::Duration,
     capacity: usize,
     inner: RwLock<Inner<V>>,
+    /// Answers served from memory, and answers that had to be read (`GET /metrics`).
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 impl<V> ReadCache<V> {
@@ -47,6 +51,8 @@ impl<V> ReadCache<V> {
                 generation: 0,
                 entries: HashMap::new(),
             }),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         }
     }
 
@@ -116,13 +122,23 @@ impl<V> ReadCache<V> {
         F: Future<Output = Result<(V, Option<DateTime<Utc>>), E>>,
     {
         if let Some(value) = self.get(key) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(value);
         }
+        self.misses.fetch_add(1, Ordering::Relaxed);
         let ticket = self.ticket();
         let (value, stale_at) = load.await?;
         let value = Arc::new(value);
         self.put(ticket, key.to_owned(), value.clone(), stale_at);
         Ok(value)
+    }
+
+    /// Answers served from memory and answers read, since the node started.
+    pub fn hits_and_misses(&self) -> (u64, u64) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
     }
 
     /// Entries held (for tests and metrics).

@@ -96,6 +96,9 @@ async fn metrics_count_requests_by_route_template_and_status() {
         r#"crucible_queue_depth{queue="jobs"}"#,
         r#"crucible_queue_depth{queue="webhooks"} 0"#,
         "crucible_sse_subscribers 0",
+        // The list was read once and answered twice from memory.
+        r#"crucible_read_cache_lookups_total{cache="public",outcome="hit"} 2"#,
+        r#"crucible_read_cache_lookups_total{cache="keys",outcome="hit"} 0"#,
     ] {
         assert!(text.contains(series), "{series} in {text}");
     }

@@ -64,6 +64,30 @@ impl Relay {
     }
 }
 
+/// Tell the running nodes about `events` from a process that does not relay (a host's CLI
+/// tool writing to the servers' database), so their caches and streams follow at once. On
+/// SQLite there is nobody to tell: a running server's cached answers catch up within their
+/// maximum age (docs/architecture.md, "Read caches").
+pub async fn tell_running_nodes(store: &Store, events: Vec<Event>) {
+    if store.backend() != crate::db::Backend::Postgres || events.is_empty() {
+        return;
+    }
+    let channel = match notify::channel(store, "events").await {
+        Ok(channel) => channel,
+        Err(error) => {
+            tracing::warn!(%error, "the running nodes were not told of the change");
+            return;
+        }
+    };
+    let envelope = Envelope {
+        node: "tool".to_owned(),
+        events,
+    };
+    if let Ok(payload) = serde_json::to_string(&envelope) {
+        notify::send(store, &channel, &payload).await;
+    }
+}
+
 /// `NOTIFY` what this node publishes, in batches of what is waiting.
 async fn send_loop(
     store: Store,

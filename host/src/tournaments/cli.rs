@@ -124,9 +124,11 @@ pub async fn run(command: TournamentCommand) -> anyhow::Result<()> {
             let mut tx = state.store.begin().await?;
             queries::insert(&mut tx, &new, state.now()).await?;
             tx.commit().await?;
-            state
-                .events
-                .publish(crate::events::Event::TournamentsChanged);
+            crate::events::relay::tell_running_nodes(
+                &state.store,
+                vec![crate::events::Event::TournamentsChanged],
+            )
+            .await;
             println!("{}", new.id);
             if let Some((code, _)) = invite {
                 // On its own line so scripts can read it; it is not stored and cannot be shown again.
@@ -171,6 +173,13 @@ pub async fn run(command: TournamentCommand) -> anyhow::Result<()> {
         TournamentCommand::Cancel { id, storage } => {
             let state = crate::startup::offline_state(&storage).await?;
             if super::lifecycle::cancel(&state, &id).await? {
+                crate::events::relay::tell_running_nodes(
+                    &state.store,
+                    vec![crate::events::Event::TournamentEnded {
+                        tournament_id: id.clone(),
+                    }],
+                )
+                .await;
                 println!("cancelled {id}");
             } else {
                 anyhow::bail!(

@@ -425,3 +425,41 @@ async fn a_node_killed_mid_payout_leaves_it_to_the_other_which_pays_once() {
     assert_eq!(usdc(&b, &winner).await, 800_000);
     assert_eq!(transfers_to(&b, &winner).await, 1);
 }
+
+#[tokio::test]
+async fn a_host_tool_writing_to_the_database_tells_the_running_nodes() {
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    a.create_tournament(a.new_tournament("trn_tool", 0, 100, Duration::hours(1), 2))
+        .await;
+    let detail = "/api/tournaments/trn_tool";
+    assert_eq!(a.get(detail, Auth::None).await.body["status"], "upcoming");
+    // What `crucible tournament cancel` does from its own process: write, then tell the nodes.
+    sqlx::query("UPDATE tournaments SET status = 'cancelled' WHERE id = 'trn_tool'")
+        .execute(a.state.store.write())
+        .await
+        .expect("cancel");
+    assert_eq!(
+        a.get(detail, Auth::None).await.body["status"],
+        "upcoming",
+        "cached"
+    );
+    crucible::events::relay::tell_running_nodes(
+        &a.state.store,
+        vec![crucible::events::Event::TournamentEnded {
+            tournament_id: "trn_tool".into(),
+        }],
+    )
+    .await;
+    let mut status = serde_json::Value::Null;
+    for _ in 0..20 {
+        status = a.get(detail, Auth::None).await.body["status"].clone();
+        if status == "cancelled" {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(50)).await;
+    }
+    assert_eq!(status, "cancelled", "within a second, no clock moved");
+}

@@ -4,11 +4,15 @@
 //! row and announces it (the cache is emptied), and only then does the request store what it
 //! read — now stale. So a request takes a [`Ticket`] (the cache's generation) *before* it reads,
 //! and [`ReadCache::put`] drops the value when the generation moved meanwhile.
+//!
+//! And the herd: when a popular answer expires under load, hundreds of requests miss at once.
+//! [`ReadCache::get_or_load`] lets one of them read the database while the others for the same
+//! key wait for it and take what it stored.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -22,6 +26,37 @@ pub struct Ticket(u64);
 struct Entry<V> {
     value: Arc<V>,
     fresh_until: DateTime<Utc>,
+}
+
+/// What a request that missed does: load the key, or wait for whoever does.
+enum Claim<'a, V> {
+    Load(Flight<'a, V>),
+    Wait(tokio::sync::watch::Receiver<bool>),
+}
+
+/// A load under way. However it ends — stored, failed, or its request dropped mid-way — the
+/// key is no longer being loaded and its waiters wake to look again.
+struct Flight<'a, V> {
+    cache: &'a ReadCache<V>,
+    key: String,
+}
+
+impl<V> Flight<'_, V> {
+    fn done(self) {}
+}
+
+impl<V> Drop for Flight<'_, V> {
+    fn drop(&mut self) {
+        let sender = self
+            .cache
+            .loading
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&self.key);
+        if let Some(sender) = sender {
+            sender.send_replace(true);
+        }
+    }
 }
 
 struct Inner<V> {
@@ -38,6 +73,8 @@ pub struct ReadCache<V> {
     /// Answers served from memory, and answers that had to be read (`GET /metrics`).
     hits: AtomicU64,
     misses: AtomicU64,
+    /// The keys being loaded, each with the channel its waiters are woken through.
+    loading: Mutex<HashMap<String, tokio::sync::watch::Sender<bool>>>,
 }
 
 impl<V> ReadCache<V> {
@@ -53,6 +90,7 @@ impl<V> ReadCache<V> {
             }),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            loading: Mutex::new(HashMap::new()),
         }
     }
 
@@ -116,21 +154,55 @@ impl<V> ReadCache<V> {
         inner.entries.clear();
     }
 
-    /// The cached value, or `load`'s (stored when it says how long it stays fresh).
+    /// The cached value, or `load`'s (stored when it says how long it stays fresh). While one
+    /// request loads a key, the others asking for it wait, and are all woken at once when it
+    /// is stored.
     pub async fn get_or_load<E, F>(&self, key: &str, load: F) -> Result<Arc<V>, E>
     where
         F: Future<Output = Result<(V, Option<DateTime<Utc>>), E>>,
     {
-        if let Some(value) = self.get(key) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(value);
+        if !self.enabled {
+            return load.await.map(|(value, _)| Arc::new(value));
         }
-        self.misses.fetch_add(1, Ordering::Relaxed);
-        let ticket = self.ticket();
-        let (value, stale_at) = load.await?;
-        let value = Arc::new(value);
-        self.put(ticket, key.to_owned(), value.clone(), stale_at);
-        Ok(value)
+        loop {
+            if let Some(value) = self.get(key) {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(value);
+            }
+            match self.claim(key) {
+                Claim::Wait(mut loaded) => {
+                    // Woken when the loader stored the value, failed, or was cancelled (the
+                    // sender dropped): in every case, look again.
+                    let _ = loaded.wait_for(|done| *done).await;
+                }
+                Claim::Load(flight) => {
+                    self.misses.fetch_add(1, Ordering::Relaxed);
+                    let ticket = self.ticket();
+                    let (value, stale_at) = load.await?;
+                    let value = Arc::new(value);
+                    self.put(ticket, key.to_owned(), value.clone(), stale_at);
+                    flight.done();
+                    return Ok(value);
+                }
+            }
+        }
+    }
+
+    /// Become the loader of `key`, or wait for the one there is.
+    fn claim(&self, key: &str) -> Claim<'_, V> {
+        let mut loading = self
+            .loading
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(loaded) = loading.get(key) {
+            return Claim::Wait(loaded.subscribe());
+        }
+        let (sender, _) = tokio::sync::watch::channel(false);
+        loading.insert(key.to_owned(), sender);
+        Claim::Load(Flight {
+            cache: self,
+            key: key.to_owned(),
+        })
     }
 
     /// Answers served from memory and answers read, since the node started.
@@ -204,6 +276,69 @@ mod tests {
             Some(clock.now()),
         );
         assert!(cache.is_empty() || cache.get("past").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_herd_of_misses_reads_the_database_once() {
+        let (cache, _) = cache(10);
+        let cache = Arc::new(cache);
+        let loads = Arc::new(AtomicU64::new(0));
+        let requests = (0..50).map(|_| {
+            let (cache, loads) = (cache.clone(), loads.clone());
+            tokio::spawn(async move {
+                cache
+                    .get_or_load("popular", async {
+                        loads.fetch_add(1, Ordering::Relaxed);
+                        tokio::task::yield_now().await;
+                        Ok::<_, ()>(("answer", None))
+                    })
+                    .await
+            })
+        });
+        for request in futures_util::future::join_all(requests).await {
+            assert_eq!(request.expect("task").as_deref(), Ok(&"answer"));
+        }
+        assert_eq!(loads.load(Ordering::Relaxed), 1);
+        assert_eq!(cache.hits_and_misses(), (49, 1));
+        assert!(
+            cache.loading.lock().expect("lock").is_empty(),
+            "nothing left loading"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_load_that_fails_or_is_dropped_leaves_the_key_to_the_next_request() {
+        let (cache, _) = cache(10);
+        let cache = Arc::new(cache);
+        let stuck = {
+            let cache = cache.clone();
+            tokio::spawn(async move {
+                cache
+                    .get_or_load("k", std::future::pending::<Result<(&str, _), ()>>())
+                    .await
+            })
+        };
+        tokio::task::yield_now().await;
+        let waiter = {
+            let cache = cache.clone();
+            tokio::spawn(async move {
+                cache
+                    .get_or_load("k", async { Ok::<_, ()>(("v", None)) })
+                    .await
+            })
+        };
+        tokio::task::yield_now().await;
+        // The client of the stuck load hung up: its waiter loads instead.
+        stuck.abort();
+        assert_eq!(waiter.await.expect("task").as_deref(), Ok(&"v"));
+        let failed = cache
+            .get_or_load("e", async { Err::<(&str, _), _>("down") })
+            .await;
+        assert_eq!(failed, Err("down"));
+        let next = cache
+            .get_or_load("e", async { Ok::<_, &str>(("up", None)) })
+            .await;
+        assert_eq!(next.as_deref(), Ok(&"up"));
     }
 
     #[test]

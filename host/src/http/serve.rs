@@ -54,6 +54,12 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        // Responses go out whole as soon as they are written: with Nagle's algorithm on, the
+        // last partial segment of a large answer (a leaderboard page) could wait for the
+        // client's delayed ACK.
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "TCP_NODELAY not set");
+        }
         let service = match make_service.call(peer).await {
             Ok(service) => service,
             Err(never) => match never {},

@@ -487,6 +487,33 @@ mod tests {
         assert!(quantile(&[], 0.5).is_nan());
     }
 
+    #[test]
+    fn comparisons_need_the_class_they_single_out() {
+        // `--classes fighter,rogue`: neither defender nor gambler to compare with.
+        let runs: Vec<Run> = (1..=4)
+            .flat_map(|seed| {
+                let s = seed as f64;
+                [
+                    run("fighter", seed, -20.0 + s * 10.0, 0.01, 0.1),
+                    run("rogue", seed, s, 0.2, 0.1),
+                ]
+            })
+            .collect();
+        assert!(missed_targets(&rows(&runs)).is_empty());
+    }
+
+    #[test]
+    fn component_overrides_name_a_built_in_class_and_a_file() {
+        assert_eq!(builtin_class("rogue").expect("built in"), "rogue");
+        assert!(builtin_class("wizard").is_err());
+        assert!(component_override("rogue").is_err(), "no path");
+        assert!(component_override("wizard=/dev/null").is_err());
+        assert!(component_override("rogue=/nonexistent/rogue.wasm").is_err());
+        let (class, bytes) = component_override("rogue=/dev/null").expect("readable");
+        assert_eq!(class, "rogue");
+        assert!(bytes.is_empty());
+    }
+
     fn run(class: &'static str, seed: u64, ret: f64, drawdown: f64, sharpe: f64) -> Run {
         Run {
             class,

@@ -42,12 +42,24 @@ pub struct EvaluateArgs {
     /// Intervals to evaluate, comma-separated (the real replay runs at those of 5m and 1h).
     #[arg(long, value_delimiter = ',', default_value = "5m,1h,4h")]
     pub intervals: Vec<String>,
+    /// Classes to evaluate, comma-separated (all six by default; the targets that compare
+    /// classes compare only those evaluated).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "fighter,ranger,mage,defender,gambler,rogue"
+    )]
+    pub classes: Vec<String>,
     /// Backtests run at once.
     #[arg(long, default_value_t = 2)]
     pub jobs: usize,
     /// Print the target check and exit non-zero when a target is missed.
     #[arg(long)]
     pub check: bool,
+    /// Evaluate a class from this component instead of the built-in one, `CLASS=PATH.wasm`
+    /// (repeatable): measures a changed class without rebuilding the server.
+    #[arg(long = "component", value_name = "CLASS=PATH")]
+    pub components: Vec<String>,
     #[arg(long, env = "CRUCIBLE_DATA_DIR", default_value = "./data")]
     pub data_dir: std::path::PathBuf,
 }
@@ -84,13 +96,23 @@ pub struct Plan {
     pub paper: PaperConfig,
     pub intervals: Vec<Interval>,
     pub jobs: usize,
+    /// Classes evaluated (a subset of the built-ins).
+    pub classes: Vec<&'static str>,
+    /// Components that replace built-in classes, by class.
+    pub components: Vec<(&'static str, Vec<u8>)>,
 }
 
 /// Run every class over every interval and seed, and the real replay.
 pub fn evaluate(sandbox: &Sandbox, plan: &Plan) -> anyhow::Result<Vec<Run>> {
     let mut strategies = Vec::new();
-    for class in BUILTIN_CLASSES {
-        let bytes = builtin_component(class).context("a built-in class has no component")?;
+    for class in BUILTIN_CLASSES
+        .into_iter()
+        .filter(|c| plan.classes.contains(c))
+    {
+        let bytes = match plan.components.iter().find(|(c, _)| *c == class) {
+            Some((_, bytes)) => bytes.as_slice(),
+            None => builtin_component(class).context("a built-in class has no component")?,
+        };
         strategies.push((class, sandbox.load(bytes)?));
     }
     // One job per seed (its market is generated once and shared by its backtests), and one per
@@ -339,10 +361,13 @@ pub fn missed_targets(rows: &[Row]) -> Vec<String> {
     }
     for interval in EVAL_INTERVALS {
         let at: Vec<&&Row> = sim.iter().filter(|r| r.interval == interval).collect();
+        // The comparisons need the class they single out (`--classes` may leave it out).
+        let has = |class: &str| at.iter().any(|r| r.class == class);
         let lowest_dd = at
             .iter()
             .min_by(|a, b| a.drawdown_median.total_cmp(&b.drawdown_median));
         if let Some(r) = lowest_dd
+            && has("defender")
             && r.class != "defender"
         {
             missed.push(format!(
@@ -354,6 +379,7 @@ pub fn missed_targets(rows: &[Row]) -> Vec<String> {
             .iter()
             .max_by(|a, b| (a.return_q3 - a.return_q1).total_cmp(&(b.return_q3 - b.return_q1)));
         if let Some(r) = widest
+            && has("gambler")
             && r.class != "gambler"
         {
             missed.push(format!(
@@ -372,6 +398,24 @@ pub fn missed_targets(rows: &[Row]) -> Vec<String> {
         ));
     }
     missed
+}
+
+/// The built-in class of this name.
+fn builtin_class(name: &str) -> anyhow::Result<&'static str> {
+    match BUILTIN_CLASSES.into_iter().find(|c| *c == name) {
+        Some(class) => Ok(class),
+        None => bail!("{name:?} is not a built-in class"),
+    }
+}
+
+/// `CLASS=PATH`: the built-in class and the bytes of the component that replaces it.
+fn component_override(arg: &str) -> anyhow::Result<(&'static str, Vec<u8>)> {
+    let Some((class, path)) = arg.split_once('=') else {
+        bail!("--component takes CLASS=PATH, got {arg:?}");
+    };
+    let class = builtin_class(class)?;
+    let bytes = std::fs::read(path).with_context(|| format!("reading {path}"))?;
+    Ok((class, bytes))
 }
 
 /// `crucible strategy evaluate`.
@@ -397,6 +441,16 @@ pub fn run(args: &EvaluateArgs, sandbox: &Sandbox) -> anyhow::Result<()> {
             .map(|i| i.parse::<Interval>())
             .collect::<Result<_, _>>()?,
         jobs: args.jobs,
+        classes: args
+            .classes
+            .iter()
+            .map(|c| builtin_class(c))
+            .collect::<anyhow::Result<_>>()?,
+        components: args
+            .components
+            .iter()
+            .map(|c| component_override(c))
+            .collect::<anyhow::Result<_>>()?,
     };
     let runs = evaluate(sandbox, &plan)?;
     let rows = rows(&runs);
@@ -431,6 +485,33 @@ mod tests {
         assert_eq!(quantile(&v, 0.25), 2.0);
         assert_eq!(quantile(&[1.0, 2.0], 0.5), 1.5);
         assert!(quantile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn comparisons_need_the_class_they_single_out() {
+        // `--classes fighter,rogue`: neither defender nor gambler to compare with.
+        let runs: Vec<Run> = (1..=4)
+            .flat_map(|seed| {
+                let s = seed as f64;
+                [
+                    run("fighter", seed, -20.0 + s * 10.0, 0.01, 0.1),
+                    run("rogue", seed, s, 0.2, 0.1),
+                ]
+            })
+            .collect();
+        assert!(missed_targets(&rows(&runs)).is_empty());
+    }
+
+    #[test]
+    fn component_overrides_name_a_built_in_class_and_a_file() {
+        assert_eq!(builtin_class("rogue").expect("built in"), "rogue");
+        assert!(builtin_class("wizard").is_err());
+        assert!(component_override("rogue").is_err(), "no path");
+        assert!(component_override("wizard=/dev/null").is_err());
+        assert!(component_override("rogue=/nonexistent/rogue.wasm").is_err());
+        let (class, bytes) = component_override("rogue=/dev/null").expect("readable");
+        assert_eq!(class, "rogue");
+        assert!(bytes.is_empty());
     }
 
     fn run(class: &'static str, seed: u64, ret: f64, drawdown: f64, sharpe: f64) -> Run {

@@ -42,6 +42,17 @@ pub fn daily_volatility(sigma: f64, interval: &str) -> f64 {
     }
 }
 
+/// An hour's volatility from the per-candle volatility `sigma` at an interval under an hour
+/// (`sigma * sqrt(60 / minutes)`); `sigma` itself at an hour and above or an unknown interval.
+/// A strategy that holds for hours, not candles, measures its costs against this, so at 5m it
+/// asks for the edge it asks for at 1h instead of one twelve times larger in 5-minute sigmas.
+pub fn hourly_volatility(sigma: f64, interval: &str) -> f64 {
+    match interval_minutes(interval) {
+        Some(m) if m < 60 => sigma * libm::sqrt(60.0 / f64::from(m)),
+        _ => sigma,
+    }
+}
+
 /// The per-tick weight of an exponential average whose half-life is `half_life_minutes` of
 /// time at `interval` (`1 - 0.5^(interval / half-life)`), so a smoothed signal forgets at the same
 /// pace at every interval; 1 (no smoothing) for an unknown interval.
@@ -80,6 +91,9 @@ mod tests {
         assert_eq!(cost_in_sigmas(0.0001, 2.0), 2.0);
         assert!((daily_volatility(0.01, "1h") - 0.01 * 24f64.sqrt()).abs() < 1e-12);
         assert!((daily_volatility(0.01, "1d") - 0.01).abs() < 1e-12);
+        assert!((hourly_volatility(0.01, "5m") - 0.01 * 12f64.sqrt()).abs() < 1e-12);
+        assert_eq!(hourly_volatility(0.01, "1h"), 0.01);
+        assert_eq!(hourly_volatility(0.01, "4h"), 0.01);
         assert!((smoothing("1h", 60.0) - 0.5).abs() < 1e-12);
         assert!((smoothing("4h", 60.0) - 0.9375).abs() < 1e-12);
         assert_eq!(smoothing("2h", 60.0), 1.0);

@@ -214,6 +214,8 @@ fn a_small_evaluation_runs_every_class_and_the_real_replay() {
         paper: crucible::paper::PaperConfig::default(),
         intervals: vec![Interval::H1, Interval::H4],
         jobs: 2,
+        classes: crucible::sandbox::BUILTIN_CLASSES.to_vec(),
+        components: Vec::new(),
     };
     let runs = evaluate(&sandbox, &plan).expect("evaluate");
     // 6 classes × 2 intervals × 3 seeds, and the real replay at 1h.

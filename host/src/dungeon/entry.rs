@@ -29,7 +29,7 @@ use crate::usdc::Usdc;
 pub const QUOTE_TTL: Duration = Duration::minutes(15);
 
 /// `GET /api/dungeons/{dungeonId}/quote` answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Quote {
     pub quote_id: String,
@@ -74,7 +74,7 @@ fn quote_key(state: &AppState) -> [u8; 32] {
 }
 
 /// The body of `POST /api/dungeons/{dungeonId}/enter`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EnterRequest {
     pub quote_id: String,
@@ -86,7 +86,7 @@ pub struct EnterRequest {
 }
 
 /// What `enter` hands back (201).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Entered {
     pub run_id: String,

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 
 use super::DungeonError;
 use super::day::{self, DungeonDay, ENTRY_FEE_RAW, RECENT_DAYS};
@@ -19,7 +20,7 @@ const BOARD_SIZE: i64 = 100;
 /// Best scores shown per day in the list.
 const TOP_IN_LIST: i64 = 3;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EntryFee {
     amount_ui: f64,
@@ -27,7 +28,7 @@ pub struct EntryFee {
     mint: String,
 }
 
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize, sqlx::FromRow, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BestScore {
     wallet: String,
@@ -35,7 +36,7 @@ pub struct BestScore {
     run_id: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DungeonView {
     dungeon_id: String,
@@ -96,7 +97,7 @@ async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonVi
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct DungeonList {
     dungeons: Vec<DungeonView>,
 }
@@ -118,7 +119,7 @@ pub async fn detail(state: &AppState, dungeon_id: &str) -> Result<DungeonView, D
     view(state, day, &salt).await
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BoardEntry {
     rank: usize,
@@ -129,7 +130,7 @@ pub struct BoardEntry {
     runs: i64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Leaderboard {
     dungeon_id: String,
@@ -177,7 +178,7 @@ pub async fn leaderboard(state: &AppState, dungeon_id: &str) -> Result<Leaderboa
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
     run_id: String,
@@ -214,7 +215,7 @@ impl RunSummary {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WatchedEvent {
     seq: i64,
@@ -227,7 +228,7 @@ pub struct WatchedEvent {
 pub const RUN_PAGE_DEFAULT: i64 = 500;
 pub const RUN_PAGE_MAX: i64 = 1000;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunPage {
     #[serde(flatten)]
@@ -274,7 +275,7 @@ pub async fn run_page(
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AccountRuns {
     runs: Vec<RunSummary>,
@@ -288,7 +289,7 @@ pub async fn account_runs(state: &AppState, account_id: &str) -> Result<AccountR
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Credential {
     run_id: String,

@@ -119,12 +119,15 @@ impl Action {
 
 /// The turn body: `{action, target?, turnNumber?}`. `turnNumber` is the number the
 /// turn will carry (the state's `turnNumber` + 1); the HTTP layer uses it for idempotent retries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnRequest {
+    /// One of the state's `availableActions`.
     pub action: String,
+    /// What the action is aimed at (an enemy, an item, a direction), where it needs one.
     #[serde(default)]
     pub target: Option<String>,
+    /// The state's `turnNumber` + 1; a retry with the same number is answered from the record.
     #[serde(default)]
     pub turn_number: Option<u64>,
 }

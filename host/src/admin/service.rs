@@ -12,6 +12,7 @@ use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::db::Store;
 use crate::events::Event;
 use crate::state::AppState;
+use crate::tournaments::payouts::{PayoutStatus, SourceKind};
 
 fn at(millis: i64) -> String {
     rfc3339(from_millis(millis))
@@ -71,7 +72,7 @@ pub async fn set_admin(
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct AccountSummary {
+pub(crate) struct AccountSummary {
     pub account_id: String,
     pub email: Option<String>,
     pub display_name: Option<String>,
@@ -103,7 +104,7 @@ const ACCOUNT_COLUMNS: &str = "a.id AS account_id, a.email, a.display_name, a.cr
      a.is_admin AS is_admin_flag, a.suspended_at AS suspended_at_ms, a.suspension_reason";
 
 /// Accounts whose e-mail or name contains `search`, or whose id or a wallet is exactly it.
-pub async fn search_accounts(
+pub(crate) async fn search_accounts(
     store: &Store,
     search: &str,
     limit: i64,
@@ -126,7 +127,7 @@ pub async fn search_accounts(
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct WalletRow {
+pub(crate) struct WalletRow {
     pub address: String,
     /// `custodial` (the server holds its key) or `linked` (proven by signature).
     pub kind: String,
@@ -134,7 +135,7 @@ pub struct WalletRow {
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct KeyRow {
+pub(crate) struct KeyRow {
     pub key_id: String,
     pub name: String,
     /// `account` or `v1`.
@@ -154,7 +155,7 @@ pub struct KeyRow {
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct EntryRow {
+pub(crate) struct EntryRow {
     pub tournament_id: String,
     pub wallet: String,
     pub disqualified_reason: Option<String>,
@@ -166,7 +167,7 @@ pub struct EntryRow {
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AccountDetail {
+pub(crate) struct AccountDetail {
     #[serde(flatten)]
     pub account: AccountSummary,
     pub wallets: Vec<WalletRow>,
@@ -175,7 +176,10 @@ pub struct AccountDetail {
     pub entries: Vec<EntryRow>,
 }
 
-pub async fn account_detail(store: &Store, account_id: &str) -> Result<AccountDetail, AdminError> {
+pub(crate) async fn account_detail(
+    store: &Store,
+    account_id: &str,
+) -> Result<AccountDetail, AdminError> {
     let account: AccountSummary = sqlx::query_as(&format!(
         "SELECT {ACCOUNT_COLUMNS} FROM accounts a WHERE a.id = $1"
     ))
@@ -236,7 +240,7 @@ pub async fn account_detail(store: &Store, account_id: &str) -> Result<AccountDe
 
 /// Suspend an account: its keys stop working, its sessions end, its logins are refused and its
 /// running agents stop with the reason. Its funds and history stay; [`unsuspend`] undoes it.
-pub async fn suspend(
+pub(crate) async fn suspend(
     state: &AppState,
     admin: &str,
     account_id: &str,
@@ -255,10 +259,7 @@ pub async fn suspend(
     .await?;
     if suspended.rows_affected() != 1 {
         drop(tx);
-        account_detail(&state.store, account_id).await?;
-        return Err(AdminError::Conflict(format!(
-            "account `{account_id}` is already suspended"
-        )));
+        return Err(refused(&state.store, account_id, "is already suspended").await);
     }
     sqlx::query("DELETE FROM sessions WHERE account_id = $1")
         .bind(account_id)
@@ -277,13 +278,11 @@ pub async fn suspend(
     .rows_affected();
     audit::record(
         &mut tx,
-        Entry::new(
+        account_entry(
             &Actor::Account(admin.to_owned()),
             "account.suspend",
-            "account",
             account_id,
         )
-        .account(account_id)
         .change(
             json!({"suspended": false}),
             json!({"suspended": true, "reason": why}),
@@ -297,9 +296,23 @@ pub async fn suspend(
     Ok(account_detail(&state.store, account_id).await?.account)
 }
 
+/// Why a change to an account was refused: 404 when there is no such account, otherwise the
+/// conflict (`account … is already suspended`).
+async fn refused(store: &Store, account_id: &str, conflict: &str) -> AdminError {
+    match account_detail(store, account_id).await {
+        Err(missing) => missing,
+        Ok(_) => AdminError::Conflict(format!("account `{account_id}` {conflict}")),
+    }
+}
+
+/// The audit entry of an admin's `action` on an account.
+fn account_entry<'a>(admin: &'a Actor, action: &'a str, account_id: &'a str) -> Entry<'a> {
+    Entry::new(admin, action, "account", account_id).account(account_id)
+}
+
 /// Lift a suspension: keys work again and the account may sign in. Stopped agents stay stopped
 /// until their operator starts them.
-pub async fn unsuspend(
+pub(crate) async fn unsuspend(
     state: &AppState,
     admin: &str,
     account_id: &str,
@@ -314,10 +327,7 @@ pub async fn unsuspend(
     .await?;
     let Some((was,)) = before else {
         drop(tx);
-        account_detail(&state.store, account_id).await?;
-        return Err(AdminError::Conflict(format!(
-            "account `{account_id}` is not suspended"
-        )));
+        return Err(refused(&state.store, account_id, "is not suspended").await);
     };
     sqlx::query("UPDATE accounts SET suspended_at = NULL, suspension_reason = NULL WHERE id = $1")
         .bind(account_id)
@@ -325,13 +335,11 @@ pub async fn unsuspend(
         .await?;
     audit::record(
         &mut tx,
-        Entry::new(
+        account_entry(
             &Actor::Account(admin.to_owned()),
             "account.unsuspend",
-            "account",
             account_id,
         )
-        .account(account_id)
         .change(
             json!({"suspended": true, "reason": was}),
             json!({"suspended": false}),
@@ -346,7 +354,7 @@ pub async fn unsuspend(
 // ---- agents ----
 
 #[derive(Debug, Default, Clone, Deserialize)]
-pub struct AgentFilter {
+pub(crate) struct AgentFilter {
     pub status: Option<String>,
     pub account_id: Option<String>,
     pub component: Option<String>,
@@ -354,7 +362,7 @@ pub struct AgentFilter {
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentRow {
+pub(crate) struct AgentRow {
     pub agent_id: String,
     pub account_id: String,
     pub name: String,
@@ -368,7 +376,10 @@ pub struct AgentRow {
     pub last_fault: Option<String>,
 }
 
-pub async fn list_agents(store: &Store, filter: &AgentFilter) -> Result<Vec<AgentRow>, AdminError> {
+pub(crate) async fn list_agents(
+    store: &Store,
+    filter: &AgentFilter,
+) -> Result<Vec<AgentRow>, AdminError> {
     Ok(sqlx::query_as(
         "SELECT id AS agent_id, account_id, name, class, status, status_reason, strategy_component,
                 ticks, faults, last_fault
@@ -388,7 +399,7 @@ pub async fn list_agents(store: &Store, filter: &AgentFilter) -> Result<Vec<Agen
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct BannedComponent {
+pub(crate) struct BannedComponent {
     pub sha256: String,
     pub reason: String,
     pub banned_by: String,
@@ -418,7 +429,7 @@ pub async fn ban_of(store: &Store, sha256: &str) -> sqlx::Result<Option<String>>
     Ok(row.map(|(reason,)| reason))
 }
 
-pub async fn banned_components(store: &Store) -> Result<Vec<BannedComponent>, AdminError> {
+pub(crate) async fn banned_components(store: &Store) -> Result<Vec<BannedComponent>, AdminError> {
     let rows: Vec<BannedComponent> = sqlx::query_as(
         "SELECT sha256, reason, banned_by, banned_at AS banned_at_ms FROM banned_components ORDER BY banned_at DESC",
     )
@@ -435,7 +446,7 @@ pub async fn banned_components(store: &Store) -> Result<Vec<BannedComponent>, Ad
 
 /// Ban a component: every agent that runs it stops with the reason (and cannot start), and
 /// nobody can upload it again. Returns how many agents were stopped.
-pub async fn ban_component(
+pub(crate) async fn ban_component(
     state: &AppState,
     admin: &str,
     sha256: &str,
@@ -492,7 +503,7 @@ pub async fn ban_component(
     Ok(stopped)
 }
 
-pub async fn unban_component(
+pub(crate) async fn unban_component(
     state: &AppState,
     admin: &str,
     sha256: &str,
@@ -550,7 +561,7 @@ async fn bump_standings(conn: &mut sqlx::AnyConnection, tournament_id: &str) -> 
 
 /// Take `wallet` off a tournament's board by hand, with a reason shown on the board; it is then
 /// ranked last and never paid. Only before the end.
-pub async fn disqualify(
+pub(crate) async fn disqualify(
     state: &AppState,
     admin: &str,
     tournament_id: &str,
@@ -609,7 +620,7 @@ pub async fn disqualify(
 
 /// Undo a manual disqualification before the end. A disqualification by the transfer policy
 /// (an external flow) is a fact about the wallet and cannot be undone.
-pub async fn reinstate(
+pub(crate) async fn reinstate(
     state: &AppState,
     admin: &str,
     tournament_id: &str,
@@ -675,10 +686,11 @@ pub async fn reinstate(
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct QueuedPayout {
+pub(crate) struct QueuedPayout {
     pub payout_id: String,
     /// `tournament`, `dungeon` (prizes) or `refund`.
-    pub source_kind: String,
+    #[sqlx(try_from = "String")]
+    pub source_kind: SourceKind,
     pub source_id: String,
     pub wallet: String,
     pub account_id: Option<String>,
@@ -686,8 +698,8 @@ pub struct QueuedPayout {
     amount: i64,
     #[sqlx(skip)]
     pub amount_raw: String,
-    /// `pending`, `sent` or `failed`.
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: PayoutStatus,
     pub attempts: i64,
     pub last_error: Option<String>,
     pub tx_signature: Option<String>,
@@ -706,17 +718,17 @@ pub struct QueuedPayout {
     pub leased_until: Option<String>,
 }
 
-pub async fn payouts(
+pub(crate) async fn payouts(
     store: &Store,
     status: Option<&str>,
     kind: Option<&str>,
 ) -> Result<Vec<QueuedPayout>, AdminError> {
-    if status.is_some_and(|s| !matches!(s, "pending" | "sent" | "failed")) {
+    if status.is_some_and(|s| PayoutStatus::parse(s).is_none()) {
         return Err(AdminError::Invalid(
             "`status` must be pending, sent or failed".into(),
         ));
     }
-    if kind.is_some_and(|k| !matches!(k, "tournament" | "dungeon" | "refund")) {
+    if kind.is_some_and(|k| SourceKind::parse(k).is_none()) {
         return Err(AdminError::Invalid(
             "`kind` must be tournament, dungeon or refund".into(),
         ));
@@ -744,24 +756,32 @@ pub async fn payouts(
         .collect())
 }
 
+/// What a retry needs to know of the payout.
+#[derive(sqlx::FromRow)]
+struct RetriedPayout {
+    #[sqlx(try_from = "String")]
+    status: PayoutStatus,
+    account_id: Option<String>,
+}
+
 /// Send a pending or failed payout now (its job due at once). The sending itself keeps every
 /// exactly-once guarantee, so a retry can never pay twice.
-pub async fn retry_payout(
+pub(crate) async fn retry_payout(
     state: &AppState,
     admin: &str,
     payout_id: &str,
 ) -> Result<(), AdminError> {
     let now = state.now();
     let mut tx = state.store.begin().await?;
-    let row: Option<(String, Option<String>)> =
+    let row: Option<RetriedPayout> =
         sqlx::query_as("SELECT status, account_id FROM payouts WHERE id = $1")
             .bind(payout_id)
             .fetch_optional(&mut *tx)
             .await?;
-    let Some((status, account_id)) = row else {
+    let Some(RetriedPayout { status, account_id }) = row else {
         return Err(AdminError::NotFound(format!("no payout `{payout_id}`")));
     };
-    if status == "sent" {
+    if status == PayoutStatus::Sent {
         return Err(AdminError::Conflict("this payout was sent already".into()));
     }
     sqlx::query("UPDATE payouts SET status = 'pending' WHERE id = $1 AND status = 'failed'")
@@ -783,7 +803,7 @@ pub async fn retry_payout(
     .await?;
     let actor = Actor::Account(admin.to_owned());
     let mut entry = Entry::new(&actor, "payout.retry", "payout", payout_id).change(
-        json!({"status": status}),
+        json!({"status": status.as_str()}),
         json!({"status": "pending", "dueAt": rfc3339(now)}),
     );
     if let Some(account_id) = account_id.as_deref() {

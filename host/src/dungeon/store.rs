@@ -22,7 +22,6 @@ pub const ENDED: &str = "run:ended";
 pub struct RunRow {
     pub id: String,
     pub dungeon_id: String,
-    pub account_id: String,
     pub wallet: String,
     pub class: String,
     #[sqlx(try_from = "String")]
@@ -45,7 +44,7 @@ impl TryFrom<String> for RunStatus {
     }
 }
 
-const COLUMNS: &str = "id, dungeon_id, account_id, wallet, class, status, score, deepest_floor, turn_number, version, state, created_at, last_action_at, ended_at";
+const COLUMNS: &str = "id, dungeon_id, wallet, class, status, score, deepest_floor, turn_number, version, state, created_at, last_action_at, ended_at";
 
 impl RunRow {
     /// The game run this row caches.

@@ -41,11 +41,6 @@ pub fn token_for(session_token: &str) -> String {
     hex::encode(hasher.finalize())
 }
 
-/// The token the page rendered for this request's session, if it has one.
-pub fn token_of(headers: &HeaderMap) -> Option<String> {
-    session::token_from_headers(headers).map(|token| token_for(&token))
-}
-
 /// Check a write: same origin, and the session's token when a session cookie is sent.
 /// `form_token` is the `csrf` field of a form body, when the write is a plain form.
 pub fn check(headers: &HeaderMap, form_token: Option<&str>) -> Result<(), Refused> {

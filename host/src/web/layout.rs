@@ -203,6 +203,24 @@ pub fn tx(value: &Value, on_simnet: bool) -> Markup {
     }
 }
 
+/// The steps of proving a wallet by signature, shared by wallet sign-in and wallet linking
+/// (`wallet.js` drives them): fetch the nonce message, sign it with the browser wallet or paste a
+/// signature made elsewhere, then send it with the `submit` button.
+pub fn wallet_signature_steps(submit: &str) -> Markup {
+    html! {
+        button #wallet-nonce type="button" { "Get the message to sign" }
+        div #wallet-message-box hidden {
+            p { "Sign exactly this message with the wallet:" }
+            pre #wallet-message {}
+            button #wallet-sign type="button" { "Sign with the browser wallet" }
+            div.field { label for="wallet-signature" { "Or paste the base58 signature" }
+                input #wallet-signature autocomplete="off"; }
+            button #wallet-submit type="button" { (submit) }
+        }
+        (status_region("wallet-status"))
+    }
+}
+
 /// A visible message region a script fills with the API's answer.
 pub fn status_region(id: &str) -> Markup {
     html! { p.status id=(id) role="status" aria-live="polite" {} }

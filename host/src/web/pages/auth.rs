@@ -10,7 +10,7 @@ use maud::{Markup, html};
 
 use crate::auth::session;
 use crate::web::internal::{Visitor, refusal};
-use crate::web::layout::{Page, status_region};
+use crate::web::layout::{Page, status_region, wallet_signature_steps};
 use crate::web::{Web, csrf};
 
 #[derive(serde::Deserialize)]
@@ -43,16 +43,7 @@ fn wallet_section(next: &str, with_acceptance: bool) -> Markup {
             }
             div.field { label for="wallet-address" { "Wallet address" }
                 input #wallet-address name="wallet" autocomplete="off" placeholder="filled in by your wallet, or paste it"; }
-            button #wallet-nonce type="button" { "Get the message to sign" }
-            div #wallet-message-box hidden {
-                p { "Sign exactly this message with the wallet:" }
-                pre #wallet-message {}
-                button #wallet-sign type="button" { "Sign with the browser wallet" }
-                div.field { label for="wallet-signature" { "Or paste the base58 signature" }
-                    input #wallet-signature autocomplete="off"; }
-                button #wallet-submit type="button" { "Sign in" }
-            }
-            (status_region("wallet-status"))
+            (wallet_signature_steps("Sign in"))
         }
     }
 }

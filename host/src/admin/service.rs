@@ -265,17 +265,14 @@ pub(crate) async fn suspend(
         .bind(account_id)
         .execute(&mut *tx)
         .await?;
-    let stopped = sqlx::query(
-        "UPDATE agents SET status = 'error', status_reason = $1, stopped_at = $2, next_tick_at = NULL,
-                tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $2
-         WHERE account_id = $3 AND status = 'active'",
+    let stopped = stop_agents(
+        &mut tx,
+        "account_id = $3 AND status = 'active'",
+        account_id,
+        format!("stopped: the account was suspended ({why})"),
+        now,
     )
-    .bind(format!("stopped: the account was suspended ({why})"))
-    .bind(to_millis(now))
-    .bind(account_id)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    .await?;
     audit::record(
         &mut tx,
         account_entry(
@@ -294,6 +291,30 @@ pub(crate) async fn suspend(
     tx.commit().await?;
     tracing::warn!(account_id, admin, stopped, "account suspended");
     Ok(account_detail(&state.store, account_id).await?.account)
+}
+
+/// Stop the agents `which` selects (`$3` is `value`) in the admin change's transaction: they go
+/// to `error` with `reason`, so they tick no more until their operator starts them. Returns how
+/// many were stopped.
+async fn stop_agents(
+    conn: &mut sqlx::AnyConnection,
+    which: &'static str,
+    value: &str,
+    reason: String,
+    now: DateTime<Utc>,
+) -> sqlx::Result<u64> {
+    let sql = format!(
+        "UPDATE agents SET status = 'error', status_reason = $1, stopped_at = $2, next_tick_at = NULL,
+                tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $2
+         WHERE {which}"
+    );
+    Ok(sqlx::query(&sql)
+        .bind(reason)
+        .bind(to_millis(now))
+        .bind(value)
+        .execute(conn)
+        .await?
+        .rows_affected())
 }
 
 /// Why a change to an account was refused: 404 when there is no such account, otherwise the
@@ -471,17 +492,14 @@ pub(crate) async fn ban_component(
             "component {sha256} is already banned"
         )));
     }
-    let stopped = sqlx::query(
-        "UPDATE agents SET status = 'error', status_reason = $1, stopped_at = $2, next_tick_at = NULL,
-                tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $2
-         WHERE strategy_component = $3 AND status <> 'error'",
+    let stopped = stop_agents(
+        &mut tx,
+        "strategy_component = $3 AND status <> 'error'",
+        &sha256,
+        format!("stopped: its strategy component was banned ({why})"),
+        now,
     )
-    .bind(format!("stopped: its strategy component was banned ({why})"))
-    .bind(to_millis(now))
-    .bind(&sha256)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    .await?;
     audit::record(
         &mut tx,
         Entry::new(

@@ -2,6 +2,8 @@
 //! `{success, data, pagination: {pageIndex, pageSize, totalCount, totalPages}}`; and the page
 //! parameters every v1 list takes. The error body lives with [`super::V1Error`].
 
+use std::ops::RangeInclusive;
+
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -80,23 +82,24 @@ impl PageParams {
 
 /// `pageIndex` ≥ 0 (default 0), `pageSize` 1–50 (10).
 pub(super) fn page(index: Option<&str>, size: Option<&str>) -> Result<(i64, i64), V1Error> {
-    let index = match index.filter(|s| !s.is_empty()) {
-        None => 0,
-        Some(raw) => raw
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (0..=100_000).contains(n))
-            .ok_or_else(|| V1Error::field("pageIndex", "must be a whole number, 0 or more"))?,
-    };
-    let size = match size.filter(|s| !s.is_empty()) {
-        None => 10,
-        Some(raw) => raw
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=50).contains(n))
-            .ok_or_else(|| V1Error::field("pageSize", "must be a whole number from 1 to 50"))?,
-    };
+    let index = whole_number(index, 0, 0..=100_000)
+        .ok_or_else(|| V1Error::field("pageIndex", "must be a whole number, 0 or more"))?;
+    let size = whole_number(size, 10, 1..=50)
+        .ok_or_else(|| V1Error::field("pageSize", "must be a whole number from 1 to 50"))?;
     Ok((index, size))
+}
+
+/// A query parameter that must be a whole number in `range`: `default` when it is absent or
+/// empty, `None` when it is anything else.
+pub(super) fn whole_number(
+    raw: Option<&str>,
+    default: i64,
+    range: RangeInclusive<i64>,
+) -> Option<i64> {
+    match raw.filter(|s| !s.is_empty()) {
+        None => Some(default),
+        Some(raw) => raw.parse::<i64>().ok().filter(|n| range.contains(n)),
+    }
 }
 
 #[cfg(test)]

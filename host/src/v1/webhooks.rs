@@ -6,7 +6,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::envelope::{V1Ok, ok};
+use super::envelope::{V1Ok, ok, whole_number};
 use super::error::{V1Error, V1ErrorBody};
 use super::extract::{AgentsRead, Query, V1Key};
 use crate::state::AppState;
@@ -34,16 +34,9 @@ async fn deliveries(
     Query(params): Query<Params>,
 ) -> Result<axum::Json<V1Ok<Vec<DeliveryView>>>, V1Error> {
     let max = crate::webhooks::MAX_LISTED;
-    let limit = match params.limit.as_deref().filter(|s| !s.is_empty()) {
-        None => 50,
-        Some(raw) => raw
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=max).contains(n))
-            .ok_or_else(|| {
-                V1Error::field("limit", format!("must be a whole number from 1 to {max}"))
-            })?,
-    };
+    let limit = whole_number(params.limit.as_deref(), 50, 1..=max).ok_or_else(|| {
+        V1Error::field("limit", format!("must be a whole number from 1 to {max}"))
+    })?;
     let deliveries = crate::webhooks::recent_deliveries(&state, key.account_id(), limit).await?;
     Ok(ok(deliveries))
 }

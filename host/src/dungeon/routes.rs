@@ -11,7 +11,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::entry::{self, EnterOutcome, EnterRequest, Entered, Quote};
 use super::game::TurnRequest;
-use super::play::{self, TurnResult};
+use super::play::{self, TurnReply, TurnResult};
 use super::run_key::RunKey;
 use super::views::{AccountRuns, Credential, DungeonList, DungeonView, Leaderboard, RunPage};
 use super::{DungeonError, views, watch};
@@ -248,8 +248,7 @@ async fn account_runs(
 /// answered from the record, never played twice.
 #[utoipa::path(post, path = "/api/dungeons/runs/{runId}/turn", tag = "dungeon",
     params(("runId" = String, Path, description = "Run id")), request_body = TurnRequest,
-    responses((status = 200, body = Object,
-               description = "The visible state with `runId`, `lastTurn` and `replayed` (docs/api.md, \"Dungeon\")"),
+    responses((status = 200, body = TurnReply),
               (status = 400, body = IllegalTurn, description = "Not a legal action now: 1 AP charged"),
               (status = 401), (status = 403), (status = 404), (status = 409), (status = 429)))]
 async fn turn(
@@ -269,7 +268,11 @@ async fn turn(
             StatusCode::BAD_REQUEST,
             axum::Json(IllegalTurn {
                 error: message,
-                available_actions: reply["availableActions"].clone(),
+                available_actions: reply
+                    .state
+                    .get("availableActions")
+                    .cloned()
+                    .unwrap_or_default(),
                 state: reply,
             }),
         )
@@ -307,7 +310,7 @@ async fn broadcast(
 struct IllegalTurn {
     error: String,
     available_actions: serde_json::Value,
-    state: serde_json::Value,
+    state: TurnReply,
 }
 
 /// The 201 body of a broadcast: its place in the run's event record.

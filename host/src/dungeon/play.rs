@@ -20,14 +20,14 @@ use crate::http::rate_limit::Limited;
 use crate::state::AppState;
 
 /// Longest broadcast, in characters.
-pub use super::game::skill::BROADCAST_MAX_CHARS;
+pub(crate) use super::game::skill::BROADCAST_MAX_CHARS;
 /// Broadcasts allowed per run per minute.
-pub const BROADCASTS_PER_MINUTE: i64 = 5;
+pub(crate) const BROADCASTS_PER_MINUTE: i64 = 5;
 /// Attempts at a contended run before giving up with 409.
 const RACE_RETRIES: usize = 16;
 
 /// What a turn request produced.
-pub enum TurnResult {
+pub(crate) enum TurnResult {
     /// A legal turn (played now, or replayed from the record): the reply body.
     Played(TurnReply),
     /// Not legal: the message, and the state after the 1 AP charge.
@@ -37,7 +37,7 @@ pub enum TurnResult {
 /// The reply to a turn: the whole visible state, plus what the turn did.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct TurnReply {
+pub(crate) struct TurnReply {
     /// The visible state after the turn: room, player, `availableActions`, score, `turnNumber`,
     /// status (the run page's `state`).
     #[serde(flatten)]
@@ -52,7 +52,7 @@ pub struct TurnReply {
 /// What a turn did, as its `run:turn` event records it.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct LastTurn {
+pub(crate) struct LastTurn {
     pub turn_number: u64,
     pub action: String,
     pub target: Option<String>,
@@ -64,7 +64,7 @@ pub struct LastTurn {
 }
 
 /// Play one turn of `current`'s run (the row as read by the key check; reloaded after a race).
-pub async fn turn(
+pub(crate) async fn turn(
     state: &AppState,
     current: RunRow,
     request: TurnRequest,
@@ -226,7 +226,11 @@ fn ended(row: &RunRow) -> DungeonError {
 
 /// `POST .../broadcast`: a message for the watchers, at most 280 characters and
 /// [`BROADCASTS_PER_MINUTE`] per run. Returns the event's sequence number.
-pub async fn broadcast(state: &AppState, run_id: &str, message: &str) -> Result<i64, DungeonError> {
+pub(crate) async fn broadcast(
+    state: &AppState,
+    run_id: &str,
+    message: &str,
+) -> Result<i64, DungeonError> {
     let message = message.trim();
     let length = message.chars().count();
     if length == 0 || length > BROADCAST_MAX_CHARS {
@@ -263,7 +267,7 @@ pub async fn broadcast(state: &AppState, run_id: &str, message: &str) -> Result<
 }
 
 /// End an active run as abandoned (idle timeout). False if it was already over.
-pub async fn abandon(state: &AppState, run_id: &str) -> Result<bool, DungeonError> {
+pub(crate) async fn abandon(state: &AppState, run_id: &str) -> Result<bool, DungeonError> {
     for _ in 0..RACE_RETRIES {
         let Some(row) = store::load(state, run_id).await? else {
             return Ok(false);

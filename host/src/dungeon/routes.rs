@@ -23,7 +23,7 @@ use crate::http::rate_limit::{AccountPolicy, IpLimit, Limiter, Policy, RateLimit
 use crate::http::streams::StreamSlot;
 use crate::state::AppState;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list))
         .routes(routes!(detail))
@@ -64,7 +64,7 @@ impl From<DungeonError> for ApiError {
 }
 
 /// Public dungeon reads share one per-IP budget.
-pub struct DungeonReadPolicy;
+pub(super) struct DungeonReadPolicy;
 impl Policy for DungeonReadPolicy {
     fn limiter(limits: &RateLimits) -> &Limiter {
         &limits.dungeon_reads

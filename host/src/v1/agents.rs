@@ -25,7 +25,7 @@ use crate::clock::{from_millis, rfc3339};
 use crate::market::Interval;
 use crate::state::AppState;
 
-pub fn router(upload_limit: usize) -> OpenApiRouter<AppState> {
+pub(super) fn router(upload_limit: usize) -> OpenApiRouter<AppState> {
     // Uploads may be as large as the sandbox accepts, plus room for the limit's own check.
     let (schemas, paths, strategies) = routes!(list_strategies, upload_strategy);
     let strategies = strategies.layer(DefaultBodyLimit::max(upload_limit + 1024));

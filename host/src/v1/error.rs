@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 use crate::http::ApiError;
 
 #[derive(Debug, thiserror::Error)]
-pub enum V1Error {
+pub(super) enum V1Error {
     /// 401 UNAUTHORIZED: no key, or one that is unknown, revoked or expired.
     #[error("{0}")]
     Unauthorized(String),
@@ -57,14 +57,14 @@ pub enum V1Error {
 }
 
 impl V1Error {
-    pub fn field(field: &str, message: impl Into<String>) -> Self {
+    pub(super) fn field(field: &str, message: impl Into<String>) -> Self {
         V1Error::Validation {
             field: Some(field.to_owned()),
             message: message.into(),
         }
     }
 
-    pub fn status(&self) -> StatusCode {
+    pub(super) fn status(&self) -> StatusCode {
         match self {
             V1Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             V1Error::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -81,7 +81,7 @@ impl V1Error {
     }
 
     /// The machine-readable code (docs/api.md lists them).
-    pub fn code(&self) -> &'static str {
+    pub(super) fn code(&self) -> &'static str {
         match self {
             V1Error::Unauthorized(_) => "UNAUTHORIZED",
             V1Error::Forbidden(_) => "FORBIDDEN",

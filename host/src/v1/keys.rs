@@ -16,7 +16,7 @@ use crate::auth::keys::KeyFamily;
 use crate::domain::{HttpUrl, Label};
 use crate::state::AppState;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_keys, create_key))
         .routes(routes!(revoke_key))

@@ -17,7 +17,7 @@ use crate::state::AppState;
 use crate::tournaments::queries::{self, ListQuery};
 use crate::tournaments::{Status, TournamentView};
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list))
 }
 

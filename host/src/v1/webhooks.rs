@@ -12,7 +12,7 @@ use super::extract::{AgentsRead, Query, V1Key};
 use crate::state::AppState;
 use crate::webhooks::DeliveryView;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(deliveries))
 }
 

@@ -79,14 +79,17 @@ fn find(name: &str) -> Option<(usize, &'static Asset)> {
 
 /// The URL a page links `name` by. A name that is not embedded is a bug caught by the tests
 /// (every page is rendered there); it links a path that answers 404.
-pub fn url(name: &str) -> String {
+pub(super) fn url(name: &str) -> String {
     match find(name) {
         Some((index, asset)) => format!("/assets/{}/{}", HASHES[index], asset.name),
         None => format!("/assets/missing/{name}"),
     }
 }
 
-pub async fn serve(Path((hash, name)): Path<(String, String)>, headers: HeaderMap) -> Response {
+pub(super) async fn serve(
+    Path((hash, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
     let Some((index, asset)) = find(&name) else {
         return (StatusCode::NOT_FOUND, "no such asset").into_response();
     };

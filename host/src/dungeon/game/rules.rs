@@ -23,7 +23,7 @@ pub enum ActionKind {
 }
 
 /// HP restored by `rest`.
-pub const REST_HEAL: i32 = 25;
+pub(super) const REST_HEAL: i32 = 25;
 
 impl ActionKind {
     pub const ALL: [ActionKind; 9] = [
@@ -134,9 +134,9 @@ pub struct TurnRequest {
 
 /// Longest `action` kept from a request, in characters (the longest real action is far
 /// shorter); longer ones are cut before anything is checked or stored.
-pub const MAX_ACTION_CHARS: usize = 32;
+pub(super) const MAX_ACTION_CHARS: usize = 32;
 /// Longest `target` kept from a request, in characters.
-pub const MAX_TARGET_CHARS: usize = 64;
+pub(super) const MAX_TARGET_CHARS: usize = 64;
 
 impl TurnRequest {
     /// The request with its strings cut to [`MAX_ACTION_CHARS`] and [`MAX_TARGET_CHARS`]: an

@@ -47,7 +47,7 @@ impl TryFrom<String> for PayoutStatus {
 /// What a payout pays for, which decides the wallet it is paid from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum SourceKind {
+pub(crate) enum SourceKind {
     /// A prize; `source_id` is the tournament.
     Tournament,
     /// The dungeon's daily prize; `source_id` is the day.
@@ -57,7 +57,7 @@ pub enum SourceKind {
 }
 
 impl SourceKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SourceKind::Tournament => "tournament",
             SourceKind::Dungeon => "dungeon",
@@ -66,7 +66,7 @@ impl SourceKind {
     }
 
     /// The kind named `name`, if there is one.
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         [
             SourceKind::Tournament,
             SourceKind::Dungeon,

@@ -21,7 +21,7 @@ fn or_error(answer: &Result<Value, Failed>, show: impl Fn(&Value) -> Markup) -> 
     }
 }
 
-pub async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
+pub(crate) async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
     if !visitor.signed_in() {
         return sign_in_first("/account");
     }

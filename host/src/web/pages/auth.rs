@@ -14,7 +14,7 @@ use crate::web::layout::{Page, status_region, wallet_signature_steps};
 use crate::web::{Web, csrf};
 
 #[derive(serde::Deserialize)]
-pub struct Next {
+pub(crate) struct Next {
     next: Option<String>,
 }
 
@@ -48,7 +48,7 @@ fn wallet_section(next: &str, with_acceptance: bool) -> Markup {
     }
 }
 
-pub async fn signup(visitor: Visitor, Query(next): Query<Next>) -> Response {
+pub(crate) async fn signup(visitor: Visitor, Query(next): Query<Next>) -> Response {
     let next = next_path(next.next);
     let main = html! {
         form.card data-api="POST /web-api/auth/signup" data-next=(next) {
@@ -76,7 +76,7 @@ pub async fn signup(visitor: Visitor, Query(next): Query<Next>) -> Response {
     .render(StatusCode::OK)
 }
 
-pub async fn login(visitor: Visitor, Query(next): Query<Next>) -> Response {
+pub(crate) async fn login(visitor: Visitor, Query(next): Query<Next>) -> Response {
     let next = next_path(next.next);
     let main = html! {
         form.card data-api="POST /web-api/auth/login" data-next=(next) {
@@ -101,7 +101,7 @@ pub async fn login(visitor: Visitor, Query(next): Query<Next>) -> Response {
 }
 
 /// Sign out: a plain form post, checked like every cookie-authenticated write.
-pub async fn logout(State(web): State<Web>, headers: HeaderMap, body: Bytes) -> Response {
+pub(crate) async fn logout(State(web): State<Web>, headers: HeaderMap, body: Bytes) -> Response {
     let form_token = url::form_urlencoded::parse(&body)
         .find(|(name, _)| name == csrf::FIELD)
         .map(|(_, value)| value.into_owned());

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::AdminError;
@@ -280,10 +280,7 @@ pub(crate) async fn suspend(
             "account.suspend",
             account_id,
         )
-        .change(
-            json!({"suspended": false}),
-            json!({"suspended": true, "reason": why}),
-        )
+        .switched_on("suspended", json!(why))
         .detail(format!("{stopped} running agent(s) stopped")),
         now,
     )
@@ -291,6 +288,31 @@ pub(crate) async fn suspend(
     tx.commit().await?;
     tracing::warn!(account_id, admin, stopped, "account suspended");
     Ok(account_detail(&state.store, account_id).await?.account)
+}
+
+/// How an admin's switch (suspension, ban, disqualification) is audited, the same way for each:
+/// `{flag: false}` → `{flag: true, reason}` on, and back off.
+trait Switched {
+    fn switched_on(self, flag: &str, reason: Value) -> Self;
+    /// `reason`: the one the switch was made for, when the off side records it.
+    fn switched_off(self, flag: &str, reason: Option<Value>) -> Self;
+}
+
+impl Switched for Entry<'_> {
+    fn switched_on(self, flag: &str, reason: Value) -> Self {
+        self.change(
+            json!({ flag: false }),
+            json!({ flag: true, "reason": reason }),
+        )
+    }
+
+    fn switched_off(self, flag: &str, reason: Option<Value>) -> Self {
+        let mut before = json!({ flag: true });
+        if let Some(reason) = reason {
+            before["reason"] = reason;
+        }
+        self.change(before, json!({ flag: false }))
+    }
 }
 
 /// Stop the agents `which` selects (`$3` is `value`) in the admin change's transaction: they go
@@ -361,10 +383,7 @@ pub(crate) async fn unsuspend(
             "account.unsuspend",
             account_id,
         )
-        .change(
-            json!({"suspended": true, "reason": was}),
-            json!({"suspended": false}),
-        ),
+        .switched_off("suspended", Some(json!(was))),
         now,
     )
     .await?;
@@ -508,10 +527,7 @@ pub(crate) async fn ban_component(
             "component",
             &sha256,
         )
-        .change(
-            json!({"banned": false}),
-            json!({"banned": true, "reason": why}),
-        )
+        .switched_on("banned", json!(why))
         .detail(format!("{stopped} agent(s) stopped")),
         now,
     )
@@ -546,7 +562,7 @@ pub(crate) async fn unban_component(
             "component",
             &sha256,
         )
-        .change(json!({"banned": true}), json!({"banned": false})),
+        .switched_off("banned", None),
         now,
     )
     .await?;
@@ -620,10 +636,7 @@ pub(crate) async fn disqualify(
     bump_standings(&mut tx, tournament_id).await?;
     let actor = Actor::Account(admin.to_owned());
     let mut entry = Entry::new(&actor, "tournament.disqualify", "registration", wallet)
-        .change(
-            json!({"disqualified": false}),
-            json!({"disqualified": true, "reason": shown}),
-        )
+        .switched_on("disqualified", json!(shown))
         .detail(format!("tournament {tournament_id}"));
     if let Some(account_id) = account_id.as_deref() {
         entry = entry.account(account_id);
@@ -684,10 +697,7 @@ pub(crate) async fn reinstate(
     bump_standings(&mut tx, tournament_id).await?;
     let actor = Actor::Account(admin.to_owned());
     let mut entry = Entry::new(&actor, "tournament.reinstate", "registration", wallet)
-        .change(
-            json!({"disqualified": true, "reason": reason_was}),
-            json!({"disqualified": false}),
-        )
+        .switched_off("disqualified", Some(json!(reason_was)))
         .detail(format!("tournament {tournament_id}"));
     if let Some(account_id) = account_id.as_deref() {
         entry = entry.account(account_id);
@@ -830,4 +840,25 @@ pub(crate) async fn retry_payout(
     audit::record(&mut tx, entry, now).await?;
     tx.commit().await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switches_are_audited_with_the_reason_on_the_switched_on_side() {
+        let admin = Actor::Account("acc_admin".into());
+        let on = Entry::new(&admin, "component.ban", "component", "abc")
+            .switched_on("banned", json!("malware"));
+        assert_eq!(on.before, Some(json!({"banned": false})));
+        assert_eq!(on.after, Some(json!({"banned": true, "reason": "malware"})));
+        let off = Entry::new(&admin, "account.unsuspend", "account", "acc_x")
+            .switched_off("suspended", Some(Value::Null));
+        assert_eq!(off.before, Some(json!({"suspended": true, "reason": null})));
+        assert_eq!(off.after, Some(json!({"suspended": false})));
+        let plain =
+            Entry::new(&admin, "component.unban", "component", "abc").switched_off("banned", None);
+        assert_eq!(plain.before, Some(json!({"banned": true})));
+    }
 }

@@ -607,19 +607,8 @@ pub(crate) async fn disqualify(
     let now = state.now();
     let shown = format!("disqualified by the organisers: {why}");
     let mut tx = state.store.begin().await?;
-    let registration: Option<(Option<String>, Option<String>)> = sqlx::query_as(
-        "SELECT account_id, disqualified_reason FROM tournament_registrations WHERE tournament_id = $1 AND wallet = $2",
-    )
-    .bind(tournament_id)
-    .bind(wallet)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some((account_id, already)) = registration else {
-        return Err(AdminError::NotFound(format!(
-            "wallet {wallet} is not registered for `{tournament_id}`"
-        )));
-    };
-    if let Some(already) = already {
+    let standing = standing(&mut tx, tournament_id, wallet).await?;
+    if let Some(already) = standing.disqualified_reason {
         return Err(AdminError::Conflict(format!(
             "wallet {wallet} is already disqualified: {already}"
         )));
@@ -633,20 +622,18 @@ pub(crate) async fn disqualify(
     .bind(wallet)
     .execute(&mut *tx)
     .await?;
-    bump_standings(&mut tx, tournament_id).await?;
     let actor = Actor::Account(admin.to_owned());
-    let mut entry = Entry::new(&actor, "tournament.disqualify", "registration", wallet)
-        .switched_on("disqualified", json!(shown))
-        .detail(format!("tournament {tournament_id}"));
-    if let Some(account_id) = account_id.as_deref() {
-        entry = entry.account(account_id);
-    }
-    audit::record(&mut tx, entry, now).await?;
-    tx.commit().await?;
-    state.events.publish(Event::LeaderboardChanged {
-        tournament_id: tournament_id.to_owned(),
-    });
-    Ok(())
+    let entry = Entry::new(&actor, "tournament.disqualify", "registration", wallet)
+        .switched_on("disqualified", json!(shown));
+    standing_changed(
+        state,
+        tx,
+        entry,
+        standing.account_id.as_deref(),
+        tournament_id,
+        now,
+    )
+    .await
 }
 
 /// Undo a manual disqualification before the end. A disqualification by the transfer policy
@@ -660,20 +647,11 @@ pub(crate) async fn reinstate(
     open_tournament(state, tournament_id).await?;
     let now = state.now();
     let mut tx = state.store.begin().await?;
-    let registration: Option<(Option<String>, Option<String>, Option<String>)> = sqlx::query_as(
-        "SELECT account_id, disqualified_reason, disqualified_by FROM tournament_registrations
-         WHERE tournament_id = $1 AND wallet = $2",
-    )
-    .bind(tournament_id)
-    .bind(wallet)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some((account_id, reason_was, by)) = registration else {
-        return Err(AdminError::NotFound(format!(
-            "wallet {wallet} is not registered for `{tournament_id}`"
-        )));
-    };
-    match (reason_was.as_deref(), by.as_deref()) {
+    let standing = standing(&mut tx, tournament_id, wallet).await?;
+    match (
+        standing.disqualified_reason.as_deref(),
+        standing.disqualified_by.as_deref(),
+    ) {
         (None, _) => {
             return Err(AdminError::Conflict(format!(
                 "wallet {wallet} is not disqualified"
@@ -694,12 +672,62 @@ pub(crate) async fn reinstate(
     .bind(wallet)
     .execute(&mut *tx)
     .await?;
-    bump_standings(&mut tx, tournament_id).await?;
     let actor = Actor::Account(admin.to_owned());
-    let mut entry = Entry::new(&actor, "tournament.reinstate", "registration", wallet)
-        .switched_off("disqualified", Some(json!(reason_was)))
-        .detail(format!("tournament {tournament_id}"));
-    if let Some(account_id) = account_id.as_deref() {
+    let entry = Entry::new(&actor, "tournament.reinstate", "registration", wallet)
+        .switched_off("disqualified", Some(json!(standing.disqualified_reason)));
+    standing_changed(
+        state,
+        tx,
+        entry,
+        standing.account_id.as_deref(),
+        tournament_id,
+        now,
+    )
+    .await
+}
+
+/// A registration as a manual disqualification or its undo reads it.
+#[derive(sqlx::FromRow)]
+struct Standing {
+    account_id: Option<String>,
+    disqualified_reason: Option<String>,
+    disqualified_by: Option<String>,
+}
+
+/// `wallet`'s registration for the tournament, or 404.
+async fn standing(
+    conn: &mut sqlx::AnyConnection,
+    tournament_id: &str,
+    wallet: &str,
+) -> Result<Standing, AdminError> {
+    sqlx::query_as(
+        "SELECT account_id, disqualified_reason, disqualified_by FROM tournament_registrations
+         WHERE tournament_id = $1 AND wallet = $2",
+    )
+    .bind(tournament_id)
+    .bind(wallet)
+    .fetch_optional(conn)
+    .await?
+    .ok_or_else(|| {
+        AdminError::NotFound(format!(
+            "wallet {wallet} is not registered for `{tournament_id}`"
+        ))
+    })
+}
+
+/// Finish a change of a wallet's standing in `tx`: re-rank the board, audit `entry` (for the
+/// registration's account), commit, and tell the board's watchers.
+async fn standing_changed(
+    state: &AppState,
+    mut tx: sqlx::Transaction<'static, sqlx::Any>,
+    entry: Entry<'_>,
+    account_id: Option<&str>,
+    tournament_id: &str,
+    now: DateTime<Utc>,
+) -> Result<(), AdminError> {
+    bump_standings(&mut tx, tournament_id).await?;
+    let mut entry = entry.detail(format!("tournament {tournament_id}"));
+    if let Some(account_id) = account_id {
         entry = entry.account(account_id);
     }
     audit::record(&mut tx, entry, now).await?;

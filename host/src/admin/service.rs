@@ -613,27 +613,11 @@ pub(crate) async fn disqualify(
             "wallet {wallet} is already disqualified: {already}"
         )));
     }
-    sqlx::query(
-        "UPDATE tournament_registrations SET disqualified_reason = $1, disqualified_by = 'admin'
-         WHERE tournament_id = $2 AND wallet = $3",
-    )
-    .bind(&shown)
-    .bind(tournament_id)
-    .bind(wallet)
-    .execute(&mut *tx)
-    .await?;
+    set_disqualified(&mut tx, tournament_id, wallet, Some(&shown)).await?;
     let actor = Actor::Account(admin.to_owned());
     let entry = Entry::new(&actor, "tournament.disqualify", "registration", wallet)
         .switched_on("disqualified", json!(shown));
-    standing_changed(
-        state,
-        tx,
-        entry,
-        standing.account_id.as_deref(),
-        tournament_id,
-        now,
-    )
-    .await
+    standing_changed(state, tx, entry, &standing, tournament_id, now).await
 }
 
 /// Undo a manual disqualification before the end. A disqualification by the transfer policy
@@ -664,26 +648,11 @@ pub(crate) async fn reinstate(
             ));
         }
     }
-    sqlx::query(
-        "UPDATE tournament_registrations SET disqualified_reason = NULL, disqualified_by = NULL
-         WHERE tournament_id = $1 AND wallet = $2",
-    )
-    .bind(tournament_id)
-    .bind(wallet)
-    .execute(&mut *tx)
-    .await?;
+    set_disqualified(&mut tx, tournament_id, wallet, None).await?;
     let actor = Actor::Account(admin.to_owned());
     let entry = Entry::new(&actor, "tournament.reinstate", "registration", wallet)
         .switched_off("disqualified", Some(json!(standing.disqualified_reason)));
-    standing_changed(
-        state,
-        tx,
-        entry,
-        standing.account_id.as_deref(),
-        tournament_id,
-        now,
-    )
-    .await
+    standing_changed(state, tx, entry, &standing, tournament_id, now).await
 }
 
 /// A registration as a manual disqualification or its undo reads it.
@@ -715,19 +684,39 @@ async fn standing(
     })
 }
 
+/// Disqualify `wallet` by hand for `reason`, or (`None`) lift a manual disqualification.
+async fn set_disqualified(
+    conn: &mut sqlx::AnyConnection,
+    tournament_id: &str,
+    wallet: &str,
+    reason: Option<&str>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE tournament_registrations SET disqualified_reason = $1, disqualified_by = $2
+         WHERE tournament_id = $3 AND wallet = $4",
+    )
+    .bind(reason)
+    .bind(reason.map(|_| "admin"))
+    .bind(tournament_id)
+    .bind(wallet)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Finish a change of a wallet's standing in `tx`: re-rank the board, audit `entry` (for the
 /// registration's account), commit, and tell the board's watchers.
 async fn standing_changed(
     state: &AppState,
     mut tx: sqlx::Transaction<'static, sqlx::Any>,
     entry: Entry<'_>,
-    account_id: Option<&str>,
+    standing: &Standing,
     tournament_id: &str,
     now: DateTime<Utc>,
 ) -> Result<(), AdminError> {
     bump_standings(&mut tx, tournament_id).await?;
     let mut entry = entry.detail(format!("tournament {tournament_id}"));
-    if let Some(account_id) = account_id {
+    if let Some(account_id) = standing.account_id.as_deref() {
         entry = entry.account(account_id);
     }
     audit::record(&mut tx, entry, now).await?;

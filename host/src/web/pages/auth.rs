@@ -24,6 +24,18 @@ fn next_path(next: Option<String>) -> String {
         .unwrap_or_else(|| "/account".to_owned())
 }
 
+/// A sign-up or sign-in page: the e-mail form above, wallet sign-in (`wallet.js`) below.
+fn auth_page(title: &str, visitor: &Visitor, main: Markup) -> Response {
+    Page {
+        title,
+        visitor,
+        scripts: &["wallet.js"],
+        styles: &[],
+        main,
+    }
+    .render(StatusCode::OK)
+}
+
 fn acceptance() -> Markup {
     html! {
         div.field.check { input #accept-terms type="checkbox" name="acceptTerms" data-type="bool" required;
@@ -66,14 +78,7 @@ pub(crate) async fn signup(visitor: Visitor, Query(next): Query<Next>) -> Respon
         (wallet_section(&next, true))
         p { "Already have an account? " a href="/login" { "Sign in" } }
     };
-    Page {
-        title: "Sign up",
-        visitor: &visitor,
-        scripts: &["wallet.js"],
-        styles: &[],
-        main,
-    }
-    .render(StatusCode::OK)
+    auth_page("Sign up", &visitor, main)
 }
 
 pub(crate) async fn login(visitor: Visitor, Query(next): Query<Next>) -> Response {
@@ -90,14 +95,7 @@ pub(crate) async fn login(visitor: Visitor, Query(next): Query<Next>) -> Respons
         (wallet_section(&next, false))
         p { "New here? " a href="/signup" { "Sign up" } }
     };
-    Page {
-        title: "Sign in",
-        visitor: &visitor,
-        scripts: &["wallet.js"],
-        styles: &[],
-        main,
-    }
-    .render(StatusCode::OK)
+    auth_page("Sign in", &visitor, main)
 }
 
 /// Sign out: a plain form post, checked like every cookie-authenticated write.

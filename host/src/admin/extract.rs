@@ -8,7 +8,7 @@ use crate::http::ApiError;
 use crate::state::AppState;
 
 /// An admin, signed in with a session. Anyone else is refused with 403 (401 without a session).
-pub struct AdminAuth {
+pub(super) struct AdminAuth {
     pub account_id: String,
 }
 

@@ -13,5 +13,5 @@ mod routes;
 pub mod service;
 
 pub use error::AdminError;
-pub use extract::AdminAuth;
-pub use routes::router;
+use extract::AdminAuth;
+pub(crate) use routes::router;

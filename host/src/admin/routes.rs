@@ -15,7 +15,7 @@ use crate::http::ApiError;
 use crate::http::json::{Json, Path, Query};
 use crate::state::AppState;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(search_accounts))
         .routes(routes!(account_detail))
@@ -33,7 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct SearchParams {
+struct SearchParams {
     /// Part of an e-mail or display name, or an exact account id or wallet; empty: newest.
     search: Option<String>,
     /// 1 to 200 (default 50).
@@ -41,7 +41,7 @@ pub struct SearchParams {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AccountList {
+struct AccountList {
     accounts: Vec<AccountSummary>,
 }
 
@@ -77,7 +77,7 @@ async fn account_detail(
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct Reason {
+struct Reason {
     /// Why (1 to 500 characters); shown to the people it concerns and kept in the audit log.
     reason: String,
 }
@@ -116,7 +116,7 @@ async fn unsuspend(
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct AgentParams {
+struct AgentParams {
     /// `unfunded`, `idle`, `active` or `error`.
     status: Option<String>,
     account_id: Option<String>,
@@ -125,7 +125,7 @@ pub struct AgentParams {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AgentList {
+struct AgentList {
     agents: Vec<AgentRow>,
 }
 
@@ -148,7 +148,7 @@ async fn agents(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct BannedList {
+struct BannedList {
     components: Vec<BannedComponent>,
 }
 
@@ -166,7 +166,7 @@ async fn banned(
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Banned {
+struct Banned {
     sha256: String,
     /// Agents that were running or could start it, now stopped with the reason.
     agents_stopped: u64,
@@ -208,7 +208,7 @@ async fn unban(
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct Disqualification {
+struct Disqualification {
     wallet: String,
     /// Shown on the board.
     reason: String,
@@ -245,7 +245,7 @@ async fn reinstate(
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct PayoutParams {
+struct PayoutParams {
     /// `pending`, `sent` or `failed`.
     status: Option<String>,
     /// `tournament`, `dungeon` or `refund`.
@@ -253,7 +253,7 @@ pub struct PayoutParams {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct PayoutQueue {
+struct PayoutQueue {
     payouts: Vec<QueuedPayout>,
 }
 
@@ -292,7 +292,7 @@ async fn retry_payout(
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct AuditParams {
+struct AuditParams {
     /// An exact action, e.g. `account.suspend`.
     action: Option<String>,
     /// Entries concerning this account.
@@ -307,7 +307,7 @@ pub struct AuditParams {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AuditLog {
+struct AuditLog {
     entries: Vec<AuditView>,
 }
 

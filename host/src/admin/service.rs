@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::AdminError;
@@ -12,6 +12,7 @@ use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::db::Store;
 use crate::events::Event;
 use crate::state::AppState;
+use crate::tournaments::payouts::{PayoutStatus, SourceKind};
 
 fn at(millis: i64) -> String {
     rfc3339(from_millis(millis))
@@ -71,7 +72,7 @@ pub async fn set_admin(
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct AccountSummary {
+pub(crate) struct AccountSummary {
     pub account_id: String,
     pub email: Option<String>,
     pub display_name: Option<String>,
@@ -103,7 +104,7 @@ const ACCOUNT_COLUMNS: &str = "a.id AS account_id, a.email, a.display_name, a.cr
      a.is_admin AS is_admin_flag, a.suspended_at AS suspended_at_ms, a.suspension_reason";
 
 /// Accounts whose e-mail or name contains `search`, or whose id or a wallet is exactly it.
-pub async fn search_accounts(
+pub(crate) async fn search_accounts(
     store: &Store,
     search: &str,
     limit: i64,
@@ -126,7 +127,7 @@ pub async fn search_accounts(
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct WalletRow {
+pub(crate) struct WalletRow {
     pub address: String,
     /// `custodial` (the server holds its key) or `linked` (proven by signature).
     pub kind: String,
@@ -134,7 +135,7 @@ pub struct WalletRow {
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct KeyRow {
+pub(crate) struct KeyRow {
     pub key_id: String,
     pub name: String,
     /// `account` or `v1`.
@@ -154,7 +155,7 @@ pub struct KeyRow {
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct EntryRow {
+pub(crate) struct EntryRow {
     pub tournament_id: String,
     pub wallet: String,
     pub disqualified_reason: Option<String>,
@@ -166,7 +167,7 @@ pub struct EntryRow {
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AccountDetail {
+pub(crate) struct AccountDetail {
     #[serde(flatten)]
     pub account: AccountSummary,
     pub wallets: Vec<WalletRow>,
@@ -175,7 +176,10 @@ pub struct AccountDetail {
     pub entries: Vec<EntryRow>,
 }
 
-pub async fn account_detail(store: &Store, account_id: &str) -> Result<AccountDetail, AdminError> {
+pub(crate) async fn account_detail(
+    store: &Store,
+    account_id: &str,
+) -> Result<AccountDetail, AdminError> {
     let account: AccountSummary = sqlx::query_as(&format!(
         "SELECT {ACCOUNT_COLUMNS} FROM accounts a WHERE a.id = $1"
     ))
@@ -236,7 +240,7 @@ pub async fn account_detail(store: &Store, account_id: &str) -> Result<AccountDe
 
 /// Suspend an account: its keys stop working, its sessions end, its logins are refused and its
 /// running agents stop with the reason. Its funds and history stay; [`unsuspend`] undoes it.
-pub async fn suspend(
+pub(crate) async fn suspend(
     state: &AppState,
     admin: &str,
     account_id: &str,
@@ -255,39 +259,28 @@ pub async fn suspend(
     .await?;
     if suspended.rows_affected() != 1 {
         drop(tx);
-        account_detail(&state.store, account_id).await?;
-        return Err(AdminError::Conflict(format!(
-            "account `{account_id}` is already suspended"
-        )));
+        return Err(refused(&state.store, account_id, "is already suspended").await);
     }
     sqlx::query("DELETE FROM sessions WHERE account_id = $1")
         .bind(account_id)
         .execute(&mut *tx)
         .await?;
-    let stopped = sqlx::query(
-        "UPDATE agents SET status = 'error', status_reason = $1, stopped_at = $2, next_tick_at = NULL,
-                tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $2
-         WHERE account_id = $3 AND status = 'active'",
+    let stopped = stop_agents(
+        &mut tx,
+        "account_id = $3 AND status = 'active'",
+        account_id,
+        format!("stopped: the account was suspended ({why})"),
+        now,
     )
-    .bind(format!("stopped: the account was suspended ({why})"))
-    .bind(to_millis(now))
-    .bind(account_id)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    .await?;
     audit::record(
         &mut tx,
-        Entry::new(
+        account_entry(
             &Actor::Account(admin.to_owned()),
             "account.suspend",
-            "account",
             account_id,
         )
-        .account(account_id)
-        .change(
-            json!({"suspended": false}),
-            json!({"suspended": true, "reason": why}),
-        )
+        .switched_on("suspended", json!(why))
         .detail(format!("{stopped} running agent(s) stopped")),
         now,
     )
@@ -305,9 +298,72 @@ fn keys_changed(state: &AppState, account_id: &str) {
     });
 }
 
+/// How an admin's switch (suspension, ban, disqualification) is audited, the same way for each:
+/// `{flag: false}` → `{flag: true, reason}` on, and back off.
+trait Switched {
+    fn switched_on(self, flag: &str, reason: Value) -> Self;
+    /// `reason`: the one the switch was made for, when the off side records it.
+    fn switched_off(self, flag: &str, reason: Option<Value>) -> Self;
+}
+
+impl Switched for Entry<'_> {
+    fn switched_on(self, flag: &str, reason: Value) -> Self {
+        self.change(
+            json!({ flag: false }),
+            json!({ flag: true, "reason": reason }),
+        )
+    }
+
+    fn switched_off(self, flag: &str, reason: Option<Value>) -> Self {
+        let mut before = json!({ flag: true });
+        if let Some(reason) = reason {
+            before["reason"] = reason;
+        }
+        self.change(before, json!({ flag: false }))
+    }
+}
+
+/// Stop the agents `which` selects (`$3` is `value`) in the admin change's transaction: they go
+/// to `error` with `reason`, so they tick no more until their operator starts them. Returns how
+/// many were stopped.
+async fn stop_agents(
+    conn: &mut sqlx::AnyConnection,
+    which: &'static str,
+    value: &str,
+    reason: String,
+    now: DateTime<Utc>,
+) -> sqlx::Result<u64> {
+    let sql = format!(
+        "UPDATE agents SET status = 'error', status_reason = $1, stopped_at = $2, next_tick_at = NULL,
+                tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $2
+         WHERE {which}"
+    );
+    Ok(sqlx::query(&sql)
+        .bind(reason)
+        .bind(to_millis(now))
+        .bind(value)
+        .execute(conn)
+        .await?
+        .rows_affected())
+}
+
+/// Why a change to an account was refused: 404 when there is no such account, otherwise the
+/// conflict (`account … is already suspended`).
+async fn refused(store: &Store, account_id: &str, conflict: &str) -> AdminError {
+    match account_detail(store, account_id).await {
+        Err(missing) => missing,
+        Ok(_) => AdminError::Conflict(format!("account `{account_id}` {conflict}")),
+    }
+}
+
+/// The audit entry of an admin's `action` on an account.
+fn account_entry<'a>(admin: &'a Actor, action: &'a str, account_id: &'a str) -> Entry<'a> {
+    Entry::new(admin, action, "account", account_id).account(account_id)
+}
+
 /// Lift a suspension: keys work again and the account may sign in. Stopped agents stay stopped
 /// until their operator starts them.
-pub async fn unsuspend(
+pub(crate) async fn unsuspend(
     state: &AppState,
     admin: &str,
     account_id: &str,
@@ -322,10 +378,7 @@ pub async fn unsuspend(
     .await?;
     let Some((was,)) = before else {
         drop(tx);
-        account_detail(&state.store, account_id).await?;
-        return Err(AdminError::Conflict(format!(
-            "account `{account_id}` is not suspended"
-        )));
+        return Err(refused(&state.store, account_id, "is not suspended").await);
     };
     sqlx::query("UPDATE accounts SET suspended_at = NULL, suspension_reason = NULL WHERE id = $1")
         .bind(account_id)
@@ -333,17 +386,12 @@ pub async fn unsuspend(
         .await?;
     audit::record(
         &mut tx,
-        Entry::new(
+        account_entry(
             &Actor::Account(admin.to_owned()),
             "account.unsuspend",
-            "account",
             account_id,
         )
-        .account(account_id)
-        .change(
-            json!({"suspended": true, "reason": was}),
-            json!({"suspended": false}),
-        ),
+        .switched_off("suspended", Some(json!(was))),
         now,
     )
     .await?;
@@ -355,7 +403,7 @@ pub async fn unsuspend(
 // ---- agents ----
 
 #[derive(Debug, Default, Clone, Deserialize)]
-pub struct AgentFilter {
+pub(crate) struct AgentFilter {
     pub status: Option<String>,
     pub account_id: Option<String>,
     pub component: Option<String>,
@@ -363,7 +411,7 @@ pub struct AgentFilter {
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentRow {
+pub(crate) struct AgentRow {
     pub agent_id: String,
     pub account_id: String,
     pub name: String,
@@ -377,7 +425,10 @@ pub struct AgentRow {
     pub last_fault: Option<String>,
 }
 
-pub async fn list_agents(store: &Store, filter: &AgentFilter) -> Result<Vec<AgentRow>, AdminError> {
+pub(crate) async fn list_agents(
+    store: &Store,
+    filter: &AgentFilter,
+) -> Result<Vec<AgentRow>, AdminError> {
     Ok(sqlx::query_as(
         "SELECT id AS agent_id, account_id, name, class, status, status_reason, strategy_component,
                 ticks, faults, last_fault
@@ -397,7 +448,7 @@ pub async fn list_agents(store: &Store, filter: &AgentFilter) -> Result<Vec<Agen
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct BannedComponent {
+pub(crate) struct BannedComponent {
     pub sha256: String,
     pub reason: String,
     pub banned_by: String,
@@ -427,7 +478,7 @@ pub async fn ban_of(store: &Store, sha256: &str) -> sqlx::Result<Option<String>>
     Ok(row.map(|(reason,)| reason))
 }
 
-pub async fn banned_components(store: &Store) -> Result<Vec<BannedComponent>, AdminError> {
+pub(crate) async fn banned_components(store: &Store) -> Result<Vec<BannedComponent>, AdminError> {
     let rows: Vec<BannedComponent> = sqlx::query_as(
         "SELECT sha256, reason, banned_by, banned_at AS banned_at_ms FROM banned_components ORDER BY banned_at DESC",
     )
@@ -444,7 +495,7 @@ pub async fn banned_components(store: &Store) -> Result<Vec<BannedComponent>, Ad
 
 /// Ban a component: every agent that runs it stops with the reason (and cannot start), and
 /// nobody can upload it again. Returns how many agents were stopped.
-pub async fn ban_component(
+pub(crate) async fn ban_component(
     state: &AppState,
     admin: &str,
     sha256: &str,
@@ -469,17 +520,14 @@ pub async fn ban_component(
             "component {sha256} is already banned"
         )));
     }
-    let stopped = sqlx::query(
-        "UPDATE agents SET status = 'error', status_reason = $1, stopped_at = $2, next_tick_at = NULL,
-                tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $2
-         WHERE strategy_component = $3 AND status <> 'error'",
+    let stopped = stop_agents(
+        &mut tx,
+        "strategy_component = $3 AND status <> 'error'",
+        &sha256,
+        format!("stopped: its strategy component was banned ({why})"),
+        now,
     )
-    .bind(format!("stopped: its strategy component was banned ({why})"))
-    .bind(to_millis(now))
-    .bind(&sha256)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    .await?;
     audit::record(
         &mut tx,
         Entry::new(
@@ -488,10 +536,7 @@ pub async fn ban_component(
             "component",
             &sha256,
         )
-        .change(
-            json!({"banned": false}),
-            json!({"banned": true, "reason": why}),
-        )
+        .switched_on("banned", json!(why))
         .detail(format!("{stopped} agent(s) stopped")),
         now,
     )
@@ -501,7 +546,7 @@ pub async fn ban_component(
     Ok(stopped)
 }
 
-pub async fn unban_component(
+pub(crate) async fn unban_component(
     state: &AppState,
     admin: &str,
     sha256: &str,
@@ -526,7 +571,7 @@ pub async fn unban_component(
             "component",
             &sha256,
         )
-        .change(json!({"banned": true}), json!({"banned": false})),
+        .switched_off("banned", None),
         now,
     )
     .await?;
@@ -559,7 +604,7 @@ async fn bump_standings(conn: &mut sqlx::AnyConnection, tournament_id: &str) -> 
 
 /// Take `wallet` off a tournament's board by hand, with a reason shown on the board; it is then
 /// ranked last and never paid. Only before the end.
-pub async fn disqualify(
+pub(crate) async fn disqualify(
     state: &AppState,
     admin: &str,
     tournament_id: &str,
@@ -571,54 +616,22 @@ pub async fn disqualify(
     let now = state.now();
     let shown = format!("disqualified by the organisers: {why}");
     let mut tx = state.store.begin().await?;
-    let registration: Option<(Option<String>, Option<String>)> = sqlx::query_as(
-        "SELECT account_id, disqualified_reason FROM tournament_registrations WHERE tournament_id = $1 AND wallet = $2",
-    )
-    .bind(tournament_id)
-    .bind(wallet)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some((account_id, already)) = registration else {
-        return Err(AdminError::NotFound(format!(
-            "wallet {wallet} is not registered for `{tournament_id}`"
-        )));
-    };
-    if let Some(already) = already {
+    let standing = standing(&mut tx, tournament_id, wallet).await?;
+    if let Some(already) = standing.disqualified_reason {
         return Err(AdminError::Conflict(format!(
             "wallet {wallet} is already disqualified: {already}"
         )));
     }
-    sqlx::query(
-        "UPDATE tournament_registrations SET disqualified_reason = $1, disqualified_by = 'admin'
-         WHERE tournament_id = $2 AND wallet = $3",
-    )
-    .bind(&shown)
-    .bind(tournament_id)
-    .bind(wallet)
-    .execute(&mut *tx)
-    .await?;
-    bump_standings(&mut tx, tournament_id).await?;
+    set_disqualified(&mut tx, tournament_id, wallet, Some(&shown)).await?;
     let actor = Actor::Account(admin.to_owned());
-    let mut entry = Entry::new(&actor, "tournament.disqualify", "registration", wallet)
-        .change(
-            json!({"disqualified": false}),
-            json!({"disqualified": true, "reason": shown}),
-        )
-        .detail(format!("tournament {tournament_id}"));
-    if let Some(account_id) = account_id.as_deref() {
-        entry = entry.account(account_id);
-    }
-    audit::record(&mut tx, entry, now).await?;
-    tx.commit().await?;
-    state.events.publish(Event::LeaderboardChanged {
-        tournament_id: tournament_id.to_owned(),
-    });
-    Ok(())
+    let entry = Entry::new(&actor, "tournament.disqualify", "registration", wallet)
+        .switched_on("disqualified", json!(shown));
+    standing_changed(state, tx, entry, &standing, tournament_id, now).await
 }
 
 /// Undo a manual disqualification before the end. A disqualification by the transfer policy
 /// (an external flow) is a fact about the wallet and cannot be undone.
-pub async fn reinstate(
+pub(crate) async fn reinstate(
     state: &AppState,
     admin: &str,
     tournament_id: &str,
@@ -627,20 +640,11 @@ pub async fn reinstate(
     open_tournament(state, tournament_id).await?;
     let now = state.now();
     let mut tx = state.store.begin().await?;
-    let registration: Option<(Option<String>, Option<String>, Option<String>)> = sqlx::query_as(
-        "SELECT account_id, disqualified_reason, disqualified_by FROM tournament_registrations
-         WHERE tournament_id = $1 AND wallet = $2",
-    )
-    .bind(tournament_id)
-    .bind(wallet)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some((account_id, reason_was, by)) = registration else {
-        return Err(AdminError::NotFound(format!(
-            "wallet {wallet} is not registered for `{tournament_id}`"
-        )));
-    };
-    match (reason_was.as_deref(), by.as_deref()) {
+    let standing = standing(&mut tx, tournament_id, wallet).await?;
+    match (
+        standing.disqualified_reason.as_deref(),
+        standing.disqualified_by.as_deref(),
+    ) {
         (None, _) => {
             return Err(AdminError::Conflict(format!(
                 "wallet {wallet} is not disqualified"
@@ -653,23 +657,75 @@ pub async fn reinstate(
             ));
         }
     }
-    sqlx::query(
-        "UPDATE tournament_registrations SET disqualified_reason = NULL, disqualified_by = NULL
+    set_disqualified(&mut tx, tournament_id, wallet, None).await?;
+    let actor = Actor::Account(admin.to_owned());
+    let entry = Entry::new(&actor, "tournament.reinstate", "registration", wallet)
+        .switched_off("disqualified", Some(json!(standing.disqualified_reason)));
+    standing_changed(state, tx, entry, &standing, tournament_id, now).await
+}
+
+/// A registration as a manual disqualification or its undo reads it.
+#[derive(sqlx::FromRow)]
+struct Standing {
+    account_id: Option<String>,
+    disqualified_reason: Option<String>,
+    disqualified_by: Option<String>,
+}
+
+/// `wallet`'s registration for the tournament, or 404.
+async fn standing(
+    conn: &mut sqlx::AnyConnection,
+    tournament_id: &str,
+    wallet: &str,
+) -> Result<Standing, AdminError> {
+    sqlx::query_as(
+        "SELECT account_id, disqualified_reason, disqualified_by FROM tournament_registrations
          WHERE tournament_id = $1 AND wallet = $2",
     )
     .bind(tournament_id)
     .bind(wallet)
-    .execute(&mut *tx)
+    .fetch_optional(conn)
+    .await?
+    .ok_or_else(|| {
+        AdminError::NotFound(format!(
+            "wallet {wallet} is not registered for `{tournament_id}`"
+        ))
+    })
+}
+
+/// Disqualify `wallet` by hand for `reason`, or (`None`) lift a manual disqualification.
+async fn set_disqualified(
+    conn: &mut sqlx::AnyConnection,
+    tournament_id: &str,
+    wallet: &str,
+    reason: Option<&str>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE tournament_registrations SET disqualified_reason = $1, disqualified_by = $2
+         WHERE tournament_id = $3 AND wallet = $4",
+    )
+    .bind(reason)
+    .bind(reason.map(|_| "admin"))
+    .bind(tournament_id)
+    .bind(wallet)
+    .execute(conn)
     .await?;
+    Ok(())
+}
+
+/// Finish a change of a wallet's standing in `tx`: re-rank the board, audit `entry` (for the
+/// registration's account), commit, and tell the board's watchers.
+async fn standing_changed(
+    state: &AppState,
+    mut tx: sqlx::Transaction<'static, sqlx::Any>,
+    entry: Entry<'_>,
+    standing: &Standing,
+    tournament_id: &str,
+    now: DateTime<Utc>,
+) -> Result<(), AdminError> {
     bump_standings(&mut tx, tournament_id).await?;
-    let actor = Actor::Account(admin.to_owned());
-    let mut entry = Entry::new(&actor, "tournament.reinstate", "registration", wallet)
-        .change(
-            json!({"disqualified": true, "reason": reason_was}),
-            json!({"disqualified": false}),
-        )
-        .detail(format!("tournament {tournament_id}"));
-    if let Some(account_id) = account_id.as_deref() {
+    let mut entry = entry.detail(format!("tournament {tournament_id}"));
+    if let Some(account_id) = standing.account_id.as_deref() {
         entry = entry.account(account_id);
     }
     audit::record(&mut tx, entry, now).await?;
@@ -684,10 +740,11 @@ pub async fn reinstate(
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
-pub struct QueuedPayout {
+pub(crate) struct QueuedPayout {
     pub payout_id: String,
     /// `tournament`, `dungeon` (prizes) or `refund`.
-    pub source_kind: String,
+    #[sqlx(try_from = "String")]
+    pub source_kind: SourceKind,
     pub source_id: String,
     pub wallet: String,
     pub account_id: Option<String>,
@@ -695,8 +752,8 @@ pub struct QueuedPayout {
     amount: i64,
     #[sqlx(skip)]
     pub amount_raw: String,
-    /// `pending`, `sent` or `failed`.
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: PayoutStatus,
     pub attempts: i64,
     pub last_error: Option<String>,
     pub tx_signature: Option<String>,
@@ -715,17 +772,17 @@ pub struct QueuedPayout {
     pub leased_until: Option<String>,
 }
 
-pub async fn payouts(
+pub(crate) async fn payouts(
     store: &Store,
     status: Option<&str>,
     kind: Option<&str>,
 ) -> Result<Vec<QueuedPayout>, AdminError> {
-    if status.is_some_and(|s| !matches!(s, "pending" | "sent" | "failed")) {
+    if status.is_some_and(|s| PayoutStatus::parse(s).is_none()) {
         return Err(AdminError::Invalid(
             "`status` must be pending, sent or failed".into(),
         ));
     }
-    if kind.is_some_and(|k| !matches!(k, "tournament" | "dungeon" | "refund")) {
+    if kind.is_some_and(|k| SourceKind::parse(k).is_none()) {
         return Err(AdminError::Invalid(
             "`kind` must be tournament, dungeon or refund".into(),
         ));
@@ -753,24 +810,32 @@ pub async fn payouts(
         .collect())
 }
 
+/// What a retry needs to know of the payout.
+#[derive(sqlx::FromRow)]
+struct RetriedPayout {
+    #[sqlx(try_from = "String")]
+    status: PayoutStatus,
+    account_id: Option<String>,
+}
+
 /// Send a pending or failed payout now (its job due at once). The sending itself keeps every
 /// exactly-once guarantee, so a retry can never pay twice.
-pub async fn retry_payout(
+pub(crate) async fn retry_payout(
     state: &AppState,
     admin: &str,
     payout_id: &str,
 ) -> Result<(), AdminError> {
     let now = state.now();
     let mut tx = state.store.begin().await?;
-    let row: Option<(String, Option<String>)> =
+    let row: Option<RetriedPayout> =
         sqlx::query_as("SELECT status, account_id FROM payouts WHERE id = $1")
             .bind(payout_id)
             .fetch_optional(&mut *tx)
             .await?;
-    let Some((status, account_id)) = row else {
+    let Some(RetriedPayout { status, account_id }) = row else {
         return Err(AdminError::NotFound(format!("no payout `{payout_id}`")));
     };
-    if status == "sent" {
+    if status == PayoutStatus::Sent {
         return Err(AdminError::Conflict("this payout was sent already".into()));
     }
     sqlx::query("UPDATE payouts SET status = 'pending' WHERE id = $1 AND status = 'failed'")
@@ -792,7 +857,7 @@ pub async fn retry_payout(
     .await?;
     let actor = Actor::Account(admin.to_owned());
     let mut entry = Entry::new(&actor, "payout.retry", "payout", payout_id).change(
-        json!({"status": status}),
+        json!({"status": status.as_str()}),
         json!({"status": "pending", "dueAt": rfc3339(now)}),
     );
     if let Some(account_id) = account_id.as_deref() {
@@ -801,4 +866,25 @@ pub async fn retry_payout(
     audit::record(&mut tx, entry, now).await?;
     tx.commit().await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switches_are_audited_with_the_reason_on_the_switched_on_side() {
+        let admin = Actor::Account("acc_admin".into());
+        let on = Entry::new(&admin, "component.ban", "component", "abc")
+            .switched_on("banned", json!("malware"));
+        assert_eq!(on.before, Some(json!({"banned": false})));
+        assert_eq!(on.after, Some(json!({"banned": true, "reason": "malware"})));
+        let off = Entry::new(&admin, "account.unsuspend", "account", "acc_x")
+            .switched_off("suspended", Some(Value::Null));
+        assert_eq!(off.before, Some(json!({"suspended": true, "reason": null})));
+        assert_eq!(off.after, Some(json!({"suspended": false})));
+        let plain =
+            Entry::new(&admin, "component.unban", "component", "abc").switched_off("banned", None);
+        assert_eq!(plain.before, Some(json!({"banned": true})));
+    }
 }

@@ -29,7 +29,7 @@ struct TradeRow {
 }
 
 /// One trade as its operator sees it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TradeView {
     pub trade_id: String,
@@ -121,7 +121,7 @@ pub async fn trades(
 }
 
 /// One equity mark.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EquityPoint {
     pub at: String,

@@ -7,7 +7,7 @@ use crate::paper::{Ledger, UNIT};
 
 /// Lifecycle of an agent: `unfunded` → `idle` → `active` ⇄ `idle`; `error` after
 /// repeated strategy faults (start clears it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentStatus {
     Unfunded,
@@ -162,7 +162,7 @@ impl Agent {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentView {
     pub agent_id: String,
@@ -192,8 +192,9 @@ pub struct AgentView {
     pub created_at: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = AgentStrategy)]
 pub struct StrategyView {
     #[serde(rename = "type")]
     pub kind: String,
@@ -202,13 +203,13 @@ pub struct StrategyView {
     pub max_allocation: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TokenPair {
     pub base: String,
     pub quote: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PaperView {
     pub equity: f64,
@@ -219,7 +220,7 @@ pub struct PaperView {
 }
 
 /// A live agent's wallet (whole tokens) and value in USDC; `pnl` against its first value.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LiveView {
     pub sol: f64,

@@ -57,7 +57,7 @@ impl Period {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PeriodMetrics {
     pub total_pnl: f64,
@@ -75,8 +75,9 @@ pub struct PeriodMetrics {
     pub winning_trips: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = AgentPerformance)]
 pub struct Performance {
     pub agent_id: String,
     pub period: &'static str,

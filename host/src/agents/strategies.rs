@@ -16,8 +16,9 @@ use crate::paper::PortfolioView;
 use crate::sandbox::{AgentSettings, LoadError, LoadedStrategy, Sandbox, TickInput};
 use crate::state::AppState;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = UploadedStrategy)]
 pub struct StrategyView {
     pub strategy_id: String,
     /// What to put in an agent's `strategy.type`.
@@ -30,7 +31,7 @@ pub struct StrategyView {
 }
 
 /// A component's profile: the limits it runs under and what its dry tick used.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProfileView {
     /// `bare` (imports only `host.log`) or `runtime` (a language runtime over WASI).

@@ -11,57 +11,57 @@ use crate::state::AppState;
 use crate::usdc::Usdc;
 
 /// Entry price in raw stablecoin units: 1 USDC.
-pub const ENTRY_FEE_RAW: u64 = Usdc::whole(1).raw() as u64;
+pub(crate) const ENTRY_FEE_RAW: u64 = Usdc::whole(1).raw() as u64;
 /// Days listed by `GET /api/dungeons`, today included.
-pub const RECENT_DAYS: i64 = 7;
+pub(crate) const RECENT_DAYS: i64 = 7;
 
 /// A day's dungeon, parsed from its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct DungeonDay(NaiveDate);
+pub(crate) struct DungeonDay(NaiveDate);
 
 impl DungeonDay {
     /// `YYYY-MM-DD`; anything else is not a dungeon id.
-    pub fn parse(id: &str) -> Option<Self> {
+    pub(crate) fn parse(id: &str) -> Option<Self> {
         let date = NaiveDate::parse_from_str(id.trim(), "%Y-%m-%d").ok()?;
         (date.format("%Y-%m-%d").to_string() == id.trim()).then_some(DungeonDay(date))
     }
 
-    pub fn of(at: DateTime<Utc>) -> Self {
+    pub(crate) fn of(at: DateTime<Utc>) -> Self {
         DungeonDay(at.date_naive())
     }
 
-    pub fn id(self) -> String {
+    pub(crate) fn id(self) -> String {
         self.0.format("%Y-%m-%d").to_string()
     }
 
-    pub fn opens_at(self) -> DateTime<Utc> {
+    pub(crate) fn opens_at(self) -> DateTime<Utc> {
         self.0.and_time(chrono::NaiveTime::MIN).and_utc()
     }
 
     /// Entries close at the next 00:00 UTC; runs already under way may finish.
-    pub fn closes_at(self) -> DateTime<Utc> {
+    pub(crate) fn closes_at(self) -> DateTime<Utc> {
         self.opens_at() + Duration::days(1)
     }
 
-    pub fn days_before(self, days: i64) -> Self {
+    pub(crate) fn days_before(self, days: i64) -> Self {
         DungeonDay(self.0 - Duration::days(days))
     }
 
     /// The engine's map of this day.
-    pub fn map(self, salt: &str) -> DungeonMap {
+    pub(crate) fn map(self, salt: &str) -> DungeonMap {
         use chrono::Datelike;
         DungeonMap::for_date(self.0.year(), self.0.month(), self.0.day(), salt)
     }
 }
 
 /// The day's pot: every entry fee minus the configured rake, in raw units.
-pub fn pot_raw(entries: i64, rake_percent: u32) -> i64 {
+pub(crate) fn pot_raw(entries: i64, rake_percent: u32) -> i64 {
     let gross = entries.saturating_mul(ENTRY_FEE_RAW as i64);
     gross - gross * i64::from(rake_percent.min(100)) / 100
 }
 
 /// Where `dungeonId` stands for entries now: open today, closed before, unknown after.
-pub fn ensure_open(state: &AppState, day: DungeonDay) -> Result<(), DungeonError> {
+pub(crate) fn ensure_open(state: &AppState, day: DungeonDay) -> Result<(), DungeonError> {
     let today = DungeonDay::of(state.now());
     if day == today {
         Ok(())
@@ -76,7 +76,7 @@ pub fn ensure_open(state: &AppState, day: DungeonDay) -> Result<(), DungeonError
 }
 
 /// A dungeon id that exists: a valid date not after today.
-pub fn known(state: &AppState, id: &str) -> Result<DungeonDay, DungeonError> {
+pub(crate) fn known(state: &AppState, id: &str) -> Result<DungeonDay, DungeonError> {
     match DungeonDay::parse(id) {
         Some(day) if day <= DungeonDay::of(state.now()) => Ok(day),
         _ => Err(DungeonError::UnknownDungeon(id.to_owned())),
@@ -87,7 +87,7 @@ const SALT_NAME: &str = "map_salt";
 
 /// The deployment's map salt, created (and sealed) on first use. Two nodes racing to create it
 /// both end up reading the one that was inserted first.
-pub async fn map_salt(state: &AppState) -> Result<String, DungeonError> {
+pub(crate) async fn map_salt(state: &AppState) -> Result<String, DungeonError> {
     for _ in 0..2 {
         let stored: Option<(String,)> =
             sqlx::query_as("SELECT sealed FROM dungeon_secrets WHERE name = $1")

@@ -26,12 +26,12 @@ use crate::state::AppState;
 use crate::usdc::Usdc;
 
 /// How long a quote may be paid and used (never past the day's end).
-pub const QUOTE_TTL: Duration = Duration::minutes(15);
+pub(crate) const QUOTE_TTL: Duration = Duration::minutes(15);
 
 /// `GET /api/dungeons/{dungeonId}/quote` answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Quote {
+pub(crate) struct Quote {
     pub quote_id: String,
     pub dungeon_id: String,
     pub payer_wallet: String,
@@ -43,12 +43,16 @@ pub struct Quote {
     pub expires_at: String,
 }
 
-pub fn memo(dungeon_id: &str, payer: &str, quote_id: &str) -> String {
+pub(crate) fn memo(dungeon_id: &str, payer: &str, quote_id: &str) -> String {
     format!("dgn:{dungeon_id}:{payer}:{quote_id}")
 }
 
 /// A quote for `wallet`: nothing is stored, the quote id is signed (see [`super::quote`]).
-pub fn quote(state: &AppState, dungeon_id: &str, wallet: &str) -> Result<Quote, DungeonError> {
+pub(crate) fn quote(
+    state: &AppState,
+    dungeon_id: &str,
+    wallet: &str,
+) -> Result<Quote, DungeonError> {
     let day = day::known(state, dungeon_id)?;
     day::ensure_open(state, day)?;
     let payer = WalletAddress::parse(wallet).map_err(DungeonError::Invalid)?;
@@ -74,9 +78,9 @@ fn quote_key(state: &AppState) -> [u8; 32] {
 }
 
 /// The body of `POST /api/dungeons/{dungeonId}/enter`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct EnterRequest {
+pub(crate) struct EnterRequest {
     pub quote_id: String,
     pub payer_wallet: String,
     pub tx_signature: String,
@@ -86,9 +90,9 @@ pub struct EnterRequest {
 }
 
 /// What `enter` hands back (201).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Entered {
+pub(crate) struct Entered {
     pub run_id: String,
     pub dungeon_id: String,
     pub class: String,
@@ -100,14 +104,14 @@ pub struct Entered {
     pub agent_skill_file: String,
 }
 
-pub enum EnterOutcome {
+pub(crate) enum EnterOutcome {
     Entered(Box<Entered>),
     /// Not final yet: resend the same request in a few seconds.
     Pending,
 }
 
 /// The run's absolute URLs.
-pub struct RunUrls {
+pub(crate) struct RunUrls {
     pub turn: String,
     pub broadcast: String,
     pub watch: String,
@@ -115,7 +119,7 @@ pub struct RunUrls {
 }
 
 impl RunUrls {
-    pub fn of(state: &AppState, run_id: &str) -> Self {
+    pub(crate) fn of(state: &AppState, run_id: &str) -> Self {
         let base = format!("{}/api/dungeons/runs/{run_id}", state.config.public_url);
         RunUrls {
             turn: format!("{base}/turn"),
@@ -136,7 +140,7 @@ struct Checked {
     signature: String,
 }
 
-pub async fn enter(
+pub(crate) async fn enter(
     state: &AppState,
     dungeon_id: &str,
     caller: &Caller,
@@ -325,7 +329,7 @@ async fn open_run(
 }
 
 /// The skill file of an existing run (for the credential endpoint).
-pub fn skill_file(
+pub(crate) fn skill_file(
     state: &AppState,
     run_id: &str,
     dungeon_id: &str,

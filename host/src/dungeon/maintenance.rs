@@ -22,15 +22,15 @@ use crate::state::AppState;
 use crate::tournaments::payouts::SEND_JOB;
 
 /// Name of the recurring schedule.
-pub const SCHEDULE: &str = "dungeon.maintenance";
+pub(crate) const SCHEDULE: &str = "dungeon.maintenance";
 /// Every minute.
-pub const CRON: &str = "0 * * * * *";
+pub(crate) const CRON: &str = "0 * * * * *";
 /// Idle runs handled per pass (the next pass takes the rest).
 const BATCH: i64 = 500;
 
 /// One pass: abandon idle runs, settle finished days, forget stale payment sightings. Returns
 /// (abandoned, days settled).
-pub async fn run(state: &AppState) -> anyhow::Result<(usize, usize)> {
+pub(crate) async fn run(state: &AppState) -> anyhow::Result<(usize, usize)> {
     let abandoned = abandon_idle(state).await?;
     let settled = settle_days(state).await?;
     prune_sightings(state).await?;

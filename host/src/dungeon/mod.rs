@@ -7,18 +7,18 @@
 //! I/O, clocks and randomness stay out of [`game`]: this layer stores the actions and the
 //! serialized run, and the engine can always rebuild a run from them.
 
-pub mod day;
-pub mod entry;
+pub(crate) mod day;
+pub(crate) mod entry;
 mod error;
 pub mod game;
-pub mod maintenance;
-pub mod play;
-pub mod quote;
+pub(crate) mod maintenance;
+pub(crate) mod play;
+pub(crate) mod quote;
 mod routes;
-pub mod run_key;
-pub mod store;
-pub mod views;
+pub(crate) mod run_key;
+pub(crate) mod store;
+pub(crate) mod views;
 mod watch;
 
-pub use error::DungeonError;
-pub use routes::router;
+pub(crate) use error::DungeonError;
+pub(crate) use routes::router;

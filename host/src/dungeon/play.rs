@@ -8,7 +8,9 @@
 //! costs 1 AP (so a confused agent cannot loop forever), so the charge is stored (and watched)
 //! like a turn.
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
 
 use super::DungeonError;
 use super::game::{GameEvent, Run, TurnError, TurnRequest};
@@ -18,22 +20,51 @@ use crate::http::rate_limit::Limited;
 use crate::state::AppState;
 
 /// Longest broadcast, in characters.
-pub use super::game::skill::BROADCAST_MAX_CHARS;
+pub(crate) use super::game::skill::BROADCAST_MAX_CHARS;
 /// Broadcasts allowed per run per minute.
-pub const BROADCASTS_PER_MINUTE: i64 = 5;
+pub(crate) const BROADCASTS_PER_MINUTE: i64 = 5;
 /// Attempts at a contended run before giving up with 409.
 const RACE_RETRIES: usize = 16;
 
 /// What a turn request produced.
-pub enum TurnResult {
+pub(crate) enum TurnResult {
     /// A legal turn (played now, or replayed from the record): the reply body.
-    Played(Value),
-    /// Not legal: the message, the legal actions and the state after the 1 AP charge.
-    Illegal { message: String, reply: Value },
+    Played(TurnReply),
+    /// Not legal: the message, and the state after the 1 AP charge.
+    Illegal { message: String, reply: TurnReply },
+}
+
+/// The reply to a turn: the whole visible state, plus what the turn did.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TurnReply {
+    /// The visible state after the turn: room, player, `availableActions`, score, `turnNumber`,
+    /// status (the run page's `state`).
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub state: Map<String, Value>,
+    pub run_id: String,
+    pub last_turn: LastTurn,
+    /// True when this `turnNumber` had been played already: the answer comes from the record.
+    pub replayed: bool,
+}
+
+/// What a turn did, as its `run:turn` event records it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LastTurn {
+    pub turn_number: u64,
+    pub action: String,
+    pub target: Option<String>,
+    /// False for an illegal action (1 AP charged, the turn number did not advance).
+    pub legal: bool,
+    pub ap_spent: i64,
+    /// The game's events, in order.
+    pub events: Vec<Value>,
 }
 
 /// Play one turn of `current`'s run (the row as read by the key check; reloaded after a race).
-pub async fn turn(
+pub(crate) async fn turn(
     state: &AppState,
     current: RunRow,
     request: TurnRequest,
@@ -64,7 +95,7 @@ pub async fn turn(
                             "turn {number} of {run_id} has no record"
                         ))
                     })?;
-                return Ok(TurnResult::Played(reply_from_record(&record, true)));
+                return Ok(TurnResult::Played(reply_from_record(&record, true)?));
             }
             if number > row.turn_number + 1 {
                 return Err(DungeonError::OutOfTurn(format!(
@@ -145,12 +176,10 @@ pub async fn turn(
                 "dungeon run ended"
             );
         }
+        let reply = reply_from_record(&record, false)?;
         return Ok(match illegal {
-            None => TurnResult::Played(reply_from_record(&record, false)),
-            Some(message) => TurnResult::Illegal {
-                message,
-                reply: reply_from_record(&record, false),
-            },
+            None => TurnResult::Played(reply),
+            Some(message) => TurnResult::Illegal { message, reply },
         });
     }
     Err(DungeonError::OutOfTurn(
@@ -158,25 +187,19 @@ pub async fn turn(
     ))
 }
 
-/// The reply to a turn: the whole visible state, plus what the turn did (`lastTurn`).
-fn reply_from_record(record: &Value, replayed: bool) -> Value {
-    let mut reply = record["state"].clone();
-    if let Value::Object(fields) = &mut reply {
-        fields.insert("runId".into(), record["runId"].clone());
-        fields.insert(
-            "lastTurn".into(),
-            json!({
-                "turnNumber": record["turnNumber"],
-                "action": record["action"],
-                "target": record["target"],
-                "legal": record["legal"],
-                "apSpent": record["apSpent"],
-                "events": record["events"],
-            }),
-        );
-        fields.insert("replayed".into(), Value::Bool(replayed));
-    }
-    reply
+/// The reply to a turn from its `run:turn` record.
+fn reply_from_record(record: &Value, replayed: bool) -> Result<TurnReply, DungeonError> {
+    let Value::Object(state) = record["state"].clone() else {
+        return Err(DungeonError::internal(anyhow::anyhow!(
+            "a turn record without its state"
+        )));
+    };
+    Ok(TurnReply {
+        state,
+        run_id: record["runId"].as_str().unwrap_or_default().to_owned(),
+        last_turn: LastTurn::deserialize(record).map_err(DungeonError::internal)?,
+        replayed,
+    })
 }
 
 fn ended_event(run_id: &str, run: &Run) -> NewEvent {
@@ -203,7 +226,11 @@ fn ended(row: &RunRow) -> DungeonError {
 
 /// `POST .../broadcast`: a message for the watchers, at most 280 characters and
 /// [`BROADCASTS_PER_MINUTE`] per run. Returns the event's sequence number.
-pub async fn broadcast(state: &AppState, run_id: &str, message: &str) -> Result<i64, DungeonError> {
+pub(crate) async fn broadcast(
+    state: &AppState,
+    run_id: &str,
+    message: &str,
+) -> Result<i64, DungeonError> {
     let message = message.trim();
     let length = message.chars().count();
     if length == 0 || length > BROADCAST_MAX_CHARS {
@@ -240,7 +267,7 @@ pub async fn broadcast(state: &AppState, run_id: &str, message: &str) -> Result<
 }
 
 /// End an active run as abandoned (idle timeout). False if it was already over.
-pub async fn abandon(state: &AppState, run_id: &str) -> Result<bool, DungeonError> {
+pub(crate) async fn abandon(state: &AppState, run_id: &str) -> Result<bool, DungeonError> {
     for _ in 0..RACE_RETRIES {
         let Some(row) = store::load(state, run_id).await? else {
             return Ok(false);

@@ -18,12 +18,12 @@ use crate::crypto::{constant_time_eq, random_base58};
 use crate::domain::WalletAddress;
 
 /// What the quote tag key is derived for (see [`crate::crypto::Sealer::derived_key`]).
-pub const KEY_PURPOSE: &str = "dungeon entry quote v1";
+pub(crate) const KEY_PURPOSE: &str = "dungeon entry quote v1";
 const PREFIX: &str = "dq_";
 
 /// The facts a quote vouches for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QuoteClaims {
+pub(crate) struct QuoteClaims {
     pub dungeon_id: String,
     pub wallet: String,
     pub amount_raw: u64,
@@ -33,13 +33,13 @@ pub struct QuoteClaims {
 
 /// Why a quote id is refused before its facts are even compared.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum QuoteError {
+pub(crate) enum QuoteError {
     #[error("quote `{0}` was not issued by this server or has been altered")]
     Forged(String),
 }
 
 impl QuoteClaims {
-    pub fn new(
+    pub(crate) fn new(
         dungeon_id: String,
         wallet: &WalletAddress,
         amount_raw: u64,
@@ -55,7 +55,7 @@ impl QuoteClaims {
     }
 
     /// The signed quote id.
-    pub fn sign(&self, key: &[u8; 32]) -> String {
+    pub(crate) fn sign(&self, key: &[u8; 32]) -> String {
         let payload = format!(
             "{}|{}|{}|{}|{}",
             self.dungeon_id,
@@ -70,7 +70,7 @@ impl QuoteClaims {
     }
 
     /// The claims of a quote id this server signed, or [`QuoteError::Forged`].
-    pub fn verify(quote_id: &str, key: &[u8; 32]) -> Result<Self, QuoteError> {
+    pub(crate) fn verify(quote_id: &str, key: &[u8; 32]) -> Result<Self, QuoteError> {
         let forged = || QuoteError::Forged(quote_id.to_owned());
         let (encoded, tag_text) = quote_id
             .strip_prefix(PREFIX)

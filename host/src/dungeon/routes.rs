@@ -1,18 +1,19 @@
 //! `/api/dungeons…` handlers and the account's run list (docs/api.md, "Dungeon"). Thin: parse,
-//! call one service function, shape JSON. These routes are outside the OpenAPI document, so they
-//! are a plain axum router.
+//! call one service function, shape JSON. The OpenAPI document lists them under the tag
+//! `dungeon`.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::entry::{self, EnterOutcome, EnterRequest};
+use super::entry::{self, EnterOutcome, EnterRequest, Entered, Quote};
 use super::game::TurnRequest;
-use super::play::{self, TurnResult};
+use super::play::{self, TurnReply, TurnResult};
 use super::run_key::RunKey;
+use super::views::{AccountRuns, Credential, DungeonList, DungeonView, Leaderboard, RunPage};
 use super::{DungeonError, views, watch};
 use crate::auth::{AccountAuth, Read, Write};
 use crate::chain::payment::PendingPayment;
@@ -22,22 +23,19 @@ use crate::http::rate_limit::{AccountPolicy, IpLimit, Limiter, Policy, RateLimit
 use crate::http::streams::StreamSlot;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/dungeons", get(list))
-        .route("/api/dungeons/{dungeon_id}", get(detail))
-        .route(
-            "/api/dungeons/{dungeon_id}/quote",
-            get(quote).post(quote_by_post),
-        )
-        .route("/api/dungeons/{dungeon_id}/leaderboard", get(leaderboard))
-        .route("/api/dungeons/{dungeon_id}/enter", post(enter))
-        .route("/api/dungeons/runs/{run_id}", get(run_page))
-        .route("/api/dungeons/runs/{run_id}/credential", get(credential))
-        .route("/api/dungeons/runs/{run_id}/turn", post(turn))
-        .route("/api/dungeons/runs/{run_id}/broadcast", post(broadcast))
-        .route("/api/dungeons/runs/{run_id}/watch", get(watch))
-        .route("/api/account/dungeon-runs", get(account_runs))
+pub(crate) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(detail))
+        .routes(routes!(quote, quote_by_post))
+        .routes(routes!(leaderboard))
+        .routes(routes!(enter))
+        .routes(routes!(run_page))
+        .routes(routes!(credential))
+        .routes(routes!(turn))
+        .routes(routes!(broadcast))
+        .routes(routes!(watch))
+        .routes(routes!(account_runs))
 }
 
 impl From<DungeonError> for ApiError {
@@ -66,7 +64,7 @@ impl From<DungeonError> for ApiError {
 }
 
 /// Public dungeon reads share one per-IP budget.
-pub struct DungeonReadPolicy;
+pub(super) struct DungeonReadPolicy;
 impl Policy for DungeonReadPolicy {
     fn limiter(limits: &RateLimits) -> &Limiter {
         &limits.dungeon_reads
@@ -75,10 +73,17 @@ impl Policy for DungeonReadPolicy {
 
 type Reads = IpLimit<DungeonReadPolicy>;
 
+/// Today's dungeon first, then the previous days.
+#[utoipa::path(get, path = "/api/dungeons", tag = "dungeon",
+    responses((status = 200, body = DungeonList), (status = 429)))]
 async fn list(_limit: Reads, State(state): State<AppState>) -> Result<Response, ApiError> {
     Ok(axum::Json(views::list(&state).await?).into_response())
 }
 
+/// One day's dungeon.
+#[utoipa::path(get, path = "/api/dungeons/{dungeonId}", tag = "dungeon",
+    params(("dungeonId" = String, Path, description = "The dungeon's day, YYYY-MM-DD (UTC)")),
+    responses((status = 200, body = DungeonView), (status = 404), (status = 429)))]
 async fn detail(
     _limit: Reads,
     State(state): State<AppState>,
@@ -87,12 +92,18 @@ async fn detail(
     Ok(axum::Json(views::detail(&state, &dungeon_id).await?).into_response())
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct QuoteParams {
     /// The wallet that will pay.
     wallet: Option<String>,
 }
 
+/// A signed quote for entering today's dungeon from `wallet`; nothing is stored.
+#[utoipa::path(get, path = "/api/dungeons/{dungeonId}/quote", tag = "dungeon",
+    params(("dungeonId" = String, Path, description = "The dungeon's day, YYYY-MM-DD (UTC)"), QuoteParams),
+    responses((status = 200, body = Quote), (status = 400), (status = 404),
+              (status = 410, description = "The dungeon is closed"), (status = 429)))]
 async fn quote(
     _limit: Reads,
     State(state): State<AppState>,
@@ -107,12 +118,18 @@ async fn quote(
 
 /// The body of `POST /api/dungeons/{dungeonId}/quote`: the same quote as the GET, for clients
 /// that prefer not to put the wallet in a URL. Like the GET, it stores nothing.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct QuoteBody {
+    /// The wallet that will pay.
     wallet: String,
 }
 
+/// The same quote as the GET, with the wallet in the body.
+#[utoipa::path(post, path = "/api/dungeons/{dungeonId}/quote", tag = "dungeon",
+    params(("dungeonId" = String, Path, description = "The dungeon's day, YYYY-MM-DD (UTC)")), request_body = QuoteBody,
+    responses((status = 200, body = Quote), (status = 400), (status = 404),
+              (status = 410, description = "The dungeon is closed"), (status = 429)))]
 async fn quote_by_post(
     _limit: Reads,
     State(state): State<AppState>,
@@ -122,6 +139,10 @@ async fn quote_by_post(
     Ok(axum::Json(entry::quote(&state, &dungeon_id, &body.wallet)?).into_response())
 }
 
+/// Per wallet: best score, deepest floor, whether any run cleared; best first.
+#[utoipa::path(get, path = "/api/dungeons/{dungeonId}/leaderboard", tag = "dungeon",
+    params(("dungeonId" = String, Path, description = "The dungeon's day, YYYY-MM-DD (UTC)")),
+    responses((status = 200, body = Leaderboard), (status = 404), (status = 429)))]
 async fn leaderboard(
     _limit: Reads,
     State(state): State<AppState>,
@@ -130,6 +151,14 @@ async fn leaderboard(
     Ok(axum::Json(views::leaderboard(&state, &dungeon_id).await?).into_response())
 }
 
+/// Enter today's dungeon with a paid quote: 201 with the run's key and URLs, 202 while the
+/// payment is not final (resend the same request).
+#[utoipa::path(post, path = "/api/dungeons/{dungeonId}/enter", tag = "dungeon",
+    params(("dungeonId" = String, Path, description = "The dungeon's day, YYYY-MM-DD (UTC)")), request_body = EnterRequest,
+    responses((status = 201, body = Entered),
+              (status = 202, body = PendingPayment, description = "Paid, not final yet: resend"),
+              (status = 400), (status = 401), (status = 402), (status = 403), (status = 404),
+              (status = 409), (status = 410), (status = 422), (status = 429)))]
 async fn enter(
     _limit: IpLimit<AccountPolicy>,
     State(state): State<AppState>,
@@ -149,8 +178,9 @@ async fn enter(
     )
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 struct RunPageParams {
     /// Events after this sequence number (the previous page's `nextAfterSeq`).
     after_seq: Option<String>,
@@ -158,6 +188,10 @@ struct RunPageParams {
     limit: Option<String>,
 }
 
+/// A run's public page: summary, state now, and one page of its event record.
+#[utoipa::path(get, path = "/api/dungeons/runs/{runId}", tag = "dungeon",
+    params(("runId" = String, Path, description = "Run id"), RunPageParams),
+    responses((status = 200, body = RunPage), (status = 400), (status = 404), (status = 429)))]
 async fn run_page(
     _limit: Reads,
     State(state): State<AppState>,
@@ -186,6 +220,10 @@ async fn run_page(
     Ok(axum::Json(views::run_page(&state, &run_id, after_seq, limit).await?).into_response())
 }
 
+/// The run's key again, for its owner only.
+#[utoipa::path(get, path = "/api/dungeons/runs/{runId}/credential", tag = "dungeon",
+    params(("runId" = String, Path, description = "Run id")),
+    responses((status = 200, body = Credential), (status = 401), (status = 404), (status = 429)))]
 async fn credential(
     _limit: IpLimit<AccountPolicy>,
     State(state): State<AppState>,
@@ -195,6 +233,9 @@ async fn credential(
     Ok(axum::Json(views::credential(&state, &run_id, auth.account_id()).await?).into_response())
 }
 
+/// The caller's runs, newest first.
+#[utoipa::path(get, path = "/api/account/dungeon-runs", tag = "dungeon",
+    responses((status = 200, body = AccountRuns), (status = 401), (status = 429)))]
 async fn account_runs(
     _limit: IpLimit<AccountPolicy>,
     State(state): State<AppState>,
@@ -203,6 +244,13 @@ async fn account_runs(
     Ok(axum::Json(views::account_runs(&state, auth.account_id()).await?).into_response())
 }
 
+/// Play one turn with the run's key (`Authorization: Bearer`). A retried `turnNumber` is
+/// answered from the record, never played twice.
+#[utoipa::path(post, path = "/api/dungeons/runs/{runId}/turn", tag = "dungeon",
+    params(("runId" = String, Path, description = "Run id")), request_body = TurnRequest,
+    responses((status = 200, body = TurnReply),
+              (status = 400, body = IllegalTurn, description = "Not a legal action now: 1 AP charged"),
+              (status = 401), (status = 403), (status = 404), (status = 409), (status = 429)))]
 async fn turn(
     State(state): State<AppState>,
     key: RunKey,
@@ -220,7 +268,11 @@ async fn turn(
             StatusCode::BAD_REQUEST,
             axum::Json(IllegalTurn {
                 error: message,
-                available_actions: reply["availableActions"].clone(),
+                available_actions: reply
+                    .state
+                    .get("availableActions")
+                    .cloned()
+                    .unwrap_or_default(),
                 state: reply,
             }),
         )
@@ -228,12 +280,18 @@ async fn turn(
     })
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct BroadcastRequest {
+    /// 1 to 280 characters.
     message: String,
 }
 
+/// A message for the run's watchers, with the run's key.
+#[utoipa::path(post, path = "/api/dungeons/runs/{runId}/broadcast", tag = "dungeon",
+    params(("runId" = String, Path, description = "Run id")), request_body = BroadcastRequest,
+    responses((status = 201, body = Broadcast), (status = 400), (status = 401), (status = 403),
+              (status = 404), (status = 429)))]
 async fn broadcast(
     State(state): State<AppState>,
     key: RunKey,
@@ -247,22 +305,27 @@ async fn broadcast(
 
 /// The 400 body of an illegal action: the error form plus what is legal now, and the state
 /// after the 1 AP charge.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct IllegalTurn {
     error: String,
     available_actions: serde_json::Value,
-    state: serde_json::Value,
+    state: TurnReply,
 }
 
 /// The 201 body of a broadcast: its place in the run's event record.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct Broadcast {
     run_id: String,
     seq: i64,
 }
 
+/// The run's events as server-sent events, with the run's key; `Last-Event-ID` resumes.
+#[utoipa::path(get, path = "/api/dungeons/runs/{runId}/watch", tag = "dungeon",
+    params(("runId" = String, Path, description = "Run id")),
+    responses((status = 200, content_type = "text/event-stream", description = "The event stream"),
+              (status = 400), (status = 401), (status = 403), (status = 404), (status = 429)))]
 async fn watch(
     State(state): State<AppState>,
     key: RunKey,

@@ -15,15 +15,15 @@ use crate::crypto::{constant_time_eq, random_base58, sha256_hex};
 use crate::http::ApiError;
 use crate::state::AppState;
 
-pub const PREFIX: &str = "dgr_";
+pub(crate) const PREFIX: &str = "dgr_";
 
 /// A fresh run key and what is stored of it.
-pub struct MintedRunKey {
+pub(crate) struct MintedRunKey {
     pub key: String,
     pub hash: String,
 }
 
-pub fn mint() -> MintedRunKey {
+pub(crate) fn mint() -> MintedRunKey {
     let key = format!("{PREFIX}{}", random_base58(32));
     MintedRunKey {
         hash: sha256_hex(&key),
@@ -33,14 +33,14 @@ pub fn mint() -> MintedRunKey {
 
 /// A live run key: the run it belongs to, as read when the key was checked.
 #[derive(Debug, Clone)]
-pub struct RunKey {
+pub(crate) struct RunKey {
     pub run_id: String,
     pub row: RunRow,
 }
 
 impl RunKey {
     /// The key must be `run_id`'s own.
-    pub fn for_run(&self, run_id: &str) -> Result<(), DungeonError> {
+    pub(crate) fn for_run(&self, run_id: &str) -> Result<(), DungeonError> {
         if constant_time_eq(self.run_id.as_bytes(), run_id.as_bytes()) {
             Ok(())
         } else {

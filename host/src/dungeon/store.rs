@@ -13,16 +13,15 @@ use crate::events::Event;
 use crate::state::AppState;
 
 /// Event kinds of the watch stream.
-pub const TURN: &str = "run:turn";
-pub const BROADCAST: &str = "run:broadcast";
-pub const ENDED: &str = "run:ended";
+pub(crate) const TURN: &str = "run:turn";
+pub(crate) const BROADCAST: &str = "run:broadcast";
+pub(crate) const ENDED: &str = "run:ended";
 
 /// A run as stored.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct RunRow {
+pub(crate) struct RunRow {
     pub id: String,
     pub dungeon_id: String,
-    pub account_id: String,
     pub wallet: String,
     pub class: String,
     #[sqlx(try_from = "String")]
@@ -45,26 +44,26 @@ impl TryFrom<String> for RunStatus {
     }
 }
 
-const COLUMNS: &str = "id, dungeon_id, account_id, wallet, class, status, score, deepest_floor, turn_number, version, state, created_at, last_action_at, ended_at";
+const COLUMNS: &str = "id, dungeon_id, wallet, class, status, score, deepest_floor, turn_number, version, state, created_at, last_action_at, ended_at";
 
 impl RunRow {
     /// The game run this row caches.
-    pub fn game(&self) -> Result<Run, DungeonError> {
+    pub(crate) fn game(&self) -> Result<Run, DungeonError> {
         serde_json::from_str(&self.state).map_err(DungeonError::internal)
     }
 
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.status == RunStatus::Active
     }
 }
 
-pub async fn load(state: &AppState, run_id: &str) -> Result<Option<RunRow>, DungeonError> {
+pub(crate) async fn load(state: &AppState, run_id: &str) -> Result<Option<RunRow>, DungeonError> {
     load_where(state, "id", run_id).await
 }
 
 /// The run a key hash belongs to (the run-key check reads the whole row, so a turn needs no
 /// second read).
-pub async fn load_by_key_hash(
+pub(crate) async fn load_by_key_hash(
     state: &AppState,
     hash: &str,
 ) -> Result<Option<RunRow>, DungeonError> {
@@ -85,7 +84,7 @@ async fn load_where(
     .await?)
 }
 
-pub async fn list_for_account(
+pub(crate) async fn list_for_account(
     state: &AppState,
     account_id: &str,
 ) -> Result<Vec<RunRow>, DungeonError> {
@@ -99,7 +98,7 @@ pub async fn list_for_account(
 
 /// One stored event.
 #[derive(Debug, Clone)]
-pub struct StoredEvent {
+pub(crate) struct StoredEvent {
     pub seq: i64,
     pub kind: String,
     pub payload: Value,
@@ -116,7 +115,7 @@ struct EventRow {
 }
 
 /// A run's events after `after_seq`, in order.
-pub async fn events_after(
+pub(crate) async fn events_after(
     state: &AppState,
     run_id: &str,
     after_seq: i64,
@@ -144,7 +143,7 @@ pub async fn events_after(
 }
 
 /// The stored `run:turn` payload of legal turn `turn_number`, if it was played.
-pub async fn turn_record(
+pub(crate) async fn turn_record(
     state: &AppState,
     run_id: &str,
     turn_number: i64,
@@ -162,14 +161,14 @@ pub async fn turn_record(
 }
 
 /// An event to append: kind, the legal turn it records (if any), payload.
-pub struct NewEvent {
+pub(crate) struct NewEvent {
     pub kind: &'static str,
     pub turn_number: Option<i64>,
     pub payload: Value,
 }
 
 /// Why [`advance`] did not write.
-pub enum Advance {
+pub(crate) enum Advance {
     Written,
     /// Someone else moved the run first: reload and try again.
     Raced,
@@ -177,7 +176,7 @@ pub enum Advance {
 
 /// Store `run` as the new state of `row` (if `row.version` is still current) together with
 /// `events`, then announce them.
-pub async fn advance(
+pub(crate) async fn advance(
     state: &AppState,
     row: &RunRow,
     run: &Run,
@@ -221,14 +220,14 @@ pub async fn advance(
 
 /// At most `max` events of the appended kind in the last `window_ms` (a rate per run).
 #[derive(Debug, Clone, Copy)]
-pub struct WindowLimit {
+pub(crate) struct WindowLimit {
     pub max: i64,
     pub window_ms: i64,
 }
 
 /// What [`append`] did.
 #[derive(Debug)]
-pub enum Appended {
+pub(crate) enum Appended {
     /// Stored with this sequence number.
     Written(i64),
     /// The run is no longer active.
@@ -243,7 +242,7 @@ pub enum Appended {
 /// The limit is checked inside the transaction, after the run's row is updated: that update
 /// takes the row's write lock (PostgreSQL) or the database's (SQLite), so concurrent appends to
 /// one run count one after the other and the window can never be overfilled.
-pub async fn append(
+pub(crate) async fn append(
     state: &AppState,
     run_id: &str,
     event: NewEvent,

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 
 use super::DungeonError;
 use super::day::{self, DungeonDay, ENTRY_FEE_RAW, RECENT_DAYS};
@@ -19,25 +20,25 @@ const BOARD_SIZE: i64 = 100;
 /// Best scores shown per day in the list.
 const TOP_IN_LIST: i64 = 3;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct EntryFee {
+pub(crate) struct EntryFee {
     amount_ui: f64,
     amount_raw: String,
     mint: String,
 }
 
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize, sqlx::FromRow, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct BestScore {
+pub(crate) struct BestScore {
     wallet: String,
     score: i64,
     run_id: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DungeonView {
+pub(crate) struct DungeonView {
     dungeon_id: String,
     theme: String,
     /// `open` (today: entries accepted) or `closed`.
@@ -96,13 +97,13 @@ async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonVi
     })
 }
 
-#[derive(Debug, Serialize)]
-pub struct DungeonList {
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct DungeonList {
     dungeons: Vec<DungeonView>,
 }
 
 /// Today's dungeon first, then the previous days.
-pub async fn list(state: &AppState) -> Result<DungeonList, DungeonError> {
+pub(crate) async fn list(state: &AppState) -> Result<DungeonList, DungeonError> {
     let salt = day::map_salt(state).await?;
     let today = DungeonDay::of(state.now());
     let mut dungeons = Vec::with_capacity(RECENT_DAYS as usize);
@@ -112,15 +113,18 @@ pub async fn list(state: &AppState) -> Result<DungeonList, DungeonError> {
     Ok(DungeonList { dungeons })
 }
 
-pub async fn detail(state: &AppState, dungeon_id: &str) -> Result<DungeonView, DungeonError> {
+pub(crate) async fn detail(
+    state: &AppState,
+    dungeon_id: &str,
+) -> Result<DungeonView, DungeonError> {
     let day = day::known(state, dungeon_id)?;
     let salt = day::map_salt(state).await?;
     view(state, day, &salt).await
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct BoardEntry {
+pub(crate) struct BoardEntry {
     rank: usize,
     wallet: String,
     best_score: i64,
@@ -129,9 +133,9 @@ pub struct BoardEntry {
     runs: i64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Leaderboard {
+pub(crate) struct Leaderboard {
     dungeon_id: String,
     entries: Vec<BoardEntry>,
 }
@@ -147,7 +151,10 @@ struct BoardRow {
 }
 
 /// Per wallet: best score, deepest floor, whether any run cleared; best first.
-pub async fn leaderboard(state: &AppState, dungeon_id: &str) -> Result<Leaderboard, DungeonError> {
+pub(crate) async fn leaderboard(
+    state: &AppState,
+    dungeon_id: &str,
+) -> Result<Leaderboard, DungeonError> {
     let day = day::known(state, dungeon_id)?;
     let rows: Vec<BoardRow> = sqlx::query_as(
         "SELECT wallet, MAX(score) AS best_score, MAX(deepest_floor) AS deepest_floor,
@@ -177,9 +184,9 @@ pub async fn leaderboard(state: &AppState, dungeon_id: &str) -> Result<Leaderboa
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RunSummary {
+pub(crate) struct RunSummary {
     run_id: String,
     dungeon_id: String,
     class: String,
@@ -214,9 +221,9 @@ impl RunSummary {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct WatchedEvent {
+pub(crate) struct WatchedEvent {
     seq: i64,
     event: String,
     data: Value,
@@ -224,12 +231,12 @@ pub struct WatchedEvent {
 }
 
 /// Events on a run page unless `limit` says otherwise, and at most.
-pub const RUN_PAGE_DEFAULT: i64 = 500;
-pub const RUN_PAGE_MAX: i64 = 1000;
+pub(crate) const RUN_PAGE_DEFAULT: i64 = 500;
+pub(crate) const RUN_PAGE_MAX: i64 = 1000;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RunPage {
+pub(crate) struct RunPage {
     #[serde(flatten)]
     summary: RunSummary,
     /// The visible state now.
@@ -242,7 +249,7 @@ pub struct RunPage {
 
 /// The public run page: summary, current state and one page of the event record (a long run's
 /// record is read page by page, so one request never carries an unbounded body).
-pub async fn run_page(
+pub(crate) async fn run_page(
     state: &AppState,
     run_id: &str,
     after_seq: i64,
@@ -274,23 +281,26 @@ pub async fn run_page(
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AccountRuns {
+pub(crate) struct AccountRuns {
     runs: Vec<RunSummary>,
 }
 
 /// The caller's runs, newest first.
-pub async fn account_runs(state: &AppState, account_id: &str) -> Result<AccountRuns, DungeonError> {
+pub(crate) async fn account_runs(
+    state: &AppState,
+    account_id: &str,
+) -> Result<AccountRuns, DungeonError> {
     let rows = store::list_for_account(state, account_id).await?;
     Ok(AccountRuns {
         runs: rows.iter().map(|row| RunSummary::of(state, row)).collect(),
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Credential {
+pub(crate) struct Credential {
     run_id: String,
     registration_key: String,
     /// The key works only while this is `active`.
@@ -303,7 +313,7 @@ pub struct Credential {
 }
 
 /// The run's key again, for its owner only; anyone else is told the run does not exist.
-pub async fn credential(
+pub(crate) async fn credential(
     state: &AppState,
     run_id: &str,
     account_id: &str,

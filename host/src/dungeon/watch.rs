@@ -23,7 +23,7 @@ use crate::state::AppState;
 /// Events read from the database per round trip.
 const PAGE: i64 = 200;
 /// Keep-alive comment interval.
-pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+pub(super) const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 struct Watch {
     state: AppState,
@@ -37,7 +37,7 @@ struct Watch {
 }
 
 /// The stream of `run_id` from after `last_seq`.
-pub fn stream(
+pub(super) fn stream(
     state: AppState,
     run_id: String,
     last_seq: i64,

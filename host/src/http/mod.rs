@@ -35,12 +35,14 @@ const MAX_BODY_BYTES: usize = 1024 * 1024;
         (name = "api-keys", description = "Account API keys (session only)"),
         (name = "tournaments", description = "Trading tournaments: list, detail, registration"),
         (name = "admin", description = "Host operations for admins (session only; 403 for anyone else)"),
+        (name = "dungeon", description = "The daily dungeon: quotes, paid entry, turns, broadcasts, public reads"),
+        (name = "v1", description = "Agents, strategies, webhook deliveries and the tournament list with a v1 key (`X-API-Key`); v1 keys themselves with the session. Every answer is in the v1 envelope"),
     )
 )]
 struct ApiDoc;
 
-/// Every route of the server together with the OpenAPI document describing it.
-pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+/// The platform's routes (outside `/api/v1`) together with the OpenAPI document describing them.
+fn platform_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(crate::health::router())
         .merge(crate::auth::router())
@@ -48,30 +50,36 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::api_keys::router())
         .merge(crate::tournaments::router())
         .merge(crate::admin::router())
+        .merge(crate::dungeon::router())
         .split_for_parts()
+}
+
+/// Every route and the one OpenAPI document describing them all (the v1 paths under their
+/// prefix): the platform's routes, and the v1 family's (uploads up to `upload_limit` bytes), which
+/// the caller nests at `/api/v1`.
+fn api(upload_limit: usize) -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi) {
+    let (routes, openapi) = platform_api();
+    let (v1_routes, v1_document) = crate::v1::router(upload_limit);
+    (routes, v1_routes, openapi.nest("/api/v1", v1_document))
 }
 
 /// The complete application router, ready to serve.
 pub fn router(state: AppState) -> Router {
-    let (routes, openapi) = api();
+    let (routes, v1_routes, openapi) = api(state.agents.limits().max_component_bytes);
     let openapi = std::sync::Arc::new(openapi);
     let api = routes
         .route(
             "/api/openapi.json",
             get(move || async move { axum::Json(openapi.as_ref().clone()) }),
         )
+        // Outside the OpenAPI document: the simulated chain's JSON-RPC (Solana's protocol).
         .merge(crate::chain::simnet::rpc::router())
-        // Outside the OpenAPI document.
-        .merge(crate::dungeon::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         // Added after the limit above: the v1 family answers in its own error envelope and
         // sets its own body limits (strategy uploads are larger).
-        .nest(
-            "/api/v1",
-            crate::v1::router(state.agents.limits().max_component_bytes),
-        )
+        .nest("/api/v1", v1_routes)
         .route("/metrics", get(crate::metrics::scrape))
         // Route-level: runs once a route matched, so it can name the template.
         .layer(axum::middleware::from_fn(crate::metrics::label_route))
@@ -93,4 +101,42 @@ async fn not_found(uri: Uri) -> ApiError {
 
 async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
     ApiError::MethodNotAllowed(format!("{} is not allowed on {}", method, uri.path()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_document_covers_both_families_and_every_reference_resolves() {
+        let (_, _, document) = api(1024);
+        let document = serde_json::to_value(document).expect("serializes");
+        let paths = document["paths"].as_object().expect("paths");
+        for (path, method) in [
+            ("/api/dungeons/{dungeonId}/enter", "post"),
+            ("/api/dungeons/runs/{runId}/turn", "post"),
+            ("/api/account/dungeon-runs", "get"),
+            ("/api/v1/public/agents", "get"),
+            (
+                "/api/v1/public/agents/{agentId}/tournaments/{tournamentId}/enter",
+                "post",
+            ),
+            ("/api/v1/public/tournaments", "get"),
+            ("/api/v1/api-keys/{keyId}", "delete"),
+        ] {
+            assert!(
+                paths.get(path).and_then(|item| item.get(method)).is_some(),
+                "{method} {path} is missing"
+            );
+        }
+        // Every `$ref` names a schema the document defines.
+        let schemas = document["components"]["schemas"]
+            .as_object()
+            .expect("schemas");
+        let text = document.to_string();
+        for reference in text.split("\"#/components/schemas/").skip(1) {
+            let name = reference.split('"').next().unwrap_or_default();
+            assert!(schemas.contains_key(name), "no schema `{name}`");
+        }
+    }
 }

@@ -1,47 +1,45 @@
 //! `/api/v1/public/agents…` and `/api/v1/public/strategies`: thin handlers over
 //! [`crate::agents`]. Another account's agent is answered exactly like a missing one.
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::error::{V1Error, ok};
-use super::extract::{AgentsRead, AgentsStart, AgentsStop, AgentsWrite, Body, Path, Query, V1Key};
-use super::tournaments::{envelope, page};
+use super::envelope::{PageParams, V1Ok, V1Page, ok};
+use super::error::{V1Error, V1ErrorBody};
+use super::extract::{
+    AgentsRead, AgentsStart, AgentsStop, AgentsWrite, Body, Path, Permission, Query, V1Key,
+};
 use crate::agents::entry::{self, Entered, EntryError};
-use crate::agents::performance::{self, Period};
-use crate::agents::{self, AgentError, AgentView, new_agent, service, strategies};
+use crate::agents::history::{EquityPoint, TradeView};
+use crate::agents::performance::{self, Performance, Period};
+use crate::agents::strategies::StrategyView as UploadedStrategy;
+use crate::agents::{self, AgentError, AgentStatus, AgentView, new_agent, service, strategies};
 use crate::chain::payment::PendingPayment;
 use crate::clock::{from_millis, rfc3339};
 use crate::market::Interval;
 use crate::state::AppState;
 
-pub fn router(upload_limit: usize) -> Router<AppState> {
+pub(super) fn router(upload_limit: usize) -> OpenApiRouter<AppState> {
     // Uploads may be as large as the sandbox accepts, plus room for the limit's own check.
-    let upload_limit = upload_limit + 1024;
-    Router::new()
-        .route("/public/agents", get(list))
-        .route("/public/agents/create", post(create))
-        .route("/public/agents/{agentId}", get(detail))
-        .route("/public/agents/{agentId}/start", post(start))
-        .route("/public/agents/{agentId}/stop", post(stop))
-        .route("/public/agents/{agentId}/performance", get(performance))
-        .route("/public/agents/{agentId}/trades", get(trades))
-        .route("/public/agents/{agentId}/equity", get(equity))
-        .route(
-            "/public/agents/{agentId}/tournaments/{tournamentId}/enter",
-            post(enter_tournament),
-        )
-        .route(
-            "/public/strategies",
-            get(list_strategies)
-                .post(upload_strategy)
-                .layer(DefaultBodyLimit::max(upload_limit)),
-        )
+    let (schemas, paths, strategies) = routes!(list_strategies, upload_strategy);
+    let strategies = strategies.layer(DefaultBodyLimit::max(upload_limit + 1024));
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(create))
+        .routes(routes!(detail))
+        .routes(routes!(start))
+        .routes(routes!(stop))
+        .routes(routes!(performance))
+        .routes(routes!(trades))
+        .routes(routes!(equity))
+        .routes(routes!(enter_tournament))
+        .routes((schemas, paths, strategies))
 }
 
 /// The agent services' errors, in this family's codes and statuses.
@@ -63,29 +61,34 @@ impl From<AgentError> for V1Error {
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PageParams {
-    page_index: Option<String>,
-    page_size: Option<String>,
-}
-
+/// The caller's agents, newest first.
+#[utoipa::path(get, path = "/public/agents", tag = "v1", params(PageParams),
+    responses((status = 200, body = V1Page<AgentView>),
+              (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody), (status = 429, body = V1ErrorBody)))]
 async fn list(
     key: V1Key<AgentsRead>,
     State(state): State<AppState>,
     Query(params): Query<PageParams>,
-) -> Result<axum::Json<Value>, V1Error> {
-    let (index, size) = page(params.page_index.as_deref(), params.page_size.as_deref())?;
+) -> Result<axum::Json<V1Page<AgentView>>, V1Error> {
+    let (index, size) = params.parse()?;
     let (agents, total) = service::list(&state, key.account_id(), index, size).await?;
     let views: Vec<AgentView> = agents.iter().map(agents::Agent::view).collect();
-    Ok(axum::Json(envelope(views, index, size, total)))
+    Ok(V1Page::new(views, index, size, total))
 }
 
+/// Create an agent (docs/api.md, "Agents", lists the fields): it gets its own wallet and
+/// starts `unfunded` or `idle`.
+#[utoipa::path(post, path = "/public/agents/create", tag = "v1",
+    request_body(content = Object, description = "name, username, class, strategy {type, tokenPair {base, quote}, timeInterval, maxAllocation}, personality, isPaperTrading, avatarUrl"),
+    responses((status = 201, body = V1Ok<AgentView>),
+              (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody), (status = 429, body = V1ErrorBody)))]
 async fn create(
     key: V1Key<AgentsWrite>,
     State(state): State<AppState>,
     Body(body): Body<Value>,
-) -> Result<(StatusCode, axum::Json<Value>), V1Error> {
+) -> Result<(StatusCode, axum::Json<V1Ok<AgentView>>), V1Error> {
     let market = state.market.clone();
     let now = crate::clock::to_millis(state.now());
     let new = new_agent::parse(&body, |pair| {
@@ -96,63 +99,117 @@ async fn create(
     Ok((StatusCode::CREATED, ok(agent.view())))
 }
 
+/// One of the caller's agents.
+#[utoipa::path(get, path = "/public/agents/{agentId}", tag = "v1",
+    params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)")),
+    responses((status = 200, body = V1Ok<AgentView>),
+              (status = 401, body = V1ErrorBody), (status = 403, body = V1ErrorBody),
+              (status = 404, body = V1ErrorBody), (status = 429, body = V1ErrorBody)))]
 async fn detail(
     key: V1Key<AgentsRead>,
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
-) -> Result<axum::Json<Value>, V1Error> {
-    let agent = service::find(&state, key.account_id(), &agent_id)
-        .await?
-        .ok_or(V1Error::AgentNotFound(agent_id))?;
+) -> Result<axum::Json<V1Ok<AgentView>>, V1Error> {
+    let agent = owned(&state, &key, agent_id).await?;
     Ok(ok(agent.view()))
 }
 
+/// The caller's agent `agent_id`, or 404 AGENT_NOT_FOUND.
+async fn owned<P: Permission>(
+    state: &AppState,
+    key: &V1Key<P>,
+    agent_id: String,
+) -> Result<agents::Agent, V1Error> {
+    service::find(state, key.account_id(), &agent_id)
+        .await?
+        .ok_or(V1Error::AgentNotFound(agent_id))
+}
+
+/// The `data` of a start.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct AgentStarted {
+    agent_id: String,
+    status: AgentStatus,
+    started_at: Option<String>,
+}
+
+/// The `data` of a stop.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct AgentStopped {
+    agent_id: String,
+    status: AgentStatus,
+    stopped_at: Option<String>,
+}
+
+/// Start ticking the agent (402 while its wallet cannot pay for the first trade).
+#[utoipa::path(post, path = "/public/agents/{agentId}/start", tag = "v1",
+    params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)")),
+    responses((status = 200, body = V1Ok<AgentStarted>),
+              (status = 401, body = V1ErrorBody), (status = 402, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody), (status = 404, body = V1ErrorBody),
+              (status = 429, body = V1ErrorBody), (status = 503, body = V1ErrorBody)))]
 async fn start(
     key: V1Key<AgentsStart>,
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
-) -> Result<axum::Json<Value>, V1Error> {
+) -> Result<axum::Json<V1Ok<AgentStarted>>, V1Error> {
     let agent = service::start(&state, key.account_id(), &agent_id).await?;
-    Ok(ok(json!({
-        "agentId": agent.id,
-        "status": agent.status(),
-        "startedAt": agent.started_at.map(|ms| rfc3339(from_millis(ms))),
-    })))
+    Ok(ok(AgentStarted {
+        status: agent.status(),
+        started_at: agent.started_at.map(|ms| rfc3339(from_millis(ms))),
+        agent_id: agent.id,
+    }))
 }
 
+/// Stop ticking the agent.
+#[utoipa::path(post, path = "/public/agents/{agentId}/stop", tag = "v1",
+    params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)")),
+    responses((status = 200, body = V1Ok<AgentStopped>),
+              (status = 401, body = V1ErrorBody), (status = 403, body = V1ErrorBody),
+              (status = 404, body = V1ErrorBody), (status = 429, body = V1ErrorBody)))]
 async fn stop(
     key: V1Key<AgentsStop>,
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
-) -> Result<axum::Json<Value>, V1Error> {
+) -> Result<axum::Json<V1Ok<AgentStopped>>, V1Error> {
     let agent = service::stop(&state, key.account_id(), &agent_id).await?;
-    Ok(ok(json!({
-        "agentId": agent.id,
-        "status": agent.status(),
-        "stoppedAt": agent.stopped_at.map(|ms| rfc3339(from_millis(ms))),
-    })))
+    Ok(ok(AgentStopped {
+        status: agent.status(),
+        stopped_at: agent.stopped_at.map(|ms| rfc3339(from_millis(ms))),
+        agent_id: agent.id,
+    }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct PerformanceParams {
+    /// `24h` (default), `7d`, `30d` or `all`.
     period: Option<String>,
 }
 
+/// The agent's metrics over a period ending now.
+#[utoipa::path(get, path = "/public/agents/{agentId}/performance", tag = "v1",
+    params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)"), PerformanceParams),
+    responses((status = 200, body = V1Ok<Performance>),
+              (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody), (status = 404, body = V1ErrorBody),
+              (status = 429, body = V1ErrorBody)))]
 async fn performance(
     key: V1Key<AgentsRead>,
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
     Query(params): Query<PerformanceParams>,
-) -> Result<axum::Json<Value>, V1Error> {
+) -> Result<axum::Json<V1Ok<Performance>>, V1Error> {
     let period = Period::parse(params.period.as_deref())?;
-    let agent = service::find(&state, key.account_id(), &agent_id)
-        .await?
-        .ok_or(V1Error::AgentNotFound(agent_id))?;
+    let agent = owned(&state, &key, agent_id).await?;
     Ok(ok(performance::of(&state, &agent, period).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 struct TradeParams {
     /// The previous page's last `tradeId`: the page after it.
     before: Option<String>,
@@ -161,15 +218,19 @@ struct TradeParams {
 }
 
 /// The agent's trades, newest first, with the strategy's reasons and (live) signatures.
+#[utoipa::path(get, path = "/public/agents/{agentId}/trades", tag = "v1",
+    params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)"), TradeParams),
+    responses((status = 200, body = V1Ok<Vec<TradeView>>),
+              (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody), (status = 404, body = V1ErrorBody),
+              (status = 429, body = V1ErrorBody)))]
 async fn trades(
     key: V1Key<AgentsRead>,
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
     Query(params): Query<TradeParams>,
-) -> Result<axum::Json<Value>, V1Error> {
-    let agent = service::find(&state, key.account_id(), &agent_id)
-        .await?
-        .ok_or(V1Error::AgentNotFound(agent_id))?;
+) -> Result<axum::Json<V1Ok<Vec<TradeView>>>, V1Error> {
+    let agent = owned(&state, &key, agent_id).await?;
     let trades = agents::history::trades(
         &state,
         &agent,
@@ -180,22 +241,27 @@ async fn trades(
     Ok(ok(trades))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct EquityParams {
     /// 2 to 1000 (default 200).
     points: Option<usize>,
 }
 
 /// The agent's equity marks over time (the first tick of each hour), oldest first.
+#[utoipa::path(get, path = "/public/agents/{agentId}/equity", tag = "v1",
+    params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)"), EquityParams),
+    responses((status = 200, body = V1Ok<Vec<EquityPoint>>),
+              (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody), (status = 404, body = V1ErrorBody),
+              (status = 429, body = V1ErrorBody)))]
 async fn equity(
     key: V1Key<AgentsRead>,
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
     Query(params): Query<EquityParams>,
-) -> Result<axum::Json<Value>, V1Error> {
-    let agent = service::find(&state, key.account_id(), &agent_id)
-        .await?
-        .ok_or(V1Error::AgentNotFound(agent_id))?;
+) -> Result<axum::Json<V1Ok<Vec<EquityPoint>>>, V1Error> {
+    let agent = owned(&state, &key, agent_id).await?;
     Ok(ok(agents::history::equity(
         &state,
         &agent,
@@ -222,8 +288,9 @@ impl From<EntryError> for V1Error {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 struct EnterParams {
     /// A private tournament's invite code.
     invite_code: Option<String>,
@@ -232,12 +299,23 @@ struct EnterParams {
 /// Enter the agent's wallet in a tournament, paying a fee from it: 201 when registered, 202
 /// while the payment is not final (call again, unchanged, in a few seconds). A private
 /// tournament takes `?inviteCode=`.
+#[utoipa::path(post, path = "/public/agents/{agentId}/tournaments/{tournamentId}/enter",
+    tag = "v1",
+    params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)"),
+           ("tournamentId" = String, Path, description = "Tournament id"), EnterParams),
+    responses((status = 201, body = V1Ok<AgentEntered>),
+              (status = 202, body = V1Ok<AgentEntryPending>,
+               description = "The fee is paid, not final yet: call again, unchanged"),
+              (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 402, body = V1ErrorBody), (status = 403, body = V1ErrorBody),
+              (status = 404, body = V1ErrorBody), (status = 409, body = V1ErrorBody),
+              (status = 429, body = V1ErrorBody), (status = 503, body = V1ErrorBody)))]
 async fn enter_tournament(
     key: V1Key<AgentsWrite>,
     State(state): State<AppState>,
     Path((agent_id, tournament_id)): Path<(String, String)>,
     Query(params): Query<EnterParams>,
-) -> Result<(StatusCode, axum::Json<Value>), V1Error> {
+) -> Result<Response, V1Error> {
     let entered = entry::enter(
         &state,
         key.account_id(),
@@ -255,7 +333,8 @@ async fn enter_tournament(
                 count: 1,
                 tx_signature: signature,
             }),
-        ),
+        )
+            .into_response(),
         Entered::Pending { signature } => (
             StatusCode::ACCEPTED,
             ok(AgentEntryPending {
@@ -267,12 +346,13 @@ async fn enter_tournament(
                 ),
                 tx_signature: signature,
             }),
-        ),
+        )
+            .into_response(),
     })
 }
 
 /// The 201 `data` of an agent's entry.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct AgentEntered {
     agent_id: String,
@@ -283,7 +363,7 @@ struct AgentEntered {
 }
 
 /// The 202 `data` of an agent's entry: the fee is paid, not final yet.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct AgentEntryPending {
     agent_id: String,
@@ -293,17 +373,27 @@ struct AgentEntryPending {
     tx_signature: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct UploadParams {
+    /// The account's name for the component (default `strategy`).
     name: Option<String>,
 }
 
+/// Upload a strategy component (a `.wasm` WASI component), checked with a dry tick.
+#[utoipa::path(post, path = "/public/strategies", tag = "v1", params(UploadParams),
+    request_body(content = String, content_type = "application/wasm",
+                 description = "The component's bytes"),
+    responses((status = 201, body = V1Ok<UploadedStrategy>),
+              (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody), (status = 413, body = V1ErrorBody),
+              (status = 429, body = V1ErrorBody)))]
 async fn upload_strategy(
     key: V1Key<AgentsWrite>,
     State(state): State<AppState>,
     Query(params): Query<UploadParams>,
     request: Request,
-) -> Result<(StatusCode, axum::Json<Value>), V1Error> {
+) -> Result<(StatusCode, axum::Json<V1Ok<UploadedStrategy>>), V1Error> {
     let bytes = Bytes::from_request(request, &state)
         .await
         .map_err(|rejection| {
@@ -332,9 +422,14 @@ async fn upload_strategy(
     Ok((StatusCode::CREATED, ok(view)))
 }
 
+/// The caller's uploaded strategies.
+#[utoipa::path(get, path = "/public/strategies", tag = "v1",
+    responses((status = 200, body = V1Ok<Vec<UploadedStrategy>>),
+              (status = 401, body = V1ErrorBody), (status = 403, body = V1ErrorBody),
+              (status = 429, body = V1ErrorBody)))]
 async fn list_strategies(
     key: V1Key<AgentsRead>,
     State(state): State<AppState>,
-) -> Result<axum::Json<Value>, V1Error> {
+) -> Result<axum::Json<V1Ok<Vec<UploadedStrategy>>>, V1Error> {
     Ok(ok(strategies::list(&state, key.account_id()).await?))
 }

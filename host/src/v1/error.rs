@@ -7,12 +7,14 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 use crate::http::ApiError;
 
 #[derive(Debug, thiserror::Error)]
-pub enum V1Error {
+pub(super) enum V1Error {
     /// 401 UNAUTHORIZED: no key, or one that is unknown, revoked or expired.
     #[error("{0}")]
     Unauthorized(String),
@@ -55,18 +57,14 @@ pub enum V1Error {
 }
 
 impl V1Error {
-    pub fn field(field: &str, message: impl Into<String>) -> Self {
+    pub(super) fn field(field: &str, message: impl Into<String>) -> Self {
         V1Error::Validation {
             field: Some(field.to_owned()),
             message: message.into(),
         }
     }
 
-    pub fn internal(error: impl Into<anyhow::Error>) -> Self {
-        V1Error::Internal(error.into())
-    }
-
-    pub fn status(&self) -> StatusCode {
+    pub(super) fn status(&self) -> StatusCode {
         match self {
             V1Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             V1Error::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -83,7 +81,7 @@ impl V1Error {
     }
 
     /// The machine-readable code (docs/api.md lists them).
-    pub fn code(&self) -> &'static str {
+    pub(super) fn code(&self) -> &'static str {
         match self {
             V1Error::Unauthorized(_) => "UNAUTHORIZED",
             V1Error::Forbidden(_) => "FORBIDDEN",
@@ -163,10 +161,14 @@ impl IntoResponse for V1Error {
             other if status.is_server_error() => tracing::warn!(error = %other, "server error"),
             _ => {}
         }
-        let body = json!({
-            "success": false,
-            "error": { "code": self.code(), "message": self.to_string(), "details": self.details() },
-        });
+        let body = V1ErrorBody {
+            success: false,
+            error: V1ErrorDetail {
+                code: self.code(),
+                message: self.to_string(),
+                details: self.details(),
+            },
+        };
         let mut response = (status, Json(body)).into_response();
         if let V1Error::RateLimited { retry_after } = self {
             response
@@ -177,9 +179,24 @@ impl IntoResponse for V1Error {
     }
 }
 
-/// A successful answer of this family: `{"success": true, "data": …}`.
-pub fn ok<T: serde::Serialize>(data: T) -> Json<Value> {
-    Json(json!({ "success": true, "data": data }))
+/// The body of every refusal of this family.
+#[derive(Debug, Serialize, ToSchema)]
+pub(super) struct V1ErrorBody {
+    /// Always `false`.
+    success: bool,
+    error: V1ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub(super) struct V1ErrorDetail {
+    /// `UNAUTHORIZED`, `FORBIDDEN`, `AGENT_NOT_FOUND`, `NOT_FOUND`, `VALIDATION_ERROR`,
+    /// `INSUFFICIENT_FUNDS`, `METHOD_NOT_ALLOWED`, `CONFLICT`, `PAYLOAD_TOO_LARGE`,
+    /// `RATE_LIMITED`, `UNAVAILABLE` or `INTERNAL_ERROR` (docs/api.md).
+    code: &'static str,
+    message: String,
+    /// `field` for a validation error, `agentId` for a missing agent, `retryAfter` for a rate
+    /// limit; otherwise empty.
+    details: Value,
 }
 
 #[cfg(test)]

@@ -17,17 +17,18 @@ use crate::http::rate_limit::{AccountPolicy, IpLimit, Limiter, RateLimits};
 use crate::state::AppState;
 
 /// The permissions a v1 key may hold.
-pub const PERMISSIONS: [&str; 4] = ["agents:read", "agents:write", "agents:start", "agents:stop"];
+pub(super) const PERMISSIONS: [&str; 4] =
+    ["agents:read", "agents:write", "agents:start", "agents:stop"];
 
 /// What a route demands of a v1 key, and which hourly budget its calls count against.
-pub trait Permission: Send + Sync + 'static {
+pub(super) trait Permission: Send + Sync + 'static {
     /// The permission required; `None` = any valid key.
     const NAME: Option<&'static str>;
     fn limiter(limits: &RateLimits) -> &Limiter;
 }
 
 /// Reads: agent list, performance, strategies, deliveries (1000 / h).
-pub struct AgentsRead;
+pub(super) struct AgentsRead;
 impl Permission for AgentsRead {
     const NAME: Option<&'static str> = Some("agents:read");
     fn limiter(limits: &RateLimits) -> &Limiter {
@@ -36,7 +37,7 @@ impl Permission for AgentsRead {
 }
 
 /// Creating agents and uploading strategies (10 / h).
-pub struct AgentsWrite;
+pub(super) struct AgentsWrite;
 impl Permission for AgentsWrite {
     const NAME: Option<&'static str> = Some("agents:write");
     fn limiter(limits: &RateLimits) -> &Limiter {
@@ -45,7 +46,7 @@ impl Permission for AgentsWrite {
 }
 
 /// Starting agents (100 / h, shared with stop).
-pub struct AgentsStart;
+pub(super) struct AgentsStart;
 impl Permission for AgentsStart {
     const NAME: Option<&'static str> = Some("agents:start");
     fn limiter(limits: &RateLimits) -> &Limiter {
@@ -54,7 +55,7 @@ impl Permission for AgentsStart {
 }
 
 /// Stopping agents (100 / h, shared with start).
-pub struct AgentsStop;
+pub(super) struct AgentsStop;
 impl Permission for AgentsStop {
     const NAME: Option<&'static str> = Some("agents:stop");
     fn limiter(limits: &RateLimits) -> &Limiter {
@@ -63,7 +64,7 @@ impl Permission for AgentsStop {
 }
 
 /// Any valid key: reads that are not about agents (the tournament list).
-pub struct AnyKey;
+pub(super) struct AnyKey;
 impl Permission for AnyKey {
     const NAME: Option<&'static str> = None;
     fn limiter(limits: &RateLimits) -> &Limiter {
@@ -72,13 +73,13 @@ impl Permission for AnyKey {
 }
 
 /// A live v1 key holding permission `P`.
-pub struct V1Key<P: Permission> {
+pub(super) struct V1Key<P: Permission> {
     pub key: VerifiedKey,
     _permission: PhantomData<P>,
 }
 
 impl<P: Permission> V1Key<P> {
-    pub fn account_id(&self) -> &str {
+    pub(super) fn account_id(&self) -> &str {
         &self.key.account_id
     }
 }
@@ -120,7 +121,7 @@ impl<P: Permission> FromRequestParts<AppState> for V1Key<P> {
 
 /// A browser session (v1 keys are minted with the session, never with a key), counted against
 /// the per-IP budget of key management.
-pub struct V1Session {
+pub(super) struct V1Session {
     pub account_id: String,
 }
 
@@ -140,7 +141,7 @@ impl FromRequestParts<AppState> for V1Session {
 }
 
 /// A JSON body; a body that does not parse is a 400 VALIDATION_ERROR.
-pub struct Body<T>(pub T);
+pub(super) struct Body<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = V1Error;
@@ -153,7 +154,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
 }
 
 /// Query parameters; unparsable ones are a 400 VALIDATION_ERROR.
-pub struct Query<T>(pub T);
+pub(super) struct Query<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     type Rejection = V1Error;
@@ -166,7 +167,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
 }
 
 /// Path parameters.
-pub struct Path<T>(pub T);
+pub(super) struct Path<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T> {
     type Rejection = V1Error;

@@ -2,23 +2,24 @@
 //! Same secrets and storage as account keys (`api_keys::service`), family `v1`, where the
 //! scopes column holds the key's `permissions`.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{delete, get};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::error::{V1Error, ok};
+use super::envelope::{V1Ok, ok};
+use super::error::{V1Error, V1ErrorBody};
 use super::extract::{Body, PERMISSIONS, Path, V1Session};
 use crate::api_keys::{self, CreateKey, CreatedKey, KeyError, KeyView};
 use crate::auth::keys::KeyFamily;
 use crate::domain::{HttpUrl, Label};
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api-keys", get(list_keys).post(create_key))
-        .route("/api-keys/{keyId}", delete(revoke_key))
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_keys, create_key))
+        .routes(routes!(revoke_key))
 }
 
 /// The platform API's mapping (`api_keys::routes`), in this family's form.
@@ -28,12 +29,17 @@ impl From<KeyError> for V1Error {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(as = CreateV1KeyRequest)]
 struct CreateRequest {
+    /// 1 to 64 characters.
     name: String,
+    /// Where webhook events for this key are sent (http or https).
     webhook_url: Option<String>,
+    /// At least one of `agents:read`, `agents:write`, `agents:start`, `agents:stop`.
     permissions: Vec<String>,
+    /// 1 to 365 (also accepted as `expiry`); none: the key never expires.
     #[serde(alias = "expiry")]
     expires_in_days: Option<i64>,
 }
@@ -90,7 +96,7 @@ impl CreateRequest {
 }
 
 /// A v1 key as created: the only time `key` and `webhookSecret` appear.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct CreatedV1Key {
     key_id: String,
@@ -121,7 +127,7 @@ impl From<CreatedKey> for CreatedV1Key {
 }
 
 /// A v1 key as listed: never the secret.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct V1KeyView {
     key_id: String,
@@ -153,20 +159,30 @@ impl From<KeyView> for V1KeyView {
     }
 }
 
+/// Mint a v1 key: the only answer that carries the key and its webhook secret.
+#[utoipa::path(post, path = "/api-keys", tag = "v1", request_body = CreateRequest,
+    responses((status = 201, body = V1Ok<CreatedV1Key>),
+              (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 409, body = V1ErrorBody, description = "Too many active keys"),
+              (status = 429, body = V1ErrorBody)))]
 async fn create_key(
     State(state): State<AppState>,
     session: V1Session,
     Body(body): Body<CreateRequest>,
-) -> Result<(StatusCode, axum::Json<serde_json::Value>), V1Error> {
+) -> Result<(StatusCode, axum::Json<V1Ok<CreatedV1Key>>), V1Error> {
     let request = body.validate()?;
     let created = api_keys::create(&state, &session.account_id, request).await?;
     Ok((StatusCode::CREATED, ok(CreatedV1Key::from(created))))
 }
 
+/// The account's v1 keys (never their secrets).
+#[utoipa::path(get, path = "/api-keys", tag = "v1",
+    responses((status = 200, body = V1Ok<Vec<V1KeyView>>),
+              (status = 401, body = V1ErrorBody), (status = 429, body = V1ErrorBody)))]
 async fn list_keys(
     State(state): State<AppState>,
     session: V1Session,
-) -> Result<axum::Json<serde_json::Value>, V1Error> {
+) -> Result<axum::Json<V1Ok<Vec<V1KeyView>>>, V1Error> {
     let keys = api_keys::list(&state, &session.account_id, KeyFamily::V1).await?;
     Ok(ok(keys
         .into_iter()
@@ -174,11 +190,17 @@ async fn list_keys(
         .collect::<Vec<_>>()))
 }
 
+/// Revoke a v1 key at once.
+#[utoipa::path(delete, path = "/api-keys/{keyId}", tag = "v1",
+    params(("keyId" = String, Path, description = "Key id")),
+    responses((status = 200, body = V1Ok<V1KeyView>),
+              (status = 401, body = V1ErrorBody), (status = 404, body = V1ErrorBody),
+              (status = 429, body = V1ErrorBody)))]
 async fn revoke_key(
     State(state): State<AppState>,
     session: V1Session,
     Path(key_id): Path<String>,
-) -> Result<axum::Json<serde_json::Value>, V1Error> {
+) -> Result<axum::Json<V1Ok<V1KeyView>>, V1Error> {
     let key = api_keys::revoke(&state, &session.account_id, KeyFamily::V1, &key_id).await?;
     Ok(ok(V1KeyView::from(key)))
 }

@@ -2,11 +2,13 @@
 //! session), agents, uploaded strategies, webhook deliveries and the tournament list.
 //!
 //! Everything under `/api/v1` answers errors in the v1 envelope — including unknown routes,
-//! wrong methods and unparsable bodies — and is outside the OpenAPI document.
+//! wrong methods and unparsable bodies. Its routes are in the OpenAPI document under the tag
+//! `v1`, their bodies in the envelopes of [`envelope`].
 
 mod agents;
-pub mod error;
-pub mod extract;
+mod envelope;
+mod error;
+mod extract;
 mod keys;
 mod tournaments;
 mod webhooks;
@@ -14,23 +16,29 @@ mod webhooks;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Method, Uri};
+use utoipa::openapi::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
 
-pub use error::V1Error;
+use error::V1Error;
 
 use crate::state::AppState;
 
 /// Body limit of this family, except uploads (which set their own).
 const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// The routes of `/api/v1`, to be nested there; strategy uploads may be `upload_limit` bytes.
-pub fn router(upload_limit: usize) -> Router<AppState> {
-    Router::new()
+/// The routes of `/api/v1` and their document, to be nested there; strategy uploads may be
+/// `upload_limit` bytes.
+pub(crate) fn router(upload_limit: usize) -> (Router<AppState>, OpenApi) {
+    let (routes, document) = OpenApiRouter::new()
         .merge(keys::router().layer(DefaultBodyLimit::max(MAX_BODY_BYTES)))
         .merge(tournaments::router())
         .merge(webhooks::router())
         .merge(agents::router(upload_limit))
+        .split_for_parts();
+    let routes = routes
         .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
+        .method_not_allowed_fallback(method_not_allowed);
+    (routes, document)
 }
 
 async fn not_found(uri: Uri) -> V1Error {

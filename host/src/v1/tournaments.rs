@@ -2,69 +2,46 @@
 //! `{success, data, pagination: {pageIndex, pageSize, totalCount, totalPages}}`, with the `v1`
 //! status vocabulary (`upcoming`, `active`, `completed`) in filters and items.
 
-use axum::Router;
 use axum::extract::State;
-use axum::routing::get;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde::ser::Error as _;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::error::V1Error;
+use super::envelope::{V1Page, page};
+use super::error::{V1Error, V1ErrorBody};
 use super::extract::{AnyKey, Query, V1Key};
 use crate::state::AppState;
-use crate::tournaments::Status;
 use crate::tournaments::queries::{self, ListQuery};
+use crate::tournaments::{Status, TournamentView};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/public/tournaments", get(list))
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 struct Params {
+    /// 0 or more (default 0).
     page_index: Option<String>,
+    /// 1 to 50 (default 10).
     page_size: Option<String>,
+    /// `name`, `createdAt` (default), `startDate`, `endDate` or `currentParticipants`.
     order_by: Option<String>,
+    /// `asc` or `desc` (default).
     order: Option<String>,
+    /// Words of the name (at most 100 characters).
     search: Option<String>,
+    /// `public` or `private` (private tournaments are listed nowhere: no items).
     visibility: Option<String>,
+    /// Tournament type, e.g. `highest_pnl`.
     #[serde(rename = "type")]
     kind: Option<String>,
+    /// `upcoming`, `active` or `completed`.
     status: Option<String>,
-}
-
-/// Page parameters shared by the v1 lists: `pageIndex` ≥ 0 (default 0), `pageSize` 1–50 (10).
-pub fn page(index: Option<&str>, size: Option<&str>) -> Result<(i64, i64), V1Error> {
-    let index = match index.filter(|s| !s.is_empty()) {
-        None => 0,
-        Some(raw) => raw
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (0..=100_000).contains(n))
-            .ok_or_else(|| V1Error::field("pageIndex", "must be a whole number, 0 or more"))?,
-    };
-    let size = match size.filter(|s| !s.is_empty()) {
-        None => 10,
-        Some(raw) => raw
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=50).contains(n))
-            .ok_or_else(|| V1Error::field("pageSize", "must be a whole number from 1 to 50"))?,
-    };
-    Ok((index, size))
-}
-
-/// The pagination envelope of the v1 lists.
-pub fn envelope<T: Serialize>(data: Vec<T>, index: i64, size: i64, total: i64) -> Value {
-    json!({
-        "success": true,
-        "data": data,
-        "pagination": {
-            "pageIndex": index,
-            "pageSize": size,
-            "totalCount": total,
-            "totalPages": (total + size - 1) / size,
-        },
-    })
 }
 
 impl Params {
@@ -98,39 +75,88 @@ impl Params {
     }
 }
 
-/// The v1 name of a tournament status.
-fn v1_status(status: Status) -> &'static str {
-    match status {
-        Status::Upcoming => "upcoming",
-        Status::Live => "active",
-        Status::Ended => "completed",
-        Status::Cancelled => "cancelled",
+/// A tournament status in the v1 vocabulary.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+enum V1Status {
+    Upcoming,
+    Active,
+    Completed,
+    Cancelled,
+}
+
+impl From<Status> for V1Status {
+    fn from(status: Status) -> Self {
+        match status {
+            Status::Upcoming => V1Status::Upcoming,
+            Status::Live => V1Status::Active,
+            Status::Ended => V1Status::Completed,
+            Status::Cancelled => V1Status::Cancelled,
+        }
     }
 }
 
+/// A tournament of the v1 list: the platform's record with the status in the v1 vocabulary.
+#[derive(Debug)]
+struct V1Tournament {
+    view: TournamentView,
+    status: V1Status,
+}
+
+impl Serialize for V1Tournament {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Value::Object(mut fields) =
+            serde_json::to_value(&self.view).map_err(S::Error::custom)?
+        else {
+            return Err(S::Error::custom("a tournament record is a JSON object"));
+        };
+        let status = serde_json::to_value(self.status).map_err(S::Error::custom)?;
+        fields.insert("status".to_owned(), status);
+        fields.serialize(serializer)
+    }
+}
+
+/// The platform record's schema with its `status` replaced, so the document says what is sent.
+impl PartialSchema for V1Tournament {
+    fn schema() -> RefOr<Schema> {
+        let mut schema = TournamentView::schema();
+        if let RefOr::T(Schema::Object(object)) = &mut schema {
+            object
+                .properties
+                .insert("status".to_owned(), V1Status::schema());
+        }
+        schema
+    }
+}
+
+impl ToSchema for V1Tournament {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        TournamentView::schemas(schemas);
+        schemas.push((V1Status::name().into_owned(), V1Status::schema()));
+    }
+}
+
+/// The public tournament list, newest first unless `orderBy` says otherwise.
+#[utoipa::path(get, path = "/public/tournaments", tag = "v1", params(Params),
+    responses((status = 200, body = V1Page<V1Tournament>),
+              (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 429, body = V1ErrorBody)))]
 async fn list(
     _key: V1Key<AnyKey>,
     State(state): State<AppState>,
     Query(params): Query<Params>,
-) -> Result<axum::Json<Value>, V1Error> {
+) -> Result<axum::Json<V1Page<V1Tournament>>, V1Error> {
     let query = params.validate()?;
     let now = state.now();
     let (rows, total) = crate::tournaments::privacy::listed(&state, &query).await?;
-    let items: Vec<Value> = rows
+    let items = rows
         .iter()
-        .map(|tournament| {
-            let status = tournament.status_at(now);
-            let mut item = serde_json::to_value(tournament.view(now)).unwrap_or(Value::Null);
-            item["status"] = json!(v1_status(status));
-            item
+        .map(|tournament| V1Tournament {
+            status: tournament.status_at(now).into(),
+            view: tournament.view(now),
         })
         .collect();
-    Ok(axum::Json(envelope(
-        items,
-        query.page,
-        query.page_size,
-        total,
-    )))
+    Ok(V1Page::new(items, query.page, query.page_size, total))
 }
 
 #[cfg(test)]
@@ -138,18 +164,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pages_default_and_refuse_out_of_range() {
-        assert_eq!(page(None, None).ok(), Some((0, 10)));
-        assert_eq!(page(Some("2"), Some("50")).ok(), Some((2, 50)));
-        assert!(page(Some("-1"), None).is_err());
-        assert!(page(None, Some("51")).is_err());
-        assert!(page(None, Some("ten")).is_err());
-    }
-
-    #[test]
-    fn envelope_counts_pages() {
-        let body = envelope(vec![1, 2], 0, 10, 21);
-        assert_eq!(body["pagination"]["totalPages"], 3);
-        assert_eq!(body["success"], true);
+    fn the_document_names_the_v1_statuses() {
+        let RefOr::T(Schema::Object(object)) = V1Tournament::schema() else {
+            panic!("an object schema");
+        };
+        let status = serde_json::to_value(&object.properties["status"]).expect("serializes");
+        assert_eq!(
+            status["enum"],
+            serde_json::json!(["upcoming", "active", "completed", "cancelled"])
+        );
     }
 }

@@ -1,41 +1,42 @@
 //! `GET /api/v1/webhooks/deliveries`: the recent webhook deliveries of the key owner's account,
 //! with their status (pending, delivered, dead), so an operator can see what reached them.
 
-use axum::Router;
 use axum::extract::State;
-use axum::routing::get;
 use serde::Deserialize;
-use serde_json::Value;
+use utoipa::IntoParams;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::error::{V1Error, ok};
+use super::envelope::{V1Ok, ok, whole_number};
+use super::error::{V1Error, V1ErrorBody};
 use super::extract::{AgentsRead, Query, V1Key};
 use crate::state::AppState;
+use crate::webhooks::DeliveryView;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/webhooks/deliveries", get(deliveries))
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(deliveries))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct Params {
+    /// 1 to 100 (default 50).
     limit: Option<String>,
 }
 
+/// The account's recent webhook deliveries, newest first.
+#[utoipa::path(get, path = "/webhooks/deliveries", tag = "v1", params(Params),
+    responses((status = 200, body = V1Ok<Vec<DeliveryView>>),
+              (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody), (status = 429, body = V1ErrorBody)))]
 async fn deliveries(
     key: V1Key<AgentsRead>,
     State(state): State<AppState>,
     Query(params): Query<Params>,
-) -> Result<axum::Json<Value>, V1Error> {
+) -> Result<axum::Json<V1Ok<Vec<DeliveryView>>>, V1Error> {
     let max = crate::webhooks::MAX_LISTED;
-    let limit = match params.limit.as_deref().filter(|s| !s.is_empty()) {
-        None => 50,
-        Some(raw) => raw
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=max).contains(n))
-            .ok_or_else(|| {
-                V1Error::field("limit", format!("must be a whole number from 1 to {max}"))
-            })?,
-    };
+    let limit = whole_number(params.limit.as_deref(), 50, 1..=max).ok_or_else(|| {
+        V1Error::field("limit", format!("must be a whole number from 1 to {max}"))
+    })?;
     let deliveries = crate::webhooks::recent_deliveries(&state, key.account_id(), limit).await?;
     Ok(ok(deliveries))
 }

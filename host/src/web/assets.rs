@@ -18,48 +18,38 @@ pub struct Asset {
     pub bytes: &'static [u8],
 }
 
+/// An [`Asset`] entry: the file at `path` (relative to this file), compiled in.
+macro_rules! asset {
+    ($name:literal, $content_type:expr, $path:literal) => {
+        Asset {
+            name: $name,
+            content_type: $content_type,
+            bytes: include_bytes!($path),
+        }
+    };
+}
+
+const CSS: &str = "text/css; charset=utf-8";
+const JS: &str = "text/javascript; charset=utf-8";
+
 /// Every file the pages link, by name.
 pub static ASSETS: &[Asset] = &[
-    Asset {
-        name: "app.css",
-        content_type: "text/css; charset=utf-8",
-        bytes: include_bytes!("../../assets/app.css"),
-    },
-    Asset {
-        name: "app.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../assets/app.js"),
-    },
-    Asset {
-        name: "tournament.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../assets/tournament.js"),
-    },
-    Asset {
-        name: "agents.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../assets/agents.js"),
-    },
-    Asset {
-        name: "dungeon.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../assets/dungeon.js"),
-    },
-    Asset {
-        name: "wallet.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../assets/wallet.js"),
-    },
-    Asset {
-        name: "uPlot.iife.min.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../assets/vendor/uplot/uPlot.iife.min.js"),
-    },
-    Asset {
-        name: "uPlot.min.css",
-        content_type: "text/css; charset=utf-8",
-        bytes: include_bytes!("../../assets/vendor/uplot/uPlot.min.css"),
-    },
+    asset!("app.css", CSS, "../../assets/app.css"),
+    asset!("app.js", JS, "../../assets/app.js"),
+    asset!("tournament.js", JS, "../../assets/tournament.js"),
+    asset!("agents.js", JS, "../../assets/agents.js"),
+    asset!("dungeon.js", JS, "../../assets/dungeon.js"),
+    asset!("wallet.js", JS, "../../assets/wallet.js"),
+    asset!(
+        "uPlot.iife.min.js",
+        JS,
+        "../../assets/vendor/uplot/uPlot.iife.min.js"
+    ),
+    asset!(
+        "uPlot.min.css",
+        CSS,
+        "../../assets/vendor/uplot/uPlot.min.css"
+    ),
 ];
 
 /// The first 16 hex digits of each asset's SHA-256, in `ASSETS` order.
@@ -79,14 +69,17 @@ fn find(name: &str) -> Option<(usize, &'static Asset)> {
 
 /// The URL a page links `name` by. A name that is not embedded is a bug caught by the tests
 /// (every page is rendered there); it links a path that answers 404.
-pub fn url(name: &str) -> String {
+pub(super) fn url(name: &str) -> String {
     match find(name) {
         Some((index, asset)) => format!("/assets/{}/{}", HASHES[index], asset.name),
         None => format!("/assets/missing/{name}"),
     }
 }
 
-pub async fn serve(Path((hash, name)): Path<(String, String)>, headers: HeaderMap) -> Response {
+pub(super) async fn serve(
+    Path((hash, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
     let Some((index, asset)) = find(&name) else {
         return (StatusCode::NOT_FOUND, "no such asset").into_response();
     };

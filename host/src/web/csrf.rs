@@ -18,13 +18,13 @@ use subtle::ConstantTimeEq;
 use crate::auth::session;
 
 /// The header the page scripts send the token in.
-pub const HEADER: &str = "x-csrf-token";
+pub(super) const HEADER: &str = "x-csrf-token";
 /// The field plain forms send the token in.
-pub const FIELD: &str = "csrf";
+pub(super) const FIELD: &str = "csrf";
 
 /// Why a write was refused; the message is shown to the person.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum Refused {
+pub(super) enum Refused {
     #[error("this form was sent from another site ({0}); it was refused")]
     CrossOrigin(String),
     #[error("this form does not say which site sent it; it was refused")]
@@ -34,21 +34,16 @@ pub enum Refused {
 }
 
 /// The token of the session whose cookie value is `session_token`.
-pub fn token_for(session_token: &str) -> String {
+pub(super) fn token_for(session_token: &str) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"crucible web csrf v1\0");
     hasher.update(session_token.as_bytes());
     hex::encode(hasher.finalize())
 }
 
-/// The token the page rendered for this request's session, if it has one.
-pub fn token_of(headers: &HeaderMap) -> Option<String> {
-    session::token_from_headers(headers).map(|token| token_for(&token))
-}
-
 /// Check a write: same origin, and the session's token when a session cookie is sent.
 /// `form_token` is the `csrf` field of a form body, when the write is a plain form.
-pub fn check(headers: &HeaderMap, form_token: Option<&str>) -> Result<(), Refused> {
+pub(super) fn check(headers: &HeaderMap, form_token: Option<&str>) -> Result<(), Refused> {
     check_origin(headers)?;
     let Some(session_token) = session::token_from_headers(headers) else {
         // No cookie, nothing cookie-authenticated to forge (sign-up and login land here).

@@ -16,7 +16,7 @@ use super::{Web, csrf};
 /// Who asked for a page: the session cookie (as sent), the peer address, and — when the session
 /// is live — the account and the session's cross-site token for the page's forms.
 #[derive(Clone, Debug, Default)]
-pub struct Visitor {
+pub(crate) struct Visitor {
     cookie: Option<HeaderValue>,
     peer: Option<ConnectInfo<std::net::SocketAddr>>,
     pub account_id: Option<String>,
@@ -26,7 +26,7 @@ pub struct Visitor {
 }
 
 impl Visitor {
-    pub fn signed_in(&self) -> bool {
+    pub(crate) fn signed_in(&self) -> bool {
         self.account_id.is_some()
     }
 }
@@ -83,30 +83,30 @@ const MAX_READ_BYTES: usize = 8 * 1024 * 1024;
 
 /// The API router, called in process.
 #[derive(Clone)]
-pub struct Api {
+pub(crate) struct Api {
     router: Router,
 }
 
 /// An API answer a page could not use: the status and the API's own message.
 #[derive(Debug)]
-pub struct Failed {
+pub(crate) struct Failed {
     pub status: StatusCode,
     pub message: String,
 }
 
 impl Api {
-    pub fn new(router: Router) -> Self {
+    pub(crate) fn new(router: Router) -> Self {
         Api { router }
     }
 
     /// The API router itself, to hand it a request unchanged.
-    pub fn router(&self) -> Router {
+    pub(crate) fn router(&self) -> Router {
         self.router.clone()
     }
 
     /// `GET path` as `visitor` (its session cookie and its address, so the API sees the same
     /// caller and counts the same rate limits).
-    pub async fn get(&self, path: &str, visitor: &Visitor) -> Result<Value, Failed> {
+    pub(crate) async fn get(&self, path: &str, visitor: &Visitor) -> Result<Value, Failed> {
         let mut request = Request::builder()
             .method(Method::GET)
             .uri(path)
@@ -147,7 +147,7 @@ impl Api {
 
 /// The message of an API error body, platform (`{"error": "…"}`) or v1
 /// (`{"error": {"message": "…"}}`).
-pub fn error_message(body: &Value) -> Option<String> {
+pub(super) fn error_message(body: &Value) -> Option<String> {
     match &body["error"] {
         Value::String(message) => Some(message.clone()),
         Value::Object(error) => error
@@ -159,7 +159,7 @@ pub fn error_message(body: &Value) -> Option<String> {
 }
 
 /// `/web-api/<rest>` → `/api/<rest>` after the cross-site guard, for every method but reads.
-pub async fn forward(State(web): State<Web>, request: Request) -> Response {
+pub(super) async fn forward(State(web): State<Web>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
     if !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS)
         && let Err(refused) = csrf::check(&parts.headers, None)
@@ -191,7 +191,7 @@ pub async fn forward(State(web): State<Web>, request: Request) -> Response {
 }
 
 /// A refused write, in the platform's error body.
-pub fn refusal(refused: csrf::Refused) -> Response {
+pub(super) fn refusal(refused: csrf::Refused) -> Response {
     (
         StatusCode::FORBIDDEN,
         axum::Json(json!({"error": refused.to_string()})),

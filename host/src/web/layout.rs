@@ -10,7 +10,7 @@ use super::assets;
 use super::internal::{Failed, Visitor};
 
 /// A rendered page: its title, the scripts it needs beyond `app.js`, and its main content.
-pub struct Page<'a> {
+pub(super) struct Page<'a> {
     pub title: &'a str,
     pub visitor: &'a Visitor,
     pub scripts: &'a [&'static str],
@@ -19,7 +19,7 @@ pub struct Page<'a> {
 }
 
 impl Page<'_> {
-    pub fn render(self, status: StatusCode) -> Response {
+    pub(super) fn render(self, status: StatusCode) -> Response {
         let markup = html! {
             (DOCTYPE)
             html lang="en" {
@@ -94,7 +94,7 @@ impl Page<'_> {
 }
 
 /// A page that could not be shown because the API refused or failed.
-pub fn failure(visitor: &Visitor, title: &str, failed: &Failed) -> Response {
+pub(super) fn failure(visitor: &Visitor, title: &str, failed: &Failed) -> Response {
     let status = if failed.status.is_client_error() || failed.status.is_server_error() {
         failed.status
     } else {
@@ -111,7 +111,7 @@ pub fn failure(visitor: &Visitor, title: &str, failed: &Failed) -> Response {
 }
 
 /// What to tell a person about a failed API call.
-pub fn human(failed: &Failed) -> String {
+pub(super) fn human(failed: &Failed) -> String {
     match failed.status {
         StatusCode::UNAUTHORIZED => "Please sign in to see this page.".to_owned(),
         StatusCode::TOO_MANY_REQUESTS => {
@@ -128,7 +128,7 @@ pub fn human(failed: &Failed) -> String {
 }
 
 /// Redirect to the sign-in page, coming back to `to` afterwards.
-pub fn sign_in_first(to: &str) -> Response {
+pub(super) fn sign_in_first(to: &str) -> Response {
     let location = format!("/login?next={}", url_escape(to));
     let mut response = StatusCode::SEE_OTHER.into_response();
     if let Ok(value) = HeaderValue::from_str(&location) {
@@ -137,12 +137,12 @@ pub fn sign_in_first(to: &str) -> Response {
     response
 }
 
-pub fn url_escape(text: &str) -> String {
+pub(super) fn url_escape(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// The string at `value`, or an em dash.
-pub fn text(value: &Value) -> String {
+pub(super) fn text(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
         Value::Null => "—".to_owned(),
@@ -151,7 +151,7 @@ pub fn text(value: &Value) -> String {
 }
 
 /// A USDC amount for people: two decimals, up to six when smaller than a cent.
-pub fn usdc(value: &Value) -> String {
+pub(super) fn usdc(value: &Value) -> String {
     match value.as_f64() {
         Some(amount) if amount != 0.0 && amount.abs() < 0.01 => format!("{amount:.6} USDC"),
         Some(amount) => format!("{amount:.2} USDC"),
@@ -160,7 +160,7 @@ pub fn usdc(value: &Value) -> String {
 }
 
 /// A percentage with a sign.
-pub fn percent(value: &Value) -> String {
+pub(super) fn percent(value: &Value) -> String {
     value
         .as_f64()
         .map(|number| format!("{number:+.2} %"))
@@ -168,7 +168,7 @@ pub fn percent(value: &Value) -> String {
 }
 
 /// An RFC 3339 time as `2026-11-24 12:15 UTC`; a `<time>` a script may localise.
-pub fn time(value: &Value) -> Markup {
+pub(super) fn time(value: &Value) -> Markup {
     match value.as_str() {
         Some(at) => {
             let shown = at.get(..16).unwrap_or(at).replace('T', " ");
@@ -179,7 +179,7 @@ pub fn time(value: &Value) -> Markup {
 }
 
 /// A wallet or signature shortened for tables, whole in its title and for copying.
-pub fn short(value: &Value) -> Markup {
+pub(super) fn short(value: &Value) -> Markup {
     match value.as_str() {
         Some(full) if full.len() > 12 => {
             let head = full.get(..4).unwrap_or(full);
@@ -193,7 +193,7 @@ pub fn short(value: &Value) -> Markup {
 
 /// A transaction signature, linked to a public explorer on real clusters (the embedded simnet
 /// has no explorer, so there it is shown, not linked).
-pub fn tx(value: &Value, on_simnet: bool) -> Markup {
+pub(super) fn tx(value: &Value, on_simnet: bool) -> Markup {
     match value.as_str() {
         Some(signature) if !on_simnet => html! {
             a href=(format!("https://explorer.solana.com/tx/{signature}")) rel="noopener" { (short(value)) }
@@ -203,14 +203,32 @@ pub fn tx(value: &Value, on_simnet: bool) -> Markup {
     }
 }
 
+/// The steps of proving a wallet by signature, shared by wallet sign-in and wallet linking
+/// (`wallet.js` drives them): fetch the nonce message, sign it with the browser wallet or paste a
+/// signature made elsewhere, then send it with the `submit` button.
+pub(super) fn wallet_signature_steps(submit: &str) -> Markup {
+    html! {
+        button #wallet-nonce type="button" { "Get the message to sign" }
+        div #wallet-message-box hidden {
+            p { "Sign exactly this message with the wallet:" }
+            pre #wallet-message {}
+            button #wallet-sign type="button" { "Sign with the browser wallet" }
+            div.field { label for="wallet-signature" { "Or paste the base58 signature" }
+                input #wallet-signature autocomplete="off"; }
+            button #wallet-submit type="button" { (submit) }
+        }
+        (status_region("wallet-status"))
+    }
+}
+
 /// A visible message region a script fills with the API's answer.
-pub fn status_region(id: &str) -> Markup {
+pub(super) fn status_region(id: &str) -> Markup {
     html! { p.status id=(id) role="status" aria-live="polite" {} }
 }
 
 /// A JSON value embedded for a page script (as text in a non-executed `<script>` element; `<`
 /// is escaped so the value cannot end the element).
-pub fn data_island(id: &str, value: &Value) -> Markup {
+pub(super) fn data_island(id: &str, value: &Value) -> Markup {
     let json = value.to_string().replace('<', "\\u003c");
     html! { script type="application/json" id=(id) { (PreEscaped(json)) } }
 }

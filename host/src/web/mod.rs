@@ -7,8 +7,8 @@
 //! The structure is described in docs/web.md.
 
 mod assets;
-pub mod csrf;
-pub mod internal;
+mod csrf;
+mod internal;
 mod layout;
 mod pages;
 mod solana_pay;
@@ -17,21 +17,21 @@ use axum::Router;
 use axum::routing::{get, post};
 
 pub use assets::{ASSETS, Asset};
-pub use internal::Api;
+use internal::Api;
 
 use crate::state::AppState;
 
 /// What the page handlers reach: the server state and the API router they read through.
 #[derive(Clone)]
-pub struct Web {
-    pub state: AppState,
-    pub api: Api,
+pub(crate) struct Web {
+    pub(crate) state: AppState,
+    pub(crate) api: Api,
 }
 
 /// The web app's routes in front of `api` (the complete API router, state applied). Anything
 /// the web app does not serve falls through to `api`, so every `/api/…` and `/simnet/…` answer,
 /// including the JSON 404 for unknown paths, is unchanged.
-pub fn router(state: AppState, api: Router) -> Router {
+pub(crate) fn router(state: AppState, api: Router) -> Router {
     let web = Web {
         state,
         api: Api::new(api.clone()),

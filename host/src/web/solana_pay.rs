@@ -12,7 +12,7 @@ fn url_escape(text: &str) -> String {
 }
 
 /// What the payer must send.
-pub struct Transfer<'a> {
+pub(super) struct Transfer<'a> {
     pub recipient: &'a str,
     /// Whole tokens as the API states them (`amountUi`); sent as a plain decimal.
     pub amount_ui: f64,
@@ -24,7 +24,7 @@ pub struct Transfer<'a> {
 impl Transfer<'_> {
     /// `solana:<recipient>?amount=…&spl-token=…&memo=…&label=…`, per the Solana Pay
     /// transfer-request format (amount in user units, never in exponent notation).
-    pub fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         format!(
             "solana:{}?amount={}&spl-token={}&memo={}&label={}",
             self.recipient,
@@ -48,7 +48,7 @@ fn decimal(amount: f64) -> String {
 }
 
 /// The QR code of `text` as an SVG document; `None` when the text is too long for a QR code.
-pub fn qr_svg(text: &str) -> Option<String> {
+pub(super) fn qr_svg(text: &str) -> Option<String> {
     let code = QrCode::new(text.as_bytes()).ok()?;
     Some(
         code.render::<svg::Color<'_>>()

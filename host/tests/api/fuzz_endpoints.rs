@@ -6,42 +6,99 @@ use crate::helpers::{Auth, TestApp};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 
-/// Every operation of the OpenAPI document the server publishes, so a new route is fuzzed
-/// without anyone listing it. The live leaderboard stream is left out: with a valid id it never
-/// ends, and its rejections come from the same extractors as the other tournament reads.
-async fn documented_operations(app: &TestApp) -> Vec<(String, String)> {
+/// Which fuzz test throws input at an operation, by its tag in the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    /// Everything else: the platform's error form (`{"error": "…"}`).
+    Platform,
+    /// Tagged `dungeon`: fuzzed with a real run and its key.
+    Dungeon,
+    /// Tagged `v1`: the v1 envelope.
+    V1,
+}
+
+/// One operation of the published document.
+#[derive(Debug, Clone)]
+pub(crate) struct Operation {
+    pub(crate) method: String,
+    /// The template, e.g. `/api/dungeons/{dungeonId}`.
+    pub(crate) path: String,
+    /// The names of its query parameters.
+    pub(crate) query: Vec<String>,
+}
+
+impl Operation {
+    /// The path with every `{parameter}` replaced by `value(name)`, then, with `query`, every
+    /// query parameter set to `value(name)` as well.
+    pub(crate) fn url(&self, query: bool, value: impl Fn(&str) -> String) -> String {
+        let mut url = String::with_capacity(self.path.len());
+        let mut rest = self.path.as_str();
+        while let Some(open) = rest.find('{') {
+            url.push_str(&rest[..open]);
+            let close = rest[open..].find('}').map_or(rest.len(), |i| open + i);
+            url.push_str(&value(&rest[open + 1..close]));
+            rest = rest.get(close + 1..).unwrap_or("");
+        }
+        url.push_str(rest);
+        if query && !self.query.is_empty() {
+            let pairs: Vec<String> = self
+                .query
+                .iter()
+                .map(|name| format!("{name}={}", value(name)))
+                .collect();
+            url.push('?');
+            url.push_str(&pairs.join("&"));
+        }
+        url
+    }
+}
+
+/// Every operation of `family` in the OpenAPI document the server publishes, so a new route is
+/// fuzzed without anyone listing it. Streams are left out: with valid credentials they never
+/// end, and their rejections come from the same extractors as the reads beside them.
+pub(crate) async fn documented_operations(app: &TestApp, family: Family) -> Vec<Operation> {
     let document = app.get("/api/openapi.json", Auth::None).await;
     assert_eq!(document.status, 200);
     let mut operations = Vec::new();
     for (path, item) in document.body["paths"].as_object().expect("paths") {
-        if path.ends_with("/live") {
-            continue;
-        }
         for method in ["get", "post", "put", "patch", "delete"] {
-            if item.get(method).is_some() {
-                operations.push((method.to_uppercase(), path.clone()));
+            let Some(operation) = item.get(method) else {
+                continue;
+            };
+            let tagged = |tag: &str| {
+                operation["tags"]
+                    .as_array()
+                    .is_some_and(|tags| tags.iter().any(|t| t == tag))
+            };
+            let of = if tagged("v1") {
+                Family::V1
+            } else if tagged("dungeon") {
+                Family::Dungeon
+            } else {
+                Family::Platform
+            };
+            let streams = operation["responses"]["200"]["content"]
+                .get("text/event-stream")
+                .is_some()
+                || path.ends_with("/live");
+            if of != family || streams {
+                continue;
             }
+            let query = operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|parameter| parameter["in"] == "query")
+                .filter_map(|parameter| parameter["name"].as_str().map(str::to_owned))
+                .collect();
+            operations.push(Operation {
+                method: method.to_uppercase(),
+                path: path.clone(),
+                query,
+            });
         }
     }
-    assert!(
-        operations.len() >= 20,
-        "the document lists the routes: {operations:?}"
-    );
     operations
-}
-
-/// `path` with every `{parameter}` replaced by `segment`.
-fn fill(path: &str, segment: &str) -> String {
-    let mut filled = String::with_capacity(path.len());
-    let mut rest = path;
-    while let Some(open) = rest.find('{') {
-        filled.push_str(&rest[..open]);
-        let close = rest[open..].find('}').map_or(rest.len(), |i| open + i + 1);
-        filled.push_str(segment);
-        rest = &rest[close..];
-    }
-    filled.push_str(rest);
-    filled
 }
 
 /// Field names the endpoints know, so random objects often get past the first parse.
@@ -99,7 +156,11 @@ fn random_input_never_yields_a_server_error() {
             .account_with_key("fuzz@example.com", &["read", "write"])
             .await;
         seed_tournament(&app).await;
-        let endpoints = documented_operations(&app).await;
+        let endpoints = documented_operations(&app, Family::Platform).await;
+        assert!(
+            endpoints.len() >= 20,
+            "the document lists the routes: {endpoints:?}"
+        );
         (app, session, key, endpoints)
     });
     let mut runner = TestRunner::new(ProptestConfig {
@@ -112,10 +173,13 @@ fn random_input_never_yields_a_server_error() {
         0..3usize,
         payload(FIELDS, WORDS),
         prop_oneof![Just("trn_fuzz".to_owned()), "[a-zA-Z0-9_%.-]{0,24}"],
+        any::<bool>(),
     );
-    let outcome = runner.run(&strategy, |(endpoint, auth, payload, segment)| {
-        let (method, path) = &endpoints[endpoint];
-        let path = fill(path, if segment.is_empty() { "x" } else { &segment });
+    let outcome = runner.run(&strategy, |(endpoint, auth, payload, segment, query)| {
+        let operation = &endpoints[endpoint];
+        let method = operation.method.as_str();
+        let segment = if segment.is_empty() { "x" } else { &segment };
+        let path = operation.url(query, |_| segment.to_owned());
         let auth = match auth {
             0 => Auth::None,
             1 => Auth::Session(&session),
@@ -129,22 +193,6 @@ fn random_input_never_yields_a_server_error() {
         panic!("{failure}");
     }
 }
-
-/// The dungeon routes (`{day}` a dungeon id, `{run}` a run id). The watch stream is left out:
-/// with a valid run key it never ends, and its rejections share the run-key extractor of `turn`.
-const DUNGEON_ENDPOINTS: &[(&str, &str)] = &[
-    ("GET", "/api/dungeons"),
-    ("GET", "/api/dungeons/{day}"),
-    ("GET", "/api/dungeons/{day}/quote"),
-    ("GET", "/api/dungeons/{day}/quote?wallet={segment}"),
-    ("GET", "/api/dungeons/{day}/leaderboard"),
-    ("POST", "/api/dungeons/{day}/enter"),
-    ("GET", "/api/dungeons/runs/{run}"),
-    ("GET", "/api/dungeons/runs/{run}/credential"),
-    ("POST", "/api/dungeons/runs/{run}/turn"),
-    ("POST", "/api/dungeons/runs/{run}/broadcast"),
-    ("GET", "/api/account/dungeon-runs"),
-];
 
 const DUNGEON_FIELDS: &[&str] = &[
     "quoteId",
@@ -178,7 +226,7 @@ fn random_input_to_the_dungeon_never_yields_a_server_error() {
         .build()
         .expect("runtime");
     // A real run (paid entry), so random turns and broadcasts reach the game and its storage.
-    let (app, player, run_id, run_key) = runtime.block_on(async {
+    let (app, player, run_id, run_key, endpoints) = runtime.block_on(async {
         let app = TestApp::spawn().await;
         app.dungeon_noon();
         let player = app
@@ -187,7 +235,12 @@ fn random_input_to_the_dungeon_never_yields_a_server_error() {
         let run = app.dungeon_run(&player, "rogue").await;
         let run_id = run["runId"].as_str().expect("run").to_owned();
         let run_key = run["registrationKey"].as_str().expect("key").to_owned();
-        (app, player, run_id, run_key)
+        let endpoints = documented_operations(&app, Family::Dungeon).await;
+        assert!(
+            endpoints.len() >= 11,
+            "the document lists the dungeon routes: {endpoints:?}"
+        );
+        (app, player, run_id, run_key, endpoints)
     });
     let today = app.dungeon_today();
     let mut runner = TestRunner::new(ProptestConfig {
@@ -196,29 +249,39 @@ fn random_input_to_the_dungeon_never_yields_a_server_error() {
         ..ProptestConfig::default()
     });
     let strategy = (
-        0..DUNGEON_ENDPOINTS.len(),
+        0..endpoints.len(),
         0..4usize,
         payload(DUNGEON_FIELDS, DUNGEON_WORDS),
         any::<bool>(),
         "[a-zA-Z0-9_%.-]{0,44}",
+        any::<bool>(),
     );
-    let outcome = runner.run(&strategy, |(endpoint, auth, payload, real, segment)| {
-        let (method, path) = DUNGEON_ENDPOINTS[endpoint];
-        let random = if segment.is_empty() { "x" } else { &segment };
-        let path = path
-            .replace("{day}", if real { &today } else { random })
-            .replace("{run}", if real { &run_id } else { random })
-            .replace("{segment}", random);
-        let auth = match auth {
-            0 => Auth::None,
-            1 => Auth::Session(&player.session),
-            2 => Auth::Bearer(&player.key),
-            _ => Auth::Bearer(&run_key),
-        };
-        let body = payload.into_body();
-        let response = runtime.block_on(app.request(method, &path, auth, Some(body)));
-        platform_answer(method, &path, &response)
-    });
+    let outcome = runner.run(
+        &strategy,
+        |(endpoint, auth, payload, real, segment, query)| {
+            let operation = &endpoints[endpoint];
+            let method = operation.method.as_str();
+            let random = if segment.is_empty() { "x" } else { &segment };
+            // A real day and run often, so random input reaches the game and its storage.
+            let path = operation.url(query, |name| {
+                match name {
+                    "dungeonId" if real => today.as_str(),
+                    "runId" if real => run_id.as_str(),
+                    _ => random,
+                }
+                .to_owned()
+            });
+            let auth = match auth {
+                0 => Auth::None,
+                1 => Auth::Session(&player.session),
+                2 => Auth::Bearer(&player.key),
+                _ => Auth::Bearer(&run_key),
+            };
+            let body = payload.into_body();
+            let response = runtime.block_on(app.request(method, &path, auth, Some(body)));
+            platform_answer(method, &path, &response)
+        },
+    );
     if let Err(failure) = outcome {
         panic!("{failure}");
     }

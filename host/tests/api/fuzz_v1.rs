@@ -1,30 +1,13 @@
 //! Random bytes and random JSON thrown at every `/api/v1` endpoint, with and without a key: never
-//! a 5xx, and every refusal in the v1 envelope.
+//! a 5xx, and every refusal in the v1 envelope. The endpoints are the document's operations
+//! tagged `v1`, so a new one is fuzzed without anyone listing it.
 
+use crate::fuzz_endpoints::{Family, documented_operations};
 use crate::helpers::fuzz::payload;
 use crate::helpers::{Auth, TestApp};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use serde_json::json;
-
-const ENDPOINTS: &[(&str, &str)] = &[
-    ("GET", "/api/v1/api-keys"),
-    ("POST", "/api/v1/api-keys"),
-    ("DELETE", "/api/v1/api-keys/{id}"),
-    ("GET", "/api/v1/public/agents"),
-    ("POST", "/api/v1/public/agents/create"),
-    ("GET", "/api/v1/public/agents/{id}"),
-    ("POST", "/api/v1/public/agents/{id}/start"),
-    ("POST", "/api/v1/public/agents/{id}/stop"),
-    ("GET", "/api/v1/public/agents/{id}/performance?period={id}"),
-    ("GET", "/api/v1/public/strategies"),
-    ("POST", "/api/v1/public/strategies"),
-    (
-        "GET",
-        "/api/v1/public/tournaments?pageIndex={id}&status={id}",
-    ),
-    ("GET", "/api/v1/webhooks/deliveries?limit={id}"),
-];
 
 const FIELDS: &[&str] = &[
     "name",
@@ -64,13 +47,18 @@ fn random_input_never_yields_a_server_error_and_always_the_v1_envelope() {
         .enable_all()
         .build()
         .expect("runtime");
-    let (app, session, key, agent_id) = runtime.block_on(async {
+    let (app, session, key, agent_id, endpoints) = runtime.block_on(async {
         let app = TestApp::spawn().await;
         let session = app.session("fuzz@example.com").await;
         let key = app.v1_key(&session).await;
         let agent = app.create_agent(&key, "fuzz_agent", "fighter", "5m").await;
         let agent_id = agent["agentId"].as_str().expect("id").to_owned();
-        (app, session, key, agent_id)
+        let endpoints = documented_operations(&app, Family::V1).await;
+        assert!(
+            endpoints.len() >= 15,
+            "the document lists the v1 routes: {endpoints:?}"
+        );
+        (app, session, key, agent_id, endpoints)
     });
     let mut runner = TestRunner::new(ProptestConfig {
         cases: 300,
@@ -78,15 +66,17 @@ fn random_input_never_yields_a_server_error_and_always_the_v1_envelope() {
         ..ProptestConfig::default()
     });
     let strategy = (
-        0..ENDPOINTS.len(),
+        0..endpoints.len(),
         0..3usize,
         payload(FIELDS, WORDS),
         prop_oneof![Just(agent_id.clone()), "[a-zA-Z0-9_.-]{1,24}"],
+        any::<bool>(),
     );
-    let outcome = runner.run(&strategy, |(endpoint, auth, payload, segment)| {
+    let outcome = runner.run(&strategy, |(endpoint, auth, payload, segment, query)| {
         let body = payload.into_body();
-        let (method, path) = ENDPOINTS[endpoint];
-        let path = path.replace("{id}", &segment);
+        let operation = &endpoints[endpoint];
+        let method = operation.method.as_str();
+        let path = operation.url(query, |_| segment.clone());
         let auth = match auth {
             0 => Auth::None,
             1 => Auth::Session(&session),

@@ -6,25 +6,25 @@ use super::rng::Rng;
 
 /// The outcome of one blow by the player.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Strike {
+pub(super) struct Strike {
     pub hit: bool,
     pub crit: bool,
     pub damage: i32,
 }
 
 /// Player's chance to hit, in percent.
-pub fn player_hit_chance(player: &Player, enemy: &Enemy) -> i32 {
+pub(super) fn player_hit_chance(player: &Player, enemy: &Enemy) -> i32 {
     (80 + 2 * player.dex - 2 * enemy.level).clamp(50, 95)
 }
 
 /// An enemy's chance to hit the player, in percent: dexterity dodges.
-pub fn enemy_hit_chance(player: &Player) -> i32 {
+pub(super) fn enemy_hit_chance(player: &Player) -> i32 {
     (75 - 2 * player.dex).clamp(30, 90)
 }
 
 /// The player's damage before variance: atk + weapon + half int − enemy def, at least 1;
 /// +50% when the weapon's element is the enemy's weakness.
-pub fn base_damage(player: &Player, enemy: &Enemy) -> i32 {
+pub(super) fn base_damage(player: &Player, enemy: &Enemy) -> i32 {
     let raw = (player.atk + player.weapon.atk + player.int / 2 - enemy.def).max(1);
     if enemy.element.weakness() == Some(player.weapon.element) {
         raw + raw / 2
@@ -34,7 +34,7 @@ pub fn base_damage(player: &Player, enemy: &Enemy) -> i32 {
 }
 
 /// One blow at `enemy` (applied to it).
-pub fn player_strike(player: &Player, enemy: &mut Enemy, rng: &mut Rng) -> Strike {
+pub(super) fn player_strike(player: &Player, enemy: &mut Enemy, rng: &mut Rng) -> Strike {
     let hit = rng.percent(player_hit_chance(player, enemy));
     if !hit {
         return Strike {
@@ -54,14 +54,14 @@ pub fn player_strike(player: &Player, enemy: &mut Enemy, rng: &mut Rng) -> Strik
 
 /// The ranger's shot on entering a guarded room: it always hits, for half a normal blow (never
 /// critical), so it softens the first enemy without replacing a round of combat.
-pub fn first_strike(player: &Player, enemy: &mut Enemy, rng: &mut Rng) -> i32 {
+pub(super) fn first_strike(player: &Player, enemy: &mut Enemy, rng: &mut Rng) -> i32 {
     let damage = ((base_damage(player, enemy) + rng.range(0, 3)) / 2).max(1);
     enemy.hp = (enemy.hp - damage).max(0);
     damage
 }
 
 /// One blow by `enemy` at the player (applied); returns the HP lost (0 on a miss).
-pub fn enemy_strike(enemy: &Enemy, player: &mut Player, rng: &mut Rng) -> i32 {
+pub(super) fn enemy_strike(enemy: &Enemy, player: &mut Player, rng: &mut Rng) -> i32 {
     if !rng.percent(enemy_hit_chance(player)) {
         return 0;
     }

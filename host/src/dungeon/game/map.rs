@@ -41,6 +41,26 @@ pub struct Room {
     pub stairs: bool,
 }
 
+impl Room {
+    /// A room with nothing in it and no way out yet: generation (and the tests' hand-made maps)
+    /// fill it in.
+    pub fn empty(id: String, name: &str, floor: u32) -> Room {
+        Room {
+            id,
+            name: name.to_owned(),
+            description: String::new(),
+            floor,
+            exits: Vec::new(),
+            enemies: Vec::new(),
+            items: Vec::new(),
+            hidden: Vec::new(),
+            trap: None,
+            puzzle: None,
+            stairs: false,
+        }
+    }
+}
+
 /// One day's dungeon. `rooms` is flat: floor `f` (1-based) holds indices `(f-1)*8 .. f*8`,
 /// the entrance first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,19 +220,7 @@ fn generate_floor(rng: &mut Rng, theme: &Theme, floor: u32) -> Vec<Room> {
     let mut rooms: Vec<Room> = order
         .iter()
         .enumerate()
-        .map(|(i, _)| Room {
-            id: format!("f{floor}r{}", i + 1),
-            name: names[i].to_owned(),
-            description: String::new(),
-            floor,
-            exits: Vec::new(),
-            enemies: Vec::new(),
-            items: Vec::new(),
-            hidden: Vec::new(),
-            trap: None,
-            puzzle: None,
-            stairs: false,
-        })
+        .map(|(i, _)| Room::empty(format!("f{floor}r{}", i + 1), names[i], floor))
         .collect();
     for &(a, b, direction) in &edges {
         let (ia, ib) = (index_of(a), index_of(b));

@@ -23,7 +23,7 @@ pub enum ActionKind {
 }
 
 /// HP restored by `rest`.
-pub const REST_HEAL: i32 = 25;
+pub(super) const REST_HEAL: i32 = 25;
 
 impl ActionKind {
     pub const ALL: [ActionKind; 9] = [
@@ -119,21 +119,24 @@ impl Action {
 
 /// The turn body: `{action, target?, turnNumber?}`. `turnNumber` is the number the
 /// turn will carry (the state's `turnNumber` + 1); the HTTP layer uses it for idempotent retries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnRequest {
+    /// One of the state's `availableActions`.
     pub action: String,
+    /// What the action is aimed at (an enemy, an item, a direction), where it needs one.
     #[serde(default)]
     pub target: Option<String>,
+    /// The state's `turnNumber` + 1; a retry with the same number is answered from the record.
     #[serde(default)]
     pub turn_number: Option<u64>,
 }
 
 /// Longest `action` kept from a request, in characters (the longest real action is far
 /// shorter); longer ones are cut before anything is checked or stored.
-pub const MAX_ACTION_CHARS: usize = 32;
+pub(super) const MAX_ACTION_CHARS: usize = 32;
 /// Longest `target` kept from a request, in characters.
-pub const MAX_TARGET_CHARS: usize = 64;
+pub(super) const MAX_TARGET_CHARS: usize = 64;
 
 impl TurnRequest {
     /// The request with its strings cut to [`MAX_ACTION_CHARS`] and [`MAX_TARGET_CHARS`]: an

@@ -5,7 +5,7 @@ use super::entities::Element;
 
 /// One dungeon theme. The four monsters are in rising order of menace; floors draw from them.
 #[derive(Debug)]
-pub struct Theme {
+pub(super) struct Theme {
     pub name: &'static str,
     pub rooms: [&'static str; 8],
     pub moods: [&'static str; 4],
@@ -17,7 +17,7 @@ pub struct Theme {
     pub weapons: [(&'static str, Element); 3],
 }
 
-pub const THEMES: [Theme; 7] = [
+pub(super) const THEMES: [Theme; 7] = [
     Theme {
         name: "Crypt",
         rooms: [
@@ -259,6 +259,6 @@ pub const THEMES: [Theme; 7] = [
 ];
 
 /// The theme of a given day number (days since 1970-01-01): one after the other, a week round.
-pub fn theme_for_day(day: i64) -> usize {
+pub(super) fn theme_for_day(day: i64) -> usize {
     day.rem_euclid(THEMES.len() as i64) as usize
 }

@@ -5,6 +5,7 @@
 //! (`source_kind = 'dungeon'`) from the dungeon wallet. How a prize is paid exactly once is in
 //! `docs/payouts.md`.
 
+mod model;
 mod send;
 
 use anyhow::anyhow;
@@ -16,13 +17,15 @@ use crate::crypto::new_id;
 use crate::scheduler;
 use crate::state::AppState;
 
-pub use send::{PayoutStatus, send, sign_and_record};
+pub use model::PayoutStatus;
+pub(crate) use model::SourceKind;
+pub use send::{send, sign_and_record};
 
-pub const SEND_JOB: &str = "payout.send";
+pub(crate) const SEND_JOB: &str = "payout.send";
 
 /// Amounts per place: each share rounded down, the remainder to first place so the whole pool
 /// is paid. Places beyond the number of winners are folded back proportionally.
-pub fn split(pool: i64, percentages: &[u32], winners: usize) -> Vec<i64> {
+pub(crate) fn split(pool: i64, percentages: &[u32], winners: usize) -> Vec<i64> {
     let places = &percentages[..percentages.len().min(winners)];
     let total: i64 = places.iter().map(|p| i64::from(*p)).sum();
     if pool <= 0 || total == 0 {
@@ -40,7 +43,7 @@ pub fn split(pool: i64, percentages: &[u32], winners: usize) -> Vec<i64> {
 }
 
 /// Record the payouts of an ended tournament and schedule their sending. Idempotent.
-pub async fn award(state: &AppState, tournament: &Tournament) -> anyhow::Result<usize> {
+pub(crate) async fn award(state: &AppState, tournament: &Tournament) -> anyhow::Result<usize> {
     let standings = leaderboard::ranked(state, tournament)
         .await
         .map_err(|error| anyhow!("{error}"))?;

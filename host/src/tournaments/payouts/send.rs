@@ -16,11 +16,11 @@ use anyhow::{Context, anyhow, bail};
 use base64::Engine;
 use chrono::Duration;
 
+use super::model::{PayoutStatus, SourceKind};
 use crate::chain::rpc::SignatureStatus;
 use crate::chain::{Keypair, SignedTransfer};
 use crate::clock::to_millis;
 use crate::crypto::new_id;
-use crate::db::UnknownValue;
 use crate::domain::WalletAddress;
 use crate::state::AppState;
 
@@ -33,60 +33,6 @@ const RESIGN_AFTER: Duration = Duration::minutes(2);
 /// the rest to the job's retry (a real cluster finalizes in about 13 s).
 const FINALITY_POLL: StdDuration = StdDuration::from_secs(1);
 const FINALITY_POLLS: u32 = 20;
-
-/// Where a payout stands; a stored value outside these is refused when read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PayoutStatus {
-    Pending,
-    Sent,
-    Failed,
-}
-
-impl PayoutStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PayoutStatus::Pending => "pending",
-            PayoutStatus::Sent => "sent",
-            PayoutStatus::Failed => "failed",
-        }
-    }
-}
-
-impl TryFrom<String> for PayoutStatus {
-    type Error = UnknownValue;
-
-    fn try_from(stored: String) -> Result<Self, UnknownValue> {
-        match stored.as_str() {
-            "pending" => Ok(PayoutStatus::Pending),
-            "sent" => Ok(PayoutStatus::Sent),
-            "failed" => Ok(PayoutStatus::Failed),
-            _ => Err(UnknownValue(stored)),
-        }
-    }
-}
-
-/// What a payout pays for, which decides the wallet it is paid from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SourceKind {
-    /// A prize; `source_id` is the tournament.
-    Tournament,
-    Dungeon,
-    /// An entry paid back after a cancellation; `source_id` is the tournament.
-    Refund,
-}
-
-impl TryFrom<String> for SourceKind {
-    type Error = UnknownValue;
-
-    fn try_from(stored: String) -> Result<Self, UnknownValue> {
-        match stored.as_str() {
-            "tournament" => Ok(SourceKind::Tournament),
-            "dungeon" => Ok(SourceKind::Dungeon),
-            "refund" => Ok(SourceKind::Refund),
-            _ => Err(UnknownValue(stored)),
-        }
-    }
-}
 
 /// A payout as the worker that leased it reads it.
 #[derive(Debug, sqlx::FromRow)]
@@ -149,15 +95,15 @@ impl<'a> Lease<'a> {
                 payout,
             )));
         }
-        let status: Option<(String,)> = sqlx::query_as("SELECT status FROM payouts WHERE id = $1")
+        let status: Option<String> = sqlx::query_scalar("SELECT status FROM payouts WHERE id = $1")
             .bind(payout_id)
             .fetch_optional(state.store.read())
             .await?;
-        match status {
-            Some((status,)) if status == "pending" => {
+        match status.map(PayoutStatus::try_from).transpose()? {
+            Some(PayoutStatus::Pending) => {
                 bail!("payout {payout_id} is being sent by another worker")
             }
-            _ => Ok(None),
+            Some(PayoutStatus::Sent | PayoutStatus::Failed) | None => Ok(None),
         }
     }
 

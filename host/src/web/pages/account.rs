@@ -11,6 +11,7 @@ use crate::web::Web;
 use crate::web::internal::{Failed, Visitor};
 use crate::web::layout::{
     Page, failure, human, percent, short, sign_in_first, status_region, text, time, tx, usdc,
+    wallet_signature_steps,
 };
 
 fn or_error(answer: &Result<Value, Failed>, show: impl Fn(&Value) -> Markup) -> Markup {
@@ -20,7 +21,7 @@ fn or_error(answer: &Result<Value, Failed>, show: impl Fn(&Value) -> Markup) -> 
     }
 }
 
-pub async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
+pub(crate) async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
     if !visitor.signed_in() {
         return sign_in_first("/account");
     }
@@ -71,16 +72,7 @@ pub async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
                 p #wallet-found.muted { "Looking for a browser wallet…" }
                 div.field { label for="wallet-address" { "Wallet address" }
                     input #wallet-address autocomplete="off"; }
-                button #wallet-nonce type="button" { "Get the message to sign" }
-                div #wallet-message-box hidden {
-                    p { "Sign exactly this message with the wallet:" }
-                    pre #wallet-message {}
-                    button #wallet-sign type="button" { "Sign with the browser wallet" }
-                    div.field { label for="wallet-signature" { "Or paste the base58 signature" }
-                        input #wallet-signature autocomplete="off"; }
-                    button #wallet-submit type="button" { "Link this wallet" }
-                }
-                (status_region("wallet-status"))
+                (wallet_signature_steps("Link this wallet"))
             }
         }
         section aria-labelledby="payouts" {

@@ -62,11 +62,11 @@ fn reason_field(id: &str) -> Markup {
 }
 
 #[derive(Deserialize)]
-pub struct SearchQuery {
+pub(crate) struct SearchQuery {
     search: Option<String>,
 }
 
-pub async fn accounts(
+pub(crate) async fn accounts(
     State(web): State<Web>,
     visitor: Visitor,
     Query(query): Query<SearchQuery>,
@@ -107,7 +107,11 @@ pub async fn accounts(
     page(&visitor, "Admin: accounts", main)
 }
 
-pub async fn account(State(web): State<Web>, visitor: Visitor, Path(id): Path<String>) -> Response {
+pub(crate) async fn account(
+    State(web): State<Web>,
+    visitor: Visitor,
+    Path(id): Path<String>,
+) -> Response {
     if !visitor.signed_in() {
         return sign_in_first(&format!("/admin/accounts/{id}"));
     }
@@ -194,11 +198,11 @@ fn agent_table(agents: &[Value]) -> Markup {
 }
 
 #[derive(Deserialize)]
-pub struct AgentQuery {
+pub(crate) struct AgentQuery {
     status: Option<String>,
 }
 
-pub async fn agents(
+pub(crate) async fn agents(
     State(web): State<Web>,
     visitor: Visitor,
     Query(query): Query<AgentQuery>,
@@ -231,7 +235,7 @@ pub async fn agents(
     page(&visitor, "Admin: agents", main)
 }
 
-pub async fn components(State(web): State<Web>, visitor: Visitor) -> Response {
+pub(crate) async fn components(State(web): State<Web>, visitor: Visitor) -> Response {
     if !visitor.signed_in() {
         return sign_in_first("/admin/components");
     }
@@ -261,7 +265,7 @@ pub async fn components(State(web): State<Web>, visitor: Visitor) -> Response {
     page(&visitor, "Admin: banned components", main)
 }
 
-pub async fn tournaments(State(web): State<Web>, visitor: Visitor) -> Response {
+pub(crate) async fn tournaments(State(web): State<Web>, visitor: Visitor) -> Response {
     if !visitor.signed_in() {
         return sign_in_first("/admin/tournaments");
     }
@@ -301,11 +305,11 @@ pub async fn tournaments(State(web): State<Web>, visitor: Visitor) -> Response {
 }
 
 #[derive(Deserialize)]
-pub struct PayoutQuery {
+pub(crate) struct PayoutQuery {
     status: Option<String>,
 }
 
-pub async fn payouts(
+pub(crate) async fn payouts(
     State(web): State<Web>,
     visitor: Visitor,
     Query(query): Query<PayoutQuery>,
@@ -353,7 +357,7 @@ pub async fn payouts(
 }
 
 #[derive(Deserialize)]
-pub struct AuditQuery {
+pub(crate) struct AuditQuery {
     action: Option<String>,
 }
 
@@ -371,7 +375,7 @@ fn audit_table(entries: &[Value]) -> Markup {
     }
 }
 
-pub async fn audit(
+pub(crate) async fn audit(
     State(web): State<Web>,
     visitor: Visitor,
     Query(query): Query<AuditQuery>,

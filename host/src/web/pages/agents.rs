@@ -56,7 +56,7 @@ fn shell(visitor: &Visitor, title: &str, main: Markup, on_simnet: bool) -> Respo
     .render(StatusCode::OK)
 }
 
-pub async fn list(State(web): State<Web>, visitor: Visitor) -> Response {
+pub(crate) async fn list(State(web): State<Web>, visitor: Visitor) -> Response {
     if !visitor.signed_in() {
         return sign_in_first("/agents");
     }
@@ -113,7 +113,7 @@ pub async fn list(State(web): State<Web>, visitor: Visitor) -> Response {
     shell(&visitor, "Agents", main, web.state.chain.simnet().is_some())
 }
 
-pub async fn detail(
+pub(crate) async fn detail(
     State(web): State<Web>,
     visitor: Visitor,
     Path(agent_id): Path<String>,
@@ -177,7 +177,7 @@ pub async fn detail(
     shell(&visitor, &format!("Agent {agent_id}"), main, on_simnet)
 }
 
-pub async fn webhooks(State(web): State<Web>, visitor: Visitor) -> Response {
+pub(crate) async fn webhooks(State(web): State<Web>, visitor: Visitor) -> Response {
     if !visitor.signed_in() {
         return sign_in_first("/webhooks");
     }

@@ -10,11 +10,11 @@ use maud::{Markup, html};
 
 use crate::auth::session;
 use crate::web::internal::{Visitor, refusal};
-use crate::web::layout::{Page, status_region};
+use crate::web::layout::{Page, status_region, wallet_signature_steps};
 use crate::web::{Web, csrf};
 
 #[derive(serde::Deserialize)]
-pub struct Next {
+pub(crate) struct Next {
     next: Option<String>,
 }
 
@@ -22,6 +22,18 @@ pub struct Next {
 fn next_path(next: Option<String>) -> String {
     next.filter(|path| path.starts_with('/') && !path.starts_with("//"))
         .unwrap_or_else(|| "/account".to_owned())
+}
+
+/// A sign-up or sign-in page: the e-mail form above, wallet sign-in (`wallet.js`) below.
+fn auth_page(title: &str, visitor: &Visitor, main: Markup) -> Response {
+    Page {
+        title,
+        visitor,
+        scripts: &["wallet.js"],
+        styles: &[],
+        main,
+    }
+    .render(StatusCode::OK)
 }
 
 fn acceptance() -> Markup {
@@ -43,21 +55,12 @@ fn wallet_section(next: &str, with_acceptance: bool) -> Markup {
             }
             div.field { label for="wallet-address" { "Wallet address" }
                 input #wallet-address name="wallet" autocomplete="off" placeholder="filled in by your wallet, or paste it"; }
-            button #wallet-nonce type="button" { "Get the message to sign" }
-            div #wallet-message-box hidden {
-                p { "Sign exactly this message with the wallet:" }
-                pre #wallet-message {}
-                button #wallet-sign type="button" { "Sign with the browser wallet" }
-                div.field { label for="wallet-signature" { "Or paste the base58 signature" }
-                    input #wallet-signature autocomplete="off"; }
-                button #wallet-submit type="button" { "Sign in" }
-            }
-            (status_region("wallet-status"))
+            (wallet_signature_steps("Sign in"))
         }
     }
 }
 
-pub async fn signup(visitor: Visitor, Query(next): Query<Next>) -> Response {
+pub(crate) async fn signup(visitor: Visitor, Query(next): Query<Next>) -> Response {
     let next = next_path(next.next);
     let main = html! {
         form.card data-api="POST /web-api/auth/signup" data-next=(next) {
@@ -75,17 +78,10 @@ pub async fn signup(visitor: Visitor, Query(next): Query<Next>) -> Response {
         (wallet_section(&next, true))
         p { "Already have an account? " a href="/login" { "Sign in" } }
     };
-    Page {
-        title: "Sign up",
-        visitor: &visitor,
-        scripts: &["wallet.js"],
-        styles: &[],
-        main,
-    }
-    .render(StatusCode::OK)
+    auth_page("Sign up", &visitor, main)
 }
 
-pub async fn login(visitor: Visitor, Query(next): Query<Next>) -> Response {
+pub(crate) async fn login(visitor: Visitor, Query(next): Query<Next>) -> Response {
     let next = next_path(next.next);
     let main = html! {
         form.card data-api="POST /web-api/auth/login" data-next=(next) {
@@ -99,18 +95,11 @@ pub async fn login(visitor: Visitor, Query(next): Query<Next>) -> Response {
         (wallet_section(&next, false))
         p { "New here? " a href="/signup" { "Sign up" } }
     };
-    Page {
-        title: "Sign in",
-        visitor: &visitor,
-        scripts: &["wallet.js"],
-        styles: &[],
-        main,
-    }
-    .render(StatusCode::OK)
+    auth_page("Sign in", &visitor, main)
 }
 
 /// Sign out: a plain form post, checked like every cookie-authenticated write.
-pub async fn logout(State(web): State<Web>, headers: HeaderMap, body: Bytes) -> Response {
+pub(crate) async fn logout(State(web): State<Web>, headers: HeaderMap, body: Bytes) -> Response {
     let form_token = url::form_urlencoded::parse(&body)
         .find(|(name, _)| name == csrf::FIELD)
         .map(|(_, value)| value.into_owned());

@@ -12,7 +12,7 @@ use crate::web::internal::Visitor;
 use crate::web::layout::{Page, data_island, failure, human, short, text, time, url_escape, usdc};
 
 /// Price, entries, pot and best runs of one day (a dungeon of the API's list).
-pub fn dungeon_summary(day: &Value) -> Markup {
+pub(crate) fn dungeon_summary(day: &Value) -> Markup {
     if day.is_null() {
         return html! { p.empty { "No dungeon today." } };
     }
@@ -36,7 +36,7 @@ pub fn dungeon_summary(day: &Value) -> Markup {
     }
 }
 
-pub async fn today(State(web): State<Web>, visitor: Visitor) -> Response {
+pub(crate) async fn today(State(web): State<Web>, visitor: Visitor) -> Response {
     let list = match web.api.get("/api/dungeons", &visitor).await {
         Ok(list) => list,
         Err(failed) => return failure(&visitor, "Today's dungeon", &failed),
@@ -97,7 +97,11 @@ pub async fn today(State(web): State<Web>, visitor: Visitor) -> Response {
     .render(StatusCode::OK)
 }
 
-pub async fn run(State(web): State<Web>, visitor: Visitor, Path(run_id): Path<String>) -> Response {
+pub(crate) async fn run(
+    State(web): State<Web>,
+    visitor: Visitor,
+    Path(run_id): Path<String>,
+) -> Response {
     let run = match web
         .api
         .get(

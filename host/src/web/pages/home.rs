@@ -11,7 +11,7 @@ use crate::web::Web;
 use crate::web::internal::Visitor;
 use crate::web::layout::{Page, human};
 
-pub async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
+pub(crate) async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
     let live = web
         .api
         .get("/api/tournaments?status=live&pageSize=5", &visitor)

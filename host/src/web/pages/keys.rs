@@ -73,7 +73,7 @@ fn create_form(family: &str) -> Markup {
     }
 }
 
-pub async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
+pub(crate) async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
     if !visitor.signed_in() {
         return sign_in_first("/keys");
     }

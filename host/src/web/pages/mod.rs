@@ -1,10 +1,10 @@
 //! One module per area of the web app; each handler reads through the API and renders a page.
 
-pub mod account;
-pub mod admin;
-pub mod agents;
-pub mod auth;
-pub mod dungeon;
-pub mod home;
-pub mod keys;
-pub mod tournaments;
+pub(super) mod account;
+pub(super) mod admin;
+pub(super) mod agents;
+pub(super) mod auth;
+pub(super) mod dungeon;
+pub(super) mod home;
+pub(super) mod keys;
+pub(super) mod tournaments;

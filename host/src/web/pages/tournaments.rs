@@ -33,7 +33,11 @@ const ORDER_BY: [(&str, &str); 6] = [
     ("createdAt", "Created (explicit)"),
 ];
 
-pub async fn list(State(web): State<Web>, visitor: Visitor, RawQuery(query): RawQuery) -> Response {
+pub(crate) async fn list(
+    State(web): State<Web>,
+    visitor: Visitor,
+    RawQuery(query): RawQuery,
+) -> Response {
     let query = query.unwrap_or_default();
     let params: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())
         .into_owned()
@@ -125,7 +129,7 @@ fn param_of<'a>(params: &'a [(String, String)], name: &str) -> &'a str {
 }
 
 /// A table of tournaments (list rows of the API).
-pub fn tournament_table(rows: &Value, empty: &str) -> Markup {
+pub(crate) fn tournament_table(rows: &Value, empty: &str) -> Markup {
     let rows = rows.as_array().cloned().unwrap_or_default();
     html! {
         @if rows.is_empty() {
@@ -154,7 +158,7 @@ pub fn tournament_table(rows: &Value, empty: &str) -> Markup {
 /// `?invite=` on a tournament's page: a private tournament's invite code, passed on to every
 /// API call the page (and its script) makes.
 #[derive(serde::Deserialize)]
-pub struct InviteQuery {
+pub(crate) struct InviteQuery {
     invite: Option<String>,
 }
 
@@ -169,7 +173,7 @@ impl InviteQuery {
     }
 }
 
-pub async fn detail(
+pub(crate) async fn detail(
     State(web): State<Web>,
     visitor: Visitor,
     Path(id): Path<String>,
@@ -330,14 +334,14 @@ fn leaderboard_table(rows: &Value, ended: bool, on_simnet: bool) -> Markup {
 }
 
 #[derive(serde::Deserialize)]
-pub struct QrParams {
+pub(crate) struct QrParams {
     wallets: String,
     invite: Option<String>,
 }
 
 /// The QR code of the Solana Pay transfer request for registering `wallets`, drawn from the
 /// API's registration memo (so amount, recipient and memo are exactly the API's).
-pub async fn pay_qr(
+pub(crate) async fn pay_qr(
     State(web): State<Web>,
     visitor: Visitor,
     Path(id): Path<String>,

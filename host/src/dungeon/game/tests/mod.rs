@@ -15,17 +15,8 @@ use super::*;
 
 pub(super) fn blank(id: &str, floor: u32) -> Room {
     Room {
-        id: id.to_owned(),
-        name: id.to_owned(),
         description: "a test room".to_owned(),
-        floor,
-        exits: Vec::new(),
-        enemies: Vec::new(),
-        items: Vec::new(),
-        hidden: Vec::new(),
-        trap: None,
-        puzzle: None,
-        stairs: false,
+        ..Room::empty(id.to_owned(), id, floor)
     }
 }
 

@@ -25,7 +25,12 @@ pub struct Ticket(u64);
 
 struct Entry<V> {
     value: Arc<V>,
+    /// Served until then; after, the next request reloads it.
     fresh_until: DateTime<Utc>,
+    /// Until then, while one request reloads an entry that only aged out (nothing announced a
+    /// change and no edge of the clock passed), the others are answered with it rather than
+    /// wait: the staleness bound grows by one load, and no herd queues behind it.
+    usable_until: DateTime<Utc>,
 }
 
 /// What a request that missed does: load the key, or wait for whoever does.
@@ -111,6 +116,20 @@ impl<V> ReadCache<V> {
             .map(|entry| entry.value.clone())
     }
 
+    /// The value under `key` if it only aged out: usable while another request reloads it.
+    fn aged(&self, key: &str) -> Option<Arc<V>> {
+        let now = self.clock.now();
+        let inner = self
+            .inner
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        inner
+            .entries
+            .get(key)
+            .filter(|entry| now < entry.usable_until)
+            .map(|entry| entry.value.clone())
+    }
+
     /// Take before reading what will be stored.
     pub fn ticket(&self) -> Ticket {
         Ticket(
@@ -131,6 +150,7 @@ impl<V> ReadCache<V> {
         let now = self.clock.now();
         let aged = now + self.max_age;
         let fresh_until = stale_at.map_or(aged, |at| at.min(aged));
+        let usable_until = stale_at.unwrap_or(DateTime::<Utc>::MAX_UTC);
         let mut inner = self
             .inner
             .write()
@@ -141,7 +161,14 @@ impl<V> ReadCache<V> {
         if inner.entries.len() >= self.capacity && !inner.entries.contains_key(&key) {
             inner.entries.clear();
         }
-        inner.entries.insert(key, Entry { value, fresh_until });
+        inner.entries.insert(
+            key,
+            Entry {
+                value,
+                fresh_until,
+                usable_until,
+            },
+        );
     }
 
     /// Forget everything, including what requests now reading would store.
@@ -171,6 +198,10 @@ impl<V> ReadCache<V> {
             }
             match self.claim(key) {
                 Claim::Wait(mut loaded) => {
+                    if let Some(value) = self.aged(key) {
+                        self.hits.fetch_add(1, Ordering::Relaxed);
+                        return Ok(value);
+                    }
                     // Woken when the loader stored the value, failed, or was cancelled (the
                     // sender dropped): in every case, look again.
                     let _ = loaded.wait_for(|done| *done).await;
@@ -339,6 +370,48 @@ mod tests {
             .get_or_load("e", async { Ok::<_, &str>(("up", None)) })
             .await;
         assert_eq!(next.as_deref(), Ok(&"up"));
+    }
+
+    #[tokio::test]
+    async fn while_an_aged_answer_reloads_the_others_get_it_but_never_past_a_clock_edge() {
+        let (cache, clock) = cache(10);
+        let cache = Arc::new(cache);
+        let edge = clock.now() + chrono::Duration::seconds(60);
+        cache.put(cache.ticket(), "aged".into(), Arc::new("old"), None);
+        cache.put(cache.ticket(), "edged".into(), Arc::new("old"), Some(edge));
+        clock.advance(chrono::Duration::seconds(5));
+        for key in ["aged", "edged"] {
+            let reloading = {
+                let cache = cache.clone();
+                tokio::spawn(async move {
+                    cache
+                        .get_or_load(key, async {
+                            tokio::task::yield_now().await;
+                            Ok::<_, ()>(("new", None))
+                        })
+                        .await
+                })
+            };
+            tokio::task::yield_now().await;
+            let meanwhile = cache
+                .get_or_load(key, async { Ok::<_, ()>(("other", None)) })
+                .await;
+            assert_eq!(
+                meanwhile.as_deref(),
+                Ok(&"old"),
+                "{key}: answered, not queued"
+            );
+            assert_eq!(reloading.await.expect("task").as_deref(), Ok(&"new"));
+        }
+        // Past its edge, an answer is never served while reloading: the others wait.
+        cache.put(
+            cache.ticket(),
+            "edged".into(),
+            Arc::new("old"),
+            Some(clock.now() + chrono::Duration::seconds(1)),
+        );
+        clock.advance(chrono::Duration::seconds(1));
+        assert_eq!(cache.aged("edged"), None);
     }
 
     #[test]

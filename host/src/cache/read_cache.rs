@@ -104,20 +104,16 @@ impl<V> ReadCache<V> {
         if !self.enabled {
             return None;
         }
-        let now = self.clock.now();
-        let inner = self
-            .inner
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        inner
-            .entries
-            .get(key)
-            .filter(|entry| now < entry.fresh_until)
-            .map(|entry| entry.value.clone())
+        self.entry_until(key, |entry| entry.fresh_until)
     }
 
     /// The value under `key` if it only aged out: usable while another request reloads it.
     fn aged(&self, key: &str) -> Option<Arc<V>> {
+        self.entry_until(key, |entry| entry.usable_until)
+    }
+
+    /// The value under `key` while the instant `until` reads from its entry is still ahead.
+    fn entry_until(&self, key: &str, until: impl Fn(&Entry<V>) -> DateTime<Utc>) -> Option<Arc<V>> {
         let now = self.clock.now();
         let inner = self
             .inner
@@ -126,7 +122,7 @@ impl<V> ReadCache<V> {
         inner
             .entries
             .get(key)
-            .filter(|entry| now < entry.usable_until)
+            .filter(|entry| now < until(entry))
             .map(|entry| entry.value.clone())
     }
 

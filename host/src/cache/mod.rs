@@ -10,16 +10,16 @@
 //! were lost without the relay noticing), and an entry may carry an instant after which it is
 //! stale anyway (a tournament whose status turns with the clock).
 
+mod public;
 mod read_cache;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-
 use crate::auth::keys::CachedKey;
 use crate::events::Event;
 
+pub use public::public_json;
 pub use read_cache::ReadCache;
 
 /// Longest an entry is served without any event saying it changed.
@@ -36,7 +36,7 @@ pub struct Caches {
     pub accounts: ReadCache<crate::account::AccountView>,
     /// Serialized public tournament answers (lists, details, leaderboard pages) by path and
     /// query, for callers without credentials.
-    pub public: ReadCache<Bytes>,
+    pub public: ReadCache<crate::http::compression::Compressible>,
 }
 
 impl Caches {
@@ -79,39 +79,4 @@ impl Caches {
         self.accounts.invalidate_all();
         self.public.invalidate_all();
     }
-}
-
-/// A public answer as JSON, from the node's cache when nothing changed since it was built.
-/// `key` must name everything the answer depends on (path and query); `load` returns the
-/// answer and the instant it turns stale with time alone, if any.
-pub async fn public_json<T, F>(
-    state: &crate::state::AppState,
-    key: &str,
-    load: F,
-) -> Result<axum::response::Response, crate::http::ApiError>
-where
-    T: serde::Serialize,
-    F: std::future::Future<
-            Output = Result<(T, Option<chrono::DateTime<chrono::Utc>>), crate::http::ApiError>,
-        >,
-{
-    use axum::response::IntoResponse;
-    let body = state
-        .caches
-        .public
-        .get_or_load(key, async {
-            let (value, stale_at) = load.await?;
-            let body = serde_json::to_vec(&value)
-                .map_err(|error| crate::http::ApiError::Internal(error.into()))?;
-            Ok::<_, crate::http::ApiError>((Bytes::from(body), stale_at))
-        })
-        .await?;
-    Ok((
-        [(
-            axum::http::header::CONTENT_TYPE,
-            axum::http::HeaderValue::from_static("application/json"),
-        )],
-        Bytes::clone(&body),
-    )
-        .into_response())
 }

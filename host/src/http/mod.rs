@@ -1,6 +1,7 @@
 //! The HTTP surface: one router assembled from each module's own `router()`, the OpenAPI
 //! document generated from the same handlers, and the JSON answers for unknown routes.
 
+pub mod compression;
 pub mod error;
 pub mod json;
 pub mod rate_limit;

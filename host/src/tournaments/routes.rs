@@ -1,7 +1,7 @@
 //! Public tournament reads: list, detail, and the memo a paid registration needs.
 
 use axum::extract::{OriginalUri, State};
-use axum::http::Uri;
+use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -119,10 +119,11 @@ async fn list_tournaments(
     _limit: IpLimit<TournamentReadPolicy>,
     State(state): State<AppState>,
     OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     Query(params): Query<ListParams>,
 ) -> Result<Response, ApiError> {
     let query = params.validate()?;
-    cache::public_json(&state, &cache_key(&uri), async {
+    cache::public_json(&state, &headers, &cache_key(&uri), async {
         let now = state.now();
         let (rows, total) = privacy::listed(&state, &query).await?;
         let list = TournamentList {
@@ -155,10 +156,11 @@ async fn get_tournament(
     _limit: IpLimit<TournamentReadPolicy>,
     State(state): State<AppState>,
     OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     Path(id): Path<String>,
     Query(invite): Query<InviteParams>,
 ) -> Result<Response, ApiError> {
-    cache::public_json(&state, &cache_key(&uri), async {
+    cache::public_json(&state, &headers, &cache_key(&uri), async {
         let tournament = privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
         let now = state.now();
         Ok((tournament.view(now), tournament.next_change_after(now)))
@@ -321,9 +323,10 @@ async fn get_leaderboard(
     Query(params): Query<PageParams>,
     Query(invite): Query<InviteParams>,
     OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let (page, page_size) = params.validate()?;
-    cache::public_json(&state, &cache_key(&uri), async {
+    cache::public_json(&state, &headers, &cache_key(&uri), async {
         let tournament = privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
         let board = leaderboard::view(&state, &tournament, page, page_size).await?;
         Ok((board, tournament.next_change_after(state.now())))

@@ -3,13 +3,17 @@
 //! always links the current content, so the answer may be cached for a year (`immutable`); an
 //! out-of-date hash still answers (a page rendered before an upgrade), but without long caching.
 //! Every answer carries the content's `ETag` and a matching `If-None-Match` gets a 304.
+//! Browsers that accept gzip get each file gzipped, compressed once per process.
 
 use std::sync::LazyLock;
 
 use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use sha2::{Digest, Sha256};
+
+use crate::http::compression::{Compressible, accepts_gzip, mark_encoding};
 
 /// One embedded file.
 pub struct Asset {
@@ -60,6 +64,14 @@ static HASHES: LazyLock<Vec<String>> = LazyLock::new(|| {
         .collect()
 });
 
+/// Each asset's bytes, gzipped on first demand, in `ASSETS` order.
+static BODIES: LazyLock<Vec<Compressible>> = LazyLock::new(|| {
+    ASSETS
+        .iter()
+        .map(|asset| Compressible::new(Bytes::from_static(asset.bytes)))
+        .collect()
+});
+
 fn find(name: &str) -> Option<(usize, &'static Asset)> {
     ASSETS
         .iter()
@@ -84,16 +96,30 @@ pub(super) async fn serve(
         return (StatusCode::NOT_FOUND, "no such asset").into_response();
     };
     let current = &HASHES[index];
-    let etag = format!("\"{current}\"");
     let cache = if &hash == current {
         "public, max-age=31536000, immutable"
     } else {
         "no-cache"
     };
+    let (bytes, gzipped) = BODIES[index].for_client(accepts_gzip(&headers));
+    // The gzipped bytes are another representation, so they get their own tag; a client that
+    // holds either form of the current content gets its 304.
+    let etag = if gzipped {
+        format!("\"{current}.gz\"")
+    } else {
+        format!("\"{current}\"")
+    };
     let matches = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|value| value.to_str().ok())
-        .is_some_and(|sent| sent.split(',').any(|tag| tag.trim() == etag));
+        .is_some_and(|sent| {
+            sent.split(',').any(|tag| {
+                let tag = tag.trim().trim_start_matches("W/");
+                tag.strip_prefix('"')
+                    .and_then(|tag| tag.strip_suffix('"'))
+                    .is_some_and(|tag| tag.trim_end_matches(".gz") == current)
+            })
+        });
     let mut response = if matches {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
@@ -102,11 +128,12 @@ pub(super) async fn serve(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static(asset.content_type),
             )],
-            asset.bytes,
+            bytes,
         )
             .into_response()
     };
     let response_headers = response.headers_mut();
+    mark_encoding(response_headers, gzipped && !matches);
     response_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
     if let Ok(value) = HeaderValue::from_str(&etag) {
         response_headers.insert(header::ETAG, value);

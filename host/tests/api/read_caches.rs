@@ -118,3 +118,67 @@ async fn the_account_answer_follows_every_edit_at_once() {
         "Ada"
     );
 }
+
+#[tokio::test]
+async fn a_cached_board_is_gzipped_for_clients_that_accept_it() {
+    let app = TestApp::spawn().await;
+    app.create_tournament(app.new_tournament("trn_gzip", 0, 100, Duration::hours(1), 24))
+        .await;
+    for _ in 0..20 {
+        let wallet = Keypair::generate().pubkey().to_string();
+        let registered = app
+            .post(
+                "/api/tournaments/trn_gzip/register",
+                Auth::None,
+                json!({"registeredWallet": wallet, "txSignature": null}),
+            )
+            .await;
+        assert_eq!(registered.status, 201, "{}", registered.body);
+    }
+    let url = format!("{}/api/tournaments/trn_gzip/leaderboard", app.address);
+    let fetch = |accept: Option<&'static str>| {
+        let mut request = app.client.get(&url);
+        if let Some(accept) = accept {
+            request = request.header("accept-encoding", accept);
+        }
+        async move {
+            let response = request.send().await.expect("request");
+            assert_eq!(response.status(), 200);
+            let headers = response.headers().clone();
+            let header = |name: &str| {
+                headers
+                    .get(name)
+                    .map(|value| value.to_str().expect("ascii").to_owned())
+            };
+            assert_eq!(header("vary").as_deref(), Some("accept-encoding"));
+            assert_eq!(header("content-type").as_deref(), Some("application/json"));
+            let encoding = header("content-encoding");
+            (encoding, response.bytes().await.expect("body"))
+        }
+    };
+
+    let (encoding, plain) = fetch(None).await;
+    assert_eq!(encoding, None, "no Accept-Encoding: the JSON as it is");
+    let board: serde_json::Value = serde_json::from_slice(&plain).expect("json");
+    assert_eq!(board["totalEntries"], 20);
+    assert!(plain.len() > 1024, "{} bytes", plain.len());
+
+    for accept in ["gzip", "br, gzip;q=0.8", "*"] {
+        let (encoding, gzipped) = fetch(Some(accept)).await;
+        assert_eq!(encoding.as_deref(), Some("gzip"), "{accept}");
+        assert!(
+            gzipped.len() * 2 < plain.len(),
+            "{accept}: {} bytes",
+            gzipped.len()
+        );
+        let mut json = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gzipped[..]), &mut json)
+            .expect("gunzip");
+        assert_eq!(json, plain, "{accept}: the same answer, compressed");
+    }
+    for accept in ["identity", "gzip;q=0", "br"] {
+        let (encoding, body) = fetch(Some(accept)).await;
+        assert_eq!(encoding, None, "{accept}");
+        assert_eq!(body, plain, "{accept}");
+    }
+}

@@ -133,14 +133,53 @@ async fn assets_are_cached_by_content() {
             .starts_with("text/css")
     );
     let etag = response.headers()["etag"].clone();
+    assert!(response.headers().get("content-encoding").is_none());
     let again = app
         .client
         .get(format!("{}{url}", app.address))
-        .header("if-none-match", etag)
+        .header("if-none-match", etag.clone())
         .send()
         .await
         .expect("asset");
     assert_eq!(again.status(), 304);
+
+    // A browser asks for gzip: the same file, compressed, under its own tag; either tag of the
+    // current content gets a 304.
+    let gzipped = app
+        .client
+        .get(format!("{}{url}", app.address))
+        .header("accept-encoding", "gzip, deflate, br")
+        .send()
+        .await
+        .expect("asset");
+    assert_eq!(gzipped.status(), 200);
+    assert_eq!(gzipped.headers()["content-encoding"], "gzip");
+    assert_eq!(gzipped.headers()["vary"], "accept-encoding");
+    let gz_etag = gzipped.headers()["etag"].clone();
+    assert_ne!(gz_etag, etag);
+    let compressed = gzipped.bytes().await.expect("bytes");
+    let mut css = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&compressed[..]), &mut css)
+        .expect("gunzip");
+    let plain = crucible::web::ASSETS
+        .iter()
+        .find(|asset| asset.name == "app.css")
+        .expect("app.css")
+        .bytes;
+    assert_eq!(css, plain);
+    assert!(compressed.len() * 2 < plain.len());
+    for tag in [gz_etag, etag] {
+        let again = app
+            .client
+            .get(format!("{}{url}", app.address))
+            .header("accept-encoding", "gzip")
+            .header("if-none-match", tag)
+            .send()
+            .await
+            .expect("asset");
+        assert_eq!(again.status(), 304);
+    }
+
     let stale = app
         .client
         .get(format!("{}/assets/0000000000000000/app.css", app.address))

@@ -223,7 +223,7 @@ async fn assemble_state(
     let events = crate::events::Bus::new();
     let invalidated = caches.clone();
     events.on_every_event(Box::new(move |event| invalidated.on_event(event)));
-    Ok(AppState {
+    Ok(AppState::new(crate::state::Services {
         limits: Arc::new(RateLimits::new(config.rate_limits, clock.clone())),
         market,
         config: Arc::new(config),
@@ -238,7 +238,7 @@ async fn assemble_state(
         agents,
         node_id: format!("node_{}", crate::crypto::random_base58(8)).into(),
         metrics: Default::default(),
-    })
+    }))
 }
 
 /// A deployment on PostgreSQL (several nodes) or a real cluster (real money) must not run on a

@@ -8,9 +8,32 @@ use crate::crypto::Sealer;
 use crate::db::Store;
 use crate::http::rate_limit::RateLimits;
 
-/// Shared server state; cheap to clone (every field is a handle).
+/// Shared server state: one pointer to the node's [`Services`], so the clones axum's
+/// extractors make on every request cost one reference count. (Cloning the ~18 handles one by
+/// one, and dropping them, was about 5 % of a cached read's CPU under `perf`.)
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Services>);
+
+impl AppState {
+    pub fn new(services: Services) -> Self {
+        AppState(Arc::new(services))
+    }
+
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
+
+/// What every handler can reach (through [`AppState`]).
+pub struct Services {
     pub config: Arc<Config>,
     pub store: Store,
     pub clock: Arc<dyn Clock>,
@@ -35,10 +58,4 @@ pub struct AppState {
     pub node_id: Arc<str>,
     /// This node's request, tick and delivery counters (`GET /metrics`).
     pub metrics: Arc<crate::metrics::Metrics>,
-}
-
-impl AppState {
-    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.clock.now()
-    }
 }

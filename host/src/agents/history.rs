@@ -156,3 +156,24 @@ pub async fn equity(
         })
         .collect())
 }
+
+/// Mark the agent's equity for the hour of `now_ms`: the first mark of each hour is kept, so
+/// the chart shows one point an hour whichever ticks ran.
+pub(crate) async fn mark_equity(
+    conn: &mut sqlx::AnyConnection,
+    agent_id: &str,
+    now_ms: i64,
+    equity: f64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO agent_equity (agent_id, hour_bucket, at, equity) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (agent_id, hour_bucket) DO NOTHING",
+    )
+    .bind(agent_id)
+    .bind(now_ms / 3_600_000)
+    .bind(now_ms)
+    .bind(equity)
+    .execute(conn)
+    .await?;
+    Ok(())
+}

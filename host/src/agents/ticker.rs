@@ -284,16 +284,7 @@ async fn store(
             .await?;
         }
         if let Some(equity) = result.equity {
-            sqlx::query(
-                "INSERT INTO agent_equity (agent_id, hour_bucket, at, equity) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (agent_id, hour_bucket) DO NOTHING",
-            )
-            .bind(&agent.id)
-            .bind(now_ms / 3_600_000)
-            .bind(now_ms)
-            .bind(equity)
-            .execute(&mut *tx)
-            .await?;
+            super::history::mark_equity(&mut tx, &agent.id, now_ms, equity).await?;
         }
         for trade in &result.fills {
             let trade_id = new_id("trd");

@@ -226,35 +226,6 @@ pub fn sign_swap(
     Ok((transaction.signature(), wire))
 }
 
-/// The newest blockhash and the last block height at which a transaction using it can land.
-pub async fn latest_blockhash(rpc: &RpcClient) -> Result<([u8; 32], u64), ChainError> {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Latest {
-        blockhash: String,
-        last_valid_block_height: u64,
-    }
-    #[derive(serde::Deserialize)]
-    struct WithContext {
-        value: Latest,
-    }
-    let latest: WithContext = rpc
-        .call(
-            "getLatestBlockhash",
-            serde_json::json!([{"commitment": "finalized"}]),
-        )
-        .await?;
-    let hash = bs58::decode(&latest.value.blockhash)
-        .into_vec()
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| ChainError::Decode {
-            method: "getLatestBlockhash".to_owned(),
-            detail: format!("`{}` is not a 32-byte hash", latest.value.blockhash),
-        })?;
-    Ok((hash, latest.value.last_valid_block_height))
-}
-
 /// Wait up to `timeout` for `signature` to be confirmed. `Some((amount_in, amount_out))` as
 /// the confirmed transaction says, `None` if it is still unknown or unconfirmed at the
 /// deadline, [`SwapError::Failed`] if it landed with an error.
@@ -263,6 +234,25 @@ pub async fn confirm(
     signature: &str,
     timeout: Duration,
 ) -> Result<Option<(u64, u64)>, SwapError> {
+    let Some(transaction) = confirmed(rpc, signature, timeout).await? else {
+        return Ok(None);
+    };
+    let amounts = swap_amount(&transaction, "amountIn").zip(swap_amount(&transaction, "amountOut"));
+    amounts.map(Some).ok_or_else(|| {
+        SwapError::Chain(ChainError::Decode {
+            method: "getTransaction".to_owned(),
+            detail: format!("{signature} has no parsed pool swap"),
+        })
+    })
+}
+
+/// Wait up to `timeout` for `signature` to be confirmed: the jsonParsed transaction, `None` if
+/// it is still unknown or unconfirmed at the deadline, [`SwapError::Failed`] if it failed.
+pub async fn confirmed(
+    rpc: &RpcClient,
+    signature: &str,
+    timeout: Duration,
+) -> Result<Option<Value>, SwapError> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         if let Some(status) = rpc.get_signature_status(signature).await? {
@@ -273,7 +263,7 @@ pub async fn confirm(
                 });
             }
             if status.confirmation_status.is_some() {
-                break;
+                return Ok(rpc.get_transaction(signature, "confirmed").await?);
             }
         }
         if tokio::time::Instant::now() >= deadline {
@@ -281,16 +271,6 @@ pub async fn confirm(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let transaction = rpc.get_transaction(signature, "confirmed").await?;
-    let amounts = transaction
-        .as_ref()
-        .and_then(|tx| Some((swap_amount(tx, "amountIn")?, swap_amount(tx, "amountOut")?)));
-    amounts.map(Some).ok_or_else(|| {
-        SwapError::Chain(ChainError::Decode {
-            method: "getTransaction".to_owned(),
-            detail: format!("{signature} has no parsed pool swap"),
-        })
-    })
 }
 
 /// `amountOut` of the (first) pool swap in a jsonParsed transaction.

@@ -8,7 +8,6 @@
 //! against the live services from this repository.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
@@ -110,20 +109,20 @@ impl SwapRoute for PoolRoute {
         Box::pin(async move {
             let view = swap::read_pool(rpc).await?;
             let quote = swap::quote(&view, direction, amount_in, minimum_out)?;
-            let (blockhash, last_valid_block_height) = swap::latest_blockhash(rpc).await?;
+            let latest = rpc.get_recent_blockhash().await?;
             let (signature, wire) = swap::sign_swap(
                 keypair,
                 &view,
                 direction,
                 amount_in,
                 quote.minimum_out,
-                blockhash,
+                latest.hash,
             )?;
             Ok(SignedTrade {
                 signature,
                 wire,
                 minimum_out: quote.minimum_out,
-                last_valid_block_height,
+                last_valid_block_height: latest.last_valid_block_height,
             })
         })
     }
@@ -269,33 +268,6 @@ impl SwapRoute for JupiterRoute {
                 post.checked_add(fee)?.checked_sub(pre)?,
             )),
         }
-    }
-}
-
-/// Wait up to `timeout` for `signature` to be confirmed: the jsonParsed transaction, `None` if
-/// it is still unknown or unconfirmed at the deadline, [`SwapError::Failed`] if it failed.
-pub async fn confirmed(
-    rpc: &RpcClient,
-    signature: &str,
-    timeout: Duration,
-) -> Result<Option<Value>, SwapError> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(status) = rpc.get_signature_status(signature).await? {
-            if let Some(error) = status.err {
-                return Err(SwapError::Failed {
-                    signature: signature.to_owned(),
-                    error,
-                });
-            }
-            if status.confirmation_status.is_some() {
-                return Ok(rpc.get_transaction(signature, "confirmed").await?);
-            }
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Ok(None);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -567,16 +567,7 @@ async fn store(
         .await
         .map_err(|e| LiveError::Internal(format!("{e:#}")))?;
     }
-    sqlx::query(
-        "INSERT INTO agent_equity (agent_id, hour_bucket, at, equity) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (agent_id, hour_bucket) DO NOTHING",
-    )
-    .bind(&agent.id)
-    .bind(now_ms / 3_600_000)
-    .bind(now_ms)
-    .bind(equity)
-    .execute(&mut *tx)
-    .await?;
+    super::history::mark_equity(&mut tx, &agent.id, now_ms, equity).await?;
     tx.commit().await?;
     Ok(())
 }

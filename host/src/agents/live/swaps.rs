@@ -18,7 +18,7 @@ use crate::agents::ticker::side_name;
 use crate::chain::ChainError;
 use crate::chain::Keypair;
 use crate::chain::pool::{self, Direction};
-use crate::chain::swap::SwapError;
+use crate::chain::swap::{self, SwapError};
 use crate::chain::trader::{self, SwapRoute};
 use crate::clock::{rfc3339, to_millis};
 use crate::crypto::new_id;
@@ -140,7 +140,7 @@ async fn settle_seen(
     signature: &str,
     timeout: StdDuration,
 ) -> Result<Settled, LiveError> {
-    match trader::confirmed(state.chain.rpc(), signature, timeout).await {
+    match swap::confirmed(state.chain.rpc(), signature, timeout).await {
         Ok(Some(transaction)) => record_fill(state, route, agent_id, signature, &transaction).await,
         Ok(None) => Ok(Settled::Unknown),
         Err(SwapError::Failed { error, .. }) => {

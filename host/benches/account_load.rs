@@ -19,15 +19,10 @@ use support::{closed_loop, env_number, percentile_ms};
 fn main() {
     let seconds = env_number("BENCH_SECONDS", 10);
     let concurrency = env_number("BENCH_CONCURRENCY", 64) as usize;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (url, backend) = support::database_url(dir.path());
-    let (base, state) = support::serve_on_one_core(dir.path(), url);
+    let server = support::serve_on_one_core();
+    let (base, state, backend) = server.parts();
 
-    let client_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("rt");
+    let client_runtime = support::client_runtime();
     client_runtime.block_on(async move {
         let client = reqwest::Client::builder().pool_max_idle_per_host(concurrency).build().expect("client");
         let cookie = support::session(&client, &base, "bench@example.com").await;

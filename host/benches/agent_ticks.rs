@@ -35,10 +35,7 @@ fn main() {
     let rounds = env_number("BENCH_ROUNDS", 3) as usize;
     let dir = tempfile::tempdir().expect("tempdir");
     let (url, backend) = support::database_url(dir.path());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = support::runtime();
     runtime.block_on(async move {
         let clock = Arc::new(ManualClock::new(Utc::now()));
         let config = Config::for_tests(dir.path().to_path_buf(), url);

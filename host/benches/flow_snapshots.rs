@@ -19,44 +19,21 @@ mod support;
 
 use std::time::Instant;
 
-use chrono::Duration;
 use crucible::chain::tx::Pubkey;
 use crucible::tournaments::queries::{self, NewTournament};
-use crucible::tournaments::rules::{EvaluationMetric, TransferPolicy};
 use support::env_number;
 
 fn main() {
     let wallets = env_number("BENCH_WALLETS", 10_000) as usize;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (url, backend) = support::database_url(dir.path());
-    let (_base, state) = support::serve_on_one_core(dir.path(), url);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("rt");
+    let server = support::serve_on_one_core();
+    let (_, state, backend) = server.parts();
+    let runtime = support::runtime();
     runtime.block_on(async move {
         let simnet = state.chain.simnet().expect("simnet").clone();
         let now = state.now();
         let new = NewTournament {
-            id: "trn_flows".into(),
             name: "Flow Cup".into(),
-            description: String::new(),
-            kind: "highest_pnl".into(),
-            visibility: "public".into(),
-            entry_fee_raw: 0,
-            max_participants: wallets as i64,
-            escrow_wallet: state.chain.escrow().address.to_string(),
-            payout_split: vec![100],
-            rake_bps: 0,
-            is_paper_trading: false,
-            transfer_policy: TransferPolicy::Adjust,
-            evaluation_metric: EvaluationMetric::PnlPercent,
-            start_date: now - Duration::minutes(1),
-            end_date: now + Duration::days(1),
-            series: None,
-            registration_deadline: None,
-            invite_code_hash: None,
-            min_participants: 0,
+            ..support::live_tournament(&state, "trn_flows", wallets)
         };
         let mut tx = state.store.begin().await.expect("tx");
         queries::insert(&mut tx, &new, now).await.expect("tournament");

@@ -29,10 +29,7 @@ fn main() {
     let swaps = env_number("BENCH_SWAPS", 50) as usize;
     let dir = tempfile::tempdir().expect("tempdir");
     let (url, backend) = support::database_url(dir.path());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = support::runtime();
     runtime.block_on(async move {
         let config = Config::for_tests(dir.path().to_path_buf(), url);
         let app = Application::build(config).await.expect("app");

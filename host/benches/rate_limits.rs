@@ -22,14 +22,9 @@ use support::env_number;
 
 fn main() {
     let checks = env_number("BENCH_CHECKS", 20_000) as usize;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (url, backend) = support::database_url(dir.path());
-    let (_base, state) =
-        support::serve_on_one_core_with(dir.path(), url, |config| config.rate_limits = true);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("rt");
+    let server = support::serve_on_one_core_with(|config| config.rate_limits = true);
+    let (_, state, backend) = server.parts();
+    let runtime = support::runtime();
     runtime.block_on(async {
         println!("rate-limit checks, {backend}, {checks} per limit, one client at a time:");
         for limiter in [

@@ -30,13 +30,9 @@ use support::env_number;
 
 fn main() {
     let agents = env_number("BENCH_AGENTS", 5_000) as usize;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (url, backend) = support::database_url(dir.path());
-    let (_base, state) = support::serve_on_one_core(dir.path(), url);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("rt");
+    let server = support::serve_on_one_core();
+    let (_, state, backend) = server.parts();
+    let runtime = support::runtime();
     runtime.block_on(async {
         seed_unfunded(&state, agents).await;
         let scheduler = Scheduler::new(Vec::new());

@@ -45,19 +45,15 @@ fn main() {
     let signatures = env_number("BENCH_SIGNATURES", 1_000) as usize;
     let connections = env_number("BENCH_CONNECTIONS", 10).max(1) as usize;
     let finality_ms = env_number("BENCH_FINALITY_MS", 2_000);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (url, backend) = support::database_url(dir.path());
-    let (base, state) = support::serve_on_one_core_with(dir.path(), url, move |config| {
+    let server = support::serve_on_one_core_with(move |config| {
         config.simnet_finality_ms = finality_ms;
         config.max_streams_per_client = connections + 1;
         config.max_streams = connections + 16;
     });
+    let (base, state, backend) = server.parts();
     let ws_url = format!("{}/simnet/rpc", base.replacen("http", "ws", 1));
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = support::runtime();
     runtime.block_on(async move {
         let client = reqwest::Client::new();
         let payer = Keypair::generate();

@@ -67,19 +67,14 @@ fn main() {
     let window_secs = env_number("BENCH_WINDOW", 30).max(1);
     let reads_per_sec = env_number("BENCH_RPS", 40).max(4);
     let agents = env_number("BENCH_AGENTS", 20) as usize;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (url, backend) = support::database_url(dir.path());
-    let (base, state) = support::serve_on_one_core_with(dir.path(), url, |config| {
+    let server = support::serve_on_one_core_with(|config| {
         config.scheduler_interval_ms = 250;
         config.time_scale = 300;
         config.webhook_allow_private = true;
     });
+    let (base, state, backend) = server.parts();
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("rt");
+    let runtime = support::client_runtime();
     runtime.block_on(async move {
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(256)
@@ -115,25 +110,14 @@ fn main() {
         let mut tx = state.store.begin().await.expect("tx");
         for index in 0..tournaments {
             let tournament = queries::NewTournament {
-                id: format!("trn_soak_{index}"),
                 name: format!("Soak {index}"),
-                description: String::new(),
-                kind: "highest_pnl".into(),
-                visibility: "public".into(),
-                entry_fee_raw: 0,
-                max_participants: PER_TOURNAMENT as i64,
-                escrow_wallet: state.chain.escrow().address.to_string(),
-                payout_split: vec![100],
-                rake_bps: 0,
                 is_paper_trading: true,
-                transfer_policy: crucible::tournaments::rules::TransferPolicy::Adjust,
-                evaluation_metric: crucible::tournaments::rules::EvaluationMetric::PnlPercent,
-                start_date: now - Span::minutes(1),
                 end_date: now + Span::days(2),
-                series: None,
-                registration_deadline: None,
-                invite_code_hash: None,
-                min_participants: 0,
+                ..support::live_tournament(
+                    &state,
+                    &format!("trn_soak_{index}"),
+                    PER_TOURNAMENT as usize,
+                )
             };
             queries::insert(&mut tx, &tournament, now).await.expect("tournament");
         }

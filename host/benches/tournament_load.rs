@@ -25,15 +25,10 @@ fn main() {
     let concurrency = env_number("BENCH_CONCURRENCY", 256) as usize;
     let wallets = env_number("BENCH_WALLETS", 10_000) as usize;
     let subscribers = env_number("BENCH_SUBSCRIBERS", 5_000) as usize;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (url, backend) = support::database_url(dir.path());
-    let (base, state) = support::serve_on_one_core(dir.path(), url);
+    let server = support::serve_on_one_core();
+    let (base, state, backend) = server.parts();
 
-    let client_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("rt");
+    let client_runtime = support::client_runtime();
     client_runtime.block_on(async move {
         support::seed_tournament(&state, "trn_bench", wallets).await;
         let client = reqwest::Client::builder().pool_max_idle_per_host(concurrency).build().expect("client");

@@ -21,16 +21,11 @@ use support::env_number;
 
 fn main() {
     let events = env_number("BENCH_EVENTS", 5000);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (url, backend) = support::database_url(dir.path());
-    let (base, state) = support::serve_on_one_core(dir.path(), url);
+    let server = support::serve_on_one_core();
+    let (base, state, backend) = server.parts();
     let (hook_url, received) = start_receiver();
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("rt");
+    let runtime = support::client_runtime();
     runtime.block_on(async move {
         let account_id = setup_webhook_key(&base, &hook_url).await;
 
@@ -79,10 +74,7 @@ fn start_receiver() -> (String, Arc<AtomicU64>) {
     let (tx, rx) = std::sync::mpsc::channel();
     let counter = count.clone();
     std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("rt");
+        let runtime = support::runtime();
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await

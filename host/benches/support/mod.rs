@@ -54,9 +54,46 @@ pub fn database_url(dir: &std::path::Path) -> (String, &'static str) {
     }
 }
 
-/// Start the server on its own thread with a single-threaded runtime (one core).
-pub fn serve_on_one_core(dir: &std::path::Path, url: String) -> (String, AppState) {
-    serve_on_one_core_with(dir, url, |_| {})
+/// A server on one core over a fresh database, and what a bench reads from it.
+pub struct Served {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    pub state: AppState,
+    /// `sqlite` or `postgres`.
+    pub backend: &'static str,
+    /// The server's data dir (and SQLite file): removed when this is dropped.
+    pub dir: tempfile::TempDir,
+}
+
+impl Served {
+    /// Its address, state and database kind (the data dir stays with `self`, which must live
+    /// as long as the bench).
+    pub fn parts(&self) -> (String, AppState, &'static str) {
+        (self.base.clone(), self.state.clone(), self.backend)
+    }
+}
+
+/// Start the server on its own thread with a single-threaded runtime (one core), on a fresh
+/// database ([`database_url`]).
+pub fn serve_on_one_core() -> Served {
+    serve_on_one_core_with(|_| {})
+}
+
+/// A runtime on the calling thread, for a bench's own work.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// One worker thread for a load generator, beside the server's core.
+pub fn client_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime")
 }
 
 /// One simnet JSON-RPC call to the server at `base`; the whole reply, which must not be an error.
@@ -227,12 +264,10 @@ pub async fn enter_runs(
 }
 
 /// [`serve_on_one_core`] with the configuration changed by `tweak` first (e.g. background work on).
-pub fn serve_on_one_core_with(
-    dir: &std::path::Path,
-    url: String,
-    tweak: impl FnOnce(&mut Config) + Send + 'static,
-) -> (String, AppState) {
-    let mut config = Config::for_tests(dir.to_path_buf(), url);
+pub fn serve_on_one_core_with(tweak: impl FnOnce(&mut Config) + Send + 'static) -> Served {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (url, backend) = database_url(dir.path());
+    let mut config = Config::for_tests(dir.path().to_path_buf(), url);
     tweak(&mut config);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -250,7 +285,12 @@ pub fn serve_on_one_core_with(
         });
     });
     let (address, state) = rx.recv().expect("server started");
-    (format!("http://{address}"), state)
+    Served {
+        base: format!("http://{address}"),
+        state,
+        backend,
+        dir,
+    }
 }
 
 /// Sign `email` up through the API; the `session-token=…` cookie to send with later requests.
@@ -308,17 +348,22 @@ pub async fn insert_account(conn: &mut sqlx::AnyConnection, now_ms: i64) {
     .expect("account");
 }
 
-/// A live tournament with `wallets` registrations, each with a baseline and a current value.
-pub async fn seed_tournament(state: &AppState, id: &str, wallets: usize) {
+/// A free public tournament for `max_participants` wallets, live from a minute before `now`
+/// for a day (benches change what they need with `..`).
+pub fn live_tournament(
+    state: &AppState,
+    id: &str,
+    max_participants: usize,
+) -> crucible::tournaments::queries::NewTournament {
     let now = state.now();
-    let new = crucible::tournaments::queries::NewTournament {
+    crucible::tournaments::queries::NewTournament {
         id: id.into(),
         name: "Bench Cup".into(),
         description: String::new(),
         kind: "highest_pnl".into(),
         visibility: "public".into(),
         entry_fee_raw: 0,
-        max_participants: wallets as i64,
+        max_participants: max_participants as i64,
         escrow_wallet: state.chain.escrow().address.to_string(),
         payout_split: vec![100],
         rake_bps: 0,
@@ -331,7 +376,13 @@ pub async fn seed_tournament(state: &AppState, id: &str, wallets: usize) {
         registration_deadline: None,
         invite_code_hash: None,
         min_participants: 0,
-    };
+    }
+}
+
+/// A live tournament with `wallets` registrations, each with a baseline and a current value.
+pub async fn seed_tournament(state: &AppState, id: &str, wallets: usize) {
+    let now = state.now();
+    let new = live_tournament(state, id, wallets);
     let mut tx = state.store.begin().await.expect("tx");
     crucible::tournaments::queries::insert(&mut tx, &new, now)
         .await

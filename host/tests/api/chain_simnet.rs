@@ -24,6 +24,30 @@ async fn send_b64(app: &TestApp, wire: &[u8], skip_preflight: bool) -> Value {
     .await
 }
 
+/// `instructions` paid and signed by `payer` over `blockhash`, sent (with preflight unless
+/// `skip_preflight`): the whole JSON-RPC reply.
+async fn send_signed(
+    app: &TestApp,
+    payer: &Keypair,
+    instructions: &[tx::message::Instruction],
+    blockhash: [u8; 32],
+    skip_preflight: bool,
+) -> Value {
+    let message = Message::new_legacy(instructions, &payer.pubkey(), blockhash);
+    let wire = Transaction::sign(message, &[payer.signing_key()])
+        .unwrap()
+        .serialize()
+        .unwrap();
+    send_b64(app, &wire, skip_preflight).await
+}
+
+/// The message of a JSON-RPC error reply.
+fn error_message(reply: &Value) -> &str {
+    reply["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an error: {reply}"))
+}
+
 async fn funded(app: &TestApp, lamports: u64, usdc_raw: u64) -> Keypair {
     let keypair = Keypair::generate();
     app.rpc_result(
@@ -237,10 +261,7 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
         )
         .await;
     assert!(
-        reply["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("already been processed"),
+        error_message(&reply).contains("already been processed"),
         "{reply}"
     );
     assert_eq!(
@@ -249,45 +270,24 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
     );
 
     // A blockhash simnet never issued, and one that fell out of the last 150.
-    let unknown = Message::new_legacy(std::slice::from_ref(&ix), &payer.pubkey(), [3; 32]);
-    let reply = send_b64(
-        &app,
-        &Transaction::sign(unknown, &[payer.signing_key()])
-            .unwrap()
-            .serialize()
-            .unwrap(),
-        false,
-    )
-    .await;
+    let reply = send_signed(&app, &payer, std::slice::from_ref(&ix), [3; 32], false).await;
     assert!(
-        reply["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Blockhash not found"),
+        error_message(&reply).contains("Blockhash not found"),
         "{reply}"
     );
     // Expired by time alone (150 slots of 400 ms), with no newer blockhash ever asked for.
     let quiet = app.latest_blockhash().await;
     app.advance(Duration::seconds(61));
-    let expired = Message::new_legacy(
-        &[instructions::system_transfer(&payer.pubkey(), &to, 3_000)],
-        &payer.pubkey(),
-        quiet,
-    );
-    let reply = send_b64(
+    let reply = send_signed(
         &app,
-        &Transaction::sign(expired, &[payer.signing_key()])
-            .unwrap()
-            .serialize()
-            .unwrap(),
+        &payer,
+        &[instructions::system_transfer(&payer.pubkey(), &to, 3_000)],
+        quiet,
         false,
     )
     .await;
     assert!(
-        reply["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Blockhash not found"),
+        error_message(&reply).contains("Blockhash not found"),
         "{reply}"
     );
     // Valid through its `lastValidBlockHeight` (its slot + 150), refused one block later.
@@ -296,25 +296,16 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
         app.advance(Duration::milliseconds(400));
         app.latest_blockhash().await;
     }
-    let stale = Message::new_legacy(
-        &[instructions::system_transfer(&payer.pubkey(), &to, 2_000)],
-        &payer.pubkey(),
-        old,
-    );
-    let reply = send_b64(
+    let reply = send_signed(
         &app,
-        &Transaction::sign(stale, &[payer.signing_key()])
-            .unwrap()
-            .serialize()
-            .unwrap(),
+        &payer,
+        &[instructions::system_transfer(&payer.pubkey(), &to, 2_000)],
+        old,
         false,
     )
     .await;
     assert!(
-        reply["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Blockhash not found"),
+        error_message(&reply).contains("Blockhash not found"),
         "{reply}"
     );
 
@@ -328,21 +319,9 @@ async fn tampered_replayed_wrongly_signed_and_stale_transactions_are_refused() {
         accounts: vec![],
         data: vec![1, 2, 3],
     };
-    let message = Message::new_legacy(&[foreign], &payer.pubkey(), app.latest_blockhash().await);
-    let reply = send_b64(
-        &app,
-        &Transaction::sign(message, &[payer.signing_key()])
-            .unwrap()
-            .serialize()
-            .unwrap(),
-        true,
-    )
-    .await;
+    let reply = send_signed(&app, &payer, &[foreign], app.latest_blockhash().await, true).await;
     assert!(
-        reply["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("unsupported program"),
+        error_message(&reply).contains("unsupported program"),
         "{reply}"
     );
     assert_eq!(

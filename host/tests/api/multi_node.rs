@@ -325,7 +325,7 @@ async fn an_agent_ticks_once_per_interval_when_both_nodes_schedule() {
 
 #[tokio::test]
 async fn each_webhook_is_delivered_once_when_both_nodes_deliver() {
-    use crate::helpers::webhooks::{Receiver, account, deliver, emit, webhook_key};
+    use crate::helpers::webhooks::{deliver, emit, hooked};
     use crucible::webhooks::Event as Hook;
 
     if !on_postgres() {
@@ -333,16 +333,15 @@ async fn each_webhook_is_delivered_once_when_both_nodes_deliver() {
     }
     let a = TestApp::spawn().await;
     let b = a.spawn_peer().await;
-    let receiver = Receiver::start(&[]).await;
-    let (account_id, session) = account(&a, "hooks@example.com").await;
-    webhook_key(&a, &session, &receiver.url("/hooks")).await;
+    let hook = hooked(&a, &[], "/hooks").await;
     for n in 0..20 {
-        emit(&a, &account_id, Hook::AgentTrade, json!({"n": n})).await;
+        emit(&a, &hook.account_id, Hook::AgentTrade, json!({"n": n})).await;
     }
     a.advance(Duration::seconds(3));
     let (on_a, on_b) = tokio::join!(deliver(&a), deliver(&b));
     assert_eq!(on_a + on_b, 20);
-    let mut seen: Vec<String> = receiver
+    let mut seen: Vec<String> = hook
+        .receiver
         .received()
         .iter()
         .map(|request| {

@@ -12,30 +12,31 @@ use crate::helpers::{Auth, TestApp};
 #[tokio::test]
 async fn a_delivery_is_signed_both_ways_with_the_secret_shown_at_key_creation() {
     let app = TestApp::spawn().await;
-    let receiver = Receiver::start(&[]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    let (key_id, secret) = webhook_key(&app, &session, &receiver.url("/hooks/crucible")).await;
-    assert!(secret.starts_with("whsec_"));
+    let hook = hooked(&app, &[], "/hooks/crucible").await;
+    assert!(hook.secret.starts_with("whsec_"));
     let enqueued_at = app.state.now();
 
     let data = json!({"agentId": "agt_1", "type": "BUY", "token": "SOL", "amount": 1.25,
                       "price": 151.5, "txHash": null, "note": "naïve ✓ \"quoted\""});
     assert_eq!(
-        emit(&app, &account_id, Event::AgentTrade, data.clone()).await,
+        emit(&app, &hook.account_id, Event::AgentTrade, data.clone()).await,
         1
     );
-    let queued = deliveries(&app, &account_id).await;
+    let queued = deliveries(&app, &hook.account_id).await;
     assert_eq!(queued.len(), 1);
     assert_eq!(queued[0].status, "pending");
-    assert!(receiver.received().is_empty(), "queueing sends nothing");
+    assert!(
+        hook.receiver.received().is_empty(),
+        "queueing sends nothing"
+    );
 
     app.advance(Duration::seconds(3));
     assert_eq!(deliver(&app).await, 1);
-    let received = receiver.received();
+    let received = hook.receiver.received();
     assert_eq!(received.len(), 1);
     let request = &received[0];
     assert_eq!(request.path, "/hooks/crucible");
-    let body = verify(request, &secret);
+    let body = verify(request, &hook.secret);
     assert_eq!(body["event"], "agent.trade");
     assert_eq!(body["data"], data);
     let timestamp: DateTime<Utc> = body["timestamp"]
@@ -59,10 +60,10 @@ async fn a_delivery_is_signed_both_ways_with_the_secret_shown_at_key_creation() 
     assert_eq!(request.headers["x-svc-event"], "agent.trade");
     assert!(verify_fails_with(request, "whsec_wrong"));
 
-    let view = &deliveries(&app, &account_id).await[0];
+    let view = &deliveries(&app, &hook.account_id).await[0];
     assert_eq!(request.headers["x-svc-delivery"], view.delivery_id.as_str());
-    assert_eq!(view.key_id, key_id);
-    assert_eq!(view.url, receiver.url("/hooks/crucible"));
+    assert_eq!(view.key_id, hook.key_id);
+    assert_eq!(view.url, hook.receiver.url("/hooks/crucible"));
     assert_eq!(
         (view.status.as_str(), view.attempts, view.last_status_code),
         ("delivered", 1, Some(200))
@@ -76,14 +77,12 @@ async fn a_delivery_is_signed_both_ways_with_the_secret_shown_at_key_creation() 
 #[tokio::test]
 async fn an_event_exists_only_if_its_transaction_commits() {
     let app = TestApp::spawn().await;
-    let receiver = Receiver::start(&[]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    webhook_key(&app, &session, &receiver.url("/")).await;
+    let hook = hooked(&app, &[], "/").await;
 
     let mut tx = app.state.store.begin().await.expect("begin");
     let queued = webhooks::enqueue(
         &mut tx,
-        &account_id,
+        &hook.account_id,
         crucible::webhooks::Event::AgentStarted,
         json!({"agentId": "a"}),
         app.state.now(),
@@ -93,27 +92,25 @@ async fn an_event_exists_only_if_its_transaction_commits() {
     assert_eq!(queued, 1);
     tx.rollback().await.expect("rollback");
 
-    assert!(deliveries(&app, &account_id).await.is_empty());
+    assert!(deliveries(&app, &hook.account_id).await.is_empty());
     assert_eq!(deliver(&app).await, 0);
-    assert!(receiver.received().is_empty());
+    assert!(hook.receiver.received().is_empty());
 }
 
 #[tokio::test]
 async fn a_receiver_that_fails_twice_gets_the_event_once_after_the_retries() {
     let app = TestApp::spawn().await;
-    let receiver = Receiver::start(&[Reply::Status(500), Reply::Status(500)]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    let (_, secret) = webhook_key(&app, &session, &receiver.url("/hook")).await;
+    let hook = hooked(&app, &[Reply::Status(500), Reply::Status(500)], "/hook").await;
     emit(
         &app,
-        &account_id,
+        &hook.account_id,
         crucible::webhooks::Event::AgentStarted,
         json!({"agentId": "agt_9", "startedAt": "2026-11-23T12:00:00.000Z"}),
     )
     .await;
 
     assert_eq!(deliver(&app).await, 1);
-    let first = &deliveries(&app, &account_id).await[0];
+    let first = &deliveries(&app, &hook.account_id).await[0];
     assert_eq!(
         (
             first.status.as_str(),
@@ -128,13 +125,13 @@ async fn a_receiver_that_fails_twice_gets_the_event_once_after_the_retries() {
     );
     assert_eq!(deliver(&app).await, 0, "not again before the backoff");
 
-    advance_to_next_attempt(&app, &account_id).await;
+    advance_to_next_attempt(&app, &hook.account_id).await;
     assert_eq!(deliver(&app).await, 1);
-    assert_eq!(deliveries(&app, &account_id).await[0].attempts, 2);
-    advance_to_next_attempt(&app, &account_id).await;
+    assert_eq!(deliveries(&app, &hook.account_id).await[0].attempts, 2);
+    advance_to_next_attempt(&app, &hook.account_id).await;
     assert_eq!(deliver(&app).await, 1);
 
-    let done = &deliveries(&app, &account_id).await[0];
+    let done = &deliveries(&app, &hook.account_id).await[0];
     assert_eq!(
         (done.status.as_str(), done.attempts, done.last_status_code),
         ("delivered", 3, Some(200))
@@ -142,10 +139,10 @@ async fn a_receiver_that_fails_twice_gets_the_event_once_after_the_retries() {
     app.advance(Duration::hours(2));
     assert_eq!(deliver(&app).await, 0, "delivered exactly once");
 
-    let received = receiver.received();
+    let received = hook.receiver.received();
     assert_eq!(received.len(), 3);
     for request in &received {
-        verify(request, &secret);
+        verify(request, &hook.secret);
         assert_eq!(
             request.body, received[0].body,
             "every retry sends the same bytes"
@@ -157,42 +154,32 @@ async fn a_receiver_that_fails_twice_gets_the_event_once_after_the_retries() {
 #[tokio::test]
 async fn a_restart_in_the_middle_of_the_retries_loses_no_event() {
     let app = TestApp::spawn().await;
-    let receiver = Receiver::start(&[Reply::Status(503)]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    let (_, secret) = webhook_key(&app, &session, &receiver.url("/hook")).await;
+    let hook = hooked(&app, &[Reply::Status(503)], "/hook").await;
     emit(
         &app,
-        &account_id,
+        &hook.account_id,
         Event::AgentStopped,
         json!({"agentId": "agt_2", "stoppedAt": "2026-11-23T13:00:00.000Z"}),
     )
     .await;
     assert_eq!(deliver(&app).await, 1);
-    advance_to_next_attempt(&app, &account_id).await;
+    advance_to_next_attempt(&app, &hook.account_id).await;
 
     let app = app.restart().await;
     assert_eq!(deliver(&app).await, 1);
-    let done = &deliveries(&app, &account_id).await[0];
+    let done = &deliveries(&app, &hook.account_id).await[0];
     assert_eq!((done.status.as_str(), done.attempts), ("delivered", 2));
-    let received = receiver.received();
+    let received = hook.receiver.received();
     assert_eq!(received.len(), 2);
     assert_eq!(received[0].body, received[1].body);
-    assert_eq!(verify(&received[1], &secret)["event"], "agent.stopped");
+    assert_eq!(verify(&received[1], &hook.secret)["event"], "agent.stopped");
 }
 
 #[tokio::test]
 async fn a_lease_held_by_a_dead_worker_is_taken_over_once_it_runs_out() {
     let app = TestApp::spawn().await;
-    let receiver = Receiver::start(&[]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    webhook_key(&app, &session, &receiver.url("/hook")).await;
-    emit(
-        &app,
-        &account_id,
-        Event::AgentStarted,
-        json!({"agentId": "a"}),
-    )
-    .await;
+    let hook = hooked(&app, &[], "/hook").await;
+    emit_started(&app, &hook.account_id).await;
     // Another node leased the row and died before recording anything.
     sqlx::query(
         "UPDATE webhook_deliveries SET lease_owner = 'whw_dead', lease_until = $1, attempts = 1",
@@ -205,21 +192,19 @@ async fn a_lease_held_by_a_dead_worker_is_taken_over_once_it_runs_out() {
     assert_eq!(deliver(&app).await, 0, "the lease still holds");
     app.advance(Duration::seconds(50));
     assert_eq!(deliver(&app).await, 1, "taken over");
-    let done = &deliveries(&app, &account_id).await[0];
+    let done = &deliveries(&app, &hook.account_id).await[0];
     assert_eq!((done.status.as_str(), done.attempts), ("delivered", 2));
-    assert_eq!(receiver.received().len(), 1);
+    assert_eq!(hook.receiver.received().len(), 1);
 }
 
 #[tokio::test]
 async fn concurrent_workers_send_each_delivery_once() {
     let app = TestApp::spawn().await;
-    let receiver = Receiver::start(&[]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    webhook_key(&app, &session, &receiver.url("/hook")).await;
+    let hook = hooked(&app, &[], "/hook").await;
     for n in 0..20 {
         emit(
             &app,
-            &account_id,
+            &hook.account_id,
             Event::AgentTrade,
             json!({"agentId": "a", "n": n}),
         )
@@ -227,7 +212,7 @@ async fn concurrent_workers_send_each_delivery_once() {
     }
     let (a, b, c) = tokio::join!(deliver(&app), deliver(&app), deliver(&app));
     assert_eq!(a + b + c, 20);
-    let received = receiver.received();
+    let received = hook.receiver.received();
     assert_eq!(received.len(), 20);
     let ids: std::collections::BTreeSet<_> = received
         .iter()
@@ -235,7 +220,7 @@ async fn concurrent_workers_send_each_delivery_once() {
         .collect();
     assert_eq!(ids.len(), 20, "no delivery sent twice");
     assert!(
-        deliveries(&app, &account_id)
+        deliveries(&app, &hook.account_id)
             .await
             .iter()
             .all(|d| d.status == "delivered")
@@ -245,14 +230,12 @@ async fn concurrent_workers_send_each_delivery_once() {
 #[tokio::test]
 async fn a_day_of_failures_ends_in_the_dead_letter() {
     let app = TestApp::spawn().await;
-    let receiver = Receiver::start(&[Reply::Status(502); 500]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    webhook_key(&app, &session, &receiver.url("/down")).await;
+    let hook = hooked(&app, &[Reply::Status(502); 500], "/down").await;
     // Stored to the millisecond, as every timestamp.
     let created = DateTime::from_timestamp_millis(app.state.now().timestamp_millis()).expect("ms");
     emit(
         &app,
-        &account_id,
+        &hook.account_id,
         Event::AgentPerformance,
         json!({"totalTrades": 3}),
     )
@@ -261,16 +244,16 @@ async fn a_day_of_failures_ends_in_the_dead_letter() {
     let mut attempts = 0;
     loop {
         attempts += deliver(&app).await;
-        let view = &deliveries(&app, &account_id).await[0];
+        let view = &deliveries(&app, &hook.account_id).await[0];
         if view.status == "dead" {
             break;
         }
         assert!(attempts < 500, "gave up eventually");
-        advance_to_next_attempt(&app, &account_id).await;
+        advance_to_next_attempt(&app, &hook.account_id).await;
     }
-    let dead = &deliveries(&app, &account_id).await[0];
+    let dead = &deliveries(&app, &hook.account_id).await[0];
     assert_eq!(dead.attempts as usize, attempts);
-    assert_eq!(receiver.received().len(), attempts);
+    assert_eq!(hook.receiver.received().len(), attempts);
     assert!(attempts >= 10, "retried through the day: {attempts}");
     assert_eq!(dead.last_status_code, Some(502));
     assert!(dead.next_attempt_at.is_none() && dead.delivered_at.is_none());
@@ -293,25 +276,20 @@ async fn a_day_of_failures_ends_in_the_dead_letter() {
 #[tokio::test]
 async fn a_revoked_key_gets_nothing() {
     let app = TestApp::spawn().await;
-    let receiver = Receiver::start(&[Reply::Status(500)]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    let (key_id, _) = webhook_key(&app, &session, &receiver.url("/hook")).await;
-    emit(
-        &app,
-        &account_id,
-        Event::AgentStarted,
-        json!({"agentId": "a"}),
-    )
-    .await;
+    let hook = hooked(&app, &[Reply::Status(500)], "/hook").await;
+    emit_started(&app, &hook.account_id).await;
     assert_eq!(deliver(&app).await, 1, "a first, failed attempt");
 
     let revoked = app
-        .delete(&format!("/api/api-keys/{key_id}"), Auth::Session(&session))
+        .delete(
+            &format!("/api/api-keys/{}", hook.key_id),
+            Auth::Session(&hook.session),
+        )
         .await;
     assert_eq!(revoked.status, 200, "{}", revoked.body);
     app.advance(Duration::hours(1));
     assert_eq!(deliver(&app).await, 0);
-    let dropped = &deliveries(&app, &account_id).await[0];
+    let dropped = &deliveries(&app, &hook.account_id).await[0];
     assert_eq!(dropped.status, "dead");
     assert!(
         dropped
@@ -321,12 +299,16 @@ async fn a_revoked_key_gets_nothing() {
             .contains("revoked"),
         "{dropped:?}"
     );
-    assert_eq!(receiver.received().len(), 1, "nothing after the revocation");
+    assert_eq!(
+        hook.receiver.received().len(),
+        1,
+        "nothing after the revocation"
+    );
 
     assert_eq!(
         emit(
             &app,
-            &account_id,
+            &hook.account_id,
             Event::AgentStopped,
             json!({"agentId": "a"})
         )
@@ -345,29 +327,11 @@ async fn an_expired_key_is_not_queued_and_its_pending_deliveries_are_dropped() {
         json!({"name": "short", "expiresInDays": 1, "webhookUrl": receiver.url("/")}),
     )
     .await;
-    assert_eq!(
-        emit(
-            &app,
-            &account_id,
-            Event::AgentStarted,
-            json!({"agentId": "a"})
-        )
-        .await,
-        1
-    );
+    assert_eq!(emit_started(&app, &account_id).await, 1);
     app.advance(Duration::days(1));
     assert_eq!(deliver(&app).await, 0);
     assert_eq!(deliveries(&app, &account_id).await[0].status, "dead");
-    assert_eq!(
-        emit(
-            &app,
-            &account_id,
-            Event::AgentStarted,
-            json!({"agentId": "a"})
-        )
-        .await,
-        0
-    );
+    assert_eq!(emit_started(&app, &account_id).await, 0);
     assert!(receiver.received().is_empty());
 }
 
@@ -381,16 +345,7 @@ async fn accounts_without_webhook_keys_queue_nothing_and_accounts_are_kept_apart
     let (other_id, other_session) = account(&app, "other@example.com").await;
     webhook_key(&app, &other_session, &receiver.url("/other")).await;
 
-    assert_eq!(
-        emit(
-            &app,
-            &plain_id,
-            Event::AgentStarted,
-            json!({"agentId": "a"})
-        )
-        .await,
-        0
-    );
+    assert_eq!(emit_started(&app, &plain_id).await, 0);
     assert!(deliveries(&app, &plain_id).await.is_empty());
     assert!(
         deliveries(&app, &other_id).await.is_empty(),
@@ -403,16 +358,14 @@ async fn accounts_without_webhook_keys_queue_nothing_and_accounts_are_kept_apart
 #[tokio::test]
 async fn two_webhook_keys_get_one_delivery_each_signed_with_their_own_secret() {
     let app = TestApp::spawn().await;
-    let receiver = Receiver::start(&[]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    let (_, first) = webhook_key(&app, &session, &receiver.url("/first")).await;
-    let (_, second) = webhook_key(&app, &session, &receiver.url("/second")).await;
-    assert_ne!(first, second);
+    let hook = hooked(&app, &[], "/first").await;
+    let (_, second) = webhook_key(&app, &hook.session, &hook.receiver.url("/second")).await;
+    assert_ne!(hook.secret, second);
 
     assert_eq!(
         emit(
             &app,
-            &account_id,
+            &hook.account_id,
             Event::AgentTrade,
             json!({"agentId": "a", "amount": 2})
         )
@@ -420,12 +373,12 @@ async fn two_webhook_keys_get_one_delivery_each_signed_with_their_own_secret() {
         2
     );
     assert_eq!(deliver(&app).await, 2);
-    let received = receiver.received();
+    let received = hook.receiver.received();
     assert_eq!(received.len(), 2);
     for request in &received {
         let (own, other) = match request.path.as_str() {
-            "/first" => (&first, &second),
-            "/second" => (&second, &first),
+            "/first" => (&hook.secret, &second),
+            "/second" => (&second, &hook.secret),
             path => panic!("unexpected path {path}"),
         };
         verify(request, own);
@@ -435,25 +388,22 @@ async fn two_webhook_keys_get_one_delivery_each_signed_with_their_own_secret() {
         received[0].headers["x-svc-delivery"],
         received[1].headers["x-svc-delivery"]
     );
-    assert_eq!(deliveries(&app, &account_id).await.len(), 2);
+    assert_eq!(deliveries(&app, &hook.account_id).await.len(), 2);
 }
 
 #[tokio::test]
 async fn a_slow_receiver_times_out_and_is_retried() {
     let app = TestApp::spawn_with(|config| config.webhook_timeout_ms = 200).await;
-    let receiver = Receiver::start(&[Reply::Slow(std::time::Duration::from_secs(5))]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    webhook_key(&app, &session, &receiver.url("/slow")).await;
-    emit(
+    let hook = hooked(
         &app,
-        &account_id,
-        Event::AgentStarted,
-        json!({"agentId": "a"}),
+        &[Reply::Slow(std::time::Duration::from_secs(5))],
+        "/slow",
     )
     .await;
+    emit_started(&app, &hook.account_id).await;
 
     assert_eq!(deliver(&app).await, 1);
-    let view = &deliveries(&app, &account_id).await[0];
+    let view = &deliveries(&app, &hook.account_id).await[0];
     assert_eq!(
         (view.status.as_str(), view.last_status_code),
         ("pending", None)
@@ -465,32 +415,27 @@ async fn a_slow_receiver_times_out_and_is_retried() {
             .contains("no response within 200 ms"),
         "{view:?}"
     );
-    advance_to_next_attempt(&app, &account_id).await;
+    advance_to_next_attempt(&app, &hook.account_id).await;
     assert_eq!(deliver(&app).await, 1);
-    assert_eq!(deliveries(&app, &account_id).await[0].status, "delivered");
+    assert_eq!(
+        deliveries(&app, &hook.account_id).await[0].status,
+        "delivered"
+    );
 }
 
 #[tokio::test]
 async fn redirects_are_not_followed_and_unreachable_receivers_are_retried() {
     let app = TestApp::spawn().await;
-    let receiver = Receiver::start(&[Reply::RedirectTo("/elsewhere")]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    webhook_key(&app, &session, &receiver.url("/moved")).await;
-    emit(
-        &app,
-        &account_id,
-        Event::AgentStarted,
-        json!({"agentId": "a"}),
-    )
-    .await;
+    let hook = hooked(&app, &[Reply::RedirectTo("/elsewhere")], "/moved").await;
+    emit_started(&app, &hook.account_id).await;
     assert_eq!(deliver(&app).await, 1);
-    let view = &deliveries(&app, &account_id).await[0];
+    let view = &deliveries(&app, &hook.account_id).await[0];
     assert_eq!(
         (view.status.as_str(), view.last_status_code),
         ("pending", Some(307))
     );
     assert_eq!(
-        receiver.received().len(),
+        hook.receiver.received().len(),
         1,
         "the redirect was not followed"
     );
@@ -529,27 +474,19 @@ async fn redirects_are_not_followed_and_unreachable_receivers_are_retried() {
 #[tokio::test]
 async fn the_server_delivers_in_the_background_when_its_scheduler_runs() {
     let app = TestApp::spawn_with(|config| config.scheduler_interval_ms = 50).await;
-    let receiver = Receiver::start(&[]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    let (_, secret) = webhook_key(&app, &session, &receiver.url("/bg")).await;
-    emit(
-        &app,
-        &account_id,
-        Event::AgentStarted,
-        json!({"agentId": "a"}),
-    )
-    .await;
+    let hook = hooked(&app, &[], "/bg").await;
+    emit_started(&app, &hook.account_id).await;
     for _ in 0..200 {
-        if !receiver.received().is_empty() {
+        if !hook.receiver.received().is_empty() {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let received = receiver.received();
+    let received = hook.receiver.received();
     assert_eq!(
         received.len(),
         1,
         "the worker delivered it without being called"
     );
-    verify(&received[0], &secret);
+    verify(&received[0], &hook.secret);
 }

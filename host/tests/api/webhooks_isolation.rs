@@ -25,13 +25,7 @@ async fn a_hanging_receiver_holds_its_own_slots_and_no_one_elses() {
         emit(&app, &slow_account, Event::AgentTrade, json!({"n": n})).await;
     }
     app.advance(Duration::milliseconds(1));
-    emit(
-        &app,
-        &fast_account,
-        Event::AgentStarted,
-        json!({"agentId": "a"}),
-    )
-    .await;
+    emit_started(&app, &fast_account).await;
 
     let worker = {
         let state = app.state.clone();
@@ -67,27 +61,23 @@ async fn a_hanging_receiver_holds_its_own_slots_and_no_one_elses() {
 #[tokio::test]
 async fn an_owner_sees_a_category_and_a_short_reason_never_the_receivers_body() {
     let app = TestApp::spawn().await;
-    let receiver =
-        Receiver::start(&[Reply::Status(500), Reply::RedirectTo("http://example.com/")]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    webhook_key(&app, &session, &receiver.url("/hook")).await;
-    emit(
+    let hook = hooked(
         &app,
-        &account_id,
-        Event::AgentStarted,
-        json!({"agentId": "a"}),
+        &[Reply::Status(500), Reply::RedirectTo("http://example.com/")],
+        "/hook",
     )
     .await;
+    emit_started(&app, &hook.account_id).await;
 
     assert_eq!(deliver(&app).await, 1);
-    let view = &deliveries(&app, &account_id).await[0];
+    let view = &deliveries(&app, &hook.account_id).await[0];
     assert_eq!(
         (view.last_error.as_deref(), view.error_category.as_deref()),
         (Some("HTTP 500 Internal Server Error"), Some("http_status"))
     );
-    advance_to_next_attempt(&app, &account_id).await;
+    advance_to_next_attempt(&app, &hook.account_id).await;
     assert_eq!(deliver(&app).await, 1);
-    let view = &deliveries(&app, &account_id).await[0];
+    let view = &deliveries(&app, &hook.account_id).await[0];
     assert_eq!(view.error_category.as_deref(), Some("redirect"));
     let shown = serde_json::to_string(view).expect("json");
     assert!(
@@ -99,33 +89,31 @@ async fn an_owner_sees_a_category_and_a_short_reason_never_the_receivers_body() 
 #[tokio::test]
 async fn every_attempt_is_signed_with_the_time_it_was_sent() {
     let app = TestApp::spawn().await;
-    let receiver = Receiver::start(&[Reply::Status(503)]).await;
-    let (account_id, session) = account(&app, "ann@example.com").await;
-    let (_, secret) = webhook_key(&app, &session, &receiver.url("/hook")).await;
-    emit(
-        &app,
-        &account_id,
-        Event::AgentStarted,
-        json!({"agentId": "a"}),
-    )
-    .await;
+    let hook = hooked(&app, &[Reply::Status(503)], "/hook").await;
+    emit_started(&app, &hook.account_id).await;
 
     assert_eq!(deliver(&app).await, 1);
     let first_sent_at = app.state.now().timestamp();
-    advance_to_next_attempt(&app, &account_id).await;
+    advance_to_next_attempt(&app, &hook.account_id).await;
     let second_sent_at = app.state.now().timestamp();
     assert_eq!(deliver(&app).await, 1);
 
-    let received = receiver.received();
+    let received = hook.receiver.received();
     assert_eq!(received.len(), 2);
     assert_eq!(
         received[0].body, received[1].body,
         "a retry sends the same body"
     );
-    assert_eq!(check_timestamped(&received[0], &secret), Ok(first_sent_at));
-    assert_eq!(check_timestamped(&received[1], &secret), Ok(second_sent_at));
+    assert_eq!(
+        check_timestamped(&received[0], &hook.secret),
+        Ok(first_sent_at)
+    );
+    assert_eq!(
+        check_timestamped(&received[1], &hook.secret),
+        Ok(second_sent_at)
+    );
     assert!(second_sent_at > first_sent_at);
-    // A receiver holding the first request cannot pass it off as the second: its t is old.
-    verify(&received[1], &secret);
+    // A hook.receiver holding the first request cannot pass it off as the second: its t is old.
+    verify(&received[1], &hook.secret);
     assert!(check_timestamped(&received[0], "whsec_wrong").is_err());
 }

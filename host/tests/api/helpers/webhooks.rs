@@ -188,6 +188,41 @@ pub async fn webhook_key(app: &TestApp, session: &str, url: &str) -> (String, St
     (key["keyId"].as_str().expect("keyId").to_owned(), secret)
 }
 
+/// An account whose one webhook key points at a fresh receiver answering `script`.
+pub struct Hooked {
+    /// Keep it bound for the whole test: dropping it stops the receiver.
+    pub receiver: Receiver,
+    pub account_id: String,
+    pub session: String,
+    pub key_id: String,
+    pub secret: String,
+}
+
+/// Sign `ann@example.com` up and give the account a webhook key for `path` on a new receiver.
+pub async fn hooked(app: &TestApp, script: &[Reply], path: &str) -> Hooked {
+    let receiver = Receiver::start(script).await;
+    let (account_id, session) = account(app, "ann@example.com").await;
+    let (key_id, secret) = webhook_key(app, &session, &receiver.url(path)).await;
+    Hooked {
+        receiver,
+        account_id,
+        session,
+        key_id,
+        secret,
+    }
+}
+
+/// Queue one `agent.started` for the account, the event most delivery tests send.
+pub async fn emit_started(app: &TestApp, account_id: &str) -> u64 {
+    emit(
+        app,
+        account_id,
+        Event::AgentStarted,
+        json!({"agentId": "a"}),
+    )
+    .await
+}
+
 /// Enqueue in a transaction of the app's store, committed, as a producer would.
 pub async fn emit(app: &TestApp, account_id: &str, event: Event, data: Value) -> u64 {
     let mut tx = app.state.store.begin().await.expect("begin");

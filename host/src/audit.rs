@@ -17,7 +17,7 @@ use crate::db::Store;
 
 /// Who acted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Actor {
+pub(crate) enum Actor {
     /// A signed-in account (an admin, or an account managing its own keys).
     Account(String),
     /// The host, from the command line on the server's database.
@@ -38,7 +38,7 @@ impl Actor {
 
 /// One change to record.
 #[derive(Debug, Clone)]
-pub struct Entry<'a> {
+pub(crate) struct Entry<'a> {
     pub actor: &'a Actor,
     /// Dotted, e.g. `key.create`, `account.suspend`, `component.ban`.
     pub action: &'a str,
@@ -52,7 +52,7 @@ pub struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
-    pub fn new(
+    pub(crate) fn new(
         actor: &'a Actor,
         action: &'a str,
         subject_kind: &'a str,
@@ -70,25 +70,25 @@ impl<'a> Entry<'a> {
         }
     }
 
-    pub fn account(mut self, account_id: &'a str) -> Self {
+    pub(crate) fn account(mut self, account_id: &'a str) -> Self {
         self.account_id = Some(account_id);
         self
     }
 
-    pub fn change(mut self, before: Value, after: Value) -> Self {
+    pub(crate) fn change(mut self, before: Value, after: Value) -> Self {
         self.before = Some(before);
         self.after = Some(after);
         self
     }
 
-    pub fn detail(mut self, detail: impl Into<String>) -> Self {
+    pub(crate) fn detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());
         self
     }
 }
 
 /// Write `entry` on `conn` (the transaction of the change itself).
-pub async fn record(
+pub(crate) async fn record(
     conn: &mut AnyConnection,
     entry: Entry<'_>,
     now: DateTime<Utc>,
@@ -115,7 +115,7 @@ pub async fn record(
 
 /// What to read back.
 #[derive(Debug, Default, Clone)]
-pub struct Filter {
+pub(crate) struct Filter {
     pub action: Option<String>,
     /// Actions starting with this (e.g. `key.`).
     pub action_prefix: Option<String>,
@@ -144,7 +144,7 @@ struct Row {
 /// One entry as the API shows it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AuditView {
+pub(crate) struct AuditView {
     pub id: String,
     pub at: String,
     /// `account:<id>`, `host` or `system`.
@@ -161,7 +161,7 @@ pub struct AuditView {
 }
 
 /// Entries matching `filter`, newest first.
-pub async fn list(store: &Store, filter: &Filter) -> sqlx::Result<Vec<AuditView>> {
+pub(crate) async fn list(store: &Store, filter: &Filter) -> sqlx::Result<Vec<AuditView>> {
     // One static query: each optional filter is `$n IS NULL OR …`.
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT id, at, actor, action, subject_kind, subject_id, account_id, before_state, after_state, detail

@@ -90,7 +90,7 @@ pub async fn check(file: &Path) -> anyhow::Result<Checked> {
 /// `VACUUM INTO` writes one consistent snapshot (every commit before it, none after) into a new
 /// file, which is checked, then renamed into place — a failed or interrupted backup never leaves
 /// a half file at `out`.
-pub async fn backup(storage: &StorageArgs, out: &Path) -> anyhow::Result<Checked> {
+pub(crate) async fn backup(storage: &StorageArgs, out: &Path) -> anyhow::Result<Checked> {
     let source = sqlite_file(storage)?;
     if !source.is_file() {
         bail!("there is no database at {} to back up", source.display());
@@ -133,7 +133,7 @@ pub async fn backup(storage: &StorageArgs, out: &Path) -> anyhow::Result<Checked
 
 /// Put the checked backup `file` in place as the data dir's database. Refused while a server
 /// runs on the data dir. The database it replaces is kept as `crucible.db.before-restore-<time>`.
-pub async fn restore(storage: &StorageArgs, file: &Path) -> anyhow::Result<Checked> {
+pub(crate) async fn restore(storage: &StorageArgs, file: &Path) -> anyhow::Result<Checked> {
     let target = sqlite_file(storage)?;
     let checked = check(file).await?;
     let data_dir = target.parent().unwrap_or(Path::new("."));

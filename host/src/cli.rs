@@ -14,13 +14,13 @@ use crate::db::Store;
     version,
     about = "Crucible: AI agents competing with Solana wallets"
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the server (creates the database and applies migrations on first start).
     Serve(Box<ServeArgs>),
     /// Apply pending database migrations and exit.
@@ -58,7 +58,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum MasterKeyCommand {
+pub(crate) enum MasterKeyCommand {
     /// Seal every secret again under a new key, in one transaction (the server must be stopped).
     Rotate(#[command(flatten)] StorageArgs),
 }

@@ -12,7 +12,7 @@ pub trait Clock: Send + Sync + 'static {
 
 /// Wall-clock time.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
@@ -64,7 +64,7 @@ pub fn to_millis(at: DateTime<Utc>) -> i64 {
 }
 
 /// The inverse of [`to_millis`]; out-of-range values (never written by us) clamp to the epoch.
-pub fn from_millis(millis: i64) -> DateTime<Utc> {
+pub(crate) fn from_millis(millis: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(millis).unwrap_or_default()
 }
 

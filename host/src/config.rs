@@ -28,7 +28,7 @@ pub struct StorageArgs {
 
 /// Settings of `crucible serve`.
 #[derive(Debug, Clone, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "CRUCIBLE_BIND", default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
@@ -187,7 +187,7 @@ pub struct SandboxArgs {
 /// How long the hourly pruning keeps what the service no longer needs, in days
 /// (`crate::retention`). Money (payouts, registrations, payments, trades) is never pruned.
 #[derive(Debug, Clone, Args)]
-pub struct RetentionArgs {
+pub(crate) struct RetentionArgs {
     /// Delivered and dead webhook deliveries.
     #[arg(long, env = "CRUCIBLE_RETENTION_WEBHOOK_DAYS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
@@ -212,7 +212,7 @@ pub struct RetentionArgs {
 
 /// Solana settings.
 #[derive(Debug, Clone, Args)]
-pub struct ChainArgs {
+pub(crate) struct ChainArgs {
     /// JSON-RPC URL of a Solana node (devnet, mainnet). Unset: the embedded simnet at
     /// `http://<bind>/simnet/rpc`.
     #[arg(long, env = "SOLANA_RPC_URL")]
@@ -355,12 +355,12 @@ pub struct Config {
     /// Deployment limits of the strategy sandbox and uploads.
     pub sandbox: SandboxArgs,
     /// How long pruned data is kept.
-    pub retention: RetentionArgs,
+    pub(crate) retention: RetentionArgs,
 }
 
 impl StorageArgs {
     /// The database to use: `DATABASE_URL` if given, else `crucible.db` inside the data dir.
-    pub fn database_url(&self) -> String {
+    pub(crate) fn database_url(&self) -> String {
         match &self.database_url {
             Some(url) if !url.trim().is_empty() => url.clone(),
             _ => sqlite_url_in(&self.data_dir),
@@ -436,7 +436,7 @@ impl ServeArgs {
     /// Every setting at its default, whatever the environment says. The defaults are the ones
     /// written on the flags above, and only there: tests and offline tools start from these and
     /// override what they change.
-    pub fn defaults() -> ServeArgs {
+    pub(crate) fn defaults() -> ServeArgs {
         let command =
             ServeArgs::augment_args(clap::Command::new("crucible")).mut_args(|arg| arg.env(None));
         let matches = command
@@ -450,7 +450,7 @@ impl Config {
     /// Whether this is a deployment that holds real value or runs several nodes: PostgreSQL, or
     /// a real Solana cluster. Settings fit for a laptop (a master key generated into the data
     /// dir) are warned about loudly there.
-    pub fn is_production(&self) -> bool {
+    pub(crate) fn is_production(&self) -> bool {
         self.database_url.starts_with("postgres") || self.solana_rpc_url.is_some()
     }
 
@@ -478,7 +478,7 @@ impl Config {
 
     /// The configuration of CLI tools that work on the database without serving: they reach the
     /// simnet of a server on the default address, and never run background work.
-    pub fn offline(storage: &StorageArgs) -> Self {
+    pub(crate) fn offline(storage: &StorageArgs) -> Self {
         Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: storage.data_dir.clone(),

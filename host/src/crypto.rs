@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 const NONCE_LEN: usize = 12;
-pub const MASTER_KEY_FILE: &str = "master.key";
+pub(crate) const MASTER_KEY_FILE: &str = "master.key";
 
 /// `n` random bytes from the operating system's CSPRNG, base58-encoded.
 pub fn random_base58(n: usize) -> String {
@@ -24,7 +24,7 @@ pub fn random_base58(n: usize) -> String {
 }
 
 /// A random identifier with a readable prefix, e.g. `acc_3mJr7…`.
-pub fn new_id(prefix: &str) -> String {
+pub(crate) fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", random_base58(16))
 }
 
@@ -34,7 +34,7 @@ pub fn sha256_hex(data: impl AsRef<[u8]>) -> String {
 }
 
 /// Equality that takes the same time wherever the inputs differ.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && bool::from(a.ct_eq(b))
 }
 
@@ -65,7 +65,7 @@ impl Sealer {
 
     /// The configured master key (64 hex characters) or, when none is configured, the one in
     /// `<data_dir>/master.key`, generated on first start.
-    pub fn load(configured: Option<&str>, data_dir: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn load(configured: Option<&str>, data_dir: &Path) -> anyhow::Result<Self> {
         if let Some(hex_key) = configured {
             return Ok(Sealer::new(
                 parse_key(hex_key).context("CRUCIBLE_MASTER_KEY")?,
@@ -90,7 +90,7 @@ impl Sealer {
     }
 
     /// Encrypt `plaintext`; the result (base64 of nonce ‖ ciphertext ‖ tag) is safe to store.
-    pub fn seal(&self, plaintext: &[u8]) -> String {
+    pub(crate) fn seal(&self, plaintext: &[u8]) -> String {
         let mut nonce = [0u8; NONCE_LEN];
         rand::rngs::OsRng.fill_bytes(&mut nonce);
         // Encryption with a valid key and a fresh nonce cannot fail for in-memory buffers.
@@ -118,14 +118,14 @@ impl Sealer {
     }
 
     /// Open a sealed 32-byte secret key (custodial and server wallets).
-    pub fn open_key(&self, sealed: &str) -> anyhow::Result<[u8; 32]> {
+    pub(crate) fn open_key(&self, sealed: &str) -> anyhow::Result<[u8; 32]> {
         self.open(sealed)?
             .try_into()
             .map_err(|_| anyhow::anyhow!("the sealed key is not 32 bytes"))
     }
 
     /// Open a sealed text secret (the dungeon's map salt, run keys).
-    pub fn open_text(&self, sealed: &str) -> anyhow::Result<String> {
+    pub(crate) fn open_text(&self, sealed: &str) -> anyhow::Result<String> {
         String::from_utf8(self.open(sealed)?).context("the sealed secret is not UTF-8 text")
     }
 }
@@ -134,7 +134,7 @@ impl Sealer {
     /// A 32-byte key for one `purpose` (e.g. signing dungeon quotes), derived from the master
     /// key: the same on every node and across restarts, different per purpose, and nothing to
     /// store.
-    pub fn derived_key(&self, purpose: &str) -> [u8; 32] {
+    pub(crate) fn derived_key(&self, purpose: &str) -> [u8; 32] {
         use hmac::{Hmac, Mac};
         // HMAC accepts keys of any length, so this cannot fail.
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.derivation_root)

@@ -6,16 +6,16 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::Path;
 
-pub const LOCK_FILE: &str = "server.lock";
+pub(crate) const LOCK_FILE: &str = "server.lock";
 
 /// The lock, held until dropped.
 #[derive(Debug)]
-pub struct DataDirLock {
+pub(crate) struct DataDirLock {
     _file: File,
 }
 
 /// Take the data dir's lock without waiting: `Ok(None)` when another process holds it.
-pub fn try_lock(data_dir: &Path) -> std::io::Result<Option<DataDirLock>> {
+pub(crate) fn try_lock(data_dir: &Path) -> std::io::Result<Option<DataDirLock>> {
     std::fs::create_dir_all(data_dir)?;
     let file = OpenOptions::new()
         .create(true)
@@ -30,7 +30,7 @@ pub fn try_lock(data_dir: &Path) -> std::io::Result<Option<DataDirLock>> {
 }
 
 /// For a tool that needs the data dir to itself: the lock, or an error saying to stop the server.
-pub fn exclusive(data_dir: &Path, doing: &str) -> anyhow::Result<DataDirLock> {
+pub(crate) fn exclusive(data_dir: &Path, doing: &str) -> anyhow::Result<DataDirLock> {
     try_lock(data_dir)?.ok_or_else(|| {
         anyhow::anyhow!(
             "a server is running on {}: stop it before {doing}",

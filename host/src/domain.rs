@@ -32,7 +32,7 @@ impl WalletAddress {
     }
 
     /// The 32 bytes of the address.
-    pub fn to_bytes(&self) -> [u8; 32] {
+    pub(crate) fn to_bytes(&self) -> [u8; 32] {
         let mut out = [0u8; 32];
         // Built only from 32 decoded bytes, so decoding again cannot fail or differ in length.
         if let Ok(bytes) = bs58::decode(&self.0).into_vec() {
@@ -50,10 +50,10 @@ impl fmt::Display for WalletAddress {
 
 /// A lower-cased e-mail address of plausible shape (delivery is what proves it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Email(String);
+pub(crate) struct Email(String);
 
 impl Email {
-    pub fn parse(raw: &str) -> Result<Self, String> {
+    pub(crate) fn parse(raw: &str) -> Result<Self, String> {
         let email = raw.trim().to_lowercase();
         let problem = "`email` must be an e-mail address such as name@example.com";
         if email.len() > 254 || email.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -73,18 +73,18 @@ impl Email {
         Ok(Email(email))
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }
 
 /// A password that meets the rules; never logged, never stored (only its argon2id hash is).
-pub struct Password(String);
+pub(crate) struct Password(String);
 
 impl Password {
-    pub const RULES: &'static str = "a password must be 10 to 128 characters long and contain at least one letter and one digit";
+    pub(crate) const RULES: &'static str = "a password must be 10 to 128 characters long and contain at least one letter and one digit";
 
-    pub fn parse(raw: &str) -> Result<Self, String> {
+    pub(crate) fn parse(raw: &str) -> Result<Self, String> {
         let length = raw.chars().count();
         let has_letter = raw.chars().any(char::is_alphabetic);
         let has_digit = raw.chars().any(|c| c.is_ascii_digit());
@@ -94,7 +94,7 @@ impl Password {
         Ok(Password(raw.to_owned()))
     }
 
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -107,10 +107,10 @@ impl fmt::Debug for Password {
 
 /// A short human label (display names, key names): trimmed, no control characters.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Label(String);
+pub(crate) struct Label(String);
 
 impl Label {
-    pub fn parse(field: &str, raw: &str, max_chars: usize) -> Result<Self, String> {
+    pub(crate) fn parse(field: &str, raw: &str, max_chars: usize) -> Result<Self, String> {
         let label = raw.trim();
         if label.is_empty() {
             return Err(format!("`{field}` must not be empty"));
@@ -124,17 +124,17 @@ impl Label {
         Ok(Label(label.to_owned()))
     }
 
-    pub fn into_inner(self) -> String {
+    pub(crate) fn into_inner(self) -> String {
         self.0
     }
 }
 
 /// An absolute `http(s)` URL, e.g. a webhook target or an avatar.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpUrl(String);
+pub(crate) struct HttpUrl(String);
 
 impl HttpUrl {
-    pub fn parse(field: &str, raw: &str) -> Result<Self, String> {
+    pub(crate) fn parse(field: &str, raw: &str) -> Result<Self, String> {
         let problem = || {
             format!(
                 "`{field}` must be an absolute http:// or https:// URL of at most 2048 characters"
@@ -150,7 +150,7 @@ impl HttpUrl {
         Ok(HttpUrl(url.to_string()))
     }
 
-    pub fn into_inner(self) -> String {
+    pub(crate) fn into_inner(self) -> String {
         self.0
     }
 }

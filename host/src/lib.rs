@@ -3,6 +3,8 @@
 //!
 //! One module per concern; each owns its routes, its service functions and its queries.
 
+#![warn(unreachable_pub)]
+
 pub mod account;
 pub mod admin;
 pub mod agents;

@@ -14,19 +14,19 @@ use crate::market::{
 };
 
 #[derive(Debug, Args)]
-pub struct MarketArgs {
+pub(crate) struct MarketArgs {
     #[command(subcommand)]
     pub command: MarketCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum MarketCommand {
+pub(crate) enum MarketCommand {
     /// Stylized facts of real BTC/USDT candles against the simulated market, and signal ICs.
     Stats(StatsArgs),
 }
 
 #[derive(Debug, Args)]
-pub struct StatsArgs {
+pub(crate) struct StatsArgs {
     /// Simulated seeds to measure (1, 2, ...).
     #[arg(long, default_value_t = 10)]
     pub seeds: u64,
@@ -39,7 +39,7 @@ pub struct StatsArgs {
 }
 
 /// Run a `crucible market` command.
-pub fn run(args: MarketArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: MarketArgs) -> anyhow::Result<()> {
     match args.command {
         MarketCommand::Stats(a) => {
             print!("{}", stats_report(&a)?);
@@ -49,7 +49,7 @@ pub fn run(args: MarketArgs) -> anyhow::Result<()> {
 }
 
 /// The whole report as Markdown.
-pub fn stats_report(args: &StatsArgs) -> anyhow::Result<String> {
+pub(crate) fn stats_report(args: &StatsArgs) -> anyhow::Result<String> {
     if args.seeds == 0 || args.seeds > 200 {
         bail!("--seeds must be between 1 and 200");
     }

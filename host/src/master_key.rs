@@ -33,7 +33,7 @@ const SEALED: &[(&str, &str, &str)] = &[
     ("dungeon_runs", "id", "key_sealed"),
 ];
 
-pub const NEXT_KEY_FILE: &str = "master.key.next";
+pub(crate) const NEXT_KEY_FILE: &str = "master.key.next";
 
 /// What a rotation did.
 #[derive(Debug)]

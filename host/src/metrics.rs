@@ -38,7 +38,7 @@ struct RouteStats {
 
 /// The node's counters.
 #[derive(Debug, Default)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     /// By (route, method, status).
     requests: Mutex<BTreeMap<(String, String, u16), RouteStats>>,
     pub ticks_ok: AtomicU64,
@@ -225,7 +225,7 @@ fn escape(value: &str) -> String {
 
 /// The outer layer: times every request that reaches the node and counts it under the route
 /// the inner layer found (`unmatched` for paths no route serves).
-pub async fn track(
+pub(crate) async fn track(
     State(metrics): State<Arc<Metrics>>,
     mut request: Request,
     next: Next,
@@ -251,7 +251,7 @@ pub async fn track(
 
 /// The route-level layer: names the route template that matched. The first router to match
 /// names it (a page of the web app, not the API calls it makes in process).
-pub async fn label_route(request: Request, next: Next) -> Response {
+pub(crate) async fn label_route(request: Request, next: Next) -> Response {
     if let (Some(label), Some(path)) = (
         request.extensions().get::<RouteLabel>(),
         request.extensions().get::<MatchedPath>(),
@@ -262,7 +262,7 @@ pub async fn label_route(request: Request, next: Next) -> Response {
 }
 
 /// `GET /metrics`.
-pub async fn scrape(
+pub(crate) async fn scrape(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,

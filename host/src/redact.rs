@@ -5,7 +5,7 @@
 
 /// `scheme://host[:port]` of `raw`, with `/…` when a path, query or fragment followed, and
 /// without any `user:password@`. Text that is not an absolute URL becomes `…`.
-pub fn url(raw: &str) -> String {
+pub(crate) fn url(raw: &str) -> String {
     let Ok(parsed) = url::Url::parse(raw) else {
         return "…".to_owned();
     };
@@ -25,7 +25,7 @@ pub fn url(raw: &str) -> String {
 }
 
 /// A reqwest error's message (and its causes'), with the URL it names redacted.
-pub fn error(error: &reqwest::Error) -> String {
+pub(crate) fn error(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {

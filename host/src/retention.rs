@@ -21,9 +21,9 @@ use crate::clock::to_millis;
 use crate::state::AppState;
 
 /// The recurring schedule that runs [`prune`].
-pub const SCHEDULE: &str = "maintenance.retention";
+pub(crate) const SCHEDULE: &str = "maintenance.retention";
 /// Hourly, at minute 17 (away from the top of the hour, when tournaments start and end).
-pub const CRON: &str = "0 17 * * * *";
+pub(crate) const CRON: &str = "0 17 * * * *";
 
 const DAY_MS: i64 = 86_400_000;
 

@@ -173,7 +173,7 @@ impl Application {
 /// State for CLI tools that work on the database without serving: opens (and migrates) the
 /// database and loads the master key from the data dir, as the server would. They reach the
 /// simnet of a server on the default address.
-pub async fn offline_state(storage: &StorageArgs) -> anyhow::Result<AppState> {
+pub(crate) async fn offline_state(storage: &StorageArgs) -> anyhow::Result<AppState> {
     let default_server = SocketAddr::from(([127, 0, 0, 1], 8080));
     assemble_state(
         Config::offline(storage),
@@ -279,7 +279,7 @@ async fn node_housekeeping(state: AppState) {
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.
-pub async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         if let Err(error) = tokio::signal::ctrl_c().await {
             tracing::error!(%error, "cannot listen for Ctrl-C");

@@ -51,11 +51,11 @@ pub struct Services {
     /// Open server-sent event streams, capped per client and per node.
     pub streams: Arc<crate::http::streams::Streams>,
     /// Serialized leaderboards, rebuilt only when their tournament changed.
-    pub leaderboards: Arc<crate::tournaments::leaderboard::Cache>,
+    pub(crate) leaderboards: Arc<crate::tournaments::leaderboard::Cache>,
     /// Key checks, accounts and public tournament answers kept until their data changes.
     pub caches: Arc<crate::cache::Caches>,
     /// This node's name among the nodes sharing the database (`node_…`, new at each start).
     pub node_id: Arc<str>,
     /// This node's request, tick and delivery counters (`GET /metrics`).
-    pub metrics: Arc<crate::metrics::Metrics>,
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
 }

@@ -16,13 +16,13 @@ use crate::sandbox::{
 };
 
 #[derive(Debug, Args)]
-pub struct StrategyArgs {
+pub(crate) struct StrategyArgs {
     #[command(subcommand)]
     pub command: StrategyCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum StrategyCommand {
+pub(crate) enum StrategyCommand {
     /// Backtest a class strategy or a component file on the simulated market or a CSV replay.
     Backtest(BacktestArgs),
     /// Every class over every interval and many seeds, and a replay of real candles: median and
@@ -35,7 +35,7 @@ pub enum StrategyCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct BacktestArgs {
+pub(crate) struct BacktestArgs {
     /// A class (fighter, ranger, mage, defender, gambler, rogue) or a path to a `.wasm` component.
     pub strategy: String,
     /// Token pair.
@@ -80,7 +80,7 @@ pub struct BacktestArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// Path to a `.wasm` component.
     pub file: PathBuf,
     #[arg(long, env = "CRUCIBLE_DATA_DIR", default_value = "./data")]
@@ -88,7 +88,7 @@ pub struct CheckArgs {
 }
 
 /// Run a `crucible strategy` command.
-pub fn run(args: StrategyArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: StrategyArgs) -> anyhow::Result<()> {
     match args.command {
         // On a thread of its own, outside the async runtime: WASI guests use wasmtime-wasi's
         // blocking bindings, which must not run on a runtime thread.

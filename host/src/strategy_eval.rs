@@ -17,13 +17,13 @@ use crate::sandbox::{
 };
 
 /// The intervals evaluated.
-pub const EVAL_INTERVALS: [Interval; 3] = [Interval::M5, Interval::H1, Interval::H4];
+pub(crate) const EVAL_INTERVALS: [Interval; 3] = [Interval::M5, Interval::H1, Interval::H4];
 /// The intervals of the real replay (the shipped candles are too few for 4h after the
 /// 200-candle warm-up).
-pub const REAL_INTERVALS: [Interval; 2] = [Interval::M5, Interval::H1];
+pub(crate) const REAL_INTERVALS: [Interval; 2] = [Interval::M5, Interval::H1];
 
 #[derive(Debug, Args)]
-pub struct EvaluateArgs {
+pub(crate) struct EvaluateArgs {
     /// Seeds of the simulated market (1..=N).
     #[arg(long, default_value_t = 30)]
     pub seeds: u64,
@@ -66,7 +66,7 @@ pub struct EvaluateArgs {
 
 /// Where a run's candles came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Simulated(u64),
     Real,
 }
@@ -76,7 +76,7 @@ pub enum Source {
 pub struct Run {
     pub class: &'static str,
     pub interval: Interval,
-    pub source: Source,
+    pub(crate) source: Source,
     pub return_percent: f64,
     pub buy_and_hold_percent: f64,
     pub sharpe: f64,
@@ -299,7 +299,7 @@ pub fn rows(runs: &[Run]) -> Vec<Row> {
 }
 
 /// Linear-interpolated quantile `q` (0..=1) of sorted values (NaN when empty).
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
     match sorted.len() {
         0 => f64::NAN,
         1 => sorted[0],
@@ -313,7 +313,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// The table, as Markdown.
-pub fn table(rows: &[Row]) -> String {
+pub(crate) fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     out.push_str(
         "| class | interval | market | runs | return median [q1, q3] | buy & hold median | Sharpe median | max drawdown median | trades median | fees median | failed ticks |\n\
@@ -419,7 +419,7 @@ fn component_override(arg: &str) -> anyhow::Result<(&'static str, Vec<u8>)> {
 }
 
 /// `crucible strategy evaluate`.
-pub fn run(args: &EvaluateArgs, sandbox: &Sandbox) -> anyhow::Result<()> {
+pub(crate) fn run(args: &EvaluateArgs, sandbox: &Sandbox) -> anyhow::Result<()> {
     if args.seeds == 0 || args.seeds > 1000 {
         bail!("--seeds must be between 1 and 1000");
     }

@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
 #[derive(Debug, Args)]
-pub struct NewArgs {
+pub(crate) struct NewArgs {
     /// Project name: letters, digits, `-` and `_`, starting with a letter. Also the directory.
     pub name: String,
     /// Language of the strategy.
@@ -23,7 +23,7 @@ pub struct NewArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Lang {
+pub(crate) enum Lang {
     Rust,
     Python,
     Js,
@@ -71,7 +71,7 @@ const JS: &[(&str, &str)] = &[
 ];
 
 /// Create the project; returns its directory.
-pub fn run(args: &NewArgs) -> anyhow::Result<PathBuf> {
+pub(crate) fn run(args: &NewArgs) -> anyhow::Result<PathBuf> {
     validate_name(&args.name)?;
     let dir = args
         .dir
@@ -111,7 +111,7 @@ pub fn run(args: &NewArgs) -> anyhow::Result<PathBuf> {
 }
 
 /// What to run next, printed after the project is created.
-pub fn next_steps(lang: Lang, dir: &Path) -> String {
+pub(crate) fn next_steps(lang: Lang, dir: &Path) -> String {
     let build = match lang {
         Lang::Rust => "cargo build --release --target wasm32-wasip2",
         Lang::Python => "pip install componentize-py && ./build.sh",

@@ -3,7 +3,7 @@
 
 use tracing_subscriber::EnvFilter;
 
-pub fn init() {
+pub(crate) fn init() {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
     // A second call (tests, embedding) keeps the first subscriber.

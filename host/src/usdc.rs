@@ -3,30 +3,30 @@
 //! display amount the API shows next to it, never used for arithmetic.
 
 /// Decimals of the stablecoin.
-pub const DECIMALS: u32 = 6;
+pub(crate) const DECIMALS: u32 = 6;
 /// Raw units per whole stablecoin.
-pub const UNIT: i64 = 10_i64.pow(DECIMALS);
+pub(crate) const UNIT: i64 = 10_i64.pow(DECIMALS);
 
 /// An amount of the stablecoin in raw units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub struct Usdc(i64);
+pub(crate) struct Usdc(i64);
 
 impl Usdc {
-    pub const fn from_raw(raw: i64) -> Self {
+    pub(crate) const fn from_raw(raw: i64) -> Self {
         Usdc(raw)
     }
 
     /// `whole` stablecoins.
-    pub const fn whole(whole: i64) -> Self {
+    pub(crate) const fn whole(whole: i64) -> Self {
         Usdc(whole * UNIT)
     }
 
-    pub const fn raw(self) -> i64 {
+    pub(crate) const fn raw(self) -> i64 {
         self.0
     }
 
     /// The display amount (1 USDC = 1.0).
-    pub fn ui(self) -> f64 {
+    pub(crate) fn ui(self) -> f64 {
         self.0 as f64 / UNIT as f64
     }
 }

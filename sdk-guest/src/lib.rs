@@ -44,6 +44,8 @@
 //! A strategy that needs `std` enables the SDK's `std` feature and drops the `no_std` line.
 
 #![cfg_attr(all(target_arch = "wasm32", not(feature = "std")), no_std)]
+// A public library: what is `pub` is its API, and nothing else says `pub`.
+#![warn(unreachable_pub)]
 
 extern crate alloc;
 

@@ -6,7 +6,7 @@
 use crate::db::StoreError;
 
 #[derive(Debug, thiserror::Error)]
-pub enum AccountError {
+pub(crate) enum AccountError {
     /// The account does not exist (a session of a deleted account).
     #[error("account not found")]
     NotFound,

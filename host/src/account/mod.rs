@@ -6,8 +6,7 @@ mod error;
 mod queries;
 mod routes;
 
-pub use error::AccountError;
-pub use queries::{
-    AccountView, changed, ensure_linked, link_wallet, load, owner_of_wallet, wallets_of,
-};
-pub use routes::router;
+pub(crate) use error::AccountError;
+pub use queries::link_wallet;
+pub(crate) use queries::{AccountView, changed, ensure_linked, load, owner_of_wallet};
+pub(crate) use routes::router;

@@ -52,7 +52,7 @@ struct AccountRow {
 }
 
 /// Load the account's view; 404 if it does not exist (a session of a deleted account).
-pub async fn load(state: &AppState, account_id: &str) -> Result<AccountView, AccountError> {
+pub(crate) async fn load(state: &AppState, account_id: &str) -> Result<AccountView, AccountError> {
     let row: Option<AccountRow> = sqlx::query_as(
         "SELECT id, email, display_name, avatar_url, bio, created_at, terms_accepted_at, privacy_accepted_at
          FROM accounts WHERE id = $1",
@@ -89,7 +89,7 @@ struct WalletRow {
 }
 
 /// The account's wallets, oldest first: proven and custodial ones, and its agents' wallets.
-pub async fn wallets_of(
+pub(crate) async fn wallets_of(
     state: &AppState,
     account_id: &str,
 ) -> Result<Vec<WalletView>, AccountError> {
@@ -115,7 +115,7 @@ pub async fn wallets_of(
 }
 
 /// The account a wallet is linked to, if any.
-pub async fn owner_of_wallet(
+pub(crate) async fn owner_of_wallet(
     state: &AppState,
     wallet: &WalletAddress,
 ) -> Result<Option<String>, AccountError> {
@@ -131,7 +131,7 @@ pub async fn owner_of_wallet(
 
 /// Refuses the first of `wallets` the account has not proven (nor holds as an agent's wallet): a
 /// key or session acts only for its account's wallets.
-pub async fn ensure_linked<'a>(
+pub(crate) async fn ensure_linked<'a>(
     state: &AppState,
     account_id: &str,
     wallets: impl IntoIterator<Item = &'a WalletAddress>,
@@ -164,14 +164,14 @@ pub async fn link_wallet(
 
 /// Profile fields to change: `None` keeps a field, `Some(None)` clears it.
 #[derive(Debug, Default)]
-pub struct ProfileChange {
+pub(super) struct ProfileChange {
     pub display_name: Option<Option<String>>,
     pub avatar_url: Option<Option<String>>,
     pub bio: Option<Option<String>>,
 }
 
 /// Apply `change` to the account's profile.
-pub async fn update_profile(
+pub(super) async fn update_profile(
     state: &AppState,
     account_id: &str,
     change: ProfileChange,
@@ -201,7 +201,7 @@ pub async fn update_profile(
 
 /// Announce that what `GET /api/account` shows of `account_id` changed (every node's cached
 /// answer is dropped).
-pub fn changed(state: &AppState, account_id: &str) {
+pub(crate) fn changed(state: &AppState, account_id: &str) {
     state.events.publish(crate::events::Event::AccountChanged {
         account_id: account_id.to_owned(),
     });
@@ -209,7 +209,7 @@ pub fn changed(state: &AppState, account_id: &str) {
 
 /// Link a wallet whose control the caller has just proven. True when newly linked, false when
 /// it already was this account's; refused when another account has it.
-pub async fn link_proven(
+pub(super) async fn link_proven(
     state: &AppState,
     account_id: &str,
     wallet: &WalletAddress,
@@ -235,7 +235,7 @@ pub async fn link_proven(
 
 /// A tournament entry attributed to the account, with its tournament's name and dates.
 #[derive(sqlx::FromRow)]
-pub struct EntryRow {
+pub(super) struct EntryRow {
     pub tournament_id: String,
     pub name: String,
     /// The tournament row's last written status (readers apply the clock).
@@ -251,7 +251,10 @@ pub struct EntryRow {
 }
 
 /// The account's tournament entries, newest first (at most 500).
-pub async fn entries(state: &AppState, account_id: &str) -> Result<Vec<EntryRow>, AccountError> {
+pub(super) async fn entries(
+    state: &AppState,
+    account_id: &str,
+) -> Result<Vec<EntryRow>, AccountError> {
     Ok(sqlx::query_as(
         "SELECT t.id AS tournament_id, t.name, t.status AS stored_status, t.start_date, t.end_date,
                 r.wallet, r.tx_signature, r.registered_at, r.final_rank, r.final_pnl,
@@ -266,7 +269,7 @@ pub async fn entries(state: &AppState, account_id: &str) -> Result<Vec<EntryRow>
 
 /// A prize or refund owed to the account.
 #[derive(sqlx::FromRow)]
-pub struct PayoutRow {
+pub(super) struct PayoutRow {
     pub id: String,
     pub source_kind: String,
     pub source_id: String,
@@ -282,7 +285,10 @@ pub struct PayoutRow {
 }
 
 /// The account's payouts, newest first (at most 500).
-pub async fn payouts(state: &AppState, account_id: &str) -> Result<Vec<PayoutRow>, AccountError> {
+pub(super) async fn payouts(
+    state: &AppState,
+    account_id: &str,
+) -> Result<Vec<PayoutRow>, AccountError> {
     Ok(sqlx::query_as(
         "SELECT id, source_kind, source_id, wallet, rank, amount_raw, mint, status, tx_signature, created_at, sent_at
          FROM payouts WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500",

@@ -29,7 +29,7 @@ impl From<AccountError> for ApiError {
     }
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(get_account, patch_account))
         .routes(routes!(link_wallet))
@@ -61,7 +61,7 @@ async fn get_account(
 /// Harmless profile fields; `null` clears one, an absent field is left as it is.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct AccountPatch {
+pub(super) struct AccountPatch {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     display_name: Option<Option<String>>,
@@ -118,7 +118,7 @@ async fn patch_account(
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct LinkWalletRequest {
+pub(super) struct LinkWalletRequest {
     wallet: String,
     /// From `POST /api/auth/nonce` for this wallet.
     nonce: String,
@@ -128,7 +128,7 @@ pub struct LinkWalletRequest {
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct WalletsView {
+pub(super) struct WalletsView {
     all_chain_wallets: Vec<String>,
     wallets: Vec<WalletView>,
 }
@@ -168,7 +168,7 @@ async fn link_wallet(
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AccountTournament {
+pub(super) struct AccountTournament {
     tournament_id: String,
     name: String,
     status: String,
@@ -184,7 +184,7 @@ pub struct AccountTournament {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AccountTournaments {
+pub(super) struct AccountTournaments {
     tournaments: Vec<AccountTournament>,
 }
 
@@ -221,7 +221,7 @@ async fn account_tournaments(
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AccountPayout {
+pub(super) struct AccountPayout {
     payout_id: String,
     /// `tournament` or `dungeon` (a prize), or `refund` (an entry of a cancelled tournament paid
     /// back; `sourceId` is the tournament).
@@ -242,7 +242,7 @@ pub struct AccountPayout {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AccountPayouts {
+pub(super) struct AccountPayouts {
     payouts: Vec<AccountPayout>,
 }
 
@@ -276,7 +276,7 @@ async fn account_payouts(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AccountAudit {
+pub(super) struct AccountAudit {
     /// The account's key events (`key.create`, `key.revoke`), newest first.
     entries: Vec<crate::audit::AuditView>,
 }

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use crate::config::StorageArgs;
 
 #[derive(Debug, Subcommand)]
-pub enum AdminCommand {
+pub(crate) enum AdminCommand {
     /// Make the account with this e-mail an admin (it signs in as usual; `/api/admin/*` opens).
     Grant {
         email: String,
@@ -21,7 +21,7 @@ pub enum AdminCommand {
     },
 }
 
-pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
+pub(crate) async fn run(command: AdminCommand) -> anyhow::Result<()> {
     let (email, storage, admin) = match command {
         AdminCommand::Grant { email, storage } => (email, storage, true),
         AdminCommand::Revoke { email, storage } => (email, storage, false),

@@ -6,12 +6,12 @@
 //! Admins act with their browser session only (never with an API key), and every route refuses
 //! anyone else with 403.
 
-pub mod cli;
+pub(crate) mod cli;
 mod error;
 mod extract;
 mod routes;
 pub mod service;
 
-pub use error::AdminError;
+pub(crate) use error::AdminError;
 use extract::AdminAuth;
 pub(crate) use routes::router;

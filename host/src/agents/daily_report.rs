@@ -84,7 +84,7 @@ fn report(
 }
 
 /// Equity marks older than the longest period (30 days, plus a day of margin) are never read.
-pub async fn prune_equity_marks(state: &AppState) -> anyhow::Result<()> {
+pub(crate) async fn prune_equity_marks(state: &AppState) -> anyhow::Result<()> {
     let cutoff = crate::clock::to_millis(state.now() - Duration::days(31));
     let pruned = sqlx::query("DELETE FROM agent_equity WHERE at < $1")
         .bind(cutoff)

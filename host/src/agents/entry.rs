@@ -13,7 +13,7 @@ use base64::Engine;
 use chrono::Duration;
 
 use super::{AgentError, service};
-use crate::auth::{Caller, Via};
+use crate::auth::Caller;
 use crate::chain::Keypair;
 use crate::clock::to_millis;
 use crate::db::StoreError;
@@ -28,7 +28,7 @@ const UNSEEN_FOR: Duration = Duration::seconds(90);
 
 /// What an entry did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Entered {
+pub(crate) enum Entered {
     /// Registered; the fee's signature for a paid tournament.
     Registered { signature: Option<String> },
     /// The fee is paid but not final yet: call again in a few seconds.
@@ -37,7 +37,7 @@ pub enum Entered {
 
 /// Why an entry failed.
 #[derive(Debug, thiserror::Error)]
-pub enum EntryError {
+pub(crate) enum EntryError {
     #[error(transparent)]
     Agent(#[from] AgentError),
     /// The registration refused it, for the registration's own reason.
@@ -61,7 +61,7 @@ fn internal(error: impl Into<anyhow::Error>) -> EntryError {
 }
 
 /// Enter the account's agent `agent_id` into `tournament_id`.
-pub async fn enter(
+pub(crate) async fn enter(
     state: &AppState,
     account_id: &str,
     agent_id: &str,
@@ -78,7 +78,6 @@ pub async fn enter(
         .ok_or_else(|| RegistrationError::NotFound(tournament_id.to_owned()))?;
     let caller = Caller {
         account_id: account_id.to_owned(),
-        via: Via::Session,
     };
     let wallet = agent.wallet_address.clone();
     if tournament.entry_fee_raw <= 0 {

@@ -5,7 +5,7 @@
 use crate::db::StoreError;
 
 #[derive(Debug, thiserror::Error)]
-pub enum AgentError {
+pub(crate) enum AgentError {
     /// No such agent among the caller's (never says whether another account has it).
     #[error("agent `{0}` not found")]
     NotFound(String),
@@ -46,14 +46,14 @@ pub enum AgentError {
 }
 
 impl AgentError {
-    pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> Self {
         AgentError::Invalid {
             field,
             message: message.into(),
         }
     }
 
-    pub fn internal(error: impl Into<anyhow::Error>) -> Self {
+    pub(crate) fn internal(error: impl Into<anyhow::Error>) -> Self {
         AgentError::Internal(error.into())
     }
 }

@@ -31,7 +31,7 @@ async fn mark_funded(state: &AppState, agent_id: &str, now: i64) -> sqlx::Result
 }
 
 /// On start of an unfunded agent: refused unless the wallet holds the reserve.
-pub async fn require_reserve(state: &AppState, agent: &Agent) -> Result<(), AgentError> {
+pub(crate) async fn require_reserve(state: &AppState, agent: &Agent) -> Result<(), AgentError> {
     let (funded, lamports) = check(state, &agent.id, &agent.wallet_address)
         .await
         .map_err(|error| {

@@ -31,7 +31,7 @@ struct TradeRow {
 /// One trade as its operator sees it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct TradeView {
+pub(crate) struct TradeView {
     pub trade_id: String,
     pub executed_at: String,
     /// `buy` or `sell` (of the base token).
@@ -76,7 +76,7 @@ impl From<TradeRow> for TradeView {
 /// Up to `limit` trades of `agent`, newest first, after the trade `before` in that order (the
 /// previous page's last `tradeId`; several trades of one tick share their time, so the cursor
 /// is the trade, not the time).
-pub async fn trades(
+pub(crate) async fn trades(
     state: &AppState,
     agent: &Agent,
     before: Option<&str>,
@@ -123,14 +123,14 @@ pub async fn trades(
 /// One equity mark.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct EquityPoint {
+pub(crate) struct EquityPoint {
     pub at: String,
     /// USDC.
     pub equity: f64,
 }
 
 /// The agent's equity marks, oldest first, at most `points` of them (evenly thinned).
-pub async fn equity(
+pub(crate) async fn equity(
     state: &AppState,
     agent: &Agent,
     points: usize,

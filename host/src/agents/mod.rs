@@ -7,20 +7,20 @@
 //! [`crate::v1`]; this module never shapes responses.
 
 pub mod daily_report;
-pub mod entry;
+pub(crate) mod entry;
 mod error;
 pub mod funding;
-pub mod history;
+pub(crate) mod history;
 pub mod live;
 mod model;
-pub mod new_agent;
-pub mod performance;
+pub(crate) mod new_agent;
+pub(crate) mod performance;
 mod runtime;
-pub mod service;
-pub mod strategies;
-pub mod tick;
+pub(crate) mod service;
+pub(crate) mod strategies;
+pub(crate) mod tick;
 pub mod ticker;
 
-pub use error::AgentError;
-pub use model::{Agent, AgentStatus, AgentView, PAPER_CAPITAL};
-pub use runtime::{IDLE_EVICTION, Runtime, UploadQuota};
+pub(crate) use error::AgentError;
+pub(crate) use model::{Agent, AgentStatus, AgentView, PAPER_CAPITAL};
+pub(crate) use runtime::{IDLE_EVICTION, Runtime};

@@ -9,7 +9,7 @@ use crate::paper::{Ledger, UNIT};
 /// repeated strategy faults (start clears it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum AgentStatus {
+pub(crate) enum AgentStatus {
     Unfunded,
     Idle,
     Active,
@@ -17,16 +17,7 @@ pub enum AgentStatus {
 }
 
 impl AgentStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentStatus::Unfunded => "unfunded",
-            AgentStatus::Idle => "idle",
-            AgentStatus::Active => "active",
-            AgentStatus::Error => "error",
-        }
-    }
-
-    pub fn parse(stored: &str) -> AgentStatus {
+    pub(crate) fn parse(stored: &str) -> AgentStatus {
         match stored {
             "idle" => AgentStatus::Idle,
             "active" => AgentStatus::Active,
@@ -37,18 +28,18 @@ impl AgentStatus {
 }
 
 /// Paper capital every agent starts with, whole quote tokens.
-pub const PAPER_CAPITAL: f64 = 10_000.0;
+pub(crate) const PAPER_CAPITAL: f64 = 10_000.0;
 
 /// The columns of [`Agent`], in order.
-pub const COLUMNS: &str = "id, account_id, name, username, class, model_id, strategy_type, strategy_component, \
+pub(super) const COLUMNS: &str = "id, account_id, name, username, class, model_id, strategy_type, strategy_component, \
      base_token, quote_token, time_interval, max_allocation, personality, is_paper_trading, avatar_url, \
-     wallet_address, status, status_reason, ledger, consecutive_faults, ticks, faults, last_fault, \
+     wallet_address, status, status_reason, ledger, ticks, faults, last_fault, \
      last_tick_at, last_price, started_at, stopped_at, created_at, live_sol_lamports, live_usdc_raw, \
      live_equity, live_initial_equity, refused_orders, last_refusal";
 
 /// An agent row (without its strategy state blob, which only ticks read).
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Agent {
+pub(crate) struct Agent {
     pub id: String,
     pub account_id: String,
     pub name: String,
@@ -68,7 +59,6 @@ pub struct Agent {
     pub status: String,
     pub status_reason: Option<String>,
     pub ledger: String,
-    pub consecutive_faults: i64,
     pub ticks: i64,
     pub faults: i64,
     pub last_fault: Option<String>,
@@ -86,20 +76,20 @@ pub struct Agent {
 }
 
 impl Agent {
-    pub fn status(&self) -> AgentStatus {
+    pub(crate) fn status(&self) -> AgentStatus {
         AgentStatus::parse(&self.status)
     }
 
     /// Whether the agent trades from its wallet on chain rather than on paper.
-    pub fn is_live(&self) -> bool {
+    pub(crate) fn is_live(&self) -> bool {
         self.is_paper_trading == 0
     }
 
-    pub fn ledger(&self) -> anyhow::Result<Ledger> {
+    pub(crate) fn ledger(&self) -> anyhow::Result<Ledger> {
         Ok(serde_json::from_str(&self.ledger)?)
     }
 
-    pub fn view(&self) -> AgentView {
+    pub(crate) fn view(&self) -> AgentView {
         let at = |millis: Option<i64>| millis.map(|ms| rfc3339(from_millis(ms)));
         let live = self.is_live().then(|| {
             let equity = self.live_equity.unwrap_or(0.0);
@@ -164,7 +154,7 @@ impl Agent {
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentView {
+pub(crate) struct AgentView {
     pub agent_id: String,
     pub name: String,
     pub username: String,
@@ -195,7 +185,7 @@ pub struct AgentView {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[schema(as = AgentStrategy)]
-pub struct StrategyView {
+pub(crate) struct StrategyView {
     #[serde(rename = "type")]
     pub kind: String,
     pub token_pair: TokenPair,
@@ -204,14 +194,14 @@ pub struct StrategyView {
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct TokenPair {
+pub(crate) struct TokenPair {
     pub base: String,
     pub quote: String,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PaperView {
+pub(crate) struct PaperView {
     pub equity: f64,
     pub base: f64,
     pub quote: f64,
@@ -222,7 +212,7 @@ pub struct PaperView {
 /// A live agent's wallet (whole tokens) and value in USDC; `pnl` against its first value.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct LiveView {
+pub(crate) struct LiveView {
     pub sol: f64,
     pub usdc: f64,
     pub equity: f64,

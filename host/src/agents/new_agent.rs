@@ -12,7 +12,7 @@ use crate::sandbox::BUILTIN_CLASSES;
 
 /// A validated agent to create.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NewAgent {
+pub(crate) struct NewAgent {
     pub name: String,
     pub username: String,
     pub class: String,
@@ -29,7 +29,7 @@ pub struct NewAgent {
 
 /// Which component runs the agent's ticks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StrategyChoice {
+pub(crate) enum StrategyChoice {
     /// The class's built-in strategy (`strategy.type = "builtin"`).
     Builtin,
     /// A component the account uploaded (`"custom:<id>"`, the component's SHA-256).
@@ -37,7 +37,7 @@ pub enum StrategyChoice {
 }
 
 impl StrategyChoice {
-    pub fn type_name(&self) -> String {
+    pub(crate) fn type_name(&self) -> String {
         match self {
             StrategyChoice::Builtin => "builtin".to_owned(),
             StrategyChoice::Custom(id) => format!("custom:{id}"),
@@ -47,7 +47,7 @@ impl StrategyChoice {
 
 /// A rule broken: the field (dotted path) and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invalid {
+pub(crate) struct Invalid {
     pub field: &'static str,
     pub message: String,
 }
@@ -59,12 +59,12 @@ fn invalid(field: &'static str, message: impl Into<String>) -> Invalid {
     }
 }
 
-pub const MAX_PERSONALITY_CHARS: usize = 4000;
-pub const DEFAULT_INTERVAL: Interval = Interval::H1;
-pub const DEFAULT_MAX_ALLOCATION: f64 = 100.0;
+pub(crate) const MAX_PERSONALITY_CHARS: usize = 4000;
+pub(crate) const DEFAULT_INTERVAL: Interval = Interval::H1;
+pub(crate) const DEFAULT_MAX_ALLOCATION: f64 = 100.0;
 
 /// Parse a create body. `known_pair` says whether the market quotes a pair.
-pub fn parse(body: &Value, known_pair: impl Fn(&Pair) -> bool) -> Result<NewAgent, Invalid> {
+pub(crate) fn parse(body: &Value, known_pair: impl Fn(&Pair) -> bool) -> Result<NewAgent, Invalid> {
     let Some(body) = body.as_object() else {
         return Err(invalid("body", "the body must be a JSON object"));
     };

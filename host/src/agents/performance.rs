@@ -14,7 +14,7 @@ use crate::paper::UNIT;
 use crate::state::AppState;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Period {
+pub(crate) enum Period {
     Day,
     Week,
     Month,
@@ -22,7 +22,7 @@ pub enum Period {
 }
 
 impl Period {
-    pub fn parse(raw: Option<&str>) -> Result<Period, AgentError> {
+    pub(crate) fn parse(raw: Option<&str>) -> Result<Period, AgentError> {
         Ok(match raw {
             None | Some("") | Some("24h") => Period::Day,
             Some("7d") => Period::Week,
@@ -37,7 +37,7 @@ impl Period {
         })
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Period::Day => "24h",
             Period::Week => "7d",
@@ -47,7 +47,7 @@ impl Period {
     }
 
     /// The period's start, `None` for all time.
-    pub fn since(self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub(crate) fn since(self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             Period::Day => Some(now - Duration::hours(24)),
             Period::Week => Some(now - Duration::days(7)),
@@ -59,7 +59,7 @@ impl Period {
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PeriodMetrics {
+pub(crate) struct PeriodMetrics {
     pub total_pnl: f64,
     pub total_pnl_percent: f64,
     pub win_rate: f64,
@@ -78,7 +78,7 @@ pub struct PeriodMetrics {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[schema(as = AgentPerformance)]
-pub struct Performance {
+pub(crate) struct Performance {
     pub agent_id: String,
     pub period: &'static str,
     pub from: Option<String>,
@@ -87,7 +87,7 @@ pub struct Performance {
 }
 
 /// Metrics of `agent` over `period`, ending now.
-pub async fn of(
+pub(crate) async fn of(
     state: &AppState,
     agent: &Agent,
     period: Period,
@@ -105,7 +105,7 @@ pub async fn of(
 }
 
 /// The metrics of `agent` since `since` (all time when `None`).
-pub async fn metrics(
+pub(crate) async fn metrics(
     state: &AppState,
     agent: &Agent,
     since: Option<DateTime<Utc>>,

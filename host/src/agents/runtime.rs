@@ -15,14 +15,14 @@ use crate::sandbox::{LoadError, LoadedStrategy, Sandbox, SandboxConfig, builtin_
 
 /// A loaded component unused this long is dropped from memory (its compiled artifact stays in
 /// the disk cache, so using it again costs a load, not a compile).
-pub const IDLE_EVICTION: Duration = Duration::from_secs(15 * 60);
+pub(crate) const IDLE_EVICTION: Duration = Duration::from_secs(15 * 60);
 
 /// Loaded components kept in memory at most.
-pub const MAX_LOADED: usize = 256;
+pub(super) const MAX_LOADED: usize = 256;
 
 /// What one account may keep uploaded.
 #[derive(Debug, Clone, Copy)]
-pub struct UploadQuota {
+pub(crate) struct UploadQuota {
     pub components: u64,
     pub bytes: u64,
 }
@@ -45,7 +45,7 @@ struct Loaded {
 impl Runtime {
     /// The runtime of a server with data in `data_dir`, the deployment's sandbox settings, and
     /// `cache_key` (derived from the master key) authenticating compiled artifacts on disk.
-    pub fn new(data_dir: &Path, settings: &SandboxArgs, cache_key: [u8; 32]) -> Self {
+    pub(crate) fn new(data_dir: &Path, settings: &SandboxArgs, cache_key: [u8; 32]) -> Self {
         let mut config = SandboxConfig::with_data_dir(data_dir, cache_key);
         config.max_component_bytes = (settings.max_component_mib << 20) as usize;
         config.runtime_memory_bytes = (settings.max_guest_memory_mib << 20) as usize;
@@ -65,12 +65,12 @@ impl Runtime {
     }
 
     /// What one account may keep uploaded.
-    pub fn quota(&self) -> UploadQuota {
+    pub(crate) fn quota(&self) -> UploadQuota {
         self.quota
     }
 
     /// The sandbox, created on first call with the component cache in the data dir.
-    pub fn sandbox(&self) -> Result<&Sandbox, LoadError> {
+    pub(crate) fn sandbox(&self) -> Result<&Sandbox, LoadError> {
         self.sandbox
             .get_or_init(|| Sandbox::new(self.config.clone()).map_err(|error| error.to_string()))
             .as_ref()
@@ -78,36 +78,31 @@ impl Runtime {
     }
 
     /// The sandbox's limits, readable without building the sandbox (e.g. the upload size cap).
-    pub fn limits(&self) -> &SandboxConfig {
+    pub(crate) fn limits(&self) -> &SandboxConfig {
         &self.config
     }
 
     /// The live swap route, if it was built already.
-    pub fn live_route(&self) -> Option<Arc<dyn SwapRoute>> {
+    pub(crate) fn live_route(&self) -> Option<Arc<dyn SwapRoute>> {
         self.live_route.get().cloned()
     }
 
     /// Keep `route` for every later tick (or the one another tick kept first).
-    pub fn remember_live_route(&self, route: Arc<dyn SwapRoute>) -> Arc<dyn SwapRoute> {
+    pub(crate) fn remember_live_route(&self, route: Arc<dyn SwapRoute>) -> Arc<dyn SwapRoute> {
         self.live_route.get_or_init(|| route).clone()
     }
 
     /// A loaded component from memory, if it was loaded before (and not evicted since).
-    pub fn cached(&self, key: &str) -> Option<LoadedStrategy> {
+    pub(crate) fn cached(&self, key: &str) -> Option<LoadedStrategy> {
         let mut loaded = self.loaded.lock().ok()?;
         let entry = loaded.get_mut(key)?;
         entry.last_used = Instant::now();
         Some(entry.strategy.clone())
     }
 
-    /// How many components are loaded in memory.
-    pub fn loaded_count(&self) -> usize {
-        self.loaded.lock().map_or(0, |loaded| loaded.len())
-    }
-
     /// Drop the components unused for `idle` (the scheduler's maintenance calls this with
     /// [`IDLE_EVICTION`]). A tick holding one keeps its own clone until it ends.
-    pub fn evict_idle(&self, idle: Duration) -> usize {
+    pub(crate) fn evict_idle(&self, idle: Duration) -> usize {
         let Ok(mut loaded) = self.loaded.lock() else {
             return 0;
         };
@@ -128,7 +123,7 @@ impl Runtime {
     }
 
     /// An uploaded component by id, from its bytes (validated and compiled on first use).
-    pub fn custom(&self, id: &str, bytes: &[u8]) -> Result<LoadedStrategy, LoadError> {
+    pub(crate) fn custom(&self, id: &str, bytes: &[u8]) -> Result<LoadedStrategy, LoadError> {
         let key = format!("custom:{id}");
         if let Some(strategy) = self.cached(&key) {
             return Ok(strategy);

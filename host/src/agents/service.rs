@@ -16,7 +16,7 @@ use crate::state::AppState;
 
 /// Create an agent for the account: a custodial wallet, a fresh paper account, status
 /// `unfunded` until the wallet holds the fee reserve.
-pub async fn create(
+pub(crate) async fn create(
     state: &AppState,
     account_id: &str,
     new: NewAgent,
@@ -114,7 +114,7 @@ pub async fn create(
 }
 
 /// One page of the account's agents, oldest first, and how many it has.
-pub async fn list(
+pub(crate) async fn list(
     state: &AppState,
     account_id: &str,
     page: i64,
@@ -138,7 +138,7 @@ pub async fn list(
 }
 
 /// The account's agent `agent_id`; `None` also when it belongs to another account.
-pub async fn find(
+pub(crate) async fn find(
     state: &AppState,
     account_id: &str,
     agent_id: &str,
@@ -160,7 +160,7 @@ async fn owned(state: &AppState, account_id: &str, agent_id: &str) -> Result<Age
 
 /// Start an agent: from `idle` or `error`, or from `unfunded` once its wallet holds the fee
 /// reserve (checked on chain now). Starting an active agent changes nothing.
-pub async fn start(
+pub(crate) async fn start(
     state: &AppState,
     account_id: &str,
     agent_id: &str,
@@ -210,7 +210,11 @@ pub async fn start(
 
 /// Stop an active agent (it becomes `idle`); a tick in flight is discarded whole. Stopping an
 /// agent that is not active changes nothing.
-pub async fn stop(state: &AppState, account_id: &str, agent_id: &str) -> Result<Agent, AgentError> {
+pub(crate) async fn stop(
+    state: &AppState,
+    account_id: &str,
+    agent_id: &str,
+) -> Result<Agent, AgentError> {
     let agent = owned(state, account_id, agent_id).await?;
     if agent.status() != AgentStatus::Active {
         return Ok(agent);

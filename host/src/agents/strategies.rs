@@ -3,7 +3,7 @@
 //! given one dry tick, stored once by content (SHA-256 id) with the profile that tick measured,
 //! and usable by the uploading accounts' agents as `strategy.type = "custom:<id>"`.
 //!
-//! An account keeps at most [`UploadQuota`](super::UploadQuota) components and bytes, so uploads
+//! An account keeps at most [`UploadQuota`](super::runtime::UploadQuota) components and bytes, so uploads
 //! cannot fill the database or the compile worker on their own.
 
 use serde::Serialize;
@@ -19,7 +19,7 @@ use crate::state::AppState;
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[schema(as = UploadedStrategy)]
-pub struct StrategyView {
+pub(crate) struct StrategyView {
     pub strategy_id: String,
     /// What to put in an agent's `strategy.type`.
     pub strategy_type: String,
@@ -33,7 +33,7 @@ pub struct StrategyView {
 /// A component's profile: the limits it runs under and what its dry tick used.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ProfileView {
+pub(crate) struct ProfileView {
     /// `bare` (imports only `host.log`) or `runtime` (a language runtime over WASI).
     pub kind: String,
     /// Linear memory the instance asked for, bytes.
@@ -47,7 +47,7 @@ const DRY_TICK_CANDLES: usize = 200;
 
 /// Validate and store an uploaded component for the account. Uploading the same bytes again
 /// (by anyone) stores nothing new; the account's name for it is updated.
-pub async fn upload(
+pub(crate) async fn upload(
     state: &AppState,
     account_id: &str,
     name: &str,
@@ -234,7 +234,10 @@ impl DryRun {
 }
 
 /// The account's uploaded strategies, newest first.
-pub async fn list(state: &AppState, account_id: &str) -> Result<Vec<StrategyView>, AgentError> {
+pub(crate) async fn list(
+    state: &AppState,
+    account_id: &str,
+) -> Result<Vec<StrategyView>, AgentError> {
     type Row = (
         String,
         String,
@@ -276,7 +279,11 @@ pub async fn list(state: &AppState, account_id: &str) -> Result<Vec<StrategyView
 }
 
 /// Whether the account uploaded component `id`.
-pub async fn owned_by(state: &AppState, account_id: &str, id: &str) -> Result<bool, AgentError> {
+pub(crate) async fn owned_by(
+    state: &AppState,
+    account_id: &str,
+    id: &str,
+) -> Result<bool, AgentError> {
     let row: Option<(String,)> = sqlx::query_as(
         "SELECT strategy_id FROM account_strategies WHERE account_id = $1 AND strategy_id = $2",
     )
@@ -288,7 +295,7 @@ pub async fn owned_by(state: &AppState, account_id: &str, id: &str) -> Result<bo
 }
 
 /// The bytes of component `id`.
-pub async fn bytes(state: &AppState, id: &str) -> anyhow::Result<Option<Vec<u8>>> {
+pub(crate) async fn bytes(state: &AppState, id: &str) -> anyhow::Result<Option<Vec<u8>>> {
     let row: Option<(Vec<u8>,)> =
         sqlx::query_as("SELECT bytes FROM strategy_components WHERE id = $1")
             .bind(id)

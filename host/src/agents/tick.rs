@@ -7,11 +7,11 @@ use crate::paper::{Fill, Ledger, OrderRequest, PortfolioView};
 use crate::sandbox::{AgentSettings, LoadedStrategy, Sandbox, TickInput};
 
 /// Candles a strategy sees per tick.
-pub const CANDLES_PER_TICK: usize = 200;
+pub(crate) const CANDLES_PER_TICK: usize = 200;
 
 /// A claimed agent, as the tick needs it.
 #[derive(Debug, Clone)]
-pub struct DueAgent {
+pub(crate) struct DueAgent {
     pub id: String,
     pub account_id: String,
     pub settings: AgentSettings,
@@ -28,7 +28,7 @@ pub struct DueAgent {
 
 /// A fill and whether it closed a round trip (and in profit).
 #[derive(Debug, Clone)]
-pub struct TradeFill {
+pub(crate) struct TradeFill {
     pub fill: Fill,
     pub closed_trip: bool,
     pub won_trip: bool,
@@ -36,7 +36,7 @@ pub struct TradeFill {
 
 /// What one tick produced.
 #[derive(Debug, Clone)]
-pub struct TickResult {
+pub(crate) struct TickResult {
     pub market_ts: i64,
     /// The ledger after the tick (unchanged by a faulted tick, but marked at the new price).
     pub ledger: Ledger,
@@ -44,20 +44,19 @@ pub struct TickResult {
     pub price: Option<f64>,
     pub equity: Option<f64>,
     pub fills: Vec<TradeFill>,
-    pub rejected_orders: usize,
     /// `kind: message` of the fault that stopped the tick, if any.
     pub fault: Option<String>,
 }
 
 /// The agent's market clock: wall time since start, sped up by the time scale.
-pub fn market_now(agent: &DueAgent, wall_now: i64, time_scale: u32) -> i64 {
+pub(crate) fn market_now(agent: &DueAgent, wall_now: i64, time_scale: u32) -> i64 {
     agent.clock_origin_market + (wall_now - agent.clock_origin_wall) * i64::from(time_scale)
 }
 
 /// What a tick does to its agent's row: the faults in a row now, and either the next due time
 /// (still `active`) or the circuit breaker's reason (`error`, no next tick).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AfterTick {
+pub(crate) struct AfterTick {
     pub consecutive_faults: i64,
     pub status: &'static str,
     pub reason: Option<String>,
@@ -67,7 +66,12 @@ pub struct AfterTick {
 /// The circuit breaker and the schedule, for paper and live ticks alike: a tick that faulted
 /// [`super::ticker::FAULT_LIMIT`] times in a row stops its agent; otherwise the next tick is due
 /// one interval on.
-pub fn after_tick(agent: &DueAgent, fault: Option<&str>, now: i64, time_scale: u32) -> AfterTick {
+pub(crate) fn after_tick(
+    agent: &DueAgent,
+    fault: Option<&str>,
+    now: i64,
+    time_scale: u32,
+) -> AfterTick {
     let limit = super::ticker::FAULT_LIMIT;
     let consecutive_faults = if fault.is_some() {
         agent.consecutive_faults + 1
@@ -96,14 +100,14 @@ pub fn after_tick(agent: &DueAgent, fault: Option<&str>, now: i64, time_scale: u
 
 /// When the tick after one due at `due` (run at `now`) is due: one interval (shortened by the
 /// time scale) later; after downtime, one interval from now — missed ticks run once, not N times.
-pub fn next_due(due: i64, now: i64, interval: Interval, time_scale: u32) -> i64 {
+pub(crate) fn next_due(due: i64, now: i64, interval: Interval, time_scale: u32) -> i64 {
     let period = (interval.millis() / i64::from(time_scale)).max(1);
     let next = due + period;
     if next <= now { now + period } else { next }
 }
 
 /// Run one tick. `strategy` is `Err(reason)` when the component could not be loaded.
-pub fn run(
+pub(crate) fn run(
     sandbox: Option<&Sandbox>,
     strategy: Result<&LoadedStrategy, String>,
     market: &dyn MarketFeed,
@@ -130,7 +134,6 @@ pub fn run(
         Err(fault) => return faulted(ledger, agent, market_ts, fault.price, fault.message),
     };
     let mut fills = Vec::new();
-    let mut rejected_orders = 0;
     for order in &orders {
         let (trips, wins) = (ledger.round_trips, ledger.winning_trips);
         match ledger.execute(order, price) {
@@ -140,7 +143,6 @@ pub fn run(
                 won_trip: ledger.winning_trips > wins,
             }),
             Err(rejection) => {
-                rejected_orders += 1;
                 tracing::debug!(agent_id = agent.id, %rejection, "order refused by the ledger");
             }
         }
@@ -154,14 +156,13 @@ pub fn run(
         price: Some(price),
         equity: Some(equity),
         fills,
-        rejected_orders,
         fault: None,
     }
 }
 
 /// What a strategy decided at one tick: the feed's price, its orders and its new state.
 #[derive(Debug, Clone)]
-pub struct Decision {
+pub(crate) struct Decision {
     pub price: f64,
     pub orders: Vec<OrderRequest>,
     pub state: Vec<u8>,
@@ -169,7 +170,7 @@ pub struct Decision {
 
 /// Why a tick stopped before orders: `kind: message`, and the price if it was known.
 #[derive(Debug, Clone)]
-pub struct Fault {
+pub(crate) struct Fault {
     pub price: Option<f64>,
     pub message: String,
 }
@@ -180,7 +181,7 @@ fn fault(price: Option<f64>, message: String) -> Fault {
 
 /// Market data at `market_ts` → sandbox `on-tick` with the portfolio `portfolio` gives at the
 /// feed's price. Shared by paper ticks (the ledger's view) and live ticks (the wallet's).
-pub fn decide(
+pub(crate) fn decide(
     sandbox: Option<&Sandbox>,
     strategy: Result<&LoadedStrategy, String>,
     market: &dyn MarketFeed,
@@ -250,7 +251,6 @@ fn faulted(
         state: agent.state.clone(),
         price,
         fills: Vec::new(),
-        rejected_orders: 0,
         fault: Some(fault),
     }
 }

@@ -26,7 +26,7 @@ use crate::sandbox::{AgentSettings, LoadedStrategy};
 use crate::state::AppState;
 
 /// Agents claimed per round trip.
-pub const BATCH: i64 = 256;
+pub(crate) const BATCH: i64 = 256;
 /// Faulted ticks in a row after which an agent is moved to `error`.
 pub const FAULT_LIMIT: i64 = 5;
 /// How long a claimed tick stays leased before another node may take it over.

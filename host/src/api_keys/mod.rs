@@ -5,7 +5,5 @@
 mod routes;
 mod service;
 
-pub use routes::router;
-pub use service::{
-    CreateKey, CreatedKey, KeyError, KeyView, MAX_ACTIVE_KEYS, create, list, revoke,
-};
+pub(crate) use routes::router;
+pub(crate) use service::{CreateKey, CreatedKey, KeyError, KeyView, create, list, revoke};

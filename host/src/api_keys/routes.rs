@@ -15,7 +15,7 @@ use crate::http::json::{Json, Path};
 use crate::http::rate_limit::{AccountPolicy, IpLimit};
 use crate::state::AppState;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_keys, create_key))
         .routes(routes!(revoke_key))
@@ -35,7 +35,7 @@ impl From<KeyError> for ApiError {
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CreateKeyRequest {
+pub(super) struct CreateKeyRequest {
     /// A label to recognise the key by (1–64 characters).
     name: String,
     /// Subset of `read`, `write`; default both.
@@ -91,7 +91,7 @@ impl CreateKeyRequest {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct KeyList {
+pub(super) struct KeyList {
     keys: Vec<KeyView>,
 }
 

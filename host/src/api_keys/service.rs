@@ -14,12 +14,12 @@ use crate::state::AppState;
 
 /// At most this many active (unrevoked, unexpired) keys per account, account keys and v1 keys
 /// counted together: the contract's limit is per user, not per kind of key.
-pub const MAX_ACTIVE_KEYS: i64 = 10;
+pub(crate) const MAX_ACTIVE_KEYS: i64 = 10;
 
 /// Why a key could not be created, listed or revoked. The HTTP families map it at their edge
 /// (`api_keys::routes` for the platform API, `v1::keys` for v1).
 #[derive(Debug, thiserror::Error)]
-pub enum KeyError {
+pub(crate) enum KeyError {
     /// The session's account no longer exists.
     #[error("account not found")]
     AccountNotFound,
@@ -38,7 +38,7 @@ pub enum KeyError {
 crate::db::store_error_from_sqlx!(KeyError);
 
 /// A validated creation request.
-pub struct CreateKey {
+pub(crate) struct CreateKey {
     pub family: KeyFamily,
     pub name: String,
     pub scopes: Vec<String>,
@@ -49,7 +49,7 @@ pub struct CreateKey {
 /// The creation response: the only time `key` and `webhookSecret` are ever shown.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CreatedKey {
+pub(crate) struct CreatedKey {
     pub key_id: String,
     pub name: String,
     /// The secret, `svc_live_…`. Store it now: it cannot be retrieved again.
@@ -66,7 +66,7 @@ pub struct CreatedKey {
 /// A key as listed: never the secret.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct KeyView {
+pub(crate) struct KeyView {
     pub key_id: String,
     pub name: String,
     pub key_prefix: String,
@@ -81,7 +81,7 @@ pub struct KeyView {
 }
 
 /// Mint a key for `account_id`, refusing the 11th active one of either family.
-pub async fn create(
+pub(crate) async fn create(
     state: &AppState,
     account_id: &str,
     request: CreateKey,
@@ -187,7 +187,7 @@ struct KeyRow {
 }
 
 /// Every key of the account in `family`, newest first (revoked and expired ones included).
-pub async fn list(
+pub(crate) async fn list(
     state: &AppState,
     account_id: &str,
     family: KeyFamily,
@@ -221,7 +221,7 @@ fn key_view(row: KeyRow, now: chrono::DateTime<chrono::Utc>) -> KeyView {
 }
 
 /// Revoke a key of the account; effective for the next request. Revoking twice is harmless.
-pub async fn revoke(
+pub(crate) async fn revoke(
     state: &AppState,
     account_id: &str,
     family: KeyFamily,

@@ -16,43 +16,35 @@ use super::session;
 use crate::http::ApiError;
 use crate::state::AppState;
 
-/// How the caller authenticated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Via {
-    Session,
-    ApiKey { key_id: String },
-}
-
 /// An authenticated account.
 #[derive(Debug, Clone)]
-pub struct Caller {
+pub(crate) struct Caller {
     pub account_id: String,
-    pub via: Via,
 }
 
 /// A scope an endpoint requires of account keys.
-pub trait Scope: Send + Sync + 'static {
+pub(crate) trait Scope: Send + Sync + 'static {
     const NAME: &'static str;
 }
 
-pub struct Read;
+pub(crate) struct Read;
 impl Scope for Read {
     const NAME: &'static str = "read";
 }
 
-pub struct Write;
+pub(crate) struct Write;
 impl Scope for Write {
     const NAME: &'static str = "write";
 }
 
 /// Session or account key with scope `S`.
-pub struct AccountAuth<S: Scope> {
+pub(crate) struct AccountAuth<S: Scope> {
     pub caller: Caller,
     _scope: PhantomData<S>,
 }
 
 impl<S: Scope> AccountAuth<S> {
-    pub fn account_id(&self) -> &str {
+    pub(crate) fn account_id(&self) -> &str {
         &self.caller.account_id
     }
 }
@@ -77,7 +69,7 @@ impl<S: Scope> FromRequestParts<AppState> for AccountAuth<S> {
 /// everywhere). A session cookie only ever adds: browsers keep sending an expired or unknown
 /// `session-token` cookie long after the session ended, and that must not turn a call anyone may
 /// make into a 401, so such a cookie makes the call public.
-pub struct MaybeAccountAuth<S: Scope>(pub Option<Caller>, PhantomData<S>);
+pub(crate) struct MaybeAccountAuth<S: Scope>(pub Option<Caller>, PhantomData<S>);
 
 impl<S: Scope> FromRequestParts<AppState> for MaybeAccountAuth<S> {
     type Rejection = ApiError;
@@ -97,10 +89,7 @@ impl<S: Scope> FromRequestParts<AppState> for MaybeAccountAuth<S> {
         };
         let caller = session::resolve(state, &token)
             .await?
-            .map(|account_id| Caller {
-                account_id,
-                via: Via::Session,
-            });
+            .map(|account_id| Caller { account_id });
         Ok(MaybeAccountAuth(caller, PhantomData))
     }
 }
@@ -115,12 +104,11 @@ async fn authenticate(parts: &Parts, state: &AppState, scope: &str) -> Result<Ca
         }
         return Ok(Caller {
             account_id: key.account_id,
-            via: Via::ApiKey { key_id: key.key_id },
         });
     }
     match session::token_from_headers(&parts.headers) {
         Some(token) => match session::resolve(state, &token).await? {
-            Some(account_id) => Ok(Caller { account_id, via: Via::Session }),
+            Some(account_id) => Ok(Caller { account_id }),
             None => Err(ApiError::Unauthorized("the session has expired or was ended; sign in again".into())),
         },
         None => Err(ApiError::Unauthorized(
@@ -130,7 +118,7 @@ async fn authenticate(parts: &Parts, state: &AppState, scope: &str) -> Result<Ca
 }
 
 /// A browser session, required where API keys are never accepted.
-pub struct SessionAuth {
+pub(crate) struct SessionAuth {
     pub account_id: String,
 }
 

@@ -16,19 +16,19 @@ use crate::crypto::{constant_time_eq, random_base58, sha256_hex};
 use crate::http::ApiError;
 use crate::state::AppState;
 
-pub const KEY_PREFIX: &str = "svc_live_";
-pub const DISPLAY_PREFIX_LEN: usize = 12;
+pub(crate) const KEY_PREFIX: &str = "svc_live_";
+pub(crate) const DISPLAY_PREFIX_LEN: usize = 12;
 const LAST_USED_GRANULARITY_MS: i64 = 60_000;
 
 /// Which API a key belongs to: account keys (scopes `read`/`write`) or v1 keys (`agents:*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyFamily {
+pub(crate) enum KeyFamily {
     Account,
     V1,
 }
 
 impl KeyFamily {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             KeyFamily::Account => "account",
             KeyFamily::V1 => "v1",
@@ -37,13 +37,13 @@ impl KeyFamily {
 }
 
 /// A newly minted secret and what is stored of it.
-pub struct MintedKey {
+pub(crate) struct MintedKey {
     pub key: String,
     pub prefix: String,
     pub hash: String,
 }
 
-pub fn mint() -> MintedKey {
+pub(crate) fn mint() -> MintedKey {
     let key = format!("{KEY_PREFIX}{}", random_base58(32));
     MintedKey {
         prefix: key.chars().take(DISPLAY_PREFIX_LEN).collect(),
@@ -54,20 +54,19 @@ pub fn mint() -> MintedKey {
 
 /// A key that passed the check: live, of the expected family.
 #[derive(Debug, Clone)]
-pub struct VerifiedKey {
-    pub key_id: String,
+pub(crate) struct VerifiedKey {
     pub account_id: String,
     pub scopes: Vec<String>,
 }
 
 impl VerifiedKey {
-    pub fn allows(&self, scope: &str) -> bool {
+    pub(crate) fn allows(&self, scope: &str) -> bool {
         self.scopes.iter().any(|granted| granted == scope)
     }
 }
 
 /// The token of `Authorization: Bearer <token>`, if any.
-pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
@@ -80,7 +79,7 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The key the client presented: `Authorization: Bearer <key>`, else `x-api-key: <key>`.
-pub fn presented(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn presented(headers: &HeaderMap) -> Option<String> {
     let bearer = bearer(headers);
     let header = headers
         .get("x-api-key")
@@ -120,7 +119,7 @@ struct KeyRow {
 
 /// Check a presented key: 401 with the reason when it is unknown, revoked or expired. A key
 /// seen recently is checked from memory, without a database round trip.
-pub async fn verify(
+pub(crate) async fn verify(
     state: &AppState,
     presented: &str,
     family: KeyFamily,
@@ -154,7 +153,6 @@ pub async fn verify(
     }
     touch_last_used(state, &key, now);
     Ok(VerifiedKey {
-        key_id: key.key_id.clone(),
         account_id: key.account_id.clone(),
         scopes: key.scopes.clone(),
     })
@@ -221,16 +219,16 @@ fn touch_last_used(state: &AppState, key: &CachedKey, now: DateTime<Utc>) {
 }
 
 /// Scopes are stored space-separated.
-pub fn split_scopes(stored: &str) -> Vec<String> {
+pub(crate) fn split_scopes(stored: &str) -> Vec<String> {
     stored.split_whitespace().map(str::to_owned).collect()
 }
 
-pub fn join_scopes(scopes: &[String]) -> String {
+pub(crate) fn join_scopes(scopes: &[String]) -> String {
     scopes.join(" ")
 }
 
 /// Whether a key row is live at `now`.
-pub fn status(
+pub(crate) fn status(
     expires_at: Option<i64>,
     revoked_at: Option<i64>,
     now: DateTime<Utc>,

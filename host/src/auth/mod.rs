@@ -4,12 +4,12 @@
 //! API key verification, and the extractors handlers use to demand a credential. It never
 //! decides what an authenticated caller may see: the resource modules do.
 
-pub mod extract;
-pub mod keys;
+pub(crate) mod extract;
+pub(crate) mod keys;
 pub mod password;
 mod routes;
 pub mod session;
-pub mod wallet_proof;
+pub(crate) mod wallet_proof;
 
-pub use extract::{AccountAuth, Caller, MaybeAccountAuth, Read, SessionAuth, Via, Write};
-pub use routes::router;
+pub(crate) use extract::{AccountAuth, Caller, MaybeAccountAuth, Read, SessionAuth, Write};
+pub(crate) use routes::router;

@@ -24,7 +24,7 @@ pub static MAX_CONCURRENT: LazyLock<usize> = LazyLock::new(|| {
         .max(2)
 });
 /// Longest a request waits for a turn before it is answered "busy".
-pub const MAX_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const MAX_WAIT: Duration = Duration::from_secs(10);
 
 static TURNS: LazyLock<Semaphore> = LazyLock::new(|| Semaphore::new(*MAX_CONCURRENT));
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
@@ -32,7 +32,7 @@ static PEAK: AtomicUsize = AtomicUsize::new(0);
 
 /// Why a limited hash did not run.
 #[derive(Debug, thiserror::Error)]
-pub enum HashError {
+pub(crate) enum HashError {
     #[error("too many sign-ins at once; try again in a few seconds")]
     Busy,
     #[error("password hashing failed: {0}")]
@@ -60,14 +60,17 @@ async fn limited<T: Send + 'static>(
 }
 
 /// [`hash`], within the concurrency limit.
-pub async fn hash_limited(password: Password) -> Result<String, HashError> {
+pub(crate) async fn hash_limited(password: Password) -> Result<String, HashError> {
     limited(move || hash(&password))
         .await?
         .map_err(|error| HashError::Failed(error.to_string()))
 }
 
 /// [`verify`], within the concurrency limit.
-pub async fn verify_limited(candidate: String, stored: Option<String>) -> Result<bool, HashError> {
+pub(crate) async fn verify_limited(
+    candidate: String,
+    stored: Option<String>,
+) -> Result<bool, HashError> {
     limited(move || verify(&candidate, stored.as_deref())).await
 }
 
@@ -77,7 +80,7 @@ fn hasher() -> Argon2<'static> {
 }
 
 /// The PHC string to store for `password`.
-pub fn hash(password: &Password) -> anyhow::Result<String> {
+pub(crate) fn hash(password: &Password) -> anyhow::Result<String> {
     let salt = SaltString::generate(&mut rand::rngs::OsRng);
     hasher()
         .hash_password(password.expose().as_bytes(), &salt)
@@ -87,7 +90,7 @@ pub fn hash(password: &Password) -> anyhow::Result<String> {
 
 /// Whether `candidate` matches the stored PHC string. With no stored hash (unknown account) a
 /// dummy hash is checked anyway, so "no such e-mail" and "wrong password" take the same time.
-pub fn verify(candidate: &str, stored: Option<&str>) -> bool {
+pub(crate) fn verify(candidate: &str, stored: Option<&str>) -> bool {
     const DUMMY: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$S0SbZf8Y1VwQeZQ3i4hBVTnlVVbvMZkOyxNV2vo6D+U";
     let phc = stored.unwrap_or(DUMMY);
     let Ok(parsed) = PasswordHash::new(phc) else {

@@ -19,7 +19,7 @@ use crate::http::json::Json;
 use crate::http::rate_limit::{AuthPolicy, IpLimit};
 use crate::state::AppState;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(signup))
         .routes(routes!(login))
@@ -32,7 +32,7 @@ const ACCEPTANCE_REQUIRED: &str = "sign-up requires accepting the terms (`accept
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SignupRequest {
+pub(super) struct SignupRequest {
     email: String,
     /// 10 to 128 characters with at least one letter and one digit.
     password: String,
@@ -91,14 +91,14 @@ async fn signup(
     };
     let wallet = crate::custodial::create(&mut tx, &state, "account", &account_id).await?;
     account::link_wallet(&mut tx, &account_id, &wallet, "custodial", now).await?;
-    let new_session = session::create(&mut tx, &account_id, now).await?;
+    let token = session::create(&mut tx, &account_id, now).await?;
     tx.commit().await?;
     tracing::info!(account_id, "account signed up by e-mail");
-    signed_in(&state, StatusCode::CREATED, &account_id, &new_session.token).await
+    signed_in(&state, StatusCode::CREATED, &account_id, &token).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct LoginRequest {
+pub(super) struct LoginRequest {
     email: String,
     password: String,
 }
@@ -131,9 +131,9 @@ async fn login(
     };
     ensure_not_suspended(&state, &account_id).await?;
     let mut conn = state.store.write().acquire().await?;
-    let new_session = session::create(&mut conn, &account_id, state.now()).await?;
+    let token = session::create(&mut conn, &account_id, state.now()).await?;
     drop(conn);
-    signed_in(&state, StatusCode::OK, &account_id, &new_session.token).await
+    signed_in(&state, StatusCode::OK, &account_id, &token).await
 }
 
 /// End the current session. Always succeeds; the cookie is cleared.
@@ -150,14 +150,14 @@ async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Res
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct NonceRequest {
+pub(super) struct NonceRequest {
     /// The wallet that will sign.
     wallet: String,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NonceResponse {
+pub(super) struct NonceResponse {
     nonce: String,
     /// Sign exactly these UTF-8 bytes with the wallet's ed25519 key.
     message: String,
@@ -183,7 +183,7 @@ async fn nonce(
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct WalletSignInRequest {
+pub(super) struct WalletSignInRequest {
     wallet: String,
     nonce: String,
     /// base58 ed25519 signature of the nonce's `message` by `wallet`.
@@ -224,9 +224,9 @@ async fn wallet_sign_in(
             StatusCode::CREATED,
         ),
     };
-    let new_session = session::create(&mut tx, &account_id, now).await?;
+    let token = session::create(&mut tx, &account_id, now).await?;
     tx.commit().await?;
-    signed_in(&state, status, &account_id, &new_session.token).await
+    signed_in(&state, status, &account_id, &token).await
 }
 
 /// A suspended account cannot sign in (403, with the reason), until an admin lifts it.

@@ -11,23 +11,18 @@ use crate::clock::to_millis;
 use crate::crypto::{random_base58, sha256_hex};
 use crate::state::AppState;
 
-pub const COOKIE_NAME: &str = "session-token";
+pub(crate) const COOKIE_NAME: &str = "session-token";
 pub const LIFETIME_DAYS: i64 = 30;
 /// How stale `last_seen_at` may get before a request slides the expiry forward.
 const SLIDE_AFTER: Duration = Duration::days(1);
 
-/// A freshly created session: the token goes into the cookie, only its hash into the database.
-pub struct NewSession {
-    pub token: String,
-    pub expires_at: DateTime<Utc>,
-}
-
-/// Create a session for `account_id` inside the caller's transaction.
-pub async fn create(
+/// Create a session for `account_id` inside the caller's transaction. The token it returns goes
+/// into the cookie; only its hash goes into the database.
+pub(crate) async fn create(
     conn: &mut AnyConnection,
     account_id: &str,
     now: DateTime<Utc>,
-) -> sqlx::Result<NewSession> {
+) -> sqlx::Result<String> {
     let token = random_base58(32);
     let expires_at = now + Duration::days(LIFETIME_DAYS);
     sqlx::query(
@@ -40,11 +35,11 @@ pub async fn create(
     .bind(to_millis(expires_at))
     .execute(conn)
     .await?;
-    Ok(NewSession { token, expires_at })
+    Ok(token)
 }
 
 /// The account behind a live session token, sliding its lifetime if due.
-pub async fn resolve(state: &AppState, token: &str) -> sqlx::Result<Option<String>> {
+pub(crate) async fn resolve(state: &AppState, token: &str) -> sqlx::Result<Option<String>> {
     let now = state.now();
     let token_hash = sha256_hex(token);
     let row: Option<(String, i64)> = sqlx::query_as(
@@ -82,7 +77,7 @@ pub async fn resolve(state: &AppState, token: &str) -> sqlx::Result<Option<Strin
 }
 
 /// End the session with this token (logout). Unknown tokens are fine: the result is the same.
-pub async fn delete(state: &AppState, token: &str) -> sqlx::Result<()> {
+pub(crate) async fn delete(state: &AppState, token: &str) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
         .bind(sha256_hex(token))
         .execute(state.store.write())
@@ -91,7 +86,7 @@ pub async fn delete(state: &AppState, token: &str) -> sqlx::Result<()> {
 }
 
 /// The `session-token` value sent by the client, if any.
-pub fn token_from_headers(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn token_from_headers(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(COOKIE)
         .iter()
@@ -104,7 +99,7 @@ pub fn token_from_headers(headers: &HeaderMap) -> Option<String> {
 }
 
 /// `Set-Cookie` value that stores `token` for the session's lifetime.
-pub fn set_cookie(state: &AppState, token: &str) -> String {
+pub(crate) fn set_cookie(state: &AppState, token: &str) -> String {
     format!(
         "{COOKIE_NAME}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}",
         LIFETIME_DAYS * 24 * 3600,
@@ -113,7 +108,7 @@ pub fn set_cookie(state: &AppState, token: &str) -> String {
 }
 
 /// `Set-Cookie` value that makes the browser forget the session.
-pub fn clear_cookie(state: &AppState) -> String {
+pub(crate) fn clear_cookie(state: &AppState) -> String {
     format!(
         "{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}",
         secure_attribute(state)

@@ -12,17 +12,17 @@ use crate::domain::WalletAddress;
 use crate::http::ApiError;
 use crate::state::AppState;
 
-pub const NONCE_LIFETIME: Duration = Duration::minutes(5);
+pub(crate) const NONCE_LIFETIME: Duration = Duration::minutes(5);
 
 /// What the client must sign.
-pub struct Challenge {
+pub(crate) struct Challenge {
     pub nonce: String,
     pub message: String,
     pub expires_at: DateTime<Utc>,
 }
 
 /// Issue a nonce for `wallet`.
-pub async fn issue(state: &AppState, wallet: &WalletAddress) -> Result<Challenge, ApiError> {
+pub(crate) async fn issue(state: &AppState, wallet: &WalletAddress) -> Result<Challenge, ApiError> {
     let now = state.now();
     let nonce = random_base58(16);
     let expires_at = now + NONCE_LIFETIME;
@@ -66,7 +66,7 @@ fn message(
 
 /// Check `signature` (base58 ed25519) by `wallet` over the message of `nonce`, then consume the
 /// nonce. A bad signature leaves the nonce unused; a nonce works once, for its own wallet only.
-pub async fn verify_and_consume(
+pub(crate) async fn verify_and_consume(
     state: &AppState,
     wallet: &WalletAddress,
     nonce: &str,
@@ -103,7 +103,7 @@ pub async fn verify_and_consume(
 }
 
 /// Verify a base58 ed25519 signature of `message` by `wallet` (strict: no malleable encodings).
-pub fn check_signature(
+pub(crate) fn check_signature(
     wallet: &WalletAddress,
     message: &str,
     signature: &str,

@@ -22,15 +22,16 @@ use serde::Deserialize;
 /// Pyth's SOL/USD feed.
 pub const SOL_USD_FEED: &str = "ef0d8b6fda2ceba41da15d4095d1da392a0d2f8ed0c6c7bc0f4cfac8c280b56d";
 /// Pyth's USDC/USD feed.
-pub const USDC_USD_FEED: &str = "eaa020c61cc479712813461ce153894a96a6c00b21ed0cfc2798d1f9a9e9c94a";
+pub(crate) const USDC_USD_FEED: &str =
+    "eaa020c61cc479712813461ce153894a96a6c00b21ed0cfc2798d1f9a9e9c94a";
 /// The public Hermes instance.
-pub const DEFAULT_BASE_URL: &str = "https://hermes.pyth.network";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://hermes.pyth.network";
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A price in US dollars as Hermes published it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct UsdPrice {
+pub(crate) struct UsdPrice {
     pub price: f64,
     /// Pyth's confidence interval around `price` (same unit).
     pub confidence: f64,
@@ -38,7 +39,7 @@ pub struct UsdPrice {
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PriceError {
+pub(crate) enum PriceError {
     #[error("no price feed is configured for {0}")]
     UnknownToken(String),
     #[error("the price of {token} is unavailable: {detail}")]
@@ -53,7 +54,7 @@ pub enum PriceError {
 
 /// How the Hermes source is set up.
 #[derive(Debug, Clone)]
-pub struct HermesConfig {
+pub(crate) struct HermesConfig {
     pub base_url: String,
     /// Token symbol → Pyth feed id (hex, with or without `0x`).
     pub feeds: HashMap<String, String>,
@@ -80,7 +81,7 @@ impl Default for HermesConfig {
 impl HermesConfig {
     /// The deployment's settings: its Hermes service, its SOL/USD feed (USDC keeps Pyth's), and
     /// the oldest price it accepts.
-    pub fn from_config(config: &crate::config::Config) -> Self {
+    pub(crate) fn from_config(config: &crate::config::Config) -> Self {
         let mut hermes = HermesConfig {
             base_url: config.price_api_url.clone(),
             max_age: chrono::Duration::seconds(
@@ -96,7 +97,7 @@ impl HermesConfig {
 }
 
 #[derive(Debug)]
-pub struct HermesPrices {
+pub(crate) struct HermesPrices {
     http: reqwest::Client,
     config: HermesConfig,
     /// Feed id (normalised) → when we fetched it and what it said.
@@ -129,7 +130,7 @@ struct RawPrice {
 }
 
 impl HermesPrices {
-    pub fn new(config: HermesConfig) -> Result<Self, reqwest::Error> {
+    pub(crate) fn new(config: HermesConfig) -> Result<Self, reqwest::Error> {
         let http = reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(Duration::from_secs(3))
@@ -144,7 +145,11 @@ impl HermesPrices {
 
     /// The USD price of `token` at `now`: cached when fetched less than `cache_for` ago,
     /// otherwise fetched; refused when older than `max_age`.
-    pub async fn usd_price(&self, token: &str, now: DateTime<Utc>) -> Result<UsdPrice, PriceError> {
+    pub(crate) async fn usd_price(
+        &self,
+        token: &str,
+        now: DateTime<Utc>,
+    ) -> Result<UsdPrice, PriceError> {
         let feed = self.feed_of(token)?;
         let cached = self.cached(&feed);
         if let Some((fetched_at, price)) = cached
@@ -220,7 +225,7 @@ impl HermesPrices {
     /// /v2/updates/price/{publish_time}`): what a past deposit is valued at. Refused when the
     /// nearest update Hermes has is further than `max_age` from `at`. Answers are kept per feed
     /// and second (a snapshot round may value many flows of the same moment).
-    pub async fn usd_price_at(
+    pub(crate) async fn usd_price_at(
         &self,
         token: &str,
         at: DateTime<Utc>,

@@ -23,11 +23,11 @@ use super::keypair::Keypair;
 use super::tx::{self, Pubkey, decode_shortvec};
 
 /// Jupiter's free endpoint; `https://api.jup.ag/swap/v1` with an API key.
-pub const DEFAULT_BASE_URL: &str = "https://lite-api.jup.ag/swap/v1";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://lite-api.jup.ag/swap/v1";
 /// Jupiter's aggregator program (v6).
-pub const JUPITER_PROGRAM: &str = "JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4";
+pub(crate) const JUPITER_PROGRAM: &str = "JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4";
 /// Wrapped SOL: how the API names native SOL.
-pub const WRAPPED_SOL_MINT: &str = "So11111111111111111111111111111111111111112";
+pub(crate) const WRAPPED_SOL_MINT: &str = "So11111111111111111111111111111111111111112";
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -48,7 +48,7 @@ pub enum SwapApiError {
 }
 
 #[derive(Debug, Clone)]
-pub struct JupiterConfig {
+pub(crate) struct JupiterConfig {
     pub base_url: String,
     /// Sent as `x-api-key` (needed on `api.jup.ag`, not on the free endpoint).
     pub api_key: Option<crate::secret::Secret>,
@@ -65,7 +65,7 @@ impl Default for JupiterConfig {
 
 /// A route Jupiter offers for an exact-in swap.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Quote {
+pub(crate) struct Quote {
     pub in_amount: u64,
     /// The expected output, in the output mint's raw units.
     pub out_amount: u64,
@@ -78,7 +78,7 @@ pub struct Quote {
 
 /// A swap transaction Jupiter built, checked but not yet signed.
 #[derive(Debug, Clone)]
-pub struct PreparedSwap {
+pub(crate) struct PreparedSwap {
     wire: Vec<u8>,
     /// Where the message (what the signature covers) starts in `wire`.
     message_at: usize,
@@ -88,14 +88,14 @@ pub struct PreparedSwap {
 
 /// A signed swap, ready for `sendTransaction`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SignedSwap {
+pub(crate) struct SignedSwap {
     pub wire: Vec<u8>,
     /// The transaction id (its signature, base58).
     pub signature: String,
 }
 
 #[derive(Debug)]
-pub struct JupiterSwaps {
+pub(crate) struct JupiterSwaps {
     http: reqwest::Client,
     config: JupiterConfig,
 }
@@ -120,7 +120,7 @@ struct SwapFields {
 }
 
 impl JupiterSwaps {
-    pub fn new(config: JupiterConfig) -> Result<Self, reqwest::Error> {
+    pub(crate) fn new(config: JupiterConfig) -> Result<Self, reqwest::Error> {
         let http = reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(Duration::from_secs(3))
@@ -140,7 +140,7 @@ impl JupiterSwaps {
     }
 
     /// The best exact-in route for `amount` raw units of `input_mint` into `output_mint`.
-    pub async fn quote(
+    pub(crate) async fn quote(
         &self,
         input_mint: &str,
         output_mint: &str,
@@ -192,7 +192,7 @@ impl JupiterSwaps {
     }
 
     /// The transaction that executes `quote` for `user`, checked (see the module docs).
-    pub async fn prepare(
+    pub(crate) async fn prepare(
         &self,
         quote: &Quote,
         user: &Pubkey,
@@ -220,7 +220,7 @@ impl JupiterSwaps {
 
 impl PreparedSwap {
     /// Sign with the fee payer's key (checked to be the one the transaction names).
-    pub fn sign(&self, payer: &Keypair) -> Result<SignedSwap, SwapApiError> {
+    pub(crate) fn sign(&self, payer: &Keypair) -> Result<SignedSwap, SwapApiError> {
         let expected = Pubkey::new(self.wire_key(0)?);
         if payer.pubkey() != expected {
             return Err(SwapApiError::Unsafe(format!(

@@ -54,7 +54,7 @@ impl Keypair {
     }
 
     /// The 64 bytes of the file format.
-    pub fn to_bytes(&self) -> [u8; 64] {
+    pub(crate) fn to_bytes(&self) -> [u8; 64] {
         self.0.to_keypair_bytes()
     }
 
@@ -62,7 +62,7 @@ impl Keypair {
         serde_json::to_string(&self.to_bytes().to_vec()).unwrap_or_default()
     }
 
-    pub fn from_json(text: &str) -> Result<Self, KeypairError> {
+    pub(crate) fn from_json(text: &str) -> Result<Self, KeypairError> {
         let bytes: Vec<u8> = serde_json::from_str(text).map_err(|_| KeypairError::Format)?;
         let bytes: [u8; 64] = bytes.try_into().map_err(|_| KeypairError::Format)?;
         let key = SigningKey::from_keypair_bytes(&bytes).map_err(|_| KeypairError::Mismatch)?;
@@ -78,7 +78,7 @@ impl Keypair {
     }
 
     /// Write a new file (never overwrites; owner-only permissions on Unix).
-    pub fn write_new(&self, path: &Path) -> Result<(), KeypairError> {
+    pub(crate) fn write_new(&self, path: &Path) -> Result<(), KeypairError> {
         use std::io::Write;
         let shown = path.display().to_string();
         let mut options = std::fs::OpenOptions::new();

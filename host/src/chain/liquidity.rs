@@ -14,7 +14,7 @@ const SEED_OVERHEAD_LAMPORTS: u64 = 100_000_000;
 
 /// Raw amounts of the first deposit: `depth_usdc` UI units of USDC and as much SOL at
 /// `sol_price` (USD per SOL).
-pub fn seed_amounts(
+pub(crate) fn seed_amounts(
     sol_price: f64,
     depth_usdc: u64,
     usdc_decimals: u8,
@@ -37,7 +37,7 @@ pub fn seed_amounts(
 }
 
 /// Create and seed the pool unless it exists. Returns true when this call seeded it.
-pub async fn ensure_pool(
+pub(crate) async fn ensure_pool(
     simnet: &Simnet,
     wallet: &ServerWallet,
     sol_price: f64,
@@ -110,7 +110,7 @@ pub async fn ensure_pool(
 /// Give the market maker's wallet its float once: a tenth of the pool's depth on each side,
 /// plus SOL for fees. A wallet that already holds SOL was funded before and is left alone (its
 /// trades, not top-ups, decide its balance from then on).
-pub async fn fund_market_maker(
+pub(crate) async fn fund_market_maker(
     simnet: &Simnet,
     wallet: &ServerWallet,
     sol_price: f64,

@@ -11,19 +11,19 @@ use super::swap::{self, SwapError, SwapReceipt};
 use super::{Chain, ServerWallet};
 
 /// No trade while the pool is within this fraction of the target price (0.5 %).
-pub const DEADBAND: f64 = 0.005;
+pub(crate) const DEADBAND: f64 = 0.005;
 /// At most this fraction of the wallet's holding of the sold token per run (and of the
 /// pool's reserve of it).
-pub const MAX_SHARE_DIVISOR: u64 = 10;
+pub(crate) const MAX_SHARE_DIVISOR: u64 = 10;
 /// Lamports the wallet keeps for fees and never sells.
-pub const FEE_RESERVE_LAMPORTS: u64 = 50_000_000;
+pub(crate) const FEE_RESERVE_LAMPORTS: u64 = 50_000_000;
 
 /// What the market maker holds: `(lamports, usdc raw)`.
-pub type Holdings = (u64, u64);
+pub(crate) type Holdings = (u64, u64);
 
 /// The one swap that moves `reserves` toward `target_price` (USD per SOL), bounded by
 /// `holdings`; `None` when the pool is close enough or there is nothing to sell.
-pub fn plan(
+pub(crate) fn plan(
     reserves: &PoolReserves,
     target_price: f64,
     holdings: Holdings,
@@ -73,7 +73,7 @@ fn reserve_out(reserves: &PoolReserves, direction: Direction) -> u64 {
 
 /// One run: read the pool and the wallet over RPC, trade once if needed. `None` when no trade
 /// was due (or there is no simnet / no market maker).
-pub async fn rebalance(
+pub(crate) async fn rebalance(
     chain: &Chain,
     wallet: &ServerWallet,
     target_price: f64,

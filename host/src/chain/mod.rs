@@ -14,22 +14,22 @@
 //! is checked, by the pure function in [`verify`].
 
 pub mod hermes;
-pub mod jupiter;
-pub mod keypair;
-pub mod liquidity;
-pub mod market_maker;
-pub mod payment;
+pub(crate) mod jupiter;
+pub(crate) mod keypair;
+pub(crate) mod liquidity;
+pub(crate) mod market_maker;
+pub(crate) mod payment;
 pub mod pool;
-pub mod portfolio;
-pub mod price;
-pub mod rpc;
+pub(crate) mod portfolio;
+pub(crate) mod price;
+pub(crate) mod rpc;
 pub mod simnet;
 pub mod swap;
-pub mod trader;
+pub(crate) mod trader;
 pub mod transfer;
 pub mod tx;
 pub mod verify;
-pub mod wallet_cli;
+pub(crate) mod wallet_cli;
 mod wallets;
 
 use std::net::SocketAddr;
@@ -42,11 +42,11 @@ use crate::db::{Store, StoreError};
 use crate::domain::WalletAddress;
 
 pub use keypair::Keypair;
-pub use portfolio::{Portfolio, TokenBalance};
-pub use rpc::RpcClient;
-pub use simnet::Simnet;
+pub(crate) use portfolio::Portfolio;
+pub(crate) use rpc::RpcClient;
+pub(crate) use simnet::Simnet;
 pub use verify::{ExpectedPayment, PaymentStatus, RejectReason};
-pub use wallets::ServerWallet;
+pub(crate) use wallets::ServerWallet;
 
 /// Errors at the chain boundary. Rejections of a payment are not errors: they are a
 /// [`PaymentStatus::Rejected`].
@@ -108,7 +108,7 @@ pub struct Chain {
 impl Chain {
     /// Open the chain for a server listening on `local_addr`: an external RPC when configured,
     /// else the simnet (ledger in `store`) reached over HTTP at `http://<local_addr>/simnet/rpc`.
-    pub async fn open(
+    pub(crate) async fn open(
         config: &Config,
         store: &Store,
         clock: Arc<dyn Clock>,
@@ -196,7 +196,11 @@ impl Chain {
     /// Simnet: create and seed the SOL/USDC pool at `sol_price` with `depth_usdc` USDC (and
     /// as much SOL) unless it exists, and give the market maker its float once. Nothing to do
     /// on an external cluster.
-    pub async fn seed_pool(&self, sol_price: f64, depth_usdc: u64) -> Result<bool, ChainError> {
+    pub(crate) async fn seed_pool(
+        &self,
+        sol_price: f64,
+        depth_usdc: u64,
+    ) -> Result<bool, ChainError> {
         let (Some(simnet), Some(wallet)) = (&self.simnet, &self.pool_wallet) else {
             return Ok(false);
         };
@@ -297,7 +301,7 @@ impl Chain {
     }
 
     /// Sign (do not send) the transfer [`Chain::transfer_token`] would send.
-    pub async fn sign_token_transfer(
+    pub(crate) async fn sign_token_transfer(
         &self,
         from: &Keypair,
         to_wallet: &WalletAddress,
@@ -317,7 +321,7 @@ impl Chain {
     }
 
     /// The finalized block height (see [`RpcClient::get_block_height`]).
-    pub async fn block_height(&self) -> Result<u64, ChainError> {
+    pub(crate) async fn block_height(&self) -> Result<u64, ChainError> {
         self.rpc.get_block_height().await
     }
 
@@ -327,7 +331,7 @@ impl Chain {
     }
 
     /// What the node knows of `signature`: `None` if it never saw it.
-    pub async fn signature_status(
+    pub(crate) async fn signature_status(
         &self,
         signature: &str,
     ) -> Result<Option<rpc::SignatureStatus>, ChainError> {
@@ -338,7 +342,7 @@ impl Chain {
 /// A transfer signed but not necessarily sent: what a sender records before it sends, so a
 /// retry can resend these very bytes or know when they can no longer land.
 #[derive(Debug, Clone)]
-pub struct SignedTransfer {
+pub(crate) struct SignedTransfer {
     pub signature: String,
     pub wire: Vec<u8>,
     /// The last block height at which `wire` can land (its blockhash's).

@@ -21,11 +21,11 @@ use crate::http::ApiError;
 /// only while its recent blockhash is valid: 150 slots of ~400 ms, about 60 s, plus the time it
 /// takes to be finalized (~13 s) and some margin for the client's clock and retries. Past this,
 /// a transaction the node still does not know can no longer be confirmed.
-pub const UNSEEN_SIGNATURE_GRACE: Duration = Duration::seconds(90);
+pub(crate) const UNSEEN_SIGNATURE_GRACE: Duration = Duration::seconds(90);
 
 /// What became of a payment check that did not fail.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PaymentCheck {
+pub(crate) enum PaymentCheck {
     /// Final and exactly as expected: the caller may claim it.
     Verified,
     /// Not final, or not visible yet: resend the same request in a few seconds.
@@ -34,7 +34,7 @@ pub enum PaymentCheck {
 
 /// Why a payment check failed.
 #[derive(Debug, thiserror::Error)]
-pub enum PaymentError {
+pub(crate) enum PaymentError {
     /// The transaction is final (or can no longer land) and is not the expected payment.
     #[error("transaction verification failed ({field}): {0}", field = .0.field())]
     Rejected(RejectReason),
@@ -62,7 +62,7 @@ impl From<PaymentError> for ApiError {
 
 /// The 202 body of every paid entry whose payment is not final yet.
 #[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct PendingPayment {
+pub(crate) struct PendingPayment {
     /// Always true: resend the same request, unchanged, in a few seconds.
     pub retryable: bool,
     /// What to do, in words.
@@ -70,14 +70,14 @@ pub struct PendingPayment {
 }
 
 impl PendingPayment {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         PendingPayment::saying(
             "the transaction is not finalized yet; resend the same request in a few seconds",
         )
     }
 
     /// The same answer in other words (an agent's entry, whose client did not send the payment).
-    pub fn saying(message: impl Into<String>) -> Self {
+    pub(crate) fn saying(message: impl Into<String>) -> Self {
         PendingPayment {
             retryable: true,
             message: message.into(),
@@ -93,7 +93,7 @@ impl Default for PendingPayment {
 
 /// Is `signature` the `expected` payment, and final? See the module header for unknown
 /// signatures.
-pub async fn check(
+pub(crate) async fn check(
     chain: &Chain,
     store: &Store,
     now: DateTime<Utc>,
@@ -151,7 +151,7 @@ async fn first_seen(
 }
 
 /// Forget sightings older than `age` (well past the grace period). Returns how many.
-pub async fn prune_sightings(
+pub(crate) async fn prune_sightings(
     store: &Store,
     now: DateTime<Utc>,
     age: Duration,

@@ -36,20 +36,20 @@ pub const PROGRAM_NAME: &str = "crucible-pool";
 pub const FEE_BPS: u64 = 30;
 const BPS: u64 = 10_000;
 /// Decimals of SOL (lamports) and of the pool's LP token.
-pub const SOL_DECIMALS: u8 = 9;
-pub const LP_DECIMALS: u8 = 9;
+pub(crate) const SOL_DECIMALS: u8 = 9;
+pub(crate) const LP_DECIMALS: u8 = 9;
 /// Rent-exempt balances the initializer pays (state account, LP mint).
-pub const POOL_STATE_RENT: u64 = 1_969_920;
-pub const MINT_RENT: u64 = 1_461_600;
+pub(crate) const POOL_STATE_RENT: u64 = 1_969_920;
+pub(crate) const MINT_RENT: u64 = 1_461_600;
 /// Bytes of the pool state account's data (see [`PoolState::to_bytes`]).
-pub const POOL_STATE_LEN: usize = 1 + 32 * 4 + 8 + 2;
+pub(crate) const POOL_STATE_LEN: usize = 1 + 32 * 4 + 8 + 2;
 const STATE_VERSION: u8 = 1;
 
 const TAG_INITIALIZE: u8 = 0;
 const TAG_SWAP: u8 = 1;
 const TAG_ADD_LIQUIDITY: u8 = 2;
 
-pub fn program_id() -> Pubkey {
+pub(crate) fn program_id() -> Pubkey {
     POOL_PROGRAM.parse().unwrap_or_default()
 }
 
@@ -90,7 +90,7 @@ pub enum Direction {
 }
 
 impl Direction {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Direction::SellSol => "solToUsdc",
             Direction::SellUsdc => "usdcToSol",
@@ -99,7 +99,7 @@ impl Direction {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PoolInstruction {
+pub(crate) enum PoolInstruction {
     Initialize,
     Swap {
         direction: Direction,
@@ -117,7 +117,7 @@ fn u64_at(data: &[u8], at: usize) -> Option<u64> {
 }
 
 /// Read an instruction's data; `None` for anything not in the layout (wrong tag or length).
-pub fn decode(data: &[u8]) -> Option<PoolInstruction> {
+pub(crate) fn decode(data: &[u8]) -> Option<PoolInstruction> {
     match (data.first()?, data.len()) {
         (&TAG_INITIALIZE, 1) => Some(PoolInstruction::Initialize),
         (&TAG_SWAP, 18) => Some(PoolInstruction::Swap {
@@ -137,7 +137,7 @@ pub fn decode(data: &[u8]) -> Option<PoolInstruction> {
     }
 }
 
-pub fn encode(instruction: &PoolInstruction) -> Vec<u8> {
+pub(crate) fn encode(instruction: &PoolInstruction) -> Vec<u8> {
     match *instruction {
         PoolInstruction::Initialize => vec![TAG_INITIALIZE],
         PoolInstruction::Swap {
@@ -162,7 +162,7 @@ pub fn encode(instruction: &PoolInstruction) -> Vec<u8> {
     }
 }
 
-pub fn initialize(payer: &Pubkey, usdc_mint: &Pubkey) -> Instruction {
+pub(crate) fn initialize(payer: &Pubkey, usdc_mint: &Pubkey) -> Instruction {
     let a = PoolAddresses::sol_usdc();
     Instruction {
         program_id: program_id(),
@@ -205,7 +205,7 @@ pub fn swap(
     }
 }
 
-pub fn add_liquidity(
+pub(crate) fn add_liquidity(
     user: &Pubkey,
     user_usdc: &Pubkey,
     user_lp: &Pubkey,
@@ -245,7 +245,7 @@ pub struct PoolState {
 }
 
 impl PoolState {
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(self) -> Vec<u8> {
         let mut out = Vec::with_capacity(POOL_STATE_LEN);
         out.push(STATE_VERSION);
         for key in [
@@ -281,7 +281,7 @@ impl PoolState {
 
 /// The program's errors, reported as `{"Custom": code}` like any Solana program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum PoolError {
+pub(crate) enum PoolError {
     #[error("the pool already exists")]
     AlreadyInitialized,
     #[error("insufficient funds")]
@@ -299,7 +299,7 @@ pub enum PoolError {
 }
 
 impl PoolError {
-    pub fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             PoolError::AlreadyInitialized => 0,
             PoolError::InsufficientFunds => 1,
@@ -327,7 +327,7 @@ pub fn quote(amount_in: u64, reserve_in: u64, reserve_out: u64) -> Option<u64> {
 
 /// The USDC needed and LP minted when depositing `sol_amount` into a pool with reserves
 /// `(sol, usdc)` and `lp_supply` LP tokens. `max_usdc` is the deposit itself for an empty pool.
-pub fn deposit(
+pub(crate) fn deposit(
     sol_amount: u64,
     max_usdc: u64,
     reserves: (u64, u64),
@@ -372,7 +372,7 @@ pub fn price(sol_reserve: u64, usdc_reserve: u64, usdc_decimals: u8) -> Option<f
 
 /// The parsed form of a pool instruction for `getTransaction` (jsonParsed); `keys` are the
 /// instruction's accounts in order, `amount_out` what a swap paid (known after execution).
-pub fn parsed_info(
+pub(crate) fn parsed_info(
     instruction: &PoolInstruction,
     keys: &[String],
     amount_out: Option<u64>,

@@ -37,7 +37,7 @@ impl Portfolio {
     }
 }
 
-pub async fn read(rpc: &RpcClient, wallet: &WalletAddress) -> Result<Portfolio, ChainError> {
+pub(crate) async fn read(rpc: &RpcClient, wallet: &WalletAddress) -> Result<Portfolio, ChainError> {
     let owner = wallet.as_str();
     let (lamports, classic, token_2022) = tokio::try_join!(
         rpc.get_balance(owner),

@@ -34,12 +34,12 @@ pub trait PriceSource: Send + Sync + std::fmt::Debug {
 
 /// SOL's price in the simnet pool.
 #[derive(Debug)]
-pub struct PoolPrice {
+pub(crate) struct PoolPrice {
     simnet: Arc<Simnet>,
 }
 
 impl PoolPrice {
-    pub fn new(simnet: Arc<Simnet>) -> Self {
+    pub(crate) fn new(simnet: Arc<Simnet>) -> Self {
         PoolPrice { simnet }
     }
 }
@@ -74,7 +74,7 @@ impl PriceSource for PoolPrice {
 }
 
 /// SOL's price on a real cluster: Pyth's SOL/USD feed through Hermes, at the clock's now.
-pub struct HermesPrice {
+pub(crate) struct HermesPrice {
     hermes: HermesPrices,
     clock: Arc<dyn Clock>,
 }
@@ -88,7 +88,7 @@ impl std::fmt::Debug for HermesPrice {
 }
 
 impl HermesPrice {
-    pub fn new(hermes: HermesPrices, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(hermes: HermesPrices, clock: Arc<dyn Clock>) -> Self {
         HermesPrice { hermes, clock }
     }
 }

@@ -25,7 +25,7 @@ pub struct RpcClient {
 
 /// A blockhash and the last block height at which a transaction signed with it can land.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecentBlockhash {
+pub(crate) struct RecentBlockhash {
     pub hash: [u8; 32],
     pub last_valid_block_height: u64,
 }
@@ -33,7 +33,7 @@ pub struct RecentBlockhash {
 /// The status of one signature from `getSignatureStatuses`.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct SignatureStatus {
+pub(crate) struct SignatureStatus {
     pub slot: u64,
     pub confirmations: Option<u64>,
     pub err: Option<Value>,
@@ -41,7 +41,7 @@ pub struct SignatureStatus {
 }
 
 impl SignatureStatus {
-    pub fn is_finalized(&self) -> bool {
+    pub(crate) fn is_finalized(&self) -> bool {
         self.confirmation_status.as_deref() == Some("finalized")
     }
 }
@@ -59,11 +59,11 @@ pub struct SignatureInfo {
 }
 
 /// The most signatures a node returns per `getSignaturesForAddress` page.
-pub const SIGNATURES_PAGE: usize = 1000;
+pub(crate) const SIGNATURES_PAGE: usize = 1000;
 
 /// One token account from `getTokenAccountsByOwner` (jsonParsed).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TokenAccount {
+pub(crate) struct TokenAccount {
     pub address: String,
     /// The token program owning the account (Token or Token-2022).
     pub program: String,
@@ -75,7 +75,7 @@ pub struct TokenAccount {
 
 /// Which token accounts of an owner to list.
 #[derive(Debug, Clone, Copy)]
-pub enum TokenFilter<'a> {
+pub(crate) enum TokenFilter<'a> {
     Mint(&'a str),
     Program(&'a str),
 }
@@ -127,7 +127,7 @@ struct WithContext<T> {
 }
 
 impl RpcClient {
-    pub fn new(url: impl Into<String>) -> Result<Self, ChainError> {
+    pub(crate) fn new(url: impl Into<String>) -> Result<Self, ChainError> {
         let http = reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(Duration::from_secs(5))
@@ -143,12 +143,12 @@ impl RpcClient {
         })
     }
 
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
     /// One JSON-RPC call with retries on transport errors (never on RPC errors: those are answers).
-    pub async fn call<T: DeserializeOwned>(
+    pub(crate) async fn call<T: DeserializeOwned>(
         &self,
         method: &str,
         params: Value,
@@ -203,7 +203,7 @@ impl RpcClient {
     }
 
     /// The status of one signature, searching the whole history; `None` if the node never saw it.
-    pub async fn get_signature_status(
+    pub(crate) async fn get_signature_status(
         &self,
         signature: &str,
     ) -> Result<Option<SignatureStatus>, ChainError> {
@@ -217,7 +217,7 @@ impl RpcClient {
     }
 
     /// The transaction in `jsonParsed` form at `commitment`; `None` until it is visible there.
-    pub async fn get_transaction(
+    pub(crate) async fn get_transaction(
         &self,
         signature: &str,
         commitment: &str,
@@ -234,7 +234,7 @@ impl RpcClient {
 
     /// One page of `getSignaturesForAddress` at `commitment`: newest first, strictly older than
     /// `before` and newer than `until`, at most `limit` (up to [`SIGNATURES_PAGE`]).
-    pub async fn get_signatures_page(
+    pub(crate) async fn get_signatures_page(
         &self,
         address: &str,
         before: Option<&str>,
@@ -283,7 +283,7 @@ impl RpcClient {
     }
 
     /// SOL balance in lamports.
-    pub async fn get_balance(&self, address: &str) -> Result<u64, ChainError> {
+    pub(crate) async fn get_balance(&self, address: &str) -> Result<u64, ChainError> {
         let balance: WithContext<u64> = self
             .call("getBalance", json!([address, {"commitment": "confirmed"}]))
             .await?;
@@ -291,7 +291,7 @@ impl RpcClient {
     }
 
     /// Addresses one `getMultipleAccounts` call may name (a node's limit).
-    pub const MULTIPLE_ACCOUNTS_LIMIT: usize = 100;
+    pub(crate) const MULTIPLE_ACCOUNTS_LIMIT: usize = 100;
 
     /// The balances of `addresses` in lamports (0 for an account that does not exist), in
     /// order, with one `getMultipleAccounts` call per 100 addresses; no account data is sent
@@ -328,7 +328,7 @@ impl RpcClient {
         Ok(balances)
     }
 
-    pub async fn get_token_accounts_by_owner(
+    pub(crate) async fn get_token_accounts_by_owner(
         &self,
         owner: &str,
         filter: TokenFilter<'_>,
@@ -368,7 +368,7 @@ impl RpcClient {
 
     /// `getAccountInfo` in `encoding` (`base64` or `jsonParsed`): the account object
     /// (`lamports`, `owner`, `data`, …), `None` when the account does not exist.
-    pub async fn get_account_info(
+    pub(crate) async fn get_account_info(
         &self,
         address: &str,
         encoding: &str,
@@ -383,12 +383,12 @@ impl RpcClient {
     }
 
     /// A recent blockhash to sign with.
-    pub async fn get_latest_blockhash(&self) -> Result<[u8; 32], ChainError> {
+    pub(crate) async fn get_latest_blockhash(&self) -> Result<[u8; 32], ChainError> {
         Ok(self.get_recent_blockhash().await?.hash)
     }
 
     /// A recent blockhash with the last block height at which a transaction using it can land.
-    pub async fn get_recent_blockhash(&self) -> Result<RecentBlockhash, ChainError> {
+    pub(crate) async fn get_recent_blockhash(&self) -> Result<RecentBlockhash, ChainError> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Latest {
@@ -414,7 +414,7 @@ impl RpcClient {
 
     /// The finalized block height: once it passes a blockhash's `lastValidBlockHeight`, no
     /// transaction signed with that blockhash can land any more.
-    pub async fn get_block_height(&self) -> Result<u64, ChainError> {
+    pub(crate) async fn get_block_height(&self) -> Result<u64, ChainError> {
         self.call("getBlockHeight", json!([{"commitment": "finalized"}]))
             .await
     }

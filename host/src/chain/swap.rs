@@ -16,7 +16,7 @@ use super::rpc::RpcClient;
 use super::tx::{self, Message, Transaction};
 
 /// Slippage allowed when the caller gives no minimum: 1 %.
-pub const DEFAULT_SLIPPAGE_BPS: u64 = 100;
+pub(crate) const DEFAULT_SLIPPAGE_BPS: u64 = 100;
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +35,7 @@ pub enum SwapError {
 
 /// The pool as read over RPC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolView {
+pub(crate) struct PoolView {
     pub state: PoolState,
     pub lamports: u64,
     pub usdc_raw: u64,
@@ -44,7 +44,7 @@ pub struct PoolView {
 
 impl PoolView {
     /// `(reserve_in, reserve_out)` for a swap in `direction`.
-    pub fn reserves(&self, direction: Direction) -> (u64, u64) {
+    pub(crate) fn reserves(&self, direction: Direction) -> (u64, u64) {
         match direction {
             Direction::SellSol => (self.lamports, self.usdc_raw),
             Direction::SellUsdc => (self.usdc_raw, self.lamports),
@@ -52,7 +52,7 @@ impl PoolView {
     }
 
     /// Decimals of the token sold and of the token bought.
-    pub fn decimals(&self, direction: Direction) -> (u8, u8) {
+    pub(crate) fn decimals(&self, direction: Direction) -> (u8, u8) {
         match direction {
             Direction::SellSol => (pool::SOL_DECIMALS, self.usdc_decimals),
             Direction::SellUsdc => (self.usdc_decimals, pool::SOL_DECIMALS),
@@ -61,7 +61,7 @@ impl PoolView {
 }
 
 /// Read the pool's state account and its vaults.
-pub async fn read_pool(rpc: &RpcClient) -> Result<PoolView, SwapError> {
+pub(crate) async fn read_pool(rpc: &RpcClient) -> Result<PoolView, SwapError> {
     let a = PoolAddresses::sol_usdc();
     let no_pool = |detail: String| SwapError::NoPool {
         url: rpc.url().to_owned(),
@@ -116,13 +116,13 @@ pub async fn read_pool(rpc: &RpcClient) -> Result<PoolView, SwapError> {
 
 /// What a swap is expected to pay, and the minimum it will accept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Quote {
+pub(crate) struct Quote {
     pub expected_out: u64,
     pub minimum_out: u64,
 }
 
 /// Quote `amount_in` against `view`; without `minimum_out`, accept [`DEFAULT_SLIPPAGE_BPS`] less.
-pub fn quote(
+pub(crate) fn quote(
     view: &PoolView,
     direction: Direction,
     amount_in: u64,
@@ -155,7 +155,7 @@ pub struct SwapReceipt {
 
 /// Swap `amount_in` (raw units of the sold token) from `keypair`'s wallet, refusing less than
 /// `quote.minimum_out`; waits for confirmation and returns what the chain says it paid.
-pub async fn swap(
+pub(crate) async fn swap(
     rpc: &RpcClient,
     keypair: &Keypair,
     view: &PoolView,
@@ -189,7 +189,7 @@ pub async fn swap(
 /// Build and sign (without sending) a swap of `amount_in` from `keypair`'s wallet refusing
 /// less than `minimum_out`, against `blockhash`: its signature and wire bytes. Split from
 /// sending so a caller can record the signed transaction durably before it can land.
-pub fn sign_swap(
+pub(crate) fn sign_swap(
     keypair: &Keypair,
     view: &PoolView,
     direction: Direction,
@@ -229,7 +229,7 @@ pub fn sign_swap(
 /// Wait up to `timeout` for `signature` to be confirmed. `Some((amount_in, amount_out))` as
 /// the confirmed transaction says, `None` if it is still unknown or unconfirmed at the
 /// deadline, [`SwapError::Failed`] if it landed with an error.
-pub async fn confirm(
+pub(crate) async fn confirm(
     rpc: &RpcClient,
     signature: &str,
     timeout: Duration,
@@ -248,7 +248,7 @@ pub async fn confirm(
 
 /// Wait up to `timeout` for `signature` to be confirmed: the jsonParsed transaction, `None` if
 /// it is still unknown or unconfirmed at the deadline, [`SwapError::Failed`] if it failed.
-pub async fn confirmed(
+pub(crate) async fn confirmed(
     rpc: &RpcClient,
     signature: &str,
     timeout: Duration,

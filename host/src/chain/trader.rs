@@ -41,7 +41,7 @@ pub enum TradeError {
 
 /// What values a wallet: SOL's price in USDC and the USDC mint and decimals.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Market {
+pub(crate) struct Market {
     pub sol_usdc: f64,
     pub usdc_mint: Pubkey,
     pub usdc_decimals: u8,
@@ -49,14 +49,14 @@ pub struct Market {
 
 /// A swap signed and not sent: what must be recorded before sending.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SignedTrade {
+pub(crate) struct SignedTrade {
     pub signature: String,
     pub wire: Vec<u8>,
     pub minimum_out: u64,
     pub last_valid_block_height: u64,
 }
 
-pub trait SwapRoute: Send + Sync {
+pub(crate) trait SwapRoute: Send + Sync {
     /// The price and stablecoin wallets are valued in, now.
     fn market<'a>(&'a self, rpc: &'a RpcClient) -> BoxFuture<'a, Result<Market, TradeError>>;
 
@@ -81,7 +81,7 @@ pub trait SwapRoute: Send + Sync {
 }
 
 /// Swaps through the simnet pool (see [`swap`]).
-pub struct PoolRoute;
+pub(crate) struct PoolRoute;
 
 impl SwapRoute for PoolRoute {
     fn market<'a>(&'a self, rpc: &'a RpcClient) -> BoxFuture<'a, Result<Market, TradeError>> {
@@ -142,7 +142,7 @@ impl SwapRoute for PoolRoute {
 }
 
 /// Swaps through Jupiter on a real cluster, valued with Hermes (Pyth) prices.
-pub struct JupiterRoute {
+pub(crate) struct JupiterRoute {
     swaps: JupiterSwaps,
     prices: HermesPrices,
     usdc_mint: Pubkey,
@@ -150,7 +150,7 @@ pub struct JupiterRoute {
 }
 
 impl JupiterRoute {
-    pub fn new(
+    pub(crate) fn new(
         jupiter: JupiterConfig,
         hermes: HermesConfig,
         usdc_mint: Pubkey,

@@ -8,7 +8,7 @@ use super::rpc::{RpcClient, TokenFilter};
 use super::tx::{self, Message, Pubkey, Transaction, instructions};
 use crate::domain::WalletAddress;
 
-pub async fn transfer_token(
+pub(crate) async fn transfer_token(
     rpc: &RpcClient,
     from: &Keypair,
     to_wallet: &WalletAddress,
@@ -36,7 +36,7 @@ pub async fn sign_token_transfer(
 }
 
 /// [`sign_token_transfer`], with the last block height at which the transfer can land.
-pub async fn sign_token_transfer_expiring(
+pub(crate) async fn sign_token_transfer_expiring(
     rpc: &RpcClient,
     from: &Keypair,
     to_wallet: &WalletAddress,

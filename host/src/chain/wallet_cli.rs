@@ -14,16 +14,16 @@ use super::rpc::RpcClient;
 use super::{pool, simnet, swap, transfer, tx};
 use crate::domain::WalletAddress;
 
-pub const DEFAULT_RPC: &str = "http://127.0.0.1:8080/simnet/rpc";
+pub(crate) const DEFAULT_RPC: &str = "http://127.0.0.1:8080/simnet/rpc";
 
 #[derive(Debug, Args)]
-pub struct WalletArgs {
+pub(crate) struct WalletArgs {
     #[command(subcommand)]
     pub command: WalletCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum WalletCommand {
+pub(crate) enum WalletCommand {
     /// Generate a keypair (Solana CLI JSON format) and print its address.
     New {
         /// Write the keypair here (refuses to overwrite); without it the JSON is printed.
@@ -83,7 +83,7 @@ pub enum WalletCommand {
 }
 
 /// Parse a decimal UI amount into raw units without floating point ("1.5", 6 → 1_500_000).
-pub fn parse_ui_amount(text: &str, decimals: u8) -> Result<u64, String> {
+pub(crate) fn parse_ui_amount(text: &str, decimals: u8) -> Result<u64, String> {
     let text = text.trim();
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     let digits_only = |s: &str| s.chars().all(|c| c.is_ascii_digit());
@@ -122,7 +122,7 @@ fn default_mint(rpc: &str) -> String {
     }
 }
 
-pub async fn run(args: WalletArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: WalletArgs) -> anyhow::Result<()> {
     match args.command {
         WalletCommand::New { out } => {
             let keypair = Keypair::generate();

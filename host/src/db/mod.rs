@@ -141,7 +141,7 @@ impl Store {
     }
 
     /// A trivial round trip, for the health check.
-    pub async fn ping(&self) -> Result<(), StoreError> {
+    pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.reader).await?;
         Ok(())
     }
@@ -201,7 +201,7 @@ pub struct UnknownValue(pub String);
 
 /// True when `error` is a unique-constraint violation: the database's answer to a race that
 /// a check-then-insert would lose, mapped by callers to 409.
-pub fn is_unique_violation(error: &sqlx::Error) -> bool {
+pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
     match error {
         sqlx::Error::Database(db) => {
             db.is_unique_violation()
@@ -216,7 +216,7 @@ pub fn is_unique_violation(error: &sqlx::Error) -> bool {
 /// Turns the database's unique-constraint answer into the caller's own error in one call, so a
 /// service says what a duplicate *means* (a taken username, a used signature) where it inserts:
 /// `insert.await.on_unique(|| MyError::Taken(name))?`. Every other error converts as usual.
-pub trait OnUnique<T> {
+pub(crate) trait OnUnique<T> {
     fn on_unique<E: From<sqlx::Error>>(self, duplicate: impl FnOnce() -> E) -> Result<T, E>;
 }
 

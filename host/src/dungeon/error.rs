@@ -8,7 +8,7 @@ use crate::db::StoreError;
 use crate::http::rate_limit::Limited;
 
 #[derive(Debug, thiserror::Error)]
-pub enum DungeonError {
+pub(crate) enum DungeonError {
     /// Not a dungeon id, or a day still to come.
     #[error("no dungeon `{0}` (ids are UTC dates, YYYY-MM-DD, up to today)")]
     UnknownDungeon(String),
@@ -64,7 +64,7 @@ pub enum DungeonError {
 }
 
 impl DungeonError {
-    pub fn internal(error: impl Into<anyhow::Error>) -> Self {
+    pub(crate) fn internal(error: impl Into<anyhow::Error>) -> Self {
         DungeonError::Internal(error.into())
     }
 }

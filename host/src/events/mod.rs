@@ -52,7 +52,7 @@ pub struct Bus {
 }
 
 /// What [`Bus::on_every_event`] runs.
-pub type EventHook = Box<dyn Fn(&Event) + Send + Sync>;
+pub(crate) type EventHook = Box<dyn Fn(&Event) + Send + Sync>;
 
 impl std::fmt::Debug for Bus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,7 +70,7 @@ impl Default for Bus {
 }
 
 impl Bus {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let (sender, _) = broadcast::channel(1024);
         Bus {
             sender,
@@ -100,11 +100,11 @@ impl Bus {
 
     /// Run `hook` for every event announced on this node, published here or relayed from
     /// another; the first call wins.
-    pub fn on_every_event(&self, hook: EventHook) -> bool {
+    pub(crate) fn on_every_event(&self, hook: EventHook) -> bool {
         self.hook.set(hook).is_ok()
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.sender.subscribe()
     }
 

@@ -18,12 +18,12 @@ const RECONNECT_AFTER: Duration = Duration::from_millis(500);
 /// Tries per `NOTIFY` before a payload is given up.
 const NOTIFY_ATTEMPTS: u32 = 3;
 /// PostgreSQL refuses payloads of 8,000 bytes or more; senders split below this.
-pub const MAX_PAYLOAD: usize = 7_900;
+pub(crate) const MAX_PAYLOAD: usize = 7_900;
 
 /// A node's end of one channel: a task sending what the node has to say, and one listening
 /// to the others. Dropping it (or [`Peer::stop`]) ends both.
 #[derive(Debug)]
-pub struct Peer {
+pub(crate) struct Peer {
     tasks: [JoinHandle<()>; 2],
 }
 
@@ -31,7 +31,7 @@ impl Peer {
     /// Listen on the channel of `topic` (before this returns, so a node that cannot listen
     /// fails to start), then run `sender` with the store and the channel's name, and hand what
     /// the other nodes send to `on_payload` ([`listen_forever`]).
-    pub async fn start<S>(
+    pub(crate) async fn start<S>(
         store: &Store,
         database_url: &str,
         topic: &str,
@@ -57,7 +57,7 @@ impl Peer {
         })
     }
 
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         for task in &self.tasks {
             task.abort();
         }
@@ -86,14 +86,14 @@ pub(crate) fn channel_for(topic: &str, schema: &str) -> String {
 }
 
 /// A connection listening on `channel`.
-pub async fn listen(database_url: &str, channel: &str) -> sqlx::Result<PgListener> {
+pub(crate) async fn listen(database_url: &str, channel: &str) -> sqlx::Result<PgListener> {
     let mut listener = PgListener::connect(database_url).await?;
     listener.listen(channel).await?;
     Ok(listener)
 }
 
 /// Send `payload` on `channel`, retrying briefly; false when it was given up (logged).
-pub async fn send(store: &Store, channel: &str, payload: &str) -> bool {
+pub(crate) async fn send(store: &Store, channel: &str, payload: &str) -> bool {
     for attempt in 1..=NOTIFY_ATTEMPTS {
         let sent = sqlx::query("SELECT pg_notify($1, $2)")
             .bind(channel)
@@ -114,7 +114,7 @@ pub async fn send(store: &Store, channel: &str, payload: &str) -> bool {
 /// Hand every payload heard on `listener` to `on_payload`, for good. When the connection
 /// drops, listen again on a new one (rather than let the listener reconnect silently, so the
 /// gap is known) and call `on_reconnect` once listening again.
-pub async fn listen_forever(
+pub(crate) async fn listen_forever(
     mut listener: PgListener,
     database_url: String,
     channel: String,

@@ -27,14 +27,14 @@ struct Envelope {
 
 /// This node's end of the relay; dropping it stops relaying.
 #[derive(Debug)]
-pub struct Relay {
+pub(crate) struct Relay {
     peer: notify::Peer,
 }
 
 impl Relay {
     /// Start relaying `bus` through the database at `database_url` as `node`. The first
     /// `LISTEN` happens before this returns, so a node that cannot listen does not start.
-    pub async fn start(
+    pub(crate) async fn start(
         bus: &Bus,
         store: &Store,
         database_url: &str,
@@ -59,7 +59,7 @@ impl Relay {
         Ok(Relay { peer })
     }
 
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.peer.stop();
     }
 }

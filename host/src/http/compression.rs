@@ -42,7 +42,7 @@ impl Compressible {
 
 /// Say how the answer is encoded, and that it varies with `Accept-Encoding` either way, so a
 /// shared cache in front of the node keeps the two forms apart.
-pub fn mark_encoding(headers: &mut HeaderMap, gzipped: bool) {
+pub(crate) fn mark_encoding(headers: &mut HeaderMap, gzipped: bool) {
     headers.insert(VARY, HeaderValue::from_static("accept-encoding"));
     if gzipped {
         headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
@@ -65,7 +65,7 @@ fn gzip(bytes: &[u8]) -> Option<Bytes> {
 /// Whether `Accept-Encoding` lets us answer in gzip: `gzip` (or its old alias `x-gzip`) with a
 /// non-zero weight, or `*` with a non-zero weight when gzip is not listed itself (RFC 9110,
 /// section 12.5.3). No header means identity only.
-pub fn accepts_gzip(headers: &HeaderMap) -> bool {
+pub(crate) fn accepts_gzip(headers: &HeaderMap) -> bool {
     let mut gzip = None;
     let mut any = None;
     for value in headers.get_all(ACCEPT_ENCODING) {

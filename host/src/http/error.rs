@@ -52,15 +52,15 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         ApiError::BadRequest(message.into())
     }
 
-    pub fn internal(error: impl Into<anyhow::Error>) -> Self {
+    pub(crate) fn internal(error: impl Into<anyhow::Error>) -> Self {
         ApiError::Internal(error.into())
     }
 
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,

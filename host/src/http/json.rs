@@ -10,7 +10,7 @@ use super::error::ApiError;
 
 /// `axum::Json` with [`ApiError`] rejections.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Json<T>(pub T);
+pub(crate) struct Json<T>(pub T);
 
 impl<S, T> FromRequest<S> for Json<T>
 where
@@ -44,7 +44,7 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
 
 /// `axum::extract::Query` with [`ApiError`] rejections.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Query<T>(pub T);
+pub(crate) struct Query<T>(pub T);
 
 impl<S, T> FromRequestParts<S> for Query<T>
 where
@@ -65,7 +65,7 @@ where
 
 /// `axum::extract::Path` with [`ApiError`] rejections.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Path<T>(pub T);
+pub(crate) struct Path<T>(pub T);
 
 impl<S, T> FromRequestParts<S> for Path<T>
 where

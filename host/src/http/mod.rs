@@ -1,12 +1,12 @@
 //! The HTTP surface: one router assembled from each module's own `router()`, the OpenAPI
 //! document generated from the same handlers, and the JSON answers for unknown routes.
 
-pub mod compression;
-pub mod error;
-pub mod json;
+pub(crate) mod compression;
+pub(crate) mod error;
+pub(crate) mod json;
 pub mod rate_limit;
-pub mod serve;
-pub mod streams;
+pub(crate) mod serve;
+pub(crate) mod streams;
 
 use axum::Router;
 use axum::http::{Method, Uri};
@@ -16,7 +16,7 @@ use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-pub use error::ApiError;
+pub(crate) use error::ApiError;
 
 use crate::state::AppState;
 
@@ -65,7 +65,7 @@ fn api(upload_limit: usize) -> (Router<AppState>, Router<AppState>, utoipa::open
 }
 
 /// The complete application router, ready to serve.
-pub fn router(state: AppState) -> Router {
+pub(crate) fn router(state: AppState) -> Router {
     let (routes, v1_routes, openapi) = api(state.agents.limits().max_component_bytes);
     let openapi = std::sync::Arc::new(openapi);
     let api = routes

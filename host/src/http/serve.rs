@@ -23,13 +23,13 @@ use tower::Service;
 
 /// How connections are served.
 #[derive(Debug, Clone, Copy)]
-pub struct ServeLimits {
+pub(crate) struct ServeLimits {
     pub header_read_timeout: Duration,
     pub drain_timeout: Duration,
 }
 
 /// Serve `router` on `listener` until `shutdown` completes, then drain.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     router: Router,
     limits: ServeLimits,

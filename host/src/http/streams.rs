@@ -28,7 +28,7 @@ pub struct Streams {
 }
 
 impl Streams {
-    pub fn new(max_open: usize, max_per_client: usize) -> Self {
+    pub(crate) fn new(max_open: usize, max_per_client: usize) -> Self {
         Streams {
             max_open,
             max_per_client,
@@ -38,7 +38,7 @@ impl Streams {
     }
 
     /// Take a place for a stream of `client`, or say why not.
-    pub fn open(self: &Arc<Self>, client: IpAddr) -> Result<StreamSlot, ApiError> {
+    pub(crate) fn open(self: &Arc<Self>, client: IpAddr) -> Result<StreamSlot, ApiError> {
         if *self.closing.borrow() {
             return Err(ApiError::Unavailable("the server is shutting down".into()));
         }
@@ -75,7 +75,7 @@ impl Streams {
     }
 
     /// Tell every open stream to end, and refuse new ones (shutdown).
-    pub fn close_all(&self) {
+    pub(crate) fn close_all(&self) {
         self.closing.send_replace(true);
     }
 
@@ -94,11 +94,11 @@ impl Streams {
 
 /// How soon a client should reconnect after the server closed its stream to shut down: by then
 /// the load balancer sends it to another node, or this one is back.
-pub const RECONNECT_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+pub(crate) const RECONNECT_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The last frame of a stream closed for a shutdown: no event (a client dispatches nothing),
 /// only the `retry:` hint an `EventSource` reconnects after.
-pub fn reconnect_hint() -> axum::response::sse::Event {
+pub(crate) fn reconnect_hint() -> axum::response::sse::Event {
     axum::response::sse::Event::default()
         .retry(RECONNECT_AFTER)
         .comment("the server is shutting down; reconnect")
@@ -106,7 +106,7 @@ pub fn reconnect_hint() -> axum::response::sse::Event {
 
 /// A stream's place, held by the stream itself for as long as it runs.
 #[derive(Debug)]
-pub struct StreamSlot {
+pub(crate) struct StreamSlot {
     streams: Arc<Streams>,
     client: IpAddr,
     closing: watch::Receiver<bool>,
@@ -114,7 +114,7 @@ pub struct StreamSlot {
 
 impl StreamSlot {
     /// Completes when the server asks streams to close.
-    pub async fn closing(&mut self) {
+    pub(crate) async fn closing(&mut self) {
         // An error means the sender is gone: the server is going away too.
         let _ = self.closing.wait_for(|closing| *closing).await;
     }

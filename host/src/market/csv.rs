@@ -17,7 +17,7 @@ pub struct CsvFeed {
 
 impl CsvFeed {
     /// Read a CSV file of `pair`'s candles.
-    pub fn from_path(pair: Pair, path: &Path) -> Result<Self, MarketError> {
+    pub(crate) fn from_path(pair: Pair, path: &Path) -> Result<Self, MarketError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| MarketError::BadInput(format!("{}: {e}", path.display())))?;
         Self::parse(pair, &text)
@@ -86,21 +86,11 @@ impl CsvFeed {
         })
     }
 
-    /// Spacing of the file's candles, ms.
-    pub fn step_millis(&self) -> i64 {
-        self.step
-    }
-
     /// Time range covered: first open, last close.
     pub fn span(&self) -> (i64, i64) {
         let first = self.candles.first().map_or(0, |c| c.ts);
         let last = self.candles.last().map_or(0, |c| c.ts + self.step);
         (first, last)
-    }
-
-    /// The coarsest known interval this file can serve (its own spacing).
-    pub fn native_interval(&self) -> Option<Interval> {
-        Interval::ALL.into_iter().find(|i| i.millis() == self.step)
     }
 }
 
@@ -200,8 +190,7 @@ mod tests {
     fn parses_and_aggregates() {
         let pair = Pair::new("SOL", "USDC");
         let feed = CsvFeed::parse(pair.clone(), CSV).unwrap();
-        assert_eq!(feed.step_millis(), 300_000);
-        assert_eq!(feed.native_interval(), Some(Interval::M5));
+        assert_eq!(feed.step, Interval::M5.millis());
         let end = 1_700_001_200_000;
         let five = feed.candles(&pair, Interval::M5, end, 10).unwrap();
         assert_eq!(five.len(), 4);

@@ -9,11 +9,13 @@
 mod csv;
 mod real;
 mod sim;
-pub mod stats;
+pub(crate) mod stats;
 
 pub use csv::CsvFeed;
-pub use real::{BTC_USDT_1H, BTC_USDT_5M, real_feed, real_pair};
-pub use sim::{KNOWN_PAIRS, SIGNAL_HORIZONS, STEP_MS, SimulatedMarket};
+pub(crate) use real::{BTC_USDT_1H, BTC_USDT_5M};
+pub use real::{real_feed, real_pair};
+pub use sim::SimulatedMarket;
+pub(crate) use sim::{SIGNAL_HORIZONS, STEP_MS};
 
 use std::fmt;
 use std::str::FromStr;
@@ -42,7 +44,7 @@ pub struct Signals {
 
 impl Signals {
     /// No information: neutral sentiment, normal volume, no flows.
-    pub const NEUTRAL: Signals = Signals {
+    pub(crate) const NEUTRAL: Signals = Signals {
         sentiment: 0.0,
         mention_volume: 1.0,
         exchange_net_flow: 0.0,
@@ -62,7 +64,7 @@ pub enum Interval {
 }
 
 impl Interval {
-    pub const ALL: [Interval; 5] = [
+    pub(crate) const ALL: [Interval; 5] = [
         Interval::M5,
         Interval::M15,
         Interval::H1,
@@ -81,7 +83,7 @@ impl Interval {
         }
     }
 
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Interval::M5 => "5m",
             Interval::M15 => "15m",
@@ -92,7 +94,7 @@ impl Interval {
     }
 
     /// Candles per year (for annualising Sharpe).
-    pub fn per_year(self) -> f64 {
+    pub(crate) fn per_year(self) -> f64 {
         365.0 * 86_400_000.0 / self.millis() as f64
     }
 }
@@ -187,12 +189,12 @@ pub trait MarketFeed: Send + Sync {
 }
 
 /// Whether a token is a USD stablecoin, priced at 1.
-pub fn is_usd_stable(token: &str) -> bool {
+pub(crate) fn is_usd_stable(token: &str) -> bool {
     matches!(token.to_ascii_uppercase().as_str(), "USDC" | "USDT" | "USD")
 }
 
 /// Combine consecutive candles into one (first open, max high, min low, last close, sum volume).
-pub fn merge(ts: i64, parts: &[Candle]) -> Option<Candle> {
+pub(crate) fn merge(ts: i64, parts: &[Candle]) -> Option<Candle> {
     let first = parts.first()?;
     let last = parts.last()?;
     Some(Candle {

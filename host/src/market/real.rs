@@ -6,10 +6,10 @@
 use super::{CsvFeed, Interval, MarketError, Pair};
 
 /// The last 14 days (2023-01-26 21:20 to 2023-02-09 21:15 UTC) of 5-minute candles.
-pub const BTC_USDT_5M: &str = include_str!("../../data/real/btc_usdt_5m.csv");
+pub(crate) const BTC_USDT_5M: &str = include_str!("../../data/real/btc_usdt_5m.csv");
 /// Hourly candles of the whole period (2023-01-02 17:00 to 2023-02-09 20:00 UTC), aggregated
 /// from the 5-minute candles (whole hours only).
-pub const BTC_USDT_1H: &str = include_str!("../../data/real/btc_usdt_1h.csv");
+pub(crate) const BTC_USDT_1H: &str = include_str!("../../data/real/btc_usdt_1h.csv");
 
 /// The pair of the real candles.
 pub fn real_pair() -> Pair {

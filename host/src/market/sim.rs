@@ -29,15 +29,15 @@ use rand_chacha::ChaCha8Rng;
 use super::{Candle, Interval, MarketError, MarketFeed, Pair, Signals, is_usd_stable, merge};
 
 /// 2026-01-01T00:00:00Z.
-pub const ORIGIN_MS: i64 = 1_767_225_600_000;
-pub const STEP_MS: i64 = Interval::M5.millis();
+pub(super) const ORIGIN_MS: i64 = 1_767_225_600_000;
+pub(crate) const STEP_MS: i64 = Interval::M5.millis();
 const STEPS_PER_YEAR: f64 = 105_120.0;
 const STEPS_PER_DAY: f64 = 288.0;
 /// Longest path generated per pair (about three years of 5-minute steps).
 const MAX_STEPS: usize = 3 * 105_120;
 
 /// Pairs the simulated market quotes: base, start price (USDC), annual volatility, daily volume.
-pub const KNOWN_PAIRS: [(&str, f64, f64, f64); 5] = [
+pub(crate) const KNOWN_PAIRS: [(&str, f64, f64, f64); 5] = [
     ("SOL", 150.0, 0.85, 2.0e6),
     ("BTC", 90_000.0, 0.50, 3.0e3),
     ("ETH", 3_200.0, 0.65, 8.0e4),
@@ -49,7 +49,7 @@ pub const KNOWN_PAIRS: [(&str, f64, f64, f64); 5] = [
 /// information coefficient is measured there): flows and whales act within the hour, sentiment,
 /// attention and wallet growth over four hours. Mention volume is unsigned: it informs about
 /// the size of the move (forward absolute return), not its direction.
-pub const SIGNAL_HORIZONS: [(&str, usize); 5] = [
+pub(crate) const SIGNAL_HORIZONS: [(&str, usize); 5] = [
     ("sentiment", 48),
     ("mention_volume", 48),
     ("exchange_net_flow", 12),
@@ -312,10 +312,6 @@ impl SimulatedMarket {
         }
     }
 
-    pub fn seed(&self) -> u64 {
-        self.seed
-    }
-
     /// First time with data.
     pub fn origin() -> i64 {
         ORIGIN_MS
@@ -323,7 +319,11 @@ impl SimulatedMarket {
 
     /// The first `steps` 5-minute candles of `base` with the signals known at each close
     /// (for measuring the generator: `crucible market stats`).
-    pub fn history(&self, base: &str, steps: usize) -> Result<Vec<(Candle, Signals)>, MarketError> {
+    pub(crate) fn history(
+        &self,
+        base: &str,
+        steps: usize,
+    ) -> Result<Vec<(Candle, Signals)>, MarketError> {
         self.with_steps(base, 0, steps, |s| {
             s.iter().map(|step| (step.candle, step.signals)).collect()
         })

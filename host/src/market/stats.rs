@@ -19,7 +19,7 @@ use super::{Candle, Signals, merge};
 /// The stylized facts of one series.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StylizedFacts {
+pub(crate) struct StylizedFacts {
     /// Log returns measured (candles - 1).
     pub returns: usize,
     pub volatility: f64,
@@ -33,7 +33,7 @@ pub struct StylizedFacts {
 
 impl StylizedFacts {
     /// The facts of `candles` (oldest first); `None` with fewer than 30 candles.
-    pub fn of(candles: &[Candle]) -> Option<StylizedFacts> {
+    pub(crate) fn of(candles: &[Candle]) -> Option<StylizedFacts> {
         if candles.len() < 30 {
             return None;
         }
@@ -61,7 +61,7 @@ impl StylizedFacts {
 }
 
 /// Combine consecutive groups of `per` candles (a trailing partial group is dropped).
-pub fn aggregate(candles: &[Candle], per: usize) -> Vec<Candle> {
+pub(crate) fn aggregate(candles: &[Candle], per: usize) -> Vec<Candle> {
     candles
         .chunks_exact(per.max(1))
         .filter_map(|chunk| merge(chunk[0].ts, chunk))
@@ -69,7 +69,7 @@ pub fn aggregate(candles: &[Candle], per: usize) -> Vec<Candle> {
 }
 
 /// Autocorrelation of `x` at `lag` (0 when undefined).
-pub fn autocorrelation(x: &[f64], lag: usize) -> f64 {
+pub(crate) fn autocorrelation(x: &[f64], lag: usize) -> f64 {
     if x.len() <= lag + 1 {
         return 0.0;
     }
@@ -87,7 +87,7 @@ pub fn autocorrelation(x: &[f64], lag: usize) -> f64 {
 }
 
 /// Pearson correlation (0 when undefined).
-pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
+pub(crate) fn pearson(x: &[f64], y: &[f64]) -> f64 {
     let n = x.len().min(y.len());
     if n < 2 {
         return 0.0;
@@ -105,7 +105,7 @@ pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
 }
 
 /// Spearman rank correlation: Pearson of the ranks (ties get their mean rank).
-pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
+pub(crate) fn spearman(x: &[f64], y: &[f64]) -> f64 {
     pearson(&ranks(x), &ranks(y))
 }
 
@@ -130,7 +130,7 @@ fn ranks(x: &[f64]) -> Vec<f64> {
 
 /// A signal's value in the direction it means: higher = more bullish (exchange inflow is
 /// bearish, so its sign is flipped), or for mention volume, a larger move to come.
-pub fn signal_value(signals: &Signals, name: &str) -> Option<f64> {
+pub(crate) fn signal_value(signals: &Signals, name: &str) -> Option<f64> {
     Some(match name {
         "sentiment" => signals.sentiment,
         "mention_volume" => signals.mention_volume,
@@ -145,7 +145,7 @@ pub fn signal_value(signals: &Signals, name: &str) -> Option<f64> {
 /// the signals known at their close) at `horizon` steps, one per non-overlapping window: the
 /// signal in the direction it means, the forward log return (absolute for mention volume).
 /// `None` for an unknown signal.
-pub fn ic_samples(
+pub(crate) fn ic_samples(
     history: &[(Candle, Signals)],
     name: &str,
     horizon: usize,
@@ -171,7 +171,7 @@ pub fn ic_samples(
 /// Information coefficient of signal `name` at `horizon` over one or more histories (their
 /// samples pooled): Spearman of [`ic_samples`]. `None` for an unknown signal or fewer than 30
 /// samples.
-pub fn information_coefficient(
+pub(crate) fn information_coefficient(
     histories: &[&[(Candle, Signals)]],
     name: &str,
     horizon: usize,

@@ -30,7 +30,7 @@ const MIN_NOTIONAL: i64 = 10_000;
 
 /// Why an order was not filled (the tick goes on; the refusal is recorded).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum Rejection {
+pub(crate) enum Rejection {
     #[error("price {0} is not a positive number")]
     BadPrice(f64),
     #[error("nothing to sell")]
@@ -148,7 +148,7 @@ impl Ledger {
 
     /// Fill a market order at `price` (quote per base) with the account's fee, slippage and
     /// maxAllocation. Balances never go negative; a refused order changes nothing.
-    pub fn execute(&mut self, order: &OrderRequest, price: f64) -> Result<Fill, Rejection> {
+    pub(crate) fn execute(&mut self, order: &OrderRequest, price: f64) -> Result<Fill, Rejection> {
         if !(price.is_finite() && price > 0.0) {
             return Err(Rejection::BadPrice(price));
         }
@@ -256,7 +256,7 @@ impl Ledger {
     }
 
     /// Mark the account to `price` once per tick: updates drawdown and return statistics.
-    pub fn mark(&mut self, price: f64) {
+    pub(crate) fn mark(&mut self, price: f64) {
         let equity = self.equity_raw(price);
         self.peak_equity = self.peak_equity.max(equity);
         if self.peak_equity > 0.0 {
@@ -275,7 +275,7 @@ impl Ledger {
     }
 
     /// Metrics at `price`; `periods_per_year` annualises Sharpe (marks per year).
-    pub fn metrics(&self, price: f64, periods_per_year: f64) -> Metrics {
+    pub(crate) fn metrics(&self, price: f64, periods_per_year: f64) -> Metrics {
         let equity = self.equity_raw(price);
         let pnl = equity - self.initial_quote as f64;
         let sd = if self.marks > 1 {

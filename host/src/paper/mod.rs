@@ -2,21 +2,19 @@
 //!. Pure logic, no I/O: callers bring the price and persist the [`Ledger`] (a plain
 //! serialisable struct of constant size, whatever the number of trades).
 //!
-//! Money is integer: balances are raw units with [`UNIT_DECIMALS`] decimals for both tokens
+//! Money is integer: balances are raw units with six decimals for both tokens
 //! (1 USDC = 1,000,000 units, 1 SOL = 1,000,000 units), so no fill can create or lose value by
 //! rounding drift; rounding always favours the house (down on what the agent gets, up on fees).
 //! Prices and metrics are `f64`.
 
 mod ledger;
 
-pub use ledger::{Fill, Ledger, Metrics, PaperConfig, Rejection};
+pub use ledger::{Fill, Ledger, Metrics, PaperConfig};
 
 use serde::{Deserialize, Serialize};
 
-/// Decimals of the ledger's raw units.
-pub const UNIT_DECIMALS: u32 = 6;
 /// Raw units per whole token.
-pub const UNIT: f64 = 1_000_000.0;
+pub(crate) const UNIT: f64 = 1_000_000.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -27,7 +25,7 @@ pub enum Side {
 
 /// How much an order trades.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub enum OrderSize {
+pub(crate) enum OrderSize {
     /// A fraction (0, 1] of equity at the current price.
     FractionOfEquity(f64),
     /// Whole tokens of base.
@@ -40,7 +38,7 @@ pub enum OrderSize {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OrderRequest {
     pub side: Side,
-    pub size: OrderSize,
+    pub(crate) size: OrderSize,
     pub reason: Option<String>,
 }
 

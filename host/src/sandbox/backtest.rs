@@ -97,7 +97,7 @@ pub struct BacktestReport {
 
 impl BacktestReport {
     /// The statistics of this run (see `sandbox::report` for every formula).
-    pub fn summary(&self, breakdown: Option<Breakdown>) -> Summary {
+    pub(crate) fn summary(&self, breakdown: Option<Breakdown>) -> Summary {
         summarize(
             &SummaryInput {
                 equity: &self.equity,

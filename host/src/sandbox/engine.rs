@@ -40,7 +40,7 @@ pub enum Profile {
 
 impl Profile {
     /// Stable name, as shown in the API.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Profile::Bare => "bare",
             Profile::Runtime => "runtime",

@@ -13,7 +13,7 @@ mod builtin;
 mod cache;
 mod engine;
 mod gate;
-pub mod report;
+pub(crate) mod report;
 mod tick;
 mod wasi;
 

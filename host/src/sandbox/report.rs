@@ -21,12 +21,12 @@ use crate::paper::{Side, UNIT};
 const YEAR_MS: f64 = 365.0 * 86_400_000.0;
 
 /// One mark of a curve: time (Unix ms) and value (whole quote, or a price for the benchmark).
-pub type Point = (i64, f64);
+pub(crate) type Point = (i64, f64);
 
 /// Compound annual growth rate, fraction: `(E_n / E_0)^(1 / years) - 1`, `years` = elapsed time
 /// between the first and last point / 365 days. `None` with fewer than two points, no elapsed
 /// time or a non-positive start; `-1` (everything lost) when the end is not positive.
-pub fn cagr(curve: &[Point]) -> Option<f64> {
+pub(crate) fn cagr(curve: &[Point]) -> Option<f64> {
     let (&(t0, e0), &(tn, en)) = (curve.first()?, curve.last()?);
     let years = (tn - t0) as f64 / YEAR_MS;
     if curve.len() < 2 || years <= 0.0 || e0 <= 0.0 {
@@ -39,7 +39,7 @@ pub fn cagr(curve: &[Point]) -> Option<f64> {
 }
 
 /// Per-point simple returns `r_i = E_i / E_{i-1} - 1` (a step from a non-positive value is skipped).
-pub fn returns(curve: &[Point]) -> Vec<f64> {
+pub(crate) fn returns(curve: &[Point]) -> Vec<f64> {
     curve
         .windows(2)
         .filter(|w| w[0].1 > 0.0)
@@ -50,7 +50,7 @@ pub fn returns(curve: &[Point]) -> Vec<f64> {
 /// Annualised Sharpe ratio, risk-free rate 0: `mean(r) / sd(r) * sqrt(P)`, `sd` the sample
 /// standard deviation (divisor n - 1). `None` with fewer than two returns or `sd = 0` (a flat
 /// curve has no risk to divide by).
-pub fn sharpe(returns: &[f64], periods_per_year: f64) -> Option<f64> {
+pub(crate) fn sharpe(returns: &[f64], periods_per_year: f64) -> Option<f64> {
     if returns.len() < 2 {
         return None;
     }
@@ -64,7 +64,7 @@ pub fn sharpe(returns: &[f64], periods_per_year: f64) -> Option<f64> {
 /// Annualised Sortino ratio, target 0: `mean(r) / DD * sqrt(P)`, downside deviation
 /// `DD = sqrt(sum(min(r_i, 0)^2) / n)` over all n returns. `None` with fewer than two returns
 /// or no negative return (`DD = 0`).
-pub fn sortino(returns: &[f64], periods_per_year: f64) -> Option<f64> {
+pub(crate) fn sortino(returns: &[f64], periods_per_year: f64) -> Option<f64> {
     if returns.len() < 2 {
         return None;
     }
@@ -77,7 +77,7 @@ pub fn sortino(returns: &[f64], periods_per_year: f64) -> Option<f64> {
 /// The largest peak-to-trough fall of a curve.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Drawdown {
+pub(crate) struct Drawdown {
     /// `max_i (peak_i - E_i) / peak_i`, `peak_i` the highest value up to `i`; fraction 0..=1.
     /// 0 for a curve that never falls below an earlier high (then no start or end).
     pub fraction: f64,
@@ -89,7 +89,7 @@ pub struct Drawdown {
 }
 
 /// See [`Drawdown`]. Ties keep the first (earliest) largest drawdown.
-pub fn max_drawdown(curve: &[Point]) -> Drawdown {
+pub(crate) fn max_drawdown(curve: &[Point]) -> Drawdown {
     let mut best = Drawdown {
         fraction: 0.0,
         start: None,
@@ -122,7 +122,7 @@ pub fn max_drawdown(curve: &[Point]) -> Drawdown {
 }
 
 /// Calmar ratio: `CAGR / max drawdown`. `None` when either is undefined or the drawdown is 0.
-pub fn calmar(cagr: Option<f64>, drawdown: f64) -> Option<f64> {
+pub(crate) fn calmar(cagr: Option<f64>, drawdown: f64) -> Option<f64> {
     cagr.filter(|_| drawdown > 0.0).map(|c| c / drawdown)
 }
 
@@ -130,7 +130,7 @@ pub fn calmar(cagr: Option<f64>, drawdown: f64) -> Option<f64> {
 /// realised profit after fees (buys realise nothing).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TradeStats {
+pub(crate) struct TradeStats {
     pub fills: usize,
     pub buys: usize,
     pub sells: usize,
@@ -153,7 +153,7 @@ pub struct TradeStats {
 }
 
 /// See [`TradeStats`].
-pub fn trade_stats(trades: &[TradeRecord]) -> TradeStats {
+pub(crate) fn trade_stats(trades: &[TradeRecord]) -> TradeStats {
     let mut s = TradeStats {
         fills: trades.len(),
         buys: 0,
@@ -199,7 +199,7 @@ pub fn trade_stats(trades: &[TradeRecord]) -> TradeStats {
 
 /// How the per-period table groups time (UTC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Breakdown {
+pub(crate) enum Breakdown {
     Day,
     Week,
     Month,
@@ -207,7 +207,7 @@ pub enum Breakdown {
 
 impl Breakdown {
     /// The period a time falls in: `2026-01-05`, ISO week `2026-W02`, or `2026-01`.
-    pub fn key(self, ts: i64) -> String {
+    pub(crate) fn key(self, ts: i64) -> String {
         let Some(t) = DateTime::from_timestamp_millis(ts) else {
             return ts.to_string();
         };
@@ -225,7 +225,7 @@ impl Breakdown {
 /// One row of the per-period table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PeriodRow {
+pub(crate) struct PeriodRow {
     pub period: String,
     /// Equity at the end of the previous period (the starting capital for the first), and at
     /// the last mark of this one; the return is `end / start - 1`, percent.
@@ -241,7 +241,7 @@ pub struct PeriodRow {
 
 /// Group `curve[1..]` by period; each period's return is measured from the previous period's
 /// last mark (`curve[0]`, the starting capital, for the first period).
-pub fn periods(curve: &[Point], trades: &[TradeRecord], by: Breakdown) -> Vec<PeriodRow> {
+pub(crate) fn periods(curve: &[Point], trades: &[TradeRecord], by: Breakdown) -> Vec<PeriodRow> {
     let mut rows: Vec<PeriodRow> = Vec::new();
     let Some(&(_, mut previous)) = curve.first() else {
         return rows;
@@ -292,13 +292,13 @@ pub fn periods(curve: &[Point], trades: &[TradeRecord], by: Breakdown) -> Vec<Pe
 /// A day's return (see [`periods`] with [`Breakdown::Day`]), percent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DayReturn {
+pub(crate) struct DayReturn {
     pub day: String,
     pub return_percent: f64,
 }
 
 /// Best and worst UTC day by return; `None` without a marked day. Ties keep the earliest day.
-pub fn best_and_worst_day(curve: &[Point]) -> (Option<DayReturn>, Option<DayReturn>) {
+pub(crate) fn best_and_worst_day(curve: &[Point]) -> (Option<DayReturn>, Option<DayReturn>) {
     let days = periods(curve, &[], Breakdown::Day);
     let pick = |better: fn(f64, f64) -> bool| {
         days.iter()
@@ -317,7 +317,7 @@ pub fn best_and_worst_day(curve: &[Point]) -> (Option<DayReturn>, Option<DayRetu
 /// Fills, sells and realised profit per order reason (`(none)` when the strategy gave none).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ReasonRow {
+pub(crate) struct ReasonRow {
     pub reason: String,
     pub buys: usize,
     pub sells: usize,
@@ -325,7 +325,7 @@ pub struct ReasonRow {
 }
 
 /// See [`ReasonRow`]; sorted by reason so the table is stable.
-pub fn by_reason(trades: &[TradeRecord]) -> Vec<ReasonRow> {
+pub(crate) fn by_reason(trades: &[TradeRecord]) -> Vec<ReasonRow> {
     let mut rows: BTreeMap<&str, ReasonRow> = BTreeMap::new();
     for t in trades {
         let reason = t.fill.reason.as_deref().unwrap_or("(none)");
@@ -347,7 +347,7 @@ pub fn by_reason(trades: &[TradeRecord]) -> Vec<ReasonRow> {
 }
 
 /// Failed ticks by fault kind (`timeout`, `trap`, ...), sorted by kind.
-pub fn faults_by_kind(faults: &[FaultRecord]) -> BTreeMap<String, usize> {
+pub(crate) fn faults_by_kind(faults: &[FaultRecord]) -> BTreeMap<String, usize> {
     let mut kinds = BTreeMap::new();
     for f in faults {
         *kinds.entry(f.kind.to_string()).or_insert(0) += 1;
@@ -358,7 +358,7 @@ pub fn faults_by_kind(faults: &[FaultRecord]) -> BTreeMap<String, usize> {
 /// The whole summary of one backtest, as printed and as `--json` writes it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Summary {
+pub(crate) struct Summary {
     pub start_equity: f64,
     pub final_equity: f64,
     /// `E_n / E_0 - 1`, percent.
@@ -385,7 +385,7 @@ pub struct Summary {
 /// before the first tick, no fee, valued at each tick's close.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Benchmark {
+pub(crate) struct Benchmark {
     pub total_return_percent: f64,
     pub cagr_percent: Option<f64>,
     pub sharpe: Option<f64>,
@@ -395,7 +395,7 @@ pub struct Benchmark {
 /// Ticks run, failed ticks by kind and fuel.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TickStats {
+pub(crate) struct TickStats {
     pub ticks: usize,
     pub failed: usize,
     pub failed_by_kind: BTreeMap<String, usize>,
@@ -407,7 +407,7 @@ pub struct TickStats {
 }
 
 /// What [`summarize`] reads: the recorded series of a backtest.
-pub struct SummaryInput<'a> {
+pub(crate) struct SummaryInput<'a> {
     /// Equity marks, whole quote, `E_0` first.
     pub equity: &'a [Point],
     /// Close prices at the same times (the benchmark).
@@ -424,7 +424,7 @@ pub struct SummaryInput<'a> {
 }
 
 /// Compute the summary; `breakdown` adds the per-period table.
-pub fn summarize(input: &SummaryInput<'_>, breakdown: Option<Breakdown>) -> Summary {
+pub(crate) fn summarize(input: &SummaryInput<'_>, breakdown: Option<Breakdown>) -> Summary {
     let equity = input.equity;
     let start = equity.first().map_or(0.0, |p| p.1);
     let end = equity.last().map_or(0.0, |p| p.1);

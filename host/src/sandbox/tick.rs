@@ -59,7 +59,7 @@ pub struct TickOutcome {
 
 /// Per-tick store data: the limiter, the log sink and, for components that import WASI, the
 /// deterministic WASI context (nothing else is reachable from a guest).
-pub struct TickState {
+pub(super) struct TickState {
     limiter: TickLimiter,
     /// Shared with the WASI stdout/stderr streams, which log into it too.
     logs: Arc<Mutex<LogSink>>,

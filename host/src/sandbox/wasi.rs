@@ -41,7 +41,7 @@ pub(super) struct WasiSeed {
 }
 
 impl WasiSeed {
-    pub fn new(agent_id: &str, now: i64) -> Self {
+    pub(super) fn new(agent_id: &str, now: i64) -> Self {
         WasiSeed {
             agent: Sha256::digest(agent_id.as_bytes()).into(),
             now,

@@ -7,7 +7,7 @@ use crate::state::AppState;
 use crate::{agents, tournaments};
 
 /// The recurring schedules every server runs.
-pub fn standard_schedules(state: &AppState) -> anyhow::Result<Vec<Recurring>> {
+pub(super) fn standard_schedules(state: &AppState) -> anyhow::Result<Vec<Recurring>> {
     // CRUCIBLE_SNAPSHOT_INTERVAL_SECS (validated when the configuration was read).
     let snapshots = crate::config::snapshot_cron(state.config.snapshot_interval_secs)
         .map_err(anyhow::Error::msg)?;
@@ -29,7 +29,7 @@ pub fn standard_schedules(state: &AppState) -> anyhow::Result<Vec<Recurring>> {
 }
 
 /// The class of work a recurring schedule belongs to.
-pub fn lane_of(schedule: &str) -> Lane {
+pub(super) fn lane_of(schedule: &str) -> Lane {
     match schedule {
         SERIES | SNAPSHOTS => Lane::Lifecycle,
         AGENT_FUNDING => Lane::Funding,
@@ -42,9 +42,9 @@ const SNAPSHOTS: &str = "tournaments.snapshots";
 const AGENT_FUNDING: &str = "agents.funding";
 const AGENT_DAILY_REPORT: &str = "agents.daily_report";
 /// Simnet only: keep the pool near the simulated market's price.
-pub const MARKET_MAKER: &str = "simnet.market_maker";
+pub(super) const MARKET_MAKER: &str = "simnet.market_maker";
 
-pub async fn run_recurring(state: &AppState, name: &str) -> anyhow::Result<()> {
+pub(super) async fn run_recurring(state: &AppState, name: &str) -> anyhow::Result<()> {
     match name {
         SERIES => tournaments::series::ensure(state).await.map(|_| ()),
         SNAPSHOTS => tournaments::tracking::snapshot_live(state).await,
@@ -69,7 +69,7 @@ pub async fn run_recurring(state: &AppState, name: &str) -> anyhow::Result<()> {
     }
 }
 
-pub async fn run_job(state: &AppState, job: &Job) -> anyhow::Result<()> {
+pub(super) async fn run_job(state: &AppState, job: &Job) -> anyhow::Result<()> {
     match job.kind.as_str() {
         tournaments::lifecycle::START_JOB => {
             tournaments::lifecycle::start(state, &job.subject).await

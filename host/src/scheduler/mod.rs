@@ -7,7 +7,7 @@
 
 mod dispatch;
 pub mod queue;
-pub mod recurring;
+pub(crate) mod recurring;
 
 use std::future::Future;
 use std::time::Duration;
@@ -52,14 +52,14 @@ pub enum Lane {
 }
 
 impl Lane {
-    pub const ALL: [Lane; 4] = [
+    pub(crate) const ALL: [Lane; 4] = [
         Lane::Lifecycle,
         Lane::AgentTicks,
         Lane::Funding,
         Lane::Maintenance,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Lane::Lifecycle => "lifecycle",
             Lane::AgentTicks => "agent_ticks",
@@ -188,7 +188,7 @@ impl Scheduler {
 
     /// Run every class on its own task, each pass `interval` after the last one ended, until
     /// the returned workers are stopped.
-    pub fn spawn(self, state: AppState, interval: Duration) -> Workers {
+    pub(crate) fn spawn(self, state: AppState, interval: Duration) -> Workers {
         let scheduler = std::sync::Arc::new(self);
         let mut tasks = tokio::task::JoinSet::new();
         for lane in Lane::ALL {
@@ -209,13 +209,13 @@ impl Scheduler {
 }
 
 /// The running classes of a scheduler.
-pub struct Workers {
+pub(crate) struct Workers {
     tasks: tokio::task::JoinSet<()>,
 }
 
 impl Workers {
     /// Stop every class and wait until each has (its leases can then be released safely).
-    pub async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         self.tasks.shutdown().await;
     }
 }
@@ -224,7 +224,7 @@ impl Workers {
 /// its workers have stopped: another node takes the work on its next pass instead of waiting
 /// for the leases to run out. A payout keeps its fence, and the next taker bumps it, so
 /// nothing this node signed can be recorded twice. Returns how many leases were released.
-pub async fn release_leases(state: &AppState) -> Result<u64, sqlx::Error> {
+pub(crate) async fn release_leases(state: &AppState) -> Result<u64, sqlx::Error> {
     let mine = format!("{}:%", state.node_id);
     let mut tx = state.store.write().begin().await?;
     let mut released = 0;

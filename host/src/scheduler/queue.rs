@@ -100,7 +100,7 @@ pub async fn renew_held(
 }
 
 /// Mark a leased job done.
-pub async fn complete(
+pub(crate) async fn complete(
     store: &Store,
     job: &Job,
     owner: &str,
@@ -116,7 +116,7 @@ pub async fn complete(
 }
 
 /// Release a failed job with exponential backoff (5 s doubling, at most an hour).
-pub async fn retry_later(
+pub(crate) async fn retry_later(
     store: &Store,
     job: &Job,
     owner: &str,
@@ -136,7 +136,7 @@ pub async fn retry_later(
     Ok(())
 }
 
-pub fn backoff(attempts: i64) -> Duration {
+pub(crate) fn backoff(attempts: i64) -> Duration {
     let exponent = attempts.clamp(1, 20) as u32 - 1;
     Duration::seconds(
         5_i64

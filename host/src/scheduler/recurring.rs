@@ -25,13 +25,13 @@ impl Recurring {
     }
 
     /// The first occurrence strictly after `at`.
-    pub fn next_after(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub(crate) fn next_after(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.schedule.after(&at).next()
     }
 }
 
 /// True if `schedule` is due at `now` and this caller won the right to run it.
-pub async fn claim_if_due(
+pub(crate) async fn claim_if_due(
     store: &Store,
     schedule: &Recurring,
     now: DateTime<Utc>,

@@ -11,7 +11,7 @@ use crate::crypto::new_id;
 use crate::usdc::{UNIT as USDC_UNIT, Usdc};
 
 #[derive(Debug, Subcommand)]
-pub enum TournamentCommand {
+pub(crate) enum TournamentCommand {
     /// Create a tournament and print its id.
     Create(CreateArgs),
     /// List tournaments (newest first), private and cancelled ones included.
@@ -25,7 +25,7 @@ pub enum TournamentCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct CreateArgs {
+pub(crate) struct CreateArgs {
     #[arg(long)]
     name: String,
     /// Tournament type, e.g. highest_pnl.
@@ -72,7 +72,7 @@ pub struct CreateArgs {
 }
 
 /// A USDC amount with at most 6 decimals, to raw units, exactly.
-pub fn parse_usdc(text: &str) -> Result<i64, String> {
+pub(crate) fn parse_usdc(text: &str) -> Result<i64, String> {
     let text = text.trim();
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
@@ -93,7 +93,7 @@ pub fn parse_usdc(text: &str) -> Result<i64, String> {
         .ok_or_else(|| format!("`{text}` is too large"))
 }
 
-pub async fn run(command: TournamentCommand) -> anyhow::Result<()> {
+pub(crate) async fn run(command: TournamentCommand) -> anyhow::Result<()> {
     match command {
         TournamentCommand::Create(args) => {
             let state = crate::startup::offline_state(&args.storage).await?;

@@ -9,7 +9,7 @@ use crate::state::AppState;
 use crate::usdc::Usdc;
 
 /// Seed the demo tournaments if no tournament exists yet. Returns how many were created.
-pub async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
+pub(crate) async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
     let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tournaments")
         .fetch_one(state.store.read())
         .await?;

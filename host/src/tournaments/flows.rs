@@ -16,7 +16,7 @@ use crate::chain::pool;
 
 /// What one transaction did to one wallet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Movement {
+pub(crate) enum Movement {
     /// A swap through a known program, or a failed transaction.
     Trade,
     /// Nothing the valuation sees changed.
@@ -27,7 +27,7 @@ pub enum Movement {
 }
 
 /// The programs whose instructions make a transaction a trade.
-pub fn swap_programs() -> Vec<String> {
+pub(crate) fn swap_programs() -> Vec<String> {
     vec![pool::program_id().to_string(), JUPITER_PROGRAM.to_owned()]
 }
 
@@ -82,7 +82,12 @@ fn raw_amount(balance: &Value) -> i128 {
 }
 
 /// What `tx` did to `wallet`'s SOL and `stable_mint` balance.
-pub fn classify(tx: &Value, wallet: &str, stable_mint: &str, swap_programs: &[String]) -> Movement {
+pub(crate) fn classify(
+    tx: &Value,
+    wallet: &str,
+    stable_mint: &str,
+    swap_programs: &[String],
+) -> Movement {
     let meta = &tx["meta"];
     if !meta["err"].is_null() {
         return Movement::Trade;
@@ -153,7 +158,7 @@ pub fn classify(tx: &Value, wallet: &str, stable_mint: &str, swap_programs: &[St
 }
 
 /// The USD value of a flow at `sol_usd`.
-pub fn value_usd(lamports: i128, stable_raw: i128, sol_usd: f64) -> f64 {
+pub(crate) fn value_usd(lamports: i128, stable_raw: i128, sol_usd: f64) -> f64 {
     lamports as f64 / 1e9 * sol_usd + stable_raw as f64 / crate::usdc::UNIT as f64
 }
 

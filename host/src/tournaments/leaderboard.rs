@@ -19,11 +19,11 @@ use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::state::AppState;
 
 /// Snapshots older than this make a live board `stale`.
-pub const STALE_AFTER: Duration = Duration::hours(2);
+pub(crate) const STALE_AFTER: Duration = Duration::hours(2);
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Entry {
+pub(crate) struct Entry {
     pub rank: usize,
     pub wallet: String,
     /// The owning account's display name, when the entry is attributed to one that set it.
@@ -59,7 +59,7 @@ pub struct Entry {
 /// A wallet's frozen result, written when the tournament ends.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct FinalStanding {
+pub(crate) struct FinalStanding {
     pub final_rank: i64,
     /// PnL percent at the end (null for a wallet that was never valued).
     pub final_pnl: Option<f64>,
@@ -113,7 +113,7 @@ const CACHED_BOARDS: usize = 64;
 
 /// Ranked boards by tournament id, the least recently read dropped beyond [`CACHED_BOARDS`].
 #[derive(Default)]
-pub struct Cache {
+pub(crate) struct Cache {
     boards: Mutex<HashMap<String, (Built, u64)>>,
     /// A counter standing for "when" a board was last read (no clock needed to order reads).
     reads: std::sync::atomic::AtomicU64,
@@ -157,7 +157,7 @@ impl Cache {
     /// Drop the boards nobody read in the last `max_idle` reads of any board (the node's
     /// housekeeping calls it), so boards of tournaments that went quiet leave memory before the
     /// cache is full.
-    pub fn drop_unread(&self, max_idle: u64) {
+    pub(crate) fn drop_unread(&self, max_idle: u64) {
         let now = self.reads.load(std::sync::atomic::Ordering::Relaxed);
         self.boards
             .lock()
@@ -166,20 +166,20 @@ impl Cache {
     }
 
     /// How many boards are held (for tests).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.boards
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .len()
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// The full ranked board of `tournament`.
-pub async fn ranked(state: &AppState, tournament: &Tournament) -> sqlx::Result<Arc<Vec<Entry>>> {
+pub(crate) async fn ranked(
+    state: &AppState,
+    tournament: &Tournament,
+) -> sqlx::Result<Arc<Vec<Entry>>> {
     let finals = if tournament.status == "ended" {
         sqlx::query_as(
             "SELECT COUNT(final_rank),
@@ -328,7 +328,7 @@ fn rank(
 }
 
 /// Whether a board shown at `now` is stale: live, and no snapshot within [`STALE_AFTER`].
-pub fn is_stale(tournament: &Tournament, now: DateTime<Utc>) -> bool {
+pub(crate) fn is_stale(tournament: &Tournament, now: DateTime<Utc>) -> bool {
     tournament.status_at(now) == Status::Live
         && tournament
             .last_snapshot_at
@@ -338,7 +338,7 @@ pub fn is_stale(tournament: &Tournament, now: DateTime<Utc>) -> bool {
 /// One page of a board, as sent to clients and streams.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct LeaderboardView {
+pub(crate) struct LeaderboardView {
     pub tournament_id: String,
     pub status: Status,
     /// True when the tournament is live and its newest snapshot is older than 2 hours.
@@ -350,7 +350,7 @@ pub struct LeaderboardView {
     pub entries: Vec<Entry>,
 }
 
-pub async fn view(
+pub(crate) async fn view(
     state: &AppState,
     tournament: &Tournament,
     page: usize,
@@ -378,7 +378,7 @@ pub async fn view(
 }
 
 /// Freeze the final standings at the end: rank, PnL percent and (later) prizes per wallet.
-pub async fn freeze(state: &AppState, tournament: &Tournament) -> anyhow::Result<()> {
+pub(crate) async fn freeze(state: &AppState, tournament: &Tournament) -> anyhow::Result<()> {
     let entries = ranked(state, tournament)
         .await
         .map_err(|error| anyhow::anyhow!("{error}"))?;

@@ -10,8 +10,8 @@ use crate::audit::{self, Actor, Entry};
 use crate::clock::to_millis;
 use crate::state::AppState;
 
-pub const START_JOB: &str = "tournament.start";
-pub const END_JOB: &str = "tournament.end";
+pub(crate) const START_JOB: &str = "tournament.start";
+pub(crate) const END_JOB: &str = "tournament.end";
 
 /// The window opened: `upcoming → live` — or, for a paid tournament with fewer registered wallets
 /// than its minimum, `upcoming → cancelled` with every entry refunded.

@@ -23,7 +23,7 @@ use crate::http::streams::StreamSlot;
 use crate::state::AppState;
 
 /// How often the board is pushed even when nothing changed.
-pub const PUSH_EVERY: Duration = Duration::from_secs(30);
+pub(super) const PUSH_EVERY: Duration = Duration::from_secs(30);
 /// Entries per pushed board.
 const STREAM_PAGE: usize = 100;
 
@@ -49,7 +49,7 @@ struct Live {
     params(("id" = String, Path, description = "Tournament id"), InviteParams),
     responses((status = 200, description = "text/event-stream of leaderboard:update and tournament:ended"),
               (status = 404), (status = 429)))]
-pub async fn live(
+pub(super) async fn live(
     _limit: IpLimit<LivePolicy>,
     slot: StreamSlot,
     State(state): State<AppState>,

@@ -10,18 +10,18 @@ use super::rules::EvaluationMetric;
 
 /// A denominator (deviation, drawdown) below this is taken as this: a wallet that never moved
 /// against itself gets a large, finite score instead of a division by zero.
-pub const FLOOR: f64 = 1e-6;
+pub(crate) const FLOOR: f64 = 1e-6;
 
 /// One snapshot: the wallet's value and the net external flows since its baseline, in USD.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     pub value: f64,
     pub net_flows: f64,
 }
 
 /// Flow-adjusted return of each period between consecutive snapshots (a period whose
 /// denominator is not positive, e.g. from an empty wallet, returns 0).
-pub fn period_returns(series: &[Point]) -> Vec<f64> {
+pub(crate) fn period_returns(series: &[Point]) -> Vec<f64> {
     series
         .windows(2)
         .map(|pair| {
@@ -38,7 +38,7 @@ pub fn period_returns(series: &[Point]) -> Vec<f64> {
 }
 
 /// Largest peak-to-trough fall of the chained returns, as a fraction (0 when it never fell).
-pub fn max_drawdown(returns: &[f64]) -> f64 {
+pub(crate) fn max_drawdown(returns: &[f64]) -> f64 {
     let (mut equity, mut peak, mut worst) = (1.0_f64, 1.0_f64, 0.0_f64);
     for r in returns {
         equity *= 1.0 + r;
@@ -55,7 +55,7 @@ fn mean(returns: &[f64]) -> f64 {
 }
 
 /// Mean period return over its sample standard deviation; needs two periods.
-pub fn sharpe(returns: &[f64]) -> Option<f64> {
+pub(crate) fn sharpe(returns: &[f64]) -> Option<f64> {
     if returns.len() < 2 {
         return None;
     }
@@ -67,7 +67,7 @@ pub fn sharpe(returns: &[f64]) -> Option<f64> {
 
 /// Mean period return over the downside deviation (root mean square of the negative returns,
 /// over all periods); needs two periods.
-pub fn sortino(returns: &[f64]) -> Option<f64> {
+pub(crate) fn sortino(returns: &[f64]) -> Option<f64> {
     if returns.len() < 2 {
         return None;
     }
@@ -76,7 +76,7 @@ pub fn sortino(returns: &[f64]) -> Option<f64> {
 }
 
 /// Time-weighted return over the maximum drawdown (both fractions); needs one period.
-pub fn calmar(returns: &[f64]) -> Option<f64> {
+pub(crate) fn calmar(returns: &[f64]) -> Option<f64> {
     if returns.is_empty() {
         return None;
     }
@@ -88,7 +88,13 @@ pub fn calmar(returns: &[f64]) -> Option<f64> {
 /// `wᵢ` is the share of the period left after flow `i`. `flow_time` is `Σ Fᵢ·(tᵢ − t₀)` and
 /// `elapsed` is `t − t₀` (same unit), so `Σ wᵢ·Fᵢ = F − flow_time / elapsed`. A non-positive
 /// denominator (nothing was ever at stake) gives 0.
-pub fn modified_dietz(start: f64, end: f64, net_flows: f64, flow_time: f64, elapsed: f64) -> f64 {
+pub(crate) fn modified_dietz(
+    start: f64,
+    end: f64,
+    net_flows: f64,
+    flow_time: f64,
+    elapsed: f64,
+) -> f64 {
     let weighted = if elapsed > 0.0 {
         net_flows - flow_time / elapsed
     } else {
@@ -104,7 +110,11 @@ pub fn modified_dietz(start: f64, end: f64, net_flows: f64, flow_time: f64, elap
 
 /// What ranks a wallet under `metric`: for `pnl_percent` the given flow-adjusted percentage,
 /// otherwise the ratio from its series (`None` with too few snapshots).
-pub fn score(metric: EvaluationMetric, series: &[Point], pnl_percent: Option<f64>) -> Option<f64> {
+pub(crate) fn score(
+    metric: EvaluationMetric,
+    series: &[Point],
+    pnl_percent: Option<f64>,
+) -> Option<f64> {
     let returns = period_returns(series);
     match metric {
         EvaluationMetric::PnlPercent => pnl_percent,

@@ -2,24 +2,24 @@
 //! recurring series, demo data, and the public read endpoints. Owns the `tournaments` table;
 //! never moves money itself (the chain module does).
 
-pub mod cli;
-pub mod demo;
-pub mod flows;
-pub mod leaderboard;
+pub(crate) mod cli;
+pub(crate) mod demo;
+pub(crate) mod flows;
+pub(crate) mod leaderboard;
 pub mod lifecycle;
 mod live;
-pub mod metrics;
-pub mod model;
+pub(crate) mod metrics;
+pub(crate) mod model;
 pub mod payouts;
-pub mod performance;
+pub(crate) mod performance;
 pub mod privacy;
 pub mod queries;
-pub mod refunds;
-pub mod registration;
+pub(crate) mod refunds;
+pub(crate) mod registration;
 mod routes;
 pub mod rules;
 pub mod series;
 pub mod tracking;
 
 pub use model::{Status, Tournament, TournamentView, registration_memo};
-pub use routes::router;
+pub(crate) use routes::router;

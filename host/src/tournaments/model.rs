@@ -19,7 +19,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Upcoming => "upcoming",
             Status::Live => "live",
@@ -28,7 +28,7 @@ impl Status {
         }
     }
 
-    pub fn parse(stored: &str) -> Status {
+    pub(crate) fn parse(stored: &str) -> Status {
         match stored {
             "live" => Status::Live,
             "ended" => Status::Ended,
@@ -40,7 +40,12 @@ impl Status {
     /// The status a tournament really has at `now`, from its stored status and window (epoch
     /// milliseconds): every read shows this, so a tournament whose window has passed reads as
     /// ended even before the scheduler has written the transition.
-    pub fn effective(stored: &str, start_date: i64, end_date: i64, now: DateTime<Utc>) -> Status {
+    pub(crate) fn effective(
+        stored: &str,
+        start_date: i64,
+        end_date: i64,
+        now: DateTime<Utc>,
+    ) -> Status {
         let now = now.timestamp_millis();
         match Status::parse(stored) {
             Status::Cancelled => Status::Cancelled,
@@ -87,7 +92,7 @@ pub struct Tournament {
 }
 
 /// Columns of [`Tournament`], for `SELECT`s.
-pub const COLUMNS: &str = "id, name, description, type, visibility, status, entry_fee_raw, max_participants, \
+pub(crate) const COLUMNS: &str = "id, name, description, type, visibility, status, entry_fee_raw, max_participants, \
      current_participants, escrow_wallet, payout_split, rake_bps, is_paper_trading, start_date, end_date, \
      registration_deadline, last_snapshot_at, created_at, transfer_policy, evaluation_metric, invite_code_hash, \
      min_participants, cancellation_reason, standings_revision";
@@ -95,14 +100,14 @@ pub const COLUMNS: &str = "id, name, description, type, visibility, status, entr
 impl Tournament {
     /// The status at `now`: the stored one, moved along by the clock if the scheduler has not yet
     /// run the transition (so a read right after an edge is already exact).
-    pub fn status_at(&self, now: DateTime<Utc>) -> Status {
+    pub(crate) fn status_at(&self, now: DateTime<Utc>) -> Status {
         Status::effective(&self.status, self.start_date, self.end_date, now)
     }
 
     /// The first instant after `now` at which what is shown of this tournament changes with the
     /// clock alone (its status turns, registration closes, its board turns stale): a cached
     /// answer about it must not outlive it.
-    pub fn next_change_after(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub(crate) fn next_change_after(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let now_ms = to_millis(now);
         // A board is stale once strictly more than STALE_AFTER has passed: 1 ms later.
         let stale_at = self
@@ -122,7 +127,7 @@ impl Tournament {
     }
 
     /// Whether the registration deadline has passed at `now` (registration then answers 410).
-    pub fn registration_closed_at(&self, now: DateTime<Utc>) -> bool {
+    pub(crate) fn registration_closed_at(&self, now: DateTime<Utc>) -> bool {
         self.registration_deadline
             .is_some_and(|deadline| to_millis(now) >= deadline)
     }
@@ -134,26 +139,26 @@ impl Tournament {
     }
 
     /// Prize percentages by rank, e.g. `[50, 30, 20]`.
-    pub fn payout_split(&self) -> Vec<u32> {
+    pub(crate) fn payout_split(&self) -> Vec<u32> {
         serde_json::from_str(&self.payout_split).unwrap_or_else(|_| vec![100])
     }
 
     /// Entry fees collected so far, less the rake, in raw units.
-    pub fn prize_pool_raw(&self) -> i64 {
+    pub(crate) fn prize_pool_raw(&self) -> i64 {
         let collected = i128::from(self.entry_fee_raw) * i128::from(self.current_participants);
         let pool = collected * i128::from(10_000 - self.rake_bps.clamp(0, 10_000)) / 10_000;
         i64::try_from(pool).unwrap_or(i64::MAX)
     }
 
-    pub fn transfer_policy(&self) -> TransferPolicy {
+    pub(crate) fn transfer_policy(&self) -> TransferPolicy {
         TransferPolicy::from_stored(&self.transfer_policy)
     }
 
-    pub fn evaluation_metric(&self) -> EvaluationMetric {
+    pub(crate) fn evaluation_metric(&self) -> EvaluationMetric {
         EvaluationMetric::from_stored(&self.evaluation_metric)
     }
 
-    pub fn view(&self, now: DateTime<Utc>) -> TournamentView {
+    pub(crate) fn view(&self, now: DateTime<Utc>) -> TournamentView {
         let at = |millis: i64| rfc3339(from_millis(millis));
         TournamentView {
             id: self.id.clone(),
@@ -231,11 +236,11 @@ pub struct TournamentView {
     /// Why a cancelled tournament was cancelled; its paid entries are refunded.
     pub cancellation_reason: Option<String>,
     /// How to build the memo a paid registration's transaction must carry.
-    pub registration_memo: MemoRule,
+    pub(crate) registration_memo: MemoRule,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct MemoRule {
+pub(crate) struct MemoRule {
     pub format: String,
     pub hash: String,
 }

@@ -11,18 +11,18 @@ use crate::clock::{from_millis, rfc3339};
 use crate::state::AppState;
 
 /// Wallets charted when no wallet is named: the top of the board.
-pub const TOP: usize = 10;
+pub(crate) const TOP: usize = 10;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Point {
+pub(crate) struct Point {
     at: String,
     value_usd: f64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Series {
+pub(crate) struct Series {
     wallet: String,
     rank: usize,
     points: Vec<Point>,
@@ -30,14 +30,14 @@ pub struct Series {
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Performance {
+pub(crate) struct Performance {
     tournament_id: String,
     series: Vec<Series>,
 }
 
 /// Why a series could not be drawn.
 #[derive(Debug, thiserror::Error)]
-pub enum PerformanceError {
+pub(crate) enum PerformanceError {
     #[error("wallet {0} is not registered for this tournament")]
     NotRegistered(String),
     #[error(transparent)]
@@ -45,7 +45,7 @@ pub enum PerformanceError {
 }
 
 /// The series of `wallet`, or of the [`TOP`] wallets of the board, each at most `points` long.
-pub async fn series(
+pub(crate) async fn series(
     state: &AppState,
     tournament: &Tournament,
     wallet: Option<&str>,

@@ -23,7 +23,7 @@ pub fn new_invite_code() -> (String, String) {
 
 /// Whether `code` opens `tournament`: always for a public one; for a private one, only its own
 /// code (a private tournament without a stored code opens for nobody).
-pub fn admits(tournament: &Tournament, code: Option<&str>) -> bool {
+pub(crate) fn admits(tournament: &Tournament, code: Option<&str>) -> bool {
     if tournament.visibility != "private" {
         return true;
     }
@@ -39,14 +39,14 @@ pub fn admits(tournament: &Tournament, code: Option<&str>) -> bool {
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct InviteParams {
+pub(crate) struct InviteParams {
     /// A private tournament's invite code (ignored for public ones).
     pub invite_code: Option<String>,
 }
 
 /// The tournament `id` if this caller may see it: `None` when unknown, or private and `code` is
 /// not its invite code.
-pub async fn find_visible(
+pub(crate) async fn find_visible(
     state: &AppState,
     id: &str,
     code: Option<&str>,
@@ -57,7 +57,7 @@ pub async fn find_visible(
 }
 
 /// [`find_visible`] for the handlers: 404 when the caller may not see it.
-pub async fn visible(
+pub(crate) async fn visible(
     state: &AppState,
     id: &str,
     code: Option<&str>,
@@ -70,7 +70,7 @@ pub async fn visible(
 /// A page of the tournament list as anyone may read it (the public and v1 lists): private
 /// tournaments are listed nowhere, so `visibility=private` is a valid filter that matches
 /// nothing here (hosts list them with `crucible tournament list`).
-pub async fn listed(
+pub(crate) async fn listed(
     state: &AppState,
     query: &queries::ListQuery,
 ) -> sqlx::Result<(Vec<Tournament>, i64)> {

@@ -148,7 +148,7 @@ pub async fn insert(
     Ok(true)
 }
 
-pub async fn get(store: &Store, id: &str) -> sqlx::Result<Option<Tournament>> {
+pub(crate) async fn get(store: &Store, id: &str) -> sqlx::Result<Option<Tournament>> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM tournaments WHERE id = $1"))
         .bind(id)
         .fetch_optional(store.read())
@@ -157,7 +157,7 @@ pub async fn get(store: &Store, id: &str) -> sqlx::Result<Option<Tournament>> {
 
 /// Filters and paging of a tournament list.
 #[derive(Debug, Clone, Default)]
-pub struct ListQuery {
+pub(crate) struct ListQuery {
     pub status: Option<Status>,
     pub kind: Option<String>,
     /// `None` lists public tournaments only; private ones are listed when asked for by name.
@@ -171,14 +171,14 @@ pub struct ListQuery {
 
 /// A list parameter that does not parse: which one, and what it must be.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadParam {
+pub(crate) struct BadParam {
     pub field: &'static str,
     pub message: &'static str,
 }
 
 /// The filters both tournament lists share, as their query parameters gave them.
 #[derive(Debug)]
-pub struct SharedFilters<'a> {
+pub(crate) struct SharedFilters<'a> {
     pub kind: Option<String>,
     pub visibility: Option<&'a str>,
     pub order_by: Option<&'a str>,
@@ -189,7 +189,7 @@ pub struct SharedFilters<'a> {
 impl ListQuery {
     /// The query for one page of tournaments in `status`: each list parses its own status
     /// vocabulary and paging, and both parse the shared filters here.
-    pub fn parse(
+    pub(crate) fn parse(
         status: Option<Status>,
         page: i64,
         page_size: i64,
@@ -236,7 +236,7 @@ impl ListQuery {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum OrderBy {
+pub(crate) enum OrderBy {
     Name,
     #[default]
     CreatedAt,
@@ -246,7 +246,7 @@ pub enum OrderBy {
 }
 
 impl OrderBy {
-    pub fn parse(raw: &str) -> Option<Self> {
+    pub(crate) fn parse(raw: &str) -> Option<Self> {
         Some(match raw {
             "name" => OrderBy::Name,
             "createdAt" => OrderBy::CreatedAt,
@@ -285,7 +285,7 @@ const LIST_FILTER: &str = "visibility = $1
     END";
 
 /// One page of tournaments and the total count of matches.
-pub async fn list(
+pub(crate) async fn list(
     store: &Store,
     query: &ListQuery,
     now: DateTime<Utc>,

@@ -19,7 +19,7 @@ use crate::scheduler;
 /// sum of what it paid, attributed to the account its entries were attributed to) and schedule
 /// their sending. Runs inside the transaction that cancels the tournament, so a cancellation
 /// and its refunds are written whole or not at all. Idempotent. Returns the refunds recorded.
-pub async fn record(
+pub(crate) async fn record(
     conn: &mut AnyConnection,
     tournament_id: &str,
     mint: &str,

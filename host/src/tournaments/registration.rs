@@ -25,7 +25,7 @@ use crate::state::AppState;
 /// Why a registration was refused. The platform API maps it at its edge
 /// (`tournaments::routes`); an agent's entry wraps it (`agents::entry`).
 #[derive(Debug, thiserror::Error)]
-pub enum RegistrationError {
+pub(crate) enum RegistrationError {
     /// The request is malformed, or does not fit the tournament (free or paid); the message
     /// says what to change.
     #[error("{0}")]
@@ -59,12 +59,12 @@ pub enum RegistrationError {
 crate::db::store_error_from_sqlx!(RegistrationError);
 
 /// At most this many wallets per request.
-pub const MAX_WALLETS: usize = 10;
+pub(crate) const MAX_WALLETS: usize = 10;
 
 /// The request body (docs/api.md, "Tournament registration").
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RegisterRequest {
+pub(crate) struct RegisterRequest {
     /// One wallet to register (or use `registeredWallets`).
     registered_wallet: Option<String>,
     /// 1 to 10 wallets sharing one payment (or use `registeredWallet`).
@@ -88,7 +88,7 @@ fn present<'de, D: serde::Deserializer<'de>>(
 impl RegisterRequest {
     /// One wallet, paid by `payer` with `signature` (both `None` for a free tournament): what the
     /// server itself sends when it enters an agent's wallet.
-    pub fn one_wallet(
+    pub(crate) fn one_wallet(
         wallet: &str,
         signature: Option<String>,
         payer: Option<&str>,
@@ -165,7 +165,7 @@ impl RegisterRequest {
 }
 
 /// The outcome the handler turns into 201 or 202.
-pub enum Outcome {
+pub(crate) enum Outcome {
     Registered {
         count: usize,
     },
@@ -177,7 +177,7 @@ pub enum Outcome {
 /// the per-client limit of each tournament, which counts only well-formed requests for a
 /// tournament the client may see: junk from one client never uses up anyone else's budget.
 /// `None` (the server entering an agent it already checked) is not counted.
-pub async fn register(
+pub(crate) async fn register(
     state: &AppState,
     tournament_id: &str,
     caller: Option<&Caller>,

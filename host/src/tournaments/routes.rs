@@ -23,7 +23,7 @@ use crate::http::json::{Path, Query};
 use crate::http::rate_limit::{ClientIp, IpLimit, RegistrationPolicy, TournamentReadPolicy};
 use crate::state::AppState;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_tournaments))
         .routes(routes!(get_tournament))
@@ -37,7 +37,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub(super) struct ListParams {
     /// `upcoming`, `live` (or `active`), `ended` (or `completed`), `cancelled`.
     status: Option<String>,
     /// Tournament type, e.g. `highest_pnl`.
@@ -99,7 +99,7 @@ impl ListParams {
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Pagination {
+pub(super) struct Pagination {
     page: i64,
     page_size: i64,
     total_count: i64,
@@ -107,7 +107,7 @@ pub struct Pagination {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct TournamentList {
+pub(super) struct TournamentList {
     tournaments: Vec<TournamentView>,
     pagination: Pagination,
 }
@@ -168,7 +168,7 @@ async fn get_tournament(
     .await
 }
 
-pub fn not_found(id: &str) -> ApiError {
+pub(super) fn not_found(id: &str) -> ApiError {
     ApiError::NotFound(format!("no tournament `{id}`"))
 }
 
@@ -192,7 +192,7 @@ impl From<RegistrationError> for ApiError {
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct MemoParams {
+pub(super) struct MemoParams {
     /// The wallets to register, comma-separated (1 to 10).
     wallets: String,
     /// A private tournament's invite code.
@@ -201,7 +201,7 @@ pub struct MemoParams {
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct MemoView {
+pub(super) struct MemoView {
     memo: String,
     wallets: Vec<String>,
     /// Entry fee × wallets, raw units, as a string.
@@ -248,7 +248,7 @@ async fn get_registration_memo(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Registered {
+pub(super) struct Registered {
     /// Wallets registered.
     count: usize,
 }
@@ -295,7 +295,7 @@ async fn register(
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct PageParams {
+pub(super) struct PageParams {
     /// 0-based page (default 0).
     page: Option<usize>,
     /// 1 to 500 entries (default 100).
@@ -303,7 +303,7 @@ pub struct PageParams {
 }
 
 impl PageParams {
-    pub fn validate(&self) -> Result<(usize, usize), ApiError> {
+    pub(super) fn validate(&self) -> Result<(usize, usize), ApiError> {
         let page_size = self.page_size.unwrap_or(100);
         if !(1..=500).contains(&page_size) {
             return Err(ApiError::bad_request("`pageSize` must be 1 to 500"));
@@ -336,7 +336,7 @@ async fn get_leaderboard(
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct PerformanceParams {
+pub(super) struct PerformanceParams {
     /// One wallet's series; default: the top 10 of the leaderboard.
     wallet: Option<String>,
     /// Points per series, 2 to 500 (default 100).

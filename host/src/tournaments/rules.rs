@@ -28,16 +28,17 @@ pub enum EvaluationMetric {
 }
 
 impl TransferPolicy {
-    pub const NAMES: [&'static str; 2] = ["adjust", "disqualify"];
+    #[cfg(test)]
+    pub(crate) const NAMES: [&'static str; 2] = ["adjust", "disqualify"];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             TransferPolicy::Adjust => "adjust",
             TransferPolicy::Disqualify => "disqualify",
         }
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         match text {
             "adjust" => Ok(TransferPolicy::Adjust),
             "disqualify" => Ok(TransferPolicy::Disqualify),
@@ -47,13 +48,14 @@ impl TransferPolicy {
         }
     }
 
-    pub fn from_stored(text: &str) -> Self {
+    pub(crate) fn from_stored(text: &str) -> Self {
         Self::parse(text).unwrap_or_default()
     }
 }
 
 impl EvaluationMetric {
-    pub const NAMES: [&'static str; 4] = ["pnl_percent", "sharpe", "sortino", "calmar"];
+    #[cfg(test)]
+    pub(crate) const NAMES: [&'static str; 4] = ["pnl_percent", "sharpe", "sortino", "calmar"];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -64,7 +66,7 @@ impl EvaluationMetric {
         }
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         match text {
             "pnl_percent" => Ok(EvaluationMetric::PnlPercent),
             "sharpe" => Ok(EvaluationMetric::Sharpe),
@@ -76,7 +78,7 @@ impl EvaluationMetric {
         }
     }
 
-    pub fn from_stored(text: &str) -> Self {
+    pub(crate) fn from_stored(text: &str) -> Self {
         Self::parse(text).unwrap_or_default()
     }
 }

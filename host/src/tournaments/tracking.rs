@@ -199,7 +199,7 @@ fn disqualification(flow: &Flow) -> String {
 
 /// Which wallets a round covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// Every registered wallet: the board's `latestSnapshotAt` moves (and `stale` clears).
     WholeBoard,
     /// Only wallets joining a live tournament: their baselines, not a fresh board (unless they
@@ -211,7 +211,7 @@ pub enum Scope {
 /// one. A wallet without a baseline gets this value as its baseline. Returns how many wallets
 /// were valued. Fails, writing nothing (so the board stays `stale`), when SOL cannot be priced
 /// or no wallet at all could be valued.
-pub async fn snapshot_wallets(
+pub(crate) async fn snapshot_wallets(
     state: &AppState,
     tournament_id: &str,
     wallets: Vec<String>,

@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 /// Whether `ip` is a public unicast address a webhook may be sent to.
-pub fn is_public(ip: IpAddr) -> bool {
+pub(crate) fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -60,7 +60,7 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
 /// Refuse a URL whose host is an IP literal outside the public range (names are checked when
 /// they are resolved). URLs are parsed as browsers do (WHATWG), so the other spellings of an IPv4
 /// address — one decimal number, octal or hex parts — arrive here as the address they mean.
-pub fn check_literal(url: &str) -> Result<(), String> {
+pub(crate) fn check_literal(url: &str) -> Result<(), String> {
     let parsed = url::Url::parse(url).map_err(|error| format!("bad webhook URL: {error}"))?;
     let ip = match parsed.host() {
         Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
@@ -82,7 +82,7 @@ fn refusal(host: &str) -> String {
 }
 
 /// A resolver that keeps only public addresses of a name.
-pub struct PublicOnly;
+pub(crate) struct PublicOnly;
 
 impl Resolve for PublicOnly {
     fn resolve(&self, name: Name) -> Resolving {

@@ -11,10 +11,10 @@
 //! database transaction across an HTTP request.
 
 pub mod delivery;
-pub mod egress;
+pub(crate) mod egress;
 mod outbox;
-pub mod schedule;
-pub mod signing;
+pub(crate) mod schedule;
+pub(crate) mod signing;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -46,7 +46,7 @@ pub enum Event {
 
 impl Event {
     /// The `event` member of the payload.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Event::AgentStarted => "agent.started",
             Event::AgentStopped => "agent.stopped",
@@ -58,7 +58,7 @@ impl Event {
 }
 
 /// Most deliveries [`recent_deliveries`] returns at once.
-pub const MAX_LISTED: i64 = 100;
+pub(crate) const MAX_LISTED: i64 = 100;
 
 /// Queue `event` with `data` for every live (unrevoked, unexpired) API key of the account — both
 /// families, `account` and `v1` — that has a webhook URL; one outbox row per key, in the caller's
@@ -163,7 +163,7 @@ pub async fn recent_deliveries(
 
 /// The worker: [`deliver_due`] every `interval` until the task is aborted. Started by the server
 /// next to the scheduler; safe to run on every node.
-pub async fn run_forever(state: AppState, interval: std::time::Duration) {
+pub(crate) async fn run_forever(state: AppState, interval: std::time::Duration) {
     let mut every = tokio::time::interval(interval);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -12,13 +12,13 @@ use crate::db::Store;
 const MAX_ERROR_CHARS: usize = 500;
 
 /// A live key of the account that wants webhooks.
-pub struct Subscriber {
+pub(super) struct Subscriber {
     pub key_id: String,
     pub url: String,
 }
 
 /// The account's live (unrevoked, unexpired) keys of both families that have a webhook URL.
-pub async fn subscribers(
+pub(super) async fn subscribers(
     conn: &mut AnyConnection,
     account_id: &str,
     now: DateTime<Utc>,
@@ -40,7 +40,7 @@ pub async fn subscribers(
 }
 
 /// A new pending row, due at once.
-pub struct NewDelivery<'a> {
+pub(super) struct NewDelivery<'a> {
     pub id: &'a str,
     pub account_id: &'a str,
     pub key_id: &'a str,
@@ -50,7 +50,7 @@ pub struct NewDelivery<'a> {
     pub now: DateTime<Utc>,
 }
 
-pub async fn insert(conn: &mut AnyConnection, new: NewDelivery<'_>) -> sqlx::Result<()> {
+pub(super) async fn insert(conn: &mut AnyConnection, new: NewDelivery<'_>) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO webhook_deliveries (id, account_id, key_id, event, url, payload, status,
                                          next_attempt_at, created_at)
@@ -70,7 +70,7 @@ pub async fn insert(conn: &mut AnyConnection, new: NewDelivery<'_>) -> sqlx::Res
 
 /// A row leased to one worker for one attempt.
 #[derive(Debug, Clone)]
-pub struct Claimed {
+pub(super) struct Claimed {
     pub id: String,
     pub key_id: String,
     pub event: String,
@@ -86,7 +86,7 @@ pub struct Claimed {
 /// fill the claim and other tenants' rows are reached. A lease that ran out (its worker died
 /// mid-attempt) is taken over. The attempt is counted here, so an attempt cut short by a crash
 /// still counts.
-pub async fn claim(
+pub(super) async fn claim(
     store: &Store,
     lease_owner: &str,
     now: DateTime<Utc>,
@@ -135,13 +135,13 @@ pub async fn claim(
 }
 
 /// The key a claimed row is signed for: its sealed secret, and whether it still stands.
-pub struct KeyState {
+pub(super) struct KeyState {
     pub secret_sealed: Option<String>,
     pub revoked: bool,
     pub expired: bool,
 }
 
-pub async fn key_state(
+pub(super) async fn key_state(
     store: &Store,
     key_id: &str,
     now: DateTime<Utc>,
@@ -160,7 +160,7 @@ pub async fn key_state(
 }
 
 /// How an attempt ended, as recorded on the row.
-pub enum Outcome<'a> {
+pub(super) enum Outcome<'a> {
     /// 2xx: done.
     Delivered { status_code: u16 },
     /// Failed; try again at `retry_at`. `error` is (category, what the owner is shown).
@@ -178,7 +178,7 @@ pub enum Outcome<'a> {
 
 /// Record `outcome` and release the lease — only if `lease_owner` still holds it, so a worker
 /// whose lease ran out cannot overwrite what its successor recorded. Returns whether it did.
-pub async fn record(
+pub(super) async fn record(
     store: &Store,
     id: &str,
     lease_owner: &str,
@@ -228,7 +228,7 @@ pub async fn record(
 
 /// Give a claimed row back unsent (its destination had no free slot): the lease is released and
 /// the attempt the claim counted is taken back.
-pub async fn hand_back(store: &Store, id: &str, lease_owner: &str) -> sqlx::Result<()> {
+pub(super) async fn hand_back(store: &Store, id: &str, lease_owner: &str) -> sqlx::Result<()> {
     sqlx::query(
         "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL, attempts = attempts - 1
          WHERE id = $1 AND lease_owner = $2",
@@ -242,7 +242,7 @@ pub async fn hand_back(store: &Store, id: &str, lease_owner: &str) -> sqlx::Resu
 
 /// A row as the owner sees it.
 #[derive(Debug, sqlx::FromRow)]
-pub struct Listed {
+pub(super) struct Listed {
     pub id: String,
     pub key_id: String,
     pub event: String,
@@ -260,7 +260,11 @@ pub struct Listed {
 }
 
 /// The account's most recent rows, newest first.
-pub async fn recent(store: &Store, account_id: &str, limit: i64) -> sqlx::Result<Vec<Listed>> {
+pub(super) async fn recent(
+    store: &Store,
+    account_id: &str,
+    limit: i64,
+) -> sqlx::Result<Vec<Listed>> {
     sqlx::query_as(
         "SELECT id, key_id, event, url, status, attempts, last_status_code, last_error,
                 last_error_category, created_at, delivered_at, last_attempt_at, next_attempt_at, dead_at

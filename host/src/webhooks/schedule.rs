@@ -10,15 +10,15 @@ use chrono::{DateTime, Duration, Utc};
 use rand::Rng;
 
 /// The shortest wait between two attempts.
-pub const BASE: Duration = Duration::seconds(10);
+pub(crate) const BASE: Duration = Duration::seconds(10);
 /// The longest wait between two attempts.
-pub const CAP: Duration = Duration::hours(1);
+pub(crate) const CAP: Duration = Duration::hours(1);
 /// How long after queueing a delivery is retried before it is dead-lettered.
-pub const GIVE_UP_AFTER: Duration = Duration::hours(24);
+pub(crate) const GIVE_UP_AFTER: Duration = Duration::hours(24);
 
 /// What to do with a delivery whose attempt just failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AfterFailure {
+pub(crate) enum AfterFailure {
     /// Try again at this time.
     RetryAt(DateTime<Utc>),
     /// Stop: 24 h have passed since the event was queued.
@@ -26,7 +26,7 @@ pub enum AfterFailure {
 }
 
 /// The upper bound of the wait after `failed_attempts` failures: 10 s doubling, capped at 1 h.
-pub fn ceiling(failed_attempts: i64) -> Duration {
+pub(crate) fn ceiling(failed_attempts: i64) -> Duration {
     let doublings = failed_attempts.clamp(1, 20) as u32;
     let millis = BASE
         .num_milliseconds()
@@ -36,14 +36,14 @@ pub fn ceiling(failed_attempts: i64) -> Duration {
 }
 
 /// A wait drawn uniformly from `[BASE, ceiling(failed_attempts)]`.
-pub fn backoff(failed_attempts: i64, rng: &mut impl Rng) -> Duration {
+pub(crate) fn backoff(failed_attempts: i64, rng: &mut impl Rng) -> Duration {
     let low = BASE.num_milliseconds();
     let high = ceiling(failed_attempts).num_milliseconds();
     Duration::milliseconds(rng.gen_range(low..=high))
 }
 
 /// The decision after the `attempts`-th attempt failed at `now`, for an event queued at `created_at`.
-pub fn after_failure(
+pub(crate) fn after_failure(
     created_at: DateTime<Utc>,
     attempts: i64,
     now: DateTime<Utc>,

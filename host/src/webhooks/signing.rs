@@ -19,11 +19,11 @@ use serde::Serialize;
 use sha2::Sha256;
 
 /// Header carrying the signatures (two lines, see the module docs).
-pub const SIGNATURE_HEADER: &str = "x-svc-signature";
+pub(crate) const SIGNATURE_HEADER: &str = "x-svc-signature";
 /// Header carrying the delivery id, the same on every retry, so receivers can drop duplicates.
-pub const DELIVERY_HEADER: &str = "x-svc-delivery";
+pub(crate) const DELIVERY_HEADER: &str = "x-svc-delivery";
 /// Header naming the event, so receivers can route before parsing.
-pub const EVENT_HEADER: &str = "x-svc-event";
+pub(crate) const EVENT_HEADER: &str = "x-svc-event";
 
 /// The members covered by the `signature` member, in their serialised order.
 #[derive(Serialize)]
@@ -34,7 +34,7 @@ struct SignedPayload<'a> {
 }
 
 /// The bytes the `signature` member signs: compact JSON of `{event, timestamp, data}`.
-pub fn signed_payload(event: &str, timestamp: &str, data: &serde_json::Value) -> String {
+pub(crate) fn signed_payload(event: &str, timestamp: &str, data: &serde_json::Value) -> String {
     // Serialising a struct of strings and a `Value` cannot fail (no maps with non-string keys).
     serde_json::to_string(&SignedPayload {
         event,
@@ -45,7 +45,7 @@ pub fn signed_payload(event: &str, timestamp: &str, data: &serde_json::Value) ->
 }
 
 /// Lower-case hex HMAC-SHA256 of `message` under `secret` (the `webhookSecret` string's bytes).
-pub fn hmac_hex(secret: &[u8], message: &[u8]) -> String {
+pub(crate) fn hmac_hex(secret: &[u8], message: &[u8]) -> String {
     // HMAC accepts keys of any length; `new_from_slice` cannot fail for it.
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret)
         .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
@@ -55,7 +55,7 @@ pub fn hmac_hex(secret: &[u8], message: &[u8]) -> String {
 
 /// A request ready to send: the body and the values of [`SIGNATURE_HEADER`], in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SignedRequest {
+pub(crate) struct SignedRequest {
     pub body: String,
     pub signature_headers: [String; 2],
 }
@@ -63,7 +63,7 @@ pub struct SignedRequest {
 /// The body for a stored `payload` (a JSON object, as [`signed_payload`] makes it), signed with
 /// `secret`: `payload` with `"signature"` appended, and the headers signing that body, the
 /// timestamped one at `sent_at` (Unix seconds).
-pub fn sign(payload: &str, secret: &[u8], sent_at: i64) -> SignedRequest {
+pub(crate) fn sign(payload: &str, secret: &[u8], sent_at: i64) -> SignedRequest {
     let signature = hmac_hex(secret, payload.as_bytes());
     let open = payload.strip_suffix('}').unwrap_or(payload);
     let body = format!("{open},\"signature\":\"{signature}\"}}");

@@ -49,7 +49,7 @@ const CONCURRENCY: usize = 16;
 const CONFIRM_TIMEOUT: StdDuration = StdDuration::from_secs(20);
 /// After this long a transaction the chain never saw cannot land any more: a blockhash is
 /// valid for 150 blocks (about 60 to 90 s); two minutes leaves a margin.
-pub const BLOCKHASH_LIFETIME_MS: i64 = 120_000;
+pub(crate) const BLOCKHASH_LIFETIME_MS: i64 = 120_000;
 /// Smallest swap, raw USDC (0.01): dust is refused, not sent.
 const MIN_NOTIONAL_RAW: f64 = 10_000.0;
 /// The signature fee of a one-signer transaction.
@@ -142,7 +142,11 @@ struct Outcome {
 }
 
 /// Tick every live agent due now, a batch at a time, [`CONCURRENCY`] agents at once.
-pub async fn run_due(state: &AppState, owner: &str, pass: &mut TickPass) -> anyhow::Result<()> {
+pub(crate) async fn run_due(
+    state: &AppState,
+    owner: &str,
+    pass: &mut TickPass,
+) -> anyhow::Result<()> {
     loop {
         let due = ticker::claim(state, owner, true).await?;
         if due.is_empty() {
@@ -409,7 +413,7 @@ fn valuation(market: &Market) -> Valuation {
 /// How this server's live swaps are made: through the simnet pool, or through Jupiter on a
 /// real cluster (`SOLANA_RPC_URL`). Built once per server, so the price client's cache lives
 /// across ticks.
-pub fn route_for(state: &AppState) -> Result<Arc<dyn SwapRoute>, LiveError> {
+pub(crate) fn route_for(state: &AppState) -> Result<Arc<dyn SwapRoute>, LiveError> {
     if let Some(route) = state.agents.live_route() {
         return Ok(route);
     }

@@ -26,7 +26,7 @@ use crate::chain::tx::{self, Pubkey};
 
 /// The encodings a node offers for account data that the simnet serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
+pub(crate) enum Encoding {
     Base58,
     Base64,
     JsonParsed,
@@ -37,14 +37,14 @@ const MAX_BASE58_BYTES: usize = 128;
 
 /// `{encoding, dataSlice}` from a request's config object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct View {
+pub(crate) struct View {
     pub encoding: Encoding,
     pub slice: Option<(usize, usize)>,
 }
 
 impl View {
     /// Read `encoding` (default `default`) and `dataSlice` from `config`.
-    pub fn from_config(config: &Value, default: Encoding) -> Result<View, SimnetError> {
+    pub(crate) fn from_config(config: &Value, default: Encoding) -> Result<View, SimnetError> {
         let encoding = match config.get("encoding").and_then(Value::as_str) {
             None => default,
             Some("base64") => Encoding::Base64,
@@ -80,7 +80,7 @@ impl View {
 }
 
 /// The program that owns an account of this kind.
-pub fn owner(kind: &Kind) -> Pubkey {
+pub(crate) fn owner(kind: &Kind) -> Pubkey {
     match kind {
         Kind::Wallet => tx::system_program(),
         Kind::Vault { .. } | Kind::Pool { .. } => pool::program_id(),
@@ -89,7 +89,7 @@ pub fn owner(kind: &Kind) -> Pubkey {
 }
 
 /// The account's data in its program's byte layout.
-pub fn data(kind: &Kind) -> Vec<u8> {
+pub(crate) fn data(kind: &Kind) -> Vec<u8> {
     match kind {
         Kind::Wallet | Kind::Vault { .. } => Vec::new(),
         Kind::Mint {
@@ -156,7 +156,7 @@ fn option_key(out: &mut Vec<u8>, key: Option<&Pubkey>) {
 }
 
 /// An account as a node renders it in `view`.
-pub fn render(account: &Account, view: View) -> Result<Value, SimnetError> {
+pub(crate) fn render(account: &Account, view: View) -> Result<Value, SimnetError> {
     let bytes = data(&account.kind);
     let space = bytes.len();
     let data = match view.encoding {
@@ -232,7 +232,7 @@ fn parsed(kind: &Kind) -> Option<Value> {
 }
 
 /// A token account's `data` in `jsonParsed`, as a node renders it.
-pub fn token_account_parsed(
+pub(crate) fn token_account_parsed(
     program: &Pubkey,
     mint: &Pubkey,
     owner: &Pubkey,
@@ -249,7 +249,7 @@ pub fn token_account_parsed(
 }
 
 /// How `jsonParsed` names a token program.
-pub fn token_name(program: &Pubkey) -> &'static str {
+pub(crate) fn token_name(program: &Pubkey) -> &'static str {
     if *program == tx::token_program() {
         "spl-token"
     } else {

@@ -7,20 +7,20 @@ use sha2::{Digest, Sha256};
 
 use crate::chain::tx::Pubkey;
 
-pub const SLOTS_PER_EPOCH: u64 = 432_000;
+pub(crate) const SLOTS_PER_EPOCH: u64 = 432_000;
 
 /// `getGenesisHash`.
-pub fn genesis_hash() -> String {
+pub(crate) fn genesis_hash() -> String {
     bs58::encode(Sha256::digest(b"crucible simnet genesis")).into_string()
 }
 
 /// `getIdentity`: the simnet's one (and leader) node.
-pub fn identity() -> Pubkey {
+pub(crate) fn identity() -> Pubkey {
     Pubkey(Sha256::digest(b"crucible simnet identity").into())
 }
 
 /// `getEpochInfo` at `slot` (also the block height: the simnet skips no slot).
-pub fn epoch_info(slot: u64, transaction_count: u64) -> Value {
+pub(crate) fn epoch_info(slot: u64, transaction_count: u64) -> Value {
     json!({
         "absoluteSlot": slot,
         "blockHeight": slot,
@@ -32,7 +32,7 @@ pub fn epoch_info(slot: u64, transaction_count: u64) -> Value {
 }
 
 /// `getEpochSchedule`.
-pub fn epoch_schedule() -> Value {
+pub(crate) fn epoch_schedule() -> Value {
     json!({
         "firstNormalEpoch": 0,
         "firstNormalSlot": 0,

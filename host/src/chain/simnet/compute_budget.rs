@@ -6,14 +6,14 @@
 use crate::chain::tx::{self, Message};
 
 /// Units an instruction may use when the transaction sets no limit.
-pub const DEFAULT_UNITS_PER_INSTRUCTION: u32 = 200_000;
+pub(crate) const DEFAULT_UNITS_PER_INSTRUCTION: u32 = 200_000;
 /// The most units a transaction may request.
-pub const MAX_UNITS: u32 = 1_400_000;
+pub(crate) const MAX_UNITS: u32 = 1_400_000;
 const MICRO_LAMPORTS_PER_LAMPORT: u128 = 1_000_000;
 
 /// What a transaction's compute budget instructions ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget {
+pub(crate) struct Budget {
     pub unit_limit: u32,
     /// Micro-lamports per compute unit (the priority fee's rate).
     pub unit_price: u64,
@@ -21,7 +21,7 @@ pub struct Budget {
 
 /// A compute budget instruction the runtime refuses; the transaction never executes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BudgetError {
+pub(crate) enum BudgetError {
     #[error("Transaction contains an invalid compute budget instruction (instruction {0})")]
     InvalidInstructionData(usize),
     #[error("Transaction contains a duplicate instruction ({0}) that is not allowed")]
@@ -30,14 +30,14 @@ pub enum BudgetError {
 
 impl Budget {
     /// The priority fee in lamports, rounded up as the runtime does.
-    pub fn priority_fee(&self) -> u64 {
+    pub(crate) fn priority_fee(&self) -> u64 {
         let micro = u128::from(self.unit_limit) * u128::from(self.unit_price);
         u64::try_from(micro.div_ceil(MICRO_LAMPORTS_PER_LAMPORT)).unwrap_or(u64::MAX)
     }
 }
 
 /// Read the budget from `message`'s Compute Budget instructions.
-pub fn of(message: &Message) -> Result<Budget, BudgetError> {
+pub(crate) fn of(message: &Message) -> Result<Budget, BudgetError> {
     let program = tx::compute_budget_program();
     let (mut limit, mut price, mut heap, mut loaded) = (None, None, None, None);
     let mut others: u32 = 0;

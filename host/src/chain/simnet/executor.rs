@@ -15,12 +15,12 @@ use crate::chain::tx::instructions::{self, AtaInstruction, SystemInstruction, To
 use crate::chain::tx::{self, Message, Pubkey};
 
 /// Lamports per signature, as on mainnet.
-pub const FEE_PER_SIGNATURE: u64 = 5_000;
+pub(crate) const FEE_PER_SIGNATURE: u64 = 5_000;
 /// Rent-exempt balance of a 165-byte token account, moved from the payer on creation.
-pub const TOKEN_ACCOUNT_RENT: u64 = 2_039_280;
+pub(crate) const TOKEN_ACCOUNT_RENT: u64 = 2_039_280;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A system-owned account (a wallet).
     Wallet,
     Mint {
@@ -46,13 +46,13 @@ pub enum Kind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Account {
+pub(crate) struct Account {
     pub lamports: u64,
     pub kind: Kind,
 }
 
 impl Account {
-    pub fn wallet(lamports: u64) -> Self {
+    pub(crate) fn wallet(lamports: u64) -> Self {
         Account {
             lamports,
             kind: Kind::Wallet,
@@ -61,11 +61,11 @@ impl Account {
 }
 
 /// Accounts by address; an absent address is an empty wallet that does not exist yet.
-pub type Accounts = HashMap<Pubkey, Account>;
+pub(crate) type Accounts = HashMap<Pubkey, Account>;
 
 /// Why a transaction cannot run at all (refused at submission, never lands, no fee).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     #[error(
         "unsupported program {0}: simnet runs System, SPL Token, Token-2022, associated token accounts, Memo, ComputeBudget and the Crucible pool"
     )]
@@ -80,7 +80,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// The `err` a node's preflight reports for a transaction it will not run.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             Refusal::UnsupportedProgram(_) => json!("ProgramAccountNotFound"),
             Refusal::InsufficientFundsForFee(_) => json!("InsufficientFundsForFee"),
@@ -97,7 +97,7 @@ impl Refusal {
 /// An instruction failed: the transaction lands as failed (fee charged, nothing else moves).
 /// `error` is the runtime's JSON form, e.g. `{"Custom": 1}` or `"InvalidAccountData"`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct InstructionFailure {
+pub(crate) struct InstructionFailure {
     pub index: usize,
     pub error: Value,
     pub reason: String,
@@ -105,7 +105,7 @@ pub struct InstructionFailure {
 
 impl InstructionFailure {
     /// `meta.err` as a real node reports it.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({"InstructionError": [self.index, self.error]})
     }
 }
@@ -122,7 +122,7 @@ fn supported(program: &Pubkey) -> bool {
 
 /// The fee `message` pays: 5,000 lamports per signature plus the priority fee its compute
 /// budget asks for (what `getFeeForMessage` answers).
-pub fn fee(message: &Message) -> Result<u64, BudgetError> {
+pub(crate) fn fee(message: &Message) -> Result<u64, BudgetError> {
     let budget = compute_budget::of(message)?;
     Ok(FEE_PER_SIGNATURE
         .saturating_mul(u64::from(message.header.num_required_signatures))
@@ -130,7 +130,7 @@ pub fn fee(message: &Message) -> Result<u64, BudgetError> {
 }
 
 /// Check the programs and the compute budget, and charge the fee. Returns the fee.
-pub fn charge_fee(message: &Message, accounts: &mut Accounts) -> Result<u64, Refusal> {
+pub(crate) fn charge_fee(message: &Message, accounts: &mut Accounts) -> Result<u64, Refusal> {
     for ix in &message.instructions {
         let program = message.account_keys[usize::from(ix.program_id_index)];
         if !supported(&program) {
@@ -151,14 +151,14 @@ pub fn charge_fee(message: &Message, accounts: &mut Accounts) -> Result<u64, Ref
 /// Why a transaction that ran did not succeed: an instruction failed, or it would leave an
 /// account below rent exemption. It lands failed (fee charged, nothing else moves).
 #[derive(Debug, Clone, PartialEq)]
-pub enum TransactionFailure {
+pub(crate) enum TransactionFailure {
     Instruction(InstructionFailure),
     Rent(InsufficientFundsForRent),
 }
 
 impl TransactionFailure {
     /// `meta.err` as a node reports it.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             TransactionFailure::Instruction(f) => f.to_json(),
             TransactionFailure::Rent(r) => r.to_json(),
@@ -166,7 +166,7 @@ impl TransactionFailure {
     }
 
     /// The text after "Transaction simulation failed: " in a node's preflight error.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         match self {
             TransactionFailure::Instruction(f) => {
                 format!(
@@ -183,7 +183,7 @@ impl TransactionFailure {
 /// A whole transaction run against `pre`: the fee, the accounts after it (only the fee moved
 /// when it failed), its failure if any, and its program log and compute units.
 #[derive(Debug, Clone)]
-pub struct Processed {
+pub(crate) struct Processed {
     pub fee: u64,
     pub post: Accounts,
     pub failure: Option<TransactionFailure>,
@@ -192,7 +192,7 @@ pub struct Processed {
 
 /// Run `message` the way the bank does: refuse what cannot run at all, charge the fee,
 /// execute every instruction, then apply the rent rule to whatever changed.
-pub fn process(message: &Message, pre: &Accounts) -> Result<Processed, Refusal> {
+pub(crate) fn process(message: &Message, pre: &Accounts) -> Result<Processed, Refusal> {
     let mut after_fee = pre.clone();
     let fee = charge_fee(message, &mut after_fee)?;
     let budget = compute_budget::of(message)?;
@@ -218,7 +218,7 @@ pub fn process(message: &Message, pre: &Accounts) -> Result<Processed, Refusal> 
 
 /// What execution produced besides account changes.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Trace {
+pub(crate) struct Trace {
     /// Per instruction, what only execution knew (a pool swap's amount out).
     pub outputs: Vec<Option<u64>>,
     /// The program log a node records (`meta.logMessages`, `simulateTransaction`'s `logs`).
@@ -228,13 +228,18 @@ pub struct Trace {
 
 /// Run every instruction in order; on failure `accounts` is left partly modified and the
 /// caller must discard it (it keeps its post-fee copy).
-pub fn execute(message: &Message, accounts: &mut Accounts) -> Result<(), InstructionFailure> {
+#[cfg(test)]
+pub(crate) fn execute(
+    message: &Message,
+    accounts: &mut Accounts,
+) -> Result<(), InstructionFailure> {
     execute_traced(message, accounts).map(|_| ())
 }
 
 /// [`execute`], also returning per instruction what only execution knows (a pool swap's
 /// output amount), for the parsed rendering of the transaction.
-pub fn execute_traced(
+#[cfg(test)]
+pub(crate) fn execute_traced(
     message: &Message,
     accounts: &mut Accounts,
 ) -> Result<Vec<Option<u64>>, InstructionFailure> {
@@ -362,7 +367,7 @@ fn program_logs(program: &Pubkey, data: &[u8]) -> Vec<String> {
 }
 
 /// How a node words an instruction error in logs and preflight messages.
-pub fn error_text(error: &Value) -> String {
+pub(crate) fn error_text(error: &Value) -> String {
     if let Some(code) = error.get("Custom").and_then(Value::as_u64) {
         return format!("custom program error: {code:#x}");
     }

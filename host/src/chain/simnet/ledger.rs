@@ -12,7 +12,7 @@ use super::executor::{Account, Accounts, Kind};
 use crate::chain::pool::POOL_PROGRAM;
 use crate::chain::tx::Pubkey;
 
-pub fn to_db(value: u64) -> Result<i64, SimnetError> {
+pub(crate) fn to_db(value: u64) -> Result<i64, SimnetError> {
     i64::try_from(value)
         .map_err(|_| SimnetError::params(format!("{value} is too large for simnet")))
 }
@@ -71,7 +71,10 @@ fn decode(row: Row) -> Option<(Pubkey, Account)> {
 }
 
 /// Load the given accounts (absent ones are simply missing from the map).
-pub async fn load(conn: &mut AnyConnection, keys: &[Pubkey]) -> Result<Accounts, SimnetError> {
+pub(crate) async fn load(
+    conn: &mut AnyConnection,
+    keys: &[Pubkey],
+) -> Result<Accounts, SimnetError> {
     let mut accounts = HashMap::with_capacity(keys.len());
     for key in keys {
         let row: Option<Row> = sqlx::query_as(&format!(
@@ -88,7 +91,7 @@ pub async fn load(conn: &mut AnyConnection, keys: &[Pubkey]) -> Result<Accounts,
 }
 
 /// Token accounts of `owner`, optionally restricted to a mint or a program.
-pub async fn token_accounts(
+pub(crate) async fn token_accounts(
     conn: &mut AnyConnection,
     owner: &Pubkey,
     mint: Option<&Pubkey>,
@@ -107,7 +110,7 @@ pub async fn token_accounts(
 }
 
 /// Write every account of `after` that differs from `before`.
-pub async fn save_changes(
+pub(crate) async fn save_changes(
     conn: &mut AnyConnection,
     before: &Accounts,
     after: &Accounts,
@@ -120,7 +123,7 @@ pub async fn save_changes(
     Ok(())
 }
 
-pub async fn save(
+pub(crate) async fn save(
     conn: &mut AnyConnection,
     key: &Pubkey,
     account: &Account,
@@ -196,7 +199,7 @@ pub async fn save(
 }
 
 /// Increment a counter and return its new value.
-pub async fn next(conn: &mut AnyConnection, name: &str) -> Result<i64, SimnetError> {
+pub(crate) async fn next(conn: &mut AnyConnection, name: &str) -> Result<i64, SimnetError> {
     sqlx::query("UPDATE simnet_counters SET value = value + 1 WHERE name = $1")
         .bind(name)
         .execute(&mut *conn)
@@ -204,7 +207,7 @@ pub async fn next(conn: &mut AnyConnection, name: &str) -> Result<i64, SimnetErr
     current(conn, name).await
 }
 
-pub async fn current(conn: &mut AnyConnection, name: &str) -> Result<i64, SimnetError> {
+pub(crate) async fn current(conn: &mut AnyConnection, name: &str) -> Result<i64, SimnetError> {
     let (value,): (i64,) = sqlx::query_as("SELECT value FROM simnet_counters WHERE name = $1")
         .bind(name)
         .fetch_one(&mut *conn)
@@ -213,9 +216,9 @@ pub async fn current(conn: &mut AnyConnection, name: &str) -> Result<i64, Simnet
 }
 
 /// A stored transaction: slot, execution time (ms), `meta.err` JSON, rendered JSON.
-pub type StoredTransaction = (i64, i64, Option<String>, String);
+pub(crate) type StoredTransaction = (i64, i64, Option<String>, String);
 
-pub async fn transaction(
+pub(crate) async fn transaction(
     conn: &mut AnyConnection,
     signature: &str,
 ) -> Result<Option<StoredTransaction>, SimnetError> {
@@ -227,7 +230,7 @@ pub async fn transaction(
     .await?)
 }
 
-pub async fn insert_transaction(
+pub(crate) async fn insert_transaction(
     conn: &mut AnyConnection,
     signature: &str,
     slot: i64,

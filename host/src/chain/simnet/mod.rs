@@ -14,17 +14,17 @@
 //! Everything lives in the database ([`ledger`]); this module never keeps ledger state in
 //! memory, and it never pretends to be more than a simulator: no real value moves.
 
-pub mod accounts;
-pub mod amm;
-pub mod cluster;
-pub mod compute_budget;
-pub mod executor;
-pub mod ledger;
+pub(crate) mod accounts;
+pub(crate) mod amm;
+pub(crate) mod cluster;
+pub(crate) mod compute_budget;
+pub(crate) mod executor;
+pub(crate) mod ledger;
 pub mod pubsub;
-pub mod render;
-pub mod rent;
-pub mod rpc;
-pub mod signatures;
+pub(crate) mod render;
+pub(crate) mod rent;
+pub(crate) mod rpc;
+pub(crate) mod signatures;
 
 #[cfg(test)]
 mod proptests;
@@ -42,7 +42,7 @@ use executor::{Account, Kind, Refusal, Trace};
 
 /// A transaction that landed, as the PubSub subscriptions need it ([`pubsub`]).
 #[derive(Debug, Clone)]
-pub struct Executed {
+pub(crate) struct Executed {
     pub signature: String,
     pub slot: u64,
     /// When it executed (ms on the simnet's clock); it is final `finality_ms` later.
@@ -64,20 +64,20 @@ const LEDGER_LOCK: i64 = 0x7369_6d6e_6574;
 
 /// How many blocks a blockhash stays valid for: its `lastValidBlockHeight` is its slot plus this
 /// (as on Solana).
-pub const RECENT_BLOCKHASHES: i64 = 150;
+pub(crate) const RECENT_BLOCKHASHES: i64 = 150;
 /// The length of a slot: a blockhash is reused for this long, and an idle simnet's block height
 /// still advances one block per slot, so a blockhash expires after about a minute however quiet
 /// the simnet is, as on a real cluster.
 const SLOT_MS: i64 = 400;
 /// Decimals of the simnet stablecoin (as USDC).
-pub const STABLECOIN_DECIMALS: u8 = 6;
+pub(crate) const STABLECOIN_DECIMALS: u8 = 6;
 /// Largest airdrop per request: 1,000 SOL and 1,000,000 stablecoin units.
-pub const MAX_AIRDROP_LAMPORTS: u64 = 1_000 * 1_000_000_000;
-pub const MAX_AIRDROP_STABLECOIN: u64 = 1_000_000 * 1_000_000;
+pub(crate) const MAX_AIRDROP_LAMPORTS: u64 = 1_000 * 1_000_000_000;
+pub(crate) const MAX_AIRDROP_STABLECOIN: u64 = 1_000_000 * 1_000_000;
 
 /// The simnet stablecoin mint when none is configured: a fixed address, the same on every
 /// install, so wallets and docs can name it.
-pub fn default_stablecoin_mint() -> Pubkey {
+pub(crate) fn default_stablecoin_mint() -> Pubkey {
     Pubkey(Sha256::digest(b"crucible simnet stablecoin mint").into())
 }
 
@@ -100,7 +100,7 @@ pub enum SimnetError {
 }
 
 impl SimnetError {
-    pub fn params(message: impl Into<String>) -> Self {
+    pub(crate) fn params(message: impl Into<String>) -> Self {
         SimnetError::Rpc {
             code: -32602,
             message: message.into(),
@@ -138,7 +138,7 @@ pub struct PoolReserves {
 
 /// What `simulateTransaction` found, at `slot`.
 #[derive(Debug, Clone)]
-pub struct Simulation {
+pub(crate) struct Simulation {
     pub slot: u64,
     pub err: Option<Value>,
     pub trace: Trace,
@@ -147,7 +147,7 @@ pub struct Simulation {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Commitment {
+pub(crate) enum Commitment {
     Confirmed,
     Finalized,
 }
@@ -174,7 +174,7 @@ impl std::fmt::Debug for Simnet {
 
 impl Simnet {
     /// Open the ledger in `store`, creating the counters and the stablecoin mint on first use.
-    pub async fn open(
+    pub(crate) async fn open(
         store: Store,
         clock: Arc<dyn Clock>,
         finality_ms: u64,
@@ -228,21 +228,21 @@ impl Simnet {
         })
     }
 
-    pub fn stablecoin_mint(&self) -> Pubkey {
+    pub(crate) fn stablecoin_mint(&self) -> Pubkey {
         self.mint
     }
 
     /// Every transaction this process lands from now on.
-    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<Executed>> {
+    pub(crate) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<Executed>> {
         self.events.subscribe()
     }
 
     /// How long after executing a transaction becomes final (ms).
-    pub fn finality_ms(&self) -> i64 {
+    pub(crate) fn finality_ms(&self) -> i64 {
         self.finality_ms
     }
 
-    pub fn now_ms(&self) -> i64 {
+    pub(crate) fn now_ms(&self) -> i64 {
         crate::clock::to_millis(self.clock.now())
     }
 
@@ -272,7 +272,7 @@ impl Simnet {
     }
 
     /// Where and when each signature landed (`None`: not on the ledger).
-    pub async fn landed(
+    pub(crate) async fn landed(
         &self,
         signatures: &[String],
     ) -> Result<Vec<Option<pubsub::Landed>>, SimnetError> {
@@ -295,7 +295,7 @@ impl Simnet {
     }
 
     /// The current slot, which is also the block height (the simnet skips no slots).
-    pub async fn slot(&self) -> Result<u64, SimnetError> {
+    pub(crate) async fn slot(&self) -> Result<u64, SimnetError> {
         let mut conn = self.store.read().acquire().await?;
         let height = self.block_height(&mut conn).await?;
         Ok(u64::try_from(height).unwrap_or_default())
@@ -346,7 +346,7 @@ impl Simnet {
     }
 
     /// The newest blockhash (a new one at most every slot) and its last valid block height.
-    pub async fn latest_blockhash(&self) -> Result<(String, u64, u64), SimnetError> {
+    pub(crate) async fn latest_blockhash(&self) -> Result<(String, u64, u64), SimnetError> {
         let (_writer, mut tx) = self.begin_write().await?;
         let now = self.now_ms();
         let newest: Option<(String, i64, i64)> = sqlx::query_as(
@@ -404,7 +404,7 @@ impl Simnet {
         Ok((hash, slot + RECENT_BLOCKHASHES as u64, slot))
     }
 
-    pub async fn balance(&self, address: &Pubkey) -> Result<u64, SimnetError> {
+    pub(crate) async fn balance(&self, address: &Pubkey) -> Result<u64, SimnetError> {
         let mut conn = self.store.read().acquire().await?;
         Ok(ledger::load(&mut conn, &[*address])
             .await?
@@ -413,13 +413,16 @@ impl Simnet {
     }
 
     /// One account as stored, `None` when it does not exist.
-    pub async fn account(&self, address: &Pubkey) -> Result<Option<Account>, SimnetError> {
+    pub(crate) async fn account(&self, address: &Pubkey) -> Result<Option<Account>, SimnetError> {
         let mut conn = self.store.read().acquire().await?;
         Ok(ledger::load(&mut conn, &[*address]).await?.remove(address))
     }
 
     /// Several accounts read in one snapshot, in the order asked (`None` where absent).
-    pub async fn accounts(&self, keys: &[Pubkey]) -> Result<Vec<Option<Account>>, SimnetError> {
+    pub(crate) async fn accounts(
+        &self,
+        keys: &[Pubkey],
+    ) -> Result<Vec<Option<Account>>, SimnetError> {
         let mut tx = self.store.read().begin().await?;
         let mut found = ledger::load(&mut tx, keys).await?;
         tx.commit().await?;
@@ -427,7 +430,7 @@ impl Simnet {
     }
 
     /// How many transactions have landed (`getTransactionCount`, `getEpochInfo`).
-    pub async fn transaction_count(&self) -> Result<u64, SimnetError> {
+    pub(crate) async fn transaction_count(&self) -> Result<u64, SimnetError> {
         let mut conn = self.store.read().acquire().await?;
         let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM simnet_transactions")
             .fetch_one(&mut *conn)
@@ -438,7 +441,7 @@ impl Simnet {
     /// `getRecentPrioritizationFees`: for each of the last 150 slots that holds a transaction
     /// (writing to one of `addresses`, when given), the compute-unit price it paid in
     /// micro-lamports, oldest first.
-    pub async fn recent_prioritization_fees(
+    pub(crate) async fn recent_prioritization_fees(
         &self,
         addresses: &[Pubkey],
     ) -> Result<Vec<(u64, u64)>, SimnetError> {
@@ -514,7 +517,7 @@ impl Simnet {
     /// The pool's reserves as the last pool transaction before `slot` left them (`None` when no
     /// pool transaction had landed yet): what a flow at `slot` is valued against, so a deposit
     /// is worth what SOL was worth when it arrived, not at the next snapshot.
-    pub async fn pool_reserves_before(
+    pub(crate) async fn pool_reserves_before(
         &self,
         slot: u64,
     ) -> Result<Option<(u64, u64, u8)>, SimnetError> {
@@ -539,7 +542,7 @@ impl Simnet {
         Ok(render::post_reserves(&tx, &a.sol_vault, &a.usdc_vault))
     }
 
-    pub async fn token_accounts(
+    pub(crate) async fn token_accounts(
         &self,
         owner: &Pubkey,
         mint: Option<&Pubkey>,
@@ -553,7 +556,11 @@ impl Simnet {
     /// instruction fails still lands (fee charged, `meta.err` set), as on a real cluster;
     /// otherwise the failure is returned as a preflight error (with its logs) and nothing is
     /// recorded.
-    pub async fn send(&self, wire: &[u8], skip_preflight: bool) -> Result<String, SimnetError> {
+    pub(crate) async fn send(
+        &self,
+        wire: &[u8],
+        skip_preflight: bool,
+    ) -> Result<String, SimnetError> {
         let transaction = Self::decode_transaction(wire, true)?;
         let signature = transaction.signature();
         let message = &transaction.message;
@@ -632,7 +639,7 @@ impl Simnet {
     /// nothing. Signatures are checked only with `sig_verify`; with `replace_blockhash` the
     /// newest blockhash stands in for the transaction's own (and is returned), otherwise an
     /// expired one is reported as the result's `err`, as a node does.
-    pub async fn simulate(
+    pub(crate) async fn simulate(
         &self,
         wire: &[u8],
         sig_verify: bool,
@@ -714,7 +721,7 @@ impl Simnet {
     }
 
     /// `isBlockhashValid` for a base58 blockhash (false for anything that is not one).
-    pub async fn is_blockhash_valid(&self, blockhash: &str) -> Result<bool, SimnetError> {
+    pub(crate) async fn is_blockhash_valid(&self, blockhash: &str) -> Result<bool, SimnetError> {
         let Some(bytes) = bs58::decode(blockhash)
             .into_vec()
             .ok()
@@ -846,7 +853,7 @@ impl Simnet {
     }
 
     /// `getSignatureStatuses` entries (null for unknown signatures).
-    pub async fn statuses(&self, signatures: &[String]) -> Result<Vec<Value>, SimnetError> {
+    pub(crate) async fn statuses(&self, signatures: &[String]) -> Result<Vec<Value>, SimnetError> {
         let mut conn = self.store.read().acquire().await?;
         let mut out = Vec::with_capacity(signatures.len());
         for signature in signatures {
@@ -877,7 +884,7 @@ impl Simnet {
     }
 
     /// `getTransaction` (jsonParsed): null when unknown or not yet at `commitment`.
-    pub async fn transaction(
+    pub(crate) async fn transaction(
         &self,
         signature: &str,
         commitment: Commitment,

@@ -53,7 +53,7 @@ const SLOT_TICK: Duration = Duration::from_millis(400);
 /// Subscription ids, unique on this node.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-pub async fn upgrade(
+pub(crate) async fn upgrade(
     State(state): State<AppState>,
     slot: StreamSlot,
     ws: WebSocketUpgrade,
@@ -75,7 +75,7 @@ pub async fn upgrade(
 
 /// A landed transaction as a subscription needs it.
 #[derive(Debug, Clone)]
-pub struct Landed {
+pub(crate) struct Landed {
     pub slot: u64,
     pub executed_at: i64,
     pub err: Option<Value>,

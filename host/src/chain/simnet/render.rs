@@ -12,7 +12,7 @@ use crate::chain::tx::instructions::{self, AtaInstruction, SystemInstruction, To
 use crate::chain::tx::{self, CompiledInstruction, Message, MessageVersion, Pubkey};
 
 /// `uiTokenAmount` for a raw amount.
-pub fn ui_amount(amount: u64, decimals: u8) -> Value {
+pub(crate) fn ui_amount(amount: u64, decimals: u8) -> Value {
     let scale = 10u64.pow(u32::from(decimals));
     let whole = amount / scale;
     let fraction = amount % scale;
@@ -35,7 +35,7 @@ pub fn ui_amount(amount: u64, decimals: u8) -> Value {
 /// `{transaction, meta, version}` of an executed transaction (`err` = `meta.err`). `outputs`
 /// holds, per instruction, what only execution knew (a pool swap's amount out); empty for a
 /// failed transaction.
-pub fn transaction(
+pub(crate) fn transaction(
     signatures: &[String],
     message: &Message,
     pre: &Accounts,
@@ -101,7 +101,7 @@ pub fn transaction(
     })
 }
 
-pub fn token_balances(keys: &[Pubkey], set: &Accounts) -> Vec<Value> {
+pub(crate) fn token_balances(keys: &[Pubkey], set: &Accounts) -> Vec<Value> {
     keys.iter()
         .enumerate()
         .filter_map(|(i, key)| match &set.get(key)?.kind {
@@ -208,7 +208,7 @@ fn instruction(message: &Message, ix: &CompiledInstruction, output: Option<u64>)
 
 /// The compute-unit price (micro-lamports) a rendered transaction's Compute Budget
 /// instruction set, 0 without one.
-pub fn compute_unit_price(tx: &Value) -> u64 {
+pub(crate) fn compute_unit_price(tx: &Value) -> u64 {
     let budget = tx::COMPUTE_BUDGET_PROGRAM;
     tx["transaction"]["message"]["instructions"]
         .as_array()
@@ -225,7 +225,7 @@ pub fn compute_unit_price(tx: &Value) -> u64 {
 
 /// The SOL vault's lamports and the stablecoin vault's raw amount and decimals after a rendered
 /// transaction that touched both (the pool's reserves then).
-pub fn post_reserves(
+pub(crate) fn post_reserves(
     tx: &Value,
     sol_vault: &Pubkey,
     usdc_vault: &Pubkey,

@@ -17,11 +17,11 @@ const LAMPORTS_PER_BYTE_YEAR: u64 = 3_480;
 const EXEMPTION_THRESHOLD_YEARS: u64 = 2;
 
 /// The data size of a token account and of a mint under the SPL Token program.
-pub const TOKEN_ACCOUNT_LEN: usize = 165;
-pub const MINT_LEN: usize = 82;
+pub(crate) const TOKEN_ACCOUNT_LEN: usize = 165;
+pub(crate) const MINT_LEN: usize = 82;
 
 /// `getMinimumBalanceForRentExemption(data_len)`.
-pub fn minimum_balance(data_len: usize) -> u64 {
+pub(crate) fn minimum_balance(data_len: usize) -> u64 {
     let bytes = ACCOUNT_STORAGE_OVERHEAD.saturating_add(data_len as u64);
     bytes
         .saturating_mul(LAMPORTS_PER_BYTE_YEAR)
@@ -29,7 +29,7 @@ pub fn minimum_balance(data_len: usize) -> u64 {
 }
 
 /// How many bytes of data an account of this kind holds.
-pub fn data_len(kind: &Kind) -> usize {
+pub(crate) fn data_len(kind: &Kind) -> usize {
     match kind {
         Kind::Wallet | Kind::Vault { .. } => 0,
         Kind::Mint { .. } => MINT_LEN,
@@ -40,17 +40,17 @@ pub fn data_len(kind: &Kind) -> usize {
 
 /// A transaction left account `account_index` with some lamports, but fewer than exempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InsufficientFundsForRent {
+pub(crate) struct InsufficientFundsForRent {
     pub account_index: usize,
 }
 
 impl InsufficientFundsForRent {
     /// `meta.err` as a node reports it.
-    pub fn to_json(self) -> Value {
+    pub(crate) fn to_json(self) -> Value {
         json!({"InsufficientFundsForRent": {"account_index": self.account_index}})
     }
 
-    pub fn message(self) -> String {
+    pub(crate) fn message(self) -> String {
         format!(
             "Transaction results in an account ({}) with insufficient funds for rent",
             self.account_index
@@ -62,7 +62,7 @@ impl InsufficientFundsForRent {
 /// after the transaction it must hold nothing or be exempt. An account that was already
 /// below exemption (created before rent applied) may stay so if it keeps its size and does
 /// not gain lamports.
-pub fn check(
+pub(crate) fn check(
     message: &Message,
     pre: &Accounts,
     post: &Accounts,

@@ -32,9 +32,9 @@ use crate::state::AppState;
 const MAX_MULTIPLE_ACCOUNTS: usize = 100;
 const MAX_PRIORITIZATION_ADDRESSES: usize = 128;
 /// The API version the simnet answers as (`context.apiVersion`, `getVersion`).
-pub const API_VERSION: &str = "2.1.0";
+pub(crate) const API_VERSION: &str = "2.1.0";
 
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new().route("/simnet/rpc", post(handle).get(super::pubsub::upgrade))
 }
 

@@ -14,11 +14,11 @@ use super::{Commitment, Simnet, SimnetError, ledger};
 use crate::chain::tx::Pubkey;
 
 /// The most signatures one call returns, as on a real node.
-pub const MAX_LIMIT: u64 = 1000;
+pub(crate) const MAX_LIMIT: u64 = 1000;
 
 /// What one `getSignaturesForAddress` call asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Query {
+pub(crate) struct Query {
     pub address: Pubkey,
     /// Start strictly before (older than) this signature.
     pub before: Option<String>,
@@ -30,7 +30,7 @@ pub struct Query {
 
 impl Query {
     /// Read the JSON-RPC params `[address, {before?, until?, limit?, commitment?}]`.
-    pub fn from_params(params: &[Value]) -> Result<Query, SimnetError> {
+    pub(crate) fn from_params(params: &[Value]) -> Result<Query, SimnetError> {
         let raw = params.first().and_then(Value::as_str).ok_or_else(|| {
             SimnetError::params("Invalid params: expected a base58 address at position 0")
         })?;
@@ -78,7 +78,7 @@ impl Query {
 }
 
 /// Index a landed transaction under each of its account keys.
-pub async fn record(
+pub(crate) async fn record(
     conn: &mut AnyConnection,
     signature: &str,
     slot: i64,
@@ -134,7 +134,10 @@ fn memo(rendered: &Value) -> Value {
 impl Simnet {
     /// The answer to `getSignaturesForAddress`: newest first. An unknown `before` or `until`
     /// signature bounds nothing on that side, as if absent.
-    pub async fn signatures_for_address(&self, query: &Query) -> Result<Vec<Value>, SimnetError> {
+    pub(crate) async fn signatures_for_address(
+        &self,
+        query: &Query,
+    ) -> Result<Vec<Value>, SimnetError> {
         let mut conn = self.store.read().acquire().await?;
         let before = slot_of(&mut conn, query.before.as_deref()).await?;
         let until = slot_of(&mut conn, query.until.as_deref()).await?;

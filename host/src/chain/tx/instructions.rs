@@ -54,7 +54,7 @@ pub fn token_transfer_checked(
 }
 
 /// `CreateIdempotent` of the associated token account of `owner` for `mint`, paid by `payer`.
-pub fn create_associated_token_account_idempotent(
+pub(crate) fn create_associated_token_account_idempotent(
     payer: &Pubkey,
     owner: &Pubkey,
     mint: &Pubkey,
@@ -88,11 +88,11 @@ pub fn memo(text: &str, signers: &[Pubkey]) -> Instruction {
 
 /// A decoded System program instruction (only `Transfer` is supported).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SystemInstruction {
+pub(crate) enum SystemInstruction {
     Transfer { lamports: u64 },
 }
 
-pub fn decode_system(data: &[u8]) -> Option<SystemInstruction> {
+pub(crate) fn decode_system(data: &[u8]) -> Option<SystemInstruction> {
     let tag = u32::from_le_bytes(data.get(..4)?.try_into().ok()?);
     match (tag, data.len()) {
         (SYSTEM_TRANSFER, 12) => Some(SystemInstruction::Transfer {
@@ -104,12 +104,12 @@ pub fn decode_system(data: &[u8]) -> Option<SystemInstruction> {
 
 /// A decoded SPL Token instruction (only the two transfers are supported).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TokenInstruction {
+pub(crate) enum TokenInstruction {
     Transfer { amount: u64 },
     TransferChecked { amount: u64, decimals: u8 },
 }
 
-pub fn decode_token(data: &[u8]) -> Option<TokenInstruction> {
+pub(crate) fn decode_token(data: &[u8]) -> Option<TokenInstruction> {
     let amount = || {
         data.get(1..9)
             .and_then(|b| b.try_into().ok())
@@ -128,12 +128,12 @@ pub fn decode_token(data: &[u8]) -> Option<TokenInstruction> {
 /// An associated-token-account instruction: empty data or `[0]` is `Create`, `[1]` is
 /// `CreateIdempotent`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AtaInstruction {
+pub(crate) enum AtaInstruction {
     Create,
     CreateIdempotent,
 }
 
-pub fn decode_ata(data: &[u8]) -> Option<AtaInstruction> {
+pub(crate) fn decode_ata(data: &[u8]) -> Option<AtaInstruction> {
     match data {
         [] | [0] => Some(AtaInstruction::Create),
         [1] => Some(AtaInstruction::CreateIdempotent),

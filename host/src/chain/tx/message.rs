@@ -8,7 +8,7 @@ use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use super::{Pubkey, decode_shortvec, encode_shortvec};
 
 /// Largest transaction a Solana node accepts (an IPv6 MTU minus headers).
-pub const PACKET_DATA_SIZE: usize = 1232;
+pub(crate) const PACKET_DATA_SIZE: usize = 1232;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
@@ -50,7 +50,7 @@ pub enum MessageVersion {
 
 /// The three header counts of a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct MessageHeader {
+pub(crate) struct MessageHeader {
     pub num_required_signatures: u8,
     pub num_readonly_signed: u8,
     pub num_readonly_unsigned: u8,
@@ -67,7 +67,7 @@ pub struct CompiledInstruction {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     pub version: MessageVersion,
-    pub header: MessageHeader,
+    pub(crate) header: MessageHeader,
     pub account_keys: Vec<Pubkey>,
     pub recent_blockhash: [u8; 32],
     pub instructions: Vec<CompiledInstruction>,
@@ -89,14 +89,14 @@ pub struct AccountMeta {
 }
 
 impl AccountMeta {
-    pub fn writable(pubkey: Pubkey, is_signer: bool) -> Self {
+    pub(crate) fn writable(pubkey: Pubkey, is_signer: bool) -> Self {
         AccountMeta {
             pubkey,
             is_signer,
             is_writable: true,
         }
     }
-    pub fn readonly(pubkey: Pubkey, is_signer: bool) -> Self {
+    pub(crate) fn readonly(pubkey: Pubkey, is_signer: bool) -> Self {
         AccountMeta {
             pubkey,
             is_signer,
@@ -167,11 +167,11 @@ impl Message {
         }
     }
 
-    pub fn is_signer(&self, index: usize) -> bool {
+    pub(crate) fn is_signer(&self, index: usize) -> bool {
         index < usize::from(self.header.num_required_signatures)
     }
 
-    pub fn is_writable(&self, index: usize) -> bool {
+    pub(crate) fn is_writable(&self, index: usize) -> bool {
         let signers = usize::from(self.header.num_required_signatures);
         if index < signers {
             index < signers - usize::from(self.header.num_readonly_signed)
@@ -180,7 +180,7 @@ impl Message {
         }
     }
 
-    pub fn signers(&self) -> &[Pubkey] {
+    pub(crate) fn signers(&self) -> &[Pubkey] {
         let n = usize::from(self.header.num_required_signatures).min(self.account_keys.len());
         &self.account_keys[..n]
     }
@@ -215,7 +215,7 @@ impl Message {
     }
 
     /// Decode a message occupying the whole of `bytes`, checking its internal consistency.
-    pub fn deserialize(bytes: &[u8]) -> Result<Self, WireError> {
+    pub(crate) fn deserialize(bytes: &[u8]) -> Result<Self, WireError> {
         let mut pos = 0;
         let take = |pos: &mut usize, n: usize| -> Result<&[u8], WireError> {
             let end = pos.checked_add(n).ok_or(WireError::Truncated)?;
@@ -395,7 +395,7 @@ impl Transaction {
 
     /// Check every signature against its signer with `verify_strict` (no malleable or
     /// small-order forms).
-    pub fn verify(&self, message_bytes: &[u8]) -> Result<(), WireError> {
+    pub(crate) fn verify(&self, message_bytes: &[u8]) -> Result<(), WireError> {
         for (signature, signer) in self.signatures.iter().zip(self.message.signers()) {
             let key = VerifyingKey::from_bytes(&signer.0)
                 .map_err(|_| WireError::BadSignature(*signer))?;

@@ -27,13 +27,9 @@ impl Pubkey {
         Pubkey(bytes)
     }
 
-    pub fn to_bytes(self) -> [u8; 32] {
-        self.0
-    }
-
     /// True when the bytes are a point on the ed25519 curve, i.e. could have a private key.
     /// Program-derived addresses are exactly the hashes that are *not* on the curve.
-    pub fn is_on_curve(&self) -> bool {
+    pub(crate) fn is_on_curve(&self) -> bool {
         curve25519_dalek::edwards::CompressedEdwardsY(self.0)
             .decompress()
             .is_some()
@@ -86,30 +82,30 @@ fn known(address: &str) -> Pubkey {
 
 pub const SYSTEM_PROGRAM: &str = "11111111111111111111111111111111";
 pub const TOKEN_PROGRAM: &str = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA";
-pub const TOKEN_2022_PROGRAM: &str = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb";
-pub const ASSOCIATED_TOKEN_PROGRAM: &str = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL";
-pub const MEMO_V1_PROGRAM: &str = "Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo";
+pub(crate) const TOKEN_2022_PROGRAM: &str = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb";
+pub(crate) const ASSOCIATED_TOKEN_PROGRAM: &str = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL";
+pub(crate) const MEMO_V1_PROGRAM: &str = "Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo";
 pub const MEMO_PROGRAM: &str = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr";
-pub const COMPUTE_BUDGET_PROGRAM: &str = "ComputeBudget111111111111111111111111111111";
+pub(crate) const COMPUTE_BUDGET_PROGRAM: &str = "ComputeBudget111111111111111111111111111111";
 /// The mainnet USDC mint (6 decimals).
-pub const MAINNET_USDC_MINT: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+pub(crate) const MAINNET_USDC_MINT: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
 
-pub fn system_program() -> Pubkey {
+pub(crate) fn system_program() -> Pubkey {
     known(SYSTEM_PROGRAM)
 }
 pub fn token_program() -> Pubkey {
     known(TOKEN_PROGRAM)
 }
-pub fn token_2022_program() -> Pubkey {
+pub(crate) fn token_2022_program() -> Pubkey {
     known(TOKEN_2022_PROGRAM)
 }
-pub fn associated_token_program() -> Pubkey {
+pub(crate) fn associated_token_program() -> Pubkey {
     known(ASSOCIATED_TOKEN_PROGRAM)
 }
-pub fn memo_program() -> Pubkey {
+pub(crate) fn memo_program() -> Pubkey {
     known(MEMO_PROGRAM)
 }
-pub fn memo_v1_program() -> Pubkey {
+pub(crate) fn memo_v1_program() -> Pubkey {
     known(MEMO_V1_PROGRAM)
 }
 pub fn compute_budget_program() -> Pubkey {
@@ -117,12 +113,12 @@ pub fn compute_budget_program() -> Pubkey {
 }
 
 /// True for the classic SPL Token program and Token-2022.
-pub fn is_token_program(program: &Pubkey) -> bool {
+pub(crate) fn is_token_program(program: &Pubkey) -> bool {
     *program == token_program() || *program == token_2022_program()
 }
 
 /// `find_program_address`: the first bump from 255 down whose hash is off the curve.
-pub fn find_program_address(seeds: &[&[u8]], program: &Pubkey) -> Option<(Pubkey, u8)> {
+pub(crate) fn find_program_address(seeds: &[&[u8]], program: &Pubkey) -> Option<(Pubkey, u8)> {
     (0..=255u8).rev().find_map(|bump| {
         let mut hasher = Sha256::new();
         for seed in seeds {
@@ -149,7 +145,7 @@ pub fn associated_token_address(owner: &Pubkey, mint: &Pubkey, token_program: &P
 }
 
 /// Compact-u16 length prefix: 7 bits per byte, high bit = "more", at most 3 bytes.
-pub fn encode_shortvec(len: usize, out: &mut Vec<u8>) -> Result<(), WireError> {
+pub(crate) fn encode_shortvec(len: usize, out: &mut Vec<u8>) -> Result<(), WireError> {
     let mut rest = u16::try_from(len).map_err(|_| WireError::TooLong)?;
     loop {
         let mut byte = (rest & 0x7f) as u8;
@@ -164,7 +160,7 @@ pub fn encode_shortvec(len: usize, out: &mut Vec<u8>) -> Result<(), WireError> {
 }
 
 /// Decode a compact-u16 at `bytes[*pos..]`, refusing non-canonical and overlong encodings.
-pub fn decode_shortvec(bytes: &[u8], pos: &mut usize) -> Result<usize, WireError> {
+pub(crate) fn decode_shortvec(bytes: &[u8], pos: &mut usize) -> Result<usize, WireError> {
     let mut value: u32 = 0;
     for index in 0..3 {
         let byte = *bytes.get(*pos).ok_or(WireError::Truncated)?;

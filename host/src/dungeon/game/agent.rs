@@ -1,11 +1,11 @@
 //! Two reference agents that play from the visible state alone, as an HTTP client would: a greedy
 //! scripted one (fight, disarm, solve, heal when low, rest sometimes, explore towards the stairs)
-//! and a random one. They measure the game's balance and drive end-to-end tests of the API.
+//! and a random one (tests only). They measure the game's balance and drive end-to-end tests of the
+//! API.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::map::DOWN;
-use super::rng::Rng;
 use super::rules::{Action, ActionKind};
 use super::view::{ExitView, VisibleState};
 
@@ -153,19 +153,22 @@ impl Agent for GreedyAgent {
 }
 
 /// Picks uniformly among the available actions and their targets.
+#[cfg(test)]
 #[derive(Debug)]
-pub struct RandomAgent {
-    rng: Rng,
+pub(crate) struct RandomAgent {
+    rng: super::rng::Rng,
 }
 
+#[cfg(test)]
 impl RandomAgent {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Self {
-            rng: Rng::new(seed),
+            rng: super::rng::Rng::new(seed),
         }
     }
 }
 
+#[cfg(test)]
 impl Agent for RandomAgent {
     fn decide(&mut self, state: &VisibleState) -> Action {
         let kind = self

@@ -4,18 +4,18 @@
 use serde::{Deserialize, Serialize};
 
 /// Starting hit points, the same for every class.
-pub const BASE_HP: i32 = 100;
+pub(crate) const BASE_HP: i32 = 100;
 /// Starting action points: the run's whole budget.
-pub const BASE_AP: i32 = 100;
+pub(crate) const BASE_AP: i32 = 100;
 const BASE_ATK: i32 = 8;
 const BASE_DEF: i32 = 4;
 const BASE_DEX: i32 = 5;
 const BASE_INT: i32 = 5;
 /// What a class adds to its one stat: small, so skill matters more than the pick.
-pub const CLASS_BONUS: i32 = 3;
+pub(crate) const CLASS_BONUS: i32 = 3;
 /// Critical-hit chance in percent, and the gambler's.
-pub const BASE_CRIT: i32 = 5;
-pub const GAMBLER_CRIT: i32 = 20;
+pub(crate) const BASE_CRIT: i32 = 5;
+pub(crate) const GAMBLER_CRIT: i32 = 20;
 
 /// The six classes; each adds one small edge to the shared base stats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,7 +36,7 @@ pub enum Class {
 }
 
 impl Class {
-    pub const ALL: [Class; 6] = [
+    pub(crate) const ALL: [Class; 6] = [
         Class::Fighter,
         Class::Defender,
         Class::Rogue,
@@ -45,7 +45,7 @@ impl Class {
         Class::Gambler,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Class::Fighter => "fighter",
             Class::Defender => "defender",
@@ -57,14 +57,14 @@ impl Class {
     }
 
     /// Parses a class name (case-insensitive).
-    pub fn parse(name: &str) -> Option<Class> {
+    pub(crate) fn parse(name: &str) -> Option<Class> {
         Class::ALL
             .into_iter()
             .find(|class| class.as_str().eq_ignore_ascii_case(name.trim()))
     }
 
     /// One line for the skill file.
-    pub fn perk(self) -> &'static str {
+    pub(crate) fn perk(self) -> &'static str {
         match self {
             Class::Fighter => "+3 atk",
             Class::Defender => "+3 def",
@@ -81,7 +81,7 @@ impl Class {
 /// Elemental affinity of enemies and weapons; a weapon deals +50% to an enemy weak to its element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Element {
+pub(crate) enum Element {
     None,
     Fire,
     Ice,
@@ -92,7 +92,7 @@ pub enum Element {
 
 impl Element {
     /// The element that hurts this one most, if any.
-    pub fn weakness(self) -> Option<Element> {
+    pub(crate) fn weakness(self) -> Option<Element> {
         match self {
             Element::None => None,
             Element::Fire => Some(Element::Ice),
@@ -103,7 +103,7 @@ impl Element {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Element::None => "none",
             Element::Fire => "fire",
@@ -118,7 +118,7 @@ impl Element {
 /// A wielded weapon: adds to atk, and may carry an element.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Weapon {
+pub(crate) struct Weapon {
     pub name: String,
     pub atk: i32,
     pub element: Element,
@@ -127,7 +127,7 @@ pub struct Weapon {
 /// What an item does when used (or, for treasure, when picked up).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "type")]
-pub enum Effect {
+pub(crate) enum Effect {
     /// Restores this many HP (never above maxHp).
     Heal { amount: i32 },
     /// Restores this many AP (never above maxAp).
@@ -143,14 +143,14 @@ pub enum Effect {
 /// An item on the floor or in the inventory. `id` is what `use_item` takes as its target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Item {
+pub(crate) struct Item {
     pub id: String,
     pub name: String,
     pub effect: Effect,
 }
 
 impl Item {
-    pub fn new(id: &str, name: &str, effect: Effect) -> Self {
+    pub(crate) fn new(id: &str, name: &str, effect: Effect) -> Self {
         Self {
             id: id.to_owned(),
             name: name.to_owned(),
@@ -158,7 +158,7 @@ impl Item {
         }
     }
 
-    pub fn health_potion() -> Self {
+    pub(crate) fn health_potion() -> Self {
         Item::new(
             "health-potion",
             "Health Potion",
@@ -166,7 +166,7 @@ impl Item {
         )
     }
 
-    pub fn greater_potion() -> Self {
+    pub(crate) fn greater_potion() -> Self {
         Item::new(
             "greater-potion",
             "Greater Potion",
@@ -174,7 +174,7 @@ impl Item {
         )
     }
 
-    pub fn vigor_elixir() -> Self {
+    pub(crate) fn vigor_elixir() -> Self {
         Item::new(
             "vigor-elixir",
             "Vigor Elixir",
@@ -182,11 +182,11 @@ impl Item {
         )
     }
 
-    pub fn fire_bomb() -> Self {
+    pub(crate) fn fire_bomb() -> Self {
         Item::new("fire-bomb", "Fire Bomb", Effect::Bomb { damage: 20 })
     }
 
-    pub fn weapon(id: &str, name: &str, atk: i32, element: Element) -> Self {
+    pub(crate) fn weapon(id: &str, name: &str, atk: i32, element: Element) -> Self {
         Item::new(
             id,
             name,
@@ -200,12 +200,12 @@ impl Item {
         )
     }
 
-    pub fn treasure(name: &str, value: i64) -> Self {
+    pub(crate) fn treasure(name: &str, value: i64) -> Self {
         Item::new("treasure", name, Effect::Treasure { value })
     }
 
     /// What the item does, in words an agent can act on.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match &self.effect {
             Effect::Heal { amount } => format!("heals {amount} HP"),
             Effect::RestoreAp { amount } => format!("restores {amount} AP"),
@@ -225,7 +225,7 @@ impl Item {
 /// A monster; `boss` marks the final one, whose defeat clears the dungeon.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Enemy {
+pub(crate) struct Enemy {
     pub name: String,
     pub hp: i32,
     pub max_hp: i32,
@@ -237,19 +237,19 @@ pub struct Enemy {
 }
 
 impl Enemy {
-    pub fn alive(&self) -> bool {
+    pub(crate) fn alive(&self) -> bool {
         self.hp > 0
     }
 
     /// Experience (and kill score) the enemy is worth.
-    pub fn xp(&self) -> i32 {
+    pub(crate) fn xp(&self) -> i32 {
         if self.boss { 150 } else { 10 * self.level }
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum TrapState {
+pub(crate) enum TrapState {
     Armed,
     Disarmed,
 }
@@ -258,7 +258,7 @@ pub enum TrapState {
 /// `disarm` stops it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Trap {
+pub(crate) struct Trap {
     pub name: String,
     pub damage: i32,
     pub state: TrapState,
@@ -266,7 +266,7 @@ pub struct Trap {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum PuzzleState {
+pub(crate) enum PuzzleState {
     Unsolved,
     Solved,
     /// Too many failed attempts: the reward is lost.
@@ -276,7 +276,7 @@ pub enum PuzzleState {
 /// An optional puzzle guarding a reward; each failure burns a little HP and one attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Puzzle {
+pub(crate) struct Puzzle {
     pub name: String,
     pub state: PuzzleState,
     pub attempts_left: i32,
@@ -284,14 +284,14 @@ pub struct Puzzle {
 }
 
 /// XP needed to reach the next level from `level`.
-pub fn xp_for_next(level: i32) -> i32 {
+pub(crate) fn xp_for_next(level: i32) -> i32 {
     40 * level
 }
 
 /// The adventurer. `ap` and `hp` are the two budgets; the rest are the stats the view shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Player {
+pub(crate) struct Player {
     pub class: Class,
     pub hp: i32,
     pub max_hp: i32,
@@ -309,7 +309,7 @@ pub struct Player {
 
 impl Player {
     /// Base stats plus the class's modifier, a dagger and one health potion.
-    pub fn new(class: Class) -> Self {
+    pub(crate) fn new(class: Class) -> Self {
         let bonus = |wanted: Class| if class == wanted { CLASS_BONUS } else { 0 };
         Self {
             class,
@@ -332,7 +332,7 @@ impl Player {
         }
     }
 
-    pub fn crit_chance(&self) -> i32 {
+    pub(crate) fn crit_chance(&self) -> i32 {
         if self.class == Class::Gambler {
             GAMBLER_CRIT
         } else {
@@ -340,31 +340,31 @@ impl Player {
         }
     }
 
-    pub fn xp_next(&self) -> i32 {
+    pub(crate) fn xp_next(&self) -> i32 {
         xp_for_next(self.level)
     }
 
     /// Heals up to maxHp; returns the HP actually restored.
-    pub fn heal(&mut self, amount: i32) -> i32 {
+    pub(crate) fn heal(&mut self, amount: i32) -> i32 {
         let before = self.hp;
         self.hp = (self.hp + amount.max(0)).min(self.max_hp);
         self.hp - before
     }
 
     /// Takes damage down to 0; returns the HP actually lost.
-    pub fn hurt(&mut self, amount: i32) -> i32 {
+    pub(crate) fn hurt(&mut self, amount: i32) -> i32 {
         let before = self.hp;
         self.hp = (self.hp - amount.max(0)).max(0);
         before - self.hp
     }
 
     /// Spends AP, never below 0.
-    pub fn spend(&mut self, cost: i32) {
+    pub(crate) fn spend(&mut self, cost: i32) {
         self.ap = (self.ap - cost).max(0);
     }
 
     /// Adds XP and applies every level-up it earns; returns the levels reached.
-    pub fn gain_xp(&mut self, xp: i32) -> Vec<i32> {
+    pub(crate) fn gain_xp(&mut self, xp: i32) -> Vec<i32> {
         let mut reached = Vec::new();
         self.xp += xp.max(0);
         while self.xp >= self.xp_next() {

@@ -8,23 +8,23 @@ use super::entities::{Element, Enemy, Item, Puzzle, PuzzleState, Trap, TrapState
 use super::rng::{Rng, mix, seed_from_str};
 use super::theme::{THEMES, Theme, theme_for_day};
 
-pub const FLOORS: usize = 4;
-pub const ROOMS_PER_FLOOR: usize = 8;
+pub(crate) const FLOORS: usize = 4;
+pub(crate) const ROOMS_PER_FLOOR: usize = 8;
 /// The stairs are taken with `move` to this exit name.
-pub const DOWN: &str = "down";
+pub(crate) const DOWN: &str = "down";
 const GRID: usize = 3;
 
 /// A way out of a room. `room` is an index into [`DungeonMap::rooms`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Exit {
+pub(crate) struct Exit {
     pub direction: String,
     pub room: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Room {
+pub(crate) struct Room {
     /// `f{floor}r{n}`, n = 1 at the floor's entrance, 8 at its stair (or boss) room.
     pub id: String,
     pub name: String,
@@ -44,7 +44,7 @@ pub struct Room {
 impl Room {
     /// A room with nothing in it and no way out yet: generation (and the tests' hand-made maps)
     /// fill it in.
-    pub fn empty(id: String, name: &str, floor: u32) -> Room {
+    pub(crate) fn empty(id: String, name: &str, floor: u32) -> Room {
         Room {
             id,
             name: name.to_owned(),
@@ -69,11 +69,11 @@ pub struct DungeonMap {
     pub id: String,
     pub seed: u64,
     pub theme: String,
-    pub rooms: Vec<Room>,
+    pub(crate) rooms: Vec<Room>,
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
-pub fn days_from_civil(year: i32, month: u32, day: u32) -> i64 {
+pub(crate) fn days_from_civil(year: i32, month: u32, day: u32) -> i64 {
     let y = i64::from(year) - i64::from(month <= 2);
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -94,7 +94,7 @@ impl DungeonMap {
     }
 
     /// Generates a map from a seed; the same inputs always give the same map.
-    pub fn generate(id: &str, seed: u64, theme_index: usize) -> DungeonMap {
+    pub(crate) fn generate(id: &str, seed: u64, theme_index: usize) -> DungeonMap {
         let theme = &THEMES[theme_index % THEMES.len()];
         let mut rng = Rng::new(seed);
         let mut rooms = Vec::with_capacity(FLOORS * ROOMS_PER_FLOOR);
@@ -117,12 +117,8 @@ impl DungeonMap {
     }
 
     /// Index of a floor's entrance room (floor is 1-based).
-    pub fn entrance(floor: u32) -> usize {
+    pub(crate) fn entrance(floor: u32) -> usize {
         (floor.saturating_sub(1) as usize) * ROOMS_PER_FLOOR
-    }
-
-    pub fn room_index(&self, id: &str) -> Option<usize> {
-        self.rooms.iter().position(|room| room.id == id)
     }
 }
 
@@ -424,8 +420,9 @@ mod tests {
     #[test]
     fn room_ids_are_unique_and_found() {
         let map = DungeonMap::generate("t", 9, 0);
-        assert_eq!(map.room_index("f1r1"), Some(0));
-        assert_eq!(map.room_index("f4r8"), Some(31));
-        assert_eq!(map.room_index("nowhere"), None);
+        let index = |id: &str| map.rooms.iter().position(|room| room.id == id);
+        assert_eq!(index("f1r1"), Some(0));
+        assert_eq!(index("f4r8"), Some(31));
+        assert_eq!(index("nowhere"), None);
     }
 }

@@ -2,7 +2,7 @@
 //! the date and a deployment salt; a [`Run`] is that map + a class + a run seed + the actions
 //! played, and the same inputs always give the same states, events and score. No I/O, no clock,
 //! no database, no global randomness may ever enter this module: the HTTP layer stores the actions
-//! and can always rebuild a run with [`Run::replay`].
+//! and can always rebuild a run by replaying them.
 //!
 //! ```
 //! use crucible::dungeon::game::{Action, ActionKind, Class, DungeonMap, Run};
@@ -19,25 +19,25 @@
 mod actions;
 pub mod agent;
 mod combat;
-pub mod entities;
-pub mod event;
-pub mod map;
-pub mod rng;
+pub(crate) mod entities;
+pub(crate) mod event;
+pub(crate) mod map;
+pub(crate) mod rng;
 mod rules;
 mod run;
-pub mod score;
-pub mod skill;
+pub(crate) mod score;
+pub(crate) mod skill;
 mod theme;
 mod view;
 
 #[cfg(test)]
 mod tests;
 
-pub use entities::{Class, Element};
-pub use event::GameEvent;
+pub use entities::Class;
+pub(crate) use event::GameEvent;
 pub use map::DungeonMap;
-pub use rules::{Action, ActionKind, TurnRequest};
-pub use run::{ILLEGAL_ACTION_AP, MAX_TURNS, Run, RunStatus, TurnError, TurnOutcome};
-pub use view::{
-    EnemyView, ExitView, InventoryEntry, ItemView, ObjectView, PlayerView, RoomView, VisibleState,
-};
+pub(crate) use rules::TurnRequest;
+pub use rules::{Action, ActionKind};
+pub(crate) use run::{ILLEGAL_ACTION_AP, TurnError};
+pub use run::{Run, RunStatus};
+pub use view::VisibleState;

@@ -8,14 +8,14 @@ use serde::{Deserialize, Serialize};
 const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// SplitMix64's output function: a bijective 64-bit mixer.
-pub fn mix(mut z: u64) -> u64 {
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
 
 /// A stable 64-bit seed from text (FNV-1a, then mixed), e.g. a run id or a deployment salt.
-pub fn seed_from_str(text: &str) -> u64 {
+pub(crate) fn seed_from_str(text: &str) -> u64 {
     let mut hash: u64 = 0xCBF2_9CE4_8422_2325;
     for byte in text.bytes() {
         hash ^= u64::from(byte);
@@ -26,19 +26,19 @@ pub fn seed_from_str(text: &str) -> u64 {
 
 /// A deterministic pseudo-random generator (SplitMix64).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rng {
+pub(crate) struct Rng {
     state: u64,
 }
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Self { state: seed }
     }
 
     /// A generator whose stream depends on every part, in order (e.g. dungeon seed, run seed,
     /// action index), so each turn draws from its own stream and replays are independent of how
     /// many numbers an earlier turn happened to consume.
-    pub fn derive(parts: &[u64]) -> Self {
+    pub(crate) fn derive(parts: &[u64]) -> Self {
         let mut state = GOLDEN_GAMMA;
         for part in parts {
             state = mix(state ^ mix(part.wrapping_add(GOLDEN_GAMMA)));
@@ -46,19 +46,19 @@ impl Rng {
         Self::new(state)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(GOLDEN_GAMMA);
         mix(self.state)
     }
 
     /// Uniform in `0..n` (0 when `n` is 0), by multiply-shift so there is no modulo bias worth
     /// mentioning at these sizes.
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 
     /// Uniform in `lo..=hi` (returns `lo` when the range is empty).
-    pub fn range(&mut self, lo: i32, hi: i32) -> i32 {
+    pub(crate) fn range(&mut self, lo: i32, hi: i32) -> i32 {
         if hi <= lo {
             return lo;
         }
@@ -67,17 +67,17 @@ impl Rng {
     }
 
     /// True with probability `percent`/100 (clamped to 0..=100).
-    pub fn percent(&mut self, percent: i32) -> bool {
+    pub(crate) fn percent(&mut self, percent: i32) -> bool {
         (self.below(100) as i32) < percent.clamp(0, 100)
     }
 
     /// A uniformly chosen element, `None` for an empty slice.
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
+    pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
         items.get(self.below(items.len() as u64) as usize)
     }
 
     /// Fisher–Yates shuffle.
-    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+    pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
             let j = self.below(i as u64 + 1) as usize;
             items.swap(i, j);

@@ -26,7 +26,7 @@ pub enum ActionKind {
 pub(super) const REST_HEAL: i32 = 25;
 
 impl ActionKind {
-    pub const ALL: [ActionKind; 9] = [
+    pub(crate) const ALL: [ActionKind; 9] = [
         ActionKind::Move,
         ActionKind::Fight,
         ActionKind::Flee,
@@ -39,7 +39,7 @@ impl ActionKind {
     ];
 
     /// AP cost; `fight` is per round.
-    pub fn cost(self) -> i32 {
+    pub(crate) fn cost(self) -> i32 {
         match self {
             ActionKind::Move | ActionKind::UseItem | ActionKind::Examine => 1,
             ActionKind::Fight | ActionKind::Solve | ActionKind::Disarm => 2,
@@ -48,7 +48,7 @@ impl ActionKind {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ActionKind::Move => "move",
             ActionKind::Fight => "fight",
@@ -62,14 +62,14 @@ impl ActionKind {
         }
     }
 
-    pub fn parse(name: &str) -> Option<ActionKind> {
+    pub(crate) fn parse(name: &str) -> Option<ActionKind> {
         ActionKind::ALL
             .into_iter()
             .find(|kind| kind.as_str().eq_ignore_ascii_case(name.trim()))
     }
 
     /// What the action does, for the skill file.
-    pub fn summary(self) -> &'static str {
+    pub(crate) fn summary(self) -> &'static str {
         match self {
             ActionKind::Move => {
                 "go through an exit (target: direction such as `north`, `down` for the stairs, or a roomId); not while enemies live in the room; leaving a room with an armed trap springs it"
@@ -121,7 +121,7 @@ impl Action {
 /// turn will carry (the state's `turnNumber` + 1); the HTTP layer uses it for idempotent retries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct TurnRequest {
+pub(crate) struct TurnRequest {
     /// One of the state's `availableActions`.
     pub action: String,
     /// What the action is aimed at (an enemy, an item, a direction), where it needs one.
@@ -142,7 +142,7 @@ impl TurnRequest {
     /// The request with its strings cut to [`MAX_ACTION_CHARS`] and [`MAX_TARGET_CHARS`]: an
     /// illegal action is recorded with the run (and replayed to watchers), so what a client
     /// sends must not decide how much is stored.
-    pub fn clipped(mut self) -> Self {
+    pub(crate) fn clipped(mut self) -> Self {
         clip(&mut self.action, MAX_ACTION_CHARS);
         if let Some(target) = &mut self.target {
             clip(target, MAX_TARGET_CHARS);
@@ -150,7 +150,7 @@ impl TurnRequest {
         self
     }
 
-    pub fn to_action(&self) -> Action {
+    pub(crate) fn to_action(&self) -> Action {
         Action {
             action: self.action.clone(),
             target: self.target.clone(),
@@ -169,7 +169,7 @@ impl Run {
 
     /// The actions available now, in a fixed order; never empty while the run is active
     /// (`inventory` is free), empty once it is over.
-    pub fn legal_actions(&self) -> Vec<ActionKind> {
+    pub(crate) fn legal_actions(&self) -> Vec<ActionKind> {
         if self.status.is_over() {
             return Vec::new();
         }

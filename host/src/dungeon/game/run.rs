@@ -13,9 +13,9 @@ use super::rules::{Action, ActionKind};
 use super::score::Tally;
 
 /// Turns after which a run that only ever takes free actions is abandoned as protocol abuse.
-pub const MAX_TURNS: u64 = 1000;
+pub(crate) const MAX_TURNS: u64 = 1000;
 /// AP charged for an action that is not available.
-pub const ILLEGAL_ACTION_AP: i32 = 1;
+pub(crate) const ILLEGAL_ACTION_AP: i32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -47,7 +47,7 @@ impl RunStatus {
     }
 
     /// The status named `name` (as [`RunStatus::as_str`] writes it).
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         [
             RunStatus::Active,
             RunStatus::Cleared,
@@ -69,7 +69,7 @@ pub struct TurnOutcome {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     pub ap_spent: i32,
-    pub events: Vec<GameEvent>,
+    pub(crate) events: Vec<GameEvent>,
 }
 
 /// Why a turn was refused.
@@ -150,7 +150,8 @@ impl Run {
     }
 
     /// Rebuilds a run from its stored actions (refused ones included, since they cost AP).
-    pub fn replay(map: &DungeonMap, class: Class, run_seed: u64, actions: &[Action]) -> Run {
+    #[cfg(test)]
+    pub(crate) fn replay(map: &DungeonMap, class: Class, run_seed: u64, actions: &[Action]) -> Run {
         let mut run = Run::new(map, class, run_seed);
         for action in actions {
             // A refusal is part of the history being replayed, not a failure of the replay.
@@ -159,37 +160,29 @@ impl Run {
         run
     }
 
-    pub fn status(&self) -> RunStatus {
+    pub(crate) fn status(&self) -> RunStatus {
         self.status
     }
 
-    pub fn score(&self) -> i64 {
+    pub(crate) fn score(&self) -> i64 {
         self.tally.score()
     }
 
-    pub fn tally(&self) -> &Tally {
+    pub(crate) fn tally(&self) -> &Tally {
         &self.tally
     }
 
-    pub fn class(&self) -> Class {
+    pub(crate) fn class(&self) -> Class {
         self.player.class
     }
 
-    /// The seed that varies this run's dice (see [`Run::new`]).
-    pub fn run_seed(&self) -> u64 {
-        self.run_seed
-    }
-
-    pub fn player(&self) -> &Player {
+    #[cfg(test)]
+    pub(crate) fn player(&self) -> &Player {
         &self.player
     }
 
-    pub fn turn_number(&self) -> u64 {
+    pub(crate) fn turn_number(&self) -> u64 {
         self.turn_number
-    }
-
-    pub fn dungeon_id(&self) -> &str {
-        &self.dungeon_id
     }
 
     /// Plays one turn.
@@ -222,7 +215,7 @@ impl Run {
 
     /// Ends an active run as abandoned (idle timeout, enforced by the caller); returns the
     /// `run_ended` event, or nothing if the run was already over.
-    pub fn abandon(&mut self) -> Vec<GameEvent> {
+    pub(crate) fn abandon(&mut self) -> Vec<GameEvent> {
         if self.status.is_over() {
             return Vec::new();
         }

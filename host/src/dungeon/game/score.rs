@@ -3,17 +3,17 @@
 
 use serde::{Deserialize, Serialize};
 
-pub const POINTS_PER_FLOOR: i64 = 250;
-pub const POINTS_PER_ROOM: i64 = 10;
-pub const POINTS_PER_KILL_XP: i64 = 5;
-pub const CLEAR_BONUS: i64 = 1000;
-pub const CLEAR_POINTS_PER_AP: i64 = 5;
-pub const CLEAR_POINTS_PER_HP: i64 = 2;
+pub(crate) const POINTS_PER_FLOOR: i64 = 250;
+pub(crate) const POINTS_PER_ROOM: i64 = 10;
+pub(crate) const POINTS_PER_KILL_XP: i64 = 5;
+pub(crate) const CLEAR_BONUS: i64 = 1000;
+pub(crate) const CLEAR_POINTS_PER_AP: i64 = 5;
+pub(crate) const CLEAR_POINTS_PER_HP: i64 = 2;
 
 /// The counters a score is made of.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Tally {
+pub(crate) struct Tally {
     pub deepest_floor: u32,
     pub rooms_visited: u32,
     pub kills: u32,
@@ -25,7 +25,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn score(&self) -> i64 {
+    pub(crate) fn score(&self) -> i64 {
         let depth = POINTS_PER_FLOOR * i64::from(self.deepest_floor.saturating_sub(1))
             + POINTS_PER_ROOM * i64::from(self.rooms_visited);
         let kills = POINTS_PER_KILL_XP * self.kill_xp;

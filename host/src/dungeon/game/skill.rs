@@ -12,11 +12,11 @@ use super::run::{ILLEGAL_ACTION_AP, Run};
 use super::score;
 
 /// Longest broadcast message, in characters.
-pub const BROADCAST_MAX_CHARS: usize = 280;
+pub(crate) const BROADCAST_MAX_CHARS: usize = 280;
 
 /// What the skill file needs to know about one run; URLs are absolute.
 #[derive(Debug, Clone)]
-pub struct SkillContext<'a> {
+pub(crate) struct SkillContext<'a> {
     pub run_id: &'a str,
     pub dungeon_id: &'a str,
     pub theme: &'a str,
@@ -29,7 +29,7 @@ pub struct SkillContext<'a> {
 
 /// The Markdown skill file of one run. The registration key itself is never written into it
 /// (the document may be fetched, cached or logged): it says where the key goes instead.
-pub fn agent_skill_markdown(ctx: &SkillContext<'_>) -> String {
+pub(crate) fn agent_skill_markdown(ctx: &SkillContext<'_>) -> String {
     let mut md = String::with_capacity(8 * 1024);
     let class = ctx.class;
     // `write!` into a String cannot fail; the results are ignored on purpose.

@@ -31,10 +31,10 @@ pub struct RoomView {
     pub description: String,
     pub exits: Vec<ExitView>,
     /// Living enemies only, in the order `fight` positions count them.
-    pub enemies: Vec<EnemyView>,
+    pub(crate) enemies: Vec<EnemyView>,
     /// Items lying here, guarded by the enemies (they are picked up once none is left).
-    pub items: Vec<ItemView>,
-    pub objects: Vec<ObjectView>,
+    pub(crate) items: Vec<ItemView>,
+    pub(crate) objects: Vec<ObjectView>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,7 +47,7 @@ pub struct ExitView {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EnemyView {
+pub(crate) struct EnemyView {
     pub name: String,
     pub hp: i32,
     pub atk: i32,
@@ -58,7 +58,7 @@ pub struct EnemyView {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ItemView {
+pub(crate) struct ItemView {
     pub id: String,
     pub name: String,
     pub effect: String,
@@ -68,7 +68,7 @@ pub struct ItemView {
 /// (`guarded|open`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ObjectView {
+pub(crate) struct ObjectView {
     pub kind: String,
     pub name: String,
     pub state: String,
@@ -76,7 +76,7 @@ pub struct ObjectView {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct InventoryEntry {
+pub(crate) struct InventoryEntry {
     pub id: String,
     pub name: String,
     pub effect: String,
@@ -98,9 +98,9 @@ pub struct PlayerView {
     pub level: i32,
     pub xp: i32,
     pub xp_next: i32,
-    pub weapon: Weapon,
+    pub(crate) weapon: Weapon,
     /// Grouped by item id, in the order first picked up.
-    pub inventory: Vec<InventoryEntry>,
+    pub(crate) inventory: Vec<InventoryEntry>,
 }
 
 fn trap_state(state: TrapState) -> &'static str {

@@ -60,7 +60,7 @@ pub(super) async fn check(
 
 /// Delete admissions older than the longest window (an hour): keys that went quiet leave
 /// rows behind, since each check only prunes its own key.
-pub async fn prune(store: &Store, now: DateTime<Utc>) -> sqlx::Result<u64> {
+pub(super) async fn prune(store: &Store, now: DateTime<Utc>) -> sqlx::Result<u64> {
     let oldest_kept = to_millis(now) - chrono::Duration::hours(1).num_milliseconds();
     Ok(sqlx::query("DELETE FROM rate_limit_hits WHERE at <= $1")
         .bind(oldest_kept)

@@ -19,11 +19,11 @@ use crate::db::Store;
 use crate::events::notify;
 
 /// How often a node reports its admissions.
-pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 /// One admission, on its way to the other nodes.
 #[derive(Debug)]
-pub struct Hit {
+pub(crate) struct Hit {
     pub(super) limiter: &'static str,
     pub(super) key: String,
     pub(super) at: DateTime<Utc>,
@@ -39,14 +39,14 @@ struct Report {
 }
 
 /// This node's end of the gossip; dropping it stops it.
-pub struct Gossip {
+pub(crate) struct Gossip {
     peer: notify::Peer,
 }
 
 impl Gossip {
     /// Share every limit of `limits` with the other nodes of `store` (PostgreSQL): exact
     /// limits check on the database from now on, gossiped ones report and listen here.
-    pub async fn start(
+    pub(crate) async fn start(
         limits: Arc<RateLimits>,
         store: &Store,
         database_url: &str,
@@ -71,7 +71,7 @@ impl Gossip {
         Ok(Gossip { peer })
     }
 
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.peer.stop();
     }
 }

@@ -14,7 +14,7 @@
 //! move a manual clock instead of sleeping.
 
 mod exact;
-pub mod gossip;
+pub(crate) mod gossip;
 mod window;
 
 use std::marker::PhantomData;
@@ -82,7 +82,8 @@ pub struct Limiter {
 }
 
 impl Limiter {
-    pub fn new(enabled: bool, count: u32, window: Duration, clock: Arc<dyn Clock>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(enabled: bool, count: u32, window: Duration, clock: Arc<dyn Clock>) -> Self {
         Self::named("limit", Sharing::Gossip, enabled, count, window, clock)
     }
 
@@ -187,7 +188,7 @@ impl Limiter {
     }
 
     /// Forget keys with no admission inside the window, so memory follows the active clients only.
-    pub fn retain_recent(&self) {
+    pub(crate) fn retain_recent(&self) {
         let now = self.clock.now();
         self.local.retain_recent(now, self.window);
         self.remote.retain_recent(now, self.window);
@@ -211,7 +212,7 @@ fn refusal(
 }
 
 /// Delete shared admissions older than any window (the node's housekeeping, on PostgreSQL).
-pub async fn prune_shared(store: &Store, now: DateTime<Utc>) -> sqlx::Result<u64> {
+pub(crate) async fn prune_shared(store: &Store, now: DateTime<Utc>) -> sqlx::Result<u64> {
     exact::prune(store, now).await
 }
 
@@ -249,7 +250,7 @@ pub struct RateLimits {
 
 impl RateLimits {
     /// Every limit of the contract, each read as "at most N in any window of that length".
-    pub fn new(enabled: bool, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(enabled: bool, clock: Arc<dyn Clock>) -> Self {
         let minute = Duration::from_secs(60);
         let hour = Duration::from_secs(3600);
         let limit = |name, sharing, count, window| {
@@ -291,7 +292,7 @@ impl RateLimits {
     }
 
     /// Every limiter, for housekeeping.
-    pub fn all(&self) -> Vec<&Limiter> {
+    pub(crate) fn all(&self) -> Vec<&Limiter> {
         vec![
             &self.auth,
             &self.account,
@@ -312,13 +313,13 @@ impl RateLimits {
 /// The client's address: the peer of the connection or, behind `trusted_proxies` proxies the
 /// host runs, the `X-Forwarded-For` hop that the outermost trusted proxy saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClientIp(pub IpAddr);
+pub(crate) struct ClientIp(pub IpAddr);
 
 impl ClientIp {
     /// The address limits count under: an IPv4 address as it is, an IPv6 client by its /64
     /// (one subscriber is usually handed a whole /64, and could otherwise rotate through 2⁶⁴
     /// addresses to reset every limit). IPv4-mapped IPv6 counts as the IPv4 address.
-    pub fn limit_key(self) -> IpAddr {
+    pub(crate) fn limit_key(self) -> IpAddr {
         match self.0 {
             IpAddr::V4(v4) => IpAddr::V4(v4),
             IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -373,39 +374,39 @@ impl FromRequestParts<AppState> for ClientIp {
 }
 
 /// Which limiter an [`IpLimit`] applies.
-pub trait Policy: Send + Sync + 'static {
+pub(crate) trait Policy: Send + Sync + 'static {
     fn limiter(limits: &RateLimits) -> &Limiter;
 }
 
-pub struct AuthPolicy;
+pub(crate) struct AuthPolicy;
 impl Policy for AuthPolicy {
     fn limiter(limits: &RateLimits) -> &Limiter {
         &limits.auth
     }
 }
 
-pub struct AccountPolicy;
+pub(crate) struct AccountPolicy;
 impl Policy for AccountPolicy {
     fn limiter(limits: &RateLimits) -> &Limiter {
         &limits.account
     }
 }
 
-pub struct TournamentReadPolicy;
+pub(crate) struct TournamentReadPolicy;
 impl Policy for TournamentReadPolicy {
     fn limiter(limits: &RateLimits) -> &Limiter {
         &limits.tournament_reads
     }
 }
 
-pub struct LivePolicy;
+pub(crate) struct LivePolicy;
 impl Policy for LivePolicy {
     fn limiter(limits: &RateLimits) -> &Limiter {
         &limits.live_connections
     }
 }
 
-pub struct RegistrationPolicy;
+pub(crate) struct RegistrationPolicy;
 impl Policy for RegistrationPolicy {
     fn limiter(limits: &RateLimits) -> &Limiter {
         &limits.registrations_per_ip
@@ -413,7 +414,7 @@ impl Policy for RegistrationPolicy {
 }
 
 /// Extractor that counts the request against policy `P`'s limiter under the client's IP.
-pub struct IpLimit<P>(PhantomData<P>);
+pub(crate) struct IpLimit<P>(PhantomData<P>);
 
 impl<P: Policy> FromRequestParts<AppState> for IpLimit<P> {
     type Rejection = ApiError;

@@ -17,7 +17,7 @@ use crate::crypto::new_id;
 use crate::scheduler;
 use crate::state::AppState;
 
-pub use model::PayoutStatus;
+pub(crate) use model::PayoutStatus;
 pub(crate) use model::SourceKind;
 pub use send::{send, sign_and_record};
 

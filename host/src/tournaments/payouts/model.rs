@@ -9,14 +9,14 @@ use crate::db::UnknownValue;
 /// Where a payout stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum PayoutStatus {
+pub(crate) enum PayoutStatus {
     Pending,
     Sent,
     Failed,
 }
 
 impl PayoutStatus {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             PayoutStatus::Pending => "pending",
             PayoutStatus::Sent => "sent",
@@ -25,7 +25,7 @@ impl PayoutStatus {
     }
 
     /// The status named `name`, if there is one.
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         [
             PayoutStatus::Pending,
             PayoutStatus::Sent,

@@ -9,8 +9,9 @@ mod endings;
 mod invariants;
 
 use super::agent::Agent;
-use super::entities::{Enemy, Item, Puzzle, PuzzleState, Trap, TrapState};
+use super::entities::{Element, Enemy, Item, Puzzle, PuzzleState, Trap, TrapState};
 use super::map::{DOWN, Exit, Room};
+use super::run::{MAX_TURNS, TurnOutcome};
 use super::*;
 
 pub(super) fn blank(id: &str, floor: u32) -> Room {

@@ -406,6 +406,35 @@ async fn send(request: reqwest::RequestBuilder) -> Result<Value, SwapApiError> {
     }
 }
 
+/// For tests: `signed` is `unsigned` with only its first signature slot filled, by `wallet`,
+/// over the message bytes, and `signature` is that slot in base58.
+#[cfg(test)]
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test that cannot go on should fail loudly"
+)]
+pub(crate) fn assert_signed_in_place(
+    unsigned: &[u8],
+    signed: &[u8],
+    signature: &str,
+    wallet: &Keypair,
+) {
+    use ed25519_dalek::Verifier;
+    assert_eq!(signed.len(), unsigned.len());
+    assert_eq!(
+        signed[65..],
+        unsigned[65..],
+        "only the signature slot changes"
+    );
+    let slot = ed25519_dalek::Signature::from_slice(&signed[1..65]).unwrap();
+    wallet
+        .signing_key()
+        .verifying_key()
+        .verify(&unsigned[65..], &slot)
+        .unwrap();
+    assert_eq!(signature, bs58::encode(&signed[1..65]).into_string());
+}
+
 #[cfg(test)]
 #[expect(
     clippy::unwrap_used,
@@ -418,7 +447,6 @@ mod tests {
     use axum::http::{HeaderMap, StatusCode};
     use axum::response::{IntoResponse, Response};
     use axum::routing::{get, post};
-    use ed25519_dalek::{Signature, Verifier};
 
     use super::*;
     use crate::chain::tx::encode_shortvec;
@@ -579,22 +607,7 @@ mod tests {
         );
 
         let signed = prepared.sign(&wallet).unwrap();
-        assert_eq!(signed.wire.len(), wire.len());
-        assert_eq!(
-            signed.wire[65..],
-            wire[65..],
-            "only the signature slot changes"
-        );
-        let signature = Signature::from_slice(&signed.wire[1..65]).unwrap();
-        wallet
-            .signing_key()
-            .verifying_key()
-            .verify(&wire[65..], &signature)
-            .unwrap();
-        assert_eq!(
-            signed.signature,
-            bs58::encode(&signed.wire[1..65]).into_string()
-        );
+        assert_signed_in_place(&wire, &signed.wire, &signed.signature, &wallet);
     }
 
     #[tokio::test]

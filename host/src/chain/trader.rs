@@ -279,7 +279,6 @@ impl SwapRoute for JupiterRoute {
 mod tests {
     use axum::routing::{get, post};
     use base64::Engine;
-    use ed25519_dalek::{Signature, Verifier};
     use serde_json::json;
 
     use super::*;
@@ -352,16 +351,11 @@ mod tests {
             .unwrap();
         assert_eq!(signed.minimum_out, 148_500_000);
         assert_eq!(signed.last_valid_block_height, 279_632_475);
-        assert_eq!(signed.wire[65..], wire[65..], "only the signature changes");
-        let signature = Signature::from_slice(&signed.wire[1..65]).unwrap();
-        wallet
-            .signing_key()
-            .verifying_key()
-            .verify(&wire[65..], &signature)
-            .unwrap();
-        assert_eq!(
-            signed.signature,
-            bs58::encode(&signed.wire[1..65]).into_string()
+        crate::chain::jupiter::assert_signed_in_place(
+            &wire,
+            &signed.wire,
+            &signed.signature,
+            &wallet,
         );
 
         // A caller's minimum above the route's bound cannot be honoured: refused, unsigned.

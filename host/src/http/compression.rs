@@ -31,10 +31,11 @@ impl Compressible {
 
     /// The body to send to a client, and whether it is gzipped.
     pub fn for_client(&self, accepts_gzip: bool) -> (Bytes, bool) {
-        if accepts_gzip && self.plain.len() >= MIN_GZIP_BYTES {
-            if let Some(gzip) = self.gzip.get_or_init(|| gzip(&self.plain)) {
-                return (gzip.clone(), true);
-            }
+        if accepts_gzip
+            && self.plain.len() >= MIN_GZIP_BYTES
+            && let Some(gzip) = self.gzip.get_or_init(|| gzip(&self.plain))
+        {
+            return (gzip.clone(), true);
         }
         (self.plain.clone(), false)
     }
@@ -95,6 +96,10 @@ pub(crate) fn accepts_gzip(headers: &HeaderMap) -> bool {
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test that cannot go on should fail loudly"
+)]
 mod tests {
     use super::*;
 

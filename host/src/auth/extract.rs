@@ -16,6 +16,20 @@ use super::session;
 use crate::http::ApiError;
 use crate::state::AppState;
 
+impl From<super::keys::KeyCheckError> for ApiError {
+    fn from(error: super::keys::KeyCheckError) -> Self {
+        use super::keys::KeyCheckError;
+        match error {
+            KeyCheckError::Suspended => ApiError::Forbidden(error.to_string()),
+            KeyCheckError::Store(store) => store.into(),
+            KeyCheckError::NotAKey
+            | KeyCheckError::Unknown
+            | KeyCheckError::Revoked
+            | KeyCheckError::Expired => ApiError::Unauthorized(error.to_string()),
+        }
+    }
+}
+
 /// An authenticated account.
 #[derive(Debug, Clone)]
 pub(crate) struct Caller {

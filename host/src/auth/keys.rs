@@ -13,7 +13,6 @@ use chrono::{DateTime, Utc};
 
 use crate::clock::{from_millis, to_millis};
 use crate::crypto::{constant_time_eq, random_base58, sha256_hex};
-use crate::http::ApiError;
 use crate::state::AppState;
 
 pub(crate) const KEY_PREFIX: &str = "svc_live_";
@@ -117,17 +116,33 @@ struct KeyRow {
     suspended_at: Option<i64>,
 }
 
-/// Check a presented key: 401 with the reason when it is unknown, revoked or expired. A key
-/// seen recently is checked from memory, without a database round trip.
+/// Why a presented key is not accepted (mapped to 401, or 403 for a suspended account, at the
+/// extractors).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum KeyCheckError {
+    #[error("not an API key: keys start with `{KEY_PREFIX}`")]
+    NotAKey,
+    #[error("unknown API key")]
+    Unknown,
+    #[error("this API key was revoked")]
+    Revoked,
+    #[error("this API key has expired")]
+    Expired,
+    #[error("this key's account is suspended; contact the service's operators")]
+    Suspended,
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+/// Check a presented key: the reason when it is unknown, revoked or expired, or its account is
+/// suspended. A key seen recently is checked from memory, without a database round trip.
 pub(crate) async fn verify(
     state: &AppState,
     presented: &str,
     family: KeyFamily,
-) -> Result<VerifiedKey, ApiError> {
+) -> Result<VerifiedKey, KeyCheckError> {
     if !presented.starts_with(KEY_PREFIX) {
-        return Err(ApiError::Unauthorized(format!(
-            "not an API key: keys start with `{KEY_PREFIX}`"
-        )));
+        return Err(KeyCheckError::NotAKey);
     }
     let hash = sha256_hex(presented);
     let cache_key = format!("{}:{hash}", family.as_str());
@@ -140,16 +155,14 @@ pub(crate) async fn verify(
         .await?;
     let now = state.now();
     if key.revoked {
-        return Err(ApiError::Unauthorized("this API key was revoked".into()));
+        return Err(KeyCheckError::Revoked);
     }
     // Expiry is checked on every use against the clock, cached or not.
     if key.expires_at.is_some_and(|at| at <= to_millis(now)) {
-        return Err(ApiError::Unauthorized("this API key has expired".into()));
+        return Err(KeyCheckError::Expired);
     }
     if key.suspended {
-        return Err(ApiError::Forbidden(
-            "this key's account is suspended; contact the service's operators".into(),
-        ));
+        return Err(KeyCheckError::Suspended);
     }
     touch_last_used(state, &key, now);
     Ok(VerifiedKey {
@@ -158,7 +171,7 @@ pub(crate) async fn verify(
     })
 }
 
-async fn load(state: &AppState, hash: &str, family: KeyFamily) -> Result<CachedKey, ApiError> {
+async fn load(state: &AppState, hash: &str, family: KeyFamily) -> Result<CachedKey, KeyCheckError> {
     let row: Option<KeyRow> = sqlx::query_as(
         "SELECT k.id, k.account_id, k.key_hash, k.scopes, k.expires_at, k.revoked_at, k.last_used_at,
                 a.suspended_at
@@ -171,10 +184,10 @@ async fn load(state: &AppState, hash: &str, family: KeyFamily) -> Result<CachedK
     .await?;
     // Unknown keys are not cached: a key created on another node must work at once.
     let Some(row) = row else {
-        return Err(ApiError::Unauthorized("unknown API key".into()));
+        return Err(KeyCheckError::Unknown);
     };
     if !constant_time_eq(row.key_hash.as_bytes(), hash.as_bytes()) {
-        return Err(ApiError::Unauthorized("unknown API key".into()));
+        return Err(KeyCheckError::Unknown);
     }
     Ok(CachedKey {
         key_id: row.id,

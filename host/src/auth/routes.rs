@@ -19,6 +19,17 @@ use crate::http::json::Json;
 use crate::http::rate_limit::{AuthPolicy, IpLimit};
 use crate::state::AppState;
 
+impl From<wallet_proof::ProofError> for ApiError {
+    fn from(error: wallet_proof::ProofError) -> Self {
+        use wallet_proof::ProofError;
+        match error {
+            ProofError::Malformed(message) => ApiError::bad_request(message),
+            ProofError::Refused(message) => ApiError::Unauthorized(message.to_owned()),
+            ProofError::Store(store) => store.into(),
+        }
+    }
+}
+
 pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(signup))

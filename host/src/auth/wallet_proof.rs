@@ -9,10 +9,23 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use crate::clock::{rfc3339, to_millis};
 use crate::crypto::random_base58;
 use crate::domain::WalletAddress;
-use crate::http::ApiError;
 use crate::state::AppState;
 
 pub(crate) const NONCE_LIFETIME: Duration = Duration::minutes(5);
+
+/// Why a proof was not accepted (mapped to HTTP in `auth/routes.rs`).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ProofError {
+    /// The wallet or signature is not well formed.
+    #[error("{0}")]
+    Malformed(&'static str),
+    /// Well formed, but it proves nothing: unknown or spent nonce, or a signature that does
+    /// not match.
+    #[error("{0}")]
+    Refused(&'static str),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
 
 /// What the client must sign.
 pub(crate) struct Challenge {
@@ -22,7 +35,7 @@ pub(crate) struct Challenge {
 }
 
 /// Issue a nonce for `wallet`.
-pub(crate) async fn issue(state: &AppState, wallet: &WalletAddress) -> Result<Challenge, ApiError> {
+pub(crate) async fn issue(state: &AppState, wallet: &WalletAddress) -> sqlx::Result<Challenge> {
     let now = state.now();
     let nonce = random_base58(16);
     let expires_at = now + NONCE_LIFETIME;
@@ -71,7 +84,7 @@ pub(crate) async fn verify_and_consume(
     wallet: &WalletAddress,
     nonce: &str,
     signature: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), ProofError> {
     let now = to_millis(state.now());
     let stored: Option<(String,)> = sqlx::query_as(
         "SELECT message FROM wallet_nonces WHERE nonce = $1 AND wallet = $2 AND used_at IS NULL AND expires_at > $3",
@@ -82,8 +95,8 @@ pub(crate) async fn verify_and_consume(
     .fetch_optional(state.store.read())
     .await?;
     let Some((message,)) = stored else {
-        return Err(ApiError::Unauthorized(
-            "the nonce is unknown, already used, expired, or was issued for another wallet; request a new one".into(),
+        return Err(ProofError::Refused(
+            "the nonce is unknown, already used, expired, or was issued for another wallet; request a new one",
         ));
     };
     check_signature(wallet, &message, signature)?;
@@ -95,8 +108,8 @@ pub(crate) async fn verify_and_consume(
     .execute(state.store.write())
     .await?;
     if consumed.rows_affected() != 1 {
-        return Err(ApiError::Unauthorized(
-            "the nonce was already used; request a new one".into(),
+        return Err(ProofError::Refused(
+            "the nonce was already used; request a new one",
         ));
     }
     Ok(())
@@ -107,20 +120,18 @@ pub(crate) fn check_signature(
     wallet: &WalletAddress,
     message: &str,
     signature: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), ProofError> {
     let key = VerifyingKey::from_bytes(&wallet.to_bytes()).map_err(|_| {
-        ApiError::bad_request("`wallet` is not an ed25519 public key, so it cannot sign")
+        ProofError::Malformed("`wallet` is not an ed25519 public key, so it cannot sign")
     })?;
     let bytes = bs58::decode(signature.trim())
         .into_vec()
-        .map_err(|_| ApiError::bad_request("`signature` must be base58"))?;
+        .map_err(|_| ProofError::Malformed("`signature` must be base58"))?;
     let bytes: [u8; 64] = bytes.try_into().map_err(|_| {
-        ApiError::bad_request("`signature` must be a 64-byte ed25519 signature in base58")
+        ProofError::Malformed("`signature` must be a 64-byte ed25519 signature in base58")
     })?;
     key.verify_strict(message.as_bytes(), &Signature::from_bytes(&bytes))
-        .map_err(|_| {
-            ApiError::Unauthorized("the signature does not match the message and wallet".into())
-        })
+        .map_err(|_| ProofError::Refused("the signature does not match the message and wallet"))
 }
 
 #[cfg(test)]
@@ -137,17 +148,17 @@ mod tests {
         assert!(check_signature(&wallet, message, &good).is_ok());
         assert!(matches!(
             check_signature(&wallet, "other", &good),
-            Err(ApiError::Unauthorized(_))
+            Err(ProofError::Refused(_))
         ));
         let stranger = SigningKey::from_bytes(&[4; 32]);
         let forged = bs58::encode(stranger.sign(message.as_bytes()).to_bytes()).into_string();
         assert!(matches!(
             check_signature(&wallet, message, &forged),
-            Err(ApiError::Unauthorized(_))
+            Err(ProofError::Refused(_))
         ));
         assert!(matches!(
             check_signature(&wallet, message, "xyz"),
-            Err(ApiError::BadRequest(_))
+            Err(ProofError::Malformed(_))
         ));
     }
 }

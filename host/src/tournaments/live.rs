@@ -56,7 +56,7 @@ pub(super) async fn live(
     Path(id): Path<String>,
     Query(invite): Query<InviteParams>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    super::privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
+    super::routes::visible(&state, &id, invite.invite_code.as_deref()).await?;
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + PUSH_EVERY, PUSH_EVERY);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let live = Live {

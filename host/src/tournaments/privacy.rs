@@ -11,7 +11,6 @@ use utoipa::IntoParams;
 use super::model::Tournament;
 use super::queries;
 use crate::crypto::{random_base58, sha256_hex};
-use crate::http::ApiError;
 use crate::state::AppState;
 
 /// A fresh invite code and the hash to store with the tournament.
@@ -54,17 +53,6 @@ pub(crate) async fn find_visible(
     Ok(queries::get(&state.store, id)
         .await?
         .filter(|tournament| admits(tournament, code)))
-}
-
-/// [`find_visible`] for the handlers: 404 when the caller may not see it.
-pub(crate) async fn visible(
-    state: &AppState,
-    id: &str,
-    code: Option<&str>,
-) -> Result<Tournament, ApiError> {
-    find_visible(state, id, code)
-        .await?
-        .ok_or_else(|| super::routes::not_found(id))
 }
 
 /// A page of the tournament list as anyone may read it (the public and v1 lists): private

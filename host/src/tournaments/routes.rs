@@ -8,7 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::leaderboard::{self, LeaderboardView};
-use super::model::{Status, TournamentView, registration_memo};
+use super::model::{Status, Tournament, TournamentView, registration_memo};
 use super::performance::{self, Performance};
 use super::privacy::{self, InviteParams};
 use super::queries::{self, ListQuery};
@@ -161,11 +161,22 @@ async fn get_tournament(
     Query(invite): Query<InviteParams>,
 ) -> Result<Response, ApiError> {
     cache::public_json(&state, &headers, &cache_key(&uri), async {
-        let tournament = privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
+        let tournament = visible(&state, &id, invite.invite_code.as_deref()).await?;
         let now = state.now();
         Ok((tournament.view(now), tournament.next_change_after(now)))
     })
     .await
+}
+
+/// [`privacy::find_visible`] for the handlers: 404 when the caller may not see it.
+pub(super) async fn visible(
+    state: &AppState,
+    id: &str,
+    code: Option<&str>,
+) -> Result<Tournament, ApiError> {
+    privacy::find_visible(state, id, code)
+        .await?
+        .ok_or_else(|| not_found(id))
 }
 
 pub(super) fn not_found(id: &str) -> ApiError {
@@ -220,7 +231,7 @@ async fn get_registration_memo(
     Path(id): Path<String>,
     Query(params): Query<MemoParams>,
 ) -> Result<axum::Json<MemoView>, ApiError> {
-    let tournament = privacy::visible(&state, &id, params.invite_code.as_deref()).await?;
+    let tournament = visible(&state, &id, params.invite_code.as_deref()).await?;
     let mut wallets = params
         .wallets
         .split(',')
@@ -327,7 +338,7 @@ async fn get_leaderboard(
 ) -> Result<Response, ApiError> {
     let (page, page_size) = params.validate()?;
     cache::public_json(&state, &headers, &cache_key(&uri), async {
-        let tournament = privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
+        let tournament = visible(&state, &id, invite.invite_code.as_deref()).await?;
         let board = leaderboard::view(&state, &tournament, page, page_size).await?;
         Ok((board, tournament.next_change_after(state.now())))
     })
@@ -358,7 +369,7 @@ async fn get_performance(
     if !(2..=500).contains(&points) {
         return Err(ApiError::bad_request("`points` must be 2 to 500"));
     }
-    let tournament = privacy::visible(&state, &id, invite.invite_code.as_deref()).await?;
+    let tournament = visible(&state, &id, invite.invite_code.as_deref()).await?;
     let series = performance::series(&state, &tournament, params.wallet.as_deref(), points)
         .await
         .map_err(|error| match error {

@@ -98,7 +98,7 @@ impl<P: Permission> FromRequestParts<AppState> for V1Key<P> {
         };
         let key = keys::verify(state, &presented, KeyFamily::V1)
             .await
-            .map_err(V1Error::from)?;
+            .map_err(|refused| V1Error::from(crate::http::ApiError::from(refused)))?;
         if let Some(permission) = P::NAME
             && !key.allows(permission)
         {

@@ -22,7 +22,6 @@ use utoipa::ToSchema;
 
 use crate::clock::{from_millis, rfc3339};
 use crate::crypto::new_id;
-use crate::http::ApiError;
 use crate::state::AppState;
 
 pub use delivery::deliver_due;
@@ -136,7 +135,7 @@ pub async fn recent_deliveries(
     state: &AppState,
     account_id: &str,
     limit: i64,
-) -> Result<Vec<DeliveryView>, ApiError> {
+) -> sqlx::Result<Vec<DeliveryView>> {
     let rows = outbox::recent(&state.store, account_id, limit.clamp(1, MAX_LISTED)).await?;
     let at = |millis: Option<i64>| millis.map(|ms| rfc3339(from_millis(ms)));
     Ok(rows

@@ -125,17 +125,14 @@ fn main() {
 
         // Agents with a webhook key, funded and started.
         let cookie = support::session(&client, &base, "operator@example.com").await;
-        let key: Value = client
-            .post(format!("{base}/api/v1/api-keys"))
-            .header("cookie", &cookie)
-            .json(&json!({"name": "soak", "permissions": ["agents:read", "agents:write", "agents:start", "agents:stop"],
-                          "webhookUrl": receiver}))
-            .send()
-            .await
-            .expect("key")
-            .json()
-            .await
-            .expect("json");
+        let key = support::post_as(
+            &client,
+            &format!("{base}/api/v1/api-keys"),
+            &cookie,
+            &json!({"name": "soak", "permissions": ["agents:read", "agents:write", "agents:start", "agents:stop"],
+                    "webhookUrl": receiver}),
+        )
+        .await;
         let key = key["data"]["key"].as_str().expect("v1 key").to_owned();
         let mut agent_ids = Vec::with_capacity(agents);
         for n in 0..agents {

@@ -323,17 +323,28 @@ pub async fn api_key(
     cookie: &str,
     scopes: &[&str],
 ) -> String {
-    let key: Value = client
-        .post(format!("{base}/api/api-keys"))
+    let key = post_as(
+        client,
+        &format!("{base}/api/api-keys"),
+        cookie,
+        &json!({"name": "bench", "scopes": scopes}),
+    )
+    .await;
+    key["key"].as_str().expect("key").to_owned()
+}
+
+/// `POST url` with `body` as the signed-in `cookie`: the answer's JSON.
+pub async fn post_as(client: &reqwest::Client, url: &str, cookie: &str, body: &Value) -> Value {
+    client
+        .post(url)
         .header("cookie", cookie)
-        .json(&json!({"name": "bench", "scopes": scopes}))
+        .json(body)
         .send()
         .await
-        .expect("key")
+        .expect("request")
         .json()
         .await
-        .expect("json");
-    key["key"].as_str().expect("key").to_owned()
+        .expect("json")
 }
 
 /// The operator account `acc_bench` that seeded agents belong to.

@@ -56,19 +56,20 @@ pub static ASSETS: &[Asset] = &[
     ),
 ];
 
-/// The first 16 hex digits of each asset's SHA-256, in `ASSETS` order.
-static HASHES: LazyLock<Vec<String>> = LazyLock::new(|| {
-    ASSETS
-        .iter()
-        .map(|asset| hex::encode(&Sha256::digest(asset.bytes)[..8]))
-        .collect()
-});
+/// What serving an asset needs beyond its bytes, in `ASSETS` order: the first 16 hex digits of
+/// its SHA-256, and the body, gzipped on first demand.
+struct Served {
+    hash: String,
+    body: Compressible,
+}
 
-/// Each asset's bytes, gzipped on first demand, in `ASSETS` order.
-static BODIES: LazyLock<Vec<Compressible>> = LazyLock::new(|| {
+static SERVED: LazyLock<Vec<Served>> = LazyLock::new(|| {
     ASSETS
         .iter()
-        .map(|asset| Compressible::new(Bytes::from_static(asset.bytes)))
+        .map(|asset| Served {
+            hash: hex::encode(&Sha256::digest(asset.bytes)[..8]),
+            body: Compressible::new(Bytes::from_static(asset.bytes)),
+        })
         .collect()
 });
 
@@ -83,7 +84,7 @@ fn find(name: &str) -> Option<(usize, &'static Asset)> {
 /// (every page is rendered there); it links a path that answers 404.
 pub(super) fn url(name: &str) -> String {
     match find(name) {
-        Some((index, asset)) => format!("/assets/{}/{}", HASHES[index], asset.name),
+        Some((index, asset)) => format!("/assets/{}/{}", SERVED[index].hash, asset.name),
         None => format!("/assets/missing/{name}"),
     }
 }
@@ -95,13 +96,14 @@ pub(super) async fn serve(
     let Some((index, asset)) = find(&name) else {
         return (StatusCode::NOT_FOUND, "no such asset").into_response();
     };
-    let current = &HASHES[index];
+    let served = &SERVED[index];
+    let current = &served.hash;
     let cache = if &hash == current {
         "public, max-age=31536000, immutable"
     } else {
         "no-cache"
     };
-    let (bytes, gzipped) = BODIES[index].for_client(accepts_gzip(&headers));
+    let (bytes, gzipped) = served.body.for_client(accepts_gzip(&headers));
     // The gzipped bytes are another representation, so they get their own tag; a client that
     // holds either form of the current content gets its 304.
     let etag = if gzipped {

@@ -137,9 +137,9 @@
     text("agent-last-tick", agent.lastTickAt ? C.when(agent.lastTickAt) : "not yet");
     const account = agent.live || agent.paper;
     text("agent-equity", account ? C.usdc(account.equity) : "—");
-    let trades = agent.paper ? String(agent.paper.totalTrades) : "—";
-    if (agent.live) trades = "live; " + agent.live.refusedOrders + " refused" + (agent.live.lastRefusal ? " (last: " + agent.live.lastRefusal + ")" : "");
-    text("agent-trades", trades);
+    text("agent-trades", agent.paper ? String(agent.paper.totalTrades) : agent.live ? "live (see the trade list)" : "—");
+    // Orders the ledger or the chain refused: not faults, but why an agent did not trade.
+    text("agent-refused", account ? account.refusedOrders + (account.lastRefusal ? " (last: " + account.lastRefusal + ")" : "") : "—");
     document.getElementById("agent-start").disabled = agent.status === "active";
     document.getElementById("agent-stop").disabled = agent.status !== "active";
     if (account && typeof account.equity === "number") {

@@ -116,6 +116,8 @@ impl Agent {
                     quote: view.quote,
                     total_trades: ledger.trades,
                     price: self.last_price,
+                    refused_orders: self.refused_orders,
+                    last_refusal: self.last_refusal.clone(),
                 }
             });
         AgentView {
@@ -207,6 +209,10 @@ pub(crate) struct PaperView {
     pub quote: f64,
     pub total_trades: u64,
     pub price: Option<f64>,
+    /// Orders the paper ledger refused (beyond `maxAllocation`, not enough quote, nothing to
+    /// sell, dust) and the last reason: not faults, so they never trip the circuit breaker.
+    pub refused_orders: i64,
+    pub last_refusal: Option<String>,
 }
 
 /// A live agent's wallet (whole tokens) and value in USDC; `pnl` against its first value.

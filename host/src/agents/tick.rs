@@ -44,6 +44,8 @@ pub(crate) struct TickResult {
     pub price: Option<f64>,
     pub equity: Option<f64>,
     pub fills: Vec<TradeFill>,
+    /// Why the ledger refused each order it did not fill, in order (not a fault: the tick goes on).
+    pub refusals: Vec<String>,
     /// `kind: message` of the fault that stopped the tick, if any.
     pub fault: Option<String>,
 }
@@ -134,6 +136,7 @@ pub(crate) fn run(
         Err(fault) => return faulted(ledger, agent, market_ts, fault.price, fault.message),
     };
     let mut fills = Vec::new();
+    let mut refusals = Vec::new();
     for order in &orders {
         let (trips, wins) = (ledger.round_trips, ledger.winning_trips);
         match ledger.execute(order, price) {
@@ -144,6 +147,7 @@ pub(crate) fn run(
             }),
             Err(rejection) => {
                 tracing::debug!(agent_id = agent.id, %rejection, "order refused by the ledger");
+                refusals.push(rejection.to_string());
             }
         }
     }
@@ -156,6 +160,7 @@ pub(crate) fn run(
         price: Some(price),
         equity: Some(equity),
         fills,
+        refusals,
         fault: None,
     }
 }
@@ -251,6 +256,7 @@ fn faulted(
         state: agent.state.clone(),
         price,
         fills: Vec::new(),
+        refusals: Vec::new(),
         fault: Some(fault),
     }
 }

@@ -241,7 +241,8 @@ async fn store(
             "UPDATE agents SET ledger = $1, strategy_state = $2, last_price = COALESCE($3, last_price),
                     last_tick_at = $4, ticks = ticks + 1, faults = faults + $5, consecutive_faults = $6,
                     last_fault = COALESCE($7, last_fault), status = $8, status_reason = $9,
-                    next_tick_at = $10, tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $4
+                    next_tick_at = $10, tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $4,
+                    refused_orders = refused_orders + $13, last_refusal = COALESCE($14, last_refusal)
              WHERE id = $11 AND tick_lease_owner = $12 AND status = 'active'",
         )
         .bind(ledger)
@@ -256,6 +257,8 @@ async fn store(
         .bind(next)
         .bind(&agent.id)
         .bind(owner)
+        .bind(result.refusals.len() as i64)
+        .bind(result.refusals.last().map(String::as_str))
         .execute(&mut *tx)
         .await?;
         if updated.rows_affected() == 0 {

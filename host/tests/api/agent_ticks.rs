@@ -413,6 +413,51 @@ async fn a_strategy_that_keeps_faulting_trips_the_breaker_and_start_clears_it() 
 }
 
 #[tokio::test]
+async fn orders_the_paper_ledger_refuses_are_counted_not_faulted() {
+    let app = TestApp::spawn().await;
+    let session = app.session("seller@example.com").await;
+    let key = app.v1_key(&session).await;
+    let hostile = crucible::sandbox::test_guest("hostile")
+        .expect("hostile")
+        .to_vec();
+    let uploaded = app.upload_strategy(&key, None, hostile).await;
+    assert_eq!(uploaded.status, 201, "{}", uploaded.body);
+    let created = app
+        .post(
+            "/api/v1/public/agents/create",
+            Auth::XApiKey(&key),
+            json!({"name": "Seller", "username": "seller", "class": "rogue", "modelId": "me/sell",
+                   "personality": "sell-nothing",
+                   "strategy": {"type": uploaded.body["data"]["strategyType"],
+                                "tokenPair": {"base": "SOL", "quote": "USDC"}, "timeInterval": "5m"}}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let agent_id = app.fund_and_start(&key, &created.body["data"]).await;
+
+    let fresh = agent(&app, &key, &agent_id).await;
+    assert_eq!(fresh["paper"]["refusedOrders"], 0, "{fresh}");
+    assert!(fresh["paper"]["lastRefusal"].is_null(), "{fresh}");
+    for ticks in 1..=2 {
+        let pass = app.run_scheduler().await;
+        assert_eq!(
+            (pass.agent_ticks.ticked, pass.agent_ticks.faulted),
+            (1, 0),
+            "a refused order is not a fault"
+        );
+        let view = agent(&app, &key, &agent_id).await;
+        assert_eq!(view["paper"]["refusedOrders"], ticks, "{view}");
+        assert_eq!(view["paper"]["lastRefusal"], "nothing to sell", "{view}");
+        assert_eq!(
+            (view["status"].as_str(), view["faults"].as_i64()),
+            (Some("active"), Some(0))
+        );
+        assert_eq!(view["paper"]["totalTrades"], 0, "{view}");
+        app.advance(Duration::minutes(5));
+    }
+}
+
+#[tokio::test]
 async fn the_daily_report_names_the_best_and_worst_agent_of_each_account() {
     let app = TestApp::spawn().await;
     let session = app.session("op@example.com").await;

@@ -143,6 +143,8 @@ impl Strategy for Hostile {
                 Ok(Vec::new())
             }
             "error" => Err("strategy refused this tick".to_string()),
+            // Not an attack: an order a fresh paper account must refuse (it holds no base).
+            "sell-nothing" => Ok(vec![Order::sell_all().because("nothing to sell yet")]),
             _ => Ok(vec![Order::buy(0.01).because("well behaved")]),
         }
     }

@@ -138,6 +138,7 @@ pub(crate) async fn detail(
                     dt { "Last tick" } dd #agent-last-tick {}
                     dt { "Equity" } dd #agent-equity {}
                     dt { "Trades" } dd #agent-trades {}
+                    dt { "Refused orders" } dd #agent-refused {}
                 }
                 div.actions {
                     button #agent-start type="button" { "Start" }

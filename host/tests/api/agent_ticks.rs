@@ -41,6 +41,33 @@ async fn trades_of(app: &TestApp, agent_id: &str) -> Vec<(String, i64, i64)> {
         .expect("trades")
 }
 
+/// An agent on 5m running the hostile test guest (uploaded by `key`'s account) as its
+/// `personality` names, funded and started; its id.
+async fn started_hostile_agent(
+    app: &TestApp,
+    key: &str,
+    username: &str,
+    personality: &str,
+) -> String {
+    let hostile = crucible::sandbox::test_guest("hostile")
+        .expect("hostile")
+        .to_vec();
+    let uploaded = app.upload_strategy(key, None, hostile).await;
+    assert_eq!(uploaded.status, 201, "{}", uploaded.body);
+    let created = app
+        .post(
+            "/api/v1/public/agents/create",
+            Auth::XApiKey(key),
+            json!({"name": username, "username": username, "class": "rogue", "modelId": "me/hostile",
+                   "personality": personality,
+                   "strategy": {"type": uploaded.body["data"]["strategyType"],
+                                "tokenPair": {"base": "SOL", "quote": "USDC"}, "timeInterval": "5m"}}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    app.fund_and_start(key, &created.body["data"]).await
+}
+
 #[tokio::test]
 async fn a_full_run_trades_on_paper_and_reports_consistent_performance() {
     let app = TestApp::spawn().await;
@@ -346,47 +373,8 @@ async fn a_strategy_that_keeps_faulting_trips_the_breaker_and_start_clears_it() 
     let app = TestApp::spawn().await;
     let session = app.session("author@example.com").await;
     let key = app.v1_key(&session).await;
-    let hostile = crucible::sandbox::test_guest("hostile")
-        .expect("hostile")
-        .to_vec();
-    let uploaded = app
-        .request(
-            "POST",
-            "/api/v1/public/strategies",
-            Auth::XApiKey(&key),
-            Some(Body::Raw("application/octet-stream", hostile)),
-        )
-        .await;
-    assert_eq!(uploaded.status, 201, "{}", uploaded.body);
-    let strategy_type = uploaded.body["data"]["strategyType"]
-        .as_str()
-        .expect("type")
-        .to_owned();
-    let created = app
-        .post(
-            "/api/v1/public/agents/create",
-            Auth::XApiKey(&key),
-            json!({"name": "Looper", "username": "looper", "class": "rogue", "modelId": "me/loop",
-                   "personality": "infinite-loop",
-                   "strategy": {"type": strategy_type, "tokenPair": {"base": "SOL", "quote": "USDC"},
-                                "timeInterval": "5m"}}),
-        )
-        .await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    let agent_id = created.body["data"]["agentId"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    app.airdrop(
-        created.body["data"]["walletAddress"]
-            .as_str()
-            .expect("wallet"),
-        10_000_000,
-        0,
-    )
-    .await;
+    let agent_id = started_hostile_agent(&app, &key, "looper", "infinite-loop").await;
     let start = format!("/api/v1/public/agents/{agent_id}/start");
-    app.post(&start, Auth::XApiKey(&key), json!(null)).await;
 
     let mut broken = 0;
     for _ in 0..crucible::agents::ticker::FAULT_LIMIT {
@@ -417,23 +405,7 @@ async fn orders_the_paper_ledger_refuses_are_counted_not_faulted() {
     let app = TestApp::spawn().await;
     let session = app.session("seller@example.com").await;
     let key = app.v1_key(&session).await;
-    let hostile = crucible::sandbox::test_guest("hostile")
-        .expect("hostile")
-        .to_vec();
-    let uploaded = app.upload_strategy(&key, None, hostile).await;
-    assert_eq!(uploaded.status, 201, "{}", uploaded.body);
-    let created = app
-        .post(
-            "/api/v1/public/agents/create",
-            Auth::XApiKey(&key),
-            json!({"name": "Seller", "username": "seller", "class": "rogue", "modelId": "me/sell",
-                   "personality": "sell-nothing",
-                   "strategy": {"type": uploaded.body["data"]["strategyType"],
-                                "tokenPair": {"base": "SOL", "quote": "USDC"}, "timeInterval": "5m"}}),
-        )
-        .await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    let agent_id = app.fund_and_start(&key, &created.body["data"]).await;
+    let agent_id = started_hostile_agent(&app, &key, "seller", "sell-nothing").await;
 
     let fresh = agent(&app, &key, &agent_id).await;
     assert_eq!(fresh["paper"]["refusedOrders"], 0, "{fresh}");

@@ -20,6 +20,7 @@ pub(crate) mod service;
 pub(crate) mod strategies;
 pub(crate) mod tick;
 pub mod ticker;
+mod trades;
 
 pub(crate) use error::AgentError;
 pub(crate) use model::{Agent, AgentStatus, AgentView, PAPER_CAPITAL};

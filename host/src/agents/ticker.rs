@@ -18,6 +18,7 @@ use chrono::Duration;
 use serde_json::json;
 
 use super::tick::{self, DueAgent, TickResult};
+use super::trades::{self, NewTrade};
 use crate::clock::{rfc3339, to_millis};
 use crate::crypto::new_id;
 use crate::db::Backend;
@@ -291,51 +292,30 @@ async fn store(
         }
         for trade in &result.fills {
             let trade_id = new_id("trd");
-            let tx_hash = format!("paper_{trade_id}");
             let fill = &trade.fill;
-            sqlx::query(
-                "INSERT INTO agent_trades (id, agent_id, executed_at, market_ts, side, base_token, base_raw,
-                                           notional_raw, fee_raw, price, realized_pnl_raw, closed_trip,
-                                           won_trip, reason, tx_hash)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
-            )
-            .bind(&trade_id)
-            .bind(&agent.id)
-            .bind(now_ms)
-            .bind(result.market_ts)
-            .bind(side_name(fill.side))
-            .bind(&agent.settings.base)
-            .bind(fill.base)
-            .bind(fill.notional)
-            .bind(fill.fee)
-            .bind(fill.price)
-            .bind(fill.realized_pnl)
-            .bind(i64::from(trade.closed_trip))
-            .bind(i64::from(trade.won_trip))
-            .bind(fill.reason.as_deref())
-            .bind(&tx_hash)
-            .execute(&mut *tx)
-            .await?;
-            crate::webhooks::enqueue(
+            trades::record(
                 &mut tx,
-                &agent.account_id,
-                crate::webhooks::Event::AgentTrade,
-                json!({
-                    "agentId": agent.id,
-                    "tradeId": trade_id,
-                    "type": side_name(fill.side).to_ascii_uppercase(),
-                    "token": agent.settings.base,
-                    "quoteToken": agent.settings.quote,
-                    "amount": fill.base as f64 / UNIT,
-                    "price": fill.price,
-                    "notional": fill.notional as f64 / UNIT,
-                    "fee": fill.fee as f64 / UNIT,
-                    "reason": fill.reason,
-                    "txHash": tx_hash,
-                    "isPaperTrading": true,
-                    "executedAt": rfc3339(now),
-                }),
-                now,
+                &NewTrade {
+                    id: &trade_id,
+                    agent_id: &agent.id,
+                    account_id: &agent.account_id,
+                    executed_at: now,
+                    market_ts: result.market_ts,
+                    side: side_name(fill.side),
+                    base_token: &agent.settings.base,
+                    quote_token: &agent.settings.quote,
+                    base_raw: fill.base,
+                    amount: fill.base as f64 / UNIT,
+                    notional_raw: fill.notional,
+                    fee_raw: fill.fee,
+                    price: fill.price,
+                    realized_pnl_raw: fill.realized_pnl,
+                    closed_trip: trade.closed_trip,
+                    won_trip: trade.won_trip,
+                    reason: fill.reason.as_deref(),
+                    tx_hash: &format!("paper_{trade_id}"),
+                    is_paper: true,
+                },
             )
             .await?;
             pass.trades += 1;

@@ -8,19 +8,19 @@
 use std::time::Duration as StdDuration;
 
 use base64::Engine;
-use serde_json::json;
 
 use super::{
     BLOCKHASH_LIFETIME_MS, CONFIRM_TIMEOUT, LAMPORTS_PER_SOL, LiveError, Outcome, PendingSwap,
     Settled, SwapOrder, route_for, store_error, to_i64,
 };
 use crate::agents::ticker::side_name;
+use crate::agents::trades::{self, NewTrade};
 use crate::chain::ChainError;
 use crate::chain::Keypair;
 use crate::chain::pool::{self, Direction};
 use crate::chain::swap::{self, SwapError};
 use crate::chain::trader::{self, SwapRoute};
-use crate::clock::{rfc3339, to_millis};
+use crate::clock::to_millis;
 use crate::crypto::new_id;
 use crate::domain::WalletAddress;
 use crate::paper::{Side, UNIT};
@@ -321,49 +321,31 @@ async fn record_fill(
     } else {
         0.0
     };
-    sqlx::query(
-        "INSERT INTO agent_trades (id, agent_id, executed_at, market_ts, side, base_token, base_raw,
-                                   notional_raw, fee_raw, price, realized_pnl_raw, closed_trip,
-                                   won_trip, reason, tx_hash)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, 0, 0, $11, $12)",
-    )
-    .bind(&trade_id)
-    .bind(agent_id)
-    .bind(now_ms)
-    .bind(market_ts)
-    .bind(&side)
-    .bind(&base)
-    .bind(base_raw)
-    .bind(notional)
-    .bind(fee)
-    .bind(price)
-    .bind(reason.as_deref())
-    .bind(signature)
-    .execute(&mut *tx)
-    .await?;
-    crate::webhooks::enqueue(
+    trades::record(
         &mut tx,
-        &account_id,
-        crate::webhooks::Event::AgentTrade,
-        json!({
-            "agentId": agent_id,
-            "tradeId": trade_id,
-            "type": side.to_ascii_uppercase(),
-            "token": base,
-            "quoteToken": quote,
-            "amount": lamports as f64 / LAMPORTS_PER_SOL,
-            "price": price,
-            "notional": notional as f64 / UNIT,
-            "fee": fee as f64 / UNIT,
-            "reason": reason,
-            "txHash": signature,
-            "isPaperTrading": false,
-            "executedAt": rfc3339(now),
-        }),
-        now,
+        &NewTrade {
+            id: &trade_id,
+            agent_id,
+            account_id: &account_id,
+            executed_at: now,
+            market_ts,
+            side: &side,
+            base_token: &base,
+            quote_token: &quote,
+            base_raw,
+            amount: lamports as f64 / LAMPORTS_PER_SOL,
+            notional_raw: notional,
+            fee_raw: fee,
+            price,
+            realized_pnl_raw: None,
+            closed_trip: false,
+            won_trip: false,
+            reason: reason.as_deref(),
+            tx_hash: signature,
+            is_paper: false,
+        },
     )
-    .await
-    .map_err(|e| LiveError::Internal(format!("{e:#}")))?;
+    .await?;
     tx.commit().await?;
     tracing::info!(agent_id, signature, trade_id, "live trade recorded");
     Ok(Settled::Filled { trade_id })

@@ -1,0 +1,94 @@
+//! A trade as an agent's history keeps it and as its `agent.trade` webhook announces it: one
+//! row and one event, written in the caller's transaction. Paper fills and settled live swaps
+//! both come through here, so the two can never disagree on what a trade says.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use crate::clock::{rfc3339, to_millis};
+use crate::paper::UNIT;
+use crate::webhooks::{self, Event};
+
+/// One executed trade. Token amounts are raw units of 6 decimals, as the trade table keeps them.
+#[derive(Debug, Clone)]
+pub(crate) struct NewTrade<'a> {
+    pub id: &'a str,
+    pub agent_id: &'a str,
+    /// The agent's owner: the account whose webhooks hear of the trade.
+    pub account_id: &'a str,
+    pub executed_at: DateTime<Utc>,
+    /// The agent's market clock at the tick that decided the trade.
+    pub market_ts: i64,
+    /// `buy` or `sell`.
+    pub side: &'a str,
+    pub base_token: &'a str,
+    pub quote_token: &'a str,
+    pub base_raw: i64,
+    /// Whole base tokens, as the webhook reports them (a live swap's exact lamports, which the
+    /// 6-decimal `base_raw` rounds).
+    pub amount: f64,
+    pub notional_raw: i64,
+    pub fee_raw: i64,
+    pub price: f64,
+    /// Realised profit of a paper sell against its cost basis.
+    pub realized_pnl_raw: Option<i64>,
+    pub closed_trip: bool,
+    pub won_trip: bool,
+    pub reason: Option<&'a str>,
+    /// `paper_<id>` on paper, the transaction signature live.
+    pub tx_hash: &'a str,
+    pub is_paper: bool,
+}
+
+/// Store `trade` and queue its `agent.trade` webhook for the owner's subscribers.
+pub(crate) async fn record(
+    conn: &mut sqlx::AnyConnection,
+    trade: &NewTrade<'_>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO agent_trades (id, agent_id, executed_at, market_ts, side, base_token, base_raw,
+                                   notional_raw, fee_raw, price, realized_pnl_raw, closed_trip,
+                                   won_trip, reason, tx_hash)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+    )
+    .bind(trade.id)
+    .bind(trade.agent_id)
+    .bind(to_millis(trade.executed_at))
+    .bind(trade.market_ts)
+    .bind(trade.side)
+    .bind(trade.base_token)
+    .bind(trade.base_raw)
+    .bind(trade.notional_raw)
+    .bind(trade.fee_raw)
+    .bind(trade.price)
+    .bind(trade.realized_pnl_raw)
+    .bind(i64::from(trade.closed_trip))
+    .bind(i64::from(trade.won_trip))
+    .bind(trade.reason)
+    .bind(trade.tx_hash)
+    .execute(&mut *conn)
+    .await?;
+    webhooks::enqueue(
+        conn,
+        trade.account_id,
+        Event::AgentTrade,
+        json!({
+            "agentId": trade.agent_id,
+            "tradeId": trade.id,
+            "type": trade.side.to_ascii_uppercase(),
+            "token": trade.base_token,
+            "quoteToken": trade.quote_token,
+            "amount": trade.amount,
+            "price": trade.price,
+            "notional": trade.notional_raw as f64 / UNIT,
+            "fee": trade.fee_raw as f64 / UNIT,
+            "reason": trade.reason,
+            "txHash": trade.tx_hash,
+            "isPaperTrading": trade.is_paper,
+            "executedAt": rfc3339(trade.executed_at),
+        }),
+        trade.executed_at,
+    )
+    .await?;
+    Ok(())
+}

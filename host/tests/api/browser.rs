@@ -462,14 +462,7 @@ async fn browser_a_spectator_sees_a_new_registration_within_two_seconds() {
         .wait_text("#board-state", LONG, |text| text.contains("Updated"))
         .await;
     let wallet = TestWallet::new(21).address();
-    let registered = app
-        .post(
-            "/api/tournaments/trn_live/register",
-            Auth::None,
-            json!({"registeredWallet": wallet, "txSignature": null}),
-        )
-        .await;
-    assert_eq!(registered.status, 201, "{}", registered.body);
+    app.register_free("trn_live", &wallet).await;
     let shown = &wallet[..4];
     browser
         .wait_text("#board tbody", Duration::from_secs(2), |text| {

@@ -11,17 +11,6 @@ async fn tournament(app: &TestApp, id: &str, starts_in: Duration, hours: i64) {
         .await;
 }
 
-async fn register(app: &TestApp, id: &str, wallet: &str) {
-    let response = app
-        .post(
-            &format!("/api/tournaments/{id}/register"),
-            Auth::None,
-            json!({"registeredWallet": wallet, "txSignature": null}),
-        )
-        .await;
-    assert_eq!(response.status, 201, "{}", response.body);
-}
-
 async fn board(app: &TestApp, id: &str) -> Value {
     let response = app
         .get(&format!("/api/tournaments/{id}/leaderboard"), Auth::None)
@@ -60,7 +49,7 @@ async fn joining_live_sets_a_baseline_and_snapshots_rank_by_pnl_percent() {
     // `a` also holds SOL (before its baseline: history, not a flow).
     app.airdrop(&a, 1_000_000_000, 0).await;
     for wallet in [&b, &a, &c] {
-        register(&app, "trn_b", wallet).await;
+        app.register_free("trn_b", wallet).await;
         app.advance(Duration::seconds(1));
     }
     let baseline = board(&app, "trn_b").await;
@@ -120,7 +109,7 @@ async fn a_live_board_is_stale_when_its_newest_snapshot_is_over_two_hours_old() 
     let app = TestApp::spawn().await;
     tournament(&app, "trn_s", -Duration::minutes(1), 24).await;
     let [a, _, _] = three_wallets(&app).await;
-    register(&app, "trn_s", &a).await;
+    app.register_free("trn_s", &a).await;
     app.advance(Duration::hours(2));
     assert_eq!(
         board(&app, "trn_s").await["stale"],
@@ -149,8 +138,8 @@ async fn start_takes_the_baseline_and_end_freezes_the_final_standings() {
         .expect("w")
         .to_owned();
     app.airdrop(&own, 1_000_000_000, 10_000_000).await;
-    register(&app, "trn_f", &a).await;
-    register(&app, "trn_f", &b).await;
+    app.register_free("trn_f", &a).await;
+    app.register_free("trn_f", &b).await;
     let attributed = app
         .post(
             "/api/tournaments/trn_f/register",
@@ -203,10 +192,10 @@ async fn performance_series_follow_the_snapshots_and_are_bounded() {
     let app = TestApp::spawn().await;
     tournament(&app, "trn_p", -Duration::minutes(1), 24).await;
     let [a, b, _] = three_wallets(&app).await;
-    register(&app, "trn_p", &a).await;
+    app.register_free("trn_p", &a).await;
     // `a`'s deposits below are flows, not gains: the two tie, and `a` registered first.
     app.advance(Duration::seconds(1));
-    register(&app, "trn_p", &b).await;
+    app.register_free("trn_p", &b).await;
     for _ in 0..6 {
         app.advance(Duration::minutes(5));
         app.airdrop(&a, 0, 1_000_000).await;
@@ -259,7 +248,7 @@ async fn the_live_stream_sends_updates_then_tournament_ended_then_closes() {
     let app = TestApp::spawn().await;
     tournament(&app, "trn_sse", -Duration::minutes(1), 1).await;
     let [a, b, _] = three_wallets(&app).await;
-    register(&app, "trn_sse", &a).await;
+    app.register_free("trn_sse", &a).await;
 
     let mut response = app
         .client
@@ -279,7 +268,7 @@ async fn the_live_stream_sends_updates_then_tournament_ended_then_closes() {
     assert_eq!(first[0].0, "leaderboard:update");
     assert_eq!(first[0].1["totalEntries"], 1);
 
-    register(&app, "trn_sse", &b).await;
+    app.register_free("trn_sse", &b).await;
     let update = read_events(&mut response, 1, &mut buffer).await;
     assert_eq!(update[0].0, "leaderboard:update");
     assert_eq!(

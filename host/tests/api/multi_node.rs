@@ -30,15 +30,8 @@ async fn live_stream(node: &TestApp, tournament: &str) -> reqwest::Response {
 }
 
 async fn register(node: &TestApp, tournament: &str) {
-    let wallet = Keypair::generate().pubkey().to_string();
-    let response = node
-        .post(
-            &format!("/api/tournaments/{tournament}/register"),
-            Auth::None,
-            json!({"registeredWallet": wallet, "txSignature": null}),
-        )
+    node.register_free(tournament, &Keypair::generate().pubkey().to_string())
         .await;
-    assert_eq!(response.status, 201, "{}", response.body);
 }
 
 /// Registrations taken by `a` move the board streamed by `b`: the update must come from the

@@ -36,14 +36,7 @@ async fn public_tournament_answers_come_from_memory_until_a_change_is_announced(
 
     // … until a change is announced: a registration moves the detail, the list and the board.
     let wallet = Keypair::generate().pubkey().to_string();
-    let registered = app
-        .post(
-            "/api/tournaments/trn_cache/register",
-            Auth::None,
-            json!({"registeredWallet": wallet, "txSignature": null}),
-        )
-        .await;
-    assert_eq!(registered.status, 201, "{}", registered.body);
+    app.register_free("trn_cache", &wallet).await;
     let after = app.get(detail, Auth::None).await.body;
     assert_eq!(after["name"], "Renamed");
     assert_eq!(after["currentParticipants"], 1);
@@ -126,14 +119,7 @@ async fn a_cached_board_is_gzipped_for_clients_that_accept_it() {
         .await;
     for _ in 0..20 {
         let wallet = Keypair::generate().pubkey().to_string();
-        let registered = app
-            .post(
-                "/api/tournaments/trn_gzip/register",
-                Auth::None,
-                json!({"registeredWallet": wallet, "txSignature": null}),
-            )
-            .await;
-        assert_eq!(registered.status, 201, "{}", registered.body);
+        app.register_free("trn_gzip", &wallet).await;
     }
     let url = format!("{}/api/tournaments/trn_gzip/leaderboard", app.address);
     let fetch = |accept: Option<&'static str>| {

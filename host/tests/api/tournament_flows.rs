@@ -16,17 +16,6 @@ use crate::helpers::{Auth, TestApp};
 const SOL: u64 = 1_000_000_000;
 const USDC: u64 = 1_000_000;
 
-async fn register(app: &TestApp, id: &str, wallet: &str) {
-    let response = app
-        .post(
-            &format!("/api/tournaments/{id}/register"),
-            Auth::None,
-            json!({"registeredWallet": wallet, "txSignature": null}),
-        )
-        .await;
-    assert_eq!(response.status, 201, "{}", response.body);
-}
-
 async fn board(app: &TestApp, id: &str) -> Value {
     let response = app
         .get(&format!("/api/tournaments/{id}/leaderboard"), Auth::None)
@@ -67,7 +56,7 @@ async fn live_with_wallet(app: &TestApp, id: &str) -> Keypair {
     let wallet = Keypair::generate();
     app.airdrop(&wallet.pubkey().to_string(), SOL, 100 * USDC)
         .await;
-    register(app, id, &wallet.pubkey().to_string()).await;
+    app.register_free(id, &wallet.pubkey().to_string()).await;
     wallet
 }
 
@@ -169,12 +158,8 @@ async fn a_wallet_joining_a_stale_board_does_not_make_it_fresh() {
     app.advance(Duration::hours(3));
     assert_eq!(board(&app, "trn_stale_join").await["stale"], true);
     // The newcomer's baseline is taken at once, but the others were not valued.
-    register(
-        &app,
-        "trn_stale_join",
-        &Keypair::generate().pubkey().to_string(),
-    )
-    .await;
+    app.register_free("trn_stale_join", &Keypair::generate().pubkey().to_string())
+        .await;
     assert_eq!(board(&app, "trn_stale_join").await["stale"], true);
     snapshot(&app).await;
     assert_eq!(board(&app, "trn_stale_join").await["stale"], false);
@@ -388,7 +373,7 @@ async fn a_round_that_cannot_value_the_wallets_leaves_the_board_stale() {
 
     let wallet = Keypair::generate().pubkey().to_string();
     app.airdrop(&wallet, SOL, 0).await;
-    register(&app, "trn_stale", &wallet).await;
+    app.register_free("trn_stale", &wallet).await;
     snapshot(&app).await;
     assert_eq!(board(&app, "trn_stale").await["stale"], false);
 }

@@ -677,6 +677,18 @@ impl TestApp {
         agent_id
     }
 
+    /// Register `wallet` for the free tournament `id` without a key (201 asserted).
+    pub async fn register_free(&self, id: &str, wallet: &str) {
+        let response = self
+            .post(
+                &format!("/api/tournaments/{id}/register"),
+                Auth::None,
+                json!({"registeredWallet": wallet, "txSignature": null}),
+            )
+            .await;
+        assert_eq!(response.status, 201, "{}", response.body);
+    }
+
     /// `payer` pays `fee_per_wallet` × wallets to the escrow with the registration memo of
     /// `wallets` and registers them (201 asserted); the signature. Each wallet pays for itself
     /// when `wallets` is just the payer's.

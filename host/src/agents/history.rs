@@ -10,9 +10,6 @@ use crate::clock::{from_millis, rfc3339};
 use crate::state::AppState;
 use crate::usdc::Usdc;
 
-/// Raw units per whole token for the stablecoin and SOL (the only pair agents trade).
-const SOL_UNIT: f64 = 1_000_000_000.0;
-
 #[derive(Debug, sqlx::FromRow)]
 struct TradeRow {
     id: String,
@@ -52,16 +49,11 @@ pub(crate) struct TradeView {
 
 impl From<TradeRow> for TradeView {
     fn from(row: TradeRow) -> Self {
-        let base_unit = if row.base_token == "SOL" {
-            SOL_UNIT
-        } else {
-            crate::usdc::UNIT as f64
-        };
         TradeView {
             trade_id: row.id,
             executed_at: rfc3339(from_millis(row.executed_at)),
             side: row.side,
-            base_amount: row.base_raw as f64 / base_unit,
+            base_amount: super::trades::whole_tokens(row.base_raw),
             base_token: row.base_token,
             notional: Usdc::from_raw(row.notional_raw).ui(),
             fee: Usdc::from_raw(row.fee_raw).ui(),

@@ -9,6 +9,13 @@ use crate::clock::{rfc3339, to_millis};
 use crate::paper::UNIT;
 use crate::webhooks::{self, Event};
 
+/// Whole tokens of a raw amount in the trade table's units (6 decimals for every token, SOL
+/// included: the table does not keep lamports). Everything that reads `base_raw` goes through
+/// here, so no reader can apply a token's on-chain decimals to it by mistake.
+pub(crate) fn whole_tokens(raw: i64) -> f64 {
+    raw as f64 / UNIT
+}
+
 /// One executed trade. Token amounts are raw units of 6 decimals, as the trade table keeps them.
 #[derive(Debug, Clone)]
 pub(crate) struct NewTrade<'a> {

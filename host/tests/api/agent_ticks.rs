@@ -2,7 +2,7 @@
 //! the test clock → trades → performance consistent with the trades → stop; missed ticks after
 //! downtime, restarts, the circuit breaker, the time scale and uploaded strategies.
 
-use crate::helpers::{Auth, Body, TestApp, v1_code};
+use crate::helpers::{Auth, Body, TestApp, trades, v1_code};
 use chrono::Duration;
 use serde_json::{Value, json};
 
@@ -138,6 +138,7 @@ async fn a_full_run_trades_on_paper_and_reports_consistent_performance() {
         assert_eq!(listed.len(), trades.len(), "every trade once across pages");
         for (row, (side, _, _)) in listed.iter().zip(trades.iter().rev()) {
             assert_eq!(row["side"], side.as_str());
+            trades::assert_json_adds_up("the trades API", row, "baseAmount");
             assert!(
                 row["reason"].as_str().is_some_and(|r| !r.is_empty()),
                 "{row}"
@@ -203,6 +204,11 @@ async fn a_full_run_trades_on_paper_and_reports_consistent_performance() {
         events.iter().filter(|e| **e == "agent.trade").count(),
         total_trades.min(100 - 3)
     );
+    let announced = trades::webhook_trades(&app).await;
+    assert_eq!(announced.len(), total_trades);
+    for trade in &announced {
+        trades::assert_json_adds_up("the agent.trade webhook", trade, "amount");
+    }
 
     // Stop: no more ticks, and an `agent.stopped`.
     for id in &agents {

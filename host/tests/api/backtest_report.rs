@@ -113,6 +113,9 @@ fn json_has_every_statistic_and_the_breakdown() {
         report["trades"].as_array().expect("trades").len() as u64,
         fills
     );
+    for trade in report["trades"].as_array().expect("trades") {
+        crate::helpers::trades::assert_json_adds_up("the backtest report", trade, "base");
+    }
     // 20 days of 1h ticks span 3 or 4 ISO weeks; the weekly returns chain to the final equity.
     let weeks = s["breakdown"].as_array().expect("breakdown");
     assert!((3..=4).contains(&weeks.len()), "{weeks:?}");

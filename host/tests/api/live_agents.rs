@@ -10,7 +10,7 @@ use crucible::agents::live::{self, Settled, SwapOrder};
 use crucible::chain::pool::{self, Direction};
 use serde_json::{Value, json};
 
-use crate::helpers::{Auth, TestApp};
+use crate::helpers::{self, Auth, TestApp};
 
 const SOL: u64 = 1_000_000_000;
 const USDC: u64 = 1_000_000;
@@ -246,6 +246,18 @@ async fn live_agents_trade_real_swaps_from_their_own_wallets() {
         }
         assert_eq!(swaps_on_chain(&app, wallet).await, trades.len() as i64);
         assert_ne!(balances(&app, wallet).await, *before, "the wallet changed");
+        let listed = app
+            .get(
+                &format!("/api/v1/public/agents/{id}/trades?limit=500"),
+                Auth::XApiKey(&key),
+            )
+            .await;
+        assert_eq!(listed.status, 200, "{}", listed.body);
+        let listed = listed.body["data"].as_array().expect("trades").clone();
+        assert_eq!(listed.len(), trades.len());
+        for row in &listed {
+            helpers::trades::assert_json_adds_up("the trades API (live)", row, "baseAmount");
+        }
 
         let view = agent(&app, &key, id).await;
         assert_eq!(view["status"], "active", "{view}");
@@ -284,6 +296,7 @@ async fn live_agents_trade_real_swaps_from_their_own_wallets() {
             &payload
         };
         assert_eq!(data["isPaperTrading"], false, "{payload}");
+        helpers::trades::assert_json_adds_up("the agent.trade webhook (live)", data, "amount");
         let (count,): (i64,) =
             sqlx::query_as("SELECT COUNT(*) FROM agent_trades WHERE tx_hash = $1")
                 .bind(data["txHash"].as_str().expect("txHash"))

@@ -4,6 +4,7 @@
 #![allow(dead_code, reason = "each area uses its own part of the harness")]
 
 pub mod fuzz;
+pub mod trades;
 pub mod webhooks;
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
-// Agents pages. The agents API takes a v1 key (X-API-Key), so these pages call /api/v1 with the
-// key chosen for this tab (sessionStorage: it goes to no other page, and is gone when the tab
-// closes). The list, an agent's status/ticks/faults/equity/performance, start/stop, funding on
-// simnet, strategy uploads and webhook deliveries are all drawn from the API's answers.
+// Agents pages, for the signed-in operator. They call the v1 agents API through the web app's
+// /web-api/v1/… routes, which act for the session (same origin, CSRF token): no page asks for
+// or holds a key. The list, an agent's status/ticks/faults/equity/performance, start/stop,
+// funding on simnet, strategy uploads and webhook deliveries are all drawn from the API's answers.
 "use strict";
 
 (function () {
@@ -13,29 +13,6 @@
     try { return node ? JSON.parse(node.textContent) : {}; } catch (_) { return {}; }
   }
 
-  function keyState() {
-    const state = document.getElementById("key-state");
-    const key = C.v1Key();
-    if (state) state.textContent = key ? "Using the key " + key.slice(0, 16) + "… in this tab." : "No agent key chosen in this tab yet.";
-    return key;
-  }
-
-  function setupKeyPicker(onKey) {
-    const form = document.getElementById("key-form");
-    if (!form) return;
-    form.addEventListener("submit", function (event) {
-      event.preventDefault();
-      C.setV1Key(document.getElementById("v1-key").value.trim());
-      document.getElementById("v1-key").value = "";
-      keyState();
-      onKey();
-    });
-    document.getElementById("key-forget").addEventListener("click", function () {
-      C.setV1Key("");
-      keyState();
-    });
-  }
-
   function badge(status) {
     return C.el("span", { class: "badge " + status, text: status });
   }
@@ -43,8 +20,8 @@
   // ---- list ----
   async function loadList() {
     const holder = document.getElementById("agents-list");
-    if (!holder || !C.v1Key()) return;
-    const result = await C.api("GET", "/api/v1/public/agents?pageSize=50", null, { key: true });
+    if (!holder) return;
+    const result = await C.api("GET", "/web-api/v1/public/agents?pageSize=50");
     if (result.status !== 200) { holder.replaceChildren(C.el("p", { class: "error", text: C.human(result).text })); return; }
     const agents = result.body.data || [];
     if (agents.length === 0) { holder.replaceChildren(C.el("p", { class: "empty", text: "No agent yet: create one below." })); return; }
@@ -68,13 +45,20 @@
   async function loadStrategies() {
     const holder = document.getElementById("strategies-list");
     if (!holder) return;
-    const result = await C.api("GET", "/api/v1/public/strategies", null, { key: true });
+    const result = await C.api("GET", "/web-api/v1/public/strategies");
     if (result.status !== 200) return;
     const list = result.body.data || [];
     if (list.length === 0) { holder.replaceChildren(); return; }
     holder.replaceChildren(C.el("ul", {}, list.map(function (s) {
       return C.el("li", {}, [s.name + ": use ", C.el("code", { text: s.strategyType }), " (" + s.sizeBytes + " bytes)"]);
     })));
+    // A strategy uploaded on this page becomes a choice of the creation form at once.
+    const select = document.getElementById("agent-strategy");
+    if (!select) return;
+    const offered = new Set(Array.from(select.options).map(function (o) { return o.value; }));
+    for (const s of list) {
+      if (!offered.has(s.strategyType)) select.append(C.el("option", { value: s.strategyType, text: "Uploaded: " + s.name }));
+    }
   }
 
   async function upload(event) {
@@ -85,8 +69,8 @@
     if (!file) { C.say(region, "Choose a .wasm file first.", "error"); return; }
     C.say(region, "Uploading…");
     const bytes = await file.arrayBuffer();
-    const path = "/api/v1/public/strategies?name=" + encodeURIComponent(form.elements.name.value);
-    const result = await C.api("POST", path, null, { key: true, raw: bytes, contentType: "application/wasm" });
+    const path = "/web-api/v1/public/strategies?name=" + encodeURIComponent(form.elements.name.value);
+    const result = await C.api("POST", path, null, { raw: bytes, contentType: "application/wasm" });
     if (result.status === 200 || result.status === 201) {
       C.say(region, "Uploaded: create an agent with strategy type " + result.body.data.strategyType + ".", "ok");
       loadStrategies();
@@ -101,6 +85,20 @@
   let lastPerformance = 0;
   let equityLoaded = false;
 
+  // Time labels in UTC, as every time on the page: the day and the hour whenever the chart
+  // spans more than a day (hourly marks), the hour and minute otherwise.
+  const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+  function timeLabel(seconds, withDay) {
+    const d = new Date(seconds * 1000);
+    const hm = String(d.getUTCHours()).padStart(2, "0") + ":" + String(d.getUTCMinutes()).padStart(2, "0");
+    return withDay ? d.getUTCDate() + " " + MONTHS[d.getUTCMonth()] + " " + hm : hm;
+  }
+  function timeAxis(u, splits) {
+    const span = splits.length > 1 ? splits[splits.length - 1] - splits[0] : 0;
+    const withDay = span >= 86400 || (samples.times.length > 1 && samples.times[samples.times.length - 1] - samples.times[0] >= 86400);
+    return splits.map(function (t) { return timeLabel(t, withDay); });
+  }
+
   function drawEquity() {
     const holder = document.getElementById("equity-chart");
     if (!holder || !window.uPlot || samples.times.length < 2) return;
@@ -109,8 +107,9 @@
     holder.replaceChildren();
     equityChart = new window.uPlot({
       width: Math.min(holder.clientWidth || 640, 900), height: 220,
-      series: [{}, { label: "Equity (USDC)", stroke: "#2563eb", width: 2 }],
-      axes: [{}, { label: "USDC" }],
+      series: [{ label: "Time (UTC)", value: function (u, t) { return t === null ? "—" : timeLabel(t, true); } },
+        { label: "Equity (USDC)", stroke: "#2563eb", width: 2 }],
+      axes: [{ values: timeAxis, space: 80 }, { label: "USDC" }],
     }, data, holder);
   }
 
@@ -152,7 +151,7 @@
 
   // The hourly marks the server kept, before the samples of this visit.
   async function loadEquityHistory(agentId) {
-    const result = await C.api("GET", "/api/v1/public/agents/" + encodeURIComponent(agentId) + "/equity?points=200", null, { key: true });
+    const result = await C.api("GET", "/web-api/v1/public/agents/" + encodeURIComponent(agentId) + "/equity?points=200");
     if (result.status !== 200 || !Array.isArray(result.body.data)) return;
     const times = [], equity = [];
     for (const point of result.body.data) { times.push(Date.parse(point.at) / 1000); equity.push(point.equity); }
@@ -188,9 +187,9 @@
   async function loadTrades(agentId, older) {
     const body = document.querySelector("#agent-trade-list tbody");
     if (!body) return;
-    let path = "/api/v1/public/agents/" + encodeURIComponent(agentId) + "/trades?limit=50";
+    let path = "/web-api/v1/public/agents/" + encodeURIComponent(agentId) + "/trades?limit=50";
     if (older && oldestTrade) path += "&before=" + encodeURIComponent(oldestTrade);
-    const result = await C.api("GET", path, null, { key: true });
+    const result = await C.api("GET", path);
     if (result.status !== 200) return;
     const trades = result.body.data || [];
     if (older) {
@@ -211,7 +210,7 @@
     const body = document.querySelector("#agent-performance tbody");
     const rows = [];
     for (const period of PERIODS) {
-      const result = await C.api("GET", "/api/v1/public/agents/" + encodeURIComponent(agentId) + "/performance?period=" + period, null, { key: true });
+      const result = await C.api("GET", "/web-api/v1/public/agents/" + encodeURIComponent(agentId) + "/performance?period=" + period);
       if (result.status !== 200) { rows.push(C.el("tr", {}, [C.el("td", { colspan: "6", text: C.human(result).text })])); break; }
       const m = result.body.data.metrics;
       rows.push(C.el("tr", {}, [
@@ -227,8 +226,7 @@
   }
 
   async function refreshAgent(agentId) {
-    if (!C.v1Key()) return;
-    const result = await C.api("GET", "/api/v1/public/agents/" + encodeURIComponent(agentId), null, { key: true });
+    const result = await C.api("GET", "/web-api/v1/public/agents/" + encodeURIComponent(agentId));
     if (result.status !== 200) {
       const loading = document.getElementById("agent-loading");
       loading.hidden = false;
@@ -247,7 +245,7 @@
   async function control(agentId, action) {
     const region = document.getElementById("agent-action-status");
     C.say(region, action === "start" ? "Starting…" : "Stopping…");
-    const result = await C.api("POST", "/api/v1/public/agents/" + encodeURIComponent(agentId) + "/" + action, null, { key: true });
+    const result = await C.api("POST", "/web-api/v1/public/agents/" + encodeURIComponent(agentId) + "/" + action);
     if (result.status === 200) {
       C.say(region, action === "start" ? "Started." : "Stopped.", "ok");
       lastPerformance = 0;
@@ -275,8 +273,8 @@
   // ---- webhook deliveries ----
   async function loadDeliveries() {
     const holder = document.getElementById("deliveries");
-    if (!holder || !C.v1Key()) return;
-    const result = await C.api("GET", "/api/v1/webhooks/deliveries", null, { key: true });
+    if (!holder) return;
+    const result = await C.api("GET", "/web-api/v1/webhooks/deliveries");
     if (result.status !== 200) { holder.replaceChildren(C.el("p", { class: "error", text: C.human(result).text })); return; }
     const list = result.body.data || [];
     if (list.length === 0) { holder.replaceChildren(C.el("p", { class: "empty", text: "No delivery yet: mint a key with a webhook URL, then start an agent." })); return; }
@@ -294,11 +292,9 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    keyState();
     const agentNode = document.getElementById("agent");
     if (agentNode) {
       const agentId = agentNode.dataset.agent;
-      setupKeyPicker(function () { refreshAgent(agentId); });
       document.getElementById("agent-start").addEventListener("click", function () { control(agentId, "start"); });
       document.getElementById("agent-stop").addEventListener("click", function () { control(agentId, "stop"); });
       const fundButton = document.getElementById("agent-fund");
@@ -310,12 +306,10 @@
       return;
     }
     if (document.getElementById("deliveries")) {
-      setupKeyPicker(loadDeliveries);
       loadDeliveries();
       setInterval(loadDeliveries, 10000);
       return;
     }
-    setupKeyPicker(loadList);
     const uploadForm = document.getElementById("upload-strategy");
     if (uploadForm) uploadForm.addEventListener("submit", upload);
     loadList();

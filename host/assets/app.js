@@ -1,33 +1,21 @@
 // Crucible web app: what every page shares. Forms marked `data-api="METHOD /path"` are sent
-// as JSON to the API (cookie-authenticated writes through /web-api with the page's CSRF token,
-// agent calls to /api/v1 with this tab's v1 key), and the API's answer is shown in words: a
-// v1 validation error beside its field, any other error in the form's status line.
+// as JSON to the API (cookie-authenticated writes through /web-api with the page's CSRF token;
+// the agents pages too, acting for the session: no page holds a key), and the API's answer is
+// shown in words: a v1 validation error beside its field, any other error in the form's status
+// line.
 "use strict";
 
 (function () {
-  const KEY_STORAGE = "crucible.v1key";
-
   function csrfToken() {
     const meta = document.querySelector('meta[name="csrf-token"]');
     return meta ? meta.content : "";
   }
 
-  function v1Key() {
-    try { return sessionStorage.getItem(KEY_STORAGE) || ""; } catch (_) { return ""; }
-  }
-
-  function setV1Key(key) {
-    try {
-      if (key) sessionStorage.setItem(KEY_STORAGE, key); else sessionStorage.removeItem(KEY_STORAGE);
-    } catch (_) { /* storage refused: the key lasts until the page closes */ }
-  }
-
-  // One API call. `opts.key` sends the tab's v1 key; `opts.raw` sends a body as is.
+  // One API call. `opts.raw` sends a body as is.
   async function api(method, path, body, opts) {
     opts = opts || {};
     const headers = { "accept": "application/json" };
     if (path.startsWith("/web-api/")) headers["x-csrf-token"] = csrfToken();
-    if (opts.key) headers["x-api-key"] = v1Key();
     let payload;
     if (opts.raw !== undefined) {
       payload = opts.raw;
@@ -153,12 +141,6 @@
     } else {
       webhookRow.hidden = true;
     }
-    const use = document.getElementById("secret-use");
-    use.hidden = !data.permissions;
-    document.getElementById("use-key").onclick = function () {
-      setV1Key(data.key);
-      this.textContent = "This tab now uses this key on the Agents pages";
-    };
     box.hidden = false;
     box.scrollIntoView();
     box.focus();
@@ -181,7 +163,7 @@
     say(region, "Sending…");
     if (button) button.disabled = true;
     if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) { if (button) button.disabled = false; say(region, ""); return; }
-    const result = await api(method, path, body, { key: form.dataset.v1 === "true" });
+    const result = await api(method, path, body);
     if (button) button.disabled = false;
     if (result.status >= 200 && result.status < 300) {
       say(region, "Done.", "ok");
@@ -256,7 +238,7 @@
     return iso ? iso.slice(0, 16).replace("T", " ") + " UTC" : "—";
   }
 
-  window.Crucible = { api, human, say, el, usdc, pct, shortText, when, v1Key, setV1Key, formBody, showFieldError, clearFieldErrors };
+  window.Crucible = { api, human, say, el, usdc, pct, shortText, when, formBody, showFieldError, clearFieldErrors };
 
   document.addEventListener("DOMContentLoaded", function () {
     for (const form of document.querySelectorAll("form[data-api]")) form.addEventListener("submit", submitForm);

@@ -10,6 +10,8 @@ pub mod password;
 mod routes;
 pub mod session;
 pub(crate) mod wallet_proof;
+mod web_app;
 
 pub(crate) use extract::{AccountAuth, Caller, MaybeAccountAuth, Read, SessionAuth, Write};
 pub(crate) use routes::router;
+pub(crate) use web_app::WebAppSession;

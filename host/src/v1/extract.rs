@@ -1,8 +1,9 @@
 //! Extractors of the `v1/public` family. Every rejection is a [`V1Error`], so a bad key, a
 //! missing permission, a rate limit or an unparsable body all answer in the v1 envelope.
 //!
-//! [`V1Key<P>`] checks, in this order: a live v1 key (`X-API-Key`, 401), the permission `P`
-//! (403), then the key's hourly budget for `P`'s kind of call (429; docs/api.md, "Limits").
+//! [`V1Key<P>`] checks, in this order: a live v1 key (`X-API-Key`, 401) — or the web app acting
+//! for a signed-in operator ([`WebAppSession`]) — the permission `P` (403), then the account's
+//! hourly budget for `P`'s kind of call (429; docs/api.md, "Limits").
 
 use std::marker::PhantomData;
 
@@ -11,8 +12,8 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use super::error::V1Error;
-use crate::auth::SessionAuth;
 use crate::auth::keys::{self, KeyFamily, VerifiedKey};
+use crate::auth::{SessionAuth, WebAppSession};
 use crate::http::rate_limit::{AccountPolicy, IpLimit, Limiter, RateLimits};
 use crate::state::AppState;
 
@@ -91,14 +92,24 @@ impl<P: Permission> FromRequestParts<AppState> for V1Key<P> {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let Some(presented) = keys::presented(&parts.headers) else {
-            return Err(V1Error::Unauthorized(
-                "send your v1 API key in the `X-API-Key` header".into(),
-            ));
+        let key = match keys::presented(&parts.headers) {
+            Some(presented) => keys::verify(state, &presented, KeyFamily::V1)
+                .await
+                .map_err(|refused| V1Error::from(crate::http::ApiError::from(refused)))?,
+            // The web app acting for a signed-in operator holds every permission over the
+            // account's own agents, as the owner does (crate::auth::WebAppSession).
+            None => match parts.extensions.get::<WebAppSession>() {
+                Some(session) => VerifiedKey {
+                    account_id: session.account_id.clone(),
+                    scopes: PERMISSIONS.iter().map(|&p| p.to_owned()).collect(),
+                },
+                None => {
+                    return Err(V1Error::Unauthorized(
+                        "send your v1 API key in the `X-API-Key` header".into(),
+                    ));
+                }
+            },
         };
-        let key = keys::verify(state, &presented, KeyFamily::V1)
-            .await
-            .map_err(|refused| V1Error::from(crate::http::ApiError::from(refused)))?;
         if let Some(permission) = P::NAME
             && !key.allows(permission)
         {

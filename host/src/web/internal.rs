@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use super::{Web, csrf};
+use crate::auth::WebAppSession;
 
 /// Who asked for a page: the session cookie (as sent), the peer address, and — when the session
 /// is live — the account and the session's cross-site token for the page's forms.
@@ -121,6 +122,11 @@ impl Api {
         if let Some(peer) = visitor.peer {
             request.extensions_mut().insert(peer);
         }
+        if let Some(account_id) = &visitor.account_id {
+            request.extensions_mut().insert(WebAppSession {
+                account_id: account_id.clone(),
+            });
+        }
         let response = match self.router.clone().oneshot(request).await {
             Ok(response) => response,
             Err(never) => match never {},
@@ -184,9 +190,27 @@ pub(super) async fn forward(State(web): State<Web>, request: Request) -> Respons
     if let Some(peer) = parts.extensions.get::<ConnectInfo<std::net::SocketAddr>>() {
         forwarded.extensions_mut().insert(*peer);
     }
+    let session_token = crate::auth::session::token_from_headers(forwarded.headers());
+    if let Some(session) = signed_in(&web, session_token).await {
+        forwarded.extensions_mut().insert(session);
+    }
     match web.api.router.clone().oneshot(forwarded).await {
         Ok(response) => response,
         Err(never) => match never {},
+    }
+}
+
+/// The account of the live session whose cookie value is `token`, for the v1 routes that otherwise take
+/// only a key. A session that cannot be read (expired, or the store down) adds nothing: the
+/// API then answers as it does to any caller without a credential.
+async fn signed_in(web: &Web, token: Option<String>) -> Option<WebAppSession> {
+    let token = token?;
+    match crate::auth::session::resolve(&web.state, &token).await {
+        Ok(account_id) => account_id.map(|account_id| WebAppSession { account_id }),
+        Err(error) => {
+            tracing::warn!(%error, "session lookup failed while forwarding a web-app call");
+            None
+        }
     }
 }
 

@@ -1,16 +1,21 @@
-//! Agents and webhook deliveries. The agents API takes a v1 key (`X-API-Key`), not the session
-//! cookie, so these pages are shells that `agents.js` fills by calling `/api/v1` with the key the
-//! operator chose for this tab (kept in the tab's `sessionStorage`, never sent to the server
-//! otherwise). The server renders the forms and the places the answers go.
+//! Agents and webhook deliveries, for the signed-in operator. The pages act with the session
+//! alone: `agents.js` calls the v1 agents API through the web app's same-origin, CSRF-checked
+//! `/web-api/v1/…` routes, which act for the signed-in account (docs/web.md, "Agents without a
+//! key"). No page asks for, receives or holds a key secret. The server renders the forms, the
+//! choices they offer (built-in class or uploaded strategy, model vendors) and the places the
+//! answers go.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
+use serde_json::Value;
 
 use crate::web::Web;
 use crate::web::internal::Visitor;
-use crate::web::layout::{Page, data_island, sign_in_first, status_region};
+use crate::web::layout::{
+    Page, data_island, failure, human, sign_in_first, status_region, url_escape,
+};
 
 const CLASSES: [(&str, &str); 6] = [
     ("fighter", "Fighter — technical analysis"),
@@ -22,20 +27,40 @@ const CLASSES: [(&str, &str); 6] = [
 ];
 const INTERVALS: [&str; 5] = ["5m", "15m", "1h", "4h", "1d"];
 
-/// Where the tab's v1 key is chosen; every agents page starts with it.
-fn key_picker() -> Markup {
+/// Model ids offered in the creation form, one or two per vendor people use; any well-formed
+/// `vendor/model` is accepted all the same.
+const MODEL_SUGGESTIONS: [&str; 10] = [
+    "openai/gpt-4o",
+    "openai/gpt-4o-mini",
+    "anthropic/claude-sonnet-4",
+    "openrouter/meta-llama/llama-3.1-70b-instruct",
+    "groq/llama-3.1-8b-instant",
+    "together/meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    "mistral/mistral-large-latest",
+    "deepseek/deepseek-chat",
+    "xai/grok-2",
+    "ollama/llama3.1",
+];
+
+/// The strategy choices of the creation form: the class's built-in strategy, then each
+/// component the account uploaded (by name, with the id the API needs as the value).
+fn strategy_choices(uploaded: &Result<Value, crate::web::internal::Failed>) -> Markup {
     html! {
-        section #key-picker.card aria-labelledby="key-title" {
-            h2 #key-title { "Agent key for this tab" }
-            p #key-state.muted { "No agent key chosen in this tab yet." }
-            form #key-form {
-                div.field { label for="v1-key" { "v1 key (" code { "svc_live_…" } ", with agents permissions)" }
-                    input #v1-key type="password" autocomplete="off" required; }
-                button type="submit" { "Use this key" }
-                " "
-                button #key-forget type="button" { "Forget it" }
-                " "
-                a href="/keys" { "Create one" }
+        div.field { label for="agent-strategy" { "Strategy" }
+            select #agent-strategy name="strategy.type" {
+                option value="builtin" selected { "The class's built-in strategy" }
+                @if let Ok(list) = uploaded {
+                    @for strategy in list["data"].as_array().into_iter().flatten() {
+                        @if let Some(kind) = strategy["strategyType"].as_str() {
+                            option value=(kind) {
+                                "Uploaded: " (strategy["name"].as_str().unwrap_or(kind))
+                            }
+                        }
+                    }
+                }
+            }
+            @if let Err(failed) = uploaded {
+                p.error { "Your uploaded strategies could not be listed: " (human(failed)) }
             }
         }
     }
@@ -48,7 +73,6 @@ fn shell(visitor: &Visitor, title: &str, main: Markup, on_simnet: bool) -> Respo
         scripts: &["uPlot.iife.min.js", "agents.js"],
         styles: &["uPlot.min.css"],
         main: html! {
-            (key_picker())
             (main)
             (data_island("agents-config", &serde_json::json!({"simnet": on_simnet})))
         },
@@ -60,23 +84,24 @@ pub(crate) async fn list(State(web): State<Web>, visitor: Visitor) -> Response {
     if !visitor.signed_in() {
         return sign_in_first("/agents");
     }
+    let uploaded = web.api.get("/api/v1/public/strategies", &visitor).await;
     let main = html! {
         section aria-labelledby="agents-title" {
             h2 #agents-title { "Your agents" }
-            div #agents-list aria-live="polite" { p.muted { "Choose an agent key above to list your agents." } }
+            div #agents-list aria-live="polite" { p.muted { "Loading your agents…" } }
         }
         section aria-labelledby="create-title" {
             h2 #create-title { "Create an agent" }
-            form.card #create-agent data-api="POST /api/v1/public/agents/create" data-v1="true" data-next-agent="true" {
+            form.card #create-agent data-api="POST /web-api/v1/public/agents/create" data-next-agent="true" {
                 div.field { label for="agent-name" { "Name" } input #agent-name name="name" required maxlength="64"; }
                 div.field { label for="agent-username" { "Username (letters, digits, underscores)" }
                     input #agent-username name="username" required pattern="[A-Za-z0-9_]+" autocomplete="off"; }
                 div.field { label for="agent-class" { "Class" } select #agent-class name="class" {
                     @for (value, label) in CLASSES { option value=(value) { (label) } } } }
-                div.field { label for="agent-model" { "Model (" code { "vendor/model" } ")" }
-                    input #agent-model name="modelId" required placeholder="openai/gpt-4o"; }
-                div.field { label for="agent-strategy" { "Strategy type (" code { "builtin" } " or " code { "custom:<strategyId>" } ")" }
-                    input #agent-strategy name="strategy.type" required value="builtin"; }
+                div.field { label for="agent-model" { "Model (" code { "vendor/model" } ": pick one or type any)" }
+                    input #agent-model name="modelId" required list="model-suggestions" placeholder="openai/gpt-4o" autocomplete="off";
+                    datalist #model-suggestions { @for model in MODEL_SUGGESTIONS { option value=(model) {} } } }
+                (strategy_choices(&uploaded))
                 fieldset data-field="strategy.tokenPair" {
                     legend { "Token pair" }
                     label { "Base " input name="strategy.tokenPair.base" required value="SOL" size="6"; }
@@ -122,9 +147,19 @@ pub(crate) async fn detail(
         return sign_in_first(&format!("/agents/{agent_id}"));
     }
     let on_simnet = web.state.chain.simnet().is_some();
+    // The page is titled by the agent's name; an agent that is not the operator's is as
+    // missing as one that does not exist, as the API answers.
+    let path = format!("/api/v1/public/agents/{}", url_escape(&agent_id));
+    let name = match web.api.get(&path, &visitor).await {
+        Ok(found) => found["data"]["name"]
+            .as_str()
+            .unwrap_or(&agent_id)
+            .to_owned(),
+        Err(failed) => return failure(&visitor, "Agent not found", &failed),
+    };
     let main = html! {
         div #agent data-agent=(agent_id) {
-            p.muted #agent-loading { "Choose an agent key above to see this agent." }
+            p.muted #agent-loading { "Loading this agent…" }
             div #agent-body hidden {
                 dl.facts {
                     dt { "Status" } dd { span #agent-status.badge {} " " span #agent-reason {} }
@@ -175,7 +210,7 @@ pub(crate) async fn detail(
             }
         }
     };
-    shell(&visitor, &format!("Agent {agent_id}"), main, on_simnet)
+    shell(&visitor, &name, main, on_simnet)
 }
 
 pub(crate) async fn webhooks(State(web): State<Web>, visitor: Visitor) -> Response {
@@ -185,7 +220,7 @@ pub(crate) async fn webhooks(State(web): State<Web>, visitor: Visitor) -> Respon
     let main = html! {
         section aria-labelledby="deliveries-title" {
             h2 #deliveries-title { "Webhook deliveries" }
-            div #deliveries aria-live="polite" { p.muted { "Choose an agent key above to see its account's deliveries." } }
+            div #deliveries aria-live="polite" { p.muted { "Loading your deliveries…" } }
         }
     };
     shell(

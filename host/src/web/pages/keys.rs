@@ -95,7 +95,6 @@ pub(crate) async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
             div.copy-row { code #secret-key {} button type="button" data-copy="secret-key" { "Copy key" } }
             div #secret-webhook-row.copy-row hidden { span { "Webhook secret: " } code #secret-webhook {}
                 button type="button" data-copy="secret-webhook" { "Copy webhook secret" } }
-            p #secret-use hidden { button #use-key type="button" { "Use this key for the Agents pages in this tab" } }
             p { a.button href="/keys" { "I have saved it" } }
         }
         section aria-labelledby="v1-keys" {

@@ -2,7 +2,7 @@
 //! API answers exactly as before, and every cookie-authenticated write through the web app is
 //! refused without this site's origin and the session's token.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::helpers::{Auth, Body, TestApp};
 
@@ -461,5 +461,121 @@ async fn a_page_that_does_not_exist_is_a_page_and_the_apis_404_stays_json() {
     assert_eq!(
         rpc["result"], "ok",
         "the simnet still answers behind the web app"
+    );
+}
+
+#[tokio::test]
+async fn a_signed_in_operator_manages_agents_with_the_session_alone() {
+    let app = TestApp::spawn().await;
+    let session = app.session("agents@example.com").await;
+    let (_, html) = page(&app, "/agents", Some(&session)).await;
+    let token = csrf_of(&html);
+    assert!(
+        !html.contains("svc_live_") && !html.contains("Agent key"),
+        "{html}"
+    );
+    let host = app.address.trim_start_matches("http://").to_owned();
+    let call = |method: reqwest::Method, path: &str, body: Option<Value>, token: Option<&str>| {
+        let mut request = app
+            .client
+            .request(method, format!("{}{path}", app.address))
+            .header("cookie", format!("session-token={session}"))
+            .header("host", host.clone())
+            .header("origin", app.address.clone());
+        if let Some(token) = token {
+            request = request.header("x-csrf-token", token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.send()
+    };
+    let create = json!({"name": "Sessioned", "username": "sessioned", "class": "rogue",
+                        "modelId": "openai/gpt-4o", "strategy": {"type": "builtin",
+                        "tokenPair": {"base": "SOL", "quote": "USDC"}}});
+
+    // The v1 API itself stays key-only for machines: a cookie there is still a 401.
+    let with_cookie = app
+        .get("/api/v1/public/agents", Auth::Session(&session))
+        .await;
+    assert_eq!(with_cookie.status, 401, "{}", with_cookie.body);
+    // Through the web app a write needs the page's token, like every cookie write.
+    let unguarded = call(
+        reqwest::Method::POST,
+        "/web-api/v1/public/agents/create",
+        Some(create.clone()),
+        None,
+    )
+    .await
+    .expect("post");
+    assert_eq!(unguarded.status(), 403);
+    let created = call(
+        reqwest::Method::POST,
+        "/web-api/v1/public/agents/create",
+        Some(create),
+        Some(&token),
+    )
+    .await
+    .expect("post");
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.expect("json");
+    let agent_id = created["data"]["agentId"].as_str().expect("id").to_owned();
+    let listed: Value = call(
+        reqwest::Method::GET,
+        "/web-api/v1/public/agents",
+        None,
+        None,
+    )
+    .await
+    .expect("get")
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(listed["data"][0]["agentId"], agent_id.as_str());
+    // The page is titled by the agent's name; another operator's agent is not found.
+    let (status, html) = page(&app, &format!("/agents/{agent_id}"), Some(&session)).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("<title>Sessioned"), "{html}");
+    let stranger = app.session("stranger@example.com").await;
+    let (status, _) = page(&app, &format!("/agents/{agent_id}"), Some(&stranger)).await;
+    assert_eq!(status, 404);
+    let theirs = app
+        .client
+        .get(format!(
+            "{}/web-api/v1/public/agents/{agent_id}",
+            app.address
+        ))
+        .header("cookie", format!("session-token={stranger}"))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(theirs.status(), 404);
+    // Signed out, the web app adds nothing: the v1 answer for a call without a key.
+    let anonymous = app
+        .client
+        .get(format!("{}/web-api/v1/public/agents", app.address))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(anonymous.status(), 401);
+    // An uploaded strategy is a choice of the creation form.
+    let key = app.v1_key(&session).await;
+    let uploaded = app
+        .upload_strategy(
+            &key,
+            Some("mine"),
+            crucible::sandbox::test_guest("hostile")
+                .expect("guest")
+                .to_vec(),
+        )
+        .await;
+    assert_eq!(uploaded.status, 201, "{}", uploaded.body);
+    let (_, html) = page(&app, "/agents", Some(&session)).await;
+    let kind = uploaded.body["data"]["strategyType"]
+        .as_str()
+        .expect("type");
+    assert!(
+        html.contains(&format!("<option value=\"{kind}\">Uploaded: mine")),
+        "{html}"
     );
 }

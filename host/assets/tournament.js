@@ -1,6 +1,7 @@
-// A tournament's page: the leaderboard kept live over the API's SSE stream, the performance
-// chart (uPlot) with a wallet picker, the payment details and Solana Pay QR code for an entry,
-// and the registration form that follows 202 (payment not final yet) until 201.
+// A tournament's page (and the home page's live board): the leaderboard kept live over the
+// API's SSE stream, the agents' latest trades polled every few seconds, the performance chart
+// (uPlot) with a wallet picker, the payment details and Solana Pay QR code for an entry, and the
+// registration form that follows 202 (payment not final yet) until 201.
 "use strict";
 
 (function () {
@@ -23,7 +24,9 @@
     if (!table) return;
     const ended = table.dataset.ended === "true";
     const body = table.tBodies[0];
-    const rows = (board.entries || []).map(function (row) {
+    // The home page shows only the top of the board.
+    const limit = (island("tournament-data") || {}).boardRows || Infinity;
+    const rows = (board.entries || []).slice(0, limit).map(function (row) {
       const cells = [
         C.el("td", { class: "num", text: String(row.finalRank || row.rank) }),
         C.el("td", {}, [C.el("code", { title: row.wallet, text: C.shortText(row.wallet) }),
@@ -70,6 +73,40 @@
       if (state) state.textContent = "The tournament has ended: showing the final standings…";
       setTimeout(function () { location.reload(); }, 1500);
     });
+  }
+
+  // ---- latest trades ----
+  function tradeRow(trade, simnet) {
+    const signature = trade.txSignature;
+    const link = simnet
+      ? C.el("code", { title: signature, text: C.shortText(signature) })
+      : C.el("a", { href: "https://explorer.solana.com/tx/" + encodeURIComponent(signature), rel: "noopener", text: C.shortText(signature) });
+    return C.el("tr", {}, [
+      C.el("td", { text: C.when(trade.executedAt) }),
+      C.el("td", {}, [trade.agentName + " ", C.el("span", { class: "muted", text: "(" + trade.agentClass + ")" })]),
+      C.el("td", {}, [C.el("span", { class: "badge " + trade.side, text: trade.side })]),
+      C.el("td", { class: "num", text: trade.baseAmount.toFixed(4) + " " + trade.baseToken }),
+      C.el("td", { class: "num", text: trade.price.toFixed(2) }),
+      C.el("td", { class: "num", text: C.usdc(trade.notional) }),
+      C.el("td", { text: trade.reason || "—" }),
+      C.el("td", {}, [link]),
+    ]);
+  }
+
+  function followTrades(info) {
+    const table = document.getElementById("live-trades");
+    if (!table) return;
+    let newest = null;
+    async function refresh() {
+      const result = await C.api("GET", withInvite("/api/tournaments/" + encodeURIComponent(info.id) + "/trades?limit=10"));
+      if (result.status !== 200) return;
+      const trades = result.body.trades || [];
+      if (trades.length === 0 || trades[0].tradeId === newest) return;
+      newest = trades[0].tradeId;
+      const body = table.tBodies[0];
+      body.replaceChildren.apply(body, trades.map(function (trade) { return tradeRow(trade, info.simnet); }));
+    }
+    setInterval(refresh, 5000);
   }
 
   // ---- chart ----
@@ -209,6 +246,7 @@
     const select = document.getElementById("chart-wallet");
     if (select) select.addEventListener("change", function () { pick(info.id, select.value); });
     if (info.status === "live" || info.status === "upcoming") follow(info.id);
+    if (info.status === "live") followTrades(info);
     const memoForm = document.getElementById("memo-form");
     if (memoForm) memoForm.addEventListener("submit", function (event) { showPayment(event, info); });
     const registerForm = document.getElementById("register-form");

@@ -7,6 +7,7 @@
 //! [`crate::v1`]; this module never shapes responses.
 
 pub mod daily_report;
+pub(crate) mod demo;
 pub(crate) mod entry;
 mod error;
 pub mod funding;
@@ -20,7 +21,7 @@ pub(crate) mod service;
 pub(crate) mod strategies;
 pub(crate) mod tick;
 pub mod ticker;
-mod trades;
+pub(crate) mod trades;
 
 pub(crate) use error::AgentError;
 pub(crate) use model::{Agent, AgentStatus, AgentView, PAPER_CAPITAL};

@@ -26,7 +26,8 @@ pub(crate) const STALE_AFTER: Duration = Duration::hours(2);
 pub(crate) struct Entry {
     pub rank: usize,
     pub wallet: String,
-    /// The owning account's display name, when the entry is attributed to one that set it.
+    /// An agent's wallet: the agent's name; otherwise the owning account's display name, when
+    /// the entry is attributed to one that set it.
     pub display_name: Option<String>,
     /// USD value at the baseline (tournament start, or registration if it joined live).
     pub start_value: Option<f64>,
@@ -205,10 +206,12 @@ pub(crate) async fn ranked(
         return Ok(entries);
     }
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT r.wallet, r.registered_at, r.start_value_usd, r.current_value_usd, r.snapshot_at, a.display_name,
+        "SELECT r.wallet, r.registered_at, r.start_value_usd, r.current_value_usd, r.snapshot_at,
+                COALESCE(ag.name, a.display_name) AS display_name,
                 r.final_rank, r.final_pnl, r.prize_awarded_raw, r.baseline_at, r.net_flows_usd, r.flow_time_usd,
                 r.disqualified_reason, p.tx_signature AS prize_tx_signature
          FROM tournament_registrations r LEFT JOIN accounts a ON a.id = r.account_id
+         LEFT JOIN agents ag ON ag.wallet_address = r.wallet
          LEFT JOIN payouts p ON p.source_kind = 'tournament' AND p.source_id = r.tournament_id
                             AND p.wallet = r.wallet AND p.status = 'sent'
          WHERE r.tournament_id = $1",

@@ -20,6 +20,7 @@ mod routes;
 pub mod rules;
 pub mod series;
 pub mod tracking;
+mod trades_feed;
 
 pub use model::{Status, Tournament, TournamentView, registration_memo};
 pub(crate) use routes::router;

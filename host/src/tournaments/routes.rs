@@ -32,6 +32,7 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_leaderboard))
         .routes(routes!(get_performance))
         .routes(routes!(super::live::live))
+        .routes(routes!(super::trades_feed::get_trades))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -204,6 +204,13 @@ pub(crate) async fn detail(
         )
         .await
         .unwrap_or(Value::Null);
+    let trades = web
+        .api
+        .get(
+            &format!("/api/tournaments/{escaped}/trades?limit=10&{code}"),
+            &visitor,
+        )
+        .await;
     let status = text(&tournament["status"]);
     let open = status == "upcoming" || status == "live";
     let paid = tournament["entryFee"].as_f64().unwrap_or(0.0) > 0.0;
@@ -246,6 +253,16 @@ pub(crate) async fn detail(
             @match &board {
                 Ok(board) => (leaderboard_table(&board["entries"], status == "ended", web.state.chain.simnet().is_some())),
                 Err(failed) => p.error { (human(failed)) },
+            }
+        }
+        @if status != "upcoming" {
+            section aria-labelledby="trades-title" {
+                h2 #trades-title { "Latest trades" }
+                p.muted { "What the agents in this tournament just did, with their strategies' reasons." }
+                @match &trades {
+                    Ok(feed) => (live_trades_table(feed, web.state.chain.simnet().is_some())),
+                    Err(failed) => p.error { (human(failed)) },
+                }
             }
         }
         section aria-labelledby="chart-title" {
@@ -308,8 +325,35 @@ pub(crate) async fn detail(
     .render(StatusCode::OK)
 }
 
+/// The newest trades of the tournament's live agents (`GET /api/tournaments/{id}/trades`); the
+/// same columns `tournament.js` renders as it polls for new ones.
+pub(crate) fn live_trades_table(feed: &Value, on_simnet: bool) -> Markup {
+    let rows = feed["trades"].as_array().cloned().unwrap_or_default();
+    html! {
+        div.scroll { table #live-trades {
+            thead { tr { th { "When" } th { "Agent" } th { "Side" } th.num { "Amount" } th.num { "Price" }
+                th.num { "Value" } th { "Reason" } th { "Transaction" } } }
+            tbody {
+                @if rows.is_empty() { tr { td colspan="8" { "No agent has traded here yet." } } }
+                @for row in &rows {
+                    tr {
+                        td { (time(&row["executedAt"])) }
+                        td { (text(&row["agentName"])) " " span.muted { "(" (text(&row["agentClass"])) ")" } }
+                        td { span class=(format!("badge {}", text(&row["side"]))) { (text(&row["side"])) } }
+                        td.num { (format!("{:.4}", row["baseAmount"].as_f64().unwrap_or_default())) " " (text(&row["baseToken"])) }
+                        td.num { (format!("{:.2}", row["price"].as_f64().unwrap_or_default())) }
+                        td.num { (usdc(&row["notional"])) }
+                        td { (text(&row["reason"])) }
+                        td { (tx(&row["txSignature"], on_simnet)) }
+                    }
+                }
+            }
+        } }
+    }
+}
+
 /// Leaderboard rows; the same columns `tournament.js` renders on each live update.
-fn leaderboard_table(rows: &Value, ended: bool, on_simnet: bool) -> Markup {
+pub(crate) fn leaderboard_table(rows: &Value, ended: bool, on_simnet: bool) -> Markup {
     let rows = rows.as_array().cloned().unwrap_or_default();
     html! {
         div.scroll { table #board data-ended=(if ended { "true" } else { "false" }) {

@@ -79,7 +79,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "CRUCIBLE_MARKET_SEED")]
     pub market_seed: Option<u64>,
 
-    /// Seed demo tournaments into an empty database (`on` by default with the embedded SQLite).
+    /// Seed demo data (tournaments, and a demo operator whose agents trade in the free one) into
+    /// the embedded database (`on` by default there; PostgreSQL and real clusters never get it).
     #[arg(long, env = "CRUCIBLE_DEMO_DATA", value_parser = ["on", "off"])]
     pub demo_data: Option<String>,
 
@@ -143,9 +144,9 @@ pub(crate) struct ServeArgs {
 
     /// Seconds between valuations of tournament wallets (leaderboard snapshots). It must tile
     /// a minute, an hour or a day (e.g. 5, 30, 60, 300, 3600) so runs stay evenly spaced.
-    #[arg(long, env = "CRUCIBLE_SNAPSHOT_INTERVAL_SECS", default_value_t = 300,
-          value_parser = parse_snapshot_interval)]
-    pub snapshot_interval_secs: u64,
+    /// Default 300, or 30 with demo data, so the demo's board moves within a minute.
+    #[arg(long, env = "CRUCIBLE_SNAPSHOT_INTERVAL_SECS", value_parser = parse_snapshot_interval)]
+    pub snapshot_interval_secs: Option<u64>,
 }
 
 /// Limits of the strategy sandbox that a deployment may set (the rest are fixed defaults).
@@ -298,6 +299,11 @@ fn parse_series(json: &str) -> Result<Vec<SeriesSpec>, String> {
         .map_err(|error| format!("CRUCIBLE_TOURNAMENT_SERIES is not a valid series list: {error}"))
 }
 
+/// Seconds between wallet valuations, unless set.
+const DEFAULT_SNAPSHOT_INTERVAL_SECS: u64 = 300;
+/// The same with demo data: the demo board moves within a minute.
+const DEMO_SNAPSHOT_INTERVAL_SECS: u64 = 30;
+
 /// The resolved configuration the server runs with.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -386,13 +392,20 @@ impl From<ServeArgs> for Config {
             .database_url
             .as_deref()
             .is_none_or(|url| url.trim().is_empty());
+        // Demo data is for the embedded default only: SQLite and the in-process simnet.
+        let on_simnet = args
+            .chain
+            .solana_rpc_url
+            .as_deref()
+            .is_none_or(|url| url.trim().is_empty());
+        let demo_data = args.demo_data.as_deref() != Some("off") && embedded && on_simnet;
         Config {
             bind: args.bind,
             scheduler_interval_ms: args.scheduler_interval_ms,
             webhook_timeout_ms: args.webhook_timeout_ms,
             webhook_allow_private: args.webhook_allow_private,
             tournament_series: args.tournament_series.unwrap_or_else(default_series),
-            demo_data: args.demo_data.map_or(embedded, |value| value == "on"),
+            demo_data,
             market_seed: args.market_seed,
             solana_rpc_url: args
                 .chain
@@ -419,7 +432,11 @@ impl From<ServeArgs> for Config {
             swap_api_key: args.chain.swap_api_key,
             sandbox: args.sandbox,
             retention: args.retention,
-            snapshot_interval_secs: args.snapshot_interval_secs,
+            snapshot_interval_secs: args.snapshot_interval_secs.unwrap_or(if demo_data {
+                DEMO_SNAPSHOT_INTERVAL_SECS
+            } else {
+                DEFAULT_SNAPSHOT_INTERVAL_SECS
+            }),
             database_url: args.storage.database_url(),
             data_dir: args.storage.data_dir,
             master_key: args.storage.master_key,
@@ -472,6 +489,7 @@ impl Config {
             simnet_finality_ms: 0,
             // A fixed market, so tests can reason about prices.
             market_seed: Some(42),
+            snapshot_interval_secs: DEFAULT_SNAPSHOT_INTERVAL_SECS,
             ..Config::from(ServeArgs::defaults())
         }
     }
@@ -489,6 +507,7 @@ impl Config {
             scheduler_interval_ms: 0,
             tournament_series: Vec::new(),
             demo_data: false,
+            snapshot_interval_secs: DEFAULT_SNAPSHOT_INTERVAL_SECS,
             ..Config::from(ServeArgs::defaults())
         }
     }
@@ -497,6 +516,45 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn demo_data_is_for_the_embedded_simnet_only_and_off_turns_it_off() {
+        let demo = |tweak: fn(&mut ServeArgs)| {
+            let mut args = ServeArgs::defaults();
+            tweak(&mut args);
+            let config = Config::from(args);
+            (config.demo_data, config.snapshot_interval_secs)
+        };
+        assert_eq!(
+            demo(|_| {}),
+            (true, 30),
+            "the embedded default, with a lively board"
+        );
+        assert_eq!(demo(|a| a.demo_data = Some("off".into())), (false, 300));
+        assert_eq!(
+            demo(|a| a.storage.database_url = Some("postgres://db/crucible".into())),
+            (false, 300),
+            "PostgreSQL is a production database"
+        );
+        assert_eq!(
+            demo(|a| {
+                a.storage.database_url = Some("postgres://db/crucible".into());
+                a.demo_data = Some("on".into());
+            }),
+            (false, 300),
+            "whatever the setting says"
+        );
+        assert_eq!(
+            demo(|a| a.chain.solana_rpc_url = Some("https://rpc.example.com".into())),
+            (false, 300),
+            "a real cluster"
+        );
+        assert_eq!(
+            demo(|a| a.snapshot_interval_secs = Some(60)),
+            (true, 60),
+            "an interval set is kept"
+        );
+    }
 
     #[test]
     fn tests_start_from_the_flags_defaults() {

@@ -21,6 +21,7 @@ pub mod crypto;
 pub mod custodial;
 pub mod data_dir_lock;
 pub mod db;
+mod demo;
 pub mod deployment;
 pub mod domain;
 pub mod dungeon;

@@ -54,9 +54,7 @@ impl Application {
             );
         }
         let state = assemble_state(config, clock, local_addr).await?;
-        if state.config.demo_data {
-            crate::tournaments::demo::seed_if_empty(&state).await?;
-        }
+        crate::demo::seed_tournaments(&state).await?;
         crate::tournaments::series::ensure(&state).await?;
         // Several nodes share a PostgreSQL database: what one publishes reaches the others.
         // Started here, so a node that cannot listen fails to build rather than serve stale.
@@ -116,6 +114,9 @@ impl Application {
             ..
         } = self;
         let housekeeping = tokio::spawn(node_housekeeping(state.clone()));
+        // The demo agents are funded and started through the node's own RPC, so only once it
+        // serves; a start that is cut short is finished by the next one.
+        let demo_agents = tokio::spawn(crate::demo::seed_agents(state.clone()));
         let scheduler = match state.config.scheduler_interval_ms {
             0 => None,
             ms => {
@@ -144,6 +145,7 @@ impl Application {
         };
         crate::http::serve::serve(listener, router, limits, shutdown).await;
         housekeeping.abort();
+        demo_agents.abort();
         if let Some(relay) = relay {
             relay.stop();
         }

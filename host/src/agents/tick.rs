@@ -24,6 +24,16 @@ pub(crate) struct DueAgent {
     pub next_tick_at: i64,
     /// The custodial wallet (a live agent trades from it).
     pub wallet_address: String,
+    /// The agent's own time scale, when it has one (the demo agents, so a fresh demo trades
+    /// within a minute); otherwise the node's.
+    pub time_scale: Option<u32>,
+}
+
+impl DueAgent {
+    /// The time scale this agent runs at on a node whose own is `node`.
+    pub(crate) fn time_scale(&self, node: u32) -> u32 {
+        self.time_scale.unwrap_or(node).max(1)
+    }
 }
 
 /// A fill and whether it closed a round trip (and in profit).
@@ -50,9 +60,11 @@ pub(crate) struct TickResult {
     pub fault: Option<String>,
 }
 
-/// The agent's market clock: wall time since start, sped up by the time scale.
+/// The agent's market clock: wall time since start, sped up by its time scale (the node's
+/// `time_scale` unless the agent has its own).
 pub(crate) fn market_now(agent: &DueAgent, wall_now: i64, time_scale: u32) -> i64 {
-    agent.clock_origin_market + (wall_now - agent.clock_origin_wall) * i64::from(time_scale)
+    agent.clock_origin_market
+        + (wall_now - agent.clock_origin_wall) * i64::from(agent.time_scale(time_scale))
 }
 
 /// What a tick does to its agent's row: the faults in a row now, and either the next due time
@@ -96,7 +108,12 @@ pub(crate) fn after_tick(
         consecutive_faults,
         status: "active",
         reason: None,
-        next_tick_at: Some(next_due(agent.next_tick_at, now, interval, time_scale)),
+        next_tick_at: Some(next_due(
+            agent.next_tick_at,
+            now,
+            interval,
+            agent.time_scale(time_scale),
+        )),
     }
 }
 
@@ -296,7 +313,14 @@ mod tests {
             clock_origin_market: 5_000,
             next_tick_at: 0,
             wallet_address: String::new(),
+            time_scale: None,
         };
         assert_eq!(market_now(&agent, 2_000, 300), 5_000 + 300_000);
+        // An agent with its own scale keeps it, whatever the node's.
+        let fast = DueAgent {
+            time_scale: Some(3_600),
+            ..agent.clone()
+        };
+        assert_eq!(market_now(&fast, 2_000, 300), 5_000 + 3_600_000);
     }
 }

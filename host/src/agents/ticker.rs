@@ -22,7 +22,7 @@ use super::trades::{self, NewTrade};
 use crate::clock::{rfc3339, to_millis};
 use crate::crypto::new_id;
 use crate::db::Backend;
-use crate::paper::{Side, UNIT};
+use crate::paper::Side;
 use crate::sandbox::{AgentSettings, LoadedStrategy};
 use crate::state::AppState;
 
@@ -65,6 +65,7 @@ struct DueRow {
     clock_origin_market: Option<i64>,
     next_tick_at: Option<i64>,
     wallet_address: String,
+    time_scale: Option<i64>,
 }
 
 /// Tick every agent due now, batch after batch, until none is due.
@@ -130,7 +131,7 @@ pub(super) async fn claim(
                       ORDER BY next_tick_at, id LIMIT $4 {lock})
          RETURNING id, account_id, class, strategy_component, base_token, quote_token, time_interval,
                    max_allocation, personality, model_id, ledger, strategy_state, consecutive_faults,
-                   clock_origin_wall, clock_origin_market, next_tick_at, wallet_address"
+                   clock_origin_wall, clock_origin_market, next_tick_at, wallet_address, time_scale"
     );
     let rows: Vec<DueRow> = sqlx::query_as(&sql)
         .bind(owner)
@@ -165,6 +166,7 @@ fn due_agent(row: DueRow, now: i64) -> DueAgent {
         clock_origin_market: row.clock_origin_market.unwrap_or(now),
         next_tick_at: row.next_tick_at.unwrap_or(now),
         wallet_address: row.wallet_address,
+        time_scale: row.time_scale.and_then(|scale| u32::try_from(scale).ok()),
     }
 }
 
@@ -305,7 +307,7 @@ async fn store(
                     base_token: &agent.settings.base,
                     quote_token: &agent.settings.quote,
                     base_raw: fill.base,
-                    amount: fill.base as f64 / UNIT,
+                    amount: trades::whole_tokens(fill.base),
                     notional_raw: fill.notional,
                     fee_raw: fill.fee,
                     price: fill.price,

@@ -1,12 +1,32 @@
-//! Demo data for a fresh embedded install, so the README's first command shows something real:
-//! one free tournament that is live and one paid tournament that is upcoming.
+//! The demo tournaments of a fresh embedded install (see [`crate::demo`]): one free tournament
+//! that is live, where the demo operator's agents compete, and one paid tournament that is
+//! upcoming.
 
 use chrono::Duration;
 
 use super::queries::{self, NewTournament};
+use crate::clock::to_millis;
 use crate::crypto::new_id;
 use crate::state::AppState;
 use crate::usdc::Usdc;
+
+/// The name the free demo tournament is found by.
+const FREE_FOR_ALL: &str = "Demo Free-for-All";
+
+/// The free demo tournament, while it is live.
+pub(crate) async fn live_free_for_all(state: &AppState) -> anyhow::Result<Option<String>> {
+    let now = to_millis(state.now());
+    let found: Option<(String,)> = sqlx::query_as(
+        "SELECT id FROM tournaments
+         WHERE name = $1 AND entry_fee_raw = 0 AND status <> 'cancelled' AND start_date <= $2 AND end_date > $2
+         ORDER BY created_at LIMIT 1",
+    )
+    .bind(FREE_FOR_ALL)
+    .bind(now)
+    .fetch_optional(state.store.read())
+    .await?;
+    Ok(found.map(|(id,)| id))
+}
 
 /// Seed the demo tournaments if no tournament exists yet. Returns how many were created.
 pub(crate) async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
@@ -21,9 +41,12 @@ pub(crate) async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
     let demos = [
         NewTournament {
             id: new_id("trn"),
-            name: "Demo Free-for-All".into(),
+            name: FREE_FOR_ALL.into(),
             description:
-                "A free, live demo tournament: register any wallet with a null txSignature.".into(),
+                "A free, live demo tournament: the demo operator's agents (one per class) \
+                          trade here on the simnet; register any wallet with a null txSignature \
+                          or enter your own agent."
+                    .into(),
             kind: "highest_pnl".into(),
             visibility: "public".into(),
             entry_fee_raw: 0,

@@ -305,48 +305,62 @@ async fn sign_up(browser: &Browser, app: &TestApp, email: &str) {
         .await;
 }
 
+/// No key secret anywhere the page's scripts can read: the document and the tab's storage.
+async fn assert_no_key_secret(browser: &Browser) {
+    let held = browser
+        .execute(
+            "return document.documentElement.outerHTML + JSON.stringify(sessionStorage) + \
+             JSON.stringify(localStorage);",
+        )
+        .await;
+    let held = held.as_str().unwrap_or_default();
+    assert!(!held.contains("svc_live_"), "a page holds a key secret");
+    assert!(!held.contains("Agent key"), "a page asks for a key");
+}
+
+/// The numbers of the first row of the agent page's trade table: amount, price, value, fee.
+async fn first_trade_on_the_page(browser: &Browser) -> (f64, f64, f64, f64) {
+    let cells = browser
+        .execute(
+            "return Array.from(document.querySelectorAll('#agent-trade-list tbody tr:first-child td'))\
+             .map(function (td) { return td.textContent; });",
+        )
+        .await;
+    let cells: Vec<String> = serde_json::from_value(cells).expect("cells");
+    let number = |text: &str| -> f64 {
+        text.split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("not a number: {text:?} in {cells:?}"))
+    };
+    (
+        number(&cells[2]),
+        number(&cells[3]),
+        number(&cells[4]),
+        number(&cells[5]),
+    )
+}
+
 #[tokio::test]
 #[ignore = "needs chromium; .ci/run runs them"]
-async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_key() {
+async fn browser_a_signed_in_operator_runs_an_agent_without_any_key_then_mints_and_revokes_one() {
     let app = TestApp::spawn().await;
     let browser = Browser::start().await;
     sign_up(&browser, &app, "walk@example.com").await;
     browser.screenshot("account").await;
 
-    // Mint a v1 key: the secret is shown once.
-    browser.goto(&format!("{}/keys", app.address)).await;
-    browser.click("#v1-keys ~ details summary").await;
-    browser.fill("#v1-name", "walk key").await;
-    browser
-        .click("form[data-family=v1] button[type=submit]")
-        .await;
-    let secret = browser
-        .wait_text("#secret-key", LONG, |text| text.starts_with("svc_live_"))
-        .await;
-    browser.screenshot("keys-secret-shown-once").await;
-    browser.click("#use-key").await;
-    browser.click("#secret-box a.button").await;
-    browser
-        .wait_text("table.keys[data-family=v1] code.prefix", LONG, |text| {
-            !text.is_empty()
-        })
-        .await;
-    let listed = browser.source().await;
-    assert!(!listed.contains(&secret), "the secret is never shown again");
-    let prefix = browser.text("table.keys[data-family=v1] code.prefix").await;
-    assert!(
-        secret.starts_with(prefix.trim_end_matches('…')),
-        "{prefix} is the start of the secret"
-    );
-    browser.screenshot("keys-list").await;
-
-    // Create an agent; the API's validation shows beside the field first.
+    // Create an agent with the session alone; the API's validation shows beside the field first.
     browser.goto(&format!("{}/agents", app.address)).await;
+    browser
+        .wait_text("#agents-list", LONG, |text| text.contains("No agent yet"))
+        .await;
+    assert_no_key_secret(&browser).await;
     browser.fill("#agent-name", "Walker").await;
     browser.fill("#agent-username", "walker_1").await;
     browser.click("#agent-class option[value=gambler]").await;
     // Hourly: the cost-aware gambler trades a few times a day, not every few 5m candles.
     browser.click("#agent-interval option[value='1h']").await;
+    browser.click("#agent-strategy option[value=builtin]").await;
     browser.fill("#agent-model", "not-a-slug").await;
     browser.click("#create-agent button[type=submit]").await;
     let complaint = browser
@@ -363,6 +377,7 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
     browser
         .wait_text("#agent-status", LONG, |text| text == "unfunded")
         .await;
+    browser.wait_text("h1", LONG, |text| text == "Walker").await;
 
     // Fund it on simnet and start it.
     browser.click("#agent-fund").await;
@@ -377,20 +392,17 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
         .await;
 
     // The server ticks it (the test's clock moves the market); the page shows ticks and trades.
-    let key = secret.clone();
     let mut trades = 0;
     for _ in 0..400 {
         app.run_scheduler().await;
         app.advance(Span::hours(1));
-        let view = app
-            .get(
-                &format!("/api/v1/public/agents/{agent_id}"),
-                Auth::XApiKey(&key),
-            )
-            .await;
-        trades = view.body["data"]["paper"]["totalTrades"]
-            .as_u64()
-            .unwrap_or(0);
+        let (count,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM agent_trades WHERE agent_id = $1")
+                .bind(&agent_id)
+                .fetch_one(app.state.store.read())
+                .await
+                .expect("count");
+        trades = count;
         if trades > 0 {
             break;
         }
@@ -406,22 +418,77 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
             text.parse::<u64>().is_ok_and(|shown| shown > 0)
         })
         .await;
-    // The trade itself, with the strategy's reason, in the page's trade list.
+    // The trade itself, with the strategy's reason, in the page's trade list; its amount at its
+    // price is its value.
     browser
         .wait_text("#agent-trade-list tbody", LONG, |text| {
             (text.contains("buy") || text.contains("sell")) && text.contains("paper")
         })
         .await;
+    let (amount, price, value, fee) = first_trade_on_the_page(&browser).await;
+    crate::helpers::trades::assert_adds_up("the agent page", amount, price, value, fee);
+    // Equity: the hourly marks the server kept, drawn as a chart.
+    browser
+        .wait_text("#agent-equity", LONG, |text| text.ends_with("USDC"))
+        .await;
+    let chart = browser
+        .execute("return document.querySelectorAll('#equity-chart canvas').length;")
+        .await;
+    assert!(chart.as_u64().unwrap_or(0) > 0, "the equity chart is drawn");
     browser.screenshot("agent-running").await;
+    assert_no_key_secret(&browser).await;
 
     browser.click("#agent-stop").await;
     browser
         .wait_text("#agent-status", LONG, |text| text == "idle")
         .await;
     browser.screenshot("agent-stopped").await;
+    browser.goto(&format!("{}/agents", app.address)).await;
+    browser
+        .wait_text("#agents-list", LONG, |text| text.contains("Walker"))
+        .await;
+    browser.screenshot("agents-list").await;
+    browser.goto(&format!("{}/webhooks", app.address)).await;
+    browser
+        .wait_text("#deliveries", LONG, |text| !text.contains("Loading"))
+        .await;
+    browser.screenshot("webhooks").await;
+    assert_no_key_secret(&browser).await;
+    let (keys,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM api_keys")
+        .fetch_one(app.state.store.read())
+        .await
+        .expect("count");
+    assert_eq!(keys, 0, "the whole walk needed no key");
 
-    // Revoke the key, confirming the dialog.
+    // A machine's key: minted on the keys page, its secret shown once, then revoked.
     browser.goto(&format!("{}/keys", app.address)).await;
+    browser.click("#v1-keys ~ details summary").await;
+    browser.fill("#v1-name", "walk key").await;
+    browser
+        .click("form[data-family=v1] button[type=submit]")
+        .await;
+    let secret = browser
+        .wait_text("#secret-key", LONG, |text| text.starts_with("svc_live_"))
+        .await;
+    browser.screenshot("keys-secret-shown-once").await;
+    browser.click("#secret-box a.button").await;
+    browser
+        .wait_text("table.keys[data-family=v1] code.prefix", LONG, |text| {
+            !text.is_empty()
+        })
+        .await;
+    let listed = browser.source().await;
+    assert!(!listed.contains(&secret), "the secret is never shown again");
+    let prefix = browser.text("table.keys[data-family=v1] code.prefix").await;
+    assert!(
+        secret.starts_with(prefix.trim_end_matches('…')),
+        "{prefix} is the start of the secret"
+    );
+    browser.screenshot("keys-list").await;
+    let listed = app
+        .get("/api/v1/public/agents", Auth::XApiKey(&secret))
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
     browser
         .click("table.keys[data-family=v1] button[data-revoke]")
         .await;
@@ -432,11 +499,85 @@ async fn browser_an_operator_signs_up_mints_a_key_runs_an_agent_and_revokes_the_
         })
         .await;
     browser.screenshot("keys-revoked").await;
-    let refused = app.get("/api/v1/public/agents", Auth::XApiKey(&key)).await;
+    let refused = app
+        .get("/api/v1/public/agents", Auth::XApiKey(&secret))
+        .await;
     assert_eq!(refused.status, 401, "a revoked key stops working");
+    browser.close().await;
+}
 
-    browser.goto(&format!("{}/webhooks", app.address)).await;
-    browser.screenshot("webhooks").await;
+#[tokio::test]
+#[ignore = "needs chromium; .ci/run runs them"]
+async fn browser_a_fresh_embedded_start_shows_the_demo_agents_trades_on_the_home_page() {
+    // The README's first command on a fresh data dir: demo data on, the embedded database.
+    if std::env::var("TEST_DATABASE_URL").is_ok_and(|url| !url.is_empty()) {
+        return;
+    }
+    let app = TestApp::spawn_with(|config| config.demo_data = true).await;
+    let browser = Browser::start().await;
+    // The demo agents are seeded once the node serves; the home page then has its live board.
+    for _ in 0..200 {
+        let live = app
+            .get("/api/tournaments?status=live&search=Demo", Auth::None)
+            .await;
+        if live.body["tournaments"][0]["currentParticipants"] == 6 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    browser.goto(&app.address).await;
+    browser
+        .wait_text("#live-board", LONG, |text| {
+            text.contains("Demo Free-for-All")
+        })
+        .await;
+    browser.screenshot("home-demo-start").await;
+    // A minute of the node's time at the scheduler's beat; the page polls for new trades.
+    let mut traded = false;
+    for _ in 0..60 {
+        app.run_scheduler().await;
+        app.advance(Span::seconds(1));
+        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_trades")
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("count");
+        if count >= 2 {
+            traded = true;
+            break;
+        }
+    }
+    assert!(traded, "the demo agents traded within a minute");
+    let shown = browser
+        .wait_text("#live-trades tbody", LONG, |text| text.contains("Demo "))
+        .await;
+    assert!(shown.contains("buy") || shown.contains("sell"), "{shown}");
+    // Each row: the agent, the side, the amount at its price, its value and the reason.
+    let cells = browser
+        .execute(
+            "return Array.from(document.querySelectorAll('#live-trades tbody tr:first-child td'))\
+             .map(function (td) { return td.textContent; });",
+        )
+        .await;
+    let cells: Vec<String> = serde_json::from_value(cells).expect("cells");
+    let number = |text: &str| -> f64 {
+        text.split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("not a number: {text:?} in {cells:?}"))
+    };
+    let (amount, price, value) = (number(&cells[3]), number(&cells[4]), number(&cells[5]));
+    // The pool's fee (0.3 %) is inside the value of a live swap.
+    crate::helpers::trades::assert_adds_up("the home page", amount, price, value, value * 0.004);
+    assert!(
+        !cells[6].trim().is_empty() && cells[6] != "—",
+        "a reason: {cells:?}"
+    );
+    let board = browser.text("#board tbody").await;
+    assert!(
+        board.contains("Demo "),
+        "the board names the agents: {board}"
+    );
+    browser.screenshot("home-demo-trading").await;
     browser.close().await;
 }
 

@@ -26,6 +26,7 @@ mod cli;
 mod connections;
 mod contract_edges;
 mod contract_shapes;
+mod demo;
 mod dungeon;
 mod dungeon_ops;
 mod entry_rules;

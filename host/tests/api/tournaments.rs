@@ -278,6 +278,10 @@ async fn series_create_the_open_and_the_next_window_once() {
 
 #[tokio::test]
 async fn a_fresh_embedded_install_has_a_free_live_and_a_paid_upcoming_demo() {
+    if std::env::var("TEST_DATABASE_URL").is_ok_and(|url| !url.is_empty()) {
+        // PostgreSQL never gets demo data (crate::demo; tested in demo.rs).
+        return;
+    }
     let app = TestApp::spawn_with(|config| config.demo_data = true).await;
     let live = app
         .get("/api/tournaments?status=live", Auth::None)

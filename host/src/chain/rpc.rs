@@ -296,10 +296,17 @@ impl RpcClient {
         loop {
             let before = all.last().map(|s| s.signature.clone());
             let page = self
-                .get_signatures_page(address, before.as_deref(), None, SIGNATURES_PAGE, commitment)
+                .get_signatures_page(
+                    address,
+                    before.as_deref(),
+                    None,
+                    SIGNATURES_PAGE,
+                    commitment,
+                )
                 .await?;
             let full = page.len() >= SIGNATURES_PAGE;
-            let newer: Vec<SignatureInfo> = page.into_iter().take_while(|s| s.slot > slot).collect();
+            let newer: Vec<SignatureInfo> =
+                page.into_iter().take_while(|s| s.slot > slot).collect();
             let reached = newer.len() < SIGNATURES_PAGE;
             all.extend(newer);
             if !full || reached {

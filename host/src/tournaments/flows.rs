@@ -139,7 +139,8 @@ fn pool_legs(tx: &Value, keys: &[(String, bool)], venues: &Venues) -> Option<(i1
     let sol = index(&venues.pool_sol_vault)?;
     let usdc = index(&venues.pool_usdc_vault)?;
     let vault_lamports = lamport_delta(tx, sol);
-    let vault_stable = token_at(tx, "postTokenBalances", usdc) - token_at(tx, "preTokenBalances", usdc);
+    let vault_stable =
+        token_at(tx, "postTokenBalances", usdc) - token_at(tx, "preTokenBalances", usdc);
     if !opposite(vault_lamports, vault_stable) {
         return None;
     }
@@ -297,7 +298,12 @@ mod tests {
         let memo = tx(&[(W, true)], &[10_000], &[5_000], 5_000);
         let e = effect(&memo, W, MINT, &Venues::known());
         assert_eq!((e.lamports, e.is_flow()), (-5_000, false));
-        let mut failed = tx(&[(W, true), ("Other", false)], &[10_000, 0], &[5_000, 0], 5_000);
+        let mut failed = tx(
+            &[(W, true), ("Other", false)],
+            &[10_000, 0],
+            &[5_000, 0],
+            5_000,
+        );
         failed["meta"]["err"] = json!({"InstructionError": [0, {"Custom": 1}]});
         assert!(!effect(&failed, W, MINT, &Venues::known()).is_flow());
     }
@@ -320,8 +326,10 @@ mod tests {
             balance(1, MINT, "Funder", 1_000_000_000),
             balance(3, MINT, W, 6_000_000)
         ]);
-        bare["meta"]["postTokenBalances"] =
-            json!([balance(1, MINT, "Funder", 0), balance(3, MINT, W, 1_006_000_000)]);
+        bare["meta"]["postTokenBalances"] = json!([
+            balance(1, MINT, "Funder", 0),
+            balance(3, MINT, W, 1_006_000_000)
+        ]);
         assert_eq!(flow_of(&bare), flow(0, 1_000_000_000));
     }
 
@@ -343,11 +351,30 @@ mod tests {
         let mut closed = tx(
             &[(W, true), ("Ata", false)],
             &[1_000_000, 5_002_039_280],
-            &[5_002_034_280, 0],
+            &[5_003_034_280, 0],
             5_000,
         );
         closed["meta"]["preTokenBalances"] = json!([balance(1, MINT, W, 0)]);
         assert_eq!(flow_of(&closed), flow(0, 0));
+    }
+
+    #[test]
+    fn a_mint_the_tournament_does_not_value_is_no_holding() {
+        let mut other = tx(
+            &[
+                ("Funder", true),
+                ("FunderBonk", false),
+                ("WalletBonk", false),
+            ],
+            &[10_000, 2_039_280, 2_039_280],
+            &[5_000, 2_039_280, 2_039_280],
+            5_000,
+        );
+        other["meta"]["preTokenBalances"] =
+            json!([balance(1, "Bonk", "Funder", 500), balance(2, "Bonk", W, 0)]);
+        other["meta"]["postTokenBalances"] =
+            json!([balance(1, "Bonk", "Funder", 0), balance(2, "Bonk", W, 500)]);
+        assert_eq!(flow_of(&other), flow(0, 0));
     }
 
     /// A pool transaction: [wallet, pool state, SOL vault, USDC vault, wallet's USDC, extra…].
@@ -405,7 +432,7 @@ mod tests {
             (15_000 * USDC, 14_852 * USDC),
             (0, 1_148 * USDC),
         );
-        assert_eq!(flow_of(&bundled), flow(0, 1_000 * USDC));
+        assert_eq!(flow_of(&bundled), flow(0, 1_000 * USDC as i128));
         // Someone else's swap whose output lands in the wallet's account is a gift.
         let gift = pool_tx(
             "Funder",
@@ -414,7 +441,7 @@ mod tests {
             (15_000 * USDC, 14_852 * USDC),
             (0, 148 * USDC),
         );
-        assert_eq!(flow_of(&gift), flow(0, 148 * USDC));
+        assert_eq!(flow_of(&gift), flow(0, 148 * USDC as i128));
     }
 
     #[test]
@@ -446,7 +473,12 @@ mod tests {
     #[test]
     fn a_jupiter_route_is_a_trade_through_its_vaults_only() {
         let mut route = tx(
-            &[(W, true), ("WalletAta", false), ("VaultA", false), ("VaultB", false)],
+            &[
+                (W, true),
+                ("WalletAta", false),
+                ("VaultA", false),
+                ("VaultB", false),
+            ],
             &[10 * SOL, 2_039_280, 2_039_280, 2_039_280],
             &[9 * SOL - 5_000, 2_039_280, 2_039_280, 2_039_280],
             5_000,

@@ -654,7 +654,10 @@ async fn a_bare_transfer_checked_into_an_existing_account_is_a_deposit_not_profi
     );
     for row in &rows {
         assert!(close(row["netFlows"].as_f64().unwrap(), 1_000.0), "{row}");
-        assert!(close(row["pnl"].as_f64().unwrap(), 0.0), "a deposit is no profit: {row}");
+        assert!(
+            close(row["pnl"].as_f64().unwrap(), 0.0),
+            "a deposit is no profit: {row}"
+        );
         assert!(close(row["pnlPercent"].as_f64().unwrap(), 0.0), "{row}");
     }
     // Under `disqualify` the bare deposit takes the wallet off the board, naming the transaction.
@@ -729,7 +732,10 @@ async fn a_transfer_into_a_second_account_opened_by_someone_else_is_a_deposit() 
         "{row}"
     );
     let pnl = row["pnl"].as_f64().unwrap();
-    assert!(pnl < 0.0 && pnl > -1.0, "only the swap's fee and impact: {row}");
+    assert!(
+        pnl < 0.0 && pnl > -1.0,
+        "only the swap's fee and impact: {row}"
+    );
     assert_eq!(flows_recorded(&app, "trn_second").await, 2);
 }
 

@@ -746,7 +746,10 @@ fn close_account(program: &Pubkey, metas: &[Meta], accounts: &mut Accounts) -> O
         );
     }
     if !target.writable || !destination.writable {
-        return err("InvalidArgument", "account and destination must be writable");
+        return err(
+            "InvalidArgument",
+            "account and destination must be writable",
+        );
     }
     if target.key == destination.key {
         return err(

@@ -71,6 +71,8 @@ pub(crate) struct TokenAccount {
     pub owner: String,
     pub amount: u64,
     pub decimals: u8,
+    /// The account's own lamports (its rent, and the wrapped SOL of a native account).
+    pub lamports: u64,
 }
 
 /// Which token accounts of an owner to list.
@@ -282,6 +284,37 @@ impl RpcClient {
         }
     }
 
+    /// Every signature of `address` in a slot after `slot`, newest first, following `before`
+    /// from page to page and stopping at the first older one.
+    pub(crate) async fn get_signatures_after_slot(
+        &self,
+        address: &str,
+        slot: u64,
+        commitment: &str,
+    ) -> Result<Vec<SignatureInfo>, ChainError> {
+        let mut all: Vec<SignatureInfo> = Vec::new();
+        loop {
+            let before = all.last().map(|s| s.signature.clone());
+            let page = self
+                .get_signatures_page(
+                    address,
+                    before.as_deref(),
+                    None,
+                    SIGNATURES_PAGE,
+                    commitment,
+                )
+                .await?;
+            let full = page.len() >= SIGNATURES_PAGE;
+            let newer: Vec<SignatureInfo> =
+                page.into_iter().take_while(|s| s.slot > slot).collect();
+            let reached = newer.len() < SIGNATURES_PAGE;
+            all.extend(newer);
+            if !full || reached {
+                return Ok(all);
+            }
+        }
+    }
+
     /// SOL balance in lamports.
     pub(crate) async fn get_balance(&self, address: &str) -> Result<u64, ChainError> {
         let balance: WithContext<u64> = self
@@ -357,6 +390,7 @@ impl RpcClient {
                     owner: field(&info["owner"])?,
                     amount: amount["amount"].as_str()?.parse().ok()?,
                     decimals: u8::try_from(amount["decimals"].as_u64()?).ok()?,
+                    lamports: entry["account"]["lamports"].as_u64()?,
                 })
             })
             .collect::<Option<Vec<_>>>()

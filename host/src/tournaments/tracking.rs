@@ -3,21 +3,25 @@
 //! on a schedule (`CRUCIBLE_SNAPSHOT_INTERVAL_SECS`). Each snapshot is a row; a registration
 //! keeps its start and latest values so a leaderboard is one ordered read.
 //!
-//! Each round also reads the wallet's transactions since the last one it accounted for
-//! (`getSignaturesForAddress` + `getTransaction`, the same calls on the simnet and on a real
-//! cluster) and records the external flows among them ([`super::flows`]) once per tournament,
-//! wallet and signature, so a restart or a repeated round never counts one twice. The
-//! registration's cursor moves in the same database transaction as the flows it covers.
-//! How PnL is computed from them: docs/tournaments.md.
+//! Each round also reads the transactions since the last one it accounted for of the wallet
+//! *and of every token account it owns* (`getSignaturesForAddress` + `getTransaction`, the same
+//! calls on the simnet and on a real cluster): a bare token transfer into one of its accounts
+//! never names the wallet. It records the external flows among them ([`super::flows`]) once per
+//! tournament, wallet and signature, so a restart or a repeated round never counts one twice.
+//! Then it reconciles: the change of holdings since the last round that those transactions do
+//! not explain (money that reached the wallet through an account no longer listed, say) is a
+//! flow too. The registration's slot and holdings move in the same database transaction as the
+//! flows they cover. How PnL is computed from them: docs/tournaments.md.
 
 use std::collections::{HashMap, HashSet};
 
 use anyhow::{Context, bail};
 use futures_util::StreamExt;
 
-use super::flows::{self, Movement};
+use super::flows::{self, Venues};
 use super::rules::TransferPolicy;
-use crate::chain::rpc::SignatureInfo;
+use crate::chain::rpc::{SignatureInfo, TokenFilter};
+use crate::chain::tx::{TOKEN_2022_PROGRAM, TOKEN_PROGRAM};
 use crate::clock::to_millis;
 use crate::domain::WalletAddress;
 use crate::events::Event;
@@ -32,20 +36,53 @@ const COMMITMENT: &str = "confirmed";
 /// Reads of one wallet when a transaction keeps landing while it is read.
 const ATTEMPTS: usize = 3;
 
-/// USD value of `wallet` now at `sol_price`: SOL plus the stablecoin at 1. Tokens the
-/// market does not price are left out (they cannot move the ranking either way).
-async fn value_at(state: &AppState, wallet: &WalletAddress, sol_price: f64) -> anyhow::Result<f64> {
-    let portfolio = state
-        .chain
-        .portfolio(wallet)
-        .await
-        .context("reading the portfolio")?;
-    let stable = portfolio.token(state.chain.stablecoin_mint()) as f64 / crate::usdc::UNIT as f64;
-    Ok(portfolio.lamports as f64 / LAMPORTS * sol_price + stable)
+/// What the valuation counts of a wallet: its lamports and those of every token account it owns
+/// (rent and wrapped SOL are SOL it can take back by closing the account), and the stablecoin in
+/// those accounts. Other tokens are not valued (no market prices them), so they cannot move the
+/// ranking either way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Holdings {
+    lamports: u64,
+    stable_raw: u64,
+    /// Every token account the wallet owns (both token programs), sorted.
+    token_accounts: Vec<String>,
 }
 
-/// USD value of `wallet` now: SOL at the price source's price (the simnet pool, or Pyth on an
-/// external cluster) plus the stablecoin at 1.
+impl Holdings {
+    fn value(&self, sol_price: f64) -> f64 {
+        self.lamports as f64 / LAMPORTS * sol_price
+            + self.stable_raw as f64 / crate::usdc::UNIT as f64
+    }
+}
+
+async fn holdings(state: &AppState, wallet: &WalletAddress) -> anyhow::Result<Holdings> {
+    let rpc = state.chain.rpc();
+    let owner = wallet.as_str();
+    let (lamports, classic, token_2022) = tokio::try_join!(
+        rpc.get_balance(owner),
+        rpc.get_token_accounts_by_owner(owner, TokenFilter::Program(TOKEN_PROGRAM)),
+        rpc.get_token_accounts_by_owner(owner, TokenFilter::Program(TOKEN_2022_PROGRAM)),
+    )
+    .context("reading the holdings")?;
+    let mint = state.chain.stablecoin_mint();
+    let mut held = Holdings {
+        lamports,
+        stable_raw: 0,
+        token_accounts: Vec::new(),
+    };
+    for account in classic.into_iter().chain(token_2022) {
+        held.lamports = held.lamports.saturating_add(account.lamports);
+        if account.mint == mint {
+            held.stable_raw = held.stable_raw.saturating_add(account.amount);
+        }
+        held.token_accounts.push(account.address);
+    }
+    held.token_accounts.sort();
+    Ok(held)
+}
+
+/// USD value of `wallet` now: SOL (its own and its token accounts' lamports) at the price
+/// source's price (the simnet pool, or Pyth on an external cluster) plus the stablecoin at 1.
 pub async fn wallet_value(state: &AppState, wallet: &str) -> anyhow::Result<f64> {
     let address = WalletAddress::parse(wallet).map_err(anyhow::Error::msg)?;
     let sol_price = state
@@ -54,13 +91,16 @@ pub async fn wallet_value(state: &AppState, wallet: &str) -> anyhow::Result<f64>
         .sol_usd()
         .await
         .context("pricing SOL")?;
-    value_at(state, &address, sol_price).await
+    Ok(holdings(state, &address).await?.value(sol_price))
 }
 
 /// One external flow, as recorded.
 #[derive(Debug, Clone)]
 struct Flow {
+    /// The transaction, or for a change no transaction explains, a key of its own.
     signature: String,
+    /// Whether a transaction carried it (`false`: found by reconciling the holdings).
+    explained: bool,
     slot: i64,
     occurred_at: i64,
     lamports: i128,
@@ -72,9 +112,10 @@ struct Flow {
 #[derive(Debug)]
 struct Observation {
     value: f64,
-    /// The newest signature accounted for after this round.
-    cursor: Option<String>,
-    /// External flows since the previous cursor, oldest first.
+    held: Holdings,
+    /// The newest slot accounted for after this round.
+    flow_slot: u64,
+    /// External flows since the previous round, oldest first.
     flows: Vec<Flow>,
 }
 
@@ -83,85 +124,117 @@ struct Observation {
 struct Tracked {
     /// `None` until the baseline is taken: this round takes it (and records no flows).
     baseline_at: Option<i64>,
-    cursor: Option<String>,
+    /// The slot and holdings the last round saw; `None` before the baseline, or for a
+    /// registration tracked before holdings were kept (it re-anchors without a flow).
+    since: Option<(u64, i128, i128)>,
 }
 
-fn newest(page: &[SignatureInfo]) -> Option<String> {
-    page.first().map(|s| s.signature.clone())
+/// The key of a change no transaction explains, found by the round at `taken_at`.
+fn unexplained_key(taken_at: i64) -> String {
+    format!("unexplained-at-{taken_at}")
 }
 
-/// Read `wallet`'s new transactions and value it, consistently: if a transaction landed while
-/// it was being read, read again, so the value and the flows describe the same history.
+/// Read `wallet`'s holdings and the transactions of every account it holds, consistently: if
+/// the holdings changed while the history was read, read again, so the value and the flows
+/// describe the same history.
 async fn observe(
     state: &AppState,
     wallet: &str,
     tracked: &Tracked,
     sol_price: f64,
-    swap_programs: &[String],
+    taken_at: i64,
+    venues: &Venues,
 ) -> anyhow::Result<Observation> {
     let address = WalletAddress::parse(wallet).map_err(anyhow::Error::msg)?;
     let rpc = state.chain.rpc();
     for _ in 0..ATTEMPTS {
-        let since = match tracked.baseline_at {
-            // The baseline: everything before it is history, not flow.
-            None => {
-                rpc.get_signatures_page(wallet, None, None, 1, COMMITMENT)
-                    .await?
-            }
-            Some(_) => {
-                rpc.get_signatures_since(wallet, tracked.cursor.as_deref(), COMMITMENT)
-                    .await?
-            }
-        };
-        let value = value_at(state, &address, sol_price).await?;
-        let after = rpc
-            .get_signatures_page(wallet, None, None, 1, COMMITMENT)
-            .await?;
-        let cursor = newest(&since).or_else(|| tracked.cursor.clone());
-        if newest(&after) != cursor {
+        let before = holdings(state, &address).await?;
+        let followed: Vec<&str> = std::iter::once(wallet)
+            .chain(before.token_accounts.iter().map(String::as_str))
+            .collect();
+        let mut history: Vec<SignatureInfo> = Vec::new();
+        for account in &followed {
+            let page = match tracked.since {
+                // The baseline (or a re-anchor): everything before it is history, not flow;
+                // only the newest slot matters.
+                None => {
+                    rpc.get_signatures_page(account, None, None, 1, COMMITMENT)
+                        .await?
+                }
+                Some((slot, ..)) => {
+                    rpc.get_signatures_after_slot(account, slot, COMMITMENT)
+                        .await?
+                }
+            };
+            history.extend(page);
+        }
+        let held = holdings(state, &address).await?;
+        if held != before {
             continue;
         }
-        if tracked.baseline_at.is_none() {
+        let newest = history.iter().map(|s| s.slot).max().unwrap_or(0);
+        let value = held.value(sol_price);
+        let Some((last_slot, last_lamports, last_stable)) = tracked.since else {
             return Ok(Observation {
                 value,
-                cursor,
+                held,
+                flow_slot: newest,
                 flows: Vec::new(),
             });
-        }
+        };
+        // One transaction is often listed under several accounts: each counts once, oldest
+        // first.
+        history.sort_by(|a, b| (a.slot, &a.signature).cmp(&(b.slot, &b.signature)));
+        history.dedup_by(|a, b| a.signature == b.signature);
         let mut found = Vec::new();
-        for info in since.iter().rev() {
-            if info.err.is_some() {
-                // A failed transaction moved nothing but its fee.
-                continue;
-            }
+        let (mut lamports, mut stable_raw) = (0i128, 0i128);
+        for info in &history {
             let tx = rpc
                 .get_transaction(&info.signature, COMMITMENT)
                 .await?
                 .with_context(|| format!("transaction {} is not visible yet", info.signature))?;
-            if let Movement::Flow {
-                lamports,
-                stable_raw,
-            } = flows::classify(&tx, wallet, state.chain.stablecoin_mint(), swap_programs)
-            {
-                let occurred_at = info.block_time.map_or(0, |t| t.saturating_mul(1000));
-                let price = if lamports == 0 {
-                    sol_price
-                } else {
-                    price_of_its_time(state, info.slot, occurred_at, sol_price).await
-                };
-                found.push(Flow {
-                    signature: info.signature.clone(),
-                    slot: i64::try_from(info.slot).unwrap_or(i64::MAX),
-                    occurred_at,
-                    lamports,
-                    stable_raw,
-                    value_usd: flows::value_usd(lamports, stable_raw, price),
-                });
+            let effect = flows::effect(&tx, wallet, state.chain.stablecoin_mint(), venues);
+            lamports += effect.lamports;
+            stable_raw += effect.stable_raw;
+            if !effect.is_flow() {
+                continue;
             }
+            let occurred_at = info.block_time.map_or(0, |t| t.saturating_mul(1000));
+            let price = if effect.flow_lamports == 0 {
+                sol_price
+            } else {
+                price_of_its_time(state, info.slot, occurred_at, sol_price).await
+            };
+            found.push(Flow {
+                signature: info.signature.clone(),
+                explained: true,
+                slot: i64::try_from(info.slot).unwrap_or(i64::MAX),
+                occurred_at,
+                lamports: effect.flow_lamports,
+                stable_raw: effect.flow_stable_raw,
+                value_usd: flows::value_usd(effect.flow_lamports, effect.flow_stable_raw, price),
+            });
+        }
+        let flow_slot = newest.max(last_slot);
+        // Reconcile: what the holdings did that the transactions read do not account for
+        // reached the wallet (or left it) some other way, and is a flow as well.
+        let unexplained_lamports = i128::from(held.lamports) - last_lamports - lamports;
+        let unexplained_stable = i128::from(held.stable_raw) - last_stable - stable_raw;
+        if unexplained_lamports != 0 || unexplained_stable != 0 {
+            found.push(Flow {
+                signature: unexplained_key(taken_at),
+                explained: false,
+                slot: i64::try_from(flow_slot).unwrap_or(i64::MAX),
+                occurred_at: taken_at,
+                lamports: unexplained_lamports,
+                stable_raw: unexplained_stable,
+                value_usd: flows::value_usd(unexplained_lamports, unexplained_stable, sol_price),
+            });
         }
         return Ok(Observation {
             value,
-            cursor,
+            held,
+            flow_slot,
             flows: found,
         });
     }
@@ -190,11 +263,19 @@ async fn price_of_its_time(state: &AppState, slot: u64, occurred_at: i64, round_
 /// Why a wallet is off the board under the `disqualify` policy.
 fn disqualification(flow: &Flow) -> String {
     let direction = if flow.value_usd >= 0.0 { "in" } else { "out" };
-    format!(
-        "external flow {direction} of {:.2} USD after the baseline (transaction {})",
-        flow.value_usd.abs(),
-        flow.signature
-    )
+    if flow.explained {
+        format!(
+            "external flow {direction} of {:.2} USD after the baseline (transaction {})",
+            flow.value_usd.abs(),
+            flow.signature
+        )
+    } else {
+        format!(
+            "external flow {direction} of {:.2} USD after the baseline (a change of holdings that no transaction of the wallet's accounts explains, up to slot {})",
+            flow.value_usd.abs(),
+            flow.slot
+        )
+    }
 }
 
 /// Which wallets a round covers.
@@ -225,8 +306,10 @@ pub(crate) async fn snapshot_wallets(
             .await?;
     let policy = TransferPolicy::from_stored(&policy);
     let wanted: HashSet<&str> = wallets.iter().map(String::as_str).collect();
-    let rows: Vec<(String, Option<i64>, Option<String>)> = sqlx::query_as(
-        "SELECT wallet, baseline_at, flow_cursor FROM tournament_registrations WHERE tournament_id = $1",
+    type Row = (String, Option<i64>, Option<i64>, Option<i64>, Option<i64>);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT wallet, baseline_at, flow_slot, held_lamports, held_stable_raw
+         FROM tournament_registrations WHERE tournament_id = $1",
     )
     .bind(tournament_id)
     .fetch_all(state.store.read())
@@ -235,14 +318,16 @@ pub(crate) async fn snapshot_wallets(
     let tracked: HashMap<String, Tracked> = rows
         .into_iter()
         .filter(|(wallet, ..)| wanted.contains(wallet.as_str()))
-        .map(|(wallet, baseline_at, cursor)| {
-            (
-                wallet,
-                Tracked {
-                    baseline_at,
-                    cursor,
-                },
-            )
+        .map(|(wallet, baseline_at, slot, lamports, stable)| {
+            let since = match (baseline_at, slot, lamports, stable) {
+                (Some(_), Some(slot), Some(lamports), Some(stable)) => Some((
+                    u64::try_from(slot).unwrap_or_default(),
+                    i128::from(lamports),
+                    i128::from(stable),
+                )),
+                _ => None,
+            };
+            (wallet, Tracked { baseline_at, since })
         })
         .collect();
     let mut valued = 0;
@@ -255,11 +340,11 @@ pub(crate) async fn snapshot_wallets(
             .sol_usd()
             .await
             .context("pricing SOL")?;
-        let swap_programs = flows::swap_programs();
-        let swap_programs = &swap_programs;
+        let venues = Venues::known();
+        let venues = &venues;
         observations = futures_util::stream::iter(tracked)
             .map(|(wallet, tracked)| async move {
-                let seen = observe(state, &wallet, &tracked, sol_price, swap_programs).await;
+                let seen = observe(state, &wallet, &tracked, sol_price, taken_at, venues).await;
                 (wallet, tracked, seen)
             })
             .buffer_unordered(CONCURRENT_READS)
@@ -353,19 +438,22 @@ async fn record(
     sqlx::query(
         "UPDATE tournament_registrations
          SET start_value_usd = COALESCE(start_value_usd, $1), baseline_at = COALESCE(baseline_at, $2),
-             current_value_usd = $1, snapshot_at = $2, flow_cursor = $3,
+             current_value_usd = $1, snapshot_at = $2, flow_slot = $3,
+             held_lamports = $9, held_stable_raw = $10,
              net_flows_usd = net_flows_usd + $4, flow_time_usd = flow_time_usd + $5,
              disqualified_reason = COALESCE(disqualified_reason, $6)
          WHERE tournament_id = $7 AND wallet = $8",
     )
     .bind(seen.value)
     .bind(taken_at)
-    .bind(&seen.cursor)
+    .bind(i64::try_from(seen.flow_slot).unwrap_or(i64::MAX))
     .bind(net)
     .bind(timed)
     .bind(reason)
     .bind(tournament_id)
     .bind(wallet)
+    .bind(i64::try_from(seen.held.lamports).unwrap_or(i64::MAX))
+    .bind(i64::try_from(seen.held.stable_raw).unwrap_or(i64::MAX))
     .execute(&mut *tx)
     .await?;
     sqlx::query(

@@ -19,6 +19,13 @@ async fn board(app: &TestApp, id: &str) -> Value {
     response.body
 }
 
+/// What a wallet holding `usdc` in one token account is worth at the pool's price now: the
+/// stablecoin and the account's rent, which is SOL the wallet can take back by closing it.
+async fn worth_with_one_account(app: &TestApp, usdc: f64) -> f64 {
+    let price = app.state.chain.price_source().sol_usd().await.unwrap();
+    usdc + 2_039_280.0 / 1e9 * price
+}
+
 fn wallets(board: &Value) -> Vec<String> {
     board["entries"]
         .as_array()
@@ -53,9 +60,10 @@ async fn joining_live_sets_a_baseline_and_snapshots_rank_by_pnl_percent() {
         app.advance(Duration::seconds(1));
     }
     let baseline = board(&app, "trn_b").await;
-    assert_eq!(
-        baseline["entries"][0]["startValue"], 100.0,
-        "baseline taken at registration"
+    let start = baseline["entries"][0]["startValue"].as_f64().unwrap();
+    assert!(
+        (start - worth_with_one_account(&app, 100.0).await).abs() < 1e-9,
+        "baseline taken at registration: {start}"
     );
     assert_eq!(baseline["stale"], false);
 
@@ -165,7 +173,8 @@ async fn start_takes_the_baseline_and_end_freezes_the_final_standings() {
             .expect("entry")["startValue"]
             .clone()
     };
-    assert_eq!(start_of(&a), 100.0);
+    let started_at = worth_with_one_account(&app, 100.0).await;
+    assert!((start_of(&a).as_f64().unwrap() - started_at).abs() < 1e-9);
     assert!(start_of(&own).as_f64().unwrap() > 10.0, "10 USDC and 1 SOL");
 
     app.pump_sol(41_421_000_000).await; // SOL doubles: only `own` holds any
@@ -212,7 +221,8 @@ async fn performance_series_follow_the_snapshots_and_are_bounded() {
     assert_eq!(series[0]["wallet"], a);
     let points = series[0]["points"].as_array().expect("points");
     assert_eq!(points.len(), 7, "baseline + six snapshots");
-    assert_eq!(points[6]["valueUsd"], 106.0);
+    let worth = worth_with_one_account(&app, 106.0).await;
+    assert!((points[6]["valueUsd"].as_f64().unwrap() - worth).abs() < 1e-9);
 
     let one = app
         .get(

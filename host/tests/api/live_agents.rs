@@ -533,8 +533,21 @@ async fn live_agents_entered_in_a_tournament_are_ranked_by_their_wallets_on_chai
         let shown = row["currentValue"].as_f64().expect("currentValue");
         assert!((shown - on_chain).abs() < 1e-6, "{shown} vs {on_chain}");
         let (lamports, usdc) = balances(&app, wallet).await;
-        let by_hand =
-            lamports as f64 / SOL as f64 * pool_price(&app).await + usdc as f64 / USDC as f64;
+        // The rent of the wallet's token accounts is its SOL too (docs/tournaments.md).
+        let accounts = app
+            .rpc_result(
+                "getTokenAccountsByOwner",
+                json!([wallet, {"programId": crucible::chain::tx::TOKEN_PROGRAM}, {"encoding": "jsonParsed"}]),
+            )
+            .await;
+        let rent: u64 = accounts["value"]
+            .as_array()
+            .expect("accounts")
+            .iter()
+            .filter_map(|a| a["account"]["lamports"].as_u64())
+            .sum();
+        let by_hand = (lamports + rent) as f64 / SOL as f64 * pool_price(&app).await
+            + usdc as f64 / USDC as f64;
         assert!((shown - by_hand).abs() < 1e-6, "{shown} vs {by_hand}");
     }
     let pnl = |row: &Value| row["pnlPercent"].as_f64().expect("pnlPercent");

@@ -2,11 +2,14 @@
 //! baseline are flows (not profit) and are counted once however often a round runs; a swap is
 //! a trade; `disqualify` takes a depositor off the board and its prize goes to the next wallet;
 //! each evaluation metric ranks crafted series as its formula says; a round that cannot value
-//! the wallets leaves the board stale.
+//! the wallets leaves the board stale. Money that arrives without naming the wallet (a bare
+//! token transfer, an account opened for it by someone else, a deposit bundled with a swap,
+//! lamports through a closed account, an account gone before the round) is a flow too.
 
 use chrono::Duration;
 use crucible::chain::Keypair;
 use crucible::chain::pool::Direction;
+use crucible::chain::tx::{self, instructions};
 use crucible::domain::WalletAddress;
 use crucible::tournaments::rules::{EvaluationMetric, TransferPolicy};
 use serde_json::{Value, json};
@@ -507,4 +510,369 @@ async fn an_unconfigured_market_seed_is_drawn_once_and_kept_with_the_data() {
         "a configured seed wins"
     );
     assert_eq!(stored().await, first);
+}
+
+// Money that reaches a wallet without naming it: flows are found through every account the
+// wallet holds and by reconciling its holdings, not only through `getSignaturesForAddress` of
+// the wallet itself.
+
+/// Rent of a 165-byte token account.
+const TOKEN_ACCOUNT_RENT: u64 = 2_039_280;
+
+fn stable_mint(app: &TestApp) -> tx::Pubkey {
+    app.state.chain.stablecoin_mint().parse().unwrap()
+}
+
+fn ata_of(app: &TestApp, owner: &tx::Pubkey) -> tx::Pubkey {
+    tx::associated_token_address(owner, &stable_mint(app), &tx::token_program())
+}
+
+/// A wallet outside every tournament holding 10 SOL and `usdc_raw` in its associated account.
+async fn funder(app: &TestApp, usdc_raw: u64) -> Keypair {
+    let funder = Keypair::generate();
+    app.airdrop(&funder.pubkey().to_string(), 10 * SOL, usdc_raw)
+        .await;
+    funder
+}
+
+/// `TransferChecked` of `amount` stablecoin from `source` (owned by `owner`) to `destination`.
+fn transfer_checked(
+    app: &TestApp,
+    owner: &Keypair,
+    source: &tx::Pubkey,
+    destination: &tx::Pubkey,
+    amount: u64,
+) -> tx::message::Instruction {
+    instructions::token_transfer_checked(
+        &tx::token_program(),
+        source,
+        &stable_mint(app),
+        destination,
+        &owner.pubkey(),
+        amount,
+        6,
+    )
+}
+
+/// The instructions by which `payer` opens a token account (not an associated one) of the
+/// stablecoin at `account` for `owner`, funding it with `lamports`.
+fn open_account_for(
+    app: &TestApp,
+    payer: &Keypair,
+    account: &Keypair,
+    owner: &tx::Pubkey,
+    lamports: u64,
+) -> [tx::message::Instruction; 2] {
+    [
+        instructions::system_create_account(
+            &payer.pubkey(),
+            &account.pubkey(),
+            lamports,
+            165,
+            &tx::token_program(),
+        ),
+        instructions::token_initialize_account3(
+            &tx::token_program(),
+            &account.pubkey(),
+            &stable_mint(app),
+            owner,
+        ),
+    ]
+}
+
+async fn sol_price(app: &TestApp) -> f64 {
+    app.state.chain.price_source().sol_usd().await.unwrap()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
+}
+
+#[tokio::test]
+async fn a_bare_transfer_checked_into_an_existing_account_is_a_deposit_not_profit() {
+    let app = TestApp::spawn().await;
+    app.create_tournament(app.new_tournament("trn_bare", 0, 100, -Duration::minutes(1), 24))
+        .await;
+    let mut dq = app.new_tournament("trn_bare_dq", 0, 100, -Duration::minutes(1), 24);
+    dq.transfer_policy = TransferPolicy::Disqualify;
+    app.create_tournament(dq).await;
+    let (by_cli, bare) = (Keypair::generate(), Keypair::generate());
+    for wallet in [&by_cli, &bare] {
+        let address = wallet.pubkey().to_string();
+        app.airdrop(&address, 40_000_000, 100 * USDC).await;
+        app.register_free("trn_bare", &address).await;
+        app.register_free("trn_bare_dq", &address).await;
+    }
+    let funder = funder(&app, 2_000 * USDC).await;
+    app.advance(Duration::minutes(5));
+    // One deposit the way the wallet CLI sends it (it names the wallet)…
+    app.state
+        .chain
+        .transfer_token(
+            &funder,
+            &WalletAddress::parse(&by_cli.pubkey().to_string()).unwrap(),
+            app.state.chain.stablecoin_mint(),
+            1_000 * USDC,
+            "deposit",
+        )
+        .await
+        .expect("deposit");
+    // …and one bare TransferChecked into the existing account, signed by the funder only: the
+    // wallet's address is nowhere in it.
+    let signature = app
+        .send_as(
+            &funder,
+            &[transfer_checked(
+                &app,
+                &funder,
+                &ata_of(&app, &funder.pubkey()),
+                &ata_of(&app, &bare.pubkey()),
+                1_000 * USDC,
+            )],
+        )
+        .await;
+    snapshot(&app).await;
+    let ranked = board(&app, "trn_bare").await;
+    let rows: Vec<Value> = ranked["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let who = if e["wallet"] == bare.pubkey().to_string() {
+                "bare transferChecked"
+            } else {
+                "counted flow (CLI)"
+            };
+            json!({"funded by": who, "startValue": e["startValue"], "currentValue": e["currentValue"],
+                   "netFlows": e["netFlows"], "pnl": e["pnl"], "pnlPercent": e["pnlPercent"],
+                   "rank": e["rank"]})
+        })
+        .collect();
+    println!(
+        "board after both deposits:\n{}",
+        serde_json::to_string_pretty(&rows).unwrap()
+    );
+    for row in &rows {
+        assert!(close(row["netFlows"].as_f64().unwrap(), 1_000.0), "{row}");
+        assert!(
+            close(row["pnl"].as_f64().unwrap(), 0.0),
+            "a deposit is no profit: {row}"
+        );
+        assert!(close(row["pnlPercent"].as_f64().unwrap(), 0.0), "{row}");
+    }
+    // Under `disqualify` the bare deposit takes the wallet off the board, naming the transaction.
+    let strict = board(&app, "trn_bare_dq").await;
+    let off = entry(&strict, &bare.pubkey().to_string());
+    assert_eq!(off["disqualified"], true, "{off}");
+    let reason = off["disqualifiedReason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("external flow in of 1000.00 USD") && reason.contains(&signature),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn a_transfer_into_a_second_account_opened_by_someone_else_is_a_deposit() {
+    let app = TestApp::spawn().await;
+    let wallet = live_with_wallet(&app, "trn_second").await;
+    let w = wallet.pubkey().to_string();
+    let funder = funder(&app, 2_000 * USDC).await;
+    app.advance(Duration::minutes(5));
+    let second = Keypair::generate();
+    let [create, initialize] =
+        open_account_for(&app, &funder, &second, &wallet.pubkey(), TOKEN_ACCOUNT_RENT);
+    let deposit = transfer_checked(
+        &app,
+        &funder,
+        &ata_of(&app, &funder.pubkey()),
+        &second.pubkey(),
+        1_000 * USDC,
+    );
+    app.send_signed_by(&funder, &[&second], &[create, initialize, deposit])
+        .await;
+    let price = sol_price(&app).await;
+    snapshot(&app).await;
+    let row = entry(&board(&app, "trn_second").await, &w).clone();
+    let opened = 1_000.0 + TOKEN_ACCOUNT_RENT as f64 / SOL as f64 * price;
+    assert!(
+        close(row["netFlows"].as_f64().unwrap(), opened),
+        "{opened}: {row}"
+    );
+    assert!(close(row["pnl"].as_f64().unwrap(), 0.0), "{row}");
+
+    // A later deposit into that account is found through its own signatures.
+    app.advance(Duration::minutes(5));
+    app.send_as(
+        &funder,
+        &[transfer_checked(
+            &app,
+            &funder,
+            &ata_of(&app, &funder.pubkey()),
+            &second.pubkey(),
+            500 * USDC,
+        )],
+    )
+    .await;
+    // A swap whose output lands in that (non-associated) account is a trade.
+    app.send_as(
+        &wallet,
+        &[crucible::chain::pool::swap(
+            &wallet.pubkey(),
+            &second.pubkey(),
+            Direction::SellSol,
+            SOL / 10,
+            0,
+        )],
+    )
+    .await;
+    snapshot(&app).await;
+    let row = entry(&board(&app, "trn_second").await, &w).clone();
+    assert!(
+        close(row["netFlows"].as_f64().unwrap(), opened + 500.0),
+        "{row}"
+    );
+    let pnl = row["pnl"].as_f64().unwrap();
+    assert!(
+        pnl < 0.0 && pnl > -1.0,
+        "only the swap's fee and impact: {row}"
+    );
+    assert_eq!(flows_recorded(&app, "trn_second").await, 2);
+}
+
+#[tokio::test]
+async fn a_deposit_bundled_with_a_swap_is_still_a_deposit() {
+    let app = TestApp::spawn().await;
+    let wallet = live_with_wallet(&app, "trn_bundle").await;
+    let w = wallet.pubkey().to_string();
+    let funder = funder(&app, 2_000 * USDC).await;
+    app.advance(Duration::minutes(5));
+    let deposit = transfer_checked(
+        &app,
+        &funder,
+        &ata_of(&app, &funder.pubkey()),
+        &ata_of(&app, &wallet.pubkey()),
+        1_000 * USDC,
+    );
+    let swap = crucible::chain::pool::swap(
+        &wallet.pubkey(),
+        &ata_of(&app, &wallet.pubkey()),
+        Direction::SellUsdc,
+        USDC,
+        0,
+    );
+    app.send_signed_by(&wallet, &[&funder], &[deposit, swap])
+        .await;
+    snapshot(&app).await;
+    let row = entry(&board(&app, "trn_bundle").await, &w).clone();
+    assert!(close(row["netFlows"].as_f64().unwrap(), 1_000.0), "{row}");
+    let pnl = row["pnl"].as_f64().unwrap();
+    assert!(
+        pnl < 0.0 && pnl > -0.1,
+        "the tiny swap's fee, never the deposit: {row}"
+    );
+}
+
+#[tokio::test]
+async fn lamports_arriving_through_a_closed_account_are_a_deposit() {
+    let app = TestApp::spawn().await;
+    let wallet = live_with_wallet(&app, "trn_close").await;
+    let w = wallet.pubkey().to_string();
+    let funder = funder(&app, 0).await;
+    app.advance(Duration::minutes(5));
+    // The funder opens an account for the wallet holding 5 SOL more than its rent; the
+    // wallet's address is only in the instruction data.
+    let stuffed = Keypair::generate();
+    let lamports = 5 * SOL + TOKEN_ACCOUNT_RENT;
+    app.send_signed_by(
+        &funder,
+        &[&stuffed],
+        &open_account_for(&app, &funder, &stuffed, &wallet.pubkey(), lamports),
+    )
+    .await;
+    let price = sol_price(&app).await;
+    snapshot(&app).await;
+    let gift = lamports as f64 / SOL as f64 * price;
+    let row = entry(&board(&app, "trn_close").await, &w).clone();
+    assert!(close(row["netFlows"].as_f64().unwrap(), gift), "{row}");
+    // The wallet closes it into itself: its own SOL moving, no flow and no gain.
+    app.advance(Duration::minutes(5));
+    app.send_as(
+        &wallet,
+        &[instructions::token_close_account(
+            &tx::token_program(),
+            &stuffed.pubkey(),
+            &wallet.pubkey(),
+            &wallet.pubkey(),
+        )],
+    )
+    .await;
+    snapshot(&app).await;
+    let row = entry(&board(&app, "trn_close").await, &w).clone();
+    assert!(close(row["netFlows"].as_f64().unwrap(), gift), "{row}");
+    let pnl = row["pnl"].as_f64().unwrap();
+    assert!(pnl < 0.0 && pnl > -0.01, "only the network fee: {row}");
+}
+
+#[tokio::test]
+async fn money_through_an_account_gone_before_the_round_is_found_by_reconciling() {
+    let app = TestApp::spawn().await;
+    let mut new = app.new_tournament("trn_gone", 0, 100, -Duration::minutes(1), 24);
+    new.transfer_policy = TransferPolicy::Disqualify;
+    app.create_tournament(new).await;
+    let wallet = Keypair::generate();
+    let w = wallet.pubkey().to_string();
+    app.airdrop(&w, SOL, 100 * USDC).await;
+    app.register_free("trn_gone", &w).await;
+    let funder = funder(&app, 2_000 * USDC).await;
+    app.advance(Duration::minutes(5));
+    // Between two rounds: a temporary account is opened for the wallet and funded, then the
+    // wallet moves the money into its own account and closes the temporary one. No round ever
+    // lists the temporary account, and the deposit never names the wallet.
+    let temporary = Keypair::generate();
+    let [create, initialize] = open_account_for(
+        &app,
+        &funder,
+        &temporary,
+        &wallet.pubkey(),
+        TOKEN_ACCOUNT_RENT,
+    );
+    let fund = transfer_checked(
+        &app,
+        &funder,
+        &ata_of(&app, &funder.pubkey()),
+        &temporary.pubkey(),
+        1_000 * USDC,
+    );
+    app.send_signed_by(&funder, &[&temporary], &[create, initialize, fund])
+        .await;
+    let sweep = transfer_checked(
+        &app,
+        &wallet,
+        &temporary.pubkey(),
+        &ata_of(&app, &wallet.pubkey()),
+        1_000 * USDC,
+    );
+    let close_it = instructions::token_close_account(
+        &tx::token_program(),
+        &temporary.pubkey(),
+        &wallet.pubkey(),
+        &wallet.pubkey(),
+    );
+    app.send_as(&wallet, &[sweep, close_it]).await;
+    let price = sol_price(&app).await;
+    snapshot(&app).await;
+    let row = entry(&board(&app, "trn_gone").await, &w).clone();
+    let arrived = 1_000.0 + TOKEN_ACCOUNT_RENT as f64 / SOL as f64 * price;
+    assert!(close(row["netFlows"].as_f64().unwrap(), arrived), "{row}");
+    assert_eq!(row["disqualified"], true, "{row}");
+    let reason = row["disqualifiedReason"].as_str().unwrap();
+    assert!(
+        reason.contains("no transaction of the wallet's accounts explains"),
+        "{reason}"
+    );
+    // Counted once: a repeated round finds nothing new.
+    snapshot(&app).await;
+    let again = entry(&board(&app, "trn_gone").await, &w).clone();
+    assert_eq!(again["netFlows"], row["netFlows"]);
+    assert_eq!(flows_recorded(&app, "trn_gone").await, 1);
 }

@@ -84,7 +84,9 @@ pub(crate) fn owner(kind: &Kind) -> Pubkey {
     match kind {
         Kind::Wallet => tx::system_program(),
         Kind::Vault { .. } | Kind::Pool { .. } => pool::program_id(),
-        Kind::Mint { program, .. } | Kind::Token { program, .. } => *program,
+        Kind::Mint { program, .. }
+        | Kind::Token { program, .. }
+        | Kind::Uninitialized { program, .. } => *program,
     }
 }
 
@@ -92,6 +94,7 @@ pub(crate) fn owner(kind: &Kind) -> Pubkey {
 pub(crate) fn data(kind: &Kind) -> Vec<u8> {
     match kind {
         Kind::Wallet | Kind::Vault { .. } => Vec::new(),
+        Kind::Uninitialized { space, .. } => vec![0; usize::try_from(*space).unwrap_or(0)],
         Kind::Mint {
             decimals,
             supply,

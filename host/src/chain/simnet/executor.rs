@@ -1,8 +1,9 @@
 //! The simnet runtime: executes a decoded message against an in-memory set of accounts, the way
 //! the Solana runtime and the programs Crucible uses would. Pure (no storage, no clock), so the
-//! rules are unit-tested directly: fee payment, System transfer, SPL Token transfer and
-//! transferChecked (Token and Token-2022), associated-token-account creation, Memo, and the
-//! Crucible pool program ([`super::amm`]).
+//! rules are unit-tested directly: fee payment, System transfer and createAccount, SPL Token
+//! transfer, transferChecked, initializeAccount (1, 2, 3) and closeAccount (Token and
+//! Token-2022), associated-token-account creation, Memo, and the Crucible pool program
+//! ([`super::amm`]). An account a transaction closes is absent from its post accounts.
 
 use std::collections::HashMap;
 
@@ -11,7 +12,9 @@ use serde_json::{Value, json};
 use super::compute_budget::{self, BudgetError};
 use super::rent::{self, InsufficientFundsForRent};
 use crate::chain::pool;
-use crate::chain::tx::instructions::{self, AtaInstruction, SystemInstruction, TokenInstruction};
+use crate::chain::tx::instructions::{
+    self, AtaInstruction, InitializeVariant, SystemInstruction, TokenInstruction,
+};
 use crate::chain::tx::{self, Message, Pubkey};
 
 /// Lamports per signature, as on mainnet.
@@ -43,6 +46,9 @@ pub(crate) enum Kind {
     Pool { usdc_mint: Pubkey, lp_supply: u64 },
     /// A pool's SOL vault: lamports owned by the pool program, debited only by the program.
     Vault { pool: Pubkey },
+    /// An account `CreateAccount` made for `program` and no instruction has initialized yet:
+    /// `space` zero bytes.
+    Uninitialized { program: Pubkey, space: u64 },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -344,8 +350,12 @@ fn run(
 fn program_logs(program: &Pubkey, data: &[u8]) -> Vec<String> {
     if tx::is_token_program(program) {
         let name = match data.first() {
+            Some(1) => "InitializeAccount",
             Some(3) => "Transfer",
+            Some(9) => "CloseAccount",
             Some(12) => "TransferChecked",
+            Some(16) => "InitializeAccount2",
+            Some(18) => "InitializeAccount3",
             _ => return vec![],
         };
         return vec![format!("Program log: Instruction: {name}")];
@@ -412,12 +422,23 @@ pub(super) fn account(metas: &[Meta], i: usize) -> Result<&Meta, (Value, String)
     })
 }
 
+/// The largest account `CreateAccount` may allocate (10 MiB, as on Solana).
+const MAX_ACCOUNT_SPACE: u64 = 10 * 1024 * 1024;
+
 fn system(metas: &[Meta], data: &[u8], accounts: &mut Accounts) -> Outcome {
-    let Some(SystemInstruction::Transfer { lamports }) = instructions::decode_system(data) else {
-        return err(
-            "InvalidInstructionData",
-            "only the System Transfer instruction is supported",
-        );
+    let lamports = match instructions::decode_system(data) {
+        Some(SystemInstruction::Transfer { lamports }) => lamports,
+        Some(SystemInstruction::CreateAccount {
+            lamports,
+            space,
+            owner,
+        }) => return create_account(metas, accounts, lamports, space, owner),
+        None => {
+            return err(
+                "InvalidInstructionData",
+                "only the System Transfer and CreateAccount instructions are supported",
+            );
+        }
     };
     let (from, to) = (account(metas, 0)?, account(metas, 1)?);
     if !from.signer {
@@ -452,6 +473,69 @@ fn system(metas: &[Meta], data: &[u8], accounts: &mut Accounts) -> Outcome {
     credit(accounts, &to.key, lamports).map_err(|r| (json!("ArithmeticOverflow"), r))
 }
 
+/// `CreateAccount`: the new account must sign and not exist yet; it receives `lamports` from
+/// `from` and `space` zeroed bytes owned by `owner`.
+fn create_account(
+    metas: &[Meta],
+    accounts: &mut Accounts,
+    lamports: u64,
+    space: u64,
+    owner: Pubkey,
+) -> Outcome {
+    let (from, new) = (account(metas, 0)?, account(metas, 1)?);
+    if !from.signer || !new.signer {
+        return err(
+            "MissingRequiredSignature",
+            "the funding and the new account must both sign",
+        );
+    }
+    if !from.writable || !new.writable {
+        return err("InvalidArgument", "both accounts must be writable");
+    }
+    if accounts
+        .get(&new.key)
+        .is_some_and(|a| a.lamports > 0 || a.kind != Kind::Wallet)
+    {
+        // SystemError::AccountAlreadyInUse
+        return custom(0, format!("{} is already in use", new.key));
+    }
+    if space > MAX_ACCOUNT_SPACE {
+        // SystemError::InvalidAccountDataLength
+        return custom(3, format!("{space} bytes is more than an account may hold"));
+    }
+    let source = accounts
+        .get(&from.key)
+        .cloned()
+        .unwrap_or(Account::wallet(0));
+    if source.kind != Kind::Wallet {
+        return err(
+            "InvalidArgument",
+            format!("{} is not a system account", from.key),
+        );
+    }
+    if source.lamports < lamports {
+        // SystemError::ResultWithNegativeLamports
+        return custom(
+            1,
+            format!(
+                "{} has {} lamports, needs {lamports}",
+                from.key, source.lamports
+            ),
+        );
+    }
+    debit(accounts, &from.key, lamports);
+    let kind = if owner == tx::system_program() && space == 0 {
+        Kind::Wallet
+    } else {
+        Kind::Uninitialized {
+            program: owner,
+            space,
+        }
+    };
+    accounts.insert(new.key, Account { lamports, kind });
+    Ok(())
+}
+
 fn debit(accounts: &mut Accounts, key: &Pubkey, lamports: u64) {
     if let Some(account) = accounts.get_mut(key) {
         account.lamports -= lamports.min(account.lamports);
@@ -471,10 +555,14 @@ fn token(program: &Pubkey, metas: &[Meta], data: &[u8], accounts: &mut Accounts)
     let Some(instruction) = instructions::decode_token(data) else {
         return err(
             "InvalidInstructionData",
-            "only the SPL Token Transfer and TransferChecked instructions are supported",
+            "only the SPL Token Transfer, TransferChecked, InitializeAccount (1, 2, 3) and CloseAccount instructions are supported",
         );
     };
     let (source, mint_meta, destination, authority, amount, decimals) = match instruction {
+        TokenInstruction::InitializeAccount { variant, owner } => {
+            return initialize_account(program, metas, variant, owner, accounts);
+        }
+        TokenInstruction::CloseAccount => return close_account(program, metas, accounts),
         TokenInstruction::Transfer { amount } => (
             account(metas, 0)?,
             None,
@@ -551,6 +639,139 @@ fn token(program: &Pubkey, metas: &[Meta], data: &[u8], accounts: &mut Accounts)
     };
     set_amount(accounts, &source.key, balance - amount);
     set_amount(accounts, &destination.key, new_dest);
+    Ok(())
+}
+
+/// `InitializeAccount` (1, 2 or 3): an account created for this token program becomes an empty
+/// token account of the mint, owned by any address (the way a non-associated token account is
+/// opened). It must be rent-exempt, as the program requires.
+fn initialize_account(
+    program: &Pubkey,
+    metas: &[Meta],
+    variant: InitializeVariant,
+    owner: Option<Pubkey>,
+    accounts: &mut Accounts,
+) -> Outcome {
+    let target = account(metas, 0)?;
+    let mint = account(metas, 1)?;
+    let owner = match (variant, owner) {
+        (_, Some(owner)) => owner,
+        (_, None) => account(metas, 2)?.key,
+    };
+    if !target.writable {
+        return err("InvalidArgument", "the account must be writable");
+    }
+    let Some(Kind::Mint {
+        program: mint_program,
+        decimals,
+        ..
+    }) = accounts.get(&mint.key).map(|a| a.kind.clone())
+    else {
+        // TokenError::InvalidMint
+        return custom(2, format!("{} is not a mint", mint.key));
+    };
+    if mint_program != *program {
+        return err(
+            "IncorrectProgramId",
+            format!("{} belongs to {mint_program}", mint.key),
+        );
+    }
+    let lamports = match accounts.get(&target.key) {
+        Some(Account {
+            lamports,
+            kind: Kind::Uninitialized { program: p, space },
+        }) if p == program && *space == rent::TOKEN_ACCOUNT_LEN as u64 => *lamports,
+        Some(Account {
+            kind: Kind::Token { .. },
+            ..
+        }) => {
+            // TokenError::AlreadyInUse
+            return custom(6, format!("{} is already initialized", target.key));
+        }
+        _ => {
+            return err(
+                "InvalidAccountData",
+                format!(
+                    "{} is not an uninitialized token account of {program}",
+                    target.key
+                ),
+            );
+        }
+    };
+    if lamports < rent::minimum_balance(rent::TOKEN_ACCOUNT_LEN) {
+        // TokenError::NotRentExempt
+        return custom(0, format!("{} is not rent-exempt", target.key));
+    }
+    accounts.insert(
+        target.key,
+        Account {
+            lamports,
+            kind: Kind::Token {
+                program: *program,
+                mint: mint.key,
+                owner,
+                amount: 0,
+                decimals,
+            },
+        },
+    );
+    Ok(())
+}
+
+/// `CloseAccount`: the owner (signing) closes an empty token account; all its lamports go to the
+/// destination and the account no longer exists.
+fn close_account(program: &Pubkey, metas: &[Meta], accounts: &mut Accounts) -> Outcome {
+    let (target, destination, authority) =
+        (account(metas, 0)?, account(metas, 1)?, account(metas, 2)?);
+    let Some(Account {
+        lamports,
+        kind:
+            Kind::Token {
+                program: p,
+                owner,
+                amount,
+                ..
+            },
+    }) = accounts.get(&target.key).cloned()
+    else {
+        return err(
+            "InvalidAccountData",
+            format!("{} is not a token account of {program}", target.key),
+        );
+    };
+    if p != *program {
+        return err(
+            "IncorrectProgramId",
+            format!("{} belongs to {p}", target.key),
+        );
+    }
+    if !target.writable || !destination.writable {
+        return err(
+            "InvalidArgument",
+            "account and destination must be writable",
+        );
+    }
+    if target.key == destination.key {
+        return err(
+            "InvalidAccountData",
+            "an account cannot be closed into itself",
+        );
+    }
+    if amount != 0 {
+        // TokenError::NonNativeHasBalance
+        return custom(11, format!("{} still holds {amount}", target.key));
+    }
+    if authority.key != owner {
+        return custom(4, format!("{} does not own {}", authority.key, target.key));
+    }
+    if !authority.signer {
+        return err(
+            "MissingRequiredSignature",
+            format!("{} must sign", authority.key),
+        );
+    }
+    credit(accounts, &destination.key, lamports).map_err(|r| (json!("ArithmeticOverflow"), r))?;
+    accounts.remove(&target.key);
     Ok(())
 }
 

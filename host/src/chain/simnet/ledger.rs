@@ -1,7 +1,8 @@
 //! The simnet's storage: accounts, blockhashes, transactions and counters in the database, so
 //! a restart (or another process on the same database) sees the same ledger. Every function
 //! takes a connection so callers compose them inside one transaction. Account kinds are
-//! `wallet`, `mint`, `token`, and the pool program's `pool` (state) and `vault` (its SOL).
+//! `wallet`, `mint`, `token`, `uninitialized` (created, not yet initialized), and the pool
+//! program's `pool` (state) and `vault` (its SOL).
 
 use std::collections::HashMap;
 
@@ -59,6 +60,11 @@ fn decode(row: Row) -> Option<(Pubkey, Account)> {
             lp_supply: from_db(amount),
         },
         "vault" => Kind::Vault { pool: key(owner)? },
+        // Created for a program and not initialized: `program` owns it, `amount` is its size.
+        "uninitialized" => Kind::Uninitialized {
+            program: key(program)?,
+            space: from_db(amount),
+        },
         _ => return None,
     };
     Some((
@@ -109,7 +115,8 @@ pub(crate) async fn token_accounts(
     Ok(rows.into_iter().filter_map(decode).collect())
 }
 
-/// Write every account of `after` that differs from `before`.
+/// Write every account of `after` that differs from `before`, and delete those `after` no
+/// longer has (a closed account ceases to exist, as on Solana).
 pub(crate) async fn save_changes(
     conn: &mut AnyConnection,
     before: &Accounts,
@@ -119,6 +126,12 @@ pub(crate) async fn save_changes(
         if before.get(key) != Some(account) {
             save(conn, key, account).await?;
         }
+    }
+    for key in before.keys().filter(|key| !after.contains_key(key)) {
+        sqlx::query("DELETE FROM simnet_accounts WHERE address = $1")
+            .bind(key.to_string())
+            .execute(&mut *conn)
+            .await?;
     }
     Ok(())
 }
@@ -176,6 +189,14 @@ pub(crate) async fn save(
             None,
             Some(pool.to_string()),
             0,
+            0,
+        ),
+        Kind::Uninitialized { program, space } => (
+            "uninitialized",
+            Some(program.to_string()),
+            None,
+            None,
+            *space,
             0,
         ),
     };

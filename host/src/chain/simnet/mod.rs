@@ -4,8 +4,9 @@
 //! It accepts real signed wire transactions, checks every ed25519 signature (`verify_strict`),
 //! the recent blockhash (valid while the block height has not passed its
 //! `lastValidBlockHeight`, as on Solana) and duplicates, then
-//! executes System transfer, SPL Token transfer / transferChecked (Token and Token-2022),
-//! associated-token-account creation, Memo ([`executor`]) and the Crucible pool program
+//! executes System transfer and createAccount, SPL Token transfer / transferChecked /
+//! initializeAccount (1, 2, 3) / closeAccount (Token and Token-2022), associated-token-account
+//! creation, Memo ([`executor`]) and the Crucible pool program
 //! ([`amm`], a constant-product SOL/USDC market seeded at first start by `chain::liquidity`).
 //! Anything else is refused with a JSON-RPC error. A transaction is `confirmed` at once and `finalized` once
 //! `CRUCIBLE_SIMNET_FINALITY_MS` have passed since it executed; because that is computed from

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use super::executor::{Accounts, Kind, Trace};
 use crate::chain::pool;
-use crate::chain::tx::instructions::{self, AtaInstruction, SystemInstruction, TokenInstruction};
+use crate::chain::tx::instructions::{
+    self, AtaInstruction, InitializeVariant, SystemInstruction, TokenInstruction,
+};
 use crate::chain::tx::{self, CompiledInstruction, Message, MessageVersion, Pubkey};
 
 /// `uiTokenAmount` for a raw amount.
@@ -135,15 +137,29 @@ fn instruction(message: &Message, ix: &CompiledInstruction, output: Option<u64>)
         json!({"program": name, "programId": program.to_string(),
                "parsed": {"type": kind, "info": info}, "stackHeight": null})
     };
-    if program == tx::system_program()
-        && let Some(SystemInstruction::Transfer { lamports }) =
-            instructions::decode_system(&ix.data)
-    {
-        return parsed(
-            "system",
-            "transfer",
-            json!({"source": key(0), "destination": key(1), "lamports": lamports}),
-        );
+    if program == tx::system_program() {
+        match instructions::decode_system(&ix.data) {
+            Some(SystemInstruction::Transfer { lamports }) => {
+                return parsed(
+                    "system",
+                    "transfer",
+                    json!({"source": key(0), "destination": key(1), "lamports": lamports}),
+                );
+            }
+            Some(SystemInstruction::CreateAccount {
+                lamports,
+                space,
+                owner,
+            }) => {
+                return parsed(
+                    "system",
+                    "createAccount",
+                    json!({"source": key(0), "newAccount": key(1), "lamports": lamports,
+                           "space": space, "owner": owner.to_string()}),
+                );
+            }
+            None => {}
+        }
     }
     if tx::is_token_program(&program) {
         let name = if program == tx::token_program() {
@@ -166,6 +182,33 @@ fn instruction(message: &Message, ix: &CompiledInstruction, output: Option<u64>)
                     "transferChecked",
                     json!({"source": key(0), "mint": key(1), "destination": key(2),
                            "authority": key(3), "tokenAmount": ui_amount(amount, decimals)}),
+                );
+            }
+            Some(TokenInstruction::InitializeAccount { variant, owner }) => {
+                let owner = owner.map_or_else(|| key(2), |o| o.to_string());
+                let (kind, info) = match variant {
+                    InitializeVariant::One => (
+                        "initializeAccount",
+                        json!({"account": key(0), "mint": key(1), "owner": owner,
+                               "rentSysvar": key(3)}),
+                    ),
+                    InitializeVariant::Two => (
+                        "initializeAccount2",
+                        json!({"account": key(0), "mint": key(1), "owner": owner,
+                               "rentSysvar": key(2)}),
+                    ),
+                    InitializeVariant::Three => (
+                        "initializeAccount3",
+                        json!({"account": key(0), "mint": key(1), "owner": owner}),
+                    ),
+                };
+                return parsed(name, kind, info);
+            }
+            Some(TokenInstruction::CloseAccount) => {
+                return parsed(
+                    name,
+                    "closeAccount",
+                    json!({"account": key(0), "destination": key(1), "owner": key(2)}),
                 );
             }
             None => {}

@@ -35,6 +35,7 @@ pub(crate) fn data_len(kind: &Kind) -> usize {
         Kind::Mint { .. } => MINT_LEN,
         Kind::Token { .. } => TOKEN_ACCOUNT_LEN,
         Kind::Pool { .. } => pool::POOL_STATE_LEN,
+        Kind::Uninitialized { space, .. } => usize::try_from(*space).unwrap_or(usize::MAX),
     }
 }
 

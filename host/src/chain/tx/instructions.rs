@@ -1,5 +1,6 @@
-//! The instructions Crucible builds and the simnet understands: System transfer, SPL Token
-//! `Transfer`/`TransferChecked` (Token and Token-2022 share the layout), associated-token-account
+//! The instructions Crucible builds and the simnet understands: System `Transfer` and
+//! `CreateAccount`, SPL Token `Transfer`/`TransferChecked`, `InitializeAccount` (1, 2 and 3) and
+//! `CloseAccount` (Token and Token-2022 share the layouts), associated-token-account
 //! `Create`/`CreateIdempotent`, and Memo. Builders produce [`Instruction`]s; `decode_*` read the
 //! data bytes back.
 
@@ -10,8 +11,13 @@ use super::{
 
 /// System program instruction index of `Transfer` (a little-endian u32 enum tag).
 const SYSTEM_TRANSFER: u32 = 2;
+const SYSTEM_CREATE_ACCOUNT: u32 = 0;
+const TOKEN_INITIALIZE_ACCOUNT: u8 = 1;
 const TOKEN_TRANSFER: u8 = 3;
+const TOKEN_CLOSE_ACCOUNT: u8 = 9;
 const TOKEN_TRANSFER_CHECKED: u8 = 12;
+const TOKEN_INITIALIZE_ACCOUNT_2: u8 = 16;
+const TOKEN_INITIALIZE_ACCOUNT_3: u8 = 18;
 
 /// Move `lamports` of SOL from `from` (signer) to `to`.
 pub fn system_transfer(from: &Pubkey, to: &Pubkey, lamports: u64) -> Instruction {
@@ -24,6 +30,68 @@ pub fn system_transfer(from: &Pubkey, to: &Pubkey, lamports: u64) -> Instruction
             AccountMeta::writable(*to, false),
         ],
         data,
+    }
+}
+
+/// `CreateAccount`: `from` (signer) funds a new account `new` (signer) with `lamports` and
+/// `space` bytes of zeroed data owned by `owner`.
+pub fn system_create_account(
+    from: &Pubkey,
+    new: &Pubkey,
+    lamports: u64,
+    space: u64,
+    owner: &Pubkey,
+) -> Instruction {
+    let mut data = SYSTEM_CREATE_ACCOUNT.to_le_bytes().to_vec();
+    data.extend(lamports.to_le_bytes());
+    data.extend(space.to_le_bytes());
+    data.extend(owner.0);
+    Instruction {
+        program_id: system_program(),
+        accounts: vec![
+            AccountMeta::writable(*from, true),
+            AccountMeta::writable(*new, true),
+        ],
+        data,
+    }
+}
+
+/// `InitializeAccount3`: accounts `[account, mint]`, data `[18, owner]`; makes a created
+/// account a token account of `mint` owned by `owner` (any address, not only an associated one).
+pub fn token_initialize_account3(
+    token_program: &Pubkey,
+    account: &Pubkey,
+    mint: &Pubkey,
+    owner: &Pubkey,
+) -> Instruction {
+    let mut data = vec![TOKEN_INITIALIZE_ACCOUNT_3];
+    data.extend(owner.0);
+    Instruction {
+        program_id: *token_program,
+        accounts: vec![
+            AccountMeta::writable(*account, false),
+            AccountMeta::readonly(*mint, false),
+        ],
+        data,
+    }
+}
+
+/// `CloseAccount`: accounts `[account, destination, owner(signer)]`, data `[9]`; every lamport
+/// of an empty token account goes to `destination` and the account is gone.
+pub fn token_close_account(
+    token_program: &Pubkey,
+    account: &Pubkey,
+    destination: &Pubkey,
+    owner: &Pubkey,
+) -> Instruction {
+    Instruction {
+        program_id: *token_program,
+        accounts: vec![
+            AccountMeta::writable(*account, false),
+            AccountMeta::writable(*destination, false),
+            AccountMeta::readonly(*owner, true),
+        ],
+        data: vec![TOKEN_CLOSE_ACCOUNT],
     }
 }
 
@@ -86,27 +154,67 @@ pub fn memo(text: &str, signers: &[Pubkey]) -> Instruction {
     }
 }
 
-/// A decoded System program instruction (only `Transfer` is supported).
+/// A decoded System program instruction (`Transfer` and `CreateAccount` are supported).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SystemInstruction {
-    Transfer { lamports: u64 },
+    Transfer {
+        lamports: u64,
+    },
+    CreateAccount {
+        lamports: u64,
+        space: u64,
+        owner: Pubkey,
+    },
 }
 
 pub(crate) fn decode_system(data: &[u8]) -> Option<SystemInstruction> {
     let tag = u32::from_le_bytes(data.get(..4)?.try_into().ok()?);
+    let u64_at = |at: usize| {
+        data.get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+    };
     match (tag, data.len()) {
         (SYSTEM_TRANSFER, 12) => Some(SystemInstruction::Transfer {
-            lamports: u64::from_le_bytes(data[4..12].try_into().ok()?),
+            lamports: u64_at(4)?,
+        }),
+        (SYSTEM_CREATE_ACCOUNT, 52) => Some(SystemInstruction::CreateAccount {
+            lamports: u64_at(4)?,
+            space: u64_at(12)?,
+            owner: Pubkey(data[20..52].try_into().ok()?),
         }),
         _ => None,
     }
 }
 
-/// A decoded SPL Token instruction (only the two transfers are supported).
+/// Which `InitializeAccount` variant: where the owner is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InitializeVariant {
+    /// `InitializeAccount`: accounts `[account, mint, owner, rent sysvar]`.
+    One,
+    /// `InitializeAccount2`: accounts `[account, mint, rent sysvar]`, the owner in the data.
+    Two,
+    /// `InitializeAccount3`: accounts `[account, mint]`, the owner in the data.
+    Three,
+}
+
+/// A decoded SPL Token instruction (the two transfers, account initialization and closing are
+/// supported).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TokenInstruction {
-    Transfer { amount: u64 },
-    TransferChecked { amount: u64, decimals: u8 },
+    Transfer {
+        amount: u64,
+    },
+    TransferChecked {
+        amount: u64,
+        decimals: u8,
+    },
+    /// `owner` is `None` for the first variant, which names the owner as an account.
+    InitializeAccount {
+        variant: InitializeVariant,
+        owner: Option<Pubkey>,
+    },
+    CloseAccount,
 }
 
 pub(crate) fn decode_token(data: &[u8]) -> Option<TokenInstruction> {
@@ -121,6 +229,22 @@ pub(crate) fn decode_token(data: &[u8]) -> Option<TokenInstruction> {
             amount: amount()?,
             decimals: data[9],
         }),
+        (&TOKEN_INITIALIZE_ACCOUNT, 1) => Some(TokenInstruction::InitializeAccount {
+            variant: InitializeVariant::One,
+            owner: None,
+        }),
+        (&TOKEN_INITIALIZE_ACCOUNT_2, 33) | (&TOKEN_INITIALIZE_ACCOUNT_3, 33) => {
+            let variant = if data[0] == TOKEN_INITIALIZE_ACCOUNT_2 {
+                InitializeVariant::Two
+            } else {
+                InitializeVariant::Three
+            };
+            Some(TokenInstruction::InitializeAccount {
+                variant,
+                owner: Some(Pubkey(data[1..33].try_into().ok()?)),
+            })
+        }
+        (&TOKEN_CLOSE_ACCOUNT, 1) => Some(TokenInstruction::CloseAccount),
         _ => None,
     }
 }
@@ -172,6 +296,30 @@ mod tests {
         );
         assert_eq!(decode_token(&[7, 1]), None);
         assert_eq!(decode_system(&[0, 0, 0, 0]), None);
+        let token = super::super::token_program();
+        let ix = system_create_account(&a, &b, 2_039_280, 165, &token);
+        assert_eq!(ix.data.len(), 52);
+        assert_eq!(
+            decode_system(&ix.data),
+            Some(SystemInstruction::CreateAccount {
+                lamports: 2_039_280,
+                space: 165,
+                owner: token
+            })
+        );
+        let ix = token_initialize_account3(&token, &a, &b, &a);
+        assert_eq!(ix.data[0], 18);
+        assert_eq!(
+            decode_token(&ix.data),
+            Some(TokenInstruction::InitializeAccount {
+                variant: InitializeVariant::Three,
+                owner: Some(a)
+            })
+        );
+        assert_eq!(
+            decode_token(&token_close_account(&token, &a, &b, &a).data),
+            Some(TokenInstruction::CloseAccount)
+        );
         assert_eq!(decode_ata(&[]), Some(AtaInstruction::Create));
         assert_eq!(decode_ata(&[1]), Some(AtaInstruction::CreateIdempotent));
         assert_eq!(decode_ata(&[2]), None);

@@ -405,6 +405,17 @@ impl TestApp {
         payer: &crucible::chain::Keypair,
         instructions: &[crucible::chain::tx::message::Instruction],
     ) -> String {
+        self.send_signed_by(payer, &[], instructions).await
+    }
+
+    /// Sign `instructions` by `payer` (who pays the fee) and every one of `cosigners`, and send
+    /// them on the simnet; returns the signature.
+    pub async fn send_signed_by(
+        &self,
+        payer: &crucible::chain::Keypair,
+        cosigners: &[&crucible::chain::Keypair],
+        instructions: &[crucible::chain::tx::message::Instruction],
+    ) -> String {
         use base64::Engine;
         let latest = self.rpc_result("getLatestBlockhash", json!([])).await;
         let blockhash: [u8; 32] =
@@ -415,7 +426,11 @@ impl TestApp {
                 .expect("32 bytes");
         let message =
             crucible::chain::tx::Message::new_legacy(instructions, &payer.pubkey(), blockhash);
-        let wire = crucible::chain::tx::Transaction::sign(message, &[payer.signing_key()])
+        let keys: Vec<&ed25519_dalek::SigningKey> = std::iter::once(payer)
+            .chain(cosigners.iter().copied())
+            .map(|k| k.signing_key())
+            .collect();
+        let wire = crucible::chain::tx::Transaction::sign(message, &keys)
             .expect("sign")
             .serialize()
             .expect("wire");

@@ -114,8 +114,7 @@ RUN_KEY="$(echo "$ENTERED" | head -n 1 | json '["registrationKey"]')"
 RUN_ID="$(echo "$ENTERED" | head -n 1 | json '["runId"]')"
 
 # --- schemathesis ---
-export SCHEMATHESIS_HOOKS=".ci/schemathesis_hooks"
-export PYTHONPATH="${PWD}${PYTHONPATH:+:$PYTHONPATH}"
+export SCHEMATHESIS_HOOKS="${PWD}/.ci/schemathesis_hooks.py"
 
 # The settings every run shares (schemathesis.toml of each run; docs/api.md explains them).
 common_config() {

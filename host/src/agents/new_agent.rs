@@ -202,9 +202,9 @@ impl utoipa::PartialSchema for NewAgentBody {
                 "timeInterval",
                 ObjectBuilder::new()
                     .schema_type(nullable(Type::String))
-                    .enum_values(Some(Interval::ALL.map(|interval| {
-                        serde_json::Value::from(interval.as_str())
-                    })))
+                    .enum_values(Some(
+                        Interval::ALL.map(|interval| serde_json::Value::from(interval.as_str())),
+                    ))
                     .description(Some("Default `1h`")),
             )
             .property(
@@ -213,14 +213,20 @@ impl utoipa::PartialSchema for NewAgentBody {
                     .schema_type(nullable(Type::Number))
                     .minimum(Some(1.0))
                     .maximum(Some(100.0))
-                    .description(Some("Percent of the wallet one order may use (default 100)")),
+                    .description(Some(
+                        "Percent of the wallet one order may use (default 100)",
+                    )),
             );
-        let label = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$";
+        let label =
+            "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$";
         RefOr::T(
             ObjectBuilder::new()
                 .property(
                     "name",
-                    text().min_length(Some(1)).max_length(Some(64)).pattern(Some(label)),
+                    text()
+                        .min_length(Some(1))
+                        .max_length(Some(64))
+                        .pattern(Some(label)),
                 )
                 .required("name")
                 .property("username", text().pattern(Some("^[A-Za-z0-9_]{3,32}$")))
@@ -265,9 +271,7 @@ impl utoipa::ToSchema for NewAgentBody {
         "NewAgentRequest".into()
     }
 
-    fn schemas(
-        schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>,
-    ) {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
         use utoipa::PartialSchema;
         schemas.push((HttpUrl::name().into_owned(), HttpUrl::schema()));
     }

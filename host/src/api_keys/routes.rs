@@ -37,7 +37,11 @@ impl From<KeyError> for ApiError {
 #[serde(rename_all = "camelCase")]
 pub(super) struct CreateKeyRequest {
     /// A label to recognise the key by (1–64 characters).
-    #[schema(min_length = 1, max_length = 64, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     name: String,
     /// Subset of `read`, `write`; default both.
     #[schema(value_type = Option<Vec<KeyScope>>, min_items = 1)]

@@ -58,7 +58,11 @@ pub(super) struct SignupRequest {
     #[schema(schema_with = accepted, required = true)]
     accept_privacy: bool,
     /// 1 to 40 characters, no control characters.
-    #[schema(min_length = 1, max_length = 40, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 40,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     display_name: Option<String>,
 }
 

@@ -17,10 +17,10 @@ use super::views::{AccountRuns, Credential, DungeonList, DungeonView, Leaderboar
 use super::{DungeonError, views, watch};
 use crate::auth::{AccountAuth, Read, Write};
 use crate::chain::payment::PendingPayment;
+use crate::domain::WalletAddress;
 use crate::http::ApiError;
 use crate::http::json::{Json, Path, Query};
 use crate::http::rate_limit::{AccountPolicy, IpLimit, Limiter, Policy, RateLimits};
-use crate::domain::WalletAddress;
 use crate::http::streams::StreamSlot;
 use crate::state::AppState;
 

@@ -117,7 +117,9 @@ pub(super) fn add_shared_answers(document: &mut OpenApi) {
             }
             let answer = if v1 {
                 ResponseBuilder::new()
-                    .description("A parameter or the body is malformed or out of range (`VALIDATION_ERROR`)")
+                    .description(
+                        "A parameter or the body is malformed or out of range (`VALIDATION_ERROR`)",
+                    )
                     .content(
                         "application/json",
                         utoipa::openapi::ContentBuilder::new()

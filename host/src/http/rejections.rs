@@ -45,7 +45,10 @@ fn split(text: &str) -> (Option<&str>, &str) {
         Some(0) | None => (None, text),
         Some(at) => {
             let path = text[..at].trim_end_matches(": ").trim();
-            ((!path.is_empty() && path != ".").then_some(path), &text[at..])
+            (
+                (!path.is_empty() && path != ".").then_some(path),
+                &text[at..],
+            )
         }
     }
 }
@@ -91,7 +94,10 @@ fn reword(text: &str, place: &str) -> String {
         let name = quoted(message).unwrap_or("a field");
         return match message.split_once("expected one of ") {
             Some((_, allowed)) => {
-                format!("{} is not accepted here; the accepted fields are {allowed}", field(name))
+                format!(
+                    "{} is not accepted here; the accepted fields are {allowed}",
+                    field(name)
+                )
             }
             None => format!("{} is not accepted here", field(name)),
         };
@@ -188,7 +194,10 @@ mod tests {
     #[test]
     fn query_errors_name_the_field_in_our_words() {
         assert_eq!(
-            reword("limit: number too large to fit in target type", "the query string"),
+            reword(
+                "limit: number too large to fit in target type",
+                "the query string"
+            ),
             "`limit` is out of range"
         );
         assert_eq!(

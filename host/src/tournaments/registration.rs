@@ -125,9 +125,7 @@ impl utoipa::PartialSchema for RegisterBody {
 }
 
 impl utoipa::ToSchema for RegisterBody {
-    fn schemas(
-        schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>,
-    ) {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
         use utoipa::PartialSchema;
         schemas.push(("RegisterRequest".into(), RegisterRequest::schema()));
         <RegisterRequest as utoipa::ToSchema>::schemas(schemas);

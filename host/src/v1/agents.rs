@@ -17,9 +17,9 @@ use super::extract::{
 };
 use crate::agents::entry::{self, Entered, EntryError};
 use crate::agents::history::{EquityPoint, TradeView};
+use crate::agents::new_agent::NewAgentBody;
 use crate::agents::performance::{self, Performance, Period};
 use crate::agents::strategies::StrategyView as UploadedStrategy;
-use crate::agents::new_agent::NewAgentBody;
 use crate::agents::{self, AgentError, AgentStatus, AgentView, new_agent, service, strategies};
 use crate::chain::payment::PendingPayment;
 use crate::clock::{from_millis, rfc3339};
@@ -391,7 +391,11 @@ struct AgentEntryPending {
 struct UploadParams {
     /// The account's name for the component (default `strategy`): 1 to 64 characters, no
     /// control characters, not only spaces.
-    #[param(min_length = 1, max_length = 64, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    #[param(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     name: Option<String>,
 }
 
@@ -419,7 +423,10 @@ async fn upload_strategy(
                     state.agents.limits().max_component_bytes
                 ))
             } else {
-                V1Error::field("body", "the component's bytes could not be read: the body was cut off")
+                V1Error::field(
+                    "body",
+                    "the component's bytes could not be read: the body was cut off",
+                )
             }
         })?;
     if bytes.is_empty() {

@@ -34,7 +34,11 @@ impl From<KeyError> for V1Error {
 #[schema(as = CreateV1KeyRequest)]
 struct CreateRequest {
     /// 1 to 64 characters.
-    #[schema(min_length = 1, max_length = 64, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     name: String,
     /// Where webhook events for this key are sent (http or https).
     #[schema(value_type = Option<HttpUrl>)]

@@ -158,7 +158,10 @@ async fn query_constraints_are_those_the_server_enforces() {
 
     let leaderboard = operation(&document, "/api/tournaments/{id}/leaderboard", "get");
     let page_size = query_parameter(&leaderboard, "pageSize");
-    assert_eq!((page_size["minimum"].as_i64(), page_size["maximum"].as_i64()), (Some(1), Some(500)));
+    assert_eq!(
+        (page_size["minimum"].as_i64(), page_size["maximum"].as_i64()),
+        (Some(1), Some(500))
+    );
     let page = query_parameter(&leaderboard, "page");
     assert_eq!(page["maximum"].as_i64(), Some(100_000));
 
@@ -167,12 +170,17 @@ async fn query_constraints_are_those_the_server_enforces() {
     let page_index = query_parameter(&agents, "pageIndex");
     assert!(
         page_index["type"] == "integer"
-            || page_index["type"].as_array().is_some_and(|t| t.contains(&json!("integer"))),
+            || page_index["type"]
+                .as_array()
+                .is_some_and(|t| t.contains(&json!("integer"))),
         "{page_index}"
     );
     assert_eq!(page_index["minimum"].as_i64(), Some(0));
     let page_size = query_parameter(&agents, "pageSize");
-    assert_eq!((page_size["minimum"].as_i64(), page_size["maximum"].as_i64()), (Some(1), Some(50)));
+    assert_eq!(
+        (page_size["minimum"].as_i64(), page_size["maximum"].as_i64()),
+        (Some(1), Some(50))
+    );
 
     let list = operation(&document, "/api/tournaments", "get");
     assert_eq!(
@@ -182,7 +190,10 @@ async fn query_constraints_are_those_the_server_enforces() {
     assert_eq!(query_parameter(&list, "search")["maxLength"], 100);
 
     let trades = operation(&document, "/api/v1/public/agents/{agentId}/trades", "get");
-    assert_eq!(query_parameter(&trades, "limit")["maximum"].as_i64(), Some(500));
+    assert_eq!(
+        query_parameter(&trades, "limit")["maximum"].as_i64(),
+        Some(500)
+    );
     // Wherever a query is read, its 400 is documented.
     for (path, method, operation) in operations(&document) {
         let has_query = operation["parameters"]
@@ -221,7 +232,9 @@ async fn body_constraints_are_those_the_server_enforces() {
         "^[A-Za-z0-9_]{3,32}$"
     );
     assert_eq!(
-        agent["properties"]["class"]["enum"].as_array().map(Vec::len),
+        agent["properties"]["class"]["enum"]
+            .as_array()
+            .map(Vec::len),
         Some(6)
     );
     assert_eq!(
@@ -251,22 +264,37 @@ async fn body_constraints_are_those_the_server_enforces() {
     let v1_key = json_body(&document, &operation(&document, "/api/v1/api-keys", "post"));
     assert_eq!(v1_key["properties"]["name"]["maxLength"], 64);
     assert_eq!(v1_key["properties"]["permissions"]["minItems"], 1);
-    assert_eq!(v1_key["properties"]["expiresInDays"]["maximum"].as_i64(), Some(365));
+    assert_eq!(
+        v1_key["properties"]["expiresInDays"]["maximum"].as_i64(),
+        Some(365)
+    );
 
     let signup = json_body(&document, &operation(&document, "/api/auth/signup", "post"));
     assert_eq!(signup["properties"]["acceptTerms"]["enum"], json!([true]));
     let password = resolve(&document, &signup["properties"]["password"]);
-    assert_eq!((password["minLength"].as_i64(), password["maxLength"].as_i64()), (Some(10), Some(128)));
+    assert_eq!(
+        (
+            password["minLength"].as_i64(),
+            password["maxLength"].as_i64()
+        ),
+        (Some(10), Some(128))
+    );
 }
 
 #[tokio::test]
 async fn a_400_from_the_parsers_says_what_is_wrong_in_our_words() {
     let app = TestApp::spawn().await;
     let too_large = app
-        .get("/api/tournaments?pageSize=99999999999999999999999", Auth::None)
+        .get(
+            "/api/tournaments?pageSize=99999999999999999999999",
+            Auth::None,
+        )
         .await;
     assert_eq!(too_large.status, 400);
-    assert_eq!(too_large.body["error"], "invalid query: `pageSize` is out of range");
+    assert_eq!(
+        too_large.body["error"],
+        "invalid query: `pageSize` is out of range"
+    );
 
     let wrong_type = app
         .post(
@@ -291,6 +319,9 @@ async fn a_400_from_the_parsers_says_what_is_wrong_in_our_words() {
     );
     for answer in [&too_large, &wrong_type, &missing] {
         let text = answer.body["error"].as_str().expect("error");
-        assert!(!text.contains("deserialize") && !text.contains("line 1"), "{text}");
+        assert!(
+            !text.contains("deserialize") && !text.contains("line 1"),
+            "{text}"
+        );
     }
 }

@@ -124,6 +124,10 @@ common_config() {
 # closed tournament, a payment that does not check out): docs/api.md, "Families, credentials".
 expected-statuses = ["2xx", "401", "402", "403", "404", "409", "410", "422", "429"]
 
+[checks.negative_data_rejection]
+# 410 refuses too: a quote for a closed day is refused before its wallet is read.
+expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "410", "415", "422", "428", "429"]
+
 [[operations]]
 # An illegal dungeon action is a well-formed turn the game refuses with 400 and charges for
 # (docs/api.md, "Dungeon"): the document lists the actions of the state, not of the request.
@@ -138,11 +142,13 @@ run() {
     shift
     { common_config; printf '%s\n' "$@"; } >"$config"
     printf '\n==> schemathesis: %s\n' "$name"
-    # Streams never end on their own: left out, as the fuzz tests leave them out.
+    # Streams never end on their own: left out, as the fuzz tests leave them out. Uploads too:
+    # Schemathesis 4.32.5 fails internally on their binary body (fuzz_v1 covers them).
     if ! schemathesis --config-file "$config" run "$BASE/api/openapi.json" \
         --checks all --phases examples,coverage,fuzzing,stateful \
         --max-examples "$MAX_EXAMPLES" --request-timeout 10 --workers 2 \
         --exclude-operation-id watch_tournament_live --exclude-operation-id watch_dungeon_run \
+        --exclude-operation-id v1_upload_strategy \
         --generation-database none --no-color; then
         FAILED=1
     fi

@@ -58,7 +58,10 @@ pub(super) struct CreateKeyRequest {
 /// A scope of an account key, as `CreateKeyRequest::validate` accepts it.
 #[derive(ToSchema)]
 #[schema(rename_all = "lowercase")]
-#[allow(dead_code)] // Named in the document only: the request keeps strings to word its own errors.
+#[allow(
+    dead_code,
+    reason = "named in the document only: the request keeps strings to word its own errors"
+)]
 enum KeyScope {
     Read,
     Write,

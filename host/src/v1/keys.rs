@@ -54,16 +54,19 @@ struct CreateRequest {
 
 /// A permission of a v1 key: one of [`PERMISSIONS`].
 #[derive(ToSchema)]
-#[allow(dead_code)] // Named in the document only: the request keeps strings to word its own errors.
+#[allow(
+    dead_code,
+    reason = "named in the document only: the request keeps strings to word its own errors"
+)]
 enum V1Permission {
     #[schema(rename = "agents:read")]
-    AgentsRead,
+    Read,
     #[schema(rename = "agents:write")]
-    AgentsWrite,
+    Write,
     #[schema(rename = "agents:start")]
-    AgentsStart,
+    Start,
     #[schema(rename = "agents:stop")]
-    AgentsStop,
+    Stop,
 }
 
 impl CreateRequest {

@@ -155,6 +155,87 @@ impl HttpUrl {
     }
 }
 
+/// How these values appear in the OpenAPI document: each schema states the rules its `parse`
+/// checks, so a client generated from the document sends what the server accepts.
+mod schemas {
+    use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+    use utoipa::openapi::{RefOr, Schema};
+    use utoipa::{PartialSchema, ToSchema};
+
+    use super::{Email, HttpUrl, Password, WalletAddress};
+
+    fn string(format: SchemaFormat, description: &str) -> ObjectBuilder {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(format))
+            .description(Some(description))
+    }
+
+    impl PartialSchema for WalletAddress {
+        fn schema() -> RefOr<Schema> {
+            // The format names the whole rule (32 bytes once decoded), which no pattern states
+            // exactly; a pattern of the alphabet alone would call most of its strings valid.
+            string(
+                SchemaFormat::Custom("solana-address".into()),
+                "A Solana address: the base58 spelling (alphabet \
+                 `1-9A-HJ-NP-Za-km-z`) of exactly 32 bytes",
+            )
+            .min_length(Some(32))
+            .max_length(Some(44))
+            .examples(["So11111111111111111111111111111111111111112"])
+            .into()
+        }
+    }
+    impl ToSchema for WalletAddress {}
+
+    impl PartialSchema for Email {
+        fn schema() -> RefOr<Schema> {
+            string(
+                SchemaFormat::KnownFormat(KnownFormat::Email),
+                "An e-mail address (`local@domain.tld`, compared lower-cased)",
+            )
+            .max_length(Some(254))
+            .into()
+        }
+    }
+    impl ToSchema for Email {}
+
+    impl PartialSchema for Password {
+        fn schema() -> RefOr<Schema> {
+            string(
+                SchemaFormat::KnownFormat(KnownFormat::Password),
+                super::Password::RULES,
+            )
+            .min_length(Some(10))
+            .max_length(Some(128))
+            // A letter and an ASCII digit, in either order.
+            .pattern(Some(
+                "^([\\s\\S]*[^\\W\\d_][\\s\\S]*[0-9][\\s\\S]*|[\\s\\S]*[0-9][\\s\\S]*[^\\W\\d_][\\s\\S]*)$",
+            ))
+            .into()
+        }
+    }
+    impl ToSchema for Password {}
+
+    impl PartialSchema for HttpUrl {
+        fn schema() -> RefOr<Schema> {
+            // The pattern is narrower than what `parse` accepts (any host a URL parser takes):
+            // every URL it admits is accepted.
+            string(
+                SchemaFormat::Custom("uri".into()),
+                "An absolute http:// or https:// URL of at most 2048 characters",
+            )
+            .max_length(Some(2048))
+            .pattern(Some(
+                "^https?://[A-Za-z][A-Za-z0-9]*(\\.[A-Za-z][A-Za-z0-9]*)*(:[0-9]{1,4})?([/?#][!-~]*)?$",
+            ))
+            .examples(["https://example.com/hooks/crucible"])
+            .into()
+        }
+    }
+    impl ToSchema for HttpUrl {}
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,7 +34,8 @@ pub(crate) struct Health {
 }
 
 /// Liveness, this node's roles and the database's state.
-#[utoipa::path(get, path = "/api/health", tag = "platform",
+#[utoipa::path(get, path = "/api/health", operation_id = "get_health",
+    security(()), tag = "platform",
     responses((status = 200, body = Health), (status = 503, body = Health)))]
 async fn health(State(state): State<AppState>) -> Response {
     let started = std::time::Instant::now();

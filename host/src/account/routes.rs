@@ -39,7 +39,8 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
 }
 
 /// The caller's account, including `allChainWallets`.
-#[utoipa::path(get, path = "/api/account", tag = "account",
+#[utoipa::path(get, path = "/api/account", operation_id = "get_account",
+    security(("sessionCookie" = []), ("accountKey" = [])), tag = "account",
     responses((status = 200, body = AccountView), (status = 401), (status = 403)))]
 async fn get_account(
     _limit: IpLimit<AccountPolicy>,
@@ -62,14 +63,16 @@ async fn get_account(
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct AccountPatch {
+    /// 1 to 40 characters, no control characters.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 40, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$")]
     display_name: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<HttpUrl>)]
     avatar_url: Option<Option<String>>,
+    /// 1 to 280 characters, no control characters.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 280, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$")]
     bio: Option<Option<String>>,
 }
 
@@ -79,7 +82,8 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<S
 }
 
 /// Update profile fields (`displayName` ≤ 40, `avatarUrl` http(s), `bio` ≤ 280). Unknown fields → 400.
-#[utoipa::path(patch, path = "/api/account", tag = "account", request_body = AccountPatch,
+#[utoipa::path(patch, path = "/api/account", operation_id = "patch_account",
+    security(("sessionCookie" = []), ("accountKey" = [])), tag = "account", request_body = AccountPatch,
     responses((status = 200, body = AccountView), (status = 400), (status = 401), (status = 403)))]
 async fn patch_account(
     _limit: IpLimit<AccountPolicy>,
@@ -119,6 +123,7 @@ async fn patch_account(
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub(super) struct LinkWalletRequest {
+    #[schema(value_type = WalletAddress)]
     wallet: String,
     /// From `POST /api/auth/nonce` for this wallet.
     nonce: String,
@@ -134,7 +139,8 @@ pub(super) struct WalletsView {
 }
 
 /// Link a further wallet by proving control of it (signature over a server nonce).
-#[utoipa::path(post, path = "/api/account/wallets", tag = "account", request_body = LinkWalletRequest,
+#[utoipa::path(post, path = "/api/account/wallets", operation_id = "link_wallet",
+    security(("sessionCookie" = []), ("accountKey" = [])), tag = "account", request_body = LinkWalletRequest,
     responses((status = 201, body = WalletsView, description = "Linked"),
               (status = 200, body = WalletsView, description = "Already linked to this account"),
               (status = 400), (status = 401), (status = 403),
@@ -189,7 +195,8 @@ pub(super) struct AccountTournaments {
 }
 
 /// Tournament entries attributed to the account, newest first.
-#[utoipa::path(get, path = "/api/account/tournaments", tag = "account",
+#[utoipa::path(get, path = "/api/account/tournaments", operation_id = "list_account_tournaments",
+    security(("sessionCookie" = []), ("accountKey" = [])), tag = "account",
     responses((status = 200, body = AccountTournaments), (status = 401), (status = 403)))]
 async fn account_tournaments(
     _limit: IpLimit<AccountPolicy>,
@@ -247,7 +254,8 @@ pub(super) struct AccountPayouts {
 }
 
 /// Prizes and refunds owed to or paid to the account, newest first.
-#[utoipa::path(get, path = "/api/account/payouts", tag = "account",
+#[utoipa::path(get, path = "/api/account/payouts", operation_id = "list_account_payouts",
+    security(("sessionCookie" = []), ("accountKey" = [])), tag = "account",
     responses((status = 200, body = AccountPayouts), (status = 401), (status = 403)))]
 async fn account_payouts(
     _limit: IpLimit<AccountPolicy>,
@@ -283,7 +291,8 @@ pub(super) struct AccountAudit {
 
 /// The account's own key events from the audit log: every key minted or revoked, when and by
 /// whom (the last 200).
-#[utoipa::path(get, path = "/api/account/audit", tag = "account",
+#[utoipa::path(get, path = "/api/account/audit", operation_id = "get_account_audit",
+    security(("sessionCookie" = []), ("accountKey" = [])), tag = "account",
     responses((status = 200, body = AccountAudit), (status = 401), (status = 403)))]
 async fn account_audit(
     _limit: IpLimit<AccountPolicy>,

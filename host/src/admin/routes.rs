@@ -46,7 +46,8 @@ struct AccountList {
 }
 
 /// Accounts by e-mail, name, id or wallet.
-#[utoipa::path(get, path = "/api/admin/accounts", tag = "admin", params(SearchParams),
+#[utoipa::path(get, path = "/api/admin/accounts", operation_id = "admin_search_accounts",
+    security(("sessionCookie" = [])), tag = "admin", params(SearchParams),
     responses((status = 200, body = AccountList), (status = 401), (status = 403)))]
 async fn search_accounts(
     _admin: AdminAuth,
@@ -63,7 +64,8 @@ async fn search_accounts(
 }
 
 /// One account: its wallets, keys (by prefix), agents and entries.
-#[utoipa::path(get, path = "/api/admin/accounts/{id}", tag = "admin",
+#[utoipa::path(get, path = "/api/admin/accounts/{id}", operation_id = "admin_get_account",
+    security(("sessionCookie" = [])), tag = "admin",
     params(("id" = String, Path, description = "Account id")),
     responses((status = 200, body = AccountDetail), (status = 401), (status = 403), (status = 404)))]
 async fn account_detail(
@@ -79,11 +81,13 @@ async fn account_detail(
 #[derive(Debug, Deserialize, ToSchema)]
 struct Reason {
     /// Why (1 to 500 characters); shown to the people it concerns and kept in the audit log.
+    #[schema(max_length = 500, pattern = "\\S")]
     reason: String,
 }
 
 /// Suspend an account: keys refused, sessions ended, logins refused, running agents stopped.
-#[utoipa::path(post, path = "/api/admin/accounts/{id}/suspend", tag = "admin",
+#[utoipa::path(post, path = "/api/admin/accounts/{id}/suspend", operation_id = "admin_suspend_account",
+    security(("sessionCookie" = [])), tag = "admin",
     params(("id" = String, Path, description = "Account id")), request_body = Reason,
     responses((status = 200, body = AccountSummary), (status = 400), (status = 401), (status = 403),
               (status = 404), (status = 409, description = "Already suspended")))]
@@ -99,7 +103,8 @@ async fn suspend(
 }
 
 /// Lift a suspension.
-#[utoipa::path(post, path = "/api/admin/accounts/{id}/unsuspend", tag = "admin",
+#[utoipa::path(post, path = "/api/admin/accounts/{id}/unsuspend", operation_id = "admin_unsuspend_account",
+    security(("sessionCookie" = [])), tag = "admin",
     params(("id" = String, Path, description = "Account id")),
     responses((status = 200, body = AccountSummary), (status = 401), (status = 403), (status = 404),
               (status = 409, description = "Not suspended")))]
@@ -130,7 +135,8 @@ struct AgentList {
 }
 
 /// Agents across accounts: status, faults and the component each runs.
-#[utoipa::path(get, path = "/api/admin/agents", tag = "admin", params(AgentParams),
+#[utoipa::path(get, path = "/api/admin/agents", operation_id = "admin_list_agents",
+    security(("sessionCookie" = [])), tag = "admin", params(AgentParams),
     responses((status = 200, body = AgentList), (status = 401), (status = 403)))]
 async fn agents(
     _admin: AdminAuth,
@@ -153,7 +159,8 @@ struct BannedList {
 }
 
 /// Banned strategy components.
-#[utoipa::path(get, path = "/api/admin/components/banned", tag = "admin",
+#[utoipa::path(get, path = "/api/admin/components/banned", operation_id = "admin_list_banned_components",
+    security(("sessionCookie" = [])), tag = "admin",
     responses((status = 200, body = BannedList), (status = 401), (status = 403)))]
 async fn banned(
     _admin: AdminAuth,
@@ -173,7 +180,8 @@ struct Banned {
 }
 
 /// Ban a component by its SHA-256: its agents stop with the reason, new uploads are refused.
-#[utoipa::path(post, path = "/api/admin/components/{sha256}/ban", tag = "admin",
+#[utoipa::path(post, path = "/api/admin/components/{sha256}/ban", operation_id = "admin_ban_component",
+    security(("sessionCookie" = [])), tag = "admin",
     params(("sha256" = String, Path, description = "The component's SHA-256 (hex)")), request_body = Reason,
     responses((status = 201, body = Banned), (status = 400), (status = 401), (status = 403),
               (status = 409, description = "Already banned")))]
@@ -195,7 +203,8 @@ async fn ban(
 }
 
 /// Lift a ban (stopped agents stay stopped until their operators start them).
-#[utoipa::path(delete, path = "/api/admin/components/{sha256}/ban", tag = "admin",
+#[utoipa::path(delete, path = "/api/admin/components/{sha256}/ban", operation_id = "admin_unban_component",
+    security(("sessionCookie" = [])), tag = "admin",
     params(("sha256" = String, Path, description = "The component's SHA-256 (hex)")),
     responses((status = 204), (status = 400), (status = 401), (status = 403), (status = 404)))]
 async fn unban(
@@ -209,13 +218,15 @@ async fn unban(
 
 #[derive(Debug, Deserialize, ToSchema)]
 struct Disqualification {
+    #[schema(value_type = crate::domain::WalletAddress)]
     wallet: String,
     /// Shown on the board.
     reason: String,
 }
 
 /// Take a wallet off a tournament's board by hand (before the end): ranked last, never paid.
-#[utoipa::path(post, path = "/api/admin/tournaments/{id}/disqualifications", tag = "admin",
+#[utoipa::path(post, path = "/api/admin/tournaments/{id}/disqualifications", operation_id = "admin_disqualify_wallet",
+    security(("sessionCookie" = [])), tag = "admin",
     params(("id" = String, Path, description = "Tournament id")), request_body = Disqualification,
     responses((status = 204), (status = 400), (status = 401), (status = 403), (status = 404),
               (status = 409, description = "Already disqualified, or the tournament is over")))]
@@ -230,7 +241,8 @@ async fn disqualify(
 }
 
 /// Undo a manual disqualification (before the end).
-#[utoipa::path(delete, path = "/api/admin/tournaments/{id}/disqualifications/{wallet}", tag = "admin",
+#[utoipa::path(delete, path = "/api/admin/tournaments/{id}/disqualifications/{wallet}", operation_id = "admin_reinstate_wallet",
+    security(("sessionCookie" = [])), tag = "admin",
     params(("id" = String, Path, description = "Tournament id"), ("wallet" = String, Path, description = "Wallet")),
     responses((status = 204), (status = 401), (status = 403), (status = 404),
               (status = 409, description = "Not disqualified by hand, or the tournament is over")))]
@@ -247,8 +259,10 @@ async fn reinstate(
 #[into_params(parameter_in = Query)]
 struct PayoutParams {
     /// `pending`, `sent` or `failed`.
+    #[param(pattern = "^(pending|sent|failed)$")]
     status: Option<String>,
     /// `tournament`, `dungeon` or `refund`.
+    #[param(pattern = "^(tournament|dungeon|refund)$")]
     kind: Option<String>,
 }
 
@@ -258,7 +272,8 @@ struct PayoutQueue {
 }
 
 /// The payout and refund queue, newest first, with attempts and the last error.
-#[utoipa::path(get, path = "/api/admin/payouts", tag = "admin", params(PayoutParams),
+#[utoipa::path(get, path = "/api/admin/payouts", operation_id = "admin_list_payouts",
+    security(("sessionCookie" = [])), tag = "admin", params(PayoutParams),
     responses((status = 200, body = PayoutQueue), (status = 400), (status = 401), (status = 403)))]
 async fn payouts(
     _admin: AdminAuth,
@@ -276,7 +291,8 @@ async fn payouts(
 }
 
 /// Send a pending or failed payout now; it can still never be paid twice.
-#[utoipa::path(post, path = "/api/admin/payouts/{id}/retry", tag = "admin",
+#[utoipa::path(post, path = "/api/admin/payouts/{id}/retry", operation_id = "admin_retry_payout",
+    security(("sessionCookie" = [])), tag = "admin",
     params(("id" = String, Path, description = "Payout id")),
     responses((status = 202), (status = 401), (status = 403), (status = 404),
               (status = 409, description = "Already sent")))]
@@ -312,7 +328,8 @@ struct AuditLog {
 }
 
 /// The audit log, newest first, filtered.
-#[utoipa::path(get, path = "/api/admin/audit", tag = "admin", params(AuditParams),
+#[utoipa::path(get, path = "/api/admin/audit", operation_id = "admin_get_audit_log",
+    security(("sessionCookie" = [])), tag = "admin", params(AuditParams),
     responses((status = 200, body = AuditLog), (status = 400), (status = 401), (status = 403)))]
 async fn audit_log(
     _admin: AdminAuth,

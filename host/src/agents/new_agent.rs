@@ -165,6 +165,118 @@ pub(crate) fn parse(body: &Value, known_pair: impl Fn(&Pair) -> bool) -> Result<
     })
 }
 
+/// The create body as the OpenAPI document states it, built from the rules [`parse`] checks
+/// (the handler reads loose JSON so each violation names its field). Optional members may be
+/// `null`, which counts as absent; members it does not know are ignored.
+pub(crate) struct NewAgentBody;
+
+impl utoipa::PartialSchema for NewAgentBody {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+        use utoipa::openapi::{Ref, RefOr};
+        let text = || ObjectBuilder::new().schema_type(Type::String);
+        let nullable = |kind: Type| SchemaType::from_iter([kind, Type::Null]);
+        let pair = ObjectBuilder::new()
+            .property(
+                "base",
+                text().enum_values(Some(crate::market::KNOWN_PAIRS.map(|(base, ..)| base))),
+            )
+            .required("base")
+            .property("quote", text().enum_values(Some(["USDC"])))
+            .required("quote")
+            .description(Some("A pair the market quotes"));
+        let strategy = ObjectBuilder::new()
+            .property(
+                "type",
+                text()
+                    .pattern(Some("^(builtin|custom:[0-9a-f]{64})$"))
+                    .description(Some(
+                        "`builtin` (the class's strategy) or `custom:<strategyId>` (a component \
+                         this account uploaded with POST /api/v1/public/strategies)",
+                    )),
+            )
+            .required("type")
+            .property("tokenPair", pair)
+            .required("tokenPair")
+            .property(
+                "timeInterval",
+                ObjectBuilder::new()
+                    .schema_type(nullable(Type::String))
+                    .enum_values(Some(
+                        Interval::ALL.map(|interval| serde_json::Value::from(interval.as_str())),
+                    ))
+                    .description(Some("Default `1h`")),
+            )
+            .property(
+                "maxAllocation",
+                ObjectBuilder::new()
+                    .schema_type(nullable(Type::Number))
+                    .minimum(Some(1.0))
+                    .maximum(Some(100.0))
+                    .description(Some(
+                        "Percent of the wallet one order may use (default 100)",
+                    )),
+            );
+        let label =
+            "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$";
+        RefOr::T(
+            ObjectBuilder::new()
+                .property(
+                    "name",
+                    text()
+                        .min_length(Some(1))
+                        .max_length(Some(64))
+                        .pattern(Some(label)),
+                )
+                .required("name")
+                .property("username", text().pattern(Some("^[A-Za-z0-9_]{3,32}$")))
+                .required("username")
+                .property("class", text().enum_values(Some(BUILTIN_CLASSES)))
+                .required("class")
+                .property(
+                    "modelId",
+                    text()
+                        .max_length(Some(128))
+                        .pattern(Some("^[A-Za-z0-9._-]+/[A-Za-z0-9._:-]+$"))
+                        .description(Some("`<vendor>/<model>`, e.g. `openai/gpt-4o`")),
+                )
+                .required("modelId")
+                .property("strategy", strategy)
+                .required("strategy")
+                .property(
+                    "personality",
+                    ObjectBuilder::new()
+                        .schema_type(nullable(Type::String))
+                        .max_length(Some(MAX_PERSONALITY_CHARS)),
+                )
+                .property(
+                    "isPaperTrading",
+                    ObjectBuilder::new()
+                        .schema_type(nullable(Type::Boolean))
+                        .description(Some("Default `true`; `false`: orders are real swaps")),
+                )
+                .property(
+                    "avatarUrl",
+                    utoipa::openapi::schema::OneOfBuilder::new()
+                        .item(ObjectBuilder::new().schema_type(Type::Null))
+                        .item(Ref::from_schema_name("HttpUrl")),
+                )
+                .into(),
+        )
+    }
+}
+
+impl utoipa::ToSchema for NewAgentBody {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "NewAgentRequest".into()
+    }
+
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
+        use utoipa::PartialSchema;
+        schemas.push((HttpUrl::name().into_owned(), HttpUrl::schema()));
+    }
+}
+
 /// A present, non-null member.
 fn optional<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a Value> {
     object.get(field).filter(|value| !value.is_null())

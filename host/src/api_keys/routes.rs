@@ -37,14 +37,34 @@ impl From<KeyError> for ApiError {
 #[serde(rename_all = "camelCase")]
 pub(super) struct CreateKeyRequest {
     /// A label to recognise the key by (1–64 characters).
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     name: String,
     /// Subset of `read`, `write`; default both.
+    #[schema(value_type = Option<Vec<KeyScope>>, min_items = 1)]
     scopes: Option<Vec<String>>,
     /// Days until the key expires, 1 to 365; never when absent. `expiry` is accepted as an alias.
     #[serde(alias = "expiry")]
+    #[schema(minimum = 1, maximum = 365)]
     expires_in_days: Option<i64>,
     /// Where to deliver signed webhooks for this key's account.
+    #[schema(value_type = Option<HttpUrl>)]
     webhook_url: Option<String>,
+}
+
+/// A scope of an account key, as `CreateKeyRequest::validate` accepts it.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(
+    dead_code,
+    reason = "named in the document only: the request keeps strings to word its own errors"
+)]
+enum KeyScope {
+    Read,
+    Write,
 }
 
 impl CreateKeyRequest {
@@ -96,7 +116,8 @@ pub(super) struct KeyList {
 }
 
 /// The account's keys (prefix, name, scopes, status, lastUsedAt — never the secret).
-#[utoipa::path(get, path = "/api/api-keys", tag = "api-keys",
+#[utoipa::path(get, path = "/api/api-keys", operation_id = "list_account_keys",
+    security(("sessionCookie" = [])), tag = "api-keys",
     responses((status = 200, body = KeyList), (status = 401), (status = 403, description = "An API key was used")))]
 async fn list_keys(
     _limit: IpLimit<AccountPolicy>,
@@ -108,7 +129,8 @@ async fn list_keys(
 }
 
 /// Mint a key. The secret (and webhook secret) are in this response only.
-#[utoipa::path(post, path = "/api/api-keys", tag = "api-keys", request_body = CreateKeyRequest,
+#[utoipa::path(post, path = "/api/api-keys", operation_id = "create_account_key",
+    security(("sessionCookie" = [])), tag = "api-keys", request_body = CreateKeyRequest,
     responses((status = 201, body = CreatedKey), (status = 400), (status = 401),
               (status = 403, description = "An API key was used"),
               (status = 409, description = "Already 10 active keys")))]
@@ -124,7 +146,8 @@ async fn create_key(
 }
 
 /// Revoke a key at once; it cannot be undone.
-#[utoipa::path(delete, path = "/api/api-keys/{keyId}", tag = "api-keys",
+#[utoipa::path(delete, path = "/api/api-keys/{keyId}", operation_id = "revoke_account_key",
+    security(("sessionCookie" = [])), tag = "api-keys",
     params(("keyId" = String, Path, description = "The key's id")),
     responses((status = 200, body = KeyView), (status = 401), (status = 403), (status = 404)))]
 async fn revoke_key(

@@ -44,18 +44,39 @@ const ACCEPTANCE_REQUIRED: &str = "sign-up requires accepting the terms (`accept
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct SignupRequest {
+    #[schema(value_type = Email)]
     email: String,
     /// 10 to 128 characters with at least one letter and one digit.
+    #[schema(value_type = Password)]
     password: String,
+    /// Must be `true`: the terms are accepted.
     #[serde(default)]
+    #[schema(schema_with = accepted, required = true)]
     accept_terms: bool,
+    /// Must be `true`: the privacy policy is accepted.
     #[serde(default)]
+    #[schema(schema_with = accepted, required = true)]
     accept_privacy: bool,
+    /// 1 to 40 characters, no control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 40,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     display_name: Option<String>,
 }
 
+/// A consent flag: only `true` is accepted.
+fn accepted() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::Boolean)
+        .enum_values(Some([true]))
+        .build()
+}
+
 /// Create an account with e-mail and password. Creates its embedded custodial wallet and signs in.
-#[utoipa::path(post, path = "/api/auth/signup", tag = "auth", request_body = SignupRequest,
+#[utoipa::path(post, path = "/api/auth/signup", operation_id = "signup",
+    security(()), tag = "auth", request_body = SignupRequest,
     responses((status = 201, body = AccountView, description = "Signed up; `session-token` cookie set"),
               (status = 400, description = "Invalid e-mail, password rules, or terms not accepted"),
               (status = 409, description = "E-mail already registered"), (status = 429)))]
@@ -115,7 +136,8 @@ pub(super) struct LoginRequest {
 }
 
 /// Sign in with e-mail and password.
-#[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginRequest,
+#[utoipa::path(post, path = "/api/auth/login", operation_id = "login",
+    security(()), tag = "auth", request_body = LoginRequest,
     responses((status = 200, body = AccountView, description = "Signed in; `session-token` cookie set"),
               (status = 401, description = "Wrong e-mail or password"), (status = 429)))]
 async fn login(
@@ -148,7 +170,8 @@ async fn login(
 }
 
 /// End the current session. Always succeeds; the cookie is cleared.
-#[utoipa::path(post, path = "/api/auth/logout", tag = "auth", responses((status = 204)))]
+#[utoipa::path(post, path = "/api/auth/logout", operation_id = "logout",
+    security((), ("sessionCookie" = [])), tag = "auth", responses((status = 204)))]
 async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
     if let Some(token) = session::token_from_headers(&headers) {
         session::delete(&state, &token).await?;
@@ -163,6 +186,7 @@ async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Res
 #[derive(Debug, Deserialize, ToSchema)]
 pub(super) struct NonceRequest {
     /// The wallet that will sign.
+    #[schema(value_type = WalletAddress)]
     wallet: String,
 }
 
@@ -176,7 +200,8 @@ pub(super) struct NonceResponse {
 }
 
 /// Get a single-use nonce and the message to sign (valid 5 minutes), for wallet sign-in or linking.
-#[utoipa::path(post, path = "/api/auth/nonce", tag = "auth", request_body = NonceRequest,
+#[utoipa::path(post, path = "/api/auth/nonce", operation_id = "get_sign_in_nonce",
+    security(()), tag = "auth", request_body = NonceRequest,
     responses((status = 200, body = NonceResponse), (status = 400), (status = 429)))]
 async fn nonce(
     _limit: IpLimit<AuthPolicy>,
@@ -195,19 +220,25 @@ async fn nonce(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct WalletSignInRequest {
+    #[schema(value_type = WalletAddress)]
     wallet: String,
     nonce: String,
     /// base58 ed25519 signature of the nonce's `message` by `wallet`.
     signature: String,
-    /// Required (true) when this wallet has no account yet.
+    /// `true`: the terms are accepted. The first sign-in of a wallet creates its account and
+    /// needs it; later ones ignore it, so clients always send `true`.
     #[serde(default)]
+    #[schema(schema_with = accepted, required = true)]
     accept_terms: bool,
+    /// `true`: the privacy policy is accepted (as `acceptTerms`).
     #[serde(default)]
+    #[schema(schema_with = accepted, required = true)]
     accept_privacy: bool,
 }
 
 /// Sign in with a wallet signature; the first sign-in creates the account.
-#[utoipa::path(post, path = "/api/auth/wallet", tag = "auth", request_body = WalletSignInRequest,
+#[utoipa::path(post, path = "/api/auth/wallet", operation_id = "wallet_sign_in",
+    security(()), tag = "auth", request_body = WalletSignInRequest,
     responses((status = 200, body = AccountView, description = "Signed in to the wallet's account"),
               (status = 201, body = AccountView, description = "Account created and signed in"),
               (status = 400), (status = 401, description = "Bad signature or unusable nonce"), (status = 429)))]

@@ -82,10 +82,14 @@ fn quote_key(state: &AppState) -> [u8; 32] {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct EnterRequest {
     pub quote_id: String,
+    #[schema(value_type = crate::domain::WalletAddress)]
     pub payer_wallet: String,
+    /// The entry payment's signature.
+    #[schema(pattern = "\\S")]
     pub tx_signature: String,
     /// `fighter` (default), `ranger`, `mage`, `defender`, `gambler` or `rogue`.
     #[serde(default)]
+    #[schema(pattern = "^(fighter|ranger|mage|defender|gambler|rogue)?$")]
     pub class: Option<String>,
 }
 

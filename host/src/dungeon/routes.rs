@@ -17,6 +17,7 @@ use super::views::{AccountRuns, Credential, DungeonList, DungeonView, Leaderboar
 use super::{DungeonError, views, watch};
 use crate::auth::{AccountAuth, Read, Write};
 use crate::chain::payment::PendingPayment;
+use crate::domain::WalletAddress;
 use crate::http::ApiError;
 use crate::http::json::{Json, Path, Query};
 use crate::http::rate_limit::{AccountPolicy, IpLimit, Limiter, Policy, RateLimits};
@@ -74,14 +75,16 @@ impl Policy for DungeonReadPolicy {
 type Reads = IpLimit<DungeonReadPolicy>;
 
 /// Today's dungeon first, then the previous days.
-#[utoipa::path(get, path = "/api/dungeons", tag = "dungeon",
+#[utoipa::path(get, path = "/api/dungeons", operation_id = "list_dungeons",
+    security(()), tag = "dungeon",
     responses((status = 200, body = DungeonList), (status = 429)))]
 async fn list(_limit: Reads, State(state): State<AppState>) -> Result<Response, ApiError> {
     Ok(axum::Json(views::list(&state).await?).into_response())
 }
 
 /// One day's dungeon.
-#[utoipa::path(get, path = "/api/dungeons/{dungeonId}", tag = "dungeon",
+#[utoipa::path(get, path = "/api/dungeons/{dungeonId}", operation_id = "get_dungeon",
+    security(()), tag = "dungeon",
     params(("dungeonId" = String, Path, description = "The dungeon's day, YYYY-MM-DD (UTC)")),
     responses((status = 200, body = DungeonView), (status = 404), (status = 429)))]
 async fn detail(
@@ -95,12 +98,14 @@ async fn detail(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct QuoteParams {
-    /// The wallet that will pay.
+    /// The wallet that will pay (required).
+    #[param(value_type = WalletAddress, required = true)]
     wallet: Option<String>,
 }
 
 /// A signed quote for entering today's dungeon from `wallet`; nothing is stored.
-#[utoipa::path(get, path = "/api/dungeons/{dungeonId}/quote", tag = "dungeon",
+#[utoipa::path(get, path = "/api/dungeons/{dungeonId}/quote", operation_id = "get_dungeon_quote",
+    security(()), tag = "dungeon",
     params(("dungeonId" = String, Path, description = "The dungeon's day, YYYY-MM-DD (UTC)"), QuoteParams),
     responses((status = 200, body = Quote), (status = 400), (status = 404),
               (status = 410, description = "The dungeon is closed"), (status = 429)))]
@@ -122,11 +127,13 @@ async fn quote(
 #[serde(deny_unknown_fields)]
 struct QuoteBody {
     /// The wallet that will pay.
+    #[schema(value_type = WalletAddress)]
     wallet: String,
 }
 
 /// The same quote as the GET, with the wallet in the body.
-#[utoipa::path(post, path = "/api/dungeons/{dungeonId}/quote", tag = "dungeon",
+#[utoipa::path(post, path = "/api/dungeons/{dungeonId}/quote", operation_id = "post_dungeon_quote",
+    security(()), tag = "dungeon",
     params(("dungeonId" = String, Path, description = "The dungeon's day, YYYY-MM-DD (UTC)")), request_body = QuoteBody,
     responses((status = 200, body = Quote), (status = 400), (status = 404),
               (status = 410, description = "The dungeon is closed"), (status = 429)))]
@@ -140,7 +147,8 @@ async fn quote_by_post(
 }
 
 /// Per wallet: best score, deepest floor, whether any run cleared; best first.
-#[utoipa::path(get, path = "/api/dungeons/{dungeonId}/leaderboard", tag = "dungeon",
+#[utoipa::path(get, path = "/api/dungeons/{dungeonId}/leaderboard", operation_id = "get_dungeon_leaderboard",
+    security(()), tag = "dungeon",
     params(("dungeonId" = String, Path, description = "The dungeon's day, YYYY-MM-DD (UTC)")),
     responses((status = 200, body = Leaderboard), (status = 404), (status = 429)))]
 async fn leaderboard(
@@ -153,7 +161,8 @@ async fn leaderboard(
 
 /// Enter today's dungeon with a paid quote: 201 with the run's key and URLs, 202 while the
 /// payment is not final (resend the same request).
-#[utoipa::path(post, path = "/api/dungeons/{dungeonId}/enter", tag = "dungeon",
+#[utoipa::path(post, path = "/api/dungeons/{dungeonId}/enter", operation_id = "enter_dungeon",
+    security(("sessionCookie" = []), ("accountKey" = [])), tag = "dungeon",
     params(("dungeonId" = String, Path, description = "The dungeon's day, YYYY-MM-DD (UTC)")), request_body = EnterRequest,
     responses((status = 201, body = Entered),
               (status = 202, body = PendingPayment, description = "Paid, not final yet: resend"),
@@ -182,14 +191,20 @@ async fn enter(
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 struct RunPageParams {
-    /// Events after this sequence number (the previous page's `nextAfterSeq`).
+    /// Events after this sequence number (the previous page's `nextAfterSeq`), 0 to 2147483647.
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 2_147_483_647)]
     after_seq: Option<String>,
-    /// Events per page, 1 to [`views::RUN_PAGE_MAX`].
+    /// Events per page, 1 to 1000 ([`views::RUN_PAGE_MAX`]).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
 }
 
+/// The largest `afterSeq` (far beyond any run's events): bounded so the document can state it.
+const MAX_AFTER_SEQ: i64 = 2_147_483_647;
+
 /// A run's public page: summary, state now, and one page of its event record.
-#[utoipa::path(get, path = "/api/dungeons/runs/{runId}", tag = "dungeon",
+#[utoipa::path(get, path = "/api/dungeons/runs/{runId}", operation_id = "get_dungeon_run",
+    security(()), tag = "dungeon",
     params(("runId" = String, Path, description = "Run id"), RunPageParams),
     responses((status = 200, body = RunPage), (status = 400), (status = 404), (status = 429)))]
 async fn run_page(
@@ -200,9 +215,15 @@ async fn run_page(
 ) -> Result<Response, ApiError> {
     let after_seq = match params.after_seq.as_deref() {
         None => 0,
-        Some(raw) => raw.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
-            ApiError::bad_request("`afterSeq` must be a sequence number (0 or more)")
-        })?,
+        Some(raw) => raw
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (0..=MAX_AFTER_SEQ).contains(n))
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "`afterSeq` must be a sequence number from 0 to {MAX_AFTER_SEQ}"
+                ))
+            })?,
     };
     let limit = match params.limit.as_deref() {
         None => views::RUN_PAGE_DEFAULT,
@@ -221,7 +242,8 @@ async fn run_page(
 }
 
 /// The run's key again, for its owner only.
-#[utoipa::path(get, path = "/api/dungeons/runs/{runId}/credential", tag = "dungeon",
+#[utoipa::path(get, path = "/api/dungeons/runs/{runId}/credential", operation_id = "get_dungeon_run_credential",
+    security(("sessionCookie" = []), ("accountKey" = [])), tag = "dungeon",
     params(("runId" = String, Path, description = "Run id")),
     responses((status = 200, body = Credential), (status = 401), (status = 404), (status = 429)))]
 async fn credential(
@@ -234,7 +256,8 @@ async fn credential(
 }
 
 /// The caller's runs, newest first.
-#[utoipa::path(get, path = "/api/account/dungeon-runs", tag = "dungeon",
+#[utoipa::path(get, path = "/api/account/dungeon-runs", operation_id = "list_account_dungeon_runs",
+    security(("sessionCookie" = []), ("accountKey" = [])), tag = "dungeon",
     responses((status = 200, body = AccountRuns), (status = 401), (status = 429)))]
 async fn account_runs(
     _limit: IpLimit<AccountPolicy>,
@@ -246,7 +269,8 @@ async fn account_runs(
 
 /// Play one turn with the run's key (`Authorization: Bearer`). A retried `turnNumber` is
 /// answered from the record, never played twice.
-#[utoipa::path(post, path = "/api/dungeons/runs/{runId}/turn", tag = "dungeon",
+#[utoipa::path(post, path = "/api/dungeons/runs/{runId}/turn", operation_id = "play_dungeon_turn",
+    security(("runKey" = [])), tag = "dungeon",
     params(("runId" = String, Path, description = "Run id")), request_body = TurnRequest,
     responses((status = 200, body = TurnReply),
               (status = 400, body = IllegalTurn, description = "Not a legal action now: 1 AP charged"),
@@ -283,12 +307,14 @@ async fn turn(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct BroadcastRequest {
-    /// 1 to 280 characters.
+    /// 1 to 280 characters once trimmed.
+    #[schema(max_length = 280, pattern = "\\S")]
     message: String,
 }
 
 /// A message for the run's watchers, with the run's key.
-#[utoipa::path(post, path = "/api/dungeons/runs/{runId}/broadcast", tag = "dungeon",
+#[utoipa::path(post, path = "/api/dungeons/runs/{runId}/broadcast", operation_id = "broadcast_to_dungeon_run",
+    security(("runKey" = [])), tag = "dungeon",
     params(("runId" = String, Path, description = "Run id")), request_body = BroadcastRequest,
     responses((status = 201, body = Broadcast), (status = 400), (status = 401), (status = 403),
               (status = 404), (status = 429)))]
@@ -322,7 +348,8 @@ struct Broadcast {
 }
 
 /// The run's events as server-sent events, with the run's key; `Last-Event-ID` resumes.
-#[utoipa::path(get, path = "/api/dungeons/runs/{runId}/watch", tag = "dungeon",
+#[utoipa::path(get, path = "/api/dungeons/runs/{runId}/watch", operation_id = "watch_dungeon_run",
+    security(("runKey" = [])), tag = "dungeon",
     params(("runId" = String, Path, description = "Run id")),
     responses((status = 200, content_type = "text/event-stream", description = "The event stream"),
               (status = 400), (status = 401), (status = 403), (status = 404), (status = 429)))]

@@ -28,18 +28,7 @@ where
 }
 
 fn json_rejection(rejection: JsonRejection) -> ApiError {
-    match rejection {
-        JsonRejection::MissingJsonContentType(_) => {
-            ApiError::bad_request("expected a JSON body with `Content-Type: application/json`")
-        }
-        JsonRejection::JsonSyntaxError(error) => {
-            ApiError::bad_request(format!("the body is not valid JSON: {}", error.body_text()))
-        }
-        JsonRejection::JsonDataError(error) => {
-            ApiError::bad_request(format!("invalid request body: {}", error.body_text()))
-        }
-        other => ApiError::bad_request(other.body_text()),
-    }
+    ApiError::bad_request(super::rejections::json_body(&rejection))
 }
 
 /// `axum::extract::Query` with [`ApiError`] rejections.
@@ -58,7 +47,7 @@ where
             .await
             .map(|axum::extract::Query(value)| Query(value))
             .map_err(|rejection: QueryRejection| {
-                ApiError::bad_request(format!("invalid query: {}", rejection.body_text()))
+                ApiError::bad_request(super::rejections::query(&rejection))
             })
     }
 }
@@ -79,7 +68,7 @@ where
             .await
             .map(|axum::extract::Path(value)| Path(value))
             .map_err(|rejection: PathRejection| {
-                ApiError::bad_request(format!("invalid path: {}", rejection.body_text()))
+                ApiError::bad_request(super::rejections::path(&rejection))
             })
     }
 }

@@ -4,7 +4,9 @@
 pub(crate) mod compression;
 pub(crate) mod error;
 pub(crate) mod json;
+pub(crate) mod openapi;
 pub mod rate_limit;
+mod rejections;
 pub(crate) mod serve;
 pub(crate) mod streams;
 
@@ -23,28 +25,9 @@ use crate::state::AppState;
 /// Largest request body accepted anywhere (uploads of strategy components set their own).
 const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-#[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "Crucible API",
-        description = "Tournaments, the daily dungeon and sandboxed strategy agents on Solana wallets."
-    ),
-    tags(
-        (name = "platform", description = "Health and public platform endpoints"),
-        (name = "auth", description = "Sign-up and sign-in (the web app's back end)"),
-        (name = "account", description = "The signed-in account (session or account API key)"),
-        (name = "api-keys", description = "Account API keys (session only)"),
-        (name = "tournaments", description = "Trading tournaments: list, detail, registration"),
-        (name = "admin", description = "Host operations for admins (session only; 403 for anyone else)"),
-        (name = "dungeon", description = "The daily dungeon: quotes, paid entry, turns, broadcasts, public reads"),
-        (name = "v1", description = "Agents, strategies, webhook deliveries and the tournament list with a v1 key (`X-API-Key`); v1 keys themselves with the session. Every answer is in the v1 envelope"),
-    )
-)]
-struct ApiDoc;
-
 /// The platform's routes (outside `/api/v1`) together with the OpenAPI document describing them.
 fn platform_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(crate::health::router())
         .merge(crate::auth::router())
         .merge(crate::account::router())
@@ -59,9 +42,11 @@ fn platform_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 /// prefix): the platform's routes, and the v1 family's (uploads up to `upload_limit` bytes), which
 /// the caller nests at `/api/v1`.
 fn api(upload_limit: usize) -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi) {
-    let (routes, openapi) = platform_api();
+    let (routes, platform) = platform_api();
     let (v1_routes, v1_document) = crate::v1::router(upload_limit);
-    (routes, v1_routes, openapi.nest("/api/v1", v1_document))
+    let mut document = platform.nest("/api/v1", v1_document);
+    openapi::add_shared_answers(&mut document);
+    (routes, v1_routes, document)
 }
 
 /// The complete application router, ready to serve.

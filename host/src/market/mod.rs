@@ -15,7 +15,7 @@ pub use csv::CsvFeed;
 pub(crate) use real::{BTC_USDT_1H, BTC_USDT_5M};
 pub use real::{real_feed, real_pair};
 pub use sim::SimulatedMarket;
-pub(crate) use sim::{SIGNAL_HORIZONS, STEP_MS};
+pub(crate) use sim::{KNOWN_PAIRS, SIGNAL_HORIZONS, STEP_MS};
 
 use std::fmt;
 use std::str::FromStr;

@@ -45,7 +45,8 @@ struct Live {
 }
 
 /// Live leaderboard stream: `leaderboard:update` events, then `tournament:ended` and close.
-#[utoipa::path(get, path = "/api/tournaments/{id}/live", tag = "tournaments",
+#[utoipa::path(get, path = "/api/tournaments/{id}/live", operation_id = "watch_tournament_live",
+    security(()), tag = "tournaments",
     params(("id" = String, Path, description = "Tournament id"), InviteParams),
     responses((status = 200, description = "text/event-stream of leaderboard:update and tournament:ended"),
               (status = 404), (status = 429)))]

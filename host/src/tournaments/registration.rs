@@ -66,14 +66,17 @@ pub(crate) const MAX_WALLETS: usize = 10;
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RegisterRequest {
     /// One wallet to register (or use `registeredWallets`).
+    #[schema(value_type = Option<WalletAddress>)]
     registered_wallet: Option<String>,
-    /// 1 to 10 wallets sharing one payment (or use `registeredWallet`).
+    /// 1 to 10 distinct wallets sharing one payment (or use `registeredWallet`).
+    #[schema(value_type = Option<Vec<WalletAddress>>, min_items = 1, max_items = 10)]
     registered_wallets: Option<Vec<String>>,
     /// Required: `null` for a free tournament, the payment's signature for a paid one.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, required = true)]
     tx_signature: Option<Option<String>>,
     /// The wallet that paid (paid tournaments).
+    #[schema(value_type = Option<WalletAddress>)]
     payer_wallet: Option<String>,
     /// A private tournament's invite code (ignored for public ones).
     invite_code: Option<String>,
@@ -83,6 +86,50 @@ fn present<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<Option<String>>, D::Error> {
     Option::<String>::deserialize(deserializer).map(Some)
+}
+
+/// The request body as the OpenAPI document states it: [`RegisterRequest`]'s fields, of which
+/// exactly one of `registeredWallet` and `registeredWallets` is sent (the other absent or null),
+/// as [`RegisterRequest::parse`] demands.
+pub(crate) struct RegisterBody;
+
+impl utoipa::PartialSchema for RegisterBody {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        use utoipa::openapi::schema::{
+            AllOfBuilder, ArrayBuilder, ObjectBuilder, OneOfBuilder, Type,
+        };
+        use utoipa::openapi::{Ref, RefOr};
+        let absent = || ObjectBuilder::new().schema_type(Type::Null);
+        let one = ObjectBuilder::new()
+            .required("registeredWallet")
+            .property("registeredWallet", Ref::from_schema_name("WalletAddress"))
+            .property("registeredWallets", absent());
+        let many = ObjectBuilder::new()
+            .required("registeredWallets")
+            .property(
+                "registeredWallets",
+                ArrayBuilder::new()
+                    .items(Ref::from_schema_name("WalletAddress"))
+                    .min_items(Some(1))
+                    .max_items(Some(MAX_WALLETS))
+                    .unique_items(true),
+            )
+            .property("registeredWallet", absent());
+        RefOr::T(
+            AllOfBuilder::new()
+                .item(Ref::from_schema_name("RegisterRequest"))
+                .item(OneOfBuilder::new().item(one).item(many))
+                .into(),
+        )
+    }
+}
+
+impl utoipa::ToSchema for RegisterBody {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
+        use utoipa::PartialSchema;
+        schemas.push(("RegisterRequest".into(), RegisterRequest::schema()));
+        <RegisterRequest as utoipa::ToSchema>::schemas(schemas);
+    }
 }
 
 impl RegisterRequest {

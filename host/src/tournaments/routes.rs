@@ -12,7 +12,7 @@ use super::model::{Status, Tournament, TournamentView, registration_memo};
 use super::performance::{self, Performance};
 use super::privacy::{self, InviteParams};
 use super::queries::{self, ListQuery};
-use super::registration::{self, Outcome, RegisterRequest, RegistrationError};
+use super::registration::{self, Outcome, RegisterBody, RegisterRequest, RegistrationError};
 use crate::auth::{MaybeAccountAuth, Write};
 use crate::cache;
 use crate::chain::payment::PendingPayment;
@@ -40,22 +40,29 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
 #[into_params(parameter_in = Query)]
 pub(super) struct ListParams {
     /// `upcoming`, `live` (or `active`), `ended` (or `completed`), `cancelled`.
+    #[param(pattern = "^(upcoming|live|active|ended|completed|cancelled)?$")]
     status: Option<String>,
     /// Tournament type, e.g. `highest_pnl`.
     #[serde(rename = "type")]
     #[param(rename = "type")]
     kind: Option<String>,
     /// `public` (default) or `private`.
+    #[param(pattern = "^(public|private)?$")]
     visibility: Option<String>,
-    /// Matches name or description, case-insensitively.
+    /// Matches name or description, case-insensitively (at most 100 characters).
+    #[param(max_length = 100)]
     search: Option<String>,
     /// 0-based page number (default 0).
+    #[param(minimum = 0, maximum = 100_000)]
     page: Option<i64>,
     /// 1 to 50 (default 10).
+    #[param(minimum = 1, maximum = 50)]
     page_size: Option<i64>,
     /// `name`, `createdAt` (default), `startDate`, `endDate`, `currentParticipants`.
+    #[param(pattern = "^(name|createdAt|startDate|endDate|currentParticipants)?$")]
     order_by: Option<String>,
     /// `asc` or `desc` (default).
+    #[param(pattern = "^(asc|desc)?$")]
     order: Option<String>,
 }
 
@@ -76,7 +83,7 @@ impl ListParams {
         };
         let page = self.page.unwrap_or(0);
         if !(0..=100_000).contains(&page) {
-            return Err(bad("`page` must be 0 or more"));
+            return Err(bad("`page` must be 0 to 100000"));
         }
         let page_size = self.page_size.unwrap_or(10);
         if !(1..=50).contains(&page_size) {
@@ -114,7 +121,8 @@ pub(super) struct TournamentList {
 }
 
 /// Tournaments, newest first by default; filter by status, type, visibility and text.
-#[utoipa::path(get, path = "/api/tournaments", tag = "tournaments", params(ListParams),
+#[utoipa::path(get, path = "/api/tournaments", operation_id = "list_tournaments",
+    security(()), tag = "tournaments", params(ListParams),
     responses((status = 200, body = TournamentList), (status = 400), (status = 429)))]
 async fn list_tournaments(
     _limit: IpLimit<TournamentReadPolicy>,
@@ -150,7 +158,8 @@ fn cache_key(uri: &Uri) -> String {
 
 /// One tournament, with its escrow wallet, entry fee and status. A private one needs its
 /// `inviteCode` (404 without it, as for an unknown id).
-#[utoipa::path(get, path = "/api/tournaments/{id}", tag = "tournaments",
+#[utoipa::path(get, path = "/api/tournaments/{id}", operation_id = "get_tournament",
+    security(()), tag = "tournaments",
     params(("id" = String, Path, description = "Tournament id"), InviteParams),
     responses((status = 200, body = TournamentView), (status = 404), (status = 429)))]
 async fn get_tournament(
@@ -205,7 +214,8 @@ impl From<RegistrationError> for ApiError {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub(super) struct MemoParams {
-    /// The wallets to register, comma-separated (1 to 10).
+    /// The wallets to register, comma-separated (1 to 10 distinct addresses).
+    #[param(value_type = String, format = "solana-address-list", pattern = "^[1-9A-HJ-NP-Za-km-z]{32,44}(,[1-9A-HJ-NP-Za-km-z]{32,44}){0,9}$")]
     wallets: String,
     /// A private tournament's invite code.
     invite_code: Option<String>,
@@ -223,7 +233,8 @@ pub(super) struct MemoView {
 }
 
 /// The exact memo and amount a paid registration of these wallets must carry.
-#[utoipa::path(get, path = "/api/tournaments/{id}/registration-memo", tag = "tournaments",
+#[utoipa::path(get, path = "/api/tournaments/{id}/registration-memo", operation_id = "get_registration_memo",
+    security(()), tag = "tournaments",
     params(("id" = String, Path, description = "Tournament id"), MemoParams),
     responses((status = 200, body = MemoView), (status = 400), (status = 404), (status = 429)))]
 async fn get_registration_memo(
@@ -270,9 +281,10 @@ pub(super) struct Registered {
 /// 202 while the payment is not final (resend unchanged), 201 once registered. With an account
 /// key (scope `write`) or session, the entry is attributed to that account and every wallet
 /// must be one of its `allChainWallets`.
-#[utoipa::path(post, path = "/api/tournaments/{id}/register", tag = "tournaments",
+#[utoipa::path(post, path = "/api/tournaments/{id}/register", operation_id = "register_for_tournament",
+    security((), ("sessionCookie" = []), ("accountKey" = [])), tag = "tournaments",
     params(("id" = String, Path, description = "Tournament id")),
-    request_body = RegisterRequest,
+    request_body = RegisterBody,
     responses((status = 201, body = Registered), (status = 202, body = PendingPayment),
               (status = 400, description = "Invalid body or missing fields"),
               (status = 403, description = "A wallet is not linked to the key's account"),
@@ -308,9 +320,11 @@ async fn register(
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub(super) struct PageParams {
-    /// 0-based page (default 0).
+    /// 0-based page (default 0), at most 100000.
+    #[param(minimum = 0, maximum = 100_000)]
     page: Option<usize>,
     /// 1 to 500 entries (default 100).
+    #[param(minimum = 1, maximum = 500)]
     page_size: Option<usize>,
 }
 
@@ -320,12 +334,18 @@ impl PageParams {
         if !(1..=500).contains(&page_size) {
             return Err(ApiError::bad_request("`pageSize` must be 1 to 500"));
         }
-        Ok((self.page.unwrap_or(0), page_size))
+        let page = self.page.unwrap_or(0);
+        // Bounded like every other page number, so the document can state the range.
+        if page > 100_000 {
+            return Err(ApiError::bad_request("`page` must be 0 to 100000"));
+        }
+        Ok((page, page_size))
     }
 }
 
 /// Ranked wallets: rank, PnL and portfolio values; `stale` when the newest snapshot is over 2 h old.
-#[utoipa::path(get, path = "/api/tournaments/{id}/leaderboard", tag = "tournaments",
+#[utoipa::path(get, path = "/api/tournaments/{id}/leaderboard", operation_id = "get_tournament_leaderboard",
+    security(()), tag = "tournaments",
     params(("id" = String, Path, description = "Tournament id"), PageParams, InviteParams),
     responses((status = 200, body = LeaderboardView), (status = 400), (status = 404), (status = 429)))]
 async fn get_leaderboard(
@@ -352,11 +372,13 @@ pub(super) struct PerformanceParams {
     /// One wallet's series; default: the top 10 of the leaderboard.
     wallet: Option<String>,
     /// Points per series, 2 to 500 (default 100).
+    #[param(minimum = 2, maximum = 500)]
     points: Option<usize>,
 }
 
 /// Portfolio value over time per wallet, for charts (each series downsampled to `points`).
-#[utoipa::path(get, path = "/api/tournaments/{id}/performance", tag = "tournaments",
+#[utoipa::path(get, path = "/api/tournaments/{id}/performance", operation_id = "get_tournament_performance",
+    security(()), tag = "tournaments",
     params(("id" = String, Path, description = "Tournament id"), PerformanceParams, InviteParams),
     responses((status = 200, body = Performance), (status = 400), (status = 404), (status = 429)))]
 async fn get_performance(

@@ -17,6 +17,7 @@ use super::extract::{
 };
 use crate::agents::entry::{self, Entered, EntryError};
 use crate::agents::history::{EquityPoint, TradeView};
+use crate::agents::new_agent::NewAgentBody;
 use crate::agents::performance::{self, Performance, Period};
 use crate::agents::strategies::StrategyView as UploadedStrategy;
 use crate::agents::{self, AgentError, AgentStatus, AgentView, new_agent, service, strategies};
@@ -62,7 +63,8 @@ impl From<AgentError> for V1Error {
 }
 
 /// The caller's agents, newest first.
-#[utoipa::path(get, path = "/public/agents", tag = "v1", params(PageParams),
+#[utoipa::path(get, path = "/public/agents", operation_id = "v1_list_agents",
+    security(("v1Key" = [])), tag = "v1", params(PageParams),
     responses((status = 200, body = V1Page<AgentView>),
               (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
               (status = 403, body = V1ErrorBody), (status = 429, body = V1ErrorBody)))]
@@ -79,8 +81,9 @@ async fn list(
 
 /// Create an agent (docs/api.md, "Agents", lists the fields): it gets its own wallet and
 /// starts `unfunded` or `idle`.
-#[utoipa::path(post, path = "/public/agents/create", tag = "v1",
-    request_body(content = Object, description = "name, username, class, strategy {type, tokenPair {base, quote}, timeInterval, maxAllocation}, personality, isPaperTrading, avatarUrl"),
+#[utoipa::path(post, path = "/public/agents/create", operation_id = "v1_create_agent",
+    security(("v1Key" = [])), tag = "v1",
+    request_body = NewAgentBody,
     responses((status = 201, body = V1Ok<AgentView>),
               (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
               (status = 403, body = V1ErrorBody), (status = 429, body = V1ErrorBody)))]
@@ -100,7 +103,8 @@ async fn create(
 }
 
 /// One of the caller's agents.
-#[utoipa::path(get, path = "/public/agents/{agentId}", tag = "v1",
+#[utoipa::path(get, path = "/public/agents/{agentId}", operation_id = "v1_get_agent",
+    security(("v1Key" = [])), tag = "v1",
     params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)")),
     responses((status = 200, body = V1Ok<AgentView>),
               (status = 401, body = V1ErrorBody), (status = 403, body = V1ErrorBody),
@@ -144,7 +148,8 @@ struct AgentStopped {
 }
 
 /// Start ticking the agent (402 while its wallet cannot pay for the first trade).
-#[utoipa::path(post, path = "/public/agents/{agentId}/start", tag = "v1",
+#[utoipa::path(post, path = "/public/agents/{agentId}/start", operation_id = "v1_start_agent",
+    security(("v1Key" = [])), tag = "v1",
     params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)")),
     responses((status = 200, body = V1Ok<AgentStarted>),
               (status = 401, body = V1ErrorBody), (status = 402, body = V1ErrorBody),
@@ -164,7 +169,8 @@ async fn start(
 }
 
 /// Stop ticking the agent.
-#[utoipa::path(post, path = "/public/agents/{agentId}/stop", tag = "v1",
+#[utoipa::path(post, path = "/public/agents/{agentId}/stop", operation_id = "v1_stop_agent",
+    security(("v1Key" = [])), tag = "v1",
     params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)")),
     responses((status = 200, body = V1Ok<AgentStopped>),
               (status = 401, body = V1ErrorBody), (status = 403, body = V1ErrorBody),
@@ -186,11 +192,13 @@ async fn stop(
 #[into_params(parameter_in = Query)]
 struct PerformanceParams {
     /// `24h` (default), `7d`, `30d` or `all`.
+    #[param(pattern = "^(24h|7d|30d|all)?$")]
     period: Option<String>,
 }
 
 /// The agent's metrics over a period ending now.
-#[utoipa::path(get, path = "/public/agents/{agentId}/performance", tag = "v1",
+#[utoipa::path(get, path = "/public/agents/{agentId}/performance", operation_id = "v1_get_agent_performance",
+    security(("v1Key" = [])), tag = "v1",
     params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)"), PerformanceParams),
     responses((status = 200, body = V1Ok<Performance>),
               (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
@@ -214,11 +222,13 @@ struct TradeParams {
     /// The previous page's last `tradeId`: the page after it.
     before: Option<String>,
     /// 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
 }
 
 /// The agent's trades, newest first, with the strategy's reasons and (live) signatures.
-#[utoipa::path(get, path = "/public/agents/{agentId}/trades", tag = "v1",
+#[utoipa::path(get, path = "/public/agents/{agentId}/trades", operation_id = "v1_list_agent_trades",
+    security(("v1Key" = [])), tag = "v1",
     params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)"), TradeParams),
     responses((status = 200, body = V1Ok<Vec<TradeView>>),
               (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
@@ -245,11 +255,13 @@ async fn trades(
 #[into_params(parameter_in = Query)]
 struct EquityParams {
     /// 2 to 1000 (default 200).
+    #[param(minimum = 2, maximum = 1000)]
     points: Option<usize>,
 }
 
 /// The agent's equity marks over time (the first tick of each hour), oldest first.
-#[utoipa::path(get, path = "/public/agents/{agentId}/equity", tag = "v1",
+#[utoipa::path(get, path = "/public/agents/{agentId}/equity", operation_id = "v1_get_agent_equity",
+    security(("v1Key" = [])), tag = "v1",
     params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)"), EquityParams),
     responses((status = 200, body = V1Ok<Vec<EquityPoint>>),
               (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
@@ -299,7 +311,8 @@ struct EnterParams {
 /// Enter the agent's wallet in a tournament, paying a fee from it: 201 when registered, 202
 /// while the payment is not final (call again, unchanged, in a few seconds). A private
 /// tournament takes `?inviteCode=`.
-#[utoipa::path(post, path = "/public/agents/{agentId}/tournaments/{tournamentId}/enter",
+#[utoipa::path(post, path = "/public/agents/{agentId}/tournaments/{tournamentId}/enter", operation_id = "v1_enter_agent_in_tournament",
+    security(("v1Key" = [])),
     tag = "v1",
     params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)"),
            ("tournamentId" = String, Path, description = "Tournament id"), EnterParams),
@@ -376,12 +389,19 @@ struct AgentEntryPending {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct UploadParams {
-    /// The account's name for the component (default `strategy`).
+    /// The account's name for the component (default `strategy`): 1 to 64 characters, no
+    /// control characters, not only spaces.
+    #[param(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     name: Option<String>,
 }
 
 /// Upload a strategy component (a `.wasm` WASI component), checked with a dry tick.
-#[utoipa::path(post, path = "/public/strategies", tag = "v1", params(UploadParams),
+#[utoipa::path(post, path = "/public/strategies", operation_id = "v1_upload_strategy",
+    security(("v1Key" = [])), tag = "v1", params(UploadParams),
     request_body(content = String, content_type = "application/wasm",
                  description = "The component's bytes"),
     responses((status = 201, body = V1Ok<UploadedStrategy>),
@@ -403,7 +423,10 @@ async fn upload_strategy(
                     state.agents.limits().max_component_bytes
                 ))
             } else {
-                V1Error::field("body", rejection.body_text())
+                V1Error::field(
+                    "body",
+                    "the component's bytes could not be read: the body was cut off",
+                )
             }
         })?;
     if bytes.is_empty() {
@@ -423,7 +446,8 @@ async fn upload_strategy(
 }
 
 /// The caller's uploaded strategies.
-#[utoipa::path(get, path = "/public/strategies", tag = "v1",
+#[utoipa::path(get, path = "/public/strategies", operation_id = "v1_list_strategies",
+    security(("v1Key" = [])), tag = "v1",
     responses((status = 200, body = V1Ok<Vec<UploadedStrategy>>),
               (status = 401, body = V1ErrorBody), (status = 403, body = V1ErrorBody),
               (status = 429, body = V1ErrorBody)))]

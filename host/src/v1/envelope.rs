@@ -67,9 +67,11 @@ impl<T> V1Page<T> {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub(super) struct PageParams {
-    /// 0 or more (default 0).
+    /// 0 to 100000 (default 0).
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 100_000)]
     page_index: Option<String>,
     /// 1 to 50 (default 10).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 50)]
     page_size: Option<String>,
 }
 
@@ -80,10 +82,10 @@ impl PageParams {
     }
 }
 
-/// `pageIndex` ≥ 0 (default 0), `pageSize` 1–50 (10).
+/// `pageIndex` 0–100000 (default 0), `pageSize` 1–50 (10).
 pub(super) fn page(index: Option<&str>, size: Option<&str>) -> Result<(i64, i64), V1Error> {
     let index = whole_number(index, 0, 0..=100_000)
-        .ok_or_else(|| V1Error::field("pageIndex", "must be a whole number, 0 or more"))?;
+        .ok_or_else(|| V1Error::field("pageIndex", "must be a whole number from 0 to 100000"))?;
     let size = whole_number(size, 10, 1..=50)
         .ok_or_else(|| V1Error::field("pageSize", "must be a whole number from 1 to 50"))?;
     Ok((index, size))

@@ -34,14 +34,39 @@ impl From<KeyError> for V1Error {
 #[schema(as = CreateV1KeyRequest)]
 struct CreateRequest {
     /// 1 to 64 characters.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     name: String,
     /// Where webhook events for this key are sent (http or https).
+    #[schema(value_type = Option<HttpUrl>)]
     webhook_url: Option<String>,
     /// At least one of `agents:read`, `agents:write`, `agents:start`, `agents:stop`.
+    #[schema(value_type = Vec<V1Permission>, min_items = 1)]
     permissions: Vec<String>,
     /// 1 to 365 (also accepted as `expiry`); none: the key never expires.
     #[serde(alias = "expiry")]
+    #[schema(minimum = 1, maximum = 365)]
     expires_in_days: Option<i64>,
+}
+
+/// A permission of a v1 key: one of [`PERMISSIONS`].
+#[derive(ToSchema)]
+#[allow(
+    dead_code,
+    reason = "named in the document only: the request keeps strings to word its own errors"
+)]
+enum V1Permission {
+    #[schema(rename = "agents:read")]
+    Read,
+    #[schema(rename = "agents:write")]
+    Write,
+    #[schema(rename = "agents:start")]
+    Start,
+    #[schema(rename = "agents:stop")]
+    Stop,
 }
 
 impl CreateRequest {
@@ -160,9 +185,11 @@ impl From<KeyView> for V1KeyView {
 }
 
 /// Mint a v1 key: the only answer that carries the key and its webhook secret.
-#[utoipa::path(post, path = "/api-keys", tag = "v1", request_body = CreateRequest,
+#[utoipa::path(post, path = "/api-keys", operation_id = "v1_create_key",
+    security(("sessionCookie" = [])), tag = "v1", request_body = CreateRequest,
     responses((status = 201, body = V1Ok<CreatedV1Key>),
               (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody, description = "An API key was sent: keys never manage keys"),
               (status = 409, body = V1ErrorBody, description = "Too many active keys"),
               (status = 429, body = V1ErrorBody)))]
 async fn create_key(
@@ -176,9 +203,11 @@ async fn create_key(
 }
 
 /// The account's v1 keys (never their secrets).
-#[utoipa::path(get, path = "/api-keys", tag = "v1",
+#[utoipa::path(get, path = "/api-keys", operation_id = "v1_list_keys",
+    security(("sessionCookie" = [])), tag = "v1",
     responses((status = 200, body = V1Ok<Vec<V1KeyView>>),
-              (status = 401, body = V1ErrorBody), (status = 429, body = V1ErrorBody)))]
+              (status = 401, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody, description = "An API key was sent: keys never manage keys"), (status = 429, body = V1ErrorBody)))]
 async fn list_keys(
     State(state): State<AppState>,
     session: V1Session,
@@ -191,10 +220,12 @@ async fn list_keys(
 }
 
 /// Revoke a v1 key at once.
-#[utoipa::path(delete, path = "/api-keys/{keyId}", tag = "v1",
+#[utoipa::path(delete, path = "/api-keys/{keyId}", operation_id = "v1_revoke_key",
+    security(("sessionCookie" = [])), tag = "v1",
     params(("keyId" = String, Path, description = "Key id")),
     responses((status = 200, body = V1Ok<V1KeyView>),
-              (status = 401, body = V1ErrorBody), (status = 404, body = V1ErrorBody),
+              (status = 401, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody, description = "An API key was sent: keys never manage keys"), (status = 404, body = V1ErrorBody),
               (status = 429, body = V1ErrorBody)))]
 async fn revoke_key(
     State(state): State<AppState>,

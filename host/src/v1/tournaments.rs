@@ -25,22 +25,29 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 struct Params {
-    /// 0 or more (default 0).
+    /// 0 to 100000 (default 0).
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 100_000)]
     page_index: Option<String>,
     /// 1 to 50 (default 10).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 50)]
     page_size: Option<String>,
     /// `name`, `createdAt` (default), `startDate`, `endDate` or `currentParticipants`.
+    #[param(pattern = "^(name|createdAt|startDate|endDate|currentParticipants)?$")]
     order_by: Option<String>,
     /// `asc` or `desc` (default).
+    #[param(pattern = "^(asc|desc)?$")]
     order: Option<String>,
     /// Words of the name (at most 100 characters).
+    #[param(max_length = 100)]
     search: Option<String>,
     /// `public` or `private` (private tournaments are listed nowhere: no items).
+    #[param(pattern = "^(public|private)?$")]
     visibility: Option<String>,
     /// Tournament type, e.g. `highest_pnl`.
     #[serde(rename = "type")]
     kind: Option<String>,
     /// `upcoming`, `active` or `completed`.
+    #[param(pattern = "^(upcoming|active|completed)?$")]
     status: Option<String>,
 }
 
@@ -137,7 +144,8 @@ impl ToSchema for V1Tournament {
 }
 
 /// The public tournament list, newest first unless `orderBy` says otherwise.
-#[utoipa::path(get, path = "/public/tournaments", tag = "v1", params(Params),
+#[utoipa::path(get, path = "/public/tournaments", operation_id = "v1_list_tournaments",
+    security(("v1Key" = [])), tag = "v1", params(Params),
     responses((status = 200, body = V1Page<V1Tournament>),
               (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
               (status = 429, body = V1ErrorBody)))]

@@ -20,11 +20,13 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
 #[into_params(parameter_in = Query)]
 struct Params {
     /// 1 to 100 (default 50).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
     limit: Option<String>,
 }
 
 /// The account's recent webhook deliveries, newest first.
-#[utoipa::path(get, path = "/webhooks/deliveries", tag = "v1", params(Params),
+#[utoipa::path(get, path = "/webhooks/deliveries", operation_id = "v1_list_webhook_deliveries",
+    security(("v1Key" = [])), tag = "v1", params(Params),
     responses((status = 200, body = V1Ok<Vec<DeliveryView>>),
               (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
               (status = 403, body = V1ErrorBody), (status = 429, body = V1ErrorBody)))]

@@ -39,6 +39,7 @@ mod live_agents;
 mod metrics;
 mod migrations;
 mod multi_node;
+mod openapi_document;
 mod payouts;
 mod platform;
 mod prices;

@@ -81,7 +81,8 @@ struct Row {
 }
 
 /// The newest trades of the tournament's live agents since it started.
-#[utoipa::path(get, path = "/api/tournaments/{id}/trades", tag = "tournaments",
+#[utoipa::path(get, path = "/api/tournaments/{id}/trades", operation_id = "get_tournament_trades",
+    security(()), tag = "tournaments",
     params(("id" = String, Path, description = "Tournament id"), FeedParams, InviteParams),
     responses((status = 200, body = TradeFeed), (status = 400), (status = 404), (status = 429)))]
 pub(super) async fn get_trades(

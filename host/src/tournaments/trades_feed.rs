@@ -1,6 +1,6 @@
 //! `GET /api/tournaments/{id}/trades`: what the agents in a tournament just did, for
 //! spectators — the newest trades of the live agents whose wallets are registered, each with
-//! its agent, amount, price and the strategy's reason (docs/tournaments.md, "Live trades").
+//! its agent, amount, price and the strategy's reason (docs/api.md, "Tournament trades").
 //!
 //! Only live agents are shown: their trades are swaps on chain, public already. A paper
 //! agent's trades stay its operator's.

@@ -68,7 +68,13 @@ async fn on_a_real_cluster_wallets_are_valued_at_pyths_price() {
     let value = crucible::tournaments::tracking::wallet_value(&app.state, &wallet)
         .await
         .expect("valued");
-    assert!((value - (2.0 * 182.5 + 5.0)).abs() < 1e-9, "{value}");
+    // The SOL, the USDC, and the rent held in the wallet's token account (2,039,280 lamports,
+    // which closing the account returns to the wallet).
+    let rent_sol = 0.002_039_28;
+    assert!(
+        (value - ((2.0 + rent_sol) * 182.5 + 5.0)).abs() < 1e-9,
+        "{value}"
+    );
 
     // Hermes down, with no fresh price cached: the valuation fails, it does not fall back to the
     // simulated market.

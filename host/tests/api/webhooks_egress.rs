@@ -215,9 +215,12 @@ async fn webhook_deliveries_ignore_proxy_variables() {
         })
         .expect("cookie")
         .to_owned();
+    let session = cookie.trim_start_matches("session-token=");
     let key: serde_json::Value = client
         .post(format!("{base}/api/v1/api-keys"))
         .header("cookie", &cookie)
+        .header("origin", &base)
+        .header("x-csrf-token", crucible::web::csrf_token(session))
         .json(
             &json!({"name": "hooks", "permissions": ["agents:read", "agents:write", "agents:start"],
                       "webhookUrl": format!("{receiver}/in")}),

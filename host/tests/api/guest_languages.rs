@@ -391,3 +391,52 @@ fn leb128(mut n: usize) -> Vec<u8> {
         out.push(byte | 0x80);
     }
 }
+
+#[tokio::test]
+async fn parallel_uploads_cannot_pass_one_quota_check_together() {
+    let app = TestApp::spawn_with(|config| config.sandbox.strategy_quota_count = 2).await;
+    let session = app.session("racer@example.com").await;
+    let key = app.v1_key(&session).await;
+    let base = crucible::sandbox::test_guest("hostile")
+        .expect("guest")
+        .to_vec();
+    // A refused upload holds no quota once it is answered.
+    let wrong = crucible::sandbox::test_guest("wrong-world")
+        .expect("fixture")
+        .to_vec();
+    assert_eq!(app.upload_strategy(&key, None, wrong).await.status, 400);
+    // Six different components at once: each is compiled and dry-ticked after its quota check.
+    let uploads: Vec<_> = (0..6u8)
+        .map(|i| {
+            let mut bytes = base.clone();
+            bytes.extend_from_slice(&custom_section(&format!("race-{i}"), &[i; 16]));
+            let (app, key) = (&app, key.clone());
+            async move { app.upload_strategy(&key, None, bytes).await.status }
+        })
+        .collect();
+    let statuses = futures_util::future::join_all(uploads).await;
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        2,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 201 || *s == 403),
+        "{statuses:?}"
+    );
+    let listed = app
+        .get("/api/v1/public/strategies", Auth::XApiKey(&key))
+        .await;
+    assert_eq!(
+        listed.body["data"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        listed.body
+    );
+    // Every upload, stored or refused, gave its reservation back.
+    let (held,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM strategy_upload_reservations")
+        .fetch_one(app.state.store.read())
+        .await
+        .expect("count");
+    assert_eq!(held, 0);
+}

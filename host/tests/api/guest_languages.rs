@@ -440,3 +440,46 @@ async fn parallel_uploads_cannot_pass_one_quota_check_together() {
         .expect("count");
     assert_eq!(held, 0);
 }
+
+#[tokio::test]
+async fn an_upload_importing_what_the_host_lacks_is_refused_naming_the_import() {
+    let app = TestApp::spawn().await;
+    let session = app.session("imports@example.com").await;
+    let key = app.v1_key(&session).await;
+    let uploaded = app
+        .upload_strategy(
+            &key,
+            None,
+            crate::sandbox_guests::importing("wasi:keyvalue/store@0.2.0"),
+        )
+        .await;
+    assert_eq!(uploaded.status, 400, "{}", uploaded.body);
+    assert!(
+        uploaded.body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("wasi:keyvalue/store@0.2.0")),
+        "{}",
+        uploaded.body
+    );
+}
+
+#[test]
+#[ignore = "needs the Python and JavaScript components: .ci/run builds them"]
+fn a_javascript_component_built_with_default_options_runs() {
+    // componentize-js's defaults import wasi:http (and the other WASI interfaces): linked, with
+    // every outgoing request refused, so the component loads and ticks like the lean build.
+    let sandbox = sandbox();
+    let strategy = sandbox
+        .load(&component("js-momentum-default.wasm"))
+        .expect(NEEDS);
+    let market = SimulatedMarket::new(7);
+    let end = SimulatedMarket::origin() + 400 * Interval::D1.millis();
+    let spec = BacktestSpec::new("fighter", Pair::new("SOL", "USDC"), Interval::H1, end, 48);
+    let report = run_backtest(&sandbox, &strategy, &market, &spec, &mut |_, _| {}).expect("run");
+    assert!(
+        report.faults.is_empty(),
+        "failed ticks: {:?}",
+        report.faults
+    );
+    assert_eq!(report.ticks, 48);
+}

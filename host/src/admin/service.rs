@@ -54,7 +54,7 @@ pub async fn set_admin(
     // Revoking never leaves the service without an admin in good standing.
     let changed = sqlx::query(
         "UPDATE accounts SET is_admin = $1 WHERE id = $2
-           AND ($1 = 1 OR EXISTS (SELECT 1 FROM accounts other
+           AND ($1 = 1 OR is_admin = 0 OR EXISTS (SELECT 1 FROM accounts other
                 WHERE other.is_admin = 1 AND other.suspended_at IS NULL AND other.id <> $2))",
     )
     .bind(i64::from(admin))

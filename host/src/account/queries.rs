@@ -282,6 +282,7 @@ pub(super) struct PayoutRow {
     pub tx_signature: Option<String>,
     pub created_at: i64,
     pub sent_at: Option<i64>,
+    pub reason: Option<String>,
 }
 
 /// The account's payouts, newest first (at most 500).
@@ -290,7 +291,7 @@ pub(super) async fn payouts(
     account_id: &str,
 ) -> Result<Vec<PayoutRow>, AccountError> {
     Ok(sqlx::query_as(
-        "SELECT id, source_kind, source_id, wallet, rank, amount_raw, mint, status, tx_signature, created_at, sent_at
+        "SELECT id, source_kind, source_id, wallet, rank, amount_raw, mint, status, tx_signature, created_at, sent_at, reason
          FROM payouts WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500",
     )
     .bind(account_id)

@@ -230,8 +230,8 @@ async fn account_tournaments(
 #[serde(rename_all = "camelCase")]
 pub(super) struct AccountPayout {
     payout_id: String,
-    /// `tournament` or `dungeon` (a prize), or `refund` (an entry of a cancelled tournament paid
-    /// back; `sourceId` is the tournament).
+    /// `tournament` or `dungeon` (a prize), or `refund` (an entry fee paid back; `sourceId` is
+    /// the tournament, `reason` says why).
     source_kind: String,
     source_id: String,
     wallet: String,
@@ -246,6 +246,9 @@ pub(super) struct AccountPayout {
     tx_signature: Option<String>,
     created_at: String,
     sent_at: Option<String>,
+    /// Why a refund is owed: the tournament's cancellation, or the registration an agent's paid
+    /// entry could not complete. `null` for prizes.
+    reason: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -278,6 +281,7 @@ async fn account_payouts(
             tx_signature: row.tx_signature,
             created_at: rfc3339(from_millis(row.created_at)),
             sent_at: row.sent_at.map(|at| rfc3339(from_millis(at))),
+            reason: row.reason,
         })
         .collect();
     Ok(axum::Json(AccountPayouts { payouts }))

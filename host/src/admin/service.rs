@@ -50,11 +50,23 @@ pub async fn set_admin(
             email.as_str()
         )));
     };
-    sqlx::query("UPDATE accounts SET is_admin = $1 WHERE id = $2")
-        .bind(i64::from(admin))
-        .bind(&account_id)
-        .execute(&mut *tx)
-        .await?;
+    lock_admins(store, &mut tx).await?;
+    // Revoking never leaves the service without an admin in good standing.
+    let changed = sqlx::query(
+        "UPDATE accounts SET is_admin = $1 WHERE id = $2
+           AND ($1 = 1 OR is_admin = 0 OR EXISTS (SELECT 1 FROM accounts other
+                WHERE other.is_admin = 1 AND other.suspended_at IS NULL AND other.id <> $2))",
+    )
+    .bind(i64::from(admin))
+    .bind(&account_id)
+    .execute(&mut *tx)
+    .await?;
+    if changed.rows_affected() != 1 {
+        return Err(AdminError::Conflict(format!(
+            "{} is the last admin; grant the role to another account first",
+            email.as_str()
+        )));
+    }
     let action = if admin { "admin.grant" } else { "admin.revoke" };
     audit::record(
         &mut tx,
@@ -66,6 +78,18 @@ pub async fn set_admin(
     .await?;
     tx.commit().await?;
     Ok(account_id)
+}
+
+/// On PostgreSQL, lock the admins' rows for the rest of `tx`, so two changes that each leave
+/// one admin (two admins suspending each other) take turns and the second sees the first.
+/// SQLite has a single writer: its transactions take turns anyway.
+async fn lock_admins(store: &Store, tx: &mut sqlx::AnyConnection) -> Result<(), AdminError> {
+    if store.backend() == crate::db::Backend::Postgres {
+        sqlx::query("SELECT id FROM accounts WHERE is_admin = 1 ORDER BY id FOR UPDATE")
+            .fetch_all(&mut *tx)
+            .await?;
+    }
+    Ok(())
 }
 
 // ---- accounts ----
@@ -247,10 +271,19 @@ pub(crate) async fn suspend(
     why: &str,
 ) -> Result<AccountSummary, AdminError> {
     let why = reason(why)?;
+    if admin == account_id {
+        return Err(AdminError::Conflict(
+            "an admin cannot suspend their own account".into(),
+        ));
+    }
     let now = state.now();
     let mut tx = state.store.begin().await?;
+    lock_admins(&state.store, &mut tx).await?;
+    // Never the last admin in good standing: someone must be able to lift suspensions.
     let suspended = sqlx::query(
-        "UPDATE accounts SET suspended_at = $1, suspension_reason = $2 WHERE id = $3 AND suspended_at IS NULL",
+        "UPDATE accounts SET suspended_at = $1, suspension_reason = $2 WHERE id = $3 AND suspended_at IS NULL
+           AND (is_admin = 0 OR EXISTS (SELECT 1 FROM accounts other
+                WHERE other.is_admin = 1 AND other.suspended_at IS NULL AND other.id <> $3))",
     )
     .bind(to_millis(now))
     .bind(&why)
@@ -259,7 +292,11 @@ pub(crate) async fn suspend(
     .await?;
     if suspended.rows_affected() != 1 {
         drop(tx);
-        return Err(refused(&state.store, account_id, "is already suspended").await);
+        let detail = match account_detail(&state.store, account_id).await {
+            Ok(detail) if detail.account.suspended_at.is_none() => "is the last admin",
+            _ => "is already suspended",
+        };
+        return Err(refused(&state.store, account_id, detail).await);
     }
     sqlx::query("DELETE FROM sessions WHERE account_id = $1")
         .bind(account_id)

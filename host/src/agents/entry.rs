@@ -8,23 +8,42 @@
 //! tournament) before it is sent; a retried or concurrent call finds that row and re-checks or
 //! re-sends the same transaction (the chain executes a signature once). Only when the chain never
 //! saw it and its blockhash can no longer land is a new transfer signed.
+//!
+//! A fee is never sent for an entry the tournament would refuse: everything that can be checked
+//! before money moves (open, a seat left, not registered yet) is checked first, and again in the
+//! registering transaction. A fee that landed but could not register (a race took the last seat,
+//! the tournament closed meanwhile) is refunded once, as a `refund` payout with its reason
+//! (`tournaments::refunds`); its signature is then claimed, so it can neither register nor be
+//! refunded again. Each recorded fee also has a settling job ([`SETTLE_JOB`]) that finishes the
+//! entry, or refunds it, if no call comes back for it.
 
 use base64::Engine;
 use chrono::Duration;
 
 use super::{AgentError, service};
 use crate::auth::Caller;
+use crate::chain::ExpectedPayment;
 use crate::chain::Keypair;
+use crate::chain::payment::{self, PaymentCheck, PaymentError};
 use crate::clock::to_millis;
 use crate::db::StoreError;
 use crate::domain::WalletAddress;
 use crate::state::AppState;
-use crate::tournaments::model::registration_memo;
-use crate::tournaments::registration::{self, Outcome, RegisterRequest, RegistrationError};
+use crate::tournaments::model::{Tournament, registration_memo};
+use crate::tournaments::refunds::{self, UnregisteredFee};
+use crate::tournaments::registration::{self, Outcome, RegistrationError};
 
 /// After this long a transfer the chain has never seen can no longer land (its blockhash is
 /// about 60 s old), so a new one may be signed in its place.
 const UNSEEN_FOR: Duration = Duration::seconds(90);
+
+/// The job that settles one recorded fee (subject: its signature) when no call comes back for
+/// it: registers the entry, or refunds the fee if it cannot register.
+pub(crate) const SETTLE_JOB: &str = "agent_entry.settle";
+
+/// When the settling job first looks: after any call that is still polling has had its chance,
+/// and after a transfer the chain never saw can no longer land.
+const SETTLE_AFTER: Duration = Duration::minutes(3);
 
 /// What an entry did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +62,16 @@ pub(crate) enum EntryError {
     /// The registration refused it, for the registration's own reason.
     #[error(transparent)]
     Registration(#[from] RegistrationError),
+    /// The registration refused it after its fee landed; the fee is refunded by `payout_id`.
+    #[error("{refused}; the entry fee it paid is refunded (payout {payout_id})")]
+    Refunded {
+        refused: RegistrationError,
+        payout_id: String,
+    },
+    /// The registration refused it while its fee is not final yet; the fee is refunded once it
+    /// is (by the next call or the settling job).
+    #[error("{0}; the entry fee it paid is not final yet and will be refunded once it is")]
+    RefundOnceFinal(RegistrationError),
     /// The wallet cannot pay the fee.
     #[error("{0}")]
     CannotPay(String),
@@ -81,18 +110,193 @@ pub(crate) async fn enter(
     };
     let wallet = agent.wallet_address.clone();
     if tournament.entry_fee_raw <= 0 {
-        let request = RegisterRequest::one_wallet(&wallet, None, None, invite_code);
-        registration::register(state, tournament_id, Some(&caller), request, None).await?;
+        registration::register_wallet(state, &tournament, &caller, &wallet, None).await?;
         return Ok(Entered::Registered { signature: None });
     }
+    if let Err(refused) = registration::precheck(state, &tournament, &caller, &wallet).await {
+        // Nothing is paid for an entry the tournament refuses. A fee an earlier call already
+        // sent can register nothing now either: it is paid back.
+        let recorded: Option<(String,)> = sqlx::query_as(
+            "SELECT signature FROM agent_entry_payments WHERE agent_id = $1 AND tournament_id = $2",
+        )
+        .bind(agent_id)
+        .bind(&tournament.id)
+        .fetch_optional(state.store.read())
+        .await?;
+        return Err(match recorded {
+            Some((signature,)) if permanent(&refused) => {
+                refund_unregistered(state, &tournament, &caller, &wallet, &signature, refused).await
+            }
+            _ => refused.into(),
+        });
+    }
     let signature = pay_once(state, agent_id, &wallet, &tournament).await?;
-    let request =
-        RegisterRequest::one_wallet(&wallet, Some(signature.clone()), Some(&wallet), invite_code);
-    match registration::register(state, tournament_id, Some(&caller), request, None).await? {
-        Outcome::Registered { .. } => Ok(Entered::Registered {
-            signature: Some(signature),
+    complete(state, &tournament, &caller, &wallet, &signature).await
+}
+
+/// Register the agent's wallet with its recorded fee `signature`; a refusal that no retry can
+/// change refunds the fee if it landed.
+async fn complete(
+    state: &AppState,
+    tournament: &Tournament,
+    caller: &Caller,
+    wallet: &str,
+    signature: &str,
+) -> Result<Entered, EntryError> {
+    match registration::register_wallet(
+        state,
+        tournament,
+        caller,
+        wallet,
+        Some(signature.to_owned()),
+    )
+    .await
+    {
+        Ok(Outcome::Registered { .. }) => Ok(Entered::Registered {
+            signature: Some(signature.to_owned()),
         }),
-        Outcome::Pending => Ok(Entered::Pending { signature }),
+        Ok(Outcome::Pending) => Ok(Entered::Pending {
+            signature: signature.to_owned(),
+        }),
+        Err(refused) if permanent(&refused) => {
+            Err(refund_unregistered(state, tournament, caller, wallet, signature, refused).await)
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Refusals no retry of the same entry can change. (A used signature means the fee is claimed
+/// already, by its registration or its refund: nothing more to do.)
+fn permanent(refused: &RegistrationError) -> bool {
+    matches!(
+        refused,
+        RegistrationError::Closed(_)
+            | RegistrationError::Full(_)
+            | RegistrationError::AlreadyRegistered(_)
+            | RegistrationError::NotFound(_)
+    )
+}
+
+/// The fee `signature` paid for an entry that `refused`: refund it if it landed and nothing has
+/// claimed it, and say so in the error the caller sees.
+async fn refund_unregistered(
+    state: &AppState,
+    tournament: &Tournament,
+    caller: &Caller,
+    wallet: &str,
+    signature: &str,
+    refused: RegistrationError,
+) -> EntryError {
+    let claimed: Result<Option<(String,)>, sqlx::Error> =
+        sqlx::query_as("SELECT purpose FROM payment_claims WHERE signature = $1")
+            .bind(signature)
+            .fetch_optional(state.store.read())
+            .await;
+    match claimed {
+        Ok(Some(_)) => return refused.into(),
+        Ok(None) => {}
+        Err(error) => return error.into(),
+    }
+    let expected = ExpectedPayment {
+        payer: wallet.to_owned(),
+        recipient: tournament.escrow_wallet.clone(),
+        mint: state.chain.stablecoin_mint().to_owned(),
+        amount_raw: u64::try_from(tournament.entry_fee_raw).unwrap_or(0),
+        memo: registration_memo(&tournament.id, &[wallet.to_owned()]),
+    };
+    let landed = payment::check(
+        &state.chain,
+        &state.store,
+        state.now(),
+        signature,
+        &expected,
+    )
+    .await;
+    match landed {
+        Ok(PaymentCheck::Verified) => {}
+        Ok(PaymentCheck::Pending) => return EntryError::RefundOnceFinal(refused),
+        // It never landed as this fee: nothing to pay back.
+        Err(PaymentError::Rejected(_)) => return refused.into(),
+        Err(PaymentError::Unavailable(error)) => return EntryError::Chain(error.to_string()),
+        Err(PaymentError::Store(error)) => return error.into(),
+    }
+    let reason = format!("the agent's entry could not register: {refused}");
+    let fee = UnregisteredFee {
+        signature,
+        tournament_id: &tournament.id,
+        payer: wallet,
+        account_id: &caller.account_id,
+        amount_raw: tournament.entry_fee_raw,
+        mint: state.chain.stablecoin_mint(),
+        reason: &reason,
+    };
+    match refunds::record_entry_refund(&state.store, &fee, state.now()).await {
+        Ok(Some(payout_id)) => {
+            tracing::info!(
+                tournament_id = tournament.id,
+                wallet,
+                signature,
+                payout_id,
+                "unregistered entry fee refunded"
+            );
+            EntryError::Refunded { refused, payout_id }
+        }
+        // Claimed meanwhile (a concurrent call registered or refunded it).
+        Ok(None) => refused.into(),
+        Err(error) => error.into(),
+    }
+}
+
+/// The settling job of the fee `signature`: finish the entry it paid for, or refund it. Done
+/// when the fee is claimed (registered or refunded), replaced, or never landed; retried while
+/// it is not final yet.
+pub(crate) async fn settle(state: &AppState, signature: &str) -> anyhow::Result<()> {
+    let recorded: Option<(String, String, String)> = sqlx::query_as(
+        "SELECT p.tournament_id, a.account_id, a.wallet_address
+         FROM agent_entry_payments p JOIN agents a ON a.id = p.agent_id
+         WHERE p.signature = $1",
+    )
+    .bind(signature)
+    .fetch_optional(state.store.read())
+    .await?;
+    let Some((tournament_id, account_id, wallet)) = recorded else {
+        // Replaced by a newer transfer, which has its own job.
+        return Ok(());
+    };
+    let claimed: Option<(String,)> =
+        sqlx::query_as("SELECT purpose FROM payment_claims WHERE signature = $1")
+            .bind(signature)
+            .fetch_optional(state.store.read())
+            .await?;
+    if claimed.is_some() {
+        return Ok(());
+    }
+    let Some(tournament) = crate::tournaments::queries::get(&state.store, &tournament_id).await?
+    else {
+        tracing::error!(
+            tournament_id,
+            signature,
+            "an agent's entry fee names a tournament that no longer exists"
+        );
+        return Ok(());
+    };
+    let caller = Caller { account_id };
+    match complete(state, &tournament, &caller, &wallet, signature).await {
+        Ok(Entered::Registered { .. }) => {
+            tracing::info!(tournament_id, wallet, "agent entry settled: registered");
+            Ok(())
+        }
+        Ok(Entered::Pending { .. }) | Err(EntryError::RefundOnceFinal(_)) => {
+            anyhow::bail!("the entry fee {signature} is not final yet")
+        }
+        Err(EntryError::Refunded { .. }) => Ok(()),
+        // Refused with nothing landed, or the fee is claimed: nothing left to settle.
+        Err(EntryError::Registration(_) | EntryError::Agent(_) | EntryError::CannotPay(_)) => {
+            Ok(())
+        }
+        Err(error @ (EntryError::Chain(_) | EntryError::Store(_) | EntryError::Internal(_))) => {
+            Err(anyhow::anyhow!(error))
+        }
     }
 }
 
@@ -102,7 +306,7 @@ async fn pay_once(
     state: &AppState,
     agent_id: &str,
     wallet: &str,
-    tournament: &crate::tournaments::model::Tournament,
+    tournament: &Tournament,
 ) -> Result<String, EntryError> {
     let recorded: Option<(String, String, i64)> = sqlx::query_as(
         "SELECT signature, wire, signed_at FROM agent_entry_payments WHERE agent_id = $1 AND tournament_id = $2",
@@ -164,6 +368,8 @@ async fn pay_once(
             other => EntryError::Chain(other.to_string()),
         })?;
     let wire = base64::engine::general_purpose::STANDARD.encode(&wire);
+    let now = state.now();
+    let mut tx = state.store.begin().await?;
     let inserted = sqlx::query(
         "INSERT INTO agent_entry_payments (agent_id, tournament_id, signature, wire, signed_at)
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (agent_id, tournament_id) DO NOTHING",
@@ -172,13 +378,17 @@ async fn pay_once(
     .bind(&tournament.id)
     .bind(&signature)
     .bind(&wire)
-    .bind(to_millis(state.now()))
-    .execute(state.store.write())
+    .bind(to_millis(now))
+    .execute(&mut *tx)
     .await?;
     if inserted.rows_affected() == 0 {
         // A concurrent call recorded its payment first: that one is the payment.
+        drop(tx);
         return Box::pin(pay_once(state, agent_id, wallet, tournament)).await;
     }
+    // Recorded with the job that settles it, so a fee nobody comes back for is never stranded.
+    crate::scheduler::enqueue(&mut tx, SETTLE_JOB, &signature, now + SETTLE_AFTER, now).await?;
+    tx.commit().await?;
     send(state, &wire).await?;
     Ok(signature)
 }

@@ -4,7 +4,9 @@
 //! and usable by the uploading accounts' agents as `strategy.type = "custom:<id>"`.
 //!
 //! An account keeps at most [`UploadQuota`](super::runtime::UploadQuota) components and bytes, so uploads
-//! cannot fill the database or the compile worker on their own.
+//! cannot fill the database or the compile worker on their own. The quota is reserved before the
+//! compile, atomically per account ([`reserve_quota`]), and released once the upload is stored or
+//! refused: uploads racing each other cannot all pass the same check.
 
 use serde::Serialize;
 
@@ -69,7 +71,31 @@ pub(crate) async fn upload(
             "this component ({id}) was banned by the service's admins: {reason}"
         )));
     }
-    check_quota(state, account_id, &id, bytes.len()).await?;
+    reserve_quota(state, account_id, &id, bytes.len()).await?;
+    let stored = check_and_store(state, account_id, name, &id, bytes).await;
+    // Stored (the account's row now counts) or refused: the reservation has done its work.
+    let released = sqlx::query(
+        "DELETE FROM strategy_upload_reservations WHERE account_id = $1 AND strategy_id = $2",
+    )
+    .bind(account_id)
+    .bind(&id)
+    .execute(state.store.write())
+    .await;
+    if let Err(error) = released {
+        // It expires on its own after RESERVATION_TTL.
+        tracing::warn!(account_id, strategy_id = id, %error, "upload reservation not released");
+    }
+    stored
+}
+
+/// Compile the component, give it its dry tick and store it for the account.
+async fn check_and_store(
+    state: &AppState,
+    account_id: &str,
+    name: &str,
+    id: &str,
+    bytes: Vec<u8>,
+) -> Result<StrategyView, AgentError> {
     let now = to_millis(state.now());
     let dry_run = DryRun::at(state, now)?;
     let runtime = state.agents.clone();
@@ -97,7 +123,7 @@ pub(crate) async fn upload(
              profile_memory_bytes = excluded.profile_memory_bytes,
              profile_fuel = excluded.profile_fuel",
     )
-    .bind(&id)
+    .bind(id)
     .bind(bytes.len() as i64)
     .bind(bytes)
     .bind(now)
@@ -111,7 +137,7 @@ pub(crate) async fn upload(
          ON CONFLICT (account_id, strategy_id) DO UPDATE SET name = excluded.name",
     )
     .bind(account_id)
-    .bind(&id)
+    .bind(id)
     .bind(name)
     .bind(now)
     .execute(&mut *tx)
@@ -125,26 +151,70 @@ pub(crate) async fn upload(
         .ok_or_else(|| AgentError::internal(anyhow::anyhow!("strategy {id} vanished")))
 }
 
-/// Refuse an upload that would take the account over its quota (a component it already has
-/// does not count twice).
-async fn check_quota(
+/// How long a reservation holds quota for an upload still being checked: longer than any
+/// compile and dry tick take, so one left behind by a node that died frees itself.
+const RESERVATION_TTL_MS: i64 = 10 * 60 * 1000;
+
+/// Reserve the quota an upload of `size` bytes needs, or refuse it: the account's stored
+/// components and the reservations of its uploads in flight count (a component it already has,
+/// or is already uploading, does not count twice). The count and the reservation are one
+/// transaction that first takes the account's row, so concurrent uploads of one account take
+/// turns (PostgreSQL's row lock; SQLite has a single writer).
+async fn reserve_quota(
     state: &AppState,
     account_id: &str,
     id: &str,
     size: usize,
 ) -> Result<(), AgentError> {
-    let quota = state.agents.quota();
+    let now = to_millis(state.now());
+    let mut tx = state.store.begin().await?;
+    sqlx::query("UPDATE accounts SET updated_at = updated_at WHERE id = $1")
+        .bind(account_id)
+        .execute(&mut *tx)
+        .await?;
     let (count, bytes): (i64, Option<i64>) = sqlx::query_as(
         // SUM of a BIGINT is NUMERIC on PostgreSQL: cast so both databases answer an integer.
-        "SELECT COUNT(*), CAST(SUM(c.size_bytes) AS BIGINT)
-         FROM account_strategies s JOIN strategy_components c ON c.id = s.strategy_id
-         WHERE s.account_id = $1 AND s.strategy_id <> $2",
+        // UNION (not ALL): a component both stored and being uploaded again counts once.
+        "SELECT COUNT(*), CAST(SUM(size_bytes) AS BIGINT) FROM (
+             SELECT s.strategy_id, c.size_bytes
+             FROM account_strategies s JOIN strategy_components c ON c.id = s.strategy_id
+             WHERE s.account_id = $1 AND s.strategy_id <> $2
+             UNION
+             SELECT strategy_id, size_bytes FROM strategy_upload_reservations
+             WHERE account_id = $1 AND strategy_id <> $2 AND reserved_at > $3
+         ) held",
     )
     .bind(account_id)
     .bind(id)
-    .fetch_one(state.store.read())
+    .bind(now - RESERVATION_TTL_MS)
+    .fetch_one(&mut *tx)
     .await?;
-    let (count, bytes) = (count as u64 + 1, bytes.unwrap_or(0) as u64 + size as u64);
+    within_quota(
+        state.agents.quota(),
+        count as u64 + 1,
+        bytes.unwrap_or(0) as u64 + size as u64,
+    )?;
+    sqlx::query(
+        "INSERT INTO strategy_upload_reservations (account_id, strategy_id, size_bytes, reserved_at)
+         VALUES ($1, $2, $3, $4)
+         ON CONFLICT (account_id, strategy_id) DO UPDATE SET reserved_at = excluded.reserved_at",
+    )
+    .bind(account_id)
+    .bind(id)
+    .bind(size as i64)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Refuse `count` components of `bytes` in all if they exceed `quota`.
+fn within_quota(
+    quota: super::runtime::UploadQuota,
+    count: u64,
+    bytes: u64,
+) -> Result<(), AgentError> {
     if count > quota.components {
         return Err(AgentError::QuotaExceeded(format!(
             "an account keeps at most {} strategy components; this would be {count}",

@@ -28,6 +28,7 @@ impl From<KeyError> for ApiError {
                 ApiError::NotFound(error.to_string())
             }
             KeyError::TooMany => ApiError::Conflict(error.to_string()),
+            KeyError::WebhookRefused(_) => ApiError::BadRequest(error.to_string()),
             KeyError::Store(store) => store.into(),
         }
     }

@@ -31,6 +31,9 @@ pub(crate) enum KeyError {
     /// No such key of this family on this account.
     #[error("no API key `{0}` on this account")]
     NotFound(String),
+    /// The webhook URL names an address deliveries would refuse (`webhooks::egress`).
+    #[error("webhookUrl {0}")]
+    WebhookRefused(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -86,6 +89,12 @@ pub(crate) async fn create(
     account_id: &str,
     request: CreateKey,
 ) -> Result<CreatedKey, KeyError> {
+    // Refused now, by the very rule deliveries apply, rather than at every delivery later.
+    if let Some(url) = &request.webhook_url
+        && !state.config.webhook_allow_private
+    {
+        crate::webhooks::egress::check_literal(url).map_err(KeyError::WebhookRefused)?;
+    }
     let now = state.now();
     let minted = keys::mint();
     let key_id = new_id("key");

@@ -54,6 +54,9 @@ pub(crate) enum DungeonError {
     /// A genuine run key, of another run.
     #[error("this run key belongs to another run, not to {0}")]
     OtherRun(String),
+    /// The run's account is suspended, so its runs no longer play (`docs/admin.md`).
+    #[error("this run's account is suspended ({0}); its run keys no longer work")]
+    AccountSuspended(String),
     /// Too many broadcasts on this run.
     #[error(transparent)]
     Limited(#[from] Limited),

@@ -107,7 +107,10 @@ async fn settle(state: &AppState, dungeon_id: &str) -> anyhow::Result<bool> {
             .fetch_one(&mut *tx)
             .await?;
     let winner: Option<Winner> = sqlx::query_as(
+        // A suspended account's runs win nothing: the best run of an account in good standing
+        // takes the prize.
         "SELECT id, account_id, wallet, score FROM dungeon_runs WHERE dungeon_id = $1
+           AND account_id NOT IN (SELECT id FROM accounts WHERE suspended_at IS NOT NULL)
          ORDER BY score DESC, ended_at, created_at, id LIMIT 1",
     )
     .bind(dungeon_id)

@@ -56,7 +56,9 @@ impl From<DungeonError> for ApiError {
             | DungeonError::OutOfTurn(_) => ApiError::Conflict(error.to_string()),
             DungeonError::Payment(payment) => payment.into(),
             DungeonError::RunEnded { .. } => ApiError::Unauthorized(error.to_string()),
-            DungeonError::OtherRun(_) => ApiError::Forbidden(error.to_string()),
+            DungeonError::OtherRun(_) | DungeonError::AccountSuspended(_) => {
+                ApiError::Forbidden(error.to_string())
+            }
             DungeonError::Limited(limited) => limited.into(),
             DungeonError::Store(store) => store.into(),
             DungeonError::Internal(source) => ApiError::Internal(source),

@@ -4,7 +4,8 @@
 //!
 //! The [`RunKey`] extractor refuses every other credential with 401: account keys, v1 keys and
 //! sessions never play a run. A live key of *another* run is a 403 (the key is genuine, it is
-//! simply not this run's), which tells a confused agent that it mixed up its runs.
+//! simply not this run's), which tells a confused agent that it mixed up its runs. A key of a run
+//! whose account is suspended is a 403 naming the suspension's reason.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -70,10 +71,16 @@ impl FromRequestParts<AppState> for RunKey {
             return Err(required());
         };
         match store::load_by_key_hash(state, &sha256_hex(key)).await? {
-            Some(row) if row.is_active() => Ok(RunKey {
-                run_id: row.id.clone(),
-                row,
-            }),
+            Some(row) if row.is_active() => {
+                // A suspended account's runs stop playing (and so cannot win the day's prize).
+                if let Some(reason) = store::suspension_of_run(state, &row.id).await? {
+                    return Err(DungeonError::AccountSuspended(reason).into());
+                }
+                Ok(RunKey {
+                    run_id: row.id.clone(),
+                    row,
+                })
+            }
             Some(row) => Err(DungeonError::RunEnded {
                 run_id: row.id,
                 status: Some(row.status.as_str().to_owned()),

@@ -70,6 +70,21 @@ pub(crate) async fn load_by_key_hash(
     load_where(state, "key_hash", hash).await
 }
 
+/// Why the account that plays `run_id` is suspended, if it is.
+pub(crate) async fn suspension_of_run(
+    state: &AppState,
+    run_id: &str,
+) -> Result<Option<String>, DungeonError> {
+    let row: Option<(Option<String>,)> = sqlx::query_as(
+        "SELECT a.suspension_reason FROM dungeon_runs r JOIN accounts a ON a.id = r.account_id
+         WHERE r.id = $1 AND a.suspended_at IS NOT NULL",
+    )
+    .bind(run_id)
+    .fetch_optional(state.store.read())
+    .await?;
+    Ok(row.map(|(reason,)| reason.unwrap_or_else(|| "no reason given".to_owned())))
+}
+
 /// The run whose unique `column` equals `value`.
 async fn load_where(
     state: &AppState,

@@ -74,6 +74,8 @@ pub(crate) fn router(state: AppState) -> Router {
     let metrics = state.metrics.clone();
     // The web app answers the paths it serves and hands everything else to the API unchanged.
     crate::web::router(state, api)
+        // The session cookie writes to `/api/…` only past the web app's cross-site guard.
+        .layer(axum::middleware::from_fn(crate::web::guard_api_writes))
         .layer(axum::middleware::from_fn(crate::metrics::label_route))
         .layer(axum::middleware::from_fn_with_state(
             metrics,

@@ -3,8 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::types::ComponentItem;
-use wasmtime::component::{Component, HasSelf, Linker, ResourceType};
+use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::cache::{ComponentCache, content_hash};
@@ -148,6 +147,9 @@ impl Sandbox {
         let mut wasi_linker = linker.clone();
         wasmtime_wasi::p2::add_to_linker_sync(&mut wasi_linker)
             .map_err(|e| LoadError::Engine(e.to_string()))?;
+        // `wasi:http` too, which refuses every outgoing request (`sandbox::wasi`).
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut wasi_linker)
+            .map_err(|e| LoadError::Engine(e.to_string()))?;
 
         let cache = match &config.cache_dir {
             Some(dir) => Some(ComponentCache::new(dir.clone(), &engine, config.cache_key)?),
@@ -211,15 +213,19 @@ impl Sandbox {
     }
 
     /// The linker for one component and whether it uses WASI: our `host` interface, plus the
-    /// deterministic WASI 0.2 if the component imports any `wasi:*` interface. A `wasi:*`
-    /// interface wasmtime-wasi does not implement (e.g. `wasi:http`) is defined as functions
-    /// that trap. Any other import means another world: refused.
+    /// deterministic WASI 0.2 (with its deny-by-default `wasi:http`) if the component imports
+    /// any `wasi:*` interface. An import this host does not provide — another world, or a
+    /// `wasi:*` package outside [`WASI_PACKAGES`] — is refused here, at upload, naming it; one
+    /// whose version or types the linker cannot match is refused by `instantiate_pre` in
+    /// [`Sandbox::load`], at upload too. Nothing unresolved is left for a tick to discover.
     fn linker_for(&self, component: &Component) -> Result<(Linker<TickState>, bool), LoadError> {
         let mut wasi = false;
         for (name, _) in component.component_type().imports(&self.engine) {
             let ours = name.starts_with("crucible:strategy/") && name.ends_with("@0.1.0");
-            wasi |= name.starts_with("wasi:");
-            if !(ours || name.starts_with("wasi:")) {
+            let package = name.split('/').next().unwrap_or(name);
+            let provided_wasi = WASI_PACKAGES.contains(&package);
+            wasi |= provided_wasi;
+            if !(ours || provided_wasi) {
                 return Err(LoadError::WrongWorld(format!(
                     "it imports `{name}`, which this host does not provide"
                 )));
@@ -232,18 +238,7 @@ impl Sandbox {
                 .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
             return Ok((linker, false));
         }
-        // Not `define_unknown_imports_as_traps` here: it matches names exactly, so a guest's
-        // `wasi:io/streams@0.2.12` (which the linker serves through its semver-compatible
-        // 0.2.x) would be shadowed by a stub with resources of its own.
-        let mut linker = self.wasi_linker.clone();
-        for (name, item) in component.component_type().imports(&self.engine) {
-            let package = name.split('/').next().unwrap_or(name);
-            if name.starts_with("wasi:") && !WASI_PACKAGES.contains(&package) {
-                stub_import(&mut linker, &self.engine, name, &item.ty)
-                    .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
-            }
-        }
-        Ok((linker, true))
+        Ok((self.wasi_linker.clone(), true))
     }
 
     fn compile_or_load(&self, hash: &str, bytes: &[u8]) -> Result<(Component, bool), LoadError> {
@@ -318,7 +313,8 @@ fn start_epoch_clock(engine: &Engine) {
 /// Granularity of the wall-clock guard.
 pub(super) const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// The WASI 0.2 packages `wasmtime_wasi::p2::add_to_linker_sync` implements.
+/// The WASI 0.2 packages the WASI linker implements: `wasmtime_wasi::p2::add_to_linker_sync`,
+/// and `wasi:http` from `wasmtime_wasi_http`.
 const WASI_PACKAGES: &[&str] = &[
     "wasi:io",
     "wasi:clocks",
@@ -326,36 +322,8 @@ const WASI_PACKAGES: &[&str] = &[
     "wasi:cli",
     "wasi:filesystem",
     "wasi:sockets",
+    "wasi:http",
 ];
-
-/// Define every function of an imported instance as a trap and its resources as empty host
-/// resources: the component loads, and calling the interface fails the tick.
-fn stub_import(
-    linker: &mut Linker<TickState>,
-    engine: &Engine,
-    name: &str,
-    item: &ComponentItem,
-) -> wasmtime::Result<()> {
-    let ComponentItem::ComponentInstance(instance) = item else {
-        wasmtime::bail!("`{name}` is not an interface this host can stub");
-    };
-    let mut stub = linker.instance(name)?;
-    for (export, ty) in instance.exports(engine) {
-        match ty.ty {
-            ComponentItem::ComponentFunc(_) => {
-                let what = format!("{name}#{export}");
-                stub.func_new(export, move |_, _, _, _| {
-                    wasmtime::bail!("`{what}` is not available to strategies")
-                })?;
-            }
-            ComponentItem::Resource(_) => {
-                stub.resource(export, ResourceType::host::<()>(), |_, _| Ok(()))?;
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
 
 /// Load an artifact produced by this engine's `precompile_component`.
 #[expect(

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Store, Trap};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::engine::{EPOCH_TICK, LoadedStrategy, Profile, Sandbox};
 use super::wasi::{self, WasiSeed};
@@ -66,7 +67,16 @@ pub(super) struct TickState {
     /// What the WASI context is derived from; `None` for components linked without WASI.
     wasi_seed: Option<WasiSeed>,
     /// Built on the first WASI call of the tick, so a std guest that never calls WASI pays nothing.
-    wasi: Option<(WasiCtx, ResourceTable)>,
+    wasi: Option<WasiState>,
+}
+
+/// The WASI of one tick: `wasi:http` shares the resource table of the rest (its bodies are
+/// `wasi:io` streams).
+struct WasiState {
+    ctx: WasiCtx,
+    table: ResourceTable,
+    http: WasiHttpCtx,
+    hooks: wasi::NoOutgoingHttp,
 }
 
 impl TickState {
@@ -76,8 +86,8 @@ impl TickState {
     }
 }
 
-impl WasiView for TickState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
+impl TickState {
+    fn wasi_state(&mut self) -> &mut WasiState {
         let logs = &self.logs;
         // Only WASI-linked components call in here, and those always have a seed; a missing one
         // would still get the deny-by-default context, seeded from nothing.
@@ -85,10 +95,33 @@ impl WasiView for TickState {
             agent: [0; 32],
             now: 0,
         });
-        let (ctx, table) = self
-            .wasi
-            .get_or_insert_with(|| (wasi::context(seed, logs), ResourceTable::new()));
-        WasiCtxView { ctx, table }
+        self.wasi.get_or_insert_with(|| WasiState {
+            ctx: wasi::context(seed, logs),
+            table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            hooks: wasi::NoOutgoingHttp,
+        })
+    }
+}
+
+impl WasiView for TickState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        let state = self.wasi_state();
+        WasiCtxView {
+            ctx: &mut state.ctx,
+            table: &mut state.table,
+        }
+    }
+}
+
+impl WasiHttpView for TickState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        let state = self.wasi_state();
+        WasiHttpCtxView {
+            ctx: &mut state.http,
+            table: &mut state.table,
+            hooks: &mut state.hooks,
+        }
     }
 }
 

@@ -5,6 +5,9 @@
 //! tick's inputs, so a backtest replays a live tick exactly and two nodes agree.
 //!
 //! - no preopened directories (every path fails), no sockets, no name lookups;
+//! - `wasi:http` is linked (componentize-js imports it by default) but sends nothing: every
+//!   outgoing request is answered `HTTP-request-denied`, an error the guest sees and may handle,
+//!   as a refused socket is;
 //! - empty environment and arguments, stdin closed;
 //! - the wall and monotonic clocks read the tick's `now`, then advance 1 µs per read (a guest
 //!   that loops on "has time passed" still terminates, through fuel as always);
@@ -28,6 +31,7 @@ use sha2::{Digest as _, Sha256};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError, StreamResult};
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx};
+use wasmtime_wasi_http::{RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::tick::{LogSink, Pushed};
 
@@ -93,6 +97,30 @@ pub(super) fn context(seed: WasiSeed, logs: &Arc<Mutex<LogSink>>) -> WasiCtx {
         });
     // No `preopened_dir`, `env`, `arg` or `inherit_*`: the defaults are empty, and stdin closed.
     builder.build()
+}
+
+/// The `wasi:http` of a tick: an outgoing request is refused before anything is resolved or
+/// connected, so a strategy reaches no network however it asks.
+pub(super) struct NoOutgoingHttp;
+
+/// What the HTTP hooks hand back for the request's body once it is sent (never, here).
+type Sent = Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>;
+
+impl WasiHttpHooks for NoOutgoingHttp {
+    fn send_request(
+        &mut self,
+        _request: axum::http::Request<WasiBody>,
+        _options: Option<RequestOptions>,
+        _fut: Sent,
+    ) -> Box<
+        dyn Future<
+                Output = Result<(axum::http::Response<WasiBody>, Sent), wasmtime_wasi_http::Error>,
+            > + Send,
+    > {
+        Box::new(std::future::ready(Err(
+            wasmtime_wasi_http::Error::HttpRequestDenied,
+        )))
+    }
 }
 
 /// A clock that starts at the tick's time and moves 1 µs per read.
@@ -241,6 +269,24 @@ impl tokio::io::AsyncWrite for LogStream {
 mod tests {
     use super::*;
     use rand_core_wasi::Rng as _;
+
+    #[test]
+    fn every_outgoing_http_request_is_denied() {
+        let request = axum::http::Request::builder()
+            .uri("https://example.com/prices")
+            .body(WasiBody::default())
+            .expect("request");
+        let sent = NoOutgoingHttp.send_request(request, None, Box::new(async { Ok(()) }));
+        // Ready at once: nothing is resolved or connected, so no runtime is needed to poll it.
+        let mut sent = Box::into_pin(sent);
+        let waker = std::task::Waker::noop();
+        match sent.as_mut().poll(&mut Context::from_waker(waker)) {
+            Poll::Ready(Err(wasmtime_wasi_http::Error::HttpRequestDenied)) => {}
+            Poll::Ready(Err(other)) => panic!("another error: {other:?}"),
+            Poll::Ready(Ok(_)) => panic!("a request was answered"),
+            Poll::Pending => panic!("a request is pending"),
+        }
+    }
 
     #[test]
     fn clocks_start_at_the_tick_and_advance_one_microsecond_per_read() {

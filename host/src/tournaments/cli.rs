@@ -45,9 +45,10 @@ pub(crate) struct CreateArgs {
     #[arg(long)]
     registration_deadline: Option<DateTime<Utc>>,
     /// A paid tournament with fewer registered wallets at its start is cancelled and every
-    /// entry refunded; 0 turns that off.
-    #[arg(long, default_value_t = 2)]
-    min_participants: i64,
+    /// entry refunded; 0 turns that off. Default: off for a free tournament (the rule only
+    /// applies to paid ones), 2 for a paid one (or the maximum, if that is smaller).
+    #[arg(long)]
+    min_participants: Option<i64>,
     /// `private`: listed nowhere, and shown or registrable only with the invite code this
     /// command prints (once: only its hash is kept).
     #[arg(long, default_value = "public", value_parser = ["public", "private"])]
@@ -69,6 +70,17 @@ pub(crate) struct CreateArgs {
     evaluation_metric: EvaluationMetric,
     #[command(flatten)]
     storage: StorageArgs,
+}
+
+/// The minimum a tournament gets when `--min-participants` is not given: the rule cancels only
+/// paid tournaments, so a free one has it off; a paid one needs two wallets, or all of its
+/// seats if it has fewer.
+fn default_min_participants(entry_fee_raw: i64, max_participants: i64) -> i64 {
+    if entry_fee_raw > 0 {
+        max_participants.clamp(0, 2)
+    } else {
+        0
+    }
 }
 
 /// A USDC amount with at most 6 decimals, to raw units, exactly.
@@ -118,7 +130,9 @@ pub(crate) async fn run(command: TournamentCommand) -> anyhow::Result<()> {
                 series: None,
                 registration_deadline: args.registration_deadline,
                 invite_code_hash: invite.as_ref().map(|(_, hash)| hash.clone()),
-                min_participants: args.min_participants,
+                min_participants: args.min_participants.unwrap_or_else(|| {
+                    default_min_participants(args.entry_fee, args.max_participants)
+                }),
             };
             new.validate().map_err(|why| anyhow::anyhow!(why))?;
             let mut tx = state.store.begin().await?;
@@ -204,5 +218,13 @@ mod tests {
         assert!(parse_usdc("-1").is_err());
         assert!(parse_usdc("1e3").is_err());
         assert!(parse_usdc("").is_err());
+    }
+
+    #[test]
+    fn the_default_minimum_fits_the_tournament() {
+        assert_eq!(default_min_participants(0, 1), 0, "free: off");
+        assert_eq!(default_min_participants(0, 64), 0, "free: off");
+        assert_eq!(default_min_participants(1_000_000, 1), 1, "paid, one seat");
+        assert_eq!(default_min_participants(1_000_000, 64), 2, "paid");
     }
 }

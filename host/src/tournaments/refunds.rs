@@ -3,6 +3,9 @@
 //! `source_kind = 'refund'`, sent by the same `payout.send` job as a prize, so it is exactly once
 //! in the same way: leased, recorded before it is sent, resent or replaced only once it can no
 //! longer land, and `sent` at finality (`docs/payouts.md`).
+//!
+//! An agent's paid entry that could not register (the tournament filled, closed or was cancelled
+//! while its fee was on the way) is refunded the same way ([`record_entry_refund`]).
 
 use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
@@ -39,12 +42,21 @@ pub(crate) async fn record(
     .bind(tournament_id)
     .fetch_all(&mut *conn)
     .await?;
+    let cancelled: Option<(Option<String>,)> =
+        sqlx::query_as("SELECT cancellation_reason FROM tournaments WHERE id = $1")
+            .bind(tournament_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let reason = match cancelled.and_then(|(reason,)| reason) {
+        Some(why) => format!("the tournament was cancelled: {why}"),
+        None => "the tournament was cancelled".to_owned(),
+    };
     let mut recorded = 0;
     for (payer, amount, account_id) in payers {
         let refund_id = new_id("pay");
         let inserted = sqlx::query(
-            "INSERT INTO payouts (id, account_id, wallet, source_kind, source_id, amount_raw, mint, status, created_at)
-             VALUES ($1, $2, $3, 'refund', $4, $5, $6, 'pending', $7)
+            "INSERT INTO payouts (id, account_id, wallet, source_kind, source_id, amount_raw, mint, status, created_at, reason)
+             VALUES ($1, $2, $3, 'refund', $4, $5, $6, 'pending', $7, $8)
              ON CONFLICT (source_kind, source_id, wallet) DO NOTHING",
         )
         .bind(&refund_id)
@@ -54,6 +66,7 @@ pub(crate) async fn record(
         .bind(amount)
         .bind(mint)
         .bind(to_millis(now))
+        .bind(&reason)
         .execute(&mut *conn)
         .await?;
         if inserted.rows_affected() == 1 {
@@ -71,4 +84,77 @@ pub(crate) async fn record(
         }
     }
     Ok(recorded)
+}
+
+/// The purpose of the claim that marks an entry fee as paid back rather than registered: the
+/// signature can then never register anything, and a later cancellation (which refunds the
+/// `tournament` claims) does not pay it back a second time.
+pub(crate) const REFUNDED_ENTRY: &str = "tournament_refund";
+
+/// A fee that landed for an entry that could not register.
+pub(crate) struct UnregisteredFee<'a> {
+    pub signature: &'a str,
+    pub tournament_id: &'a str,
+    pub payer: &'a str,
+    pub account_id: &'a str,
+    pub amount_raw: i64,
+    pub mint: &'a str,
+    /// Why it could not register, shown with the refund.
+    pub reason: &'a str,
+}
+
+/// Record the refund of `fee` and schedule its sending, in one transaction with the claim of
+/// its signature: the claim is the arbiter, so a fee that registered (or was refunded already,
+/// by a concurrent call or the settling job) is never refunded. Returns the refund's id, or
+/// `None` when the signature was claimed already.
+pub(crate) async fn record_entry_refund(
+    store: &crate::db::Store,
+    fee: &UnregisteredFee<'_>,
+    now: DateTime<Utc>,
+) -> Result<Option<String>, crate::db::StoreError> {
+    let mut tx = store.begin().await?;
+    let claimed = sqlx::query(
+        "INSERT INTO payment_claims (signature, purpose, reference, payer, amount_raw, claimed_at)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (signature) DO NOTHING",
+    )
+    .bind(fee.signature)
+    .bind(REFUNDED_ENTRY)
+    .bind(fee.tournament_id)
+    .bind(fee.payer)
+    .bind(fee.amount_raw)
+    .bind(to_millis(now))
+    .execute(&mut *tx)
+    .await?;
+    if claimed.rows_affected() == 0 {
+        return Ok(None);
+    }
+    let refund_id = new_id("pay");
+    // No ON CONFLICT: the payer's fee for this tournament is refunded once; a second refund row
+    // for the same wallet would mean something else is wrong, so the whole write fails instead.
+    sqlx::query(
+        "INSERT INTO payouts (id, account_id, wallet, source_kind, source_id, amount_raw, mint, status, created_at, reason)
+         VALUES ($1, $2, $3, 'refund', $4, $5, $6, 'pending', $7, $8)",
+    )
+    .bind(&refund_id)
+    .bind(fee.account_id)
+    .bind(fee.payer)
+    .bind(fee.tournament_id)
+    .bind(fee.amount_raw)
+    .bind(fee.mint)
+    .bind(to_millis(now))
+    .bind(fee.reason)
+    .execute(&mut *tx)
+    .await?;
+    scheduler::enqueue(&mut tx, SEND_JOB, &refund_id, now, now).await?;
+    let entry = Entry::new(&Actor::System, "refund.record", "payout", &refund_id)
+        .account(fee.account_id)
+        .change(
+            Value::Null,
+            json!({"wallet": fee.payer, "amountRaw": fee.amount_raw.to_string(),
+                   "tournamentId": fee.tournament_id, "signature": fee.signature}),
+        )
+        .detail(fee.reason);
+    audit::record(&mut tx, entry, now).await?;
+    tx.commit().await?;
+    Ok(Some(refund_id))
 }

@@ -132,25 +132,6 @@ impl utoipa::ToSchema for RegisterBody {
     }
 }
 
-impl RegisterRequest {
-    /// One wallet, paid by `payer` with `signature` (both `None` for a free tournament): what the
-    /// server itself sends when it enters an agent's wallet.
-    pub(crate) fn one_wallet(
-        wallet: &str,
-        signature: Option<String>,
-        payer: Option<&str>,
-        invite_code: Option<&str>,
-    ) -> Self {
-        RegisterRequest {
-            registered_wallet: Some(wallet.to_owned()),
-            registered_wallets: None,
-            tx_signature: Some(signature),
-            payer_wallet: payer.map(str::to_owned),
-            invite_code: invite_code.map(str::to_owned),
-        }
-    }
-}
-
 /// A parsed request.
 struct Registration {
     wallets: Vec<WalletAddress>,
@@ -243,7 +224,57 @@ pub(crate) async fn register(
             .check(&format!("{}|{client}", tournament.id))
             .await?;
     }
-    ensure_open(&tournament, state.now())?;
+    register_in(state, &tournament, caller, registration).await
+}
+
+/// The checks of a registration that need no payment, for `caller`'s `wallet`: whether
+/// `tournament` would take it now (open, a seat left, not registered yet). An agent's paid entry
+/// runs them before its fee moves; the registering transaction checks them again.
+pub(crate) async fn precheck(
+    state: &AppState,
+    tournament: &Tournament,
+    caller: &Caller,
+    wallet: &str,
+) -> Result<(), RegistrationError> {
+    ensure_open(tournament, state.now())?;
+    let address = WalletAddress::parse(wallet).map_err(RegistrationError::Invalid)?;
+    crate::account::ensure_linked(state, &caller.account_id, std::iter::once(&address)).await?;
+    ensure_room(
+        state,
+        &tournament.id,
+        &[address.to_string()],
+        tournament.max_participants,
+    )
+    .await
+}
+
+/// Register `caller`'s one `wallet` in `tournament` (already found and admitted by the caller),
+/// paid by that wallet with `signature` for a paid tournament: the server entering an agent.
+pub(crate) async fn register_wallet(
+    state: &AppState,
+    tournament: &Tournament,
+    caller: &Caller,
+    wallet: &str,
+    signature: Option<String>,
+) -> Result<Outcome, RegistrationError> {
+    let address = WalletAddress::parse(wallet).map_err(RegistrationError::Invalid)?;
+    let registration = Registration {
+        payer: signature.as_ref().map(|_| address.clone()),
+        wallets: vec![address],
+        signature,
+        invite_code: None,
+    };
+    register_in(state, tournament, Some(caller), registration).await
+}
+
+async fn register_in(
+    state: &AppState,
+    tournament: &Tournament,
+    caller: Option<&Caller>,
+    registration: Registration,
+) -> Result<Outcome, RegistrationError> {
+    let tournament_id = tournament.id.as_str();
+    ensure_open(tournament, state.now())?;
 
     if let Some(caller) = caller {
         // A key (or session) acts only for its account's proven wallets.

@@ -286,17 +286,33 @@ async fn equity(
 /// the registration's status).
 impl From<EntryError> for V1Error {
     fn from(error: EntryError) -> Self {
+        let message = error.to_string();
         match error {
             EntryError::Agent(agent) => agent.into(),
             // The registration's own answer, in this family's form.
             EntryError::Registration(registration) => {
                 crate::http::ApiError::from(registration).into()
             }
+            // The registration's status, its message saying what became of the fee.
+            EntryError::Refunded { refused, .. } | EntryError::RefundOnceFinal(refused) => {
+                with_message(crate::http::ApiError::from(refused).into(), message)
+            }
             EntryError::CannotPay(message) => V1Error::InsufficientFunds(message),
             EntryError::Chain(message) => V1Error::Unavailable(message),
             EntryError::Store(store) => store.into(),
             EntryError::Internal(source) => V1Error::Internal(source),
         }
+    }
+}
+
+/// `error` with `message` in place of its own (statuses that carry no message keep theirs).
+fn with_message(error: V1Error, message: String) -> V1Error {
+    match error {
+        V1Error::NotFound(_) => V1Error::NotFound(message),
+        V1Error::Conflict(_) => V1Error::Conflict(message),
+        V1Error::Validation { field, .. } => V1Error::Validation { field, message },
+        V1Error::Forbidden(_) => V1Error::Forbidden(message),
+        other => other,
     }
 }
 

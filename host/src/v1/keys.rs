@@ -25,7 +25,10 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
 /// The platform API's mapping (`api_keys::routes`), in this family's form.
 impl From<KeyError> for V1Error {
     fn from(error: KeyError) -> Self {
-        crate::http::ApiError::from(error).into()
+        match error {
+            KeyError::WebhookRefused(message) => V1Error::field("webhookUrl", message),
+            other => crate::http::ApiError::from(other).into(),
+        }
     }
 }
 

@@ -28,6 +28,12 @@ const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// The routes of `/api/v1` and their document, to be nested there; strategy uploads may be
 /// `upload_limit` bytes.
+/// A 403 in this family's envelope, for a refusal made before any v1 handler runs (the
+/// cross-site guard of cookie-authenticated writes).
+pub(crate) fn forbidden(message: String) -> axum::response::Response {
+    axum::response::IntoResponse::into_response(error::V1Error::Forbidden(message))
+}
+
 pub(crate) fn router(upload_limit: usize) -> (Router<AppState>, OpenApi) {
     let (routes, document) = OpenApiRouter::new()
         .merge(keys::router().layer(DefaultBodyLimit::max(MAX_BODY_BYTES)))

@@ -10,8 +10,15 @@
 //!    `X-CSRF-Token` header (the page's scripts) or as the `csrf` form field (plain forms).
 //!    The token is derived from the session's secret cookie value, so a page on another origin,
 //!    which cannot read the cookie, cannot compute it, and it needs no storage of its own.
+//!
+//! The API's own paths take the same cookie, so they pass the same check ([`guard_api_writes`]):
+//! every `/api/…` write that the session cookie authenticates (it carries the cookie and presents
+//! no API key) is refused unless it names this server and carries the session's token.
 
-use axum::http::{HeaderMap, header};
+use axum::extract::Request;
+use axum::http::{HeaderMap, Method, header};
+use axum::middleware::Next;
+use axum::response::Response;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -60,6 +67,35 @@ pub(super) fn check(headers: &HeaderMap, form_token: Option<&str>) -> Result<(),
     } else {
         Err(Refused::BadToken)
     }
+}
+
+/// The cross-site guard of the API's own paths, a middleware in front of the API router: a
+/// write to `/api/…` that a session cookie authenticates must pass [`check`] as `/web-api/…`
+/// writes do. A request presenting an API key is authenticated by the key (a cross-site page
+/// cannot send one without a preflight), and one without the cookie has nothing to forge, so
+/// neither is checked. Refusals answer 403 in the path's error family. (`/web-api/…` writes are
+/// checked before they are forwarded, and reach the API router directly.)
+pub(crate) async fn guard_api_writes(request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let on_api = path == "/api" || path.starts_with("/api/");
+    let writes = !matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    let by_cookie = session::token_from_headers(request.headers()).is_some()
+        && crate::auth::keys::presented(request.headers()).is_none();
+    if on_api
+        && writes
+        && by_cookie
+        && let Err(refused) = check(request.headers(), None)
+    {
+        return if path == "/api/v1" || path.starts_with("/api/v1/") {
+            crate::v1::forbidden(refused.to_string())
+        } else {
+            super::internal::refusal(refused)
+        };
+    }
+    next.run(request).await
 }
 
 fn check_origin(headers: &HeaderMap) -> Result<(), Refused> {

@@ -17,6 +17,13 @@ use axum::Router;
 use axum::routing::{get, post};
 
 pub use assets::{ASSETS, Asset};
+pub(crate) use csrf::guard_api_writes;
+
+/// The cross-site token of the session whose cookie value is `session_token`: what a client
+/// that writes to the API with its session cookie sends as `X-CSRF-Token` (docs/web.md).
+pub fn csrf_token(session_token: &str) -> String {
+    csrf::token_for(session_token)
+}
 use internal::Api;
 
 use crate::state::AppState;

@@ -262,3 +262,45 @@ async fn tournament_and_payout_lists_come_from_the_accounts_own_rows() {
         json!({"payouts": []})
     );
 }
+
+#[tokio::test]
+async fn a_json_array_is_never_read_as_an_object() {
+    let app = TestApp::spawn().await;
+    let session = app.session("arrays@example.com").await;
+    let patched = app
+        .patch(
+            "/api/account",
+            Auth::Session(&session),
+            json!(["Arr Name", null, null]),
+        )
+        .await;
+    assert_eq!(patched.status, 400, "{}", patched.body);
+    assert!(
+        patched.error().contains("invalid type: sequence"),
+        "{}",
+        patched.body
+    );
+    let me = app.get("/api/account", Auth::Session(&session)).await;
+    assert_ne!(me.body["displayName"], "Arr Name");
+
+    let login = app
+        .post(
+            "/api/auth/login",
+            Auth::None,
+            json!(["arrays@example.com", "correct horse 9"]),
+        )
+        .await;
+    assert_eq!(login.status, 400, "{}", login.body);
+    assert!(login.headers.get("set-cookie").is_none());
+
+    // The v1 family reads its bodies through the same extractor.
+    let v1 = app
+        .post(
+            "/api/v1/api-keys",
+            Auth::Session(&session),
+            json!(["a key", null, ["agents:read"]]),
+        )
+        .await;
+    assert_eq!(v1.status, 400, "{}", v1.body);
+    assert_eq!(v1.body["error"]["code"], "VALIDATION_ERROR", "{}", v1.body);
+}

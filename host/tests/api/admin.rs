@@ -98,8 +98,9 @@ async fn every_admin_route_refuses_anyone_but_an_admin() {
             "{method} {path} with a key"
         );
     }
-    // A revoked admin is refused again.
+    // A revoked admin is refused again (another admin remains: the last one is never revoked).
     let boss = admin(&app, "boss@example.com").await;
+    admin(&app, "deputy@example.com").await;
     assert_eq!(
         app.get("/api/admin/accounts", Auth::Session(&boss))
             .await
@@ -672,6 +673,11 @@ async fn the_host_cli_grants_and_revokes_the_admin_role() {
     let unknown = run("grant", "nobody@example.com");
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no account"));
+    // The last admin keeps the role; with another one, it can be revoked.
+    let last = run("revoke", "host@example.com");
+    assert!(!last.status.success());
+    assert!(String::from_utf8_lossy(&last.stderr).contains("last admin"));
+    let boss = admin(&app, "boss@example.com").await;
     assert!(run("revoke", "host@example.com").status.success());
     assert_eq!(
         app.get("/api/admin/accounts", Auth::Session(&session))
@@ -679,11 +685,76 @@ async fn the_host_cli_grants_and_revokes_the_admin_role() {
             .status,
         403
     );
-    let log = audit(
-        &app,
-        &admin(&app, "boss@example.com").await,
-        "action=admin.grant",
-    )
-    .await;
+    let log = audit(&app, &boss, "action=admin.grant").await;
     assert!(log.iter().any(|e| e["actor"] == "host"), "{log:?}");
+}
+
+#[tokio::test]
+async fn an_admin_cannot_suspend_themselves_and_the_last_admin_stays() {
+    let app = TestApp::spawn().await;
+    let boss = admin(&app, "only-boss@example.com").await;
+    let boss_id = account_id(&app, &boss).await;
+    let own = app
+        .post(
+            &format!("/api/admin/accounts/{boss_id}/suspend"),
+            Auth::Session(&boss),
+            json!({"reason": "testing"}),
+        )
+        .await;
+    assert_eq!(own.status, 409, "{}", own.body);
+    assert!(own.error().contains("own account"), "{}", own.body);
+    let last = crucible::admin::service::set_admin(
+        &app.state.store,
+        "only-boss@example.com",
+        false,
+        app.state.now(),
+    )
+    .await
+    .expect_err("the last admin keeps the role");
+    assert!(last.to_string().contains("last admin"), "{last}");
+
+    // With a second admin suspended, the first is still the last one in good standing.
+    let second = admin(&app, "second-boss@example.com").await;
+    let second_id = account_id(&app, &second).await;
+    let suspended = app
+        .post(
+            &format!("/api/admin/accounts/{second_id}/suspend"),
+            Auth::Session(&boss),
+            json!({"reason": "testing"}),
+        )
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    assert!(
+        crucible::admin::service::set_admin(
+            &app.state.store,
+            "only-boss@example.com",
+            false,
+            app.state.now(),
+        )
+        .await
+        .is_err()
+    );
+    let lifted = app
+        .post(
+            &format!("/api/admin/accounts/{second_id}/unsuspend"),
+            Auth::Session(&boss),
+            json!(null),
+        )
+        .await;
+    assert_eq!(lifted.status, 200, "{}", lifted.body);
+    let entries = audit(&app, &boss, "action=account.suspend").await;
+    assert!(
+        entries
+            .iter()
+            .all(|entry| entry["subjectId"] != json!(boss_id)),
+        "{entries:?}"
+    );
+    crucible::admin::service::set_admin(
+        &app.state.store,
+        "only-boss@example.com",
+        false,
+        app.state.now(),
+    )
+    .await
+    .expect("another admin remains");
 }

@@ -184,3 +184,261 @@ async fn an_agent_pays_a_paid_tournament_from_its_own_wallet_exactly_once() {
     let after = enter(&app, &key, &agent_id, "trn_paid").await;
     assert_eq!(after.status, 409, "already registered: {}", after.body);
 }
+
+/// The refunds of `tournament_id` paid to `wallet`: (amount, status, reason).
+async fn refunds_to(
+    app: &TestApp,
+    tournament_id: &str,
+    wallet: &str,
+) -> Vec<(i64, String, Option<String>)> {
+    sqlx::query_as(
+        "SELECT amount_raw, status, reason FROM payouts
+         WHERE source_kind = 'refund' AND source_id = $1 AND wallet = $2",
+    )
+    .bind(tournament_id)
+    .bind(wallet)
+    .fetch_all(app.state.store.read())
+    .await
+    .expect("refunds")
+}
+
+#[tokio::test]
+async fn an_agent_pays_nothing_for_a_tournament_that_cannot_take_it() {
+    let app = TestApp::spawn().await;
+    let (_, key, agent_id, wallet) = operator(&app).await;
+    app.airdrop(&wallet, 50_000_000, 10_000_000).await;
+
+    // Cancelled: every call refused, nothing paid.
+    app.create_tournament(app.new_tournament("trn_gone", 2_000_000, 10, Duration::hours(1), 2))
+        .await;
+    assert!(
+        crucible::tournaments::lifecycle::cancel(&app.state, "trn_gone")
+            .await
+            .expect("cancel")
+    );
+    for _ in 0..4 {
+        let refused = enter(&app, &key, &agent_id, "trn_gone").await;
+        assert_eq!(refused.status, 404, "{}", refused.body);
+        assert!(
+            refused.body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("cancelled")),
+            "{}",
+            refused.body
+        );
+    }
+
+    // Full: refused before paying too.
+    app.create_tournament(app.new_tournament("trn_one", 2_000_000, 1, Duration::hours(1), 2))
+        .await;
+    let other = crucible::chain::Keypair::generate();
+    app.airdrop(&other.pubkey().to_string(), 50_000_000, 5_000_000)
+        .await;
+    app.pay_and_register(
+        "trn_one",
+        &other,
+        &[other.pubkey().to_string()],
+        2_000_000,
+        Auth::None,
+    )
+    .await;
+    let full = enter(&app, &key, &agent_id, "trn_one").await;
+    assert_eq!((full.status, v1_code(&full).as_str()), (409, "CONFLICT"));
+
+    assert_eq!(crate::payouts::usdc(&app, &wallet).await, 10_000_000);
+    let (sent,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_entry_payments")
+        .fetch_one(app.state.store.read())
+        .await
+        .expect("count");
+    assert_eq!(sent, 0, "no fee was signed");
+}
+
+#[tokio::test]
+async fn a_fee_that_landed_for_a_seat_taken_meanwhile_is_refunded_once() {
+    let app = TestApp::spawn_with(|config| config.simnet_finality_ms = 3_000).await;
+    let (session, key, agent_id, wallet) = operator(&app).await;
+    app.airdrop(&wallet, 50_000_000, 10_000_000).await;
+    app.create_tournament(app.new_tournament("trn_race", 2_000_000, 1, Duration::hours(1), 2))
+        .await;
+
+    // The agent's fee is on its way when someone else takes the last seat.
+    let pending = enter(&app, &key, &agent_id, "trn_race").await;
+    assert_eq!(pending.status, 202, "{}", pending.body);
+    let other = crucible::chain::Keypair::generate();
+    let other_wallet = other.pubkey().to_string();
+    app.airdrop(&other_wallet, 50_000_000, 5_000_000).await;
+    let memo =
+        crucible::tournaments::registration_memo("trn_race", std::slice::from_ref(&other_wallet));
+    let paid = app
+        .state
+        .chain
+        .transfer_token(
+            &other,
+            &app.state.chain.escrow().address,
+            app.state.chain.stablecoin_mint(),
+            2_000_000,
+            &memo,
+        )
+        .await
+        .expect("pay");
+    app.advance(Duration::seconds(4));
+    let seated = app
+        .post(
+            "/api/tournaments/trn_race/register",
+            Auth::None,
+            json!({"registeredWallet": other_wallet, "txSignature": paid, "payerWallet": other_wallet}),
+        )
+        .await;
+    assert_eq!(seated.status, 201, "{}", seated.body);
+    assert_eq!(
+        crate::payouts::usdc(&app, &wallet).await,
+        8_000_000,
+        "the fee landed"
+    );
+
+    // The agent's entry cannot register: its fee is refunded, once, with the reason.
+    let refused = enter(&app, &key, &agent_id, "trn_race").await;
+    assert_eq!(
+        (refused.status, v1_code(&refused).as_str()),
+        (409, "CONFLICT")
+    );
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("full") && m.contains("refunded")),
+        "{}",
+        refused.body
+    );
+    let again = enter(&app, &key, &agent_id, "trn_race").await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    let rows = refunds_to(&app, "trn_race", &wallet).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].0, 2_000_000);
+    assert!(
+        rows[0].2.as_deref().is_some_and(|r| r.contains("full")),
+        "{rows:?}"
+    );
+    let mine = app
+        .get("/api/account/payouts", Auth::Session(&session))
+        .await
+        .body;
+    let refund = &mine["payouts"][0];
+    assert_eq!(refund["sourceKind"], "refund", "{mine}");
+    assert_eq!(refund["sourceId"], "trn_race");
+    assert_eq!(refund["wallet"], json!(wallet));
+    assert!(
+        refund["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("full")),
+        "{mine}"
+    );
+
+    // Sent back by the payout machinery; the settling job and a cancellation add nothing.
+    let payout_id = refund["payoutId"].as_str().expect("id").to_owned();
+    let worker = {
+        let state = app.state.clone();
+        tokio::spawn(async move { crucible::tournaments::payouts::send(&state, &payout_id).await })
+    };
+    for _ in 0..100 {
+        if crate::payouts::usdc(&app, &wallet).await == 10_000_000 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    app.advance(Duration::seconds(4));
+    worker.await.expect("join").expect("refund sent");
+    assert_eq!(crate::payouts::usdc(&app, &wallet).await, 10_000_000);
+    app.advance(Duration::minutes(4));
+    let pass = app.run_scheduler().await;
+    assert_eq!(pass.jobs_failed, 0, "{pass:?}");
+    assert!(
+        crucible::tournaments::lifecycle::cancel(&app.state, "trn_race")
+            .await
+            .expect("cancel")
+    );
+    assert_eq!(refunds_to(&app, "trn_race", &wallet).await.len(), 1);
+    assert_eq!(crate::payouts::usdc(&app, &wallet).await, 10_000_000);
+}
+
+#[tokio::test]
+async fn a_fee_nobody_comes_back_for_is_settled_by_its_job() {
+    let app = TestApp::spawn_with(|config| config.simnet_finality_ms = 3_000).await;
+    let (_, key, agent_id, wallet) = operator(&app).await;
+    app.airdrop(&wallet, 50_000_000, 10_000_000).await;
+    for id in ["trn_kept", "trn_dropped"] {
+        app.create_tournament(app.new_tournament(id, 2_000_000, 10, Duration::hours(1), 2))
+            .await;
+        let pending = enter(&app, &key, &agent_id, id).await;
+        assert_eq!(pending.status, 202, "{}", pending.body);
+    }
+    // One is cancelled while its fee is on the way (not claimed, so its cancellation refunds
+    // nothing); the caller never calls again for either.
+    assert!(
+        crucible::tournaments::lifecycle::cancel(&app.state, "trn_dropped")
+            .await
+            .expect("cancel")
+    );
+    assert!(refunds_to(&app, "trn_dropped", &wallet).await.is_empty());
+    app.advance(Duration::minutes(4));
+    let pass = {
+        let state = app.state.clone();
+        tokio::spawn(async move {
+            crucible::scheduler::Scheduler::new(Vec::new())
+                .run_due(&state)
+                .await
+        })
+    };
+    // The refund lands (confirmed); it is final once the simnet's clock moves on.
+    for _ in 0..100 {
+        if crate::payouts::usdc(&app, &wallet).await == 8_000_000 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    app.advance(Duration::seconds(4));
+    pass.await.expect("join").expect("pass");
+    assert_eq!(
+        registered_wallets(&app, "trn_kept").await,
+        std::slice::from_ref(&wallet)
+    );
+    let rows = refunds_to(&app, "trn_dropped", &wallet).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(
+        rows[0]
+            .2
+            .as_deref()
+            .is_some_and(|r| r.contains("cancelled")),
+        "{rows:?}"
+    );
+    assert_eq!(
+        crate::payouts::usdc(&app, &wallet).await,
+        8_000_000,
+        "one fee kept, one back"
+    );
+}
+
+#[tokio::test]
+async fn two_entries_at_once_pay_one_fee() {
+    let app = TestApp::spawn().await;
+    let (_, key, agent_id, wallet) = operator(&app).await;
+    app.airdrop(&wallet, 50_000_000, 10_000_000).await;
+    app.create_tournament(app.new_tournament("trn_twice", 2_000_000, 10, Duration::hours(1), 2))
+        .await;
+    let (a, b) = tokio::join!(
+        enter(&app, &key, &agent_id, "trn_twice"),
+        enter(&app, &key, &agent_id, "trn_twice")
+    );
+    let mut statuses = [a.status, b.status];
+    statuses.sort_unstable();
+    assert!(statuses.contains(&201), "{} / {}", a.body, b.body);
+    assert_eq!(
+        registered_wallets(&app, "trn_twice").await,
+        std::slice::from_ref(&wallet)
+    );
+    assert_eq!(
+        crate::payouts::usdc(&app, &wallet).await,
+        8_000_000,
+        "one fee"
+    );
+    assert!(refunds_to(&app, "trn_twice", &wallet).await.is_empty());
+}

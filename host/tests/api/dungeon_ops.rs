@@ -224,3 +224,89 @@ async fn public_dungeon_reads_are_limited_per_ip() {
         "one budget for every public dungeon read"
     );
 }
+
+#[tokio::test]
+async fn a_suspended_accounts_runs_stop_playing_and_win_nothing() {
+    let app = TestApp::spawn().await;
+    app.dungeon_noon();
+    let cheat = app.dungeon_player("cheat@example.com", 57, 5_000_000).await;
+    let honest = app
+        .dungeon_player("honest@example.com", 58, 5_000_000)
+        .await;
+    // The cheat's best run scores; the honest one never plays a turn.
+    let best = app.dungeon_run(&cheat, "fighter").await;
+    let (_, end) = app
+        .dungeon_play_to_end(
+            best["runId"].as_str().expect("run"),
+            best["registrationKey"].as_str().expect("key"),
+        )
+        .await;
+    assert!(end.score > 0);
+    let open = app.dungeon_run(&cheat, "fighter").await;
+    app.dungeon_run(&honest, "fighter").await;
+    let scheduler = crucible::scheduler::Scheduler::standard(&app.state).expect("scheduler");
+    scheduler.run_due(&app.state).await.expect("first pass");
+
+    let admin = app.session("dungeon-admin@example.com").await;
+    crucible::admin::service::set_admin(
+        &app.state.store,
+        "dungeon-admin@example.com",
+        true,
+        app.state.now(),
+    )
+    .await
+    .expect("grant");
+    let cheat_id = app.get("/api/account", Auth::Bearer(&cheat.key)).await.body["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let suspended = app
+        .post(
+            &format!("/api/admin/accounts/{cheat_id}/suspend"),
+            Auth::Session(&admin),
+            json!({"reason": "botting the dungeon"}),
+        )
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+
+    // Its open run's key is refused with the reason.
+    let refused = app
+        .dungeon_turn(
+            open["runId"].as_str().expect("run"),
+            open["registrationKey"].as_str().expect("key"),
+            json!({"action": "inventory"}),
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused.body["error"]
+            .as_str()
+            .is_some_and(|m| m.contains("botting the dungeon")),
+        "{}",
+        refused.body
+    );
+
+    // The day's prize goes to the best run of an account in good standing.
+    app.advance(Duration::hours(12));
+    scheduler.run_due(&app.state).await.expect("pass");
+    scheduler
+        .run_due(&app.state)
+        .await
+        .expect("idempotent pass");
+    let (cheat_prizes,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM payouts WHERE source_kind = 'dungeon' AND account_id = $1",
+    )
+    .bind(&cheat_id)
+    .fetch_one(app.state.store.read())
+    .await
+    .expect("count");
+    assert_eq!(cheat_prizes, 0);
+    let payouts = app
+        .get("/api/account/payouts", Auth::Bearer(&honest.key))
+        .await
+        .body;
+    let list = payouts["payouts"].as_array().expect("payouts");
+    assert_eq!(list.len(), 1, "{payouts}");
+    assert_eq!(list[0]["sourceKind"], "dungeon");
+    assert_eq!(list[0]["wallet"], honest.wallet());
+}

@@ -391,3 +391,95 @@ fn leb128(mut n: usize) -> Vec<u8> {
         out.push(byte | 0x80);
     }
 }
+
+#[tokio::test]
+async fn parallel_uploads_cannot_pass_one_quota_check_together() {
+    let app = TestApp::spawn_with(|config| config.sandbox.strategy_quota_count = 2).await;
+    let session = app.session("racer@example.com").await;
+    let key = app.v1_key(&session).await;
+    let base = crucible::sandbox::test_guest("hostile")
+        .expect("guest")
+        .to_vec();
+    // A refused upload holds no quota once it is answered.
+    let wrong = crucible::sandbox::test_guest("wrong-world")
+        .expect("fixture")
+        .to_vec();
+    assert_eq!(app.upload_strategy(&key, None, wrong).await.status, 400);
+    // Six different components at once: each is compiled and dry-ticked after its quota check.
+    let uploads: Vec<_> = (0..6u8)
+        .map(|i| {
+            let mut bytes = base.clone();
+            bytes.extend_from_slice(&custom_section(&format!("race-{i}"), &[i; 16]));
+            let (app, key) = (&app, key.clone());
+            async move { app.upload_strategy(&key, None, bytes).await.status }
+        })
+        .collect();
+    let statuses = futures_util::future::join_all(uploads).await;
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        2,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 201 || *s == 403),
+        "{statuses:?}"
+    );
+    let listed = app
+        .get("/api/v1/public/strategies", Auth::XApiKey(&key))
+        .await;
+    assert_eq!(
+        listed.body["data"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        listed.body
+    );
+    // Every upload, stored or refused, gave its reservation back.
+    let (held,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM strategy_upload_reservations")
+        .fetch_one(app.state.store.read())
+        .await
+        .expect("count");
+    assert_eq!(held, 0);
+}
+
+#[tokio::test]
+async fn an_upload_importing_what_the_host_lacks_is_refused_naming_the_import() {
+    let app = TestApp::spawn().await;
+    let session = app.session("imports@example.com").await;
+    let key = app.v1_key(&session).await;
+    let uploaded = app
+        .upload_strategy(
+            &key,
+            None,
+            crate::sandbox_guests::importing("wasi:keyvalue/store@0.2.0"),
+        )
+        .await;
+    assert_eq!(uploaded.status, 400, "{}", uploaded.body);
+    assert!(
+        uploaded.body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("wasi:keyvalue/store@0.2.0")),
+        "{}",
+        uploaded.body
+    );
+}
+
+#[test]
+#[ignore = "needs the Python and JavaScript components: .ci/run builds them"]
+fn a_javascript_component_built_with_default_options_runs() {
+    // componentize-js's defaults import wasi:http (and the other WASI interfaces): linked, with
+    // every outgoing request refused, so the component loads and ticks like the lean build.
+    let sandbox = sandbox();
+    let strategy = sandbox
+        .load(&component("js-momentum-default.wasm"))
+        .expect(NEEDS);
+    let market = SimulatedMarket::new(7);
+    let end = SimulatedMarket::origin() + 400 * Interval::D1.millis();
+    let spec = BacktestSpec::new("fighter", Pair::new("SOL", "USDC"), Interval::H1, end, 48);
+    let report = run_backtest(&sandbox, &strategy, &market, &spec, &mut |_, _| {}).expect("run");
+    assert!(
+        report.faults.is_empty(),
+        "failed ticks: {:?}",
+        report.faults
+    );
+    assert_eq!(report.ticks, 48);
+}

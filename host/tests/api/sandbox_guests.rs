@@ -291,3 +291,56 @@ fn compiled_components_are_cached_on_disk_and_tampering_is_ignored() {
     // The other key's server rewrote the file with its own tag: the first key now refuses it.
     assert!(!restarted.load(bytes).expect("recompile").from_cache);
 }
+
+/// A component importing one instance `name` that exports `get: func()`, and nothing else.
+pub(crate) fn importing(name: &str) -> Vec<u8> {
+    let mut instance = wasm_encoder::InstanceType::new();
+    instance
+        .ty()
+        .function()
+        .params(Vec::<(&str, wasm_encoder::PrimitiveValType)>::new())
+        .result(None);
+    instance.export("get", wasm_encoder::ComponentTypeRef::Func(0));
+    importing_instance(name, &instance)
+}
+
+/// A component importing one instance `name` that exports the resource type `resource`.
+fn importing_resource(name: &str, resource: &str) -> Vec<u8> {
+    let mut instance = wasm_encoder::InstanceType::new();
+    instance.export(
+        resource,
+        wasm_encoder::ComponentTypeRef::Type(wasm_encoder::TypeBounds::SubResource),
+    );
+    importing_instance(name, &instance)
+}
+
+fn importing_instance(name: &str, instance: &wasm_encoder::InstanceType) -> Vec<u8> {
+    use wasm_encoder::{Component, ComponentImportSection, ComponentTypeRef, ComponentTypeSection};
+    let mut types = ComponentTypeSection::new();
+    types.instance(instance);
+    let mut imports = ComponentImportSection::new();
+    imports.import(name, ComponentTypeRef::Instance(0));
+    let mut component = Component::new();
+    component.section(&types).section(&imports);
+    component.finish()
+}
+
+#[test]
+fn imports_the_host_cannot_satisfy_are_refused_on_load_naming_them() {
+    let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
+    // A WASI package the host does not implement, and one it does in a version it does not.
+    for name in ["wasi:keyvalue/store@0.2.0", "wasi:http/types@0.3.0"] {
+        let refused = sandbox.load(&importing(name)).expect_err(name);
+        assert!(matches!(refused, LoadError::WrongWorld(_)), "{refused}");
+        assert!(refused.to_string().contains(name), "{name}: {refused}");
+    }
+    // wasi:http 0.2 is linked (in the version componentize-js imports): what is refused then
+    // is the missing `on-tick`, not the import.
+    let linked = sandbox
+        .load(&importing_resource("wasi:http/types@0.2.10", "fields"))
+        .expect_err("no on-tick");
+    assert!(
+        !linked.to_string().contains("wasi:http"),
+        "wasi:http is provided: {linked}"
+    );
+}

@@ -364,6 +364,43 @@ async fn the_host_cli_creates_lists_and_cancels_on_the_servers_database() {
     assert_eq!(served.body["entryFeeRaw"], "2500000");
     assert_eq!(served.body["maxParticipants"], 64);
 
+    // The minimum fits the tournament when not given: off for a free one (even with one seat),
+    // two for a paid one, or all its seats when it has fewer.
+    let mut minimums = vec![(id.clone(), 2)];
+    for (fee, expected) in [("0", 0), ("1", 1)] {
+        let made = cli(&[
+            "create",
+            "--name",
+            "Solo",
+            "--entry-fee",
+            fee,
+            "--max-participants",
+            "1",
+            "--starts-at",
+            &start,
+            "--ends-at",
+            &end,
+        ]);
+        assert!(
+            made.status.success(),
+            "fee {fee}: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        minimums.push((
+            String::from_utf8_lossy(&made.stdout).trim().to_owned(),
+            expected,
+        ));
+    }
+    for (made, expected) in minimums {
+        let (minimum,): (i64,) =
+            sqlx::query_as("SELECT min_participants FROM tournaments WHERE id = $1")
+                .bind(&made)
+                .fetch_one(app.state.store.read())
+                .await
+                .expect("tournament");
+        assert_eq!(minimum, expected, "{made}");
+    }
+
     let listed = cli(&["list"]);
     assert!(String::from_utf8_lossy(&listed.stdout).contains("CLI Cup"));
 

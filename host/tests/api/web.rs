@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Auth, Body, TestApp};
+use crate::helpers::{Auth, TestApp};
 
 async fn page(app: &TestApp, path: &str, cookie: Option<&str>) -> (u16, String) {
     let mut request = app.client.get(format!("{}{path}", app.address));
@@ -299,17 +299,15 @@ async fn sign_out_is_a_checked_form_post() {
     let (_, html) = page(&app, "/account", Some(&session)).await;
     let token = csrf_of(&html);
     let forged = app
-        .request(
-            "POST",
-            "/logout",
-            Auth::Session(&session),
-            Some(Body::Raw(
-                "application/x-www-form-urlencoded",
-                b"csrf=forged".to_vec(),
-            )),
-        )
-        .await;
-    assert_eq!(forged.status, 403, "no origin, wrong token");
+        .client
+        .post(format!("{}/logout", app.address))
+        .header("cookie", format!("session-token={session}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("csrf=forged")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(forged.status(), 403, "no origin, wrong token");
     let still = app.get("/api/account", Auth::Session(&session)).await;
     assert_eq!(still.status, 200, "the session survived the forged post");
 
@@ -578,4 +576,96 @@ async fn a_signed_in_operator_manages_agents_with_the_session_alone() {
         html.contains(&format!("<option value=\"{kind}\">Uploaded: mine")),
         "{html}"
     );
+}
+
+#[tokio::test]
+async fn api_writes_by_session_cookie_pass_the_same_cross_site_check() {
+    let app = TestApp::spawn().await;
+    let admin = app.session("csrf-admin@example.com").await;
+    crucible::admin::service::set_admin(
+        &app.state.store,
+        "csrf-admin@example.com",
+        true,
+        app.state.now(),
+    )
+    .await
+    .expect("grant");
+    let (member, key) = app
+        .account_with_key("csrf-member@example.com", &["read", "write"])
+        .await;
+    let member_id = app.get("/api/account", Auth::Session(&member)).await.body["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let suspended = app
+        .post(
+            &format!("/api/admin/accounts/{member_id}/suspend"),
+            Auth::Session(&admin),
+            json!({"reason": "checking the guard"}),
+        )
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    let unsuspend = format!("{}/api/admin/accounts/{member_id}/unsuspend", app.address);
+    let post = |url: String, origin: Option<&str>, token: Option<String>| {
+        let mut request = app
+            .client
+            .post(url)
+            .header("cookie", format!("session-token={admin}"));
+        if let Some(origin) = origin {
+            request = request.header("origin", origin.to_owned());
+        }
+        if let Some(token) = token {
+            request = request.header("x-csrf-token", token);
+        }
+        request.send()
+    };
+    let token = crucible::web::csrf_token(&admin);
+
+    // A body-less POST from another origin, the session's token or not: refused, nothing done.
+    for (origin, token) in [
+        (Some("http://127.0.0.1:9999"), None),
+        (Some("http://127.0.0.1:9999"), Some(token.clone())),
+        (None, Some(token.clone())),
+        (Some(app.address.as_str()), None),
+    ] {
+        let refused = post(unsuspend.clone(), origin, token).await.expect("post");
+        assert_eq!(refused.status(), 403, "{origin:?}");
+        let body: Value = refused.json().await.expect("json");
+        assert!(body["error"].is_string(), "{body}");
+    }
+    let audit = app
+        .get(
+            "/api/admin/audit?action=account.unsuspend",
+            Auth::Session(&admin),
+        )
+        .await;
+    assert_eq!(audit.body["entries"], json!([]), "{}", audit.body);
+
+    // The v1 family refuses in its own envelope.
+    let v1 = post(
+        format!("{}/api/v1/api-keys", app.address),
+        Some("http://127.0.0.1:9999"),
+        None,
+    )
+    .await
+    .expect("post");
+    assert_eq!(v1.status(), 403);
+    let body: Value = v1.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "FORBIDDEN", "{body}");
+
+    // From this server, with the token: allowed. A key is what counts when one is presented.
+    let allowed = post(unsuspend, Some(app.address.as_str()), Some(token))
+        .await
+        .expect("post");
+    assert_eq!(allowed.status(), 200);
+    let keyed = app
+        .client
+        .patch(format!("{}/api/account", app.address))
+        .header("cookie", format!("session-token={member}"))
+        .header("authorization", format!("Bearer {key}"))
+        .json(&json!({"displayName": "Keyed"}))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(keyed.status(), 200);
 }

@@ -26,13 +26,20 @@ async fn webhooks_to_private_addresses_are_refused_unless_allowed() {
 
     let app = TestApp::spawn_with(|config| config.webhook_allow_private = false).await;
     let session = app.session("op@example.com").await;
-    for host in ["127.0.0.1", "localhost"] {
-        app.create_key(
-            &session,
-            json!({"name": host, "webhookUrl": format!("http://{host}:{port}/hook")}),
+    // A literal private address is refused when the key is made; a name, when it is resolved.
+    let literal = app
+        .post(
+            "/api/api-keys",
+            Auth::Session(&session),
+            json!({"name": "literal", "webhookUrl": format!("http://127.0.0.1:{port}/hook")}),
         )
         .await;
-    }
+    assert_eq!(literal.status, 400, "{}", literal.body);
+    app.create_key(
+        &session,
+        json!({"name": "localhost", "webhookUrl": format!("http://localhost:{port}/hook")}),
+    )
+    .await;
     let account_id: (String,) = sqlx::query_as("SELECT id FROM accounts")
         .fetch_one(app.state.store.read())
         .await
@@ -48,7 +55,7 @@ async fn webhooks_to_private_addresses_are_refused_unless_allowed() {
     .await
     .expect("enqueue");
     tx.commit().await.expect("commit");
-    assert_eq!(queued, 2);
+    assert_eq!(queued, 1);
 
     crucible::webhooks::deliver_due(&app.state)
         .await
@@ -61,7 +68,7 @@ async fn webhooks_to_private_addresses_are_refused_unless_allowed() {
     let deliveries = crucible::webhooks::recent_deliveries(&app.state, &account_id.0, 10)
         .await
         .expect("deliveries");
-    assert_eq!(deliveries.len(), 2);
+    assert_eq!(deliveries.len(), 1);
     for delivery in &deliveries {
         assert_eq!(delivery.status, "pending", "{delivery:?}");
         let error = delivery.last_error.as_deref().unwrap_or_default();
@@ -102,6 +109,56 @@ async fn webhooks_to_private_addresses_are_refused_unless_allowed() {
         .await
         .expect("deliver");
     assert_eq!(hits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn webhook_urls_naming_reserved_addresses_are_refused_at_key_creation() {
+    let app = TestApp::spawn_with(|config| config.webhook_allow_private = false).await;
+    let session = app.session("nat64@example.com").await;
+    for url in [
+        "http://[64:ff9b::7f00:1]/hook",
+        "http://[64:ff9b::808:808]/hook",
+        "http://[::ffff:10.0.0.1]/hook",
+        "http://169.254.169.254/latest",
+    ] {
+        let platform = app
+            .post(
+                "/api/api-keys",
+                Auth::Session(&session),
+                json!({"name": "hook", "webhookUrl": url}),
+            )
+            .await;
+        assert_eq!(platform.status, 400, "{url}: {}", platform.body);
+        assert!(
+            platform.error().contains("private or reserved"),
+            "{}",
+            platform.body
+        );
+        let v1 = app
+            .post(
+                "/api/v1/api-keys",
+                Auth::Session(&session),
+                json!({"name": "hook", "webhookUrl": url, "permissions": ["agents:read"]}),
+            )
+            .await;
+        assert_eq!(v1.status, 400, "{url}: {}", v1.body);
+        assert_eq!(v1.body["error"]["code"], "VALIDATION_ERROR", "{}", v1.body);
+        assert!(
+            v1.body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("private or reserved")),
+            "{}",
+            v1.body
+        );
+    }
+    let keys = app.get("/api/api-keys", Auth::Session(&session)).await;
+    assert_eq!(keys.body["keys"], json!([]), "nothing was made");
+    // A public literal is fine.
+    app.create_key(
+        &session,
+        json!({"name": "public", "webhookUrl": "http://[2606:4700::1111]/hook"}),
+    )
+    .await;
 }
 
 /// A listener on `ip` that counts the requests it gets and answers `status`.
@@ -215,9 +272,12 @@ async fn webhook_deliveries_ignore_proxy_variables() {
         })
         .expect("cookie")
         .to_owned();
+    let session = cookie.trim_start_matches("session-token=");
     let key: serde_json::Value = client
         .post(format!("{base}/api/v1/api-keys"))
         .header("cookie", &cookie)
+        .header("origin", &base)
+        .header("x-csrf-token", crucible::web::csrf_token(session))
         .json(
             &json!({"name": "hooks", "permissions": ["agents:read", "agents:write", "agents:start"],
                       "webhookUrl": format!("{receiver}/in")}),

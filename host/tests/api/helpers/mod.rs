@@ -227,7 +227,12 @@ impl TestApp {
             .request(method, format!("{}{}", self.address, path));
         request = match auth {
             Auth::None => request,
-            Auth::Session(token) => request.header("cookie", format!("session-token={token}")),
+            // A session writes as the web app's pages do: from this server's origin, with the
+            // session's cross-site token (docs/web.md).
+            Auth::Session(token) => request
+                .header("cookie", format!("session-token={token}"))
+                .header("origin", &self.address)
+                .header("x-csrf-token", crucible::web::csrf_token(token)),
             Auth::Bearer(key) => request.header("authorization", format!("Bearer {key}")),
             Auth::XApiKey(key) => request.header("x-api-key", key),
         };

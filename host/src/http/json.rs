@@ -29,9 +29,9 @@ where
         let axum::Json(value) = axum::Json::<serde_json::Value>::from_request(req, state)
             .await
             .map_err(json_rejection)?;
-        strict::from_value(&value)
-            .map(Json)
-            .map_err(|error| ApiError::bad_request(format!("invalid request body: {error}")))
+        strict::from_value(&value).map(Json).map_err(|error| {
+            ApiError::bad_request(super::rejections::body_shape(&error.to_string()))
+        })
     }
 }
 

@@ -142,6 +142,12 @@ fn reword(text: &str, place: &str) -> String {
     format!("{at} has a value that is not accepted")
 }
 
+/// A body that is JSON but does not fit the endpoint's fields: `text` is the deserializer's
+/// `<path>: <message>`.
+pub(super) fn body_shape(text: &str) -> String {
+    format!("invalid request body: {}", reword(text, "the body"))
+}
+
 /// A JSON body that does not parse or does not fit the endpoint's fields.
 pub(super) fn json_body(rejection: &JsonRejection) -> String {
     match rejection {
@@ -159,8 +165,7 @@ pub(super) fn json_body(rejection: &JsonRejection) -> String {
             }
         }
         JsonRejection::JsonDataError(error) => {
-            let text = error.source().map(innermost).unwrap_or_default();
-            format!("invalid request body: {}", reword(&text, "the body"))
+            body_shape(&error.source().map(innermost).unwrap_or_default())
         }
         JsonRejection::BytesRejection(_) => {
             "the body could not be read: it is larger than this endpoint accepts, or was cut off"

@@ -276,7 +276,7 @@ async fn a_json_array_is_never_read_as_an_object() {
         .await;
     assert_eq!(patched.status, 400, "{}", patched.body);
     assert!(
-        patched.error().contains("invalid type: sequence"),
+        patched.error().contains("the body must be an object"),
         "{}",
         patched.body
     );

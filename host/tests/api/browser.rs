@@ -16,7 +16,7 @@ use base64::Engine;
 use chrono::Duration as Span;
 use serde_json::{Value, json};
 
-use crate::helpers::{Auth, TestApp, TestWallet};
+use crate::helpers::{Auth, TestApp, TestWallet, trades};
 
 /// The W3C name of an element reference in WebDriver answers.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
@@ -318,27 +318,25 @@ async fn assert_no_key_secret(browser: &Browser) {
     assert!(!held.contains("Agent key"), "a page asks for a key");
 }
 
-/// The numbers of the first row of the agent page's trade table: amount, price, value, fee.
-async fn first_trade_on_the_page(browser: &Browser) -> (f64, f64, f64, f64) {
+/// The cells of `table`'s first body row, and the number each starts with (`NaN` if none).
+async fn first_row(browser: &Browser, table: &str) -> (Vec<String>, Vec<f64>) {
     let cells = browser
-        .execute(
-            "return Array.from(document.querySelectorAll('#agent-trade-list tbody tr:first-child td'))\
-             .map(function (td) { return td.textContent; });",
-        )
+        .execute(&format!(
+            "return Array.from(document.querySelectorAll('{table} tbody tr:first-child td'))\
+             .map(function (td) {{ return td.textContent; }});"
+        ))
         .await;
     let cells: Vec<String> = serde_json::from_value(cells).expect("cells");
-    let number = |text: &str| -> f64 {
-        text.split_whitespace()
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("not a number: {text:?} in {cells:?}"))
-    };
-    (
-        number(&cells[2]),
-        number(&cells[3]),
-        number(&cells[4]),
-        number(&cells[5]),
-    )
+    let numbers = cells
+        .iter()
+        .map(|text| {
+            text.split_whitespace()
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(f64::NAN)
+        })
+        .collect();
+    (cells, numbers)
 }
 
 #[tokio::test]
@@ -392,22 +390,8 @@ async fn browser_a_signed_in_operator_runs_an_agent_without_any_key_then_mints_a
         .await;
 
     // The server ticks it (the test's clock moves the market); the page shows ticks and trades.
-    let mut trades = 0;
-    for _ in 0..400 {
-        app.run_scheduler().await;
-        app.advance(Span::hours(1));
-        let (count,): (i64,) =
-            sqlx::query_as("SELECT COUNT(*) FROM agent_trades WHERE agent_id = $1")
-                .bind(&agent_id)
-                .fetch_one(app.state.store.read())
-                .await
-                .expect("count");
-        trades = count;
-        if trades > 0 {
-            break;
-        }
-    }
-    assert!(trades > 0, "the gambler traded");
+    let traded = trades::tick_until_traded(&app, Some(&agent_id), 1, Span::hours(1), 400).await;
+    assert!(traded > 0, "the gambler traded");
     browser
         .wait_text("#agent-ticks", LONG, |text| {
             text.parse::<u64>().is_ok_and(|ticks| ticks > 0)
@@ -425,8 +409,9 @@ async fn browser_a_signed_in_operator_runs_an_agent_without_any_key_then_mints_a
             (text.contains("buy") || text.contains("sell")) && text.contains("paper")
         })
         .await;
-    let (amount, price, value, fee) = first_trade_on_the_page(&browser).await;
-    crate::helpers::trades::assert_adds_up("the agent page", amount, price, value, fee);
+    // When, side, amount, price, value, fee, …
+    let (cells, n) = first_row(&browser, "#agent-trade-list").await;
+    trades::assert_adds_up(&format!("the agent page {cells:?}"), n[2], n[3], n[4], n[5]);
     // Equity: the hourly marks the server kept, drawn as a chart.
     browser
         .wait_text("#agent-equity", LONG, |text| text.ends_with("USDC"))
@@ -533,41 +518,22 @@ async fn browser_a_fresh_embedded_start_shows_the_demo_agents_trades_on_the_home
         .await;
     browser.screenshot("home-demo-start").await;
     // A minute of the node's time at the scheduler's beat; the page polls for new trades.
-    let mut traded = false;
-    for _ in 0..60 {
-        app.run_scheduler().await;
-        app.advance(Span::seconds(1));
-        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_trades")
-            .fetch_one(app.state.store.read())
-            .await
-            .expect("count");
-        if count >= 2 {
-            traded = true;
-            break;
-        }
-    }
+    let traded = trades::tick_until_traded(&app, None, 2, Span::seconds(1), 60).await >= 2;
     assert!(traded, "the demo agents traded within a minute");
     let shown = browser
         .wait_text("#live-trades tbody", LONG, |text| text.contains("Demo "))
         .await;
     assert!(shown.contains("buy") || shown.contains("sell"), "{shown}");
-    // Each row: the agent, the side, the amount at its price, its value and the reason.
-    let cells = browser
-        .execute(
-            "return Array.from(document.querySelectorAll('#live-trades tbody tr:first-child td'))\
-             .map(function (td) { return td.textContent; });",
-        )
-        .await;
-    let cells: Vec<String> = serde_json::from_value(cells).expect("cells");
-    let number = |text: &str| -> f64 {
-        text.split_whitespace()
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("not a number: {text:?} in {cells:?}"))
-    };
-    let (amount, price, value) = (number(&cells[3]), number(&cells[4]), number(&cells[5]));
+    // Each row: when, the agent, the side, the amount at its price, its value and the reason.
+    let (cells, n) = first_row(&browser, "#live-trades").await;
     // The pool's fee (0.3 %) is inside the value of a live swap.
-    crate::helpers::trades::assert_adds_up("the home page", amount, price, value, value * 0.004);
+    trades::assert_adds_up(
+        &format!("the home page {cells:?}"),
+        n[3],
+        n[4],
+        n[5],
+        n[5] * 0.004,
+    );
     assert!(
         !cells[6].trim().is_empty() && cells[6] != "—",
         "a reason: {cells:?}"

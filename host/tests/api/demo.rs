@@ -174,21 +174,7 @@ async fn the_trade_feed_validates_its_limit_and_shows_no_paper_trades() {
         )
         .await;
     assert_eq!(entered.status, 201, "{}", entered.body);
-    let mut traded = 0;
-    for _ in 0..300 {
-        app.run_scheduler().await;
-        app.advance(Duration::hours(1));
-        let (count,): (i64,) =
-            sqlx::query_as("SELECT COUNT(*) FROM agent_trades WHERE agent_id = $1")
-                .bind(&agent_id)
-                .fetch_one(app.state.store.read())
-                .await
-                .expect("count");
-        traded = count;
-        if traded > 0 {
-            break;
-        }
-    }
+    let traded = trades::tick_until_traded(&app, Some(&agent_id), 1, Duration::hours(1), 300).await;
     assert!(traded > 0, "the paper gambler traded");
     let feed = app
         .get(&format!("/api/tournaments/{id}/trades"), Auth::None)

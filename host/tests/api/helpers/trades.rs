@@ -54,3 +54,31 @@ pub async fn webhook_trades(app: &super::TestApp) -> Vec<Value> {
         })
         .collect()
 }
+
+/// Run the scheduler, moving the test clock by `step` after each pass, until the agents have
+/// made at least `wanted` trades (all agents, or `agent_id`'s) or `passes` passes ran; how
+/// many trades there are then.
+pub async fn tick_until_traded(
+    app: &super::TestApp,
+    agent_id: Option<&str>,
+    wanted: i64,
+    step: chrono::Duration,
+    passes: usize,
+) -> i64 {
+    let mut traded = 0;
+    for _ in 0..passes {
+        app.run_scheduler().await;
+        app.advance(step);
+        let (count,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM agent_trades WHERE $1 IS NULL OR agent_id = $1")
+                .bind(agent_id)
+                .fetch_one(app.state.store.read())
+                .await
+                .expect("count");
+        traded = count;
+        if traded >= wanted {
+            break;
+        }
+    }
+    traded
+}

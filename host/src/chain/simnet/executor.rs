@@ -450,27 +450,26 @@ fn system(metas: &[Meta], data: &[u8], accounts: &mut Accounts) -> Outcome {
     if !from.writable || !to.writable {
         return err("InvalidArgument", "both transfer accounts must be writable");
     }
-    let source = accounts
-        .get(&from.key)
-        .cloned()
-        .unwrap_or(Account::wallet(0));
+    spend_lamports(accounts, &from.key, lamports)?;
+    credit(accounts, &to.key, lamports).map_err(|r| (json!("ArithmeticOverflow"), r))
+}
+
+/// Take `lamports` from the system account `from`, as the System program does before a
+/// transfer or a new account: it must be a plain wallet holding enough
+/// (SystemError::ResultWithNegativeLamports otherwise).
+fn spend_lamports(accounts: &mut Accounts, from: &Pubkey, lamports: u64) -> Outcome {
+    let source = accounts.get(from).cloned().unwrap_or(Account::wallet(0));
     if source.kind != Kind::Wallet {
-        return err(
-            "InvalidArgument",
-            format!("{} is not a system account", from.key),
-        );
+        return err("InvalidArgument", format!("{from} is not a system account"));
     }
     if source.lamports < lamports {
         return custom(
             1,
-            format!(
-                "{} has {} lamports, needs {lamports}",
-                from.key, source.lamports
-            ),
+            format!("{from} has {} lamports, needs {lamports}", source.lamports),
         );
     }
-    debit(accounts, &from.key, lamports);
-    credit(accounts, &to.key, lamports).map_err(|r| (json!("ArithmeticOverflow"), r))
+    debit(accounts, from, lamports);
+    Ok(())
 }
 
 /// `CreateAccount`: the new account must sign and not exist yet; it receives `lamports` from
@@ -503,27 +502,7 @@ fn create_account(
         // SystemError::InvalidAccountDataLength
         return custom(3, format!("{space} bytes is more than an account may hold"));
     }
-    let source = accounts
-        .get(&from.key)
-        .cloned()
-        .unwrap_or(Account::wallet(0));
-    if source.kind != Kind::Wallet {
-        return err(
-            "InvalidArgument",
-            format!("{} is not a system account", from.key),
-        );
-    }
-    if source.lamports < lamports {
-        // SystemError::ResultWithNegativeLamports
-        return custom(
-            1,
-            format!(
-                "{} has {} lamports, needs {lamports}",
-                from.key, source.lamports
-            ),
-        );
-    }
-    debit(accounts, &from.key, lamports);
+    spend_lamports(accounts, &from.key, lamports)?;
     let kind = if owner == tx::system_program() && space == 0 {
         Kind::Wallet
     } else {

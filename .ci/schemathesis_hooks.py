@@ -3,7 +3,8 @@
 The document marks Solana addresses with the custom format `solana-address` (and a query list
 of them with `solana-address-list`): base58 of exactly 32 bytes, which its pattern can only
 approximate. These strategies generate addresses that really decode to 32 bytes, so data the
-document calls valid is valid.
+document calls valid is valid; likewise `ed25519-signature` (a wallet proof's signature) is
+base58 of exactly 64 bytes.
 """
 
 import schemathesis
@@ -28,4 +29,7 @@ schemathesis.openapi.format("solana-address", addresses)
 schemathesis.openapi.format(
     "solana-address-list",
     st.lists(addresses, min_size=1, max_size=10, unique=True).map(",".join),
+)
+schemathesis.openapi.format(
+    "ed25519-signature", st.binary(min_size=64, max_size=64).map(base58)
 )

@@ -128,6 +128,7 @@ pub(super) struct LinkWalletRequest {
     /// From `POST /api/auth/nonce` for this wallet.
     nonce: String,
     /// base58 ed25519 signature of the nonce's message by `wallet`.
+    #[schema(schema_with = crate::auth::wallet_proof::signature_schema)]
     signature: String,
 }
 

@@ -15,6 +15,10 @@ pub(crate) enum AgentError {
         field: &'static str,
         message: String,
     },
+    /// Another agent (of any account) has this username already: 409 (docs/api.md, "Families,
+    /// credentials and the answers they share"), not a malformed value.
+    #[error("the username `{0}` is taken")]
+    UsernameTaken(String),
     /// The agent's wallet holds less SOL than the fee reserve it needs to start.
     #[error(
         "the agent's wallet {wallet} holds {held_sol} SOL; send at least {reserve_sol} SOL for fees to it, then start again"

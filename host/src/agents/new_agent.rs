@@ -192,7 +192,8 @@ impl utoipa::PartialSchema for NewAgentBody {
                     .pattern(Some("^(builtin|custom:[0-9a-f]{64})$"))
                     .description(Some(
                         "`builtin` (the class's strategy) or `custom:<strategyId>` (a component \
-                         this account uploaded with POST /api/v1/public/strategies)",
+                         this account uploaded with POST /api/v1/public/strategies; any other id \
+                         is 400 `VALIDATION_ERROR` naming `strategy.type`)",
                     )),
             )
             .required("type")

@@ -93,12 +93,7 @@ pub(crate) async fn create(
     .bind(i64::from(new.is_paper_trading))
     .execute(&mut *tx)
     .await
-    .on_unique(|| {
-        AgentError::invalid(
-            "username",
-            format!("the username `{}` is taken", new.username),
-        )
-    })?;
+    .on_unique(|| AgentError::UsernameTaken(new.username.clone()))?;
     tx.commit().await?;
     // The agent's wallet is one of the account's wallets now.
     crate::account::changed(state, account_id);

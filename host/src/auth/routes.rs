@@ -224,6 +224,7 @@ pub(super) struct WalletSignInRequest {
     wallet: String,
     nonce: String,
     /// base58 ed25519 signature of the nonce's `message` by `wallet`.
+    #[schema(schema_with = crate::auth::wallet_proof::signature_schema)]
     signature: String,
     /// `true`: the terms are accepted. The first sign-in of a wallet creates its account and
     /// needs it; later ones ignore it, so clients always send `true`.

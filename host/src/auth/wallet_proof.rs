@@ -115,6 +115,23 @@ pub(crate) async fn verify_and_consume(
     Ok(())
 }
 
+/// A wallet proof's `signature` in the OpenAPI document: base58 of exactly 64 bytes, named by
+/// the custom format `ed25519-signature` (no pattern states the byte count; a string that is not
+/// one is 400, a real signature of the wrong message 401 or 403).
+pub(crate) fn signature_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaFormat, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::Custom("ed25519-signature".into())))
+        .description(Some(
+            "base58 (alphabet `1-9A-HJ-NP-Za-km-z`) ed25519 signature of exactly 64 bytes of the \
+             nonce's `message` by `wallet`",
+        ))
+        .min_length(Some(64))
+        .max_length(Some(88))
+        .build()
+}
+
 /// Verify a base58 ed25519 signature of `message` by `wallet` (strict: no malleable encodings).
 pub(crate) fn check_signature(
     wallet: &WalletAddress,

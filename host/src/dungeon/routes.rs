@@ -275,7 +275,8 @@ async fn account_runs(
     security(("runKey" = [])), tag = "dungeon",
     params(("runId" = String, Path, description = "Run id")), request_body = TurnRequest,
     responses((status = 200, body = TurnReply),
-              (status = 400, body = IllegalTurn, description = "Not a legal action now: 1 AP charged"),
+              (status = 400, body = TurnRefused,
+               description = "Not a legal action now (1 AP charged, `IllegalTurn`), or a body that does not parse (nothing charged, the plain error form)"),
               (status = 401), (status = 403), (status = 404), (status = 409), (status = 429)))]
 async fn turn(
     State(state): State<AppState>,
@@ -292,7 +293,7 @@ async fn turn(
         TurnResult::Played(reply) => axum::Json(reply).into_response(),
         TurnResult::Illegal { message, reply } => (
             StatusCode::BAD_REQUEST,
-            axum::Json(IllegalTurn {
+            axum::Json(TurnRefused::Illegal(IllegalTurn {
                 error: message,
                 available_actions: reply
                     .state
@@ -300,7 +301,7 @@ async fn turn(
                     .cloned()
                     .unwrap_or_default(),
                 state: reply,
-            }),
+            })),
         )
             .into_response(),
     })
@@ -329,6 +330,35 @@ async fn broadcast(
     key.for_run(&run_id)?;
     let seq = play::broadcast(&state, &run_id, &request.message).await?;
     Ok((StatusCode::CREATED, axum::Json(Broadcast { run_id, seq })).into_response())
+}
+
+/// A turn's 400 bodies (docs/api.md, "Dungeon"): one of the two forms, told apart by
+/// `availableActions`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+enum TurnRefused {
+    /// An illegal action: charged, with what is legal now.
+    Illegal(IllegalTurn),
+    /// A missing body or one that does not parse.
+    #[allow(
+        dead_code,
+        reason = "sent by the body's extractor; here only for the document"
+    )]
+    Unreadable(UnreadableTurn),
+}
+
+/// The plain error form of a turn whose body is missing or does not parse: sent by the body's
+/// extractor (`crate::http::json`) before the handler runs, so nothing here builds it; it is
+/// named so the document lists both forms. Nothing beside `error`, which tells it apart from
+/// [`IllegalTurn`].
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "sent by the body's extractor; here only for the document"
+)]
+struct UnreadableTurn {
+    error: String,
 }
 
 /// The 400 body of an illegal action: the error form plus what is legal now, and the state

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
-use utoipa::ToSchema;
+use utoipa::openapi::{RefOr, schema::Schema};
+use utoipa::{PartialSchema, ToSchema};
 
 use super::metrics::{self, Point};
 use super::model::{Status, Tournament};
@@ -53,8 +54,19 @@ pub(crate) struct Entry {
     pub registered_at: String,
     /// Present once the tournament has ended and its standings are frozen.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    #[schema(inline)]
+    #[schema(schema_with = standing_members)]
     pub standing: Option<FinalStanding>,
+}
+
+/// `standing` in the document: [`FinalStanding`]'s members beside the entry's, none of them
+/// required, since an entry has them only once the tournament has ended (a flattened `Option`
+/// would otherwise be documented as "null or all of them", which no entry is).
+fn standing_members() -> RefOr<Schema> {
+    let mut schema = <FinalStanding as PartialSchema>::schema();
+    if let RefOr::T(Schema::Object(object)) = &mut schema {
+        object.required.clear();
+    }
+    schema
 }
 
 /// A wallet's frozen result, written when the tournament ends.

@@ -49,6 +49,7 @@ impl From<AgentError> for V1Error {
         match error {
             AgentError::NotFound(agent_id) => V1Error::AgentNotFound(agent_id),
             AgentError::Invalid { field, message } => V1Error::field(field, message),
+            AgentError::UsernameTaken(_) => V1Error::Conflict(error.to_string()),
             AgentError::InsufficientFunds { .. } => V1Error::InsufficientFunds(error.to_string()),
             AgentError::BalanceUnavailable => V1Error::Unavailable(error.to_string()),
             AgentError::ComponentTooLarge(message) => V1Error::PayloadTooLarge(message),
@@ -86,7 +87,9 @@ async fn list(
     request_body = NewAgentBody,
     responses((status = 201, body = V1Ok<AgentView>),
               (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
-              (status = 403, body = V1ErrorBody), (status = 429, body = V1ErrorBody)))]
+              (status = 403, body = V1ErrorBody),
+              (status = 409, body = V1ErrorBody, description = "The username is taken (`CONFLICT`)"),
+              (status = 429, body = V1ErrorBody)))]
 async fn create(
     key: V1Key<AgentsWrite>,
     State(state): State<AppState>,
@@ -219,7 +222,8 @@ async fn performance(
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 struct TradeParams {
-    /// The previous page's last `tradeId`: the page after it.
+    /// The previous page's last `tradeId`: the page after it. An id that is not one of this
+    /// agent's trades is 400 `VALIDATION_ERROR` naming `before`.
     before: Option<String>,
     /// 1 to 500 (default 50).
     #[param(minimum = 1, maximum = 500)]
@@ -231,7 +235,9 @@ struct TradeParams {
     security(("v1Key" = [])), tag = "v1",
     params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)"), TradeParams),
     responses((status = 200, body = V1Ok<Vec<TradeView>>),
-              (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 400, body = V1ErrorBody,
+               description = "`limit` out of range, or `before` is not a trade of this agent (`VALIDATION_ERROR` naming the field)"),
+              (status = 401, body = V1ErrorBody),
               (status = 403, body = V1ErrorBody), (status = 404, body = V1ErrorBody),
               (status = 429, body = V1ErrorBody)))]
 async fn trades(

@@ -328,3 +328,98 @@ async fn a_400_from_the_parsers_says_what_is_wrong_in_our_words() {
         );
     }
 }
+
+/// Answers decided by the data rather than the request's shape are listed with their bodies: a
+/// taken username (409), a trades cursor that is not the agent's (400 naming `before`), and a
+/// turn's 400 in either of its two forms (an illegal action, or a body that does not parse).
+#[tokio::test]
+async fn answers_the_data_decides_are_documented_with_their_bodies() {
+    let app = TestApp::spawn().await;
+    let document = document(&app).await;
+
+    let create = operation(&document, "/api/v1/public/agents/create", "post");
+    let taken = &create["responses"]["409"];
+    assert!(
+        taken["description"]
+            .as_str()
+            .is_some_and(|text| text.contains("username")),
+        "{taken}"
+    );
+    assert!(taken["content"]["application/json"]["schema"]["$ref"].is_string());
+
+    let trades = operation(&document, "/api/v1/public/agents/{agentId}/trades", "get");
+    let before = trades["parameters"]
+        .as_array()
+        .expect("parameters")
+        .iter()
+        .find(|parameter| parameter["name"] == "before")
+        .expect("before")
+        .clone();
+    assert!(
+        before["description"]
+            .as_str()
+            .is_some_and(|text| text.contains("400")),
+        "{before}"
+    );
+
+    let turn = operation(&document, "/api/dungeons/runs/{runId}/turn", "post");
+    let refused = resolve(
+        &document,
+        &turn["responses"]["400"]["content"]["application/json"]["schema"],
+    );
+    let forms = refused["oneOf"].as_array().expect("oneOf");
+    assert_eq!(forms.len(), 2, "{refused}");
+    let required: Vec<Value> = forms
+        .iter()
+        .map(|form| resolve(&document, form)["required"].clone())
+        .collect();
+    assert!(
+        required.contains(&json!(["error"])),
+        "the plain error form: {required:?}"
+    );
+    assert!(
+        required.iter().any(|names| names
+            .as_array()
+            .is_some_and(|names| names.iter().any(|name| name == "availableActions"))),
+        "the illegal action's form: {required:?}"
+    );
+}
+
+/// A leaderboard entry has its final standing only once the tournament has ended, so none of
+/// those members is required; a wallet proof's signature names its format (64 bytes).
+#[tokio::test]
+async fn final_standings_are_optional_and_signatures_have_their_format() {
+    let app = TestApp::spawn().await;
+    let document = document(&app).await;
+    let entry = &document["components"]["schemas"]["Entry"];
+    let text = entry.to_string();
+    assert!(text.contains("finalRank"), "{entry}");
+    let mut required = Vec::new();
+    let mut stack = vec![entry];
+    while let Some(schema) = stack.pop() {
+        if let Some(names) = schema["required"].as_array() {
+            required.extend(names.iter().cloned());
+        }
+        for key in ["allOf", "oneOf", "anyOf"] {
+            stack.extend(schema[key].as_array().into_iter().flatten());
+        }
+    }
+    assert!(required.contains(&json!("wallet")), "{required:?}");
+    for member in ["finalRank", "prizeAwarded", "prizeAwardedRaw"] {
+        assert!(!required.contains(&json!(member)), "{member}: {entry}");
+    }
+    let members_or_null = entry["allOf"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|part| part["oneOf"].is_array());
+    assert!(!members_or_null, "an entry is never null: {entry}");
+
+    for path in ["/api/auth/wallet", "/api/account/wallets"] {
+        let body = json_body(&document, &operation(&document, path, "post"));
+        assert_eq!(
+            body["properties"]["signature"]["format"], "ed25519-signature",
+            "{path}: {body}"
+        );
+    }
+}

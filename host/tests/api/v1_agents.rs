@@ -70,7 +70,6 @@ async fn every_create_rule_is_a_validation_error_naming_its_field_and_creates_no
         body
     };
     let cases = [
-        (set("/username", json!("TAKEN_name")), "username"),
         (set("/username", json!("has space")), "username"),
         (remove("username"), "username"),
         (remove("name"), "name"),
@@ -181,7 +180,41 @@ async fn accounts_never_see_or_touch_each_others_agents() {
             body
         })
         .await;
-    assert_eq!(clash.body["error"]["details"]["field"], "username");
+    assert_eq!(clash.status, 409, "{}", clash.body);
+    assert_eq!(v1_code(&clash), "CONFLICT");
+}
+
+/// docs/api.md: a taken username is 409 (`CONFLICT`), not a validation error: the body is
+/// well formed, the name is simply someone's already (compared without case).
+#[tokio::test]
+async fn a_taken_username_is_a_conflict_and_creates_nothing() {
+    let app = TestApp::spawn().await;
+    let session = app.session("op@example.com").await;
+    let key = app.v1_key(&session).await;
+    app.create_agent(&key, "taken_name", "fighter", "1h").await;
+    for username in ["taken_name", "TAKEN_name"] {
+        let response = app
+            .post(
+                "/api/v1/public/agents/create",
+                Auth::XApiKey(&key),
+                agent_body(username),
+            )
+            .await;
+        assert_eq!(response.status, 409, "{username}: {}", response.body);
+        assert_eq!(v1_code(&response), "CONFLICT");
+        assert!(
+            response.body["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("is taken")),
+            "{}",
+            response.body
+        );
+    }
+    let listed = app.get("/api/v1/public/agents", Auth::XApiKey(&key)).await;
+    assert_eq!(
+        listed.body["pagination"]["totalCount"], 1,
+        "only the first agent exists"
+    );
 }
 
 #[tokio::test]

@@ -114,9 +114,8 @@ async fn setup_webhook_key(base: &str, hook_url: &str) -> String {
         .expect("cookie pair")
         .to_owned();
     let account: serde_json::Value = signup.json().await.expect("account");
-    let key = client
-        .post(format!("{base}/api/api-keys"))
-        .header("cookie", cookie)
+    let url = format!("{base}/api/api-keys");
+    let key = support::as_session(client.post(&url), &url, &cookie)
         .json(&json!({"name": "bench", "webhookUrl": hook_url}))
         .send()
         .await

@@ -246,9 +246,8 @@ pub async fn enter_runs(
             .transfer_token(&payer, &dungeon, &mint, 1_000_000, memo)
             .await
             .expect("pay");
-        let entered = client
-            .post(format!("{base}/api/dungeons/{today}/enter"))
-            .header("cookie", &cookie)
+        let url = format!("{base}/api/dungeons/{today}/enter");
+        let entered = as_session(client.post(&url), &url, &cookie)
             .json(&json!({"quoteId": quote["quoteId"], "payerWallet": wallet, "txSignature": signature}))
             .send()
             .await
@@ -333,11 +332,26 @@ pub async fn api_key(
     key["key"].as_str().expect("key").to_owned()
 }
 
+/// `request` to `url` as the signed-in `cookie` (`session-token=…`), with what every
+/// cookie-authenticated write carries: this server as its origin and the session's token.
+pub fn as_session(
+    request: reqwest::RequestBuilder,
+    url: &str,
+    cookie: &str,
+) -> reqwest::RequestBuilder {
+    let origin = reqwest::Url::parse(url)
+        .map(|url| url.origin().ascii_serialization())
+        .expect("url");
+    let session = cookie.trim_start_matches("session-token=");
+    request
+        .header("cookie", cookie)
+        .header("origin", origin)
+        .header("x-csrf-token", crucible::web::csrf_token(session))
+}
+
 /// `POST url` with `body` as the signed-in `cookie`: the answer's JSON.
 pub async fn post_as(client: &reqwest::Client, url: &str, cookie: &str, body: &Value) -> Value {
-    client
-        .post(url)
-        .header("cookie", cookie)
+    as_session(client.post(url), url, cookie)
         .json(body)
         .send()
         .await

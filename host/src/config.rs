@@ -622,8 +622,8 @@ mod tests {
     fn model_endpoints_come_from_repeated_flags_and_default_to_none() {
         assert!(ServeArgs::defaults().model_endpoints.is_empty());
         assert_eq!(ServeArgs::defaults().model_timeout_ms, 20_000);
-        let command = ServeArgs::augment_args(clap::Command::new("crucible"))
-            .mut_args(|arg| arg.env(None));
+        let command =
+            ServeArgs::augment_args(clap::Command::new("crucible")).mut_args(|arg| arg.env(None));
         let matches = command
             .try_get_matches_from([
                 "crucible",
@@ -634,10 +634,14 @@ mod tests {
             ])
             .expect("parses");
         let args = ServeArgs::from_arg_matches(&matches).expect("args");
-        let vendors: Vec<_> = args.model_endpoints.iter().map(|s| s.vendor.as_str()).collect();
+        let vendors: Vec<_> = args
+            .model_endpoints
+            .iter()
+            .map(|s| s.vendor.as_str())
+            .collect();
         assert_eq!(vendors, ["openai", "local", "groq"]);
-        let command = ServeArgs::augment_args(clap::Command::new("crucible"))
-            .mut_args(|arg| arg.env(None));
+        let command =
+            ServeArgs::augment_args(clap::Command::new("crucible")).mut_args(|arg| arg.env(None));
         assert!(
             command
                 .try_get_matches_from(["crucible", "--model-endpoint", "openai"])

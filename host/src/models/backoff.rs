@@ -71,7 +71,11 @@ mod tests {
         let now = Utc::now();
         assert_eq!(backoff.back_off("groq", Some("30"), now), 30);
         assert_eq!(backoff.remaining("groq", now), Some(30));
-        assert_eq!(backoff.remaining("openai", now), None, "other vendors go on");
+        assert_eq!(
+            backoff.remaining("openai", now),
+            None,
+            "other vendors go on"
+        );
         assert_eq!(
             backoff.remaining("groq", now + Duration::seconds(29)),
             Some(1)

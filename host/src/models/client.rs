@@ -253,7 +253,8 @@ mod tests {
     fn a_refusal_reason_is_short_and_never_the_key() {
         let key = Secret::new("sk-live-secret");
         let status = reqwest::StatusCode::UNAUTHORIZED;
-        let body = br#"{"error":{"message":"Incorrect API key provided: sk-live-secret.\nSee docs"}}"#;
+        let body =
+            br#"{"error":{"message":"Incorrect API key provided: sk-live-secret.\nSee docs"}}"#;
         let text = reason(body, status, Some(&key));
         assert_eq!(text, "Incorrect API key provided: [redacted]. See docs");
         assert_eq!(reason(b"<html>", status, Some(&key)), "Unauthorized");

@@ -124,7 +124,9 @@ pub fn parse_setting(text: &str) -> Result<EndpointSetting, String> {
     let parsed = url::Url::parse(base_url)
         .map_err(|_| format!("the base URL of `{vendor}` is not an absolute URL"))?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-        return Err(format!("the base URL of `{vendor}` must be http(s)://host…"));
+        return Err(format!(
+            "the base URL of `{vendor}` must be http(s)://host…"
+        ));
     }
     if parsed.query().is_some() || parsed.fragment().is_some() {
         return Err(format!(

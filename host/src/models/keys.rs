@@ -57,7 +57,9 @@ pub(crate) fn known_vendor(state: &AppState, vendor: &str) -> Result<(), ModelKe
 /// in an HTTP header).
 pub(crate) fn check_key(key: &str) -> Result<(), ModelKeyError> {
     if key.is_empty() {
-        return Err(ModelKeyError::InvalidKey("`apiKey` must not be empty".into()));
+        return Err(ModelKeyError::InvalidKey(
+            "`apiKey` must not be empty".into(),
+        ));
     }
     if key.len() > MAX_KEY_LEN {
         return Err(ModelKeyError::InvalidKey(format!(
@@ -190,7 +192,13 @@ mod tests {
     fn keys_are_visible_ascii_of_bounded_length() {
         assert!(check_key("sk-proj-abc_DEF.123").is_ok());
         assert!(check_key(&"k".repeat(MAX_KEY_LEN)).is_ok());
-        for bad in ["", "sk abc", "sk-\u{e9}", "sk-\n", &"k".repeat(MAX_KEY_LEN + 1)] {
+        for bad in [
+            "",
+            "sk abc",
+            "sk-\u{e9}",
+            "sk-\n",
+            &"k".repeat(MAX_KEY_LEN + 1),
+        ] {
             assert!(check_key(bad).is_err(), "{bad:?}");
         }
     }

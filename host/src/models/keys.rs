@@ -1,12 +1,14 @@
 //! Operators' own provider keys (`/api/account/model-keys`): sealed under the master key in
 //! `model_keys`, one per account and vendor, never returned (only a short prefix to tell keys
 //! apart) and never logged. [`key_for`] is the one place that opens them, to send one to its
-//! vendor's endpoint.
+//! vendor's endpoint. Each change is in the audit log (`key.model.put`, `key.model.delete`,
+//! with the prefix only), so it shows among the account's key events.
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::ModelError;
+use crate::audit::{self, Actor, Entry};
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::db::StoreError;
 use crate::secret::Secret;
@@ -87,8 +89,9 @@ pub(crate) async fn put(
 ) -> Result<ModelKeyView, ModelKeyError> {
     known_vendor(state, vendor)?;
     check_key(api_key)?;
-    let now = to_millis(state.now());
+    let now = state.now();
     let prefix = prefix_of(api_key);
+    let mut tx = state.store.begin().await?;
     sqlx::query(
         "INSERT INTO model_keys (id, account_id, vendor, key_sealed, key_prefix, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6)
@@ -100,13 +103,26 @@ pub(crate) async fn put(
     .bind(vendor)
     .bind(state.sealer.seal(api_key.as_bytes()))
     .bind(&prefix)
-    .bind(now)
-    .execute(state.store.write())
+    .bind(to_millis(now))
+    .execute(&mut *tx)
     .await?;
+    let actor = Actor::Account(account_id.to_owned());
+    audit::record(
+        &mut tx,
+        Entry::new(&actor, "key.model.put", "model_key", vendor)
+            .account(account_id)
+            .change(
+                serde_json::Value::Null,
+                serde_json::json!({"vendor": vendor, "keyPrefix": prefix}),
+            ),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
     Ok(ModelKeyView {
         vendor: vendor.to_owned(),
         key_prefix: prefix,
-        updated_at: rfc3339(from_millis(now)),
+        updated_at: rfc3339(now),
     })
 }
 
@@ -139,15 +155,24 @@ pub(crate) async fn delete(
     vendor: &str,
 ) -> Result<(), ModelKeyError> {
     known_vendor(state, vendor)?;
+    let mut tx = state.store.begin().await?;
     let deleted = sqlx::query("DELETE FROM model_keys WHERE account_id = $1 AND vendor = $2")
         .bind(account_id)
         .bind(vendor)
-        .execute(state.store.write())
+        .execute(&mut *tx)
         .await?
         .rows_affected();
     if deleted == 0 {
         return Err(ModelKeyError::NotFound(vendor.to_owned()));
     }
+    let actor = Actor::Account(account_id.to_owned());
+    audit::record(
+        &mut tx,
+        Entry::new(&actor, "key.model.delete", "model_key", vendor).account(account_id),
+        state.now(),
+    )
+    .await?;
+    tx.commit().await?;
     Ok(())
 }
 

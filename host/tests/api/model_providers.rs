@@ -517,6 +517,28 @@ async fn model_keys_are_put_listed_and_deleted_and_never_returned() {
         .get("/api/account/model-keys", Auth::Session(&session))
         .await;
     assert_eq!(left.body["modelKeys"].as_array().expect("list").len(), 1);
+
+    // Every change is among the account's key events, with the prefix only.
+    let audit = app.get("/api/account/audit", Auth::Session(&session)).await;
+    let actions: Vec<_> = audit.body["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|entry| entry["action"].as_str())
+        .filter(|action| action.starts_with("key.model."))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "key.model.delete",
+            "key.model.put",
+            "key.model.put",
+            "key.model.put"
+        ],
+        "{}",
+        audit.body
+    );
+    assert!(!audit.body.to_string().contains("gina-0123456789"));
 }
 
 async fn sealed_keys(app: &TestApp) -> Vec<String> {

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::error::ModelError;
-use super::request::{Answer, ModelRequest};
+use super::request::{Answer, ModelRequest, temperature_json};
 
 pub(crate) const PATH: &str = "/messages";
 pub(crate) const VERSION: &str = "2023-06-01";
@@ -25,7 +25,7 @@ pub(crate) fn body(request: &ModelRequest) -> Value {
         "system": request.personality,
         "messages": messages,
         "max_tokens": request.max_tokens,
-        "temperature": request.temperature,
+        "temperature": temperature_json(request.temperature),
     });
     if let Some(schema) = &request.json_schema {
         body["tools"] = json!([{

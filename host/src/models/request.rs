@@ -66,6 +66,17 @@ impl ModelRequest {
     }
 }
 
+/// `temperature` as JSON, as written (`0.3`, not the `0.30000001192092896` a plain widening of
+/// the `f32` gives); not a number (NaN, infinite) is `null`, the provider's default.
+pub(crate) fn temperature_json(temperature: f32) -> serde_json::Value {
+    temperature
+        .to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
 /// A model's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {
@@ -88,6 +99,13 @@ pub(crate) struct Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_temperature_goes_out_as_written() {
+        assert_eq!(temperature_json(0.3).to_string(), "0.3");
+        assert_eq!(temperature_json(1.0).to_string(), "1.0");
+        assert_eq!(temperature_json(f32::NAN), serde_json::Value::Null);
+    }
 
     #[test]
     fn a_model_id_splits_at_its_first_slash() {

@@ -203,6 +203,7 @@ async fn the_openai_format_carries_the_accounts_own_key_the_model_and_the_person
     assert_eq!(seen[0].headers["authorization"], "Bearer sk-alice-0001");
     assert_eq!(seen[0].body["model"], "gpt-4o");
     assert_eq!(seen[0].body["max_tokens"], 200);
+    assert_eq!(seen[0].body["temperature"], json!(0.3));
     assert_eq!(
         seen[0].body["messages"],
         json!([

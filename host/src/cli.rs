@@ -68,7 +68,7 @@ pub async fn run() -> ExitCode {
     crate::telemetry::init();
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Serve(args) => serve(Config::from(*args)).await,
+        Command::Serve(args) => serve(Config::from(*args).with_model_keys_from_env()).await,
         Command::Migrate(args) => migrate(args).await,
         Command::Strategy(args) => crate::strategy_cli::run(args),
         Command::Market(args) => crate::market_cli::run(args),

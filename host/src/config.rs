@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, FromArgMatches};
 
+use crate::models::EndpointSetting;
 use crate::secret::Secret;
 use crate::tournaments::series::{SeriesSpec, default_series};
 
@@ -147,6 +148,17 @@ pub(crate) struct ServeArgs {
     /// Default 300, or 30 with demo data, so the demo's board moves within a minute.
     #[arg(long, env = "CRUCIBLE_SNAPSHOT_INTERVAL_SECS", value_parser = parse_snapshot_interval)]
     pub snapshot_interval_secs: Option<u64>,
+
+    /// A model provider's endpoint, `VENDOR=BASE_URL` (repeatable; the variable takes a
+    /// comma-separated list). It adds a vendor or replaces a built-in one (docs/models.md).
+    #[arg(long = "model-endpoint", env = "CRUCIBLE_MODEL_ENDPOINTS", value_delimiter = ',',
+          value_parser = crate::models::endpoints::parse_setting)]
+    pub model_endpoints: Vec<EndpointSetting>,
+
+    /// How long one call to a model provider may take, in milliseconds.
+    #[arg(long, env = "CRUCIBLE_MODEL_TIMEOUT_MS", default_value_t = 20_000,
+          value_parser = clap::value_parser!(u64).range(100..=300_000))]
+    pub model_timeout_ms: u64,
 }
 
 /// Limits of the strategy sandbox that a deployment may set (the rest are fixed defaults).
@@ -362,6 +374,13 @@ pub struct Config {
     pub sandbox: SandboxArgs,
     /// How long pruned data is kept.
     pub(crate) retention: RetentionArgs,
+    /// Model provider endpoints set by the host, over the built-in ones.
+    pub model_endpoints: Vec<EndpointSetting>,
+    /// Per-call timeout of model providers (default 20 000).
+    pub model_timeout_ms: u64,
+    /// The host's default key per vendor (`CRUCIBLE_MODEL_KEY_<VENDOR>`), used for accounts
+    /// without their own.
+    pub model_default_keys: std::collections::BTreeMap<String, Secret>,
 }
 
 impl StorageArgs {
@@ -432,6 +451,10 @@ impl From<ServeArgs> for Config {
             swap_api_key: args.chain.swap_api_key,
             sandbox: args.sandbox,
             retention: args.retention,
+            model_endpoints: args.model_endpoints,
+            model_timeout_ms: args.model_timeout_ms,
+            // Read from the environment by `with_model_keys_from_env`, at `serve` only.
+            model_default_keys: Default::default(),
             snapshot_interval_secs: args.snapshot_interval_secs.unwrap_or(if demo_data {
                 DEMO_SNAPSHOT_INTERVAL_SECS
             } else {
@@ -464,6 +487,14 @@ impl ServeArgs {
 }
 
 impl Config {
+    /// With the host's default model keys, `CRUCIBLE_MODEL_KEY_<VENDOR>` for each vendor it has
+    /// an endpoint for (variable names are per vendor, so clap cannot read them).
+    pub(crate) fn with_model_keys_from_env(mut self) -> Self {
+        let endpoints = crate::models::Endpoints::with_settings(&self.model_endpoints);
+        self.model_default_keys = crate::models::endpoints::default_keys_from_env(&endpoints);
+        self
+    }
+
     /// Whether this is a deployment that holds real value or runs several nodes: PostgreSQL, or
     /// a real Solana cluster. Settings fit for a laptop (a master key generated into the data
     /// dir) are warned about loudly there.
@@ -577,10 +608,45 @@ mod tests {
         let mut config = Config::for_tests(PathBuf::from("/tmp/x"), "sqlite://x".into());
         config.master_key = Some(Secret::new("ab".repeat(32)));
         config.swap_api_key = Some(Secret::new("jupiter-key-123"));
+        config
+            .model_default_keys
+            .insert("openai".into(), Secret::new("sk-host-default-1"));
         let printed = format!("{config:?}");
         assert!(!printed.contains(&"ab".repeat(32)), "{printed}");
         assert!(!printed.contains("jupiter-key-123"), "{printed}");
+        assert!(!printed.contains("sk-host-default-1"), "{printed}");
         assert!(printed.contains("[redacted]"));
+    }
+
+    #[test]
+    fn model_endpoints_come_from_repeated_flags_and_default_to_none() {
+        assert!(ServeArgs::defaults().model_endpoints.is_empty());
+        assert_eq!(ServeArgs::defaults().model_timeout_ms, 20_000);
+        let command =
+            ServeArgs::augment_args(clap::Command::new("crucible")).mut_args(|arg| arg.env(None));
+        let matches = command
+            .try_get_matches_from([
+                "crucible",
+                "--model-endpoint",
+                "openai=http://127.0.0.1:9000/v1",
+                "--model-endpoint",
+                "local=http://127.0.0.1:8000/v1,groq=https://g.example/v1",
+            ])
+            .expect("parses");
+        let args = ServeArgs::from_arg_matches(&matches).expect("args");
+        let vendors: Vec<_> = args
+            .model_endpoints
+            .iter()
+            .map(|s| s.vendor.as_str())
+            .collect();
+        assert_eq!(vendors, ["openai", "local", "groq"]);
+        let command =
+            ServeArgs::augment_args(clap::Command::new("crucible")).mut_args(|arg| arg.env(None));
+        assert!(
+            command
+                .try_get_matches_from(["crucible", "--model-endpoint", "openai"])
+                .is_err()
+        );
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub mod market;
 pub mod market_cli;
 pub mod master_key;
 pub mod metrics;
+pub mod models;
 pub mod paper;
 pub mod redact;
 pub mod retention;

@@ -31,6 +31,7 @@ const SEALED: &[(&str, &str, &str)] = &[
     ("api_keys", "id", "webhook_secret_sealed"),
     ("dungeon_secrets", "name", "sealed"),
     ("dungeon_runs", "id", "key_sealed"),
+    ("model_keys", "id", "key_sealed"),
 ];
 
 pub(crate) const NEXT_KEY_FILE: &str = "master.key.next";

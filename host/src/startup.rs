@@ -219,6 +219,13 @@ async fn assemble_state(
         &config.sandbox,
         sealer.derived_key("component-cache"),
     ));
+    let models = crate::models::Models::new(
+        crate::models::Endpoints::with_settings(&config.model_endpoints),
+        config.model_default_keys.clone(),
+        std::time::Duration::from_millis(config.model_timeout_ms),
+        clock.clone(),
+    )
+    .context("cannot build the model providers' HTTP client")?;
     let streams =
         crate::http::streams::Streams::new(config.max_streams, config.max_streams_per_client);
     let caches = Arc::new(crate::cache::Caches::new(clock.clone(), true));
@@ -238,6 +245,7 @@ async fn assemble_state(
         leaderboards: Default::default(),
         caches,
         agents,
+        models: Arc::new(models),
         node_id: format!("node_{}", crate::crypto::random_base58(8)).into(),
         metrics: Default::default(),
     }))

@@ -46,6 +46,8 @@ pub struct Services {
     pub market: Arc<dyn crate::market::MarketFeed>,
     /// Announces changes to streams.
     pub events: crate::events::Bus,
+    /// The host's model provider endpoints and the client that calls them.
+    pub models: Arc<crate::models::Models>,
     /// The sandbox and loaded strategy components of the agents.
     pub agents: Arc<crate::agents::Runtime>,
     /// Open server-sent event streams, capped per client and per node.

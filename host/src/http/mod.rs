@@ -31,6 +31,7 @@ fn platform_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::health::router())
         .merge(crate::auth::router())
         .merge(crate::account::router())
+        .merge(crate::models::router())
         .merge(crate::api_keys::router())
         .merge(crate::tournaments::router())
         .merge(crate::admin::router())

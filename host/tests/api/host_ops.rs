@@ -26,7 +26,7 @@ fn crucible(args: &[&str], data_dir: &std::path::Path) -> std::process::Output {
         .expect("run crucible")
 }
 
-fn storage_of(config: &Config) -> StorageArgs {
+pub(crate) fn storage_of(config: &Config) -> StorageArgs {
     StorageArgs {
         data_dir: config.data_dir.clone(),
         database_url: Some(config.database_url.clone()),

@@ -38,6 +38,7 @@ mod limits;
 mod live_agents;
 mod metrics;
 mod migrations;
+mod model_providers;
 mod multi_node;
 mod openapi_document;
 mod payouts;

@@ -69,10 +69,14 @@ curl -fsS -c "$WORK/cookies" "$BASE/api/auth/signup" -H 'content-type: applicati
     -d '{"email":"fuzz@example.com","password":"fuzzing password 1","acceptTerms":true,"acceptPrivacy":true}' >/dev/null
 SESSION="$(awk '$6 == "session-token" { print $7 }' "$WORK/cookies")"
 COOKIE="session-token=${SESSION}"
+# Writes made with the cookie carry what a browser's must: this server as the origin and the
+# session's cross-site token (docs/web.md, "Cross-site requests"; web::csrf::token_for).
+CSRF="$(printf 'crucible web csrf v1\0%s' "$SESSION" | sha256sum | cut -d ' ' -f 1)"
+AS_SESSION=(-H "cookie: $COOKIE" -H "origin: $BASE" -H "x-csrf-token: $CSRF")
 
-ACCOUNT_KEY="$(curl -fsS "$BASE/api/api-keys" -H "cookie: $COOKIE" -H 'content-type: application/json' \
+ACCOUNT_KEY="$(curl -fsS "$BASE/api/api-keys" "${AS_SESSION[@]}" -H 'content-type: application/json' \
     -d '{"name":"schemathesis"}' | json '["key"]')"
-V1_KEY="$(curl -fsS "$BASE/api/v1/api-keys" -H "cookie: $COOKIE" -H 'content-type: application/json' \
+V1_KEY="$(curl -fsS "$BASE/api/v1/api-keys" "${AS_SESSION[@]}" -H 'content-type: application/json' \
     -d '{"name":"schemathesis","permissions":["agents:read","agents:write","agents:start","agents:stop"]}' |
     json '["data"]["key"]')"
 
@@ -107,7 +111,7 @@ nonce = json.loads(sys.argv[2])
 signature = Ed25519PrivateKey.from_private_bytes(secret).sign(nonce["message"].encode())
 print(json.dumps({"wallet": sys.argv[3], "nonce": nonce["nonce"], "signature": base58(signature)}))
 EOF
-curl -fsS "$BASE/api/account/wallets" -H "cookie: $COOKIE" -H 'content-type: application/json' \
+curl -fsS "$BASE/api/account/wallets" "${AS_SESSION[@]}" -H 'content-type: application/json' \
     -d @"$WORK/link.json" >/dev/null
 DUNGEON="$(curl -fsS "$BASE/api/dungeons" | json '["dungeons"][0]["dungeonId"]')"
 QUOTE="$(curl -fsS "$BASE/api/dungeons/$DUNGEON/quote?wallet=$PAYER")"
@@ -117,7 +121,7 @@ SIGNATURE="$("$BIN" wallet pay --keypair "$WORK/payer.json" --rpc "$RPC" \
     --memo "$(echo "$QUOTE" | json '["memo"]')" | tail -n 1)"
 ENTER_BODY="{\"quoteId\":\"$(echo "$QUOTE" | json '["quoteId"]')\",\"payerWallet\":\"$PAYER\",\"txSignature\":\"$SIGNATURE\"}"
 for _ in $(seq 1 60); do
-    ENTERED="$(curl -sS -w '\n%{http_code}' "$BASE/api/dungeons/$DUNGEON/enter" -H "cookie: $COOKIE" \
+    ENTERED="$(curl -sS -w '\n%{http_code}' "$BASE/api/dungeons/$DUNGEON/enter" "${AS_SESSION[@]}" \
         -H 'content-type: application/json' -d "$ENTER_BODY")"
     [ "$(echo "$ENTERED" | tail -n 1)" = "201" ] && break
     sleep 1
@@ -131,6 +135,8 @@ export SCHEMATHESIS_HOOKS="${PWD}/.ci/schemathesis_hooks.py"
 
 # The settings every run shares (schemathesis.toml of each run; docs/api.md explains them).
 common_config() {
+    # A run's own top-level settings come before any table.
+    if [ -n "${RUN_HEADERS:-}" ]; then echo "headers = $RUN_HEADERS"; fi
     cat <<EOF
 [checks.positive_data_acceptance]
 # 402, 410 and 422 answer well-formed requests about the world as it is (an unfunded wallet, a
@@ -189,7 +195,9 @@ run() {
 }
 
 run anonymous
-run session "[auth.openapi.sessionCookie]" "api_key = \"$SESSION\""
+# The session's writes carry the origin and token a page's would, so they are exercised too.
+RUN_HEADERS="{ origin = \"$BASE\", \"x-csrf-token\" = \"$CSRF\" }" \
+    run session "[auth.openapi.sessionCookie]" "api_key = \"$SESSION\""
 run account-key "[auth.openapi.accountKey]" "bearer = \"$ACCOUNT_KEY\""
 run v1-key "[auth.openapi.v1Key]" "api_key = \"$V1_KEY\""
 run run-key "[auth.openapi.runKey]" "bearer = \"$RUN_KEY\"" \

@@ -16,10 +16,13 @@ use crate::state::AppState;
 impl From<ModelKeyError> for ApiError {
     fn from(error: ModelKeyError) -> Self {
         match error {
-            ModelKeyError::UnknownVendor { .. } | ModelKeyError::InvalidKey(_) => {
-                ApiError::BadRequest(error.to_string())
+            ModelKeyError::InvalidKey(_) => ApiError::BadRequest(error.to_string()),
+            // The keys are per vendor of this host: a vendor it has no endpoint for has no key
+            // to set or forget, as a missing resource (which vendors exist is the host's
+            // setting, so no document can list them).
+            ModelKeyError::UnknownVendor { .. } | ModelKeyError::NotFound(_) => {
+                ApiError::NotFound(error.to_string())
             }
-            ModelKeyError::NotFound(_) => ApiError::NotFound(error.to_string()),
             ModelKeyError::Store(store) => store.into(),
         }
     }
@@ -73,7 +76,8 @@ async fn list_model_keys(
     security(("sessionCookie" = []), ("accountKey" = [])), tag = "account",
     params(("vendor" = String, Path, description = "A vendor this host has an endpoint for (`openai`, `anthropic`, `ollama`…)")),
     request_body = PutModelKey,
-    responses((status = 200, body = ModelKeyView), (status = 400), (status = 401), (status = 403)))]
+    responses((status = 200, body = ModelKeyView), (status = 400), (status = 401), (status = 403),
+              (status = 404, description = "This host has no endpoint for the vendor")))]
 async fn put_model_key(
     _limit: IpLimit<AccountPolicy>,
     State(state): State<AppState>,
@@ -91,7 +95,7 @@ async fn put_model_key(
     security(("sessionCookie" = []), ("accountKey" = [])), tag = "account",
     params(("vendor" = String, Path, description = "The key's vendor")),
     responses((status = 204, description = "Deleted"), (status = 400), (status = 401), (status = 403),
-              (status = 404, description = "No key for this vendor")))]
+              (status = 404, description = "No key for this vendor, or no such vendor on this host")))]
 async fn delete_model_key(
     _limit: IpLimit<AccountPolicy>,
     State(state): State<AppState>,

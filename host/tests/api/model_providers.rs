@@ -470,9 +470,10 @@ async fn model_keys_are_put_listed_and_deleted_and_never_returned() {
         401
     );
 
-    // Bad input is refused and changes nothing.
+    // Bad input is refused and changes nothing; a vendor the host has no endpoint for has no
+    // key to set.
     let unknown = put_key(&app, Auth::Session(&session), "evil-corp", "sk-1234567").await;
-    assert_eq!(unknown.status, 400);
+    assert_eq!(unknown.status, 404);
     assert!(unknown.error().contains("openai"), "{}", unknown.body);
     assert!(unknown.error().contains("anthropic"), "{}", unknown.body);
     for bad in [String::new(), "k".repeat(513), "sk with spaces".into()] {

@@ -569,6 +569,17 @@ async fn a_signed_in_operator_manages_agents_with_the_session_alone() {
         .await;
     assert_eq!(uploaded.status, 201, "{}", uploaded.body);
     let (_, html) = page(&app, "/agents", Some(&session)).await;
+    // Models are suggested for the vendors this host can call.
+    for model in [
+        "openai/gpt-4o",
+        "anthropic/claude-sonnet-4",
+        "ollama/llama3.1",
+    ] {
+        assert!(
+            html.contains(&format!("<option value=\"{model}\">")),
+            "{model}"
+        );
+    }
     let kind = uploaded.body["data"]["strategyType"]
         .as_str()
         .expect("type");

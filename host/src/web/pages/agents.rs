@@ -27,9 +27,10 @@ const CLASSES: [(&str, &str); 6] = [
 ];
 const INTERVALS: [&str; 5] = ["5m", "15m", "1h", "4h", "1d"];
 
-/// Model ids offered in the creation form, one or two per vendor people use; any well-formed
+/// Example model ids of the vendors people use; the creation form suggests those of the
+/// vendors this host has an endpoint for (and `vendor/` for any other it has). Any well-formed
 /// `vendor/model` is accepted all the same.
-const MODEL_SUGGESTIONS: [&str; 10] = [
+const MODEL_EXAMPLES: [&str; 10] = [
     "openai/gpt-4o",
     "openai/gpt-4o-mini",
     "anthropic/claude-sonnet-4",
@@ -41,6 +42,28 @@ const MODEL_SUGGESTIONS: [&str; 10] = [
     "xai/grok-2",
     "ollama/llama3.1",
 ];
+
+/// The model ids the creation form suggests: examples of each vendor the host can call.
+fn model_suggestions(web: &Web) -> Vec<String> {
+    web.state
+        .models
+        .endpoints()
+        .vendors()
+        .flat_map(|vendor| {
+            let prefix = format!("{vendor}/");
+            let examples: Vec<String> = MODEL_EXAMPLES
+                .iter()
+                .filter(|model| model.starts_with(&prefix))
+                .map(|model| (*model).to_owned())
+                .collect();
+            if examples.is_empty() {
+                vec![prefix]
+            } else {
+                examples
+            }
+        })
+        .collect()
+}
 
 /// The strategy choices of the creation form: the class's built-in strategy, then each
 /// component the account uploaded (by name, with the id the API needs as the value).
@@ -100,7 +123,7 @@ pub(crate) async fn list(State(web): State<Web>, visitor: Visitor) -> Response {
                     @for (value, label) in CLASSES { option value=(value) { (label) } } } }
                 div.field { label for="agent-model" { "Model (" code { "vendor/model" } ": pick one or type any)" }
                     input #agent-model name="modelId" required list="model-suggestions" placeholder="openai/gpt-4o" autocomplete="off";
-                    datalist #model-suggestions { @for model in MODEL_SUGGESTIONS { option value=(model) {} } } }
+                    datalist #model-suggestions { @for model in model_suggestions(&web) { option value=(model) {} } } }
                 (strategy_choices(&uploaded))
                 fieldset data-field="strategy.tokenPair" {
                     legend { "Token pair" }

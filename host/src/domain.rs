@@ -155,18 +155,27 @@ impl HttpUrl {
     }
 }
 
-/// Whether `text` uses only the characters an `http(s)` URI with a host name may hold (RFC 3986:
-/// unreserved, sub-delimiters, `:/?@`, one `#`, and `%` followed by two hex digits). The URL
-/// parser would take a space, `{` or `|` and escape it, but the document calls such a string no
-/// URI (format `uri`), so it is refused as written.
+/// Whether `text` uses only the characters an `http(s)` URI may hold (RFC 3986: unreserved,
+/// sub-delimiters, `:/?@`, one `#`, `%` followed by two hex digits, and `[` `]` around an IPv6
+/// host in the authority). The URL parser would take a space, `{` or `|` and escape it, but the
+/// document calls such a string no URI (format `uri`), so it is refused as written.
 fn uri_characters_only(text: &str) -> bool {
     let bytes = text.as_bytes();
+    // The authority: after `scheme://`, up to the path, query or fragment.
+    let authority = text.find("://").map_or(0..0, |at| {
+        let start = at + 3;
+        let end = text[start..]
+            .find(['/', '?', '#'])
+            .map_or(text.len(), |end| start + end);
+        start..end
+    });
     bytes.iter().filter(|byte| **byte == b'#').count() <= 1
         && bytes.iter().enumerate().all(|(at, byte)| match byte {
             b'%' => {
                 bytes.get(at + 1).is_some_and(u8::is_ascii_hexdigit)
                     && bytes.get(at + 2).is_some_and(u8::is_ascii_hexdigit)
             }
+            b'[' | b']' => authority.contains(&at),
             byte => byte.is_ascii_alphanumeric() || b"-._~:/?#@!$&'()*+,;=".contains(byte),
         })
 }
@@ -327,10 +336,13 @@ mod tests {
             )
             .is_ok()
         );
+        // An IPv6 host is written in brackets (delivery then judges the address itself).
+        assert!(HttpUrl::parse("webhookUrl", "http://[64:ff9b::7f00:1]:8080/hook").is_ok());
         for not_a_uri in [
             "https://example.com/#N{",
             "https://example.com/a b",
             "https://example.com/%zz",
+            "https://example.com/[x]",
         ] {
             assert!(
                 HttpUrl::parse("webhookUrl", not_a_uri).is_err(),

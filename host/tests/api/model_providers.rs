@@ -513,7 +513,7 @@ async fn model_keys_are_put_listed_and_deleted_and_never_returned() {
         app.delete("/api/account/model-keys/evil-corp", Auth::Session(&session))
             .await
             .status,
-        400
+        404
     );
     let left = app
         .get("/api/account/model-keys", Auth::Session(&session))

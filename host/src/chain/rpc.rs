@@ -264,6 +264,31 @@ impl RpcClient {
         until: Option<&str>,
         commitment: &str,
     ) -> Result<Vec<SignatureInfo>, ChainError> {
+        self.signatures_while(address, until, commitment, |_| true)
+            .await
+    }
+
+    /// Every signature of `address` in a slot after `slot`, newest first, following `before`
+    /// from page to page and stopping at the first older one.
+    pub(crate) async fn get_signatures_after_slot(
+        &self,
+        address: &str,
+        slot: u64,
+        commitment: &str,
+    ) -> Result<Vec<SignatureInfo>, ChainError> {
+        self.signatures_while(address, None, commitment, |s| s.slot > slot)
+            .await
+    }
+
+    /// The signatures of `address` newer than `until`, newest first, page after page, up to the
+    /// first that `wanted` refuses (signatures come newest first, so the rest are older still).
+    async fn signatures_while(
+        &self,
+        address: &str,
+        until: Option<&str>,
+        commitment: &str,
+        wanted: impl Fn(&SignatureInfo) -> bool,
+    ) -> Result<Vec<SignatureInfo>, ChainError> {
         let mut all: Vec<SignatureInfo> = Vec::new();
         loop {
             let before = all.last().map(|s| s.signature.clone());
@@ -277,38 +302,9 @@ impl RpcClient {
                 )
                 .await?;
             let full = page.len() >= SIGNATURES_PAGE;
-            all.extend(page);
-            if !full {
-                return Ok(all);
-            }
-        }
-    }
-
-    /// Every signature of `address` in a slot after `slot`, newest first, following `before`
-    /// from page to page and stopping at the first older one.
-    pub(crate) async fn get_signatures_after_slot(
-        &self,
-        address: &str,
-        slot: u64,
-        commitment: &str,
-    ) -> Result<Vec<SignatureInfo>, ChainError> {
-        let mut all: Vec<SignatureInfo> = Vec::new();
-        loop {
-            let before = all.last().map(|s| s.signature.clone());
-            let page = self
-                .get_signatures_page(
-                    address,
-                    before.as_deref(),
-                    None,
-                    SIGNATURES_PAGE,
-                    commitment,
-                )
-                .await?;
-            let full = page.len() >= SIGNATURES_PAGE;
-            let newer: Vec<SignatureInfo> =
-                page.into_iter().take_while(|s| s.slot > slot).collect();
-            let reached = newer.len() < SIGNATURES_PAGE;
-            all.extend(newer);
+            let kept: Vec<SignatureInfo> = page.into_iter().take_while(&wanted).collect();
+            let reached = kept.len() < SIGNATURES_PAGE;
+            all.extend(kept);
             if !full || reached {
                 return Ok(all);
             }

@@ -15,6 +15,29 @@ async fn admin(app: &TestApp, email: &str) -> String {
     session
 }
 
+/// `POST /api/admin/accounts/{account}/suspend` as `admin`, for `reason`.
+async fn suspend(
+    app: &TestApp,
+    admin: &str,
+    account: &str,
+    reason: &str,
+) -> crate::helpers::TestResponse {
+    app.post(
+        &format!("/api/admin/accounts/{account}/suspend"),
+        Auth::Session(admin),
+        json!({ "reason": reason }),
+    )
+    .await
+}
+
+/// Take the admin role from `email` with the host's tool.
+async fn revoke_admin(app: &TestApp, email: &str) -> Result<(), String> {
+    crucible::admin::service::set_admin(&app.state.store, email, false, app.state.now())
+        .await
+        .map(|_| ())
+        .map_err(|refused| refused.to_string())
+}
+
 async fn account_id(app: &TestApp, session: &str) -> String {
     app.get("/api/account", Auth::Session(session)).await.body["id"]
         .as_str()
@@ -161,30 +184,12 @@ async fn a_suspended_account_is_locked_out_and_its_agents_stop_until_it_is_lifte
     assert!(!detail.to_string().contains(&key), "never the key itself");
     assert_eq!(detail["wallets"][0]["kind"], "custodial");
 
-    let bad = app
-        .post(
-            &format!("/api/admin/accounts/{suspect}/suspend"),
-            Auth::Session(&boss),
-            json!({"reason": " "}),
-        )
-        .await;
+    let bad = suspend(&app, &boss, &suspect, " ").await;
     assert_eq!(bad.status, 400);
-    let suspended = app
-        .post(
-            &format!("/api/admin/accounts/{suspect}/suspend"),
-            Auth::Session(&boss),
-            json!({"reason": "wash trading"}),
-        )
-        .await;
+    let suspended = suspend(&app, &boss, &suspect, "wash trading").await;
     assert_eq!(suspended.status, 200, "{}", suspended.body);
     assert!(suspended.body["suspendedAt"].is_string());
-    let again = app
-        .post(
-            &format!("/api/admin/accounts/{suspect}/suspend"),
-            Auth::Session(&boss),
-            json!({"reason": "x"}),
-        )
-        .await;
+    let again = suspend(&app, &boss, &suspect, "x").await;
     assert_eq!(again.status, 409);
 
     let by_key = app.get("/api/account", Auth::Bearer(&key)).await;
@@ -694,46 +699,20 @@ async fn an_admin_cannot_suspend_themselves_and_the_last_admin_stays() {
     let app = TestApp::spawn().await;
     let boss = admin(&app, "only-boss@example.com").await;
     let boss_id = account_id(&app, &boss).await;
-    let own = app
-        .post(
-            &format!("/api/admin/accounts/{boss_id}/suspend"),
-            Auth::Session(&boss),
-            json!({"reason": "testing"}),
-        )
-        .await;
+    let own = suspend(&app, &boss, &boss_id, "testing").await;
     assert_eq!(own.status, 409, "{}", own.body);
     assert!(own.error().contains("own account"), "{}", own.body);
-    let last = crucible::admin::service::set_admin(
-        &app.state.store,
-        "only-boss@example.com",
-        false,
-        app.state.now(),
-    )
-    .await
-    .expect_err("the last admin keeps the role");
+    let last = revoke_admin(&app, "only-boss@example.com")
+        .await
+        .expect_err("the last admin keeps the role");
     assert!(last.to_string().contains("last admin"), "{last}");
 
     // With a second admin suspended, the first is still the last one in good standing.
     let second = admin(&app, "second-boss@example.com").await;
     let second_id = account_id(&app, &second).await;
-    let suspended = app
-        .post(
-            &format!("/api/admin/accounts/{second_id}/suspend"),
-            Auth::Session(&boss),
-            json!({"reason": "testing"}),
-        )
-        .await;
+    let suspended = suspend(&app, &boss, &second_id, "testing").await;
     assert_eq!(suspended.status, 200, "{}", suspended.body);
-    assert!(
-        crucible::admin::service::set_admin(
-            &app.state.store,
-            "only-boss@example.com",
-            false,
-            app.state.now(),
-        )
-        .await
-        .is_err()
-    );
+    assert!(revoke_admin(&app, "only-boss@example.com").await.is_err());
     let lifted = app
         .post(
             &format!("/api/admin/accounts/{second_id}/unsuspend"),
@@ -749,12 +728,7 @@ async fn an_admin_cannot_suspend_themselves_and_the_last_admin_stays() {
             .all(|entry| entry["subjectId"] != json!(boss_id)),
         "{entries:?}"
     );
-    crucible::admin::service::set_admin(
-        &app.state.store,
-        "only-boss@example.com",
-        false,
-        app.state.now(),
-    )
-    .await
-    .expect("another admin remains");
+    revoke_admin(&app, "only-boss@example.com")
+        .await
+        .expect("another admin remains");
 }

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use super::thinking::{ModelAccess, ModelView};
 use crate::clock::{from_millis, rfc3339};
 use crate::paper::{Ledger, UNIT};
 
@@ -35,7 +36,8 @@ pub(super) const COLUMNS: &str = "id, account_id, name, username, class, model_i
      base_token, quote_token, time_interval, max_allocation, personality, is_paper_trading, avatar_url, \
      wallet_address, status, status_reason, ledger, ticks, faults, last_fault, \
      last_tick_at, last_price, started_at, stopped_at, created_at, live_sol_lamports, live_usdc_raw, \
-     live_equity, live_initial_equity, refused_orders, last_refusal";
+     live_equity, live_initial_equity, refused_orders, last_refusal, model_tokens_per_day, \
+     model_tokens_day, model_tokens_used, model_last_error";
 
 /// An agent row (without its strategy state blob, which only ticks read).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -73,6 +75,10 @@ pub(crate) struct Agent {
     pub live_initial_equity: Option<f64>,
     pub refused_orders: i64,
     pub last_refusal: Option<String>,
+    pub model_tokens_per_day: Option<i64>,
+    pub model_tokens_day: Option<String>,
+    pub model_tokens_used: i64,
+    pub model_last_error: Option<String>,
 }
 
 impl Agent {
@@ -89,7 +95,8 @@ impl Agent {
         Ok(serde_json::from_str(&self.ledger)?)
     }
 
-    pub(crate) fn view(&self) -> AgentView {
+    /// The agent as its operator sees it; `access` rates its model (one read per account).
+    pub(crate) fn view(&self, access: &ModelAccess) -> AgentView {
         let at = |millis: Option<i64>| millis.map(|ms| rfc3339(from_millis(ms)));
         let live = self.is_live().then(|| {
             let equity = self.live_equity.unwrap_or(0.0);
@@ -126,6 +133,7 @@ impl Agent {
             username: self.username.clone(),
             class: self.class.clone(),
             model_id: self.model_id.clone(),
+            model: access.rate(self),
             status: self.status(),
             status_reason: self.status_reason.clone(),
             wallet_address: self.wallet_address.clone(),
@@ -162,6 +170,8 @@ pub(crate) struct AgentView {
     pub username: String,
     pub class: String,
     pub model_id: String,
+    /// Whether the model can be asked (`ready`) or why not, and today's tokens.
+    pub model: ModelView,
     pub status: AgentStatus,
     /// Why the agent is in `error` (the last fault), or what it waits for.
     pub status_reason: Option<String>,

@@ -25,7 +25,13 @@ pub(crate) struct NewAgent {
     pub avatar_url: Option<String>,
     /// `false`: a live agent, whose orders are real swaps from its wallet.
     pub is_paper_trading: bool,
+    /// `modelBudget.tokensPerDay`: tokens its model may spend per UTC day (`None`: the default).
+    pub tokens_per_day: Option<u64>,
 }
+
+/// Largest daily token budget an agent may set (a hundred million: far above any real need,
+/// low enough that counting can never overflow).
+pub(crate) const MAX_TOKENS_PER_DAY: u64 = 100_000_000;
 
 /// Which component runs the agent's ticks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +156,31 @@ pub(crate) fn parse(body: &Value, known_pair: impl Fn(&Pair) -> bool) -> Result<
         ),
         Some(_) => return Err(invalid("avatarUrl", "`avatarUrl` must be a URL string")),
     };
+    let tokens_per_day = match optional(body, "modelBudget") {
+        None => None,
+        Some(Value::Object(budget)) => match optional(budget, "tokensPerDay") {
+            None => None,
+            Some(value) => Some(
+                value
+                    .as_u64()
+                    .filter(|tokens| *tokens <= MAX_TOKENS_PER_DAY)
+                    .ok_or_else(|| {
+                        invalid(
+                            "modelBudget.tokensPerDay",
+                            format!(
+                                "`modelBudget.tokensPerDay` must be a whole number from 0 to {MAX_TOKENS_PER_DAY}"
+                            ),
+                        )
+                    })?,
+            ),
+        },
+        Some(_) => {
+            return Err(invalid(
+                "modelBudget",
+                "`modelBudget` must be an object such as {\"tokensPerDay\": 200000}",
+            ));
+        }
+    };
     Ok(NewAgent {
         name,
         username,
@@ -162,6 +193,7 @@ pub(crate) fn parse(body: &Value, known_pair: impl Fn(&Pair) -> bool) -> Result<
         personality,
         avatar_url,
         is_paper_trading,
+        tokens_per_day,
     })
 }
 
@@ -249,6 +281,21 @@ impl utoipa::PartialSchema for NewAgentBody {
                     ObjectBuilder::new()
                         .schema_type(nullable(Type::String))
                         .max_length(Some(MAX_PERSONALITY_CHARS)),
+                )
+                .property(
+                    "modelBudget",
+                    ObjectBuilder::new()
+                        .schema_type(nullable(Type::Object))
+                        .property(
+                            "tokensPerDay",
+                            ObjectBuilder::new()
+                                .schema_type(nullable(Type::Integer))
+                                .minimum(Some(0.0))
+                                .maximum(Some(MAX_TOKENS_PER_DAY as f64)),
+                        )
+                        .description(Some(
+                            "Tokens the agent's model may spend per UTC day (default 200000)",
+                        )),
                 )
                 .property(
                     "isPaperTrading",

@@ -69,8 +69,8 @@ pub(crate) async fn create(
         "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id, strategy_type,
                              strategy_component, base_token, quote_token, time_interval, max_allocation,
                              personality, is_paper_trading, avatar_url, wallet_address, status, ledger,
-                             created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $19, $15, $16, 'unfunded', $17, $18, $18)",
+                             created_at, updated_at, model_tokens_per_day)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $19, $15, $16, 'unfunded', $17, $18, $18, $20)",
     )
     .bind(&agent_id)
     .bind(account_id)
@@ -91,6 +91,7 @@ pub(crate) async fn create(
     .bind(&ledger)
     .bind(to_millis(now))
     .bind(i64::from(new.is_paper_trading))
+    .bind(new.tokens_per_day.map(|tokens| tokens as i64))
     .execute(&mut *tx)
     .await
     .on_unique(|| AgentError::UsernameTaken(new.username.clone()))?;

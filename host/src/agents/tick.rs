@@ -2,7 +2,8 @@
 //! orders checked and filled by the paper ledger → what to store. The ticker (claiming and
 //! storing) lives in [`super::ticker`].
 
-use crate::market::{Interval, MarketFeed, Pair};
+use super::thinking::DecisionRecord;
+use crate::market::{Candle, Interval, MarketFeed, Pair};
 use crate::paper::{Fill, Ledger, OrderRequest, PortfolioView};
 use crate::sandbox::{AgentSettings, LoadedStrategy, Sandbox, TickInput};
 
@@ -27,6 +28,11 @@ pub(crate) struct DueAgent {
     /// The agent's own time scale, when it has one (the demo agents, so a fresh demo trades
     /// within a minute); otherwise the node's.
     pub time_scale: Option<u32>,
+    /// The agent's own daily token budget, if it set one.
+    pub model_tokens_per_day: Option<i64>,
+    /// The UTC day `model_tokens_used` counts, and the count.
+    pub model_tokens_day: Option<String>,
+    pub model_tokens_used: i64,
 }
 
 impl DueAgent {
@@ -58,6 +64,8 @@ pub(crate) struct TickResult {
     pub refusals: Vec<String>,
     /// `kind: message` of the fault that stopped the tick, if any.
     pub fault: Option<String>,
+    /// Who decided the orders and why (none for a faulted tick).
+    pub decision: Option<DecisionRecord>,
 }
 
 /// The agent's market clock: wall time since start, sped up by its time scale (the node's
@@ -125,33 +133,62 @@ pub(crate) fn next_due(due: i64, now: i64, interval: Interval, time_scale: u32) 
     if next <= now { now + period } else { next }
 }
 
-/// Run one tick. `strategy` is `Err(reason)` when the component could not be loaded.
-pub(crate) fn run(
+/// A paper tick up to the strategy's decision: the agent's ledger and what the strategy
+/// decided (or why the tick stopped). [`finish`] fills the orders.
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    pub market_ts: i64,
+    pub ledger: Ledger,
+    pub decision: Result<Decision, Fault>,
+}
+
+/// Run the strategy of a paper tick. `strategy` is `Err(reason)` when the component could not
+/// be loaded.
+pub(crate) fn prepare(
     sandbox: Option<&Sandbox>,
     strategy: Result<&LoadedStrategy, String>,
     market: &dyn MarketFeed,
     agent: &DueAgent,
     market_ts: i64,
-) -> TickResult {
-    let mut ledger: Ledger = match serde_json::from_str(&agent.ledger) {
+) -> Prepared {
+    let ledger: Ledger = match serde_json::from_str(&agent.ledger) {
         Ok(ledger) => ledger,
         Err(error) => {
-            return faulted(
-                Ledger::new(0.0, Default::default()),
-                agent,
+            return Prepared {
                 market_ts,
-                None,
-                format!("ledger: {error}"),
-            );
+                ledger: Ledger::new(0.0, Default::default()),
+                decision: Err(fault(None, format!("ledger: {error}"))),
+            };
         }
     };
     let decision = decide(sandbox, strategy, market, agent, market_ts, &|price| {
         ledger.view(price)
     });
-    let (orders, state, price) = match decision {
-        Ok(decision) => (decision.orders, decision.state, decision.price),
+    Prepared {
+        market_ts,
+        ledger,
+        decision,
+    }
+}
+
+/// Fill a prepared tick's orders on its ledger: `orders` if given (what the agent's model
+/// decided), else the strategy's own.
+pub(crate) fn finish(
+    agent: &DueAgent,
+    prepared: Prepared,
+    orders: Option<Vec<OrderRequest>>,
+) -> TickResult {
+    let Prepared {
+        market_ts,
+        mut ledger,
+        decision,
+    } = prepared;
+    let decision = match decision {
+        Ok(decision) => decision,
         Err(fault) => return faulted(ledger, agent, market_ts, fault.price, fault.message),
     };
+    let price = decision.price;
+    let orders = orders.unwrap_or(decision.orders);
     let mut fills = Vec::new();
     let mut refusals = Vec::new();
     for order in &orders {
@@ -173,12 +210,13 @@ pub(crate) fn run(
     TickResult {
         market_ts,
         ledger,
-        state,
+        state: decision.state,
         price: Some(price),
         equity: Some(equity),
         fills,
         refusals,
         fault: None,
+        decision: None,
     }
 }
 
@@ -188,6 +226,10 @@ pub(crate) struct Decision {
     pub price: f64,
     pub orders: Vec<OrderRequest>,
     pub state: Vec<u8>,
+    /// The candles the strategy saw (oldest first) and the portfolio it was shown: what the
+    /// agent's model is briefed with.
+    pub candles: Vec<Candle>,
+    pub portfolio: PortfolioView,
 }
 
 /// Why a tick stopped before orders: `kind: message`, and the price if it was known.
@@ -234,12 +276,13 @@ pub(crate) fn decide(
         }
         (_, Err(reason)) => return Err(fault(Some(price), format!("instantiate: {reason}"))),
     };
+    let portfolio = portfolio(price);
     let input = TickInput {
         settings: &agent.settings,
         now: market_ts,
         candles: &candles,
         signals,
-        portfolio: portfolio(price),
+        portfolio,
         state: &agent.state,
     };
     let outcome = sandbox.tick_as(&agent.id, strategy, &input);
@@ -251,6 +294,8 @@ pub(crate) fn decide(
             price,
             orders,
             state,
+            candles,
+            portfolio,
         }),
         Err(error) => Err(fault(Some(price), format!("{}: {error}", error.kind()))),
     }
@@ -275,6 +320,7 @@ fn faulted(
         fills: Vec::new(),
         refusals: Vec::new(),
         fault: Some(fault),
+        decision: None,
     }
 }
 
@@ -314,6 +360,9 @@ mod tests {
             next_tick_at: 0,
             wallet_address: String::new(),
             time_scale: None,
+            model_tokens_per_day: None,
+            model_tokens_day: None,
+            model_tokens_used: 0,
         };
         assert_eq!(market_now(&agent, 2_000, 300), 5_000 + 300_000);
         // An agent with its own scale keeps it, whatever the node's.

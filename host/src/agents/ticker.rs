@@ -17,7 +17,10 @@ use std::sync::Arc;
 use chrono::Duration;
 use serde_json::json;
 
-use super::tick::{self, DueAgent, TickResult};
+use futures_util::stream::{self, StreamExt};
+
+use super::thinking::{self, Briefing, ProviderOracle, Question, Thought};
+use super::tick::{self, DueAgent, Prepared, TickResult};
 use super::trades::{self, NewTrade};
 use crate::clock::{rfc3339, to_millis};
 use crate::crypto::new_id;
@@ -66,6 +69,9 @@ struct DueRow {
     next_tick_at: Option<i64>,
     wallet_address: String,
     time_scale: Option<i64>,
+    model_tokens_per_day: Option<i64>,
+    model_tokens_day: Option<String>,
+    model_tokens_used: i64,
 }
 
 /// Tick every agent due now, batch after batch, until none is due.
@@ -80,7 +86,7 @@ pub async fn run_due(state: &AppState, owner: &str) -> anyhow::Result<TickPass> 
         let now = to_millis(state.now());
         let scale = state.config.time_scale;
         let worker_state = state.clone();
-        let results = tokio::task::spawn_blocking(move || {
+        let prepared = tokio::task::spawn_blocking(move || {
             let sandbox = worker_state.agents.sandbox().ok();
             due.into_iter()
                 .map(|agent| {
@@ -92,18 +98,34 @@ pub async fn run_due(state: &AppState, owner: &str) -> anyhow::Result<TickPass> 
                         })
                         .unwrap_or_else(|| Err("strategy not loaded".to_owned()));
                     let market_ts = tick::market_now(&agent, now, scale);
-                    let result = tick::run(
+                    let prepared = tick::prepare(
                         sandbox,
                         strategy,
                         worker_state.market.as_ref(),
                         &agent,
                         market_ts,
                     );
-                    (agent, result)
+                    (agent, prepared)
                 })
                 .collect::<Vec<_>>()
         })
         .await?;
+        // Every agent of the batch asks its model at once: a slow model holds up its batch,
+        // never a thread.
+        let results: Vec<(DueAgent, TickResult)> = stream::iter(prepared)
+            .map(|(agent, prepared)| async move {
+                let thought = consider(state, &agent, &prepared).await;
+                let (orders, decision) = match thought {
+                    Some(Thought { orders, record }) => (Some(orders), Some(record)),
+                    None => (None, None),
+                };
+                let mut result = tick::finish(&agent, prepared, orders);
+                result.decision = decision;
+                (agent, result)
+            })
+            .buffered(BATCH as usize)
+            .collect()
+            .await;
         store(state, owner, results, &mut pass).await?;
     }
     // Live agents after the paper ones are stored: their swaps take round trips to the chain
@@ -131,7 +153,8 @@ pub(super) async fn claim(
                       ORDER BY next_tick_at, id LIMIT $4 {lock})
          RETURNING id, account_id, class, strategy_component, base_token, quote_token, time_interval,
                    max_allocation, personality, model_id, ledger, strategy_state, consecutive_faults,
-                   clock_origin_wall, clock_origin_market, next_tick_at, wallet_address, time_scale"
+                   clock_origin_wall, clock_origin_market, next_tick_at, wallet_address, time_scale,
+                   model_tokens_per_day, model_tokens_day, model_tokens_used"
     );
     let rows: Vec<DueRow> = sqlx::query_as(&sql)
         .bind(owner)
@@ -167,7 +190,104 @@ fn due_agent(row: DueRow, now: i64) -> DueAgent {
         next_tick_at: row.next_tick_at.unwrap_or(now),
         wallet_address: row.wallet_address,
         time_scale: row.time_scale.and_then(|scale| u32::try_from(scale).ok()),
+        model_tokens_per_day: row.model_tokens_per_day,
+        model_tokens_day: row.model_tokens_day,
+        model_tokens_used: row.model_tokens_used,
     }
+}
+
+/// The decision of a built-in class's tick that reached the strategy: the model's if it can be
+/// asked and answers, else the rule's (see [`thinking`]). Uploaded components decide alone.
+pub(super) async fn consider(
+    state: &AppState,
+    agent: &DueAgent,
+    prepared: &Prepared,
+) -> Option<Thought> {
+    let decision = prepared.decision.as_ref().ok()?;
+    if agent.strategy_component.is_some() {
+        return None;
+    }
+    Some(think_for(state, agent, decision).await)
+}
+
+/// Ask `agent`'s model about `decision` (paper and live ticks alike).
+pub(super) async fn think_for(
+    state: &AppState,
+    agent: &DueAgent,
+    decision: &tick::Decision,
+) -> Thought {
+    let settings = &agent.settings;
+    let today = thinking::budget_day(to_millis(state.now()));
+    let budget = agent
+        .model_tokens_per_day
+        .map_or(thinking::DEFAULT_TOKENS_PER_DAY, |b| b.max(0) as u64);
+    let spent = thinking::spent_today(
+        agent.model_tokens_day.as_deref(),
+        agent.model_tokens_used,
+        &today,
+    );
+    // Earlier decisions only matter if the model can be asked at all.
+    let askable = crate::models::ModelRequest::split_model_id(&settings.model_id)
+        .is_some_and(|(vendor, _)| state.models.endpoints().get(vendor).is_some());
+    let recent = if askable && spent < budget {
+        thinking::decisions::recent(state, &agent.id)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(agent_id = agent.id, %error, "cannot read earlier decisions");
+                Vec::new()
+            })
+    } else {
+        Vec::new()
+    };
+    let proposal = thinking::proposal_of(&decision.orders, &decision.portfolio, decision.price);
+    let question = Question {
+        account_id: &agent.account_id,
+        model_id: &settings.model_id,
+        personality: &settings.personality,
+        tokens_left: budget.saturating_sub(spent),
+        briefing: Briefing {
+            class: &settings.class,
+            base: &settings.base,
+            quote: &settings.quote,
+            interval: &settings.interval,
+            max_allocation: settings.max_allocation,
+            candles: &decision.candles,
+            portfolio: decision.portfolio,
+            proposal: &proposal,
+            recent: &recent,
+        },
+        rule_orders: &decision.orders,
+    };
+    thinking::think(&ProviderOracle(state), question).await
+}
+
+/// What a tick's decision does to the agent's token count and last model error: the UTC day,
+/// the tokens spent that day, and the error to keep (`Some(None)` clears it, `None` keeps it).
+pub(super) fn model_usage(
+    agent: &DueAgent,
+    decision: Option<&thinking::DecisionRecord>,
+    now_ms: i64,
+) -> (String, i64, Option<Option<String>>) {
+    let today = thinking::budget_day(now_ms);
+    let spent = thinking::spent_today(
+        agent.model_tokens_day.as_deref(),
+        agent.model_tokens_used,
+        &today,
+    );
+    let tokens = decision.map_or(0, thinking::DecisionRecord::tokens);
+    let last_error = decision.and_then(|record| match (&record.decided_by, &record.why) {
+        (thinking::DecidedBy::Model, _) => Some(None),
+        (_, Some((why, detail)))
+            if matches!(
+                *why,
+                "timeout" | "refused" | "malformed" | "key_unavailable"
+            ) =>
+        {
+            Some(Some(format!("{why}: {detail}")))
+        }
+        _ => None,
+    });
+    (today, (spent + tokens) as i64, last_error)
 }
 
 pub(super) fn strategy_key(agent: &DueAgent) -> String {
@@ -240,12 +360,16 @@ async fn store(
         } = tick::after_tick(&agent, result.fault.as_deref(), now_ms, scale);
         let broken = next.is_none();
         let ledger = serde_json::to_string(&result.ledger)?;
+        let (tokens_day, tokens_used, last_error) =
+            model_usage(&agent, result.decision.as_ref(), now_ms);
         let updated = sqlx::query(
             "UPDATE agents SET ledger = $1, strategy_state = $2, last_price = COALESCE($3, last_price),
                     last_tick_at = $4, ticks = ticks + 1, faults = faults + $5, consecutive_faults = $6,
                     last_fault = COALESCE($7, last_fault), status = $8, status_reason = $9,
                     next_tick_at = $10, tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $4,
-                    refused_orders = refused_orders + $13, last_refusal = COALESCE($14, last_refusal)
+                    refused_orders = refused_orders + $13, last_refusal = COALESCE($14, last_refusal),
+                    model_tokens_day = $15, model_tokens_used = $16,
+                    model_last_error = CASE WHEN $17 = 1 THEN $18 ELSE model_last_error END
              WHERE id = $11 AND tick_lease_owner = $12 AND status = 'active'",
         )
         .bind(ledger)
@@ -262,11 +386,26 @@ async fn store(
         .bind(owner)
         .bind(result.refusals.len() as i64)
         .bind(result.refusals.last().map(String::as_str))
+        .bind(tokens_day)
+        .bind(tokens_used)
+        .bind(i64::from(last_error.is_some()))
+        .bind(last_error.flatten())
         .execute(&mut *tx)
         .await?;
         if updated.rows_affected() == 0 {
             // Stopped (or taken over) while ticking: the tick is dropped whole.
             continue;
+        }
+        if let Some(decision) = &result.decision {
+            thinking::decisions::insert(
+                &mut tx,
+                &agent.id,
+                &agent.settings.model_id,
+                now_ms,
+                result.market_ts,
+                decision,
+            )
+            .await?;
         }
         pass.ticked += 1;
         let counted = match result.fault {

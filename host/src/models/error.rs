@@ -9,7 +9,8 @@ pub enum ModelError {
     /// Neither the account nor the host has a key for the vendor.
     #[error("no key for vendor `{0}`: add one with PUT /api/account/model-keys/{0}")]
     NoKey(String),
-    /// The agent's token budget for the day is spent (checked by the caller, not here yet).
+    /// The agent's token budget for the day is spent (kept by the agents' ticks, which check it
+    /// before asking).
     #[error("the model token budget is exhausted")]
     BudgetExhausted,
     /// The provider did not answer within the per-call timeout.

@@ -1,7 +1,7 @@
 //! Language models as a host capability (`docs/models.md`): the host's provider endpoints
 //! ([`endpoints`]), a client speaking OpenAI's chat completions and Anthropic's Messages formats
 //! ([`Models::complete`]), and operators' own provider keys, sealed at rest ([`keys`]).
-//! Agents do not call models yet; this is the foundation they will use.
+//! The agents' ticks ask through [`complete_for`] (`agents::thinking`, `docs/agents.md`).
 
 mod anthropic_messages;
 mod backoff;

@@ -20,6 +20,7 @@ use crate::agents::history::{EquityPoint, TradeView};
 use crate::agents::new_agent::NewAgentBody;
 use crate::agents::performance::{self, Performance, Period};
 use crate::agents::strategies::StrategyView as UploadedStrategy;
+use crate::agents::thinking::{DecisionView, ModelAccess};
 use crate::agents::{self, AgentError, AgentStatus, AgentView, new_agent, service, strategies};
 use crate::chain::payment::PendingPayment;
 use crate::clock::{from_millis, rfc3339};
@@ -39,6 +40,7 @@ pub(super) fn router(upload_limit: usize) -> OpenApiRouter<AppState> {
         .routes(routes!(performance))
         .routes(routes!(trades))
         .routes(routes!(equity))
+        .routes(routes!(decisions))
         .routes(routes!(enter_tournament))
         .routes((schemas, paths, strategies))
 }
@@ -76,7 +78,8 @@ async fn list(
 ) -> Result<axum::Json<V1Page<AgentView>>, V1Error> {
     let (index, size) = params.parse()?;
     let (agents, total) = service::list(&state, key.account_id(), index, size).await?;
-    let views: Vec<AgentView> = agents.iter().map(agents::Agent::view).collect();
+    let access = model_access(&state, key.account_id()).await?;
+    let views: Vec<AgentView> = agents.iter().map(|agent| agent.view(&access)).collect();
     Ok(V1Page::new(views, index, size, total))
 }
 
@@ -102,7 +105,8 @@ async fn create(
     })
     .map_err(|invalid| V1Error::field(invalid.field, invalid.message))?;
     let agent = service::create(&state, key.account_id(), new).await?;
-    Ok((StatusCode::CREATED, ok(agent.view())))
+    let access = model_access(&state, key.account_id()).await?;
+    Ok((StatusCode::CREATED, ok(agent.view(&access))))
 }
 
 /// One of the caller's agents.
@@ -118,7 +122,15 @@ async fn detail(
     Path(agent_id): Path<String>,
 ) -> Result<axum::Json<V1Ok<AgentView>>, V1Error> {
     let agent = owned(&state, &key, agent_id).await?;
-    Ok(ok(agent.view()))
+    let access = model_access(&state, key.account_id()).await?;
+    Ok(ok(agent.view(&access)))
+}
+
+/// What rates the account's agents' models in their views.
+async fn model_access(state: &AppState, account_id: &str) -> Result<ModelAccess, V1Error> {
+    ModelAccess::of_account(state, account_id)
+        .await
+        .map_err(|error| AgentError::from(error).into())
 }
 
 /// The caller's agent `agent_id`, or 404 AGENT_NOT_FOUND.
@@ -286,6 +298,44 @@ async fn equity(
         params.points.unwrap_or(200),
     )
     .await?))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct DecisionParams {
+    /// The last `decisionId` of the previous page.
+    before: Option<String>,
+    /// 1 to 200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<i64>,
+}
+
+/// The agent's decisions, newest first: each tick's verdict, whether its model or its class
+/// rule decided (and why the rule did), tokens, latency, and what the model was sent and said.
+#[utoipa::path(get, path = "/public/agents/{agentId}/decisions", operation_id = "v1_list_agent_decisions",
+    security(("v1Key" = [])), tag = "v1",
+    params(("agentId" = String, Path, description = "Agent id (another account's agent is answered as missing)"), DecisionParams),
+    responses((status = 200, body = V1Ok<Vec<DecisionView>>),
+              (status = 400, body = V1ErrorBody,
+               description = "`limit` out of range, or `before` is not a decision of this agent (`VALIDATION_ERROR` naming the field)"),
+              (status = 401, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody), (status = 404, body = V1ErrorBody),
+              (status = 429, body = V1ErrorBody)))]
+async fn decisions(
+    key: V1Key<AgentsRead>,
+    State(state): State<AppState>,
+    Path(agent_id): Path<String>,
+    Query(params): Query<DecisionParams>,
+) -> Result<axum::Json<V1Ok<Vec<DecisionView>>>, V1Error> {
+    let agent = owned(&state, &key, agent_id).await?;
+    let decisions = agents::thinking::decisions::page(
+        &state,
+        &agent.id,
+        params.before.as_deref(),
+        params.limit.unwrap_or(50),
+    )
+    .await?;
+    Ok(ok(decisions))
 }
 
 /// The entry services' errors, in this family's codes and statuses (a registration refusal keeps

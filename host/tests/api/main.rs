@@ -15,6 +15,7 @@ mod abuse;
 mod account;
 mod admin;
 mod agent_entries;
+mod agent_thinking;
 mod agent_ticks;
 mod api_keys;
 mod auth;

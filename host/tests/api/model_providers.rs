@@ -1,127 +1,16 @@
 //! Model providers (`docs/models.md`): the client against local servers speaking the
 //! OpenAI-compatible and the Anthropic formats, and operators' own provider keys.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
 use crucible::config::Config;
 use crucible::models::{self, Message, ModelError, ModelRequest};
-use serde_json::{Value, json};
+use serde_json::json;
 
+use crate::helpers::model_provider::{FakeProvider, Reply};
 use crate::helpers::{Auth, TestApp};
 use crate::host_ops::storage_of;
-
-/// What a fake provider answers to one request.
-#[derive(Clone)]
-enum Reply {
-    /// 200 with a well-formed answer in the provider's format, saying this.
-    Answer(&'static str),
-    /// This status and body, with an optional `Retry-After`.
-    Raw(u16, String, Option<&'static str>),
-    /// Nothing for this long.
-    Silent(Duration),
-}
-
-#[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    headers: HeaderMap,
-    body: Value,
-}
-
-/// A local server speaking one provider format: answers from a script (then `Answer("ok")`)
-/// and keeps every request it gets.
-#[derive(Clone)]
-struct FakeProvider {
-    anthropic: bool,
-    script: Arc<Mutex<VecDeque<Reply>>>,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    base: String,
-}
-
-impl FakeProvider {
-    async fn start(anthropic: bool, script: Vec<Reply>) -> FakeProvider {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let provider = FakeProvider {
-            anthropic,
-            script: Arc::new(Mutex::new(script.into())),
-            seen: Arc::default(),
-            base: format!("http://{}/v1", listener.local_addr().expect("addr")),
-        };
-        let router = axum::Router::new()
-            .fallback(answer)
-            .with_state(provider.clone());
-        tokio::spawn(async move { axum::serve(listener, router).await.expect("provider") });
-        provider
-    }
-
-    async fn openai(script: Vec<Reply>) -> FakeProvider {
-        Self::start(false, script).await
-    }
-
-    async fn anthropic(script: Vec<Reply>) -> FakeProvider {
-        Self::start(true, script).await
-    }
-
-    /// `vendor=<this server>` for the host's configuration.
-    fn endpoint(&self, vendor: &str) -> models::EndpointSetting {
-        models::endpoints::parse_setting(&format!("{vendor}={}", self.base)).expect("setting")
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().expect("lock").clone()
-    }
-}
-
-async fn answer(
-    State(provider): State<FakeProvider>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    provider.seen.lock().expect("lock").push(Seen {
-        path: uri.path().to_owned(),
-        headers,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-    });
-    let reply = provider.script.lock().expect("lock").pop_front();
-    match reply.unwrap_or(Reply::Answer("ok")) {
-        Reply::Answer(text) if provider.anthropic => axum::Json(json!({
-            "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn", "usage": {"input_tokens": 21, "output_tokens": 5},
-        }))
-        .into_response(),
-        Reply::Answer(text) => axum::Json(json!({
-            "id": "c1", "object": "chat.completion",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 17, "completion_tokens": 3, "total_tokens": 20},
-        }))
-        .into_response(),
-        Reply::Raw(status, body, retry_after) => {
-            let mut response =
-                (StatusCode::from_u16(status).expect("status"), body).into_response();
-            if let Some(wait) = retry_after {
-                response
-                    .headers_mut()
-                    .insert("retry-after", wait.parse().expect("header"));
-            }
-            response
-        }
-        Reply::Silent(delay) => {
-            tokio::time::sleep(delay).await;
-            StatusCode::OK.into_response()
-        }
-    }
-}
 
 const PERSONALITY: &str = "You are a cautious contrarian.\nNever chase a pump.";
 
@@ -164,7 +53,7 @@ async fn put_key(
 
 #[tokio::test]
 async fn the_openai_format_carries_the_accounts_own_key_the_model_and_the_personality() {
-    let provider = FakeProvider::openai(vec![Reply::Answer("hold: it is a pump")]).await;
+    let provider = FakeProvider::openai(vec![Reply::answer("hold: it is a pump")]).await;
     let app = TestApp::spawn_with(|config| {
         config.model_endpoints = vec![provider.endpoint("openai"), provider.endpoint("groq")];
         config.model_default_keys.insert(
@@ -263,7 +152,7 @@ async fn the_openai_format_carries_the_accounts_own_key_the_model_and_the_person
 
 #[tokio::test]
 async fn the_anthropic_format_sends_x_api_key_and_the_personality_as_system() {
-    let provider = FakeProvider::anthropic(vec![Reply::Answer("sell half")]).await;
+    let provider = FakeProvider::anthropic(vec![Reply::answer("sell half")]).await;
     let app = TestApp::spawn_with(|config| {
         config.model_endpoints = vec![provider.endpoint("anthropic")];
     })

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::helpers::server_process::ServerProcess;
 use crate::helpers::{Auth, TestApp};
 use serde_json::json;
 
@@ -180,16 +181,6 @@ async fn counting_server(ip: &str, status: u16) -> (String, Arc<AtomicUsize>) {
     (format!("http://{address}"), hits)
 }
 
-/// Kills the server process when the test ends, however it ends.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn webhook_deliveries_ignore_proxy_variables() {
     if std::env::var("TEST_DATABASE_URL").is_ok_and(|url| !url.is_empty()) {
@@ -200,128 +191,41 @@ async fn webhook_deliveries_ignore_proxy_variables() {
     // loopback address (127.0.0.2) that NO_PROXY does not cover.
     let (proxy, proxied) = counting_server("127.0.0.1", 502).await;
     let (receiver, delivered) = counting_server("127.0.0.2", 200).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let data_dir = tempfile::tempdir().expect("dir");
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_crucible"));
-    command
-        .arg("serve")
-        .env("CRUCIBLE_BIND", format!("127.0.0.1:{port}"))
-        .env("CRUCIBLE_DATA_DIR", data_dir.path())
-        .env("CRUCIBLE_MASTER_KEY", "00".repeat(32))
-        .env("CRUCIBLE_WEBHOOK_ALLOW_PRIVATE", "true")
-        .env("CRUCIBLE_DEMO_DATA", "off")
-        .env_remove("DATABASE_URL")
-        .env_remove("SOLANA_RPC_URL")
-        // The server's own simnet (127.0.0.1) is exempt, as a host would configure it; the
-        // webhook client must not use the proxy for anything.
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env("no_proxy", "127.0.0.1,localhost")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    for name in [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ] {
-        command.env(name, &proxy);
-    }
-    let _server = Child(command.spawn().expect("start crucible serve"));
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
-    let mut up = false;
-    for _ in 0..100 {
-        if client
-            .get(format!("{base}/api/health"))
-            .send()
-            .await
-            .is_ok_and(|r| r.status() == 200)
-        {
-            up = true;
-            break;
+    let server = ServerProcess::start(|command| {
+        command
+            .env("CRUCIBLE_WEBHOOK_ALLOW_PRIVATE", "true")
+            // The server's own simnet (127.0.0.1) is exempt, as a host would configure it; the
+            // webhook client must not use the proxy for anything.
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .env("no_proxy", "127.0.0.1,localhost");
+        for name in [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "all_proxy",
+        ] {
+            command.env(name, &proxy);
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert!(up, "the server started");
-
-    let signup = client
-        .post(format!("{base}/api/auth/signup"))
-        .json(&json!({"email": "proxy@example.com", "password": "correct horse 9", "acceptTerms": true, "acceptPrivacy": true}))
-        .send()
-        .await
-        .expect("signup");
-    assert_eq!(signup.status(), 201);
-    let cookie = signup
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|c| {
-            c.split(';')
-                .next()
-                .filter(|c| c.starts_with("session-token="))
-        })
-        .expect("cookie")
-        .to_owned();
-    let session = cookie.trim_start_matches("session-token=");
-    let key: serde_json::Value = client
-        .post(format!("{base}/api/v1/api-keys"))
-        .header("cookie", &cookie)
-        .header("origin", &base)
-        .header("x-csrf-token", crucible::web::csrf_token(session))
-        .json(
-            &json!({"name": "hooks", "permissions": ["agents:read", "agents:write", "agents:start"],
-                      "webhookUrl": format!("{receiver}/in")}),
+    })
+    .await;
+    let cookie = server.signup("proxy@example.com").await;
+    let receiver_url = format!("{receiver}/in");
+    let key = server
+        .v1_key(
+            &cookie,
+            &["agents:read", "agents:write", "agents:start"],
+            Some(&receiver_url),
         )
-        .send()
-        .await
-        .expect("key")
-        .json()
-        .await
-        .expect("json");
-    let key = key["data"]["key"].as_str().expect("key").to_owned();
-    let agent: serde_json::Value = client
-        .post(format!("{base}/api/v1/public/agents/create"))
-        .header("x-api-key", &key)
-        .json(&json!({"name": "Proxied", "username": "proxied", "class": "fighter", "modelId": "me/x",
-                      "strategy": {"type": "builtin", "tokenPair": {"base": "SOL", "quote": "USDC"}, "timeInterval": "5m"}}))
-        .send()
-        .await
-        .expect("create")
-        .json()
-        .await
-        .expect("json");
-    let agent_id = agent["data"]["agentId"].as_str().expect("agent").to_owned();
-    let wallet = agent["data"]["walletAddress"]
-        .as_str()
-        .expect("wallet")
-        .to_owned();
-    let airdrop: serde_json::Value = client
-        .post(format!("{base}/simnet/rpc"))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "requestAirdrop", "params": [wallet, 50_000_000u64]}))
-        .send()
-        .await
-        .expect("airdrop")
-        .json()
-        .await
-        .expect("json");
-    assert!(airdrop["error"].is_null(), "{airdrop}");
-    let started = client
-        .post(format!("{base}/api/v1/public/agents/{agent_id}/start"))
-        .header("x-api-key", &key)
-        .send()
-        .await
-        .expect("start");
-    assert_eq!(started.status(), 200);
+        .await;
+    server
+        .start_agent(
+            &key,
+            json!({"name": "Proxied", "username": "proxied", "class": "fighter", "modelId": "me/x",
+                   "strategy": {"type": "builtin", "tokenPair": {"base": "SOL", "quote": "USDC"}, "timeInterval": "5m"}}),
+        )
+        .await;
 
     // agent.started reaches the receiver directly, never through the proxy.
     for _ in 0..150 {

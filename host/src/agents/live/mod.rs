@@ -208,6 +208,7 @@ async fn tick_agent(
 
     let mut new_state = agent.state.clone();
     let mut fault = None;
+    let mut thought = None;
     if unsettled == 0 {
         // The strategy manages what it may trade: SOL above the fee reserve (a wallet holding
         // only the reserve is flat, not long) and the USDC.
@@ -241,9 +242,18 @@ async fn tick_agent(
         .await
         .map_err(|e| LiveError::Internal(e.to_string()))?;
         match decision {
-            Ok(decision) => {
+            Ok(mut decision) => {
+                // A built-in class's model decides (or its rule, recorded with why).
+                let orders = if agent.strategy_component.is_none() {
+                    let decided = ticker::think_for(state, &agent, &decision).await;
+                    let orders = decided.orders.clone();
+                    thought = Some(decided.record);
+                    orders
+                } else {
+                    std::mem::take(&mut decision.orders)
+                };
                 new_state = decision.state;
-                for order in &decision.orders {
+                for order in &orders {
                     // Each swap can take a confirmation timeout: keep the lease, and stop if
                     // another node has taken the agent over meanwhile.
                     if !renew_lease(state, owner, &agent.id).await? {
@@ -312,6 +322,8 @@ async fn tick_agent(
             equity_before,
             refusals,
             now_ms,
+            market_ts,
+            decision: thought,
         },
         &mut outcome,
     )
@@ -489,6 +501,8 @@ struct Stored {
     equity_before: f64,
     refusals: Vec<String>,
     now_ms: i64,
+    market_ts: i64,
+    decision: Option<super::thinking::DecisionRecord>,
 }
 
 /// The tick's end on the agent row (and its equity mark), in one transaction; dropped whole if
@@ -515,6 +529,8 @@ async fn store(
     );
     let broken = next.is_none();
     let equity = stored.valuation.equity(&stored.wallet);
+    let (tokens_day, tokens_used, last_error) =
+        ticker::model_usage(agent, stored.decision.as_ref(), now_ms);
     let mut tx = state.store.begin().await.map_err(store_error)?;
     let updated = sqlx::query(
         "UPDATE agents SET strategy_state = $1, last_price = $2, last_tick_at = $3, ticks = ticks + 1,
@@ -522,7 +538,9 @@ async fn store(
                 status = $7, status_reason = $8, next_tick_at = $9, tick_lease_owner = NULL,
                 tick_lease_until = NULL, updated_at = $3, live_sol_lamports = $10, live_usdc_raw = $11,
                 live_equity = $12, live_initial_equity = COALESCE(live_initial_equity, $13),
-                refused_orders = refused_orders + $14, last_refusal = COALESCE($15, last_refusal)
+                refused_orders = refused_orders + $14, last_refusal = COALESCE($15, last_refusal),
+                model_tokens_day = $18, model_tokens_used = $19,
+                model_last_error = CASE WHEN $20 = 1 THEN $21 ELSE model_last_error END
          WHERE id = $16 AND tick_lease_owner = $17 AND status = 'active'",
     )
     .bind(stored.state)
@@ -542,10 +560,25 @@ async fn store(
     .bind(stored.refusals.last().map(String::as_str))
     .bind(&agent.id)
     .bind(owner)
+    .bind(tokens_day)
+    .bind(tokens_used)
+    .bind(i64::from(last_error.is_some()))
+    .bind(last_error.flatten())
     .execute(&mut *tx)
     .await?;
     if updated.rows_affected() == 0 {
         return Ok(());
+    }
+    if let Some(decision) = &stored.decision {
+        super::thinking::decisions::insert(
+            &mut tx,
+            &agent.id,
+            &agent.settings.model_id,
+            now_ms,
+            stored.market_ts,
+            decision,
+        )
+        .await?;
     }
     outcome.ticked = true;
     if let Some(fault) = &stored.fault {

@@ -4,6 +4,8 @@
 #![allow(dead_code, reason = "each area uses its own part of the harness")]
 
 pub mod fuzz;
+pub mod model_provider;
+pub mod server_process;
 pub mod trades;
 pub mod webhooks;
 

@@ -134,6 +134,12 @@
     text("agent-faults", agent.faults);
     text("agent-last-fault", agent.lastFault || "none");
     text("agent-last-tick", agent.lastTickAt ? C.when(agent.lastTickAt) : "not yet");
+    const model = agent.model;
+    const modelStatus = document.getElementById("agent-model-status");
+    modelStatus.textContent = model.status.replace(/_/g, " ");
+    modelStatus.className = "badge model-" + model.status;
+    text("agent-model", agent.modelId + (model.lastError ? " · last error: " + model.lastError : ""));
+    text("agent-tokens", model.tokensToday.toLocaleString("en") + " of " + model.tokensPerDay.toLocaleString("en"));
     const account = agent.live || agent.paper;
     text("agent-equity", account ? C.usdc(account.equity) : "—");
     text("agent-trades", agent.paper ? String(agent.paper.totalTrades) : agent.live ? "live (see the trade list)" : "—");
@@ -206,6 +212,53 @@
     if (more) more.hidden = trades.length < 50;
   }
 
+  let oldestDecision = null;
+  let newestDecisionId = null;
+
+  // One decision as a turn of the conversation: what the model was told (folded), then its
+  // answer, or the rule's verdict and why the rule decided.
+  function decisionItem(d) {
+    const verdict = d.action === "hold" ? "hold" : d.action + " " + Math.round(d.fraction * 100) + " %";
+    const meta = d.decidedBy === "model"
+      ? "by " + d.model + " · " + (d.promptTokens + d.completionTokens) + " tokens · " + d.latencyMs + " ms"
+      : "by the class rule · " + (d.why || "").replace(/_/g, " ") + (d.whyDetail ? ": " + d.whyDetail : "");
+    const children = [];
+    if (d.prompt) {
+      children.push(C.el("details", { class: "prompt" }, [
+        C.el("summary", { text: "What the model was told" }),
+        C.el("pre", { text: d.prompt }),
+      ]));
+    }
+    children.push(C.el("p", { class: "answer " + d.decidedBy }, [
+      C.el("span", { class: "badge " + d.action, text: verdict }),
+      document.createTextNode(" " + (d.reason || "")),
+    ]));
+    children.push(C.el("p", { class: "muted meta", text: C.when(d.decidedAt) + " · " + meta }));
+    return C.el("li", { class: "decision" }, children);
+  }
+
+  async function loadDecisions(agentId, older) {
+    const list = document.getElementById("agent-decisions");
+    if (!list) return;
+    let path = "/web-api/v1/public/agents/" + encodeURIComponent(agentId) + "/decisions?limit=20";
+    if (older && oldestDecision) path += "&before=" + encodeURIComponent(oldestDecision);
+    const result = await C.api("GET", path);
+    if (result.status !== 200) return;
+    const decisions = result.body.data || [];
+    if (older) {
+      for (const d of decisions) list.append(decisionItem(d));
+    } else {
+      if (decisions.length && decisions[0].decisionId === newestDecisionId) return;
+      list.replaceChildren.apply(list, decisions.length ? decisions.map(decisionItem) : [C.el("li", { class: "muted", text: "No decision yet: the first comes with the first tick." })]);
+    }
+    if (decisions.length) {
+      oldestDecision = decisions[decisions.length - 1].decisionId;
+      if (!older) newestDecisionId = decisions[0].decisionId;
+    }
+    const more = document.getElementById("agent-more-decisions");
+    if (more) more.hidden = decisions.length < 20;
+  }
+
   async function loadPerformance(agentId) {
     const body = document.querySelector("#agent-performance tbody");
     const rows = [];
@@ -236,6 +289,7 @@
     if (samples.times.length === 0 && !equityLoaded) { equityLoaded = true; await loadEquityHistory(agentId); }
     renderAgent(result.body.data);
     loadTrades(agentId, false);
+    loadDecisions(agentId, false);
     if (Date.now() - lastPerformance > 10000) {
       lastPerformance = Date.now();
       loadPerformance(agentId);
@@ -301,6 +355,8 @@
       if (fundButton && config().simnet) fundButton.addEventListener("click", function () { fund(agentId); });
       const moreTrades = document.getElementById("agent-more-trades");
       if (moreTrades) moreTrades.addEventListener("click", function () { loadTrades(agentId, true); });
+      const moreDecisions = document.getElementById("agent-more-decisions");
+      if (moreDecisions) moreDecisions.addEventListener("click", function () { loadDecisions(agentId, true); });
       refreshAgent(agentId);
       setInterval(function () { refreshAgent(agentId); }, 2000);
       return;

@@ -77,10 +77,15 @@ fn main() {
     });
 }
 
-/// Rows ticks insert: trades, equity marks and queued webhooks.
+/// Rows ticks insert: trades, equity marks, decisions and queued webhooks.
 async fn writes(state: &AppState) -> i64 {
     let mut total = 0;
-    for table in ["agent_trades", "agent_equity", "webhook_deliveries"] {
+    for table in [
+        "agent_trades",
+        "agent_equity",
+        "agent_decisions",
+        "webhook_deliveries",
+    ] {
         let (count,): (i64,) = sqlx::query_as(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(state.store.read())
             .await

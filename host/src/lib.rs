@@ -43,6 +43,7 @@ pub mod startup;
 pub mod state;
 pub mod strategy_cli;
 pub mod strategy_eval;
+mod strategy_model;
 pub mod strategy_new;
 pub mod telemetry;
 pub mod tournaments;

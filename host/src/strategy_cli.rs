@@ -12,8 +12,9 @@ use crate::paper::{PaperConfig, Side, UNIT};
 use crate::sandbox::report::{Breakdown, Drawdown, Summary};
 use crate::sandbox::{
     BUILTIN_CLASSES, BacktestReport, BacktestSpec, Sandbox, SandboxConfig, builtin_component,
-    run_backtest,
+    run_backtest_reviewed,
 };
+use crate::strategy_model::ModelSource;
 
 #[derive(Debug, Args)]
 pub(crate) struct StrategyArgs {
@@ -77,6 +78,8 @@ pub(crate) struct BacktestArgs {
     /// Data directory (compiled components are cached in `<data-dir>/components`).
     #[arg(long, env = "CRUCIBLE_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub model: crate::strategy_model::ModelArgs,
 }
 
 #[derive(Debug, Args)]
@@ -189,25 +192,70 @@ fn backtest(args: BacktestArgs) -> anyhow::Result<()> {
         max_allocation_pct: args.max_allocation,
     };
 
-    let mut bar = Progress::new(wanted >= 500 && std::io::stderr().is_terminal());
-    let report = run_backtest(
+    let mut mind = match ModelSource::from_args(&args.model)? {
+        Some(source) => {
+            spec.settings.personality = source.personality().to_owned();
+            spec.settings.model_id = source.model_id().to_owned();
+            Some(source.mind(&class, &pair, interval.as_str(), args.max_allocation)?)
+        }
+        None => None,
+    };
+    // A model that answers in seconds makes even a short run long: show progress then too.
+    let slow = wanted >= 500 || mind.is_some();
+    let mut bar = Progress::new(slow && std::io::stderr().is_terminal());
+    let report = run_backtest_reviewed(
         &sandbox,
         &strategy,
         feed.as_ref(),
         &spec,
         &mut |done, total| bar.update(done, total),
+        &mut |proposal| match &mut mind {
+            Some(mind) => mind.review(proposal),
+            None => proposal.orders,
+        },
     )?;
     bar.finish();
+    let tally = mind.map_or_else(crate::strategy_model::rule_only, |mind| mind.tally);
     let summary = report.summary(args.breakdown);
     if args.json {
-        let json = json_report(&args, &spec, &source, &report, &summary);
+        let mut json = json_report(&args, &spec, &source, &report, &summary);
+        json["decisions"] = serde_json::to_value(&tally)?;
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print_report(&args, &pair, interval, &source, &report);
+        print_decisions(&tally);
         print_summary(&args, &spec, &summary);
         print_trades(&args, &pair, &report);
     }
     Ok(())
+}
+
+/// Who decided the ticks: the class rule alone, or the model (and why the rule did when it did).
+pub(crate) fn print_decisions(tally: &crate::strategy_model::DecisionTally) {
+    let Some(model) = &tally.model else {
+        println!("Decided by:     the class rule (no model asked; --model VENDOR/MODEL asks one)");
+        return;
+    };
+    let why: Vec<String> = tally
+        .rule_why
+        .iter()
+        .map(|(why, n)| format!("{why} {n}"))
+        .collect();
+    println!(
+        "Decided by:     {model} ({}): {} ticks by the model, {} by the rule{}",
+        tally.source,
+        tally.by_model,
+        tally.by_rule,
+        if why.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", why.join(", "))
+        }
+    );
+    println!(
+        "Model tokens:   {} prompt, {} completion",
+        tally.prompt_tokens, tally.completion_tokens
+    );
 }
 
 /// What the report says about how it was produced: the server's sandbox limits and fill model.

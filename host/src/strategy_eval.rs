@@ -13,8 +13,10 @@ use clap::Args;
 use crate::market::{Interval, MarketFeed, Pair, SimulatedMarket, real_feed, real_pair};
 use crate::paper::PaperConfig;
 use crate::sandbox::{
-    BUILTIN_CLASSES, BacktestSpec, LoadedStrategy, Sandbox, builtin_component, run_backtest,
+    BUILTIN_CLASSES, BacktestSpec, LoadedStrategy, Sandbox, builtin_component,
+    run_backtest_reviewed,
 };
+use crate::strategy_model::{DecisionTally, ModelSource};
 
 /// The intervals evaluated.
 pub(crate) const EVAL_INTERVALS: [Interval; 3] = [Interval::M5, Interval::H1, Interval::H4];
@@ -62,6 +64,8 @@ pub(crate) struct EvaluateArgs {
     pub components: Vec<String>,
     #[arg(long, env = "CRUCIBLE_DATA_DIR", default_value = "./data")]
     pub data_dir: std::path::PathBuf,
+    #[command(flatten)]
+    pub model: crate::strategy_model::ModelArgs,
 }
 
 /// Where a run's candles came from.
@@ -104,6 +108,16 @@ pub struct Plan {
 
 /// Run every class over every interval and seed, and the real replay.
 pub fn evaluate(sandbox: &Sandbox, plan: &Plan) -> anyhow::Result<Vec<Run>> {
+    Ok(evaluate_with(sandbox, plan, None)?.0)
+}
+
+/// [`evaluate`], each tick decided by `model` when given (`docs/agents.md`), and how the ticks
+/// were decided across all runs.
+pub(crate) fn evaluate_with(
+    sandbox: &Sandbox,
+    plan: &Plan,
+    model: Option<&ModelSource>,
+) -> anyhow::Result<(Vec<Run>, DecisionTally)> {
     let mut strategies = Vec::new();
     for class in BUILTIN_CLASSES
         .into_iter()
@@ -121,6 +135,10 @@ pub fn evaluate(sandbox: &Sandbox, plan: &Plan) -> anyhow::Result<Vec<Run>> {
     jobs.push(Source::Real);
     let next = AtomicUsize::new(0);
     let runs = Mutex::new(Vec::new());
+    let tally = Mutex::new(match model {
+        Some(_) => DecisionTally::default(),
+        None => crate::strategy_model::rule_only(),
+    });
     let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for _ in 0..plan.jobs.clamp(1, 16) {
@@ -128,11 +146,19 @@ pub fn evaluate(sandbox: &Sandbox, plan: &Plan) -> anyhow::Result<Vec<Run>> {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(&source) = jobs.get(i) else { break };
-                    match run_job(sandbox, &strategies, plan, source) {
-                        Ok(mut done) => runs
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .append(&mut done),
+                    match run_job(sandbox, &strategies, plan, source, model) {
+                        Ok(done) => {
+                            let mut runs = runs.lock().unwrap_or_else(|p| p.into_inner());
+                            let mut tally = tally.lock().unwrap_or_else(|p| p.into_inner());
+                            for (run, decided) in done {
+                                runs.push(run);
+                                if let Some(decided) = decided {
+                                    tally.model = decided.model.clone();
+                                    tally.source = decided.source;
+                                    tally.add(&decided);
+                                }
+                            }
+                        }
                         Err(e) => {
                             *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                             break;
@@ -157,7 +183,7 @@ pub fn evaluate(sandbox: &Sandbox, plan: &Plan) -> anyhow::Result<Vec<Run>> {
             },
         )
     });
-    Ok(runs)
+    Ok((runs, tally.into_inner().unwrap_or_else(|p| p.into_inner())))
 }
 
 fn run_job(
@@ -165,7 +191,8 @@ fn run_job(
     strategies: &[(&'static str, LoadedStrategy)],
     plan: &Plan,
     source: Source,
-) -> anyhow::Result<Vec<Run>> {
+    model: Option<&ModelSource>,
+) -> anyhow::Result<Vec<(Run, Option<DecisionTally>)>> {
     let mut out = Vec::new();
     match source {
         Source::Simulated(seed) => {
@@ -175,7 +202,9 @@ fn run_job(
                 let end = SimulatedMarket::origin() + (200 + ticks as i64) * interval.millis();
                 for (class, strategy) in strategies {
                     let spec = spec(class, plan, plan.pair.clone(), interval, end, ticks);
-                    out.push(one(sandbox, strategy, &market, &spec, class, source)?);
+                    out.push(one(
+                        sandbox, strategy, &market, &spec, class, source, model,
+                    )?);
                 }
             }
         }
@@ -190,7 +219,7 @@ fn run_job(
                 let ticks = candles.len().saturating_sub(200).max(1);
                 for (class, strategy) in strategies {
                     let spec = spec(class, plan, real_pair(), interval, end, ticks);
-                    out.push(one(sandbox, strategy, &feed, &spec, class, source)?);
+                    out.push(one(sandbox, strategy, &feed, &spec, class, source, model)?);
                 }
             }
         }
@@ -219,9 +248,34 @@ fn one(
     spec: &BacktestSpec,
     class: &'static str,
     source: Source,
-) -> anyhow::Result<Run> {
-    let report = run_backtest(sandbox, strategy, feed, spec, &mut |_, _| {})?;
-    Ok(Run {
+    model: Option<&ModelSource>,
+) -> anyhow::Result<(Run, Option<DecisionTally>)> {
+    let mut mind = match model {
+        Some(model) => Some(model.mind(
+            class,
+            &spec.pair,
+            spec.interval.as_str(),
+            spec.settings.max_allocation,
+        )?),
+        None => None,
+    };
+    let mut spec = spec.clone();
+    if let Some(model) = model {
+        spec.settings.model_id = model.model_id().to_owned();
+        spec.settings.personality = model.personality().to_owned();
+    }
+    let report = run_backtest_reviewed(
+        sandbox,
+        strategy,
+        feed,
+        &spec,
+        &mut |_, _| {},
+        &mut |proposal| match &mut mind {
+            Some(mind) => mind.review(proposal),
+            None => proposal.orders,
+        },
+    )?;
+    let run = Run {
         class,
         interval: spec.interval,
         source,
@@ -233,7 +287,8 @@ fn one(
         fees: report.metrics.fees_paid,
         ticks: report.ticks,
         failed_ticks: report.faults.len(),
-    })
+    };
+    Ok((run, mind.map(|mind| mind.tally)))
 }
 
 /// The summary of one class at one interval on one kind of source.
@@ -452,13 +507,16 @@ pub(crate) fn run(args: &EvaluateArgs, sandbox: &Sandbox) -> anyhow::Result<()> 
             .map(|c| component_override(c))
             .collect::<anyhow::Result<_>>()?,
     };
-    let runs = evaluate(sandbox, &plan)?;
+    let model = ModelSource::from_args(&args.model)?;
+    let (runs, tally) = evaluate_with(sandbox, &plan, model.as_ref())?;
     let rows = rows(&runs);
     println!(
         "Simulated {} (seeds 1–{}, {} days each) and real BTC/USDT replays; fee {} bps, slippage {} bps.\n",
         plan.pair, plan.seeds, plan.days, args.fee_bps, args.slippage_bps
     );
     print!("{}", table(&rows));
+    println!();
+    crate::strategy_cli::print_decisions(&tally);
     let missed = missed_targets(&rows);
     if missed.is_empty() {
         println!("\nTargets: all met.");

@@ -5,8 +5,8 @@
 use super::engine::{LoadedStrategy, Sandbox};
 use super::report::{Breakdown, Summary, SummaryInput, summarize};
 use super::tick::{AgentSettings, TickInput};
-use crate::market::{Interval, MarketError, MarketFeed, Pair};
-use crate::paper::{Fill, Ledger, Metrics, PaperConfig};
+use crate::market::{Candle, Interval, MarketError, MarketFeed, Pair};
+use crate::paper::{Fill, Ledger, Metrics, OrderRequest, PaperConfig, PortfolioView};
 
 /// What to backtest.
 #[derive(Debug, Clone)]
@@ -116,6 +116,20 @@ impl BacktestReport {
     }
 }
 
+/// A tick's proposal, for a reviewer that may replace its orders (an agent's model, in a
+/// backtest run with one).
+#[derive(Debug)]
+pub struct Proposal<'a> {
+    /// The tick's time, Unix ms.
+    pub now: i64,
+    pub price: f64,
+    /// The candles the strategy saw, oldest first.
+    pub candles: &'a [Candle],
+    pub portfolio: PortfolioView,
+    /// The strategy's orders.
+    pub orders: Vec<OrderRequest>,
+}
+
 /// Run `strategy` over `spec`; `progress(done, total)` is called as ticks complete.
 pub fn run_backtest(
     sandbox: &Sandbox,
@@ -123,6 +137,19 @@ pub fn run_backtest(
     feed: &dyn MarketFeed,
     spec: &BacktestSpec,
     progress: &mut dyn FnMut(usize, usize),
+) -> Result<BacktestReport, MarketError> {
+    run_backtest_reviewed(sandbox, strategy, feed, spec, progress, &mut |p| p.orders)
+}
+
+/// [`run_backtest`], with each tick's orders as `review` returns them from the strategy's
+/// [`Proposal`] (faulted ticks are not reviewed).
+pub fn run_backtest_reviewed(
+    sandbox: &Sandbox,
+    strategy: &LoadedStrategy,
+    feed: &dyn MarketFeed,
+    spec: &BacktestSpec,
+    progress: &mut dyn FnMut(usize, usize),
+    review: &mut dyn FnMut(Proposal<'_>) -> Vec<OrderRequest>,
 ) -> Result<BacktestReport, MarketError> {
     let candles = feed.candles(
         &spec.pair,
@@ -158,12 +185,13 @@ pub fn run_backtest(
         let price = candle.close;
         let window = &candles[(i + 1).saturating_sub(spec.window)..=i];
         let signals = feed.signals(&spec.pair, now)?;
+        let portfolio = ledger.view(price);
         let input = TickInput {
             settings: &spec.settings,
             now,
             candles: window,
             signals,
-            portfolio: ledger.view(price),
+            portfolio,
             state: &state,
         };
         let outcome = sandbox.tick_as(&spec.agent_id, strategy, &input);
@@ -171,6 +199,13 @@ pub fn run_backtest(
         fuel_max = fuel_max.max(outcome.fuel_used);
         match outcome.result {
             Ok((orders, new_state)) => {
+                let orders = review(Proposal {
+                    now,
+                    price,
+                    candles: window,
+                    portfolio,
+                    orders,
+                });
                 for order in &orders {
                     match ledger.execute(order, price) {
                         Ok(fill) => report_trades.push(TradeRecord { ts: now, fill }),

@@ -17,7 +17,10 @@ pub(crate) mod report;
 mod tick;
 mod wasi;
 
-pub use backtest::{BacktestReport, BacktestSpec, FaultRecord, TradeRecord, run_backtest};
+pub use backtest::{
+    BacktestReport, BacktestSpec, FaultRecord, Proposal, TradeRecord, run_backtest,
+    run_backtest_reviewed,
+};
 pub use builtin::{BUILTIN_CLASSES, builtin_component, test_guest};
 pub use engine::{LoadedStrategy, Profile, Sandbox};
 pub use tick::{AgentSettings, LogLine, TickInput, TickOutcome};

@@ -194,6 +194,8 @@ pub(crate) async fn detail(
                     dt { "Faults" } dd #agent-faults {}
                     dt { "Last fault" } dd #agent-last-fault {}
                     dt { "Last tick" } dd #agent-last-tick {}
+                    dt { "Model" } dd { span #agent-model-status.badge {} " " span #agent-model {} }
+                    dt { "Tokens today" } dd #agent-tokens {}
                     dt { "Equity" } dd #agent-equity {}
                     dt { "Trades" } dd #agent-trades {}
                     dt { "Refused orders" } dd #agent-refused {}
@@ -206,10 +208,18 @@ pub(crate) async fn detail(
                     }
                 }
                 (status_region("agent-action-status"))
-                section aria-labelledby="equity-title" {
-                    h2 #equity-title { "Equity" }
-                    p.muted { "The agent's hourly equity marks, then its account sampled while this page is open." }
-                    div #equity-chart role="img" aria-label="The agent's equity over time" {}
+                div.side-by-side {
+                    section aria-labelledby="equity-title" {
+                        h2 #equity-title { "Equity" }
+                        p.muted { "The agent's hourly equity marks, then its account sampled while this page is open." }
+                        div #equity-chart role="img" aria-label="The agent's equity over time" {}
+                    }
+                    section aria-labelledby="decisions-title" {
+                        h2 #decisions-title { "Decisions" }
+                        p.muted { "Each tick: what the agent's model was told and answered, or why its class rule decided. Newest first." }
+                        ol #agent-decisions.conversation aria-live="polite" {}
+                        button #agent-more-decisions type="button" hidden { "Older decisions" }
+                    }
                 }
                 section aria-labelledby="trades-title" {
                     h2 #trades-title { "Trades" }

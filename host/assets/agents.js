@@ -138,7 +138,7 @@
     const modelStatus = document.getElementById("agent-model-status");
     modelStatus.textContent = model.status.replace(/_/g, " ");
     modelStatus.className = "badge model-" + model.status;
-    text("agent-model", agent.modelId + (model.lastError ? " · last error: " + model.lastError : ""));
+    text("agent-model-name", agent.modelId + (model.lastError ? " · last error: " + model.lastError : ""));
     text("agent-tokens", model.tokensToday.toLocaleString("en") + " of " + model.tokensPerDay.toLocaleString("en"));
     const account = agent.live || agent.paper;
     text("agent-equity", account ? C.usdc(account.equity) : "—");

@@ -864,3 +864,93 @@ async fn browser_pages_fit_a_phone_screen() {
     }
     browser.close().await;
 }
+
+#[tokio::test]
+#[ignore = "needs chromium; .ci/run runs them"]
+async fn browser_an_operator_adds_a_model_key_and_reads_the_agents_decisions() {
+    use crate::helpers::model_provider::{FakeProvider, Reply};
+    const MODEL_KEY: &str = "sk-browser-model-key-987654";
+    let provider = FakeProvider::openai(vec![Reply::answer(
+        r#"{"action":"buy","fraction":0.25,"reason":"a calm dip in an uptrend"}"#,
+    )])
+    .await;
+    let app = TestApp::spawn_with(|config| {
+        config.model_endpoints = vec![provider.endpoint("openai")];
+    })
+    .await;
+    let browser = Browser::start().await;
+    sign_up(&browser, &app, "thinker@example.com").await;
+
+    // The key, on the keys page: saved, shown back only by how it starts.
+    browser.goto(&format!("{}/keys", app.address)).await;
+    browser.click("#model-keys ~ details summary").await;
+    browser.click("#model-vendor option[value=openai]").await;
+    browser.fill("#model-key", MODEL_KEY).await;
+    browser
+        .click("form[data-api^='PUT /web-api/account/model-keys'] button[type=submit]")
+        .await;
+    browser
+        .wait_text("table.keys[data-family=model]", LONG, |text| {
+            text.contains("openai") && text.contains("sk-b")
+        })
+        .await;
+    assert!(!browser.source().await.contains(MODEL_KEY), "never shown");
+    browser.screenshot("model-key-saved").await;
+
+    // An agent on that vendor's model, funded and started in the browser.
+    browser.goto(&format!("{}/agents", app.address)).await;
+    browser
+        .wait_text("#agents-list", LONG, |text| text.contains("No agent yet"))
+        .await;
+    browser.fill("#agent-name", "Thinker").await;
+    browser.fill("#agent-username", "thinker_1").await;
+    browser.click("#agent-interval option[value='1h']").await;
+    browser.click("#agent-strategy option[value=builtin]").await;
+    browser.fill("#agent-model", "openai/gpt-test").await;
+    browser.click("#create-agent button[type=submit]").await;
+    browser
+        .wait_url(LONG, |url| url.contains("/agents/agt_"))
+        .await;
+    browser.click("#agent-fund").await;
+    browser
+        .wait_text("#agent-action-status", LONG, |text| {
+            text.starts_with("Funded")
+        })
+        .await;
+    browser.click("#agent-start").await;
+    browser
+        .wait_text("#agent-status", LONG, |text| text == "active")
+        .await;
+    browser
+        .wait_text("#agent-model-status", LONG, |text| text == "ready")
+        .await;
+
+    // One tick: the model decides, and the page shows the conversation and the tokens.
+    app.run_scheduler().await;
+    let said = browser
+        .wait_text("#agent-decisions", LONG, |text| {
+            text.contains("a calm dip in an uptrend")
+        })
+        .await;
+    assert!(said.contains("buy 25 %"), "{said}");
+    assert!(said.contains("openai/gpt-test"), "{said}");
+    browser
+        .wait_text("#agent-tokens", LONG, |text| text.starts_with("20 of 200,000"))
+        .await;
+    browser
+        .wait_text("#agent-trade-list tbody", LONG, |text| {
+            text.contains("a calm dip in an uptrend")
+        })
+        .await;
+    // What the model was told, folded under the answer.
+    let told = browser
+        .execute("return document.querySelector('#agent-decisions details.prompt pre').textContent;")
+        .await;
+    assert!(
+        told.as_str().unwrap_or_default().contains("as a fighter agent"),
+        "{told}"
+    );
+    browser.screenshot("agent-decisions").await;
+    assert!(!browser.source().await.contains(MODEL_KEY));
+    browser.close().await;
+}

@@ -194,7 +194,7 @@ pub(crate) async fn detail(
                     dt { "Faults" } dd #agent-faults {}
                     dt { "Last fault" } dd #agent-last-fault {}
                     dt { "Last tick" } dd #agent-last-tick {}
-                    dt { "Model" } dd { span #agent-model-status.badge {} " " span #agent-model {} }
+                    dt { "Model" } dd { span #agent-model-status.badge {} " " span #agent-model-name {} }
                     dt { "Tokens today" } dd #agent-tokens {}
                     dt { "Equity" } dd #agent-equity {}
                     dt { "Trades" } dd #agent-trades {}

@@ -73,6 +73,43 @@ fn create_form(family: &str) -> Markup {
     }
 }
 
+/// The operator's own model provider keys (`docs/models.md`): vendor, how the key starts, when
+/// it was set, and a button to delete it; never the key.
+fn model_key_rows(keys: &Result<Vec<Value>, Failed>) -> Markup {
+    match keys {
+        Err(failed) => html! { p.error { (human(failed)) } },
+        Ok(keys) if keys.is_empty() => html! { p.empty { "No model key yet: agents use this host's default key for a vendor, if it has one." } },
+        Ok(keys) => html! {
+            div.scroll { table.keys data-family="model" {
+                thead { tr { th { "Vendor" } th { "Key starts" } th { "Set" } th { span.visually-hidden { "Actions" } } } }
+                tbody { @for key in keys { tr {
+                    td { (text(&key["vendor"])) }
+                    td { code.prefix { (text(&key["keyPrefix"])) "…" } }
+                    td { (time(&key["updatedAt"])) }
+                    td { button.danger type="button"
+                        data-revoke=(format!("/web-api/account/model-keys/{}", text(&key["vendor"])))
+                        data-name=(format!("the {} key", text(&key["vendor"]))) { "Delete" } }
+                } } }
+            } }
+        },
+    }
+}
+
+fn model_key_form(vendors: &[String]) -> Markup {
+    html! {
+        form.card data-api="PUT /web-api/account/model-keys/{vendor}" {
+            div.field { label for="model-vendor" { "Vendor" }
+                select #model-vendor name="vendor" required {
+                    @for vendor in vendors { option value=(vendor) { (vendor) } }
+                } }
+            div.field { label for="model-key" { "API key" }
+                input #model-key name="apiKey" type="password" required maxlength="512" autocomplete="off"; }
+            button type="submit" { "Save key" }
+            (status_region("model-key-status"))
+        }
+    }
+}
+
 pub(crate) async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
     if !visitor.signed_in() {
         return sign_in_first("/keys");
@@ -87,6 +124,18 @@ pub(crate) async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
         .get("/api/v1/api-keys", &visitor)
         .await
         .map(|body| body["data"].as_array().cloned().unwrap_or_default());
+    let model_keys = web
+        .api
+        .get("/api/account/model-keys", &visitor)
+        .await
+        .map(|body| body["modelKeys"].as_array().cloned().unwrap_or_default());
+    let vendors: Vec<String> = web
+        .state
+        .models
+        .endpoints()
+        .vendors()
+        .map(str::to_owned)
+        .collect();
     let main = html! {
         p { "At most 10 active keys, account and v1 together. A key's secret is shown once, when it is created." }
         div #secret-box.card.secret hidden tabindex="-1" role="alert" {
@@ -108,6 +157,12 @@ pub(crate) async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
             p.muted { "For the account API (" code { "Authorization: Bearer" } "): tournament entries, dungeon runs, account reads." }
             (key_rows(&account_keys, "account", "scopes"))
             details { summary { "Create an account key" } (create_form("account")) }
+        }
+        section aria-labelledby="model-keys" {
+            h2 #model-keys { "Model provider keys" }
+            p.muted { "Your own keys for the model vendors your agents think with. Each is sealed on the server, sent only to its vendor, and never shown again: only how it starts." }
+            (model_key_rows(&model_keys))
+            details { summary { "Add or replace a model key" } (model_key_form(&vendors)) }
         }
         (status_region("revoke-status"))
     };

@@ -217,6 +217,10 @@ pub(crate) struct RetentionArgs {
     #[arg(long, env = "CRUCIBLE_RETENTION_COMPONENT_DAYS", default_value_t = 90,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
     pub retention_component_days: u64,
+    /// Agents' decisions (what their model was told and answered; their trades stay).
+    #[arg(long, env = "CRUCIBLE_RETENTION_DECISION_DAYS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3650))]
+    pub retention_decision_days: u64,
     /// Agents still unfunded this long after their creation are archived.
     #[arg(long, env = "CRUCIBLE_UNFUNDED_AGENT_ARCHIVE_DAYS", default_value_t = 7,
           value_parser = clap::value_parser!(u64).range(1..=3650))]

@@ -11,6 +11,7 @@
 //!   and status stay);
 //! - uploaded strategy components no agent uses, uploaded more than `component_days` ago by
 //!   every account that has them (their accounts' links go with them);
+//! - agents' decisions (prompts and answers) after `decision_days`;
 //! - agents still unfunded `unfunded_agent_archive_days` after their creation are archived
 //!   (hidden, no longer checked for funding; starting one once funded brings it back).
 //!
@@ -36,6 +37,7 @@ pub struct Pruned {
     pub jobs: u64,
     pub dungeon_events: u64,
     pub components: u64,
+    pub decisions: u64,
     /// Unfunded agents archived (not deleted: their wallets may still receive funds).
     pub archived_agents: u64,
 }
@@ -77,6 +79,11 @@ pub async fn prune(state: &AppState) -> anyhow::Result<Pruned> {
         )
         .await?,
         components: 0,
+        decisions: run(
+            "DELETE FROM agent_decisions WHERE decided_at < $1",
+            older_than(keep.retention_decision_days),
+        )
+        .await?,
         archived_agents: sqlx::query(
             "UPDATE agents SET archived_at = $1
              WHERE status = 'unfunded' AND archived_at IS NULL AND created_at < $2",

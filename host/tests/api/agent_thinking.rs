@@ -637,3 +637,29 @@ async fn a_replayed_backtest_equals_the_recorded_one() {
     assert_eq!(alone["decisions"]["source"], "none");
     assert_eq!(alone["decisions"]["model"], Value::Null);
 }
+
+#[tokio::test]
+async fn decisions_are_pruned_after_their_retention_and_trades_stay() {
+    let provider = FakeProvider::openai(vec![buy_half(), buy_half()]).await;
+    let app = TestApp::spawn_with(|config| {
+        config.model_endpoints = vec![provider.endpoint("openai")];
+    })
+    .await;
+    let op = operator(&app, "retained@example.com").await;
+    op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
+    let agent_id = op
+        .agent(&app, "retained", "openai/gpt-test", json!({}))
+        .await;
+    tick(&app).await;
+    tick(&app).await;
+    // Thirty-one days on, one more tick: only the old decisions are past 30 days.
+    app.advance(Span::days(31));
+    tick(&app).await;
+    let pruned = crucible::retention::prune(&app.state).await.expect("prune");
+    assert_eq!(pruned.decisions, 2, "{pruned:?}");
+    assert_eq!(op.decisions(&app, &agent_id).await.len(), 1);
+    assert!(
+        !op.trades(&app, &agent_id).await.is_empty(),
+        "trades are never pruned"
+    );
+}

@@ -935,7 +935,9 @@ async fn browser_an_operator_adds_a_model_key_and_reads_the_agents_decisions() {
     assert!(said.contains("buy 25 %"), "{said}");
     assert!(said.contains("openai/gpt-test"), "{said}");
     browser
-        .wait_text("#agent-tokens", LONG, |text| text.starts_with("20 of 200,000"))
+        .wait_text("#agent-tokens", LONG, |text| {
+            text.starts_with("20 of 200,000")
+        })
         .await;
     browser
         .wait_text("#agent-trade-list tbody", LONG, |text| {
@@ -944,10 +946,14 @@ async fn browser_an_operator_adds_a_model_key_and_reads_the_agents_decisions() {
         .await;
     // What the model was told, folded under the answer.
     let told = browser
-        .execute("return document.querySelector('#agent-decisions details.prompt pre').textContent;")
+        .execute(
+            "return document.querySelector('#agent-decisions details.prompt pre').textContent;",
+        )
         .await;
     assert!(
-        told.as_str().unwrap_or_default().contains("as a fighter agent"),
+        told.as_str()
+            .unwrap_or_default()
+            .contains("as a fighter agent"),
         "{told}"
     );
     browser.screenshot("agent-decisions").await;

@@ -78,7 +78,9 @@ fn create_form(family: &str) -> Markup {
 fn model_key_rows(keys: &Result<Vec<Value>, Failed>) -> Markup {
     match keys {
         Err(failed) => html! { p.error { (human(failed)) } },
-        Ok(keys) if keys.is_empty() => html! { p.empty { "No model key yet: agents use this host's default key for a vendor, if it has one." } },
+        Ok(keys) if keys.is_empty() => {
+            html! { p.empty { "No model key yet: agents use this host's default key for a vendor, if it has one." } }
+        }
         Ok(keys) => html! {
             div.scroll { table.keys data-family="model" {
                 thead { tr { th { "Vendor" } th { "Key starts" } th { "Set" } th { span.visually-hidden { "Actions" } } } }

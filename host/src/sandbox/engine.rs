@@ -143,6 +143,13 @@ const KEEP_RESIDENT_SCANNED: usize = 1 << 20;
 /// so keep that small: the rest is `madvise`d away and re-faulted on the next tick.
 const KEEP_RESIDENT_UNSCANNED: usize = 128 << 10;
 
+/// Add one generated interface to a linker, with the tick's store data as its host.
+macro_rules! link {
+    ($linker:expr, $($interface:ident)::+) => {
+        $($interface)::+::add_to_linker::<TickState, HasSelf<TickState>>($linker, |s| s)
+    };
+}
+
 /// The engine configuration both engines share, with `slots` instances in the pool.
 fn engine_config(config: &SandboxConfig, slots: u32) -> Config {
     let mut pool = PoolingAllocationConfig::default();
@@ -246,22 +253,10 @@ impl Sandbox {
                 // strategies): their instantiation resolves nothing else and their store
                 // carries no WASI context. `host@0.1.0` and `host@0.2.0` are the same function;
                 // `types` has no functions, but components import it by name.
-                v0_1::crucible::strategy::types::add_to_linker::<TickState, HasSelf<TickState>>(
-                    linker,
-                    |s| s,
-                )?;
-                v0_1::crucible::strategy::host::add_to_linker::<TickState, HasSelf<TickState>>(
-                    linker,
-                    |s| s,
-                )?;
-                v0_2::crucible::strategy::types::add_to_linker::<TickState, HasSelf<TickState>>(
-                    linker,
-                    |s| s,
-                )?;
-                v0_2::crucible::strategy::host::add_to_linker::<TickState, HasSelf<TickState>>(
-                    linker,
-                    |s| s,
-                )
+                link!(linker, v0_1::crucible::strategy::types)?;
+                link!(linker, v0_1::crucible::strategy::host)?;
+                link!(linker, v0_2::crucible::strategy::types)?;
+                link!(linker, v0_2::crucible::strategy::host)
             },
             |linker| {
                 // WASI 0.2 (sync bindings: these ticks run on blocking threads), virtualised
@@ -292,18 +287,9 @@ impl Sandbox {
                 config.max_model_ticks,
                 config.cache_dir.as_ref().map(|dir| dir.join("model")),
                 |linker| {
-                    v0_2::crucible::strategy::types::add_to_linker::<TickState, HasSelf<TickState>>(
-                        linker,
-                        |s| s,
-                    )?;
-                    v0_2::crucible::strategy::host::add_to_linker::<TickState, HasSelf<TickState>>(
-                        linker,
-                        |s| s,
-                    )?;
-                    v0_2::crucible::strategy::model::add_to_linker::<TickState, HasSelf<TickState>>(
-                        linker,
-                        |s| s,
-                    )
+                    link!(linker, v0_2::crucible::strategy::types)?;
+                    link!(linker, v0_2::crucible::strategy::host)?;
+                    link!(linker, v0_2::crucible::strategy::model)
                 },
                 |linker| {
                     wasmtime_wasi::p2::add_to_linker_async(linker)?;

@@ -2,7 +2,7 @@
 //! orders checked and filled by the paper ledger → what to store. The ticker (claiming and
 //! storing) lives in [`super::ticker`].
 
-use super::thinking::DecisionRecord;
+use super::thinking::{AgentPort, DecisionRecord, ModelUse};
 use crate::market::{Candle, Interval, MarketFeed, Pair};
 use crate::paper::{Fill, Ledger, OrderRequest, PortfolioView};
 use crate::sandbox::{AgentSettings, LoadedStrategy, Sandbox, TickInput};
@@ -151,15 +151,9 @@ pub(crate) fn prepare(
     agent: &DueAgent,
     market_ts: i64,
 ) -> Prepared {
-    let ledger: Ledger = match serde_json::from_str(&agent.ledger) {
+    let ledger = match ledger_of(agent, market_ts) {
         Ok(ledger) => ledger,
-        Err(error) => {
-            return Prepared {
-                market_ts,
-                ledger: Ledger::new(0.0, Default::default()),
-                decision: Err(fault(None, format!("ledger: {error}"))),
-            };
-        }
+        Err(unreadable) => return unreadable,
     };
     let decision = decide(sandbox, strategy, market, agent, market_ts, &|price| {
         ledger.view(price)
@@ -169,6 +163,37 @@ pub(crate) fn prepare(
         ledger,
         decision,
     }
+}
+
+/// [`prepare`] for a component that asks the agent's model through `port`.
+pub(crate) async fn prepare_asking(
+    sandbox: Option<&Sandbox>,
+    strategy: Result<&LoadedStrategy, String>,
+    market: &dyn MarketFeed,
+    agent: &DueAgent,
+    market_ts: i64,
+    port: std::sync::Arc<AgentPort>,
+) -> Prepared {
+    let ledger = match ledger_of(agent, market_ts) {
+        Ok(ledger) => ledger,
+        Err(unreadable) => return unreadable,
+    };
+    let view = |price| ledger.view(price);
+    let decision = decide_asking(sandbox, strategy, market, agent, market_ts, &view, port).await;
+    Prepared {
+        market_ts,
+        ledger,
+        decision,
+    }
+}
+
+/// The agent's paper ledger, or the faulted tick of one that does not read.
+fn ledger_of(agent: &DueAgent, market_ts: i64) -> Result<Ledger, Prepared> {
+    serde_json::from_str(&agent.ledger).map_err(|error| Prepared {
+        market_ts,
+        ledger: Ledger::new(0.0, Default::default()),
+        decision: Err(fault(None, format!("ledger: {error}"))),
+    })
 }
 
 /// Fill a prepared tick's orders on its ledger: `orders` if given (what the agent's model
@@ -230,6 +255,8 @@ pub(crate) struct Decision {
     /// agent's model is briefed with.
     pub candles: Vec<Candle>,
     pub portfolio: PortfolioView,
+    /// What an uploaded component's model calls spent and said (none for one that asks none).
+    pub model_use: Option<ModelUse>,
 }
 
 /// Why a tick stopped before orders: `kind: message`, and the price if it was known.
@@ -243,16 +270,19 @@ fn fault(price: Option<f64>, message: String) -> Fault {
     Fault { price, message }
 }
 
-/// Market data at `market_ts` → sandbox `on-tick` with the portfolio `portfolio` gives at the
-/// feed's price. Shared by paper ticks (the ledger's view) and live ticks (the wallet's).
-pub(crate) fn decide(
-    sandbox: Option<&Sandbox>,
-    strategy: Result<&LoadedStrategy, String>,
+/// The market an agent's tick sees: the price, the candles (oldest first) and the signals.
+struct MarketView {
+    price: f64,
+    candles: Vec<Candle>,
+    signals: crate::market::Signals,
+}
+
+/// Market data at `market_ts` for the agent's pair and interval.
+fn market_view(
     market: &dyn MarketFeed,
     agent: &DueAgent,
     market_ts: i64,
-    portfolio: &dyn Fn(f64) -> PortfolioView,
-) -> Result<Decision, Fault> {
+) -> Result<MarketView, Fault> {
     let pair = Pair::new(&agent.settings.base, &agent.settings.quote);
     let interval: Interval = agent
         .settings
@@ -266,39 +296,108 @@ pub(crate) fn decide(
     let Some(price) = candles.last().map(|candle| candle.close) else {
         return Err(fault(None, "market: no candles yet".into()));
     };
-    let (sandbox, strategy) = match (sandbox, strategy) {
-        (Some(sandbox), Ok(strategy)) => (sandbox, strategy),
-        (None, _) => {
-            return Err(fault(
-                Some(price),
-                "instantiate: sandbox unavailable".into(),
-            ));
-        }
-        (_, Err(reason)) => return Err(fault(Some(price), format!("instantiate: {reason}"))),
-    };
-    let portfolio = portfolio(price);
-    let input = TickInput {
-        settings: &agent.settings,
-        now: market_ts,
-        candles: &candles,
+    Ok(MarketView {
+        price,
+        candles,
         signals,
-        portfolio,
-        state: &agent.state,
-    };
-    let outcome = sandbox.tick_as(&agent.id, strategy, &input);
+    })
+}
+
+/// The sandbox and the loaded strategy, or why the tick cannot run.
+fn runnable<'a>(
+    sandbox: Option<&'a Sandbox>,
+    strategy: Result<&'a LoadedStrategy, String>,
+    price: f64,
+) -> Result<(&'a Sandbox, &'a LoadedStrategy), Fault> {
+    match (sandbox, strategy) {
+        (Some(sandbox), Ok(strategy)) => Ok((sandbox, strategy)),
+        (None, _) => Err(fault(
+            Some(price),
+            "instantiate: sandbox unavailable".into(),
+        )),
+        (_, Err(reason)) => Err(fault(Some(price), format!("instantiate: {reason}"))),
+    }
+}
+
+/// What the strategy's tick came to.
+fn decided(
+    agent: &DueAgent,
+    view: MarketView,
+    portfolio: PortfolioView,
+    outcome: crate::sandbox::TickOutcome,
+) -> Result<Decision, Fault> {
     for line in &outcome.logs {
         tracing::debug!(agent_id = agent.id, level = line.level, message = %line.message, "strategy log");
     }
     match outcome.result {
         Ok((orders, state)) => Ok(Decision {
-            price,
+            price: view.price,
             orders,
             state,
-            candles,
+            candles: view.candles,
             portfolio,
+            model_use: None,
         }),
-        Err(error) => Err(fault(Some(price), format!("{}: {error}", error.kind()))),
+        Err(error) => Err(fault(
+            Some(view.price),
+            format!("{}: {error}", error.kind()),
+        )),
     }
+}
+
+/// Market data at `market_ts` → sandbox `on-tick` with the portfolio `portfolio` gives at the
+/// feed's price. Shared by paper ticks (the ledger's view) and live ticks (the wallet's).
+pub(crate) fn decide(
+    sandbox: Option<&Sandbox>,
+    strategy: Result<&LoadedStrategy, String>,
+    market: &dyn MarketFeed,
+    agent: &DueAgent,
+    market_ts: i64,
+    portfolio: &dyn Fn(f64) -> PortfolioView,
+) -> Result<Decision, Fault> {
+    let view = market_view(market, agent, market_ts)?;
+    let (sandbox, strategy) = runnable(sandbox, strategy, view.price)?;
+    let portfolio = portfolio(view.price);
+    let input = TickInput {
+        settings: &agent.settings,
+        now: market_ts,
+        candles: &view.candles,
+        signals: view.signals,
+        portfolio,
+        state: &agent.state,
+    };
+    let outcome = sandbox.tick_as(&agent.id, strategy, &input);
+    decided(agent, view, portfolio, outcome)
+}
+
+/// [`decide`] for a component that asks the agent's model (`crucible:strategy@0.2.0`): the
+/// tick runs on the async engine, its model calls go to `port`, and no thread waits for them.
+pub(crate) async fn decide_asking(
+    sandbox: Option<&Sandbox>,
+    strategy: Result<&LoadedStrategy, String>,
+    market: &dyn MarketFeed,
+    agent: &DueAgent,
+    market_ts: i64,
+    portfolio: &(dyn Fn(f64) -> PortfolioView + Sync),
+    port: std::sync::Arc<AgentPort>,
+) -> Result<Decision, Fault> {
+    let view = market_view(market, agent, market_ts)?;
+    let (sandbox, strategy) = runnable(sandbox, strategy, view.price)?;
+    let portfolio = portfolio(view.price);
+    let input = TickInput {
+        settings: &agent.settings,
+        now: market_ts,
+        candles: &view.candles,
+        signals: view.signals,
+        portfolio,
+        state: &agent.state,
+    };
+    let outcome = sandbox
+        .tick_async(&agent.id, strategy, &input, Some(port.clone()))
+        .await;
+    let mut decision = decided(agent, view, portfolio, outcome)?;
+    decision.model_use = Some(port.usage());
+    Ok(decision)
 }
 
 fn faulted(

@@ -85,22 +85,23 @@ pub async fn run_due(state: &AppState, owner: &str) -> anyhow::Result<TickPass> 
         let strategies = strategies_for(state, &due).await;
         let now = to_millis(state.now());
         let scale = state.config.time_scale;
+        // Components that ask the model tick on the async engine, waiting on no thread; the
+        // rest tick on a blocking thread, as fast as the sandbox goes.
+        let (asking, plain): (Vec<DueAgent>, Vec<DueAgent>) = due.into_iter().partition(
+            |agent| matches!(strategies.get(&strategy_key(agent)), Some(Ok(s)) if s.uses_model()),
+        );
+        let strategies = Arc::new(strategies);
         let worker_state = state.clone();
-        let prepared = tokio::task::spawn_blocking(move || {
+        let loaded = strategies.clone();
+        let mut prepared = tokio::task::spawn_blocking(move || {
             let sandbox = worker_state.agents.sandbox().ok();
-            due.into_iter()
+            plain
+                .into_iter()
                 .map(|agent| {
-                    let strategy = strategies
-                        .get(&strategy_key(&agent))
-                        .map(|loaded| match loaded {
-                            Ok(strategy) => Ok(strategy.as_ref()),
-                            Err(reason) => Err(reason.clone()),
-                        })
-                        .unwrap_or_else(|| Err("strategy not loaded".to_owned()));
                     let market_ts = tick::market_now(&agent, now, scale);
                     let prepared = tick::prepare(
                         sandbox,
-                        strategy,
+                        strategy_of(&loaded, &agent),
                         worker_state.market.as_ref(),
                         &agent,
                         market_ts,
@@ -110,11 +111,37 @@ pub async fn run_due(state: &AppState, owner: &str) -> anyhow::Result<TickPass> 
                 .collect::<Vec<_>>()
         })
         .await?;
+        let sandbox = state.agents.sandbox().ok();
+        let asked: Vec<(DueAgent, Prepared)> = stream::iter(asking)
+            .map(|agent| {
+                let strategies = &strategies;
+                async move {
+                    let market_ts = tick::market_now(&agent, now, scale);
+                    let port = Arc::new(port_for(state, &agent));
+                    let prepared = tick::prepare_asking(
+                        sandbox,
+                        strategy_of(strategies, &agent),
+                        state.market.as_ref(),
+                        &agent,
+                        market_ts,
+                        port,
+                    )
+                    .await;
+                    (agent, prepared)
+                }
+            })
+            .buffer_unordered(BATCH as usize)
+            .collect()
+            .await;
+        prepared.extend(asked);
         // Every agent of the batch asks its model at once: a slow model holds up its batch,
         // never a thread.
         let results: Vec<(DueAgent, TickResult)> = stream::iter(prepared)
             .map(|(agent, prepared)| async move {
-                let thought = consider(state, &agent, &prepared).await;
+                let thought = match &prepared.decision {
+                    Ok(decision) => consider(state, &agent, decision).await,
+                    Err(_) => None,
+                };
                 let (orders, decision) = match thought {
                     Some(Thought { orders, record }) => (Some(orders), Some(record)),
                     None => (None, None),
@@ -197,17 +224,59 @@ fn due_agent(row: DueRow, now: i64) -> DueAgent {
 }
 
 /// The decision of a built-in class's tick that reached the strategy: the model's if it can be
-/// asked and answers, else the rule's (see [`thinking`]). Uploaded components decide alone.
+/// asked and answers, else the rule's (see [`thinking`]). An uploaded component decides alone;
+/// if it asked the model, its calls are the decision's record.
 pub(super) async fn consider(
     state: &AppState,
     agent: &DueAgent,
-    prepared: &Prepared,
+    decision: &tick::Decision,
 ) -> Option<Thought> {
-    let decision = prepared.decision.as_ref().ok()?;
     if agent.strategy_component.is_some() {
-        return None;
+        let verdict = thinking::proposal_of(&decision.orders, &decision.portfolio, decision.price);
+        let record = decision.model_use.as_ref()?.record(verdict)?;
+        return Some(Thought {
+            orders: decision.orders.clone(),
+            record,
+        });
     }
     Some(think_for(state, agent, decision).await)
+}
+
+/// The loaded strategy of `agent`, or why it is not.
+fn strategy_of<'a>(
+    loaded: &'a HashMap<String, Result<Arc<LoadedStrategy>, String>>,
+    agent: &DueAgent,
+) -> Result<&'a LoadedStrategy, String> {
+    match loaded.get(&strategy_key(agent)) {
+        Some(Ok(strategy)) => Ok(strategy.as_ref()),
+        Some(Err(reason)) => Err(reason.clone()),
+        None => Err("strategy not loaded".to_owned()),
+    }
+}
+
+/// The model port of `agent`'s tick: its model, personality, key and what is left of its day's
+/// token budget.
+pub(super) fn port_for(state: &AppState, agent: &DueAgent) -> thinking::AgentPort {
+    thinking::AgentPort::new(
+        state.clone(),
+        &agent.account_id,
+        &agent.settings.model_id,
+        &agent.settings.personality,
+        tokens_left(state, agent),
+    )
+}
+
+/// What is left of `agent`'s token budget today.
+fn tokens_left(state: &AppState, agent: &DueAgent) -> u64 {
+    let today = thinking::budget_day(to_millis(state.now()));
+    let budget = agent
+        .model_tokens_per_day
+        .map_or(thinking::DEFAULT_TOKENS_PER_DAY, |b| b.max(0) as u64);
+    budget.saturating_sub(thinking::spent_today(
+        agent.model_tokens_day.as_deref(),
+        agent.model_tokens_used,
+        &today,
+    ))
 }
 
 /// Ask `agent`'s model about `decision` (paper and live ticks alike).
@@ -217,19 +286,11 @@ pub(super) async fn think_for(
     decision: &tick::Decision,
 ) -> Thought {
     let settings = &agent.settings;
-    let today = thinking::budget_day(to_millis(state.now()));
-    let budget = agent
-        .model_tokens_per_day
-        .map_or(thinking::DEFAULT_TOKENS_PER_DAY, |b| b.max(0) as u64);
-    let spent = thinking::spent_today(
-        agent.model_tokens_day.as_deref(),
-        agent.model_tokens_used,
-        &today,
-    );
+    let tokens_left = tokens_left(state, agent);
     // Earlier decisions only matter if the model can be asked at all.
     let askable = crate::models::ModelRequest::split_model_id(&settings.model_id)
         .is_some_and(|(vendor, _)| state.models.endpoints().get(vendor).is_some());
-    let recent = if askable && spent < budget {
+    let recent = if askable && tokens_left > 0 {
         thinking::decisions::recent(state, &agent.id)
             .await
             .unwrap_or_else(|error| {
@@ -244,7 +305,7 @@ pub(super) async fn think_for(
         account_id: &agent.account_id,
         model_id: &settings.model_id,
         personality: &settings.personality,
-        tokens_left: budget.saturating_sub(spent),
+        tokens_left,
         briefing: Briefing {
             class: &settings.class,
             base: &settings.base,

@@ -663,3 +663,139 @@ async fn decisions_are_pruned_after_their_retention_and_trades_stay() {
         "trades are never pruned"
     );
 }
+
+/// Upload `guest` and create, fund and start an agent on it; its id.
+async fn uploaded_agent(
+    app: &TestApp,
+    op: &Operator,
+    guest: &str,
+    username: &str,
+    personality: &str,
+) -> String {
+    let bytes = crucible::sandbox::test_guest(guest)
+        .expect("guest")
+        .to_vec();
+    let uploaded = app.upload_strategy(&op.key, Some(guest), bytes).await;
+    assert_eq!(uploaded.status, 201, "{}", uploaded.body);
+    let created = app
+        .post(
+            "/api/v1/public/agents/create",
+            Auth::XApiKey(&op.key),
+            json!({"name": format!("Agent {username}"), "username": username, "class": "fighter",
+                   "modelId": "openai/gpt-test", "personality": personality,
+                   "strategy": {"type": uploaded.body["data"]["strategyType"],
+                                "tokenPair": {"base": "SOL", "quote": "USDC"}, "timeInterval": "1h"}}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    app.fund_and_start(&op.key, &created.body["data"]).await
+}
+
+/// An uploaded `crucible:strategy@0.2.0` component asks through the `model` import: the host
+/// adds the personality and the operator's key, meters the calls (at most 4 a tick) and records
+/// them as the tick's decision; a 0.1.0 component runs beside it unchanged.
+#[tokio::test]
+async fn an_uploaded_component_asks_its_model_through_the_host() {
+    let provider =
+        FakeProvider::openai(vec![Reply::answer("buy 0.5"), Reply::answer("sell 0.2")]).await;
+    let app = TestApp::spawn_with(|config| {
+        config.model_endpoints = vec![provider.endpoint("openai")];
+    })
+    .await;
+    let op = operator(&app, "author@example.com").await;
+    op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
+    let probe = uploaded_agent(&app, &op, "model-probe", "probe", "ask 2").await;
+    let old = uploaded_agent(&app, &op, "v0.1.0", "old_timer", "").await;
+    tick(&app).await;
+
+    let seen = provider.seen();
+    assert_eq!(
+        seen.len(),
+        2,
+        "the probe asked twice; the 0.1.0 component asks nothing"
+    );
+    for request in &seen {
+        assert_eq!(
+            request.headers["authorization"],
+            format!("Bearer {ACCOUNT_KEY}").as_str()
+        );
+        assert_eq!(request.body["model"], "gpt-test");
+        assert_eq!(
+            request.body["messages"][0],
+            json!({"role": "system", "content": "ask 2"})
+        );
+        assert_eq!(request.body["max_tokens"], 16);
+    }
+    let question = seen[0].body["messages"][1]["content"]
+        .as_str()
+        .expect("turn");
+    assert!(
+        question.starts_with("tick ") && question.ends_with("question 0"),
+        "{question}"
+    );
+    let trades = op.trades(&app, &probe).await;
+    assert_eq!(trades.len(), 2, "{trades:?}");
+    let reasons: Vec<&Value> = trades.iter().map(|t| &t["reason"]).collect();
+    assert!(reasons.contains(&&json!("model: buy 0.5")), "{reasons:?}");
+    assert!(reasons.contains(&&json!("model: sell 0.2")), "{reasons:?}");
+    let decision = &op.decisions(&app, &probe).await[0];
+    assert_eq!(decision["decidedBy"], "model", "{decision}");
+    assert_eq!(decision["promptTokens"], 34);
+    assert_eq!(decision["completionTokens"], 6);
+    assert!(
+        decision["prompt"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("user: tick")
+    );
+    assert_eq!(op.view(&app, &probe).await["model"]["tokensToday"], 40);
+    // The 0.1.0 component ticked without a fault, and decided without a model.
+    let old_view = op.view(&app, &old).await;
+    assert_eq!(old_view["ticks"], 1, "{old_view}");
+    assert_eq!(old_view["faults"], 0, "{old_view}");
+    assert!(op.decisions(&app, &old).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_components_calls_are_limited_per_tick_and_by_the_budget() {
+    let provider = FakeProvider::openai((0..10).map(|_| Reply::answer("buy 0.01")).collect()).await;
+    let app = TestApp::spawn_with(|config| {
+        config.model_endpoints = vec![provider.endpoint("openai")];
+    })
+    .await;
+    let op = operator(&app, "greedy@example.com").await;
+    op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
+    let greedy = uploaded_agent(&app, &op, "model-probe", "greedy", "ask 6").await;
+    tick(&app).await;
+    assert_eq!(
+        provider.seen().len(),
+        4,
+        "four calls a tick reach the provider"
+    );
+    let reasons: Vec<String> = op
+        .trades(&app, &greedy)
+        .await
+        .iter()
+        .map(|t| t["reason"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        reasons.iter().filter(|r| *r == "model: buy 0.01").count() == 4,
+        "{reasons:?}"
+    );
+    // Without a key of its own or the host's, every call says so to the component.
+    let keyless = operator(&app, "keyless-author@example.com").await;
+    let lost = uploaded_agent(&app, &keyless, "model-probe", "lost", "ask 1").await;
+    let before = provider.seen().len();
+    tick(&app).await;
+    assert_eq!(
+        provider.seen().len(),
+        before + 4,
+        "only the greedy agent's calls arrive"
+    );
+    let decision = &keyless.decisions(&app, &lost).await[0];
+    assert_eq!(decision["decidedBy"], "rule", "{decision}");
+    assert_eq!(decision["why"], "no_key");
+    // The component's own answer to the error: a sell-all, which its reason explains.
+    assert_eq!(decision["action"], "sell", "{decision}");
+    assert_eq!(decision["reason"], "model error: no-key");
+}

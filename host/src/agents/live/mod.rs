@@ -222,35 +222,54 @@ async fn tick_agent(
             avg_entry_price: None,
             equity: valuation.equity(&tradable),
         };
-        let worker = state.clone();
-        let ticked = agent.clone();
-        let decision = tokio::task::spawn_blocking(move || {
-            let sandbox = worker.agents.sandbox().ok();
-            let strategy = match &strategy {
-                Ok(strategy) => Ok(strategy.as_ref()),
-                Err(reason) => Err(reason.clone()),
-            };
-            tick::decide(
-                sandbox,
-                strategy,
-                worker.market.as_ref(),
-                &ticked,
-                market_ts,
-                &|_| portfolio,
-            )
-        })
-        .await
-        .map_err(|e| LiveError::Internal(e.to_string()))?;
+        let decision = match &strategy {
+            // A component that asks the model ticks on the async engine, holding no thread.
+            Ok(loaded) if loaded.uses_model() => {
+                let port = Arc::new(ticker::port_for(state, &agent));
+                let sandbox = state.agents.sandbox().ok();
+                tick::decide_asking(
+                    sandbox,
+                    Ok(loaded.as_ref()),
+                    state.market.as_ref(),
+                    &agent,
+                    market_ts,
+                    &|_| portfolio,
+                    port,
+                )
+                .await
+            }
+            _ => {
+                let worker = state.clone();
+                let ticked = agent.clone();
+                tokio::task::spawn_blocking(move || {
+                    let sandbox = worker.agents.sandbox().ok();
+                    let strategy = match &strategy {
+                        Ok(strategy) => Ok(strategy.as_ref()),
+                        Err(reason) => Err(reason.clone()),
+                    };
+                    tick::decide(
+                        sandbox,
+                        strategy,
+                        worker.market.as_ref(),
+                        &ticked,
+                        market_ts,
+                        &|_| portfolio,
+                    )
+                })
+                .await
+                .map_err(|e| LiveError::Internal(e.to_string()))?
+            }
+        };
         match decision {
-            Ok(mut decision) => {
-                // A built-in class's model decides (or its rule, recorded with why).
-                let orders = if agent.strategy_component.is_none() {
-                    let decided = ticker::think_for(state, &agent, &decision).await;
-                    let orders = decided.orders.clone();
-                    thought = Some(decided.record);
-                    orders
-                } else {
-                    std::mem::take(&mut decision.orders)
+            Ok(decision) => {
+                // A built-in class's model decides (or its rule, recorded with why); an
+                // uploaded component's own calls are its record.
+                let orders = match ticker::consider(state, &agent, &decision).await {
+                    Some(decided) => {
+                        thought = Some(decided.record);
+                        decided.orders
+                    }
+                    None => decision.orders,
                 };
                 new_state = decision.state;
                 for order in &orders {

@@ -12,11 +12,13 @@
 mod briefing;
 pub(crate) mod decisions;
 pub(crate) mod oracles;
+mod port;
 mod readiness;
 mod verdict;
 
 pub(crate) use briefing::{Briefing, DECISIONS_SHOWN, PastDecision};
 pub(crate) use decisions::{DecidedBy, DecisionRecord, DecisionView};
+pub(crate) use port::{AgentPort, ModelUse};
 pub(crate) use readiness::{ModelAccess, ModelView};
 pub(crate) use verdict::{Action, Verdict};
 

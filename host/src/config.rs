@@ -179,6 +179,12 @@ pub struct SandboxArgs {
           value_parser = clap::value_parser!(u64).range(1_000_000..=100_000_000_000))]
     pub runtime_fuel_per_tick: u64,
 
+    /// Calls to its agent's model an uploaded component may make per tick (built-in classes
+    /// make one).
+    #[arg(long, env = "CRUCIBLE_MODEL_CALLS_PER_TICK", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub model_calls_per_tick: u32,
+
     /// Component compilations this node runs at once.
     #[arg(long, env = "CRUCIBLE_COMPILE_WORKERS", default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..=64))]

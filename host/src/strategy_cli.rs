@@ -202,10 +202,18 @@ fn backtest(args: BacktestArgs) -> anyhow::Result<()> {
         Some(source) => {
             spec.settings.personality = source.personality().to_owned();
             spec.settings.model_id = source.model_id().to_owned();
-            Some(source.mind(&class, &pair, interval.as_str(), args.max_allocation)?)
+            let builtin = builtin_component(&args.strategy).is_some();
+            Some(source.mind(
+                builtin,
+                &class,
+                &pair,
+                interval.as_str(),
+                args.max_allocation,
+            )?)
         }
         None => None,
     };
+    let port = mind.as_ref().map(|mind| mind.port());
     // A model that answers in seconds makes even a short run long: show progress then too.
     let slow = wanted >= 500 || mind.is_some();
     let mut bar = Progress::new(slow && std::io::stderr().is_terminal());
@@ -219,9 +227,10 @@ fn backtest(args: BacktestArgs) -> anyhow::Result<()> {
             Some(mind) => mind.review(proposal),
             None => proposal.orders,
         },
+        port,
     )?;
     bar.finish();
-    let tally = mind.map_or_else(crate::strategy_model::rule_only, |mind| mind.tally);
+    let tally = mind.map_or_else(crate::strategy_model::rule_only, |mind| mind.into_tally());
     let summary = report.summary(args.breakdown);
     if args.json {
         let mut json = json_report(&args, &spec, &source, &report, &summary);
@@ -258,6 +267,12 @@ pub(crate) fn print_decisions(tally: &crate::strategy_model::DecisionTally) {
             format!(" ({})", why.join(", "))
         }
     );
+    if tally.component_calls > 0 {
+        println!(
+            "Component:      {} calls of its own to the model",
+            tally.component_calls
+        );
+    }
     println!(
         "Model tokens:   {} prompt, {} completion",
         tally.prompt_tokens, tally.completion_tokens

@@ -16,7 +16,7 @@ use crate::sandbox::{
     BUILTIN_CLASSES, BacktestSpec, LoadedStrategy, Sandbox, builtin_component,
     run_backtest_reviewed,
 };
-use crate::strategy_model::{DecisionTally, ModelSource};
+use crate::strategy_model::{BacktestMind, DecisionTally, ModelSource};
 
 /// The intervals evaluated.
 pub(crate) const EVAL_INTERVALS: [Interval; 3] = [Interval::M5, Interval::H1, Interval::H4];
@@ -202,9 +202,8 @@ fn run_job(
                 let end = SimulatedMarket::origin() + (200 + ticks as i64) * interval.millis();
                 for (class, strategy) in strategies {
                     let spec = spec(class, plan, plan.pair.clone(), interval, end, ticks);
-                    out.push(one(
-                        sandbox, strategy, &market, &spec, class, source, model,
-                    )?);
+                    let mind = mind_for(model, plan, class, &spec)?;
+                    out.push(one(sandbox, strategy, &market, &spec, class, source, mind)?);
                 }
             }
         }
@@ -219,7 +218,8 @@ fn run_job(
                 let ticks = candles.len().saturating_sub(200).max(1);
                 for (class, strategy) in strategies {
                     let spec = spec(class, plan, real_pair(), interval, end, ticks);
-                    out.push(one(sandbox, strategy, &feed, &spec, class, source, model)?);
+                    let mind = mind_for(model, plan, class, &spec)?;
+                    out.push(one(sandbox, strategy, &feed, &spec, class, source, mind)?);
                 }
             }
         }
@@ -241,6 +241,27 @@ fn spec(
     spec
 }
 
+/// The mind that asks `model` in a run of `class` (a class replaced by a component decides
+/// alone, as an uploaded component does on the server).
+fn mind_for(
+    model: Option<&ModelSource>,
+    plan: &Plan,
+    class: &str,
+    spec: &BacktestSpec,
+) -> anyhow::Result<Option<BacktestMind>> {
+    let Some(model) = model else {
+        return Ok(None);
+    };
+    let builtin = !plan.components.iter().any(|(c, _)| *c == class);
+    Ok(Some(model.mind(
+        builtin,
+        class,
+        &spec.pair,
+        spec.interval.as_str(),
+        spec.settings.max_allocation,
+    )?))
+}
+
 fn one(
     sandbox: &Sandbox,
     strategy: &LoadedStrategy,
@@ -248,22 +269,14 @@ fn one(
     spec: &BacktestSpec,
     class: &'static str,
     source: Source,
-    model: Option<&ModelSource>,
+    mut mind: Option<BacktestMind>,
 ) -> anyhow::Result<(Run, Option<DecisionTally>)> {
-    let mut mind = match model {
-        Some(model) => Some(model.mind(
-            class,
-            &spec.pair,
-            spec.interval.as_str(),
-            spec.settings.max_allocation,
-        )?),
-        None => None,
-    };
     let mut spec = spec.clone();
-    if let Some(model) = model {
-        spec.settings.model_id = model.model_id().to_owned();
-        spec.settings.personality = model.personality().to_owned();
+    if let Some(mind) = &mind {
+        spec.settings.model_id = mind.model_id().to_owned();
+        spec.settings.personality = mind.personality().to_owned();
     }
+    let port = mind.as_ref().map(|mind| mind.port());
     let report = run_backtest_reviewed(
         sandbox,
         strategy,
@@ -274,6 +287,7 @@ fn one(
             Some(mind) => mind.review(proposal),
             None => proposal.orders,
         },
+        port,
     )?;
     let run = Run {
         class,
@@ -288,7 +302,7 @@ fn one(
         ticks: report.ticks,
         failed_ticks: report.faults.len(),
     };
-    Ok((run, mind.map(|mind| mind.tally)))
+    Ok((run, mind.map(|mind| mind.into_tally())))
 }
 
 /// The summary of one class at one interval on one kind of source.

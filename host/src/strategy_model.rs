@@ -5,8 +5,10 @@
 //! decides, as it always did, and the report says so.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -17,7 +19,7 @@ use crate::agents::thinking::oracles::{DirectOracle, Recording, Replay};
 use crate::agents::thinking::{self, Briefing, DecidedBy, Oracle, PastDecision, Question};
 use crate::models::{EndpointSetting, Endpoints, ModelRequest, Models};
 use crate::paper::OrderRequest;
-use crate::sandbox::Proposal;
+use crate::sandbox::{ModelCall, ModelFailure, ModelPort, ModelReply, Proposal};
 use crate::secret::Secret;
 
 #[derive(Debug, Clone, Args, Default)]
@@ -60,16 +62,21 @@ pub(crate) struct DecisionTally {
     pub model: Option<String>,
     /// `live`, `recorded` (live, saved to a file) or `replayed`; `none` without a model.
     pub source: &'static str,
+    /// Ticks of a built-in class the model decided, and those the rule did.
     pub by_model: u64,
     pub by_rule: u64,
-    /// Why the rule decided, by reason.
+    /// Why the rule decided (or, for an uploaded component, why a call failed), by reason.
     pub rule_why: BTreeMap<&'static str, u64>,
+    /// An uploaded component's own calls to the model (it decides its ticks itself).
+    pub component_calls: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
 }
 
 /// The model side of a backtest: who answers, the agent's last decisions, and the tally.
 pub(crate) struct BacktestMind {
+    /// Whether the ticks are a built-in class's, which the model decides.
+    builtin: bool,
     model_id: String,
     personality: String,
     class: String,
@@ -80,7 +87,9 @@ pub(crate) struct BacktestMind {
     oracle: Arc<dyn Oracle>,
     runtime: tokio::runtime::Runtime,
     recent: Vec<PastDecision>,
-    pub tally: DecisionTally,
+    tally: DecisionTally,
+    /// What an uploaded component's own calls asked, answered by the same source.
+    port: Arc<OraclePort>,
 }
 
 /// Who answers a backtest's questions, built once and shared by its runs.
@@ -161,9 +170,12 @@ impl ModelSource {
         &self.personality
     }
 
-    /// A mind for one backtest of `class` on `pair` at `interval`.
+    /// A mind for one backtest of `class` on `pair` at `interval`. Only a built-in class's
+    /// ticks are put to the model (`builtin`), as on the server; an uploaded component decides
+    /// alone and asks through [`BacktestMind::port`] if it wants to.
     pub(crate) fn mind(
         &self,
+        builtin: bool,
         class: &str,
         pair: &crate::market::Pair,
         interval: &str,
@@ -173,6 +185,7 @@ impl ModelSource {
             .enable_all()
             .build()?;
         Ok(BacktestMind {
+            builtin,
             model_id: self.model_id.clone(),
             personality: self.personality.clone(),
             class: class.to_owned(),
@@ -188,13 +201,41 @@ impl ModelSource {
                 source: self.source,
                 ..DecisionTally::default()
             },
+            port: Arc::new(OraclePort {
+                oracle: self.oracle.clone(),
+                model_id: self.model_id.clone(),
+                personality: self.personality.clone(),
+                tally: Mutex::new(DecisionTally::default()),
+            }),
         })
     }
 }
 
 impl BacktestMind {
+    pub(crate) fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    pub(crate) fn personality(&self) -> &str {
+        &self.personality
+    }
+
+    /// The port an uploaded component's `model.complete` calls reach.
+    pub(crate) fn port(&self) -> Arc<dyn ModelPort> {
+        self.port.clone()
+    }
+
+    /// How the run's ticks were decided, and what its component's calls cost.
+    pub(crate) fn into_tally(self) -> DecisionTally {
+        let mut tally = self.tally;
+        tally.add(&self.port.tally.lock().unwrap_or_else(|p| p.into_inner()));
+        tally
+    }
     /// Decide one tick: the model's orders if it answers, else the rule's (see `docs/agents.md`).
     pub(crate) fn review(&mut self, proposal: Proposal<'_>) -> Vec<OrderRequest> {
+        if !self.builtin {
+            return proposal.orders;
+        }
         let rule = thinking::proposal_of(&proposal.orders, &proposal.portfolio, proposal.price);
         let question = Question {
             account_id: "backtest",
@@ -244,11 +285,48 @@ impl DecisionTally {
     pub(crate) fn add(&mut self, other: &DecisionTally) {
         self.by_model += other.by_model;
         self.by_rule += other.by_rule;
+        self.component_calls += other.component_calls;
         for (why, n) in &other.rule_why {
             *self.rule_why.entry(why).or_default() += n;
         }
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+    }
+}
+
+/// An uploaded component's model calls in a backtest, answered by the run's source with the
+/// personality first, as the server's agent port does.
+struct OraclePort {
+    oracle: Arc<dyn Oracle>,
+    model_id: String,
+    personality: String,
+    tally: Mutex<DecisionTally>,
+}
+
+impl ModelPort for OraclePort {
+    fn complete(
+        &self,
+        call: ModelCall,
+    ) -> Pin<Box<dyn Future<Output = Result<ModelReply, ModelFailure>> + Send + '_>> {
+        Box::pin(async move {
+            let asked = match thinking::request_of(&self.model_id, &self.personality, call) {
+                Ok(request) => self.oracle.ask("backtest", &request).await,
+                Err(error) => Err(error),
+            };
+            let mut tally = self.tally.lock().unwrap_or_else(|p| p.into_inner());
+            tally.component_calls += 1;
+            match asked {
+                Ok(completion) => {
+                    tally.prompt_tokens += completion.prompt_tokens;
+                    tally.completion_tokens += completion.completion_tokens;
+                    Ok(thinking::reply_of(&completion))
+                }
+                Err(error) => {
+                    *tally.rule_why.entry(thinking::why_of(&error)).or_default() += 1;
+                    Err(thinking::failure_of(error))
+                }
+            }
+        })
     }
 }
 

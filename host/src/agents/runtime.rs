@@ -50,6 +50,7 @@ impl Runtime {
         config.max_component_bytes = (settings.max_component_mib << 20) as usize;
         config.runtime_memory_bytes = (settings.max_guest_memory_mib << 20) as usize;
         config.runtime_fuel_per_tick = settings.runtime_fuel_per_tick;
+        config.max_model_calls_per_tick = settings.model_calls_per_tick;
         config.compile_workers = settings.compile_workers as usize;
         config.compile_timeout = Duration::from_secs(settings.compile_timeout_secs);
         Runtime {

@@ -2,7 +2,10 @@
 //! tick a live paper agent (the same sandbox, limits and fill model), and record metrics, the
 //! equity curve, trades and faults; `report` turns those into the summary.
 
+use std::sync::Arc;
+
 use super::engine::{LoadedStrategy, Sandbox};
+use super::model::ModelPort;
 use super::report::{Breakdown, Summary, SummaryInput, summarize};
 use super::tick::{AgentSettings, TickInput};
 use crate::market::{Candle, Interval, MarketError, MarketFeed, Pair};
@@ -138,11 +141,20 @@ pub fn run_backtest(
     spec: &BacktestSpec,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<BacktestReport, MarketError> {
-    run_backtest_reviewed(sandbox, strategy, feed, spec, progress, &mut |p| p.orders)
+    run_backtest_reviewed(
+        sandbox,
+        strategy,
+        feed,
+        spec,
+        progress,
+        &mut |p| p.orders,
+        None,
+    )
 }
 
 /// [`run_backtest`], with each tick's orders as `review` returns them from the strategy's
-/// [`Proposal`] (faulted ticks are not reviewed).
+/// [`Proposal`] (faulted ticks are not reviewed), and a component's own model calls answered
+/// by `model` (without one, each answers `no-endpoint`).
 pub fn run_backtest_reviewed(
     sandbox: &Sandbox,
     strategy: &LoadedStrategy,
@@ -150,6 +162,7 @@ pub fn run_backtest_reviewed(
     spec: &BacktestSpec,
     progress: &mut dyn FnMut(usize, usize),
     review: &mut dyn FnMut(Proposal<'_>) -> Vec<OrderRequest>,
+    model: Option<Arc<dyn ModelPort>>,
 ) -> Result<BacktestReport, MarketError> {
     let candles = feed.candles(
         &spec.pair,
@@ -194,7 +207,12 @@ pub fn run_backtest_reviewed(
             portfolio,
             state: &state,
         };
-        let outcome = sandbox.tick_as(&spec.agent_id, strategy, &input);
+        let outcome = match &model {
+            Some(port) if strategy.uses_model() => wasmtime_wasi::runtime::in_tokio(
+                sandbox.tick_async(&spec.agent_id, strategy, &input, Some(port.clone())),
+            ),
+            _ => sandbox.tick_as(&spec.agent_id, strategy, &input),
+        };
         fuel_used += outcome.fuel_used;
         fuel_max = fuel_max.max(outcome.fuel_used);
         match outcome.result {

@@ -799,3 +799,64 @@ async fn a_components_calls_are_limited_per_tick_and_by_the_budget() {
     assert_eq!(decision["action"], "sell", "{decision}");
     assert_eq!(decision["reason"], "model error: no-key");
 }
+
+/// An uploaded component's own calls in a backtest go to the same source: recorded once,
+/// replayed to the same report.
+#[tokio::test]
+async fn a_components_backtest_records_and_replays_its_own_calls() {
+    let provider = FakeProvider::openai((0..24).map(|_| Reply::answer("buy 0.1")).collect()).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let component = dir.path().join("probe.wasm");
+    std::fs::write(
+        &component,
+        crucible::sandbox::test_guest("model-probe").expect("probe"),
+    )
+    .expect("write");
+    let recording = dir.path().join("calls.jsonl");
+    let base = provider.base.clone();
+    let run = |replay: bool| {
+        let (dir, component, recording, base) = (
+            dir.path().to_owned(),
+            component.clone(),
+            recording.clone(),
+            base.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_crucible"));
+            command
+                .env_remove("CRUCIBLE_DATA_DIR")
+                .env("BACKTEST_MODEL_KEY", ACCOUNT_KEY)
+                .args(["strategy", "backtest"])
+                .arg(&component)
+                .args(["--days", "1", "--json", "--model", "openai/gpt-test"])
+                .args(["--personality", "ask 1", "--data-dir"])
+                .arg(&dir);
+            if replay {
+                command.arg("--model-replay").arg(&recording);
+            } else {
+                command
+                    .args(["--model-endpoint", &format!("openai={base}")])
+                    .args(["--model-key-env", "BACKTEST_MODEL_KEY", "--model-record"])
+                    .arg(&recording);
+            }
+            let output = command.output().expect("run crucible");
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let report: Value = serde_json::from_slice(&output.stdout).expect("json");
+            report
+        })
+    };
+    let mut recorded = run(false).await.expect("recorded");
+    assert_eq!(provider.seen().len(), 24, "one call a tick");
+    assert_eq!(provider.seen()[0].body["messages"][0]["content"], "ask 1");
+    assert_eq!(recorded["decisions"]["componentCalls"], 24);
+    assert!(recorded["trades"].as_array().is_some_and(|t| !t.is_empty()));
+    let mut replayed = run(true).await.expect("replayed");
+    assert_eq!(provider.seen().len(), 24, "the replay calls no one");
+    recorded["decisions"]["source"] = Value::Null;
+    replayed["decisions"]["source"] = Value::Null;
+    assert_eq!(recorded, replayed);
+}

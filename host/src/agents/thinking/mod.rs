@@ -18,7 +18,7 @@ mod verdict;
 
 pub(crate) use briefing::{Briefing, DECISIONS_SHOWN, PastDecision};
 pub(crate) use decisions::{DecidedBy, DecisionRecord, DecisionView};
-pub(crate) use port::{AgentPort, ModelUse};
+pub(crate) use port::{AgentPort, ModelUse, failure_of, reply_of, request_of};
 pub(crate) use readiness::{ModelAccess, ModelView};
 pub(crate) use verdict::{Action, Verdict};
 

@@ -100,36 +100,8 @@ impl AgentPort {
         self.use_.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn request(&self, call: ModelCall) -> Result<ModelRequest, ModelError> {
-        let Some((vendor, model)) = ModelRequest::split_model_id(&self.model_id) else {
-            return Err(ModelError::NoEndpoint(self.model_id.clone()));
-        };
-        let json_schema = match call.json_schema {
-            None => None,
-            Some(text) => Some(serde_json::from_str(&text).map_err(|error| {
-                ModelError::Malformed(format!("the request's json-schema is not JSON: {error}"))
-            })?),
-        };
-        Ok(ModelRequest {
-            vendor: vendor.to_owned(),
-            model: model.to_owned(),
-            personality: self.personality.clone(),
-            messages: call
-                .messages
-                .into_iter()
-                .map(|(role, content)| match role {
-                    ModelRole::User => Message::user(content),
-                    ModelRole::Assistant => Message::assistant(content),
-                })
-                .collect(),
-            max_tokens: call.max_tokens.clamp(1, MAX_ANSWER_TOKENS),
-            temperature: call.temperature,
-            json_schema,
-        })
-    }
-
     async fn ask(&self, call: ModelCall) -> Result<ModelReply, ModelError> {
-        let request = self.request(call)?;
+        let request = request_of(&self.model_id, &self.personality, call)?;
         {
             let mut held = self.lock();
             held.1.calls += 1;
@@ -150,6 +122,7 @@ impl AgentPort {
             crate::models::complete_for(&self.state, &self.account_id, &request).await?;
         let tokens = completion.prompt_tokens + completion.completion_tokens;
         let latency_ms = completion.latency.as_millis() as u64;
+        let reply = reply_of(&completion);
         let mut held = self.lock();
         held.0 = held.0.saturating_sub(tokens);
         let used = &mut held.1;
@@ -157,13 +130,51 @@ impl AgentPort {
         used.prompt_tokens += completion.prompt_tokens;
         used.completion_tokens += completion.completion_tokens;
         used.latency_ms += latency_ms;
-        used.completion = Some(completion.text.clone());
-        Ok(ModelReply {
-            text: completion.text,
-            prompt_tokens: u32::try_from(completion.prompt_tokens).unwrap_or(u32::MAX),
-            completion_tokens: u32::try_from(completion.completion_tokens).unwrap_or(u32::MAX),
-            latency_ms: u32::try_from(latency_ms).unwrap_or(u32::MAX),
-        })
+        used.completion = Some(completion.text);
+        Ok(reply)
+    }
+}
+
+/// A component's call as a request to `model_id` with `personality` as the system message.
+pub(crate) fn request_of(
+    model_id: &str,
+    personality: &str,
+    call: ModelCall,
+) -> Result<ModelRequest, ModelError> {
+    let Some((vendor, model)) = ModelRequest::split_model_id(model_id) else {
+        return Err(ModelError::NoEndpoint(model_id.to_owned()));
+    };
+    let json_schema = match call.json_schema {
+        None => None,
+        Some(text) => Some(serde_json::from_str(&text).map_err(|error| {
+            ModelError::Malformed(format!("the request's json-schema is not JSON: {error}"))
+        })?),
+    };
+    Ok(ModelRequest {
+        vendor: vendor.to_owned(),
+        model: model.to_owned(),
+        personality: personality.to_owned(),
+        messages: call
+            .messages
+            .into_iter()
+            .map(|(role, content)| match role {
+                ModelRole::User => Message::user(content),
+                ModelRole::Assistant => Message::assistant(content),
+            })
+            .collect(),
+        max_tokens: call.max_tokens.clamp(1, MAX_ANSWER_TOKENS),
+        temperature: call.temperature,
+        json_schema,
+    })
+}
+
+/// A completion as the component receives it.
+pub(crate) fn reply_of(completion: &crate::models::Completion) -> ModelReply {
+    ModelReply {
+        text: completion.text.clone(),
+        prompt_tokens: u32::try_from(completion.prompt_tokens).unwrap_or(u32::MAX),
+        completion_tokens: u32::try_from(completion.completion_tokens).unwrap_or(u32::MAX),
+        latency_ms: u32::try_from(completion.latency.as_millis()).unwrap_or(u32::MAX),
     }
 }
 
@@ -182,7 +193,7 @@ impl ModelPort for AgentPort {
 }
 
 /// A provider's error as the component sees it.
-fn failure_of(error: ModelError) -> ModelFailure {
+pub(crate) fn failure_of(error: ModelError) -> ModelFailure {
     match error {
         ModelError::NoEndpoint(_) => ModelFailure::NoEndpoint,
         ModelError::NoKey(_) => ModelFailure::NoKey,

@@ -30,7 +30,9 @@ function turn(message) {
       : Array.isArray(message)
         ? message
         : [message?.role ?? 'user', message?.content];
-  if (role !== 'user' && role !== 'assistant') throw new TypeError(`a turn's role is user or assistant, not ${role}`);
+  if (role !== 'user' && role !== 'assistant') {
+    throw new TypeError(`a turn's role is user or assistant, not ${role}`);
+  }
   if (typeof content !== 'string') throw new TypeError("a turn's content is a string");
   return { role, content };
 }
@@ -54,7 +56,8 @@ function askModel(messages, { maxTokens = 256, temperature = 0, jsonSchema, json
     // componentize-js throws an import's `err` as a ComponentError carrying it in `payload`.
     const failure = error?.payload ?? error;
     if (typeof failure?.tag !== 'string') throw error;
-    const detail = failure.tag === 'refused' ? failure.val : failure.tag === 'malformed' ? { reason: failure.val } : {};
+    const detail =
+      failure.tag === 'refused' ? failure.val : failure.tag === 'malformed' ? { reason: failure.val } : {};
     throw new ModelError(failure.tag, detail);
   }
   if (!json) return answer;
@@ -89,7 +92,9 @@ function buyReason(ctx, fast, slow) {
         'decline the entry, with a short reason.',
       { maxTokens: 150, temperature: 0, jsonSchema: CONFIRM, json: true },
     );
-    if (typeof json?.confirm !== 'boolean') throw new ModelError('malformed', { reason: 'the answer does not follow the schema' });
+    if (typeof json?.confirm !== 'boolean') {
+      throw new ModelError('malformed', { reason: 'the answer does not follow the schema' });
+    }
     const why = String(json.reason ?? '').trim().slice(0, 120);
     if (!json.confirm) {
       log('info', `model declined the entry: ${why}`);
@@ -132,7 +137,9 @@ export function onTick(ctx) {
       orders.push({ side: 'sell', size: { tag: 'all' }, reason: 'EMA 12/48 crossed down' });
     } else if (!holding && memory.fastAbove === false && above) {
       const reason = buyReason(ctx, fast, slow);
-      if (reason !== null) orders.push({ side: 'buy', size: { tag: 'fraction-of-equity', val: 0.5 }, reason });
+      if (reason !== null) {
+        orders.push({ side: 'buy', size: { tag: 'fraction-of-equity', val: 0.5 }, reason });
+      }
     }
     memory.fastAbove = above;
   }

@@ -119,8 +119,10 @@ def _bindings() -> Any:
 def _turns(messages: Union[MessageLike, Sequence[MessageLike]]) -> list[tuple[str, str]]:
     # One message on its own is a one-turn conversation; a tuple is one `(role, text)` turn
     # when it starts with a role, else a sequence of turns.
-    single_tuple = isinstance(messages, tuple) and len(messages) == 2 and messages[0] in (*ROLES, "system")
-    if isinstance(messages, (str, Mapping)) or single_tuple:
+    one_tuple = (
+        isinstance(messages, tuple) and len(messages) == 2 and messages[0] in (*ROLES, "system")
+    )
+    if isinstance(messages, (str, Mapping)) or one_tuple:
         messages = [messages]
     turns = [_turn(message) for message in _iterable(messages)]
     if not turns:
@@ -132,7 +134,8 @@ def _iterable(messages: Any) -> Iterable[Any]:
     try:
         return iter(messages)
     except TypeError:
-        raise ValueError(f"messages must be a list of messages, not {type(messages).__name__}") from None
+        kind = type(messages).__name__
+        raise ValueError(f"messages must be a list of messages, not {kind}") from None
 
 
 def _turn(message: Any) -> tuple[str, str]:

@@ -32,6 +32,8 @@ const GUEST_BUILDS: &[GuestBuild] = &[
             "strategy-gambler",
             "strategy-rogue",
             "hostile-guest",
+            "model-probe-guest",
+            "v0-1-guest",
         ],
         args: &[],
         outputs: &[
@@ -42,6 +44,8 @@ const GUEST_BUILDS: &[GuestBuild] = &[
             ("strategy_gambler.wasm", "strategy_gambler.wasm"),
             ("strategy_rogue.wasm", "strategy_rogue.wasm"),
             ("hostile_guest.wasm", "hostile_guest.wasm"),
+            ("model_probe_guest.wasm", "model_probe_guest.wasm"),
+            ("v0_1_guest.wasm", "v0_1_guest.wasm"),
         ],
     },
     GuestBuild {

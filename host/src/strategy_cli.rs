@@ -124,8 +124,14 @@ fn check(args: CheckArgs) -> anyhow::Result<()> {
         .load(&bytes)
         .with_context(|| format!("{} is not a usable strategy", args.file.display()))?;
     println!("ok: {}", args.file.display());
+    let imports = if loaded.uses_model() {
+        "host.log + model.complete + WASI"
+    } else {
+        "host.log + WASI"
+    };
     println!(
-        "  world    crucible:strategy/strategy@0.1.0 (exports on-tick, imports host.log + WASI)"
+        "  world    crucible:strategy/strategy@{} (exports on-tick, imports {imports})",
+        loaded.wit_version()
     );
     println!("  size     {} bytes", loaded.size);
     println!("  sha256   {}", loaded.hash);

@@ -1,7 +1,8 @@
 //! `crucible strategy new NAME --lang rust|python|js`: a working strategy project to start
 //! from, with its build command in its README.
 //!
-//! Each project carries what it needs to build on its own: the WIT world (`wit/strategy.wit`),
+//! Each project carries what it needs to build on its own: the WIT world (`wit/strategy.wit`,
+//! the current `crucible:strategy@0.2.0`),
 //! and for Python the `crucible_strategy` helper package (bundled into the component). A Rust
 //! project depends on the `crucible-sdk` of the checkout this binary was built from.
 
@@ -188,7 +189,9 @@ mod tests {
             assert_eq!(run(&args).expect("scaffold"), dir);
             assert!(dir.join(entry).is_file(), "{lang:?}: {entry}");
             let wit = std::fs::read_to_string(dir.join("wit/strategy.wit")).expect("wit");
-            assert!(wit.contains("package crucible:strategy@0.1.0"));
+            // The current contract (0.2.0: `model` included), what the SDKs target.
+            assert!(wit.contains("package crucible:strategy@0.2.0"));
+            assert!(wit.contains("interface model"));
             let readme = std::fs::read_to_string(dir.join("README.md")).expect("readme");
             assert!(
                 readme.contains("trend-one") && !readme.contains("{{"),

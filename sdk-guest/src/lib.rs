@@ -32,6 +32,8 @@
 //! Build with `cargo build --release --target wasm32-wasip2`, then try it with
 //! `crucible strategy backtest target/wasm32-wasip2/release/<name>.wasm`.
 //!
+//! A strategy may also ask the agent's language model: see [`model::ask_model`].
+//!
 //! The same strategy compiles natively (the `export!` line only emits the component export
 //! on `wasm32`), so its logic can be unit-tested with plain `cargo test`.
 //!
@@ -51,6 +53,7 @@ extern crate alloc;
 
 pub mod costs;
 pub mod indicators;
+pub mod model;
 pub mod prelude;
 #[cfg(all(target_arch = "wasm32", not(feature = "std")))]
 mod runtime;
@@ -62,7 +65,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use serde::{Serialize, de::DeserializeOwned};
 
-/// The generated bindings of `wit/strategy.wit`. Not part of the API: use the types above.
+/// The generated bindings of `wit/strategy.wit` (`crucible:strategy@0.2.0`). Not part of the
+/// API: use the types above. A component imports only what it calls: one that never calls
+/// [`model::ask_model`] does not import `model`.
 #[doc(hidden)]
 pub mod __bindings {
     wit_bindgen::generate!({

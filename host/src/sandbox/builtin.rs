@@ -13,6 +13,8 @@ static ROGUE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/strategy_rogue.w
 static HOSTILE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile_guest.wasm"));
 static HOSTILE_STD: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile_std_guest.wasm"));
 static WRONG_WORLD: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/wrong_world_guest.wasm"));
+static MODEL_PROBE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/model_probe_guest.wasm"));
+static V0_1: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/v0_1_guest.wasm"));
 
 /// The component of a class's built-in strategy.
 pub fn builtin_component(class: &str) -> Option<&'static [u8]> {
@@ -28,13 +30,17 @@ pub fn builtin_component(class: &str) -> Option<&'static [u8]> {
 }
 
 /// Test fixtures: `hostile` (misbehaves as its agent's personality says; `no_std` like the
-/// built-in strategies), `hostile-std` (the same, linking Rust's `std`) and `wrong-world`.
+/// built-in strategies), `hostile-std` (the same, linking Rust's `std`), `wrong-world`,
+/// `model-probe` (asks the model as its personality says: `ask N`, `schema`, `spin`) and
+/// `v0.1.0` (built against the archived `wit/v0.1.0` contract).
 /// Shipped in the binary because they are small and let operators check a deployment's limits.
 pub fn test_guest(name: &str) -> Option<&'static [u8]> {
     match name {
         "hostile" => Some(HOSTILE),
         "hostile-std" => Some(HOSTILE_STD),
         "wrong-world" => Some(WRONG_WORLD),
+        "model-probe" => Some(MODEL_PROBE),
+        "v0.1.0" => Some(V0_1),
         _ => None,
     }
 }

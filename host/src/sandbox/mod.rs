@@ -7,12 +7,22 @@
 //! guest (trap, timeout, memory, flood, malformed output) becomes a [`TickFault`] for that tick
 //! alone. This module never touches the database, the market or the ledger: callers hand it a
 //! [`TickInput`] and get orders back.
+//!
+//! Two versions of the contract are served side by side (`wit/README.md`): `0.1.0` and `0.2.0`,
+//! which adds the agent's language model. Components that never import `model` tick on the
+//! synchronous engine (the fast path); those that do tick on a second, asynchronous engine
+//! ([`Sandbox::tick_async`]) so a tick waiting for a model holds no OS thread. The sandbox knows
+//! nothing of providers: the host hands it a [`ModelPort`].
 
+mod async_tick;
 mod backtest;
 mod builtin;
 mod cache;
 mod engine;
 mod gate;
+mod model;
+#[cfg(test)]
+mod model_tests;
 pub(crate) mod report;
 mod tick;
 mod wasi;
@@ -20,17 +30,36 @@ mod wasi;
 pub use backtest::{BacktestReport, BacktestSpec, FaultRecord, TradeRecord, run_backtest};
 pub use builtin::{BUILTIN_CLASSES, builtin_component, test_guest};
 pub use engine::{LoadedStrategy, Profile, Sandbox};
+pub use model::{ModelCall, ModelFailure, ModelPort, ModelReply, ModelRole};
 pub use tick::{AgentSettings, LogLine, TickInput, TickOutcome};
 
 use std::path::PathBuf;
 
-/// Generated host bindings of `wit/strategy.wit`.
+/// Generated host bindings of both served versions of the contract. The types are identical
+/// (0.2.0 only adds the `model` interface); `tick` converts to and from each with one macro.
 pub(crate) mod wit {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "strategy",
-        imports: { default: trappable },
-    });
+    /// `wit/v0.1.0/strategy.wit`: `crucible:strategy@0.1.0`, kept so its components run unchanged.
+    pub(crate) mod v0_1 {
+        wasmtime::component::bindgen!({
+            path: "../wit/v0.1.0",
+            world: "strategy",
+            imports: { default: trappable },
+        });
+    }
+
+    /// `wit/strategy.wit`: `crucible:strategy@0.2.0` (wit-parser reads only the `*.wit` files of
+    /// `wit/` itself, so the archived `v0.1.0/` beside it is not part of this package).
+    /// `model.complete` is an async host function: a tick waiting for the model yields its thread.
+    pub(crate) mod v0_2 {
+        wasmtime::component::bindgen!({
+            path: "../wit",
+            world: "strategy",
+            imports: {
+                "crucible:strategy/model.complete": async | trappable,
+                default: trappable,
+            },
+        });
+    }
 }
 
 /// Limits and resources of the sandbox, with their defaults.
@@ -80,6 +109,13 @@ pub struct SandboxConfig {
     pub max_state_bytes: usize,
     /// Ticks that may run at the same time (size of the instance pool).
     pub max_concurrent_ticks: u32,
+    /// Ticks of components that use the model which may be in progress at once, most of them
+    /// waiting for an answer (size of the second engine's instance pool; 1024). Address space
+    /// is reserved per slot, memory only as guests touch it.
+    pub max_model_ticks: u32,
+    /// `model.complete` calls one tick of an uploaded component may make (4); the calls beyond
+    /// answer `budget-exhausted` without reaching the model.
+    pub max_model_calls_per_tick: u32,
     /// Where compiled components are cached (`<data_dir>/components`); `None` = memory only.
     pub cache_dir: Option<PathBuf>,
     /// Key of the HMAC that authenticates every cached artifact before it is deserialised
@@ -107,6 +143,8 @@ impl Default for SandboxConfig {
             max_orders: 16,
             max_state_bytes: 64 << 10,
             max_concurrent_ticks: 32,
+            max_model_ticks: 1024,
+            max_model_calls_per_tick: 4,
             cache_dir: None,
             cache_key: [0; 32],
         }
@@ -132,7 +170,9 @@ pub enum LoadError {
     TooLarge { size: usize, limit: usize },
     #[error("not a WebAssembly component: {0}")]
     Invalid(String),
-    #[error("component does not target crucible:strategy/strategy@0.1.0: {0}")]
+    #[error(
+        "component does not target crucible:strategy/strategy (0.1.0 or 0.2.0, the versions this host serves): {0}"
+    )]
     WrongWorld(String),
     #[error("component cache: {0}")]
     Cache(#[from] std::io::Error),

@@ -1,15 +1,18 @@
 //! One tick: fresh store and instance, call `on-tick`, classify failures, validate the output.
+//! This is the synchronous tick (the fast path); ticks of components that use the model run
+//! the same steps as a future (`async_tick`).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use wasmtime::component::ResourceTable;
-use wasmtime::{ResourceLimiter, Store, Trap};
+use wasmtime::{Engine, ResourceLimiter, Store, Trap};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use super::engine::{EPOCH_TICK, LoadedStrategy, Profile, Sandbox};
+use super::engine::{EPOCH_TICK, LoadedStrategy, Pre, Profile, Sandbox};
+use super::model::ModelSession;
 use super::wasi::{self, WasiSeed};
-use super::wit::crucible::strategy::{host, types as w};
+use super::wit::{v0_1, v0_2};
 use super::{SandboxConfig, TickFault};
 use crate::market::{Candle, Signals};
 use crate::paper::{OrderRequest, OrderSize, PortfolioView, Side};
@@ -56,6 +59,23 @@ pub struct TickOutcome {
     pub fuel_used: u64,
     /// The most linear memory the instance asked for, bytes (its profile at upload).
     pub memory_peak: usize,
+    /// `model.complete` calls that reached the [`ModelPort`](super::ModelPort) (not those
+    /// answered `no-endpoint` or `budget-exhausted` by the sandbox), for the host to record.
+    pub model_calls: u32,
+}
+
+impl TickOutcome {
+    /// A tick that did not start: no instance, no fuel, `reason` as its fault.
+    pub(super) fn skipped(reason: &str) -> Self {
+        TickOutcome {
+            result: Err(TickFault::Instantiate(reason.into())),
+            logs: Vec::new(),
+            logs_dropped: 0,
+            fuel_used: 0,
+            memory_peak: 0,
+            model_calls: 0,
+        }
+    }
 }
 
 /// Per-tick store data: the limiter, the log sink and, for components that import WASI, the
@@ -68,6 +88,8 @@ pub(super) struct TickState {
     wasi_seed: Option<WasiSeed>,
     /// Built on the first WASI call of the tick, so a std guest that never calls WASI pays nothing.
     wasi: Option<WasiState>,
+    /// The tick's model calls (none reach a port on the synchronous engine: it links no `model`).
+    pub(super) model: ModelSession,
 }
 
 /// The WASI of one tick: `wasi:http` shares the resource table of the rest (its bodies are
@@ -125,16 +147,9 @@ impl WasiHttpView for TickState {
     }
 }
 
-impl w::Host for TickState {}
-
-impl host::Host for TickState {
-    fn log(&mut self, level: host::Level, message: String) -> wasmtime::Result<()> {
-        let level = match level {
-            host::Level::Debug => "debug",
-            host::Level::Info => "info",
-            host::Level::Warn => "warn",
-            host::Level::Error => "error",
-        };
+impl TickState {
+    /// `host.log`, of either contract version.
+    fn log_line(&mut self, level: &'static str, message: String) -> wasmtime::Result<()> {
         match self.logs().push(level, message) {
             Pushed::Ok => Ok(()),
             Pushed::Flood => wasmtime::bail!("log flood"),
@@ -142,6 +157,120 @@ impl host::Host for TickState {
         }
     }
 }
+
+/// `on-tick`'s result in either contract version (the types are the same in both), for
+/// `Sandbox::validate`.
+pub(super) struct GuestOutput {
+    orders: Vec<GuestOrder>,
+    state: Vec<u8>,
+}
+
+struct GuestOrder {
+    side: Side,
+    size: GuestSize,
+    reason: Option<String>,
+}
+
+/// The WIT `size`, not yet checked.
+#[derive(Debug)]
+enum GuestSize {
+    FractionOfEquity(f64),
+    BaseAmount(f64),
+    All,
+}
+
+/// What one contract version needs from the host beyond its generated bindings: `host.log`,
+/// the input copied into its `tick-context` (candles as six flat columns), and its
+/// `tick-output` read back. The versions share every type, so this is the same code for each.
+macro_rules! per_version {
+    ($v:ident) => {
+        const _: () = {
+            use $v::crucible::strategy::{host, types as w};
+
+            impl w::Host for TickState {}
+
+            impl host::Host for TickState {
+                fn log(&mut self, level: host::Level, message: String) -> wasmtime::Result<()> {
+                    let level = match level {
+                        host::Level::Debug => "debug",
+                        host::Level::Info => "info",
+                        host::Level::Warn => "warn",
+                        host::Level::Error => "error",
+                    };
+                    self.log_line(level, message)
+                }
+            }
+
+            impl From<&TickInput<'_>> for w::TickContext {
+                fn from(input: &TickInput<'_>) -> Self {
+                    let s = input.settings;
+                    let c = input.candles;
+                    w::TickContext {
+                        config: w::AgentConfig {
+                            class: s.class.clone(),
+                            base: s.base.clone(),
+                            quote: s.quote.clone(),
+                            interval: s.interval.clone(),
+                            max_allocation: s.max_allocation,
+                            personality: s.personality.clone(),
+                            model_id: s.model_id.clone(),
+                        },
+                        now: input.now,
+                        candles: w::Candles {
+                            ts: c.iter().map(|k| k.ts).collect(),
+                            open: c.iter().map(|k| k.open).collect(),
+                            high: c.iter().map(|k| k.high).collect(),
+                            low: c.iter().map(|k| k.low).collect(),
+                            close: c.iter().map(|k| k.close).collect(),
+                            volume: c.iter().map(|k| k.volume).collect(),
+                        },
+                        signals: w::Signals {
+                            sentiment: input.signals.sentiment,
+                            mention_volume: input.signals.mention_volume,
+                            exchange_net_flow: input.signals.exchange_net_flow,
+                            whale_net_buy: input.signals.whale_net_buy,
+                            active_wallets_change: input.signals.active_wallets_change,
+                        },
+                        portfolio: w::Portfolio {
+                            base: input.portfolio.base,
+                            quote: input.portfolio.quote,
+                            avg_entry_price: input.portfolio.avg_entry_price,
+                            equity: input.portfolio.equity,
+                        },
+                        state: input.state.to_vec(),
+                    }
+                }
+            }
+
+            impl From<w::TickOutput> for GuestOutput {
+                fn from(output: w::TickOutput) -> Self {
+                    GuestOutput {
+                        orders: output
+                            .orders
+                            .into_iter()
+                            .map(|order| GuestOrder {
+                                side: match order.side {
+                                    w::Side::Buy => Side::Buy,
+                                    w::Side::Sell => Side::Sell,
+                                },
+                                size: match order.size {
+                                    w::Size::FractionOfEquity(f) => GuestSize::FractionOfEquity(f),
+                                    w::Size::BaseAmount(a) => GuestSize::BaseAmount(a),
+                                    w::Size::All => GuestSize::All,
+                                },
+                                reason: order.reason,
+                            })
+                            .collect(),
+                        state: output.state,
+                    }
+                }
+            }
+        };
+    };
+}
+
+per_version!(v0_1);
+per_version!(v0_2);
 
 /// The tick's log: `host.log` calls and the lines a WASI guest writes to stdout/stderr, under
 /// one set of caps (lines kept, bytes per line, calls before a flood).
@@ -316,7 +445,7 @@ impl ProfileLimits {
 }
 
 impl TickState {
-    fn new(config: &SandboxConfig, limits: &ProfileLimits) -> Self {
+    pub(super) fn new(config: &SandboxConfig, limits: &ProfileLimits, model: ModelSession) -> Self {
         TickState {
             limiter: TickLimiter {
                 max_memory: limits.memory,
@@ -338,9 +467,19 @@ impl TickState {
             })),
             wasi_seed: None,
             wasi: None,
+            model,
         }
     }
 }
+
+/// How a tick's instance failed, for `Sandbox::settle`.
+pub(super) enum Failed {
+    Instantiate(wasmtime::Error),
+    Call(wasmtime::Error),
+}
+
+/// What running `on-tick` gave: the guest's own result, or how the instance failed.
+pub(super) type Ran = Result<Result<GuestOutput, String>, Failed>;
 
 impl Sandbox {
     /// The fuel one tick of `strategy` may burn (per its profile).
@@ -358,11 +497,41 @@ impl Sandbox {
 
     /// Run one tick of `strategy` for agent `agent_id`: a WASI guest's random numbers are seeded
     /// from the agent id and the tick time, so a replay of the same tick sees the same values.
+    ///
+    /// Blocks the calling thread for the tick (use a blocking thread). A component that uses the
+    /// model runs here too, driven to completion on this thread, with no model: every call
+    /// answers `no-endpoint` (what a backtest sees). Live ticks of those go through
+    /// [`Sandbox::tick_async`].
     pub fn tick_as(
         &self,
         agent_id: &str,
         strategy: &LoadedStrategy,
         input: &TickInput<'_>,
+    ) -> TickOutcome {
+        match &strategy.pre {
+            Pre::V1(pre) => self.tick_sync(agent_id, strategy, input, |store| {
+                let instance = pre.instantiate(&mut *store).map_err(Failed::Instantiate)?;
+                let ran = instance.call_on_tick(store, &input.into());
+                Ok(ran.map_err(Failed::Call)?.map(GuestOutput::from))
+            }),
+            Pre::V2(pre) => self.tick_sync(agent_id, strategy, input, |store| {
+                let instance = pre.instantiate(&mut *store).map_err(Failed::Instantiate)?;
+                let ran = instance.call_on_tick(store, &input.into());
+                Ok(ran.map_err(Failed::Call)?.map(GuestOutput::from))
+            }),
+            Pre::Model(_) => {
+                wasmtime_wasi::runtime::in_tokio(self.tick_async(agent_id, strategy, input, None))
+            }
+        }
+    }
+
+    /// The synchronous tick around `run` (instantiate and call, per contract version).
+    fn tick_sync(
+        &self,
+        agent_id: &str,
+        strategy: &LoadedStrategy,
+        input: &TickInput<'_>,
+        run: impl FnOnce(&mut Store<TickState>) -> Ran,
     ) -> TickOutcome {
         let profile = strategy.profile();
         let limits = ProfileLimits::of(&self.config, profile);
@@ -372,49 +541,83 @@ impl Sandbox {
             Profile::Runtime => match self.runtime_ticks.enter(self.config.tick_wall_time) {
                 Some(permit) => Some(permit),
                 None => {
-                    return TickOutcome {
-                        result: Err(TickFault::Instantiate(
-                            "every runtime slot stayed busy; the tick is skipped".into(),
-                        )),
-                        logs: Vec::new(),
-                        logs_dropped: 0,
-                        fuel_used: 0,
-                        memory_peak: 0,
-                    };
+                    return TickOutcome::skipped(
+                        "every runtime slot stayed busy; the tick is skipped",
+                    );
                 }
             },
         };
-        let mut data = TickState::new(&self.config, &limits);
+        let mut store = self.store(
+            &self.fast.engine,
+            agent_id,
+            strategy,
+            input,
+            &limits,
+            ModelSession::new(None, 0),
+        );
+        store.epoch_deadline_trap();
+        store.set_epoch_deadline(epochs(self.config.tick_wall_time));
+        let result = match store.set_fuel(limits.fuel) {
+            Err(e) => Err(TickFault::Instantiate(e.to_string())),
+            Ok(()) => {
+                let ran = run(&mut store);
+                self.settle(ran, store.data(), &limits)
+            }
+        };
+        self.outcome(store, limits.fuel, result)
+    }
+
+    /// A fresh store for one tick of `strategy` on `engine`: limiter, hostcall fuel, the WASI
+    /// seed of WASI guests, the model session. Fuel and the epoch deadline are the caller's.
+    pub(super) fn store(
+        &self,
+        engine: &Engine,
+        agent_id: &str,
+        strategy: &LoadedStrategy,
+        input: &TickInput<'_>,
+        limits: &ProfileLimits,
+        model: ModelSession,
+    ) -> Store<TickState> {
+        let mut data = TickState::new(&self.config, limits, model);
         if strategy.wasi {
             data.wasi_seed = Some(WasiSeed::new(agent_id, input.now));
         }
-        let mut store = Store::new(&self.engine, data);
+        let mut store = Store::new(engine, data);
         store.limiter(|s| &mut s.limiter);
         store.set_hostcall_fuel(self.config.max_hostcall_bytes);
-        store.epoch_deadline_trap();
-        store.set_epoch_deadline(epochs(self.config.tick_wall_time));
-        let fuel = limits.fuel;
-        let result = match store.set_fuel(fuel) {
-            Err(e) => Err(TickFault::Instantiate(e.to_string())),
-            Ok(()) => {
-                let ctx = to_wit(input);
-                match strategy.pre.instantiate(&mut store) {
-                    Err(e) => Err(self.classify(&e, store.data(), &limits, true)),
-                    Ok(instance) => match instance.call_on_tick(&mut store, &ctx) {
-                        Err(e) => Err(self.classify(&e, store.data(), &limits, false)),
-                        Ok(Err(message)) => Err(TickFault::StrategyError(truncate(message, 200))),
-                        Ok(Ok(output)) => self.validate(output),
-                    },
-                }
-            }
-        };
-        let state = store.data();
-        let copied = state.logs().copied;
+        store
+    }
+
+    /// The tick's result from what running it gave.
+    pub(super) fn settle(
+        &self,
+        ran: Ran,
+        state: &TickState,
+        limits: &ProfileLimits,
+    ) -> Result<(Vec<OrderRequest>, Vec<u8>), TickFault> {
+        match ran {
+            Err(Failed::Instantiate(e)) => Err(self.classify(&e, state, limits, true)),
+            Err(Failed::Call(e)) => Err(self.classify(&e, state, limits, false)),
+            Ok(Err(message)) => Err(TickFault::StrategyError(truncate(message, 200))),
+            Ok(Ok(output)) => self.validate(output),
+        }
+    }
+
+    /// The outcome of a tick that ran in `store` with `fuel`: fuel used (with the bytes it
+    /// logged), memory peak, logs and model calls.
+    pub(super) fn outcome(
+        &self,
+        store: Store<TickState>,
+        fuel: u64,
+        result: Result<(Vec<OrderRequest>, Vec<u8>), TickFault>,
+    ) -> TickOutcome {
+        let copied = store.data().logs().copied;
         let fuel_used = fuel
             .saturating_sub(store.get_fuel().unwrap_or(0))
             .saturating_add(copied.saturating_mul(self.config.log_fuel_per_byte));
         let state = store.into_data();
         let memory_peak = state.limiter.peak;
+        let model_calls = state.model.reached;
         let mut logs = state.logs();
         logs.finish();
         TickOutcome {
@@ -423,10 +626,11 @@ impl Sandbox {
             logs_dropped: logs.dropped,
             fuel_used,
             memory_peak,
+            model_calls,
         }
     }
 
-    fn classify(
+    pub(super) fn classify(
         &self,
         error: &wasmtime::Error,
         state: &TickState,
@@ -466,7 +670,7 @@ impl Sandbox {
         }
     }
 
-    fn validate(&self, output: w::TickOutput) -> Result<(Vec<OrderRequest>, Vec<u8>), TickFault> {
+    fn validate(&self, output: GuestOutput) -> Result<(Vec<OrderRequest>, Vec<u8>), TickFault> {
         let limits = &self.config;
         if output.orders.len() > limits.max_orders {
             return Err(TickFault::InvalidOutput(format!(
@@ -485,23 +689,19 @@ impl Sandbox {
         let mut orders = Vec::with_capacity(output.orders.len());
         for (i, order) in output.orders.into_iter().enumerate() {
             let size = match order.size {
-                w::Size::FractionOfEquity(f) if f.is_finite() && f > 0.0 && f <= 1.0 => {
+                GuestSize::FractionOfEquity(f) if f.is_finite() && f > 0.0 && f <= 1.0 => {
                     OrderSize::FractionOfEquity(f)
                 }
-                w::Size::BaseAmount(a) if a.is_finite() && a > 0.0 => OrderSize::BaseAmount(a),
-                w::Size::All => OrderSize::All,
+                GuestSize::BaseAmount(a) if a.is_finite() && a > 0.0 => OrderSize::BaseAmount(a),
+                GuestSize::All => OrderSize::All,
                 other => {
                     return Err(TickFault::InvalidOutput(format!(
                         "order {i}: size {other:?} (fractions are in (0, 1], amounts positive)"
                     )));
                 }
             };
-            let side = match order.side {
-                w::Side::Buy => Side::Buy,
-                w::Side::Sell => Side::Sell,
-            };
             orders.push(OrderRequest {
-                side,
+                side: order.side,
                 size,
                 reason: order.reason.map(|r| truncate(r, 200)),
             });
@@ -511,48 +711,8 @@ impl Sandbox {
 }
 
 /// Epoch ticks in `wall` (at least one).
-fn epochs(wall: std::time::Duration) -> u64 {
+pub(super) fn epochs(wall: std::time::Duration) -> u64 {
     (wall.as_millis() / EPOCH_TICK.as_millis().max(1)).max(1) as u64
-}
-
-/// Copy the input into the WIT context: candles as six flat columns.
-fn to_wit(input: &TickInput<'_>) -> w::TickContext {
-    let s = input.settings;
-    let c = input.candles;
-    w::TickContext {
-        config: w::AgentConfig {
-            class: s.class.clone(),
-            base: s.base.clone(),
-            quote: s.quote.clone(),
-            interval: s.interval.clone(),
-            max_allocation: s.max_allocation,
-            personality: s.personality.clone(),
-            model_id: s.model_id.clone(),
-        },
-        now: input.now,
-        candles: w::Candles {
-            ts: c.iter().map(|k| k.ts).collect(),
-            open: c.iter().map(|k| k.open).collect(),
-            high: c.iter().map(|k| k.high).collect(),
-            low: c.iter().map(|k| k.low).collect(),
-            close: c.iter().map(|k| k.close).collect(),
-            volume: c.iter().map(|k| k.volume).collect(),
-        },
-        signals: w::Signals {
-            sentiment: input.signals.sentiment,
-            mention_volume: input.signals.mention_volume,
-            exchange_net_flow: input.signals.exchange_net_flow,
-            whale_net_buy: input.signals.whale_net_buy,
-            active_wallets_change: input.signals.active_wallets_change,
-        },
-        portfolio: w::Portfolio {
-            base: input.portfolio.base,
-            quote: input.portfolio.quote,
-            avg_entry_price: input.portfolio.avg_entry_price,
-            equity: input.portfolio.equity,
-        },
-        state: input.state.to_vec(),
-    }
 }
 
 /// Cut a string to at most `max` bytes on a character boundary.

@@ -3,15 +3,73 @@
 Built into a WebAssembly component with componentize-py (see build.sh); the server runs it in
 the same sandbox as the built-in classes. Every tick is a fresh instance, so anything to
 remember goes into the returned state.
+
+An agent with a personality also asks its language model (``crucible_strategy.model``) to confirm
+each entry the rule signals, with a JSON-schema answer; the model's reason goes into the order's
+reason. A declined entry is not asked about again for a few candles (calls count against the
+agent's budget). When the model gives no answer (no key, budget spent, timeout...), the rule
+decides alone. Exits (the trailing stop, the EMA cross under) never wait for the model. Without a
+personality (backtests, the upload's dry tick) the model is never asked.
 """
+
+from typing import Optional
 
 import wit_world
 from wit_world.imports import host, types
 
 from crucible_strategy import indicators, orders, state
+from crucible_strategy.model import ModelError, ask_model
 
 FAST, SLOW = 12, 48
 TRAIL = 0.06  # give back at most 6 % from the high since entry
+QUIET_AFTER_DECLINE = 6  # candles without asking again after the model declines an entry
+
+CONFIRM = {
+    "type": "object",
+    "properties": {
+        "confirm": {"type": "boolean"},
+        # No maxLength: strict structured-output modes refuse it; the reason is cut here instead.
+        "reason": {"type": "string"},
+    },
+    "required": ["confirm", "reason"],
+    "additionalProperties": False,
+}
+
+
+def confirm_entry(ctx: types.TickContext, price: float, fast: float, slow: float, rsi: float):
+    """The model's verdict on entering now: ``(confirm, reason)``. Raises ``ModelError`` when
+    the model gives no usable answer."""
+    s = ctx.signals
+    question = (
+        f"{ctx.config.base}/{ctx.config.quote} on {ctx.config.interval} candles, last close "
+        f"{price:.4f}. EMA{FAST} {fast:.4f} is over EMA{SLOW} {slow:.4f}, RSI {rsi:.0f}. "
+        f"Signals: sentiment {s.sentiment:+.2f}, mention volume {s.mention_volume:.2f}x, "
+        f"exchange net flow {s.exchange_net_flow:+.4f}, whale net buy {s.whale_net_buy:+.2f}, "
+        f"active wallets {s.active_wallets_change:+.1%}. A momentum rule says buy now. "
+        "Confirm or decline the entry, with a short reason."
+    )
+    answer = ask_model(question, max_tokens=150, temperature=0.0, json_schema=CONFIRM).json()
+    if not isinstance(answer, dict) or not isinstance(answer.get("confirm"), bool):
+        raise ModelError("malformed", reason="the answer does not follow the schema")
+    return answer["confirm"], str(answer.get("reason", "")).strip()[:120]
+
+
+def entry_reason(ctx: types.TickContext, memory: dict, price: float, fast: float, slow: float,
+                 rsi: float) -> Optional[str]:
+    """Why to enter now, or ``None`` when the agent's model declines the entry."""
+    rule = f"EMA{FAST} over EMA{SLOW}, RSI {rsi:.0f}"
+    if not ctx.config.personality:
+        return rule
+    try:
+        confirmed, why = confirm_entry(ctx, price, fast, slow, rsi)
+    except ModelError as error:
+        host.log(host.Level.WARN, f"model gave no answer ({error}); the rule decides")
+        return rule
+    if not confirmed:
+        host.log(host.Level.INFO, f"model declined the entry: {why}")
+        memory["quiet"] = QUIET_AFTER_DECLINE
+        return None
+    return f"{rule}; model: {why}"
 
 
 class WitWorld(wit_world.WitWorld):
@@ -36,9 +94,13 @@ class WitWorld(wit_world.WitWorld):
             elif fast < slow:
                 placed.append(orders.sell_all("fast EMA crossed under slow"))
                 memory["peak"] = None
+        elif memory.get("quiet", 0) > 0:
+            memory["quiet"] -= 1
         elif fast > slow and 50 < rsi < 70:
-            allocation = ctx.config.max_allocation / 100
-            placed.append(orders.buy(allocation, f"EMA{FAST} over EMA{SLOW}, RSI {rsi:.0f}"))
-            memory["peak"] = price
-            host.log(host.Level.INFO, f"entering at {price:.2f}")
+            reason = entry_reason(ctx, memory, price, fast, slow, rsi)
+            if reason is not None:
+                allocation = ctx.config.max_allocation / 100
+                placed.append(orders.buy(allocation, reason))
+                memory["peak"] = price
+                host.log(host.Level.INFO, f"entering at {price:.2f}")
         return orders.output(placed, state.dump(memory))

@@ -1,21 +1,24 @@
 //! Strategies written in Python (componentize-py) and JavaScript (componentize-js): the
-//! examples backtest and trade, the deterministic WASI holds for a real interpreter (clock and
-//! random replay; files and sockets refused), and uploads go through compile, dry tick and
-//! profile.
+//! examples backtest and trade, ask their model to confirm entries (and trade without it), the
+//! deterministic WASI holds for a real interpreter (clock and random replay; files and sockets
+//! refused), and uploads go through compile, dry tick and profile.
 //!
 //! The components are built outside cargo (`examples/python-momentum/build.sh`,
 //! `test-guests/python-probe/build.sh`, `examples/js-momentum/build.mjs`, all run by `.ci/run`
 //! into `target/guests/`), so these tests are ignored by a plain `cargo test` and run by CI with
 //! `--ignored`.
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crucible::market::{Interval, MarketFeed, Pair, SimulatedMarket};
-use crucible::paper::{Ledger, PaperConfig};
+use crucible::paper::{Ledger, PaperConfig, Side};
 use crucible::sandbox::{
-    AgentSettings, BacktestSpec, LoadedStrategy, Profile, Sandbox, SandboxConfig, TickFault,
-    TickInput, TickOutcome, run_backtest,
+    AgentSettings, BacktestSpec, LoadedStrategy, ModelCall, ModelFailure, ModelPort, ModelReply,
+    ModelRole, Profile, Sandbox, SandboxConfig, TickFault, TickInput, TickOutcome, run_backtest,
 };
 use serde_json::json;
 
@@ -90,6 +93,168 @@ fn probe_tick(
         state: &[],
     };
     sandbox.tick_as(agent, guest, &input)
+}
+
+/// A model that gives one answer to every call and remembers the calls.
+struct FakeModel {
+    answer: Result<ModelReply, ModelFailure>,
+    calls: Mutex<Vec<ModelCall>>,
+}
+
+impl FakeModel {
+    fn new(answer: Result<&str, ModelFailure>) -> Arc<Self> {
+        Arc::new(FakeModel {
+            answer: answer.map(|text| ModelReply {
+                text: text.into(),
+                prompt_tokens: 120,
+                completion_tokens: 12,
+                latency_ms: 900,
+            }),
+            calls: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn calls(&self) -> Vec<ModelCall> {
+        self.calls.lock().expect("calls").clone()
+    }
+}
+
+impl ModelPort for FakeModel {
+    fn complete(
+        &self,
+        call: ModelCall,
+    ) -> Pin<Box<dyn Future<Output = Result<ModelReply, ModelFailure>> + Send + '_>> {
+        Box::pin(async move {
+            self.calls.lock().expect("calls").push(call);
+            self.answer.clone()
+        })
+    }
+}
+
+/// One tick of an example at hour `hour` of the simulated market, with `personality`, `state`
+/// and `model` (`None`: every call answers `no-endpoint`).
+async fn example_tick(
+    sandbox: &Sandbox,
+    guest: &LoadedStrategy,
+    hour: i64,
+    personality: &str,
+    state: &[u8],
+    model: Option<Arc<FakeModel>>,
+) -> TickOutcome {
+    let market = SimulatedMarket::new(7);
+    let pair = Pair::new("SOL", "USDC");
+    let now = SimulatedMarket::origin() + (300 + hour) * Interval::H1.millis();
+    let candles = market
+        .candles(&pair, Interval::H1, now, 200)
+        .expect("candles");
+    let ledger = Ledger::new(10_000.0, PaperConfig::default());
+    let settings = settings(personality);
+    let input = TickInput {
+        settings: &settings,
+        now,
+        candles: &candles,
+        signals: market.signals(&pair, now).expect("signals"),
+        portfolio: ledger.view(candles.last().expect("candles").close),
+        state,
+    };
+    let port = model.map(|m| m as Arc<dyn ModelPort>);
+    sandbox.tick_async("agent-1", guest, &input, port).await
+}
+
+fn buys(outcome: &TickOutcome) -> Vec<String> {
+    let (orders, _) = outcome.result.as_ref().expect("the tick runs");
+    orders
+        .iter()
+        .filter(|o| o.side == Side::Buy)
+        .map(|o| o.reason.clone().unwrap_or_default())
+        .collect()
+}
+
+/// The first hour at which `guest`, without a personality and given `state`, buys; its reason.
+async fn first_entry(sandbox: &Sandbox, guest: &LoadedStrategy, state: &[u8]) -> (i64, String) {
+    for hour in 0..400 {
+        let outcome = example_tick(sandbox, guest, hour, "", state, None).await;
+        assert_eq!(
+            outcome.model_calls, 0,
+            "no personality: the model is not asked"
+        );
+        if let Some(reason) = buys(&outcome).pop() {
+            return (hour, reason);
+        }
+    }
+    panic!("the example never enters in 400 hours");
+}
+
+/// An example with a personality asks its model to confirm an entry (one user turn and a JSON
+/// schema), puts the model's reason in the order's, skips the entry when the model declines,
+/// and follows its rule alone when the model gives no answer.
+async fn the_example_asks_to_confirm_entries(
+    sandbox: &Sandbox,
+    guest: &LoadedStrategy,
+    state: &[u8],
+) {
+    assert!(guest.uses_model());
+    let (hour, rule) = first_entry(sandbox, guest, state).await;
+
+    let agrees = FakeModel::new(Ok(r#"{"confirm": true, "reason": "whales agree"}"#));
+    let confirmed =
+        example_tick(sandbox, guest, hour, "careful", state, Some(agrees.clone())).await;
+    assert_eq!(
+        buys(&confirmed),
+        vec![format!("{rule}; model: whales agree")]
+    );
+    assert_eq!(confirmed.model_calls, 1);
+    let calls = agrees.calls();
+    assert_eq!(calls.len(), 1);
+    assert!(
+        matches!(calls[0].messages.as_slice(), [(ModelRole::User, q)] if q.contains("SOL/USDC"))
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(calls[0].json_schema.as_deref().expect("a schema")).expect("JSON");
+    assert_eq!(schema["required"], json!(["confirm", "reason"]));
+
+    let declines = FakeModel::new(Ok(r#"{"confirm": false, "reason": "sentiment is weak"}"#));
+    let declined = example_tick(sandbox, guest, hour, "careful", state, Some(declines)).await;
+    assert!(buys(&declined).is_empty(), "{declined:?}");
+    assert!(
+        lines(&declined)
+            .iter()
+            .any(|l| l.contains("sentiment is weak"))
+    );
+
+    for failure in [
+        Err(ModelFailure::Refused {
+            status: 429,
+            reason: "slow down".into(),
+        }),
+        Err(ModelFailure::NoKey),
+        Ok("Sure, buy!"),
+    ] {
+        let model = FakeModel::new(failure);
+        let alone = example_tick(sandbox, guest, hour, "careful", state, Some(model)).await;
+        assert_eq!(buys(&alone), vec![rule.clone()], "{:?}", alone.logs);
+        assert!(lines(&alone).iter().any(|l| l.contains("the rule decides")));
+    }
+    // No endpoint (as in a backtest): the rule too.
+    let none = example_tick(sandbox, guest, hour, "careful", state, None).await;
+    assert_eq!(buys(&none), vec![rule]);
+}
+
+#[tokio::test]
+#[ignore = "needs the Python and JavaScript components: .ci/run builds them"]
+async fn the_python_example_asks_its_model_to_confirm_entries_and_falls_back_without_it() {
+    let sandbox = sandbox();
+    let guest = sandbox.load(&momentum()).expect(NEEDS);
+    the_example_asks_to_confirm_entries(&sandbox, &guest, b"").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Python and JavaScript components: .ci/run builds them"]
+async fn the_javascript_example_asks_its_model_to_confirm_entries_and_falls_back_without_it() {
+    let sandbox = sandbox();
+    let guest = sandbox.load(&component("js-momentum.wasm")).expect(NEEDS);
+    // The example buys on the tick the fast EMA crosses over: the last tick saw it under.
+    the_example_asks_to_confirm_entries(&sandbox, &guest, br#"{"fastAbove":false}"#).await;
 }
 
 fn lines(outcome: &TickOutcome) -> Vec<String> {

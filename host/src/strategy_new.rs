@@ -51,6 +51,10 @@ const PYTHON: &[(&str, &str)] = &[
         include_str!("../../sdk-python/src/crucible_strategy/indicators.py"),
     ),
     (
+        "crucible_strategy/model.py",
+        include_str!("../../sdk-python/src/crucible_strategy/model.py"),
+    ),
+    (
         "crucible_strategy/orders.py",
         include_str!("../../sdk-python/src/crucible_strategy/orders.py"),
     ),

@@ -153,7 +153,7 @@ pub(crate) fn prepare(
 ) -> Prepared {
     let ledger = match ledger_of(agent, market_ts) {
         Ok(ledger) => ledger,
-        Err(unreadable) => return unreadable,
+        Err(unreadable) => return *unreadable,
     };
     let decision = decide(sandbox, strategy, market, agent, market_ts, &|price| {
         ledger.view(price)
@@ -176,7 +176,7 @@ pub(crate) async fn prepare_asking(
 ) -> Prepared {
     let ledger = match ledger_of(agent, market_ts) {
         Ok(ledger) => ledger,
-        Err(unreadable) => return unreadable,
+        Err(unreadable) => return *unreadable,
     };
     let view = |price| ledger.view(price);
     let decision = decide_asking(sandbox, strategy, market, agent, market_ts, &view, port).await;
@@ -188,11 +188,13 @@ pub(crate) async fn prepare_asking(
 }
 
 /// The agent's paper ledger, or the faulted tick of one that does not read.
-fn ledger_of(agent: &DueAgent, market_ts: i64) -> Result<Ledger, Prepared> {
-    serde_json::from_str(&agent.ledger).map_err(|error| Prepared {
-        market_ts,
-        ledger: Ledger::new(0.0, Default::default()),
-        decision: Err(fault(None, format!("ledger: {error}"))),
+fn ledger_of(agent: &DueAgent, market_ts: i64) -> Result<Ledger, Box<Prepared>> {
+    serde_json::from_str(&agent.ledger).map_err(|error| {
+        Box::new(Prepared {
+            market_ts,
+            ledger: Ledger::new(0.0, Default::default()),
+            decision: Err(fault(None, format!("ledger: {error}"))),
+        })
     })
 }
 

@@ -277,7 +277,7 @@ mod tests {
         assert_eq!(recorded, replayed);
         assert_eq!(replayed[1], Err(refused));
         // Nothing more was recorded for this prompt: refused, not asked anywhere.
-        let exhausted = replay.ask("acc", &b).await.unwrap_err();
+        let exhausted = replay.ask("acc", &b).await.expect_err("exhausted");
         assert!(exhausted.to_string().contains("no answer for prompt"));
     }
 

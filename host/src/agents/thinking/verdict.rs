@@ -173,13 +173,13 @@ mod tests {
 
     #[test]
     fn the_documented_answer_is_read() {
-        let verdict =
-            read_answer(r#"{"action":"buy","fraction":0.25,"reason":"trend is up"}"#).unwrap();
+        let verdict = read_answer(r#"{"action":"buy","fraction":0.25,"reason":"trend is up"}"#)
+            .expect("read");
         assert_eq!(verdict.action, Action::Buy);
         assert_eq!(verdict.fraction, 0.25);
         assert_eq!(verdict.reason.as_deref(), Some("trend is up"));
         let fenced = "```json\n{\"action\":\"hold\",\"fraction\":0,\"reason\":\"wait\"}\n```";
-        assert_eq!(read_answer(fenced).unwrap().action, Action::Hold);
+        assert_eq!(read_answer(fenced).expect("fenced").action, Action::Hold);
     }
 
     #[test]
@@ -208,7 +208,7 @@ mod tests {
                 "unknown field",
             ),
         ] {
-            let error = read_answer(text).unwrap_err();
+            let error = read_answer(text).expect_err(text);
             assert!(error.contains(says), "{text}: {error}");
         }
     }
@@ -217,7 +217,7 @@ mod tests {
     fn a_long_reason_is_cut_on_a_character_boundary() {
         let long = "é".repeat(300);
         let text = format!(r#"{{"action":"hold","fraction":0,"reason":"{long}"}}"#);
-        let reason = read_answer(&text).unwrap().reason.unwrap();
+        let reason = read_answer(&text).expect("read").reason.expect("reason");
         assert!(reason.len() <= MAX_REASON_BYTES);
         assert!(reason.chars().all(|c| c == 'é'));
     }

@@ -25,7 +25,6 @@ use chrono::Utc;
 use crucible::agents::ticker;
 use crucible::clock::{ManualClock, to_millis};
 use crucible::config::Config;
-use crucible::paper::{Ledger, PaperConfig};
 use crucible::secret::Secret;
 use crucible::startup::Application;
 use crucible::state::AppState;
@@ -175,28 +174,7 @@ async fn clear(state: &AppState) {
 /// `agents` active fighters on 5m asking `model_id`, all due now.
 async fn seed(state: &AppState, prefix: &str, model_id: &str, agents: usize) {
     let now = to_millis(state.now());
-    let ledger =
-        serde_json::to_string(&Ledger::new(10_000.0, PaperConfig::default())).expect("ledger");
     let mut tx = state.store.begin().await.expect("tx");
-    for n in 0..agents {
-        let name = format!("{prefix}_{n:05}");
-        sqlx::query(
-            "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id, strategy_type,
-                                 base_token, quote_token, time_interval, max_allocation, wallet_address, status,
-                                 ledger, clock_origin_wall, clock_origin_market, next_tick_at, started_at,
-                                 created_at, updated_at)
-             VALUES ($1, 'acc_bench', $2, $2, $2, 'fighter', $3, 'builtin', 'SOL', 'USDC', '5m', 100,
-                     $4, 'active', $5, $6, $6, $6, $6, $6, $6)",
-        )
-        .bind(format!("agt_{name}"))
-        .bind(&name)
-        .bind(model_id)
-        .bind(format!("wallet_{name}"))
-        .bind(&ledger)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .expect("agent");
-    }
+    support::insert_active_agents(&mut tx, prefix, &["fighter"], model_id, agents, now).await;
     tx.commit().await.expect("commit");
 }

@@ -23,7 +23,6 @@ use chrono::{Duration, Utc};
 use crucible::agents::ticker;
 use crucible::clock::{ManualClock, to_millis};
 use crucible::config::Config;
-use crucible::paper::{Ledger, PaperConfig};
 use crucible::startup::Application;
 use crucible::state::AppState;
 use support::env_number;
@@ -100,26 +99,6 @@ async fn seed(state: &AppState, agents: usize) {
     let now = to_millis(state.now());
     let mut tx = state.store.begin().await.expect("tx");
     support::insert_account(&mut tx, now).await;
-    let ledger =
-        serde_json::to_string(&Ledger::new(10_000.0, PaperConfig::default())).expect("ledger");
-    for n in 0..agents {
-        sqlx::query(
-            "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id, strategy_type,
-                                 base_token, quote_token, time_interval, max_allocation, wallet_address, status,
-                                 ledger, clock_origin_wall, clock_origin_market, next_tick_at, started_at,
-                                 created_at, updated_at)
-             VALUES ($1, 'acc_bench', $2, $2, $2, $3, 'bench/model', 'builtin', 'SOL', 'USDC', '5m', 100,
-                     $4, 'active', $5, $6, $6, $6, $6, $6, $6)",
-        )
-        .bind(format!("agt_bench_{n:05}"))
-        .bind(format!("bench_{n:05}"))
-        .bind(CLASSES[n % CLASSES.len()])
-        .bind(format!("wallet_{n}"))
-        .bind(&ledger)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .expect("agent");
-    }
+    support::insert_active_agents(&mut tx, "bench", &CLASSES, "bench/model", agents, now).await;
     tx.commit().await.expect("commit");
 }

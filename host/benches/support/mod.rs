@@ -442,3 +442,41 @@ pub async fn seed_tournament(state: &AppState, id: &str, wallets: usize) {
     .expect("count");
     tx.commit().await.expect("commit");
 }
+
+/// `agents` active paper agents of the bench account on 5m, all due at `now_ms`: ids
+/// `agt_<prefix>_<n>`, classes taken in turn from `classes`, asking `model_id`.
+pub async fn insert_active_agents(
+    conn: &mut sqlx::AnyConnection,
+    prefix: &str,
+    classes: &[&str],
+    model_id: &str,
+    agents: usize,
+    now_ms: i64,
+) {
+    let ledger = serde_json::to_string(&crucible::paper::Ledger::new(
+        10_000.0,
+        crucible::paper::PaperConfig::default(),
+    ))
+    .expect("ledger");
+    for n in 0..agents {
+        let name = format!("{prefix}_{n:05}");
+        sqlx::query(
+            "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id, strategy_type,
+                                 base_token, quote_token, time_interval, max_allocation, wallet_address, status,
+                                 ledger, clock_origin_wall, clock_origin_market, next_tick_at, started_at,
+                                 created_at, updated_at)
+             VALUES ($1, 'acc_bench', $2, $2, $2, $3, $4, 'builtin', 'SOL', 'USDC', '5m', 100,
+                     $5, 'active', $6, $7, $7, $7, $7, $7, $7)",
+        )
+        .bind(format!("agt_{name}"))
+        .bind(&name)
+        .bind(classes[n % classes.len()])
+        .bind(model_id)
+        .bind(format!("wallet_{name}"))
+        .bind(&ledger)
+        .bind(now_ms)
+        .execute(&mut *conn)
+        .await
+        .expect("agent");
+    }
+}

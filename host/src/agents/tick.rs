@@ -279,6 +279,25 @@ struct MarketView {
     signals: crate::market::Signals,
 }
 
+impl MarketView {
+    /// What the strategy is handed at `market_ts`, with `portfolio`.
+    fn input<'a>(
+        &'a self,
+        agent: &'a DueAgent,
+        market_ts: i64,
+        portfolio: PortfolioView,
+    ) -> TickInput<'a> {
+        TickInput {
+            settings: &agent.settings,
+            now: market_ts,
+            candles: &self.candles,
+            signals: self.signals,
+            portfolio,
+            state: &agent.state,
+        }
+    }
+}
+
 /// Market data at `market_ts` for the agent's pair and interval.
 fn market_view(
     market: &dyn MarketFeed,
@@ -360,14 +379,7 @@ pub(crate) fn decide(
     let view = market_view(market, agent, market_ts)?;
     let (sandbox, strategy) = runnable(sandbox, strategy, view.price)?;
     let portfolio = portfolio(view.price);
-    let input = TickInput {
-        settings: &agent.settings,
-        now: market_ts,
-        candles: &view.candles,
-        signals: view.signals,
-        portfolio,
-        state: &agent.state,
-    };
+    let input = view.input(agent, market_ts, portfolio);
     let outcome = sandbox.tick_as(&agent.id, strategy, &input);
     decided(agent, view, portfolio, outcome)
 }
@@ -386,14 +398,7 @@ pub(crate) async fn decide_asking(
     let view = market_view(market, agent, market_ts)?;
     let (sandbox, strategy) = runnable(sandbox, strategy, view.price)?;
     let portfolio = portfolio(view.price);
-    let input = TickInput {
-        settings: &agent.settings,
-        now: market_ts,
-        candles: &view.candles,
-        signals: view.signals,
-        portfolio,
-        state: &agent.state,
-    };
+    let input = view.input(agent, market_ts, portfolio);
     let outcome = sandbox
         .tick_async(&agent.id, strategy, &input, Some(port.clone()))
         .await;

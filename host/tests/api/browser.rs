@@ -318,6 +318,20 @@ async fn assert_no_key_secret(browser: &Browser) {
     assert!(!held.contains("Agent key"), "a page asks for a key");
 }
 
+/// On an agent's page: fund it on simnet, start it, and wait until it is active.
+async fn fund_and_start_in_page(browser: &Browser) {
+    browser.click("#agent-fund").await;
+    browser
+        .wait_text("#agent-action-status", LONG, |text| {
+            text.starts_with("Funded")
+        })
+        .await;
+    browser.click("#agent-start").await;
+    browser
+        .wait_text("#agent-status", LONG, |text| text == "active")
+        .await;
+}
+
 /// The cells of `table`'s first body row, and the number each starts with (`NaN` if none).
 async fn first_row(browser: &Browser, table: &str) -> (Vec<String>, Vec<f64>) {
     let cells = browser
@@ -378,16 +392,7 @@ async fn browser_a_signed_in_operator_runs_an_agent_without_any_key_then_mints_a
     browser.wait_text("h1", LONG, |text| text == "Walker").await;
 
     // Fund it on simnet and start it.
-    browser.click("#agent-fund").await;
-    browser
-        .wait_text("#agent-action-status", LONG, |text| {
-            text.starts_with("Funded")
-        })
-        .await;
-    browser.click("#agent-start").await;
-    browser
-        .wait_text("#agent-status", LONG, |text| text == "active")
-        .await;
+    fund_and_start_in_page(&browser).await;
 
     // The server ticks it (the test's clock moves the market); the page shows ticks and trades.
     let traded = trades::tick_until_traded(&app, Some(&agent_id), 1, Span::hours(1), 400).await;
@@ -911,16 +916,7 @@ async fn browser_an_operator_adds_a_model_key_and_reads_the_agents_decisions() {
     browser
         .wait_url(LONG, |url| url.contains("/agents/agt_"))
         .await;
-    browser.click("#agent-fund").await;
-    browser
-        .wait_text("#agent-action-status", LONG, |text| {
-            text.starts_with("Funded")
-        })
-        .await;
-    browser.click("#agent-start").await;
-    browser
-        .wait_text("#agent-status", LONG, |text| text == "active")
-        .await;
+    fund_and_start_in_page(&browser).await;
     browser
         .wait_text("#agent-model-status", LONG, |text| text == "ready")
         .await;

@@ -426,3 +426,12 @@ fn each_engine_caches_its_artifacts_in_its_own_directory() {
     assert!(probe.from_cache && probe.uses_model());
     assert!(restarted.load(fighter).expect("fighter").from_cache);
 }
+
+#[test]
+fn the_default_configuration_builds_the_model_engine() {
+    // 1024 slots: address space reserved up front, no memory until guests touch it.
+    let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
+    assert_eq!(sandbox.config().max_model_ticks, 1024);
+    let probe = load(&sandbox, "model-probe");
+    assert!(probe.uses_model());
+}

@@ -113,8 +113,11 @@ pub struct SandboxConfig {
     /// Ticks that may run at the same time (size of the instance pool).
     pub max_concurrent_ticks: u32,
     /// Ticks of components that use the model which may be in progress at once, most of them
-    /// waiting for an answer (size of the second engine's instance pool; 1024). Address space
-    /// is reserved per slot, memory only as guests touch it.
+    /// waiting for an answer (size of the second engine's instance pool; 1024). A tick beyond
+    /// them waits, without a thread, up to `tick_wall_time` for a slot. Each slot reserves
+    /// address space for two linear memories (wasmtime's 4 GiB reservation each: about 8 TiB
+    /// for 1024 slots, of the 128 TiB a 64-bit process has); memory is committed only as
+    /// guests touch it.
     pub max_model_ticks: u32,
     /// `model.complete` calls one tick of an uploaded component may make (4); the calls beyond
     /// answer `budget-exhausted` without reaching the model.

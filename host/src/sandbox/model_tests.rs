@@ -398,3 +398,40 @@ fn two_hundred_ticks_waiting_on_the_model_hold_no_thread() {
     // Two threads, 200 one-second waits: only if no wait holds a thread is this about 1 s.
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
+
+#[test]
+fn each_engine_caches_its_artifacts_in_its_own_directory() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let config = || SandboxConfig {
+        max_model_ticks: 16,
+        ..SandboxConfig::with_data_dir(data.path(), [3; 32])
+    };
+    let probe = test_guest("model-probe").expect("probe");
+    let fighter = builtin_component("fighter").expect("fighter");
+    let first = Sandbox::new(config()).expect("sandbox");
+    assert!(!first.load(probe).expect("probe").from_cache);
+    assert!(!first.load(fighter).expect("fighter").from_cache);
+    let components = data.path().join("components");
+    let probe_file = first.cache_file(probe).expect("probe's file");
+    let fighter_file = first.cache_file(fighter).expect("fighter's file");
+    assert_eq!(
+        probe_file.parent(),
+        Some(components.join("model").as_path())
+    );
+    assert_eq!(fighter_file.parent(), Some(components.as_path()));
+    assert!(probe_file.is_file() && fighter_file.is_file());
+    // A restart loads both from their engine's cache.
+    let restarted = Sandbox::new(config()).expect("sandbox");
+    let probe = restarted.load(probe).expect("probe");
+    assert!(probe.from_cache && probe.uses_model());
+    assert!(restarted.load(fighter).expect("fighter").from_cache);
+}
+
+#[test]
+fn the_default_configuration_builds_the_model_engine() {
+    // 1024 slots: address space reserved up front, no memory until guests touch it.
+    let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
+    assert_eq!(sandbox.config().max_model_ticks, 1024);
+    let probe = load(&sandbox, "model-probe");
+    assert!(probe.uses_model());
+}

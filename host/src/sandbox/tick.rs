@@ -508,17 +508,20 @@ impl Sandbox {
         strategy: &LoadedStrategy,
         input: &TickInput<'_>,
     ) -> TickOutcome {
+        // Instantiate and call `on-tick` with the pre-instance of either version (each with
+        // its own generated types; the same code).
+        macro_rules! on_tick {
+            ($pre:expr) => {
+                |store: &mut Store<TickState>| -> Ran {
+                    let instance = $pre.instantiate(&mut *store).map_err(Failed::Instantiate)?;
+                    let ran = instance.call_on_tick(store, &input.into());
+                    Ok(ran.map_err(Failed::Call)?.map(GuestOutput::from))
+                }
+            };
+        }
         match &strategy.pre {
-            Pre::V1(pre) => self.tick_sync(agent_id, strategy, input, |store| {
-                let instance = pre.instantiate(&mut *store).map_err(Failed::Instantiate)?;
-                let ran = instance.call_on_tick(store, &input.into());
-                Ok(ran.map_err(Failed::Call)?.map(GuestOutput::from))
-            }),
-            Pre::V2(pre) => self.tick_sync(agent_id, strategy, input, |store| {
-                let instance = pre.instantiate(&mut *store).map_err(Failed::Instantiate)?;
-                let ran = instance.call_on_tick(store, &input.into());
-                Ok(ran.map_err(Failed::Call)?.map(GuestOutput::from))
-            }),
+            Pre::V1(pre) => self.tick_sync(agent_id, strategy, input, on_tick!(pre)),
+            Pre::V2(pre) => self.tick_sync(agent_id, strategy, input, on_tick!(pre)),
             Pre::Model(_) => {
                 wasmtime_wasi::runtime::in_tokio(self.tick_async(agent_id, strategy, input, None))
             }

@@ -162,6 +162,11 @@ include-operation-id = "v1_list_agent_trades"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "429"]
 
 [[operations]]
+# The same for the decisions' cursor: only one of this agent's decisions is a \`before\`.
+include-operation-id = "v1_list_agent_decisions"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "429"]
+
+[[operations]]
 # Likewise \`custom:<strategyId>\` is any 64-hex id by its schema, but only a component this
 # account uploaded is a strategy (uploads are left out below): any other is the documented 400
 # naming \`strategy.type\`. A taken username is 409.

@@ -588,16 +588,15 @@ async fn store(
     if updated.rows_affected() == 0 {
         return Ok(());
     }
-    if let Some(decision) = &stored.decision {
-        super::thinking::decisions::insert(
-            &mut tx,
-            &agent.id,
-            &agent.settings.model_id,
-            now_ms,
-            stored.market_ts,
-            decision,
-        )
-        .await?;
+    if let Some(record) = &stored.decision {
+        let decision = super::thinking::decisions::NewDecision {
+            agent_id: &agent.id,
+            model_id: &agent.settings.model_id,
+            decided_at: now_ms,
+            market_ts: stored.market_ts,
+            record,
+        };
+        super::thinking::decisions::insert_all(&mut tx, &[decision]).await?;
     }
     outcome.ticked = true;
     if let Some(fault) = &stored.fault {

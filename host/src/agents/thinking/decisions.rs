@@ -54,48 +54,77 @@ impl DecisionRecord {
     }
 }
 
-/// Store `record` for `agent_id`'s tick at `decided_at` (wall) / `market_ts` (market clock).
-pub(crate) async fn insert(
+/// One decision to store: whose, on which model, when (wall clock and market clock).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NewDecision<'a> {
+    pub agent_id: &'a str,
+    pub model_id: &'a str,
+    pub decided_at: i64,
+    pub market_ts: i64,
+    pub record: &'a DecisionRecord,
+}
+
+/// Columns bound per decision.
+const COLUMNS_PER_ROW: usize = 17;
+/// Rows per statement: well under SQLite's 32,766 bound parameters.
+const ROWS_PER_STATEMENT: usize = 512;
+
+/// Store `decisions` in the caller's transaction, many rows per statement: a batch of ticks
+/// writes its decisions in one round trip, not one per agent.
+pub(crate) async fn insert_all(
     conn: &mut sqlx::AnyConnection,
-    agent_id: &str,
-    model_id: &str,
-    decided_at: i64,
-    market_ts: i64,
-    record: &DecisionRecord,
+    decisions: &[NewDecision<'_>],
 ) -> sqlx::Result<()> {
-    let (why, why_detail) = match &record.why {
-        Some((kind, detail)) => (Some(*kind), Some(detail.as_str())),
-        None => (None, None),
-    };
-    let keep = |text: &Option<String>| {
-        text.as_deref()
-            .map(|t| super::verdict::cut(t, MAX_TEXT_BYTES).to_owned())
-    };
-    sqlx::query(
-        "INSERT INTO agent_decisions (id, agent_id, decided_at, market_ts, model_id, decided_by, why,
-                                      why_detail, action, fraction, reason, prompt_tokens,
-                                      completion_tokens, latency_ms, prompt_hash, prompt, completion)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
-    )
-    .bind(new_id("dec"))
-    .bind(agent_id)
-    .bind(decided_at)
-    .bind(market_ts)
-    .bind(model_id)
-    .bind(record.decided_by.as_str())
-    .bind(why)
-    .bind(why_detail)
-    .bind(record.verdict.action.as_str())
-    .bind(record.verdict.fraction)
-    .bind(record.verdict.reason.as_deref())
-    .bind(record.prompt_tokens as i64)
-    .bind(record.completion_tokens as i64)
-    .bind(record.latency_ms.map(|ms| ms as i64))
-    .bind(record.prompt_hash.as_deref())
-    .bind(keep(&record.prompt))
-    .bind(keep(&record.completion))
-    .execute(conn)
-    .await?;
+    for chunk in decisions.chunks(ROWS_PER_STATEMENT) {
+        let mut sql = String::from(
+            "INSERT INTO agent_decisions (id, agent_id, decided_at, market_ts, model_id, decided_by,
+                 why, why_detail, action, fraction, reason, prompt_tokens, completion_tokens,
+                 latency_ms, prompt_hash, prompt, completion) VALUES ",
+        );
+        for row in 0..chunk.len() {
+            let first = row * COLUMNS_PER_ROW + 1;
+            let params: Vec<String> = (first..first + COLUMNS_PER_ROW)
+                .map(|n| format!("${n}"))
+                .collect();
+            if row > 0 {
+                sql.push(',');
+            }
+            sql.push('(');
+            sql.push_str(&params.join(", "));
+            sql.push(')');
+        }
+        let mut query = sqlx::query(&sql);
+        for decision in chunk {
+            let record = decision.record;
+            let (why, why_detail) = match &record.why {
+                Some((kind, detail)) => (Some(*kind), Some(detail.clone())),
+                None => (None, None),
+            };
+            let keep = |text: &Option<String>| {
+                text.as_deref()
+                    .map(|t| super::verdict::cut(t, MAX_TEXT_BYTES).to_owned())
+            };
+            query = query
+                .bind(new_id("dec"))
+                .bind(decision.agent_id.to_owned())
+                .bind(decision.decided_at)
+                .bind(decision.market_ts)
+                .bind(decision.model_id.to_owned())
+                .bind(record.decided_by.as_str())
+                .bind(why)
+                .bind(why_detail)
+                .bind(record.verdict.action.as_str())
+                .bind(record.verdict.fraction)
+                .bind(record.verdict.reason.clone())
+                .bind(record.prompt_tokens as i64)
+                .bind(record.completion_tokens as i64)
+                .bind(record.latency_ms.map(|ms| ms as i64))
+                .bind(record.prompt_hash.clone())
+                .bind(keep(&record.prompt))
+                .bind(keep(&record.completion));
+        }
+        query.execute(&mut *conn).await?;
+    }
     Ok(())
 }
 

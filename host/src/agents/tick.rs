@@ -36,6 +36,15 @@ pub(crate) struct DueAgent {
 }
 
 impl DueAgent {
+    /// Its token budget as claimed.
+    pub(crate) fn token_budget(&self) -> super::thinking::TokenBudget<'_> {
+        super::thinking::TokenBudget {
+            per_day: self.model_tokens_per_day,
+            day: self.model_tokens_day.as_deref(),
+            used: self.model_tokens_used,
+        }
+    }
+
     /// The time scale this agent runs at on a node whose own is `node`.
     pub(crate) fn time_scale(&self, node: u32) -> u32 {
         self.time_scale.unwrap_or(node).max(1)

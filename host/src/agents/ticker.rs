@@ -314,15 +314,9 @@ pub(super) fn port_for(state: &AppState, agent: &DueAgent) -> thinking::AgentPor
 
 /// What is left of `agent`'s token budget today.
 fn tokens_left(state: &AppState, agent: &DueAgent) -> u64 {
-    let today = thinking::budget_day(to_millis(state.now()));
-    let budget = agent
-        .model_tokens_per_day
-        .map_or(thinking::DEFAULT_TOKENS_PER_DAY, |b| b.max(0) as u64);
-    budget.saturating_sub(thinking::spent_today(
-        agent.model_tokens_day.as_deref(),
-        agent.model_tokens_used,
-        &today,
-    ))
+    agent
+        .token_budget()
+        .left_on(&thinking::budget_day(to_millis(state.now())))
 }
 
 /// Ask `agent`'s model about `decision` (paper and live ticks alike).
@@ -376,11 +370,7 @@ pub(super) fn model_usage(
     now_ms: i64,
 ) -> (String, i64, Option<Option<String>>) {
     let today = thinking::budget_day(now_ms);
-    let spent = thinking::spent_today(
-        agent.model_tokens_day.as_deref(),
-        agent.model_tokens_used,
-        &today,
-    );
+    let spent = agent.token_budget().spent_on(&today);
     let tokens = decision.map_or(0, thinking::DecisionRecord::tokens);
     let last_error = decision.and_then(|record| match (&record.decided_by, &record.why) {
         (thinking::DecidedBy::Model, _) => Some(None),

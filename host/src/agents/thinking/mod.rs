@@ -186,11 +186,33 @@ pub(crate) fn budget_day(at_ms: i64) -> String {
         .to_string()
 }
 
-/// Tokens spent on `today` given what the row says was spent on `day`.
-pub(crate) fn spent_today(day: Option<&str>, used: i64, today: &str) -> u64 {
-    if day == Some(today) {
-        used.max(0) as u64
-    } else {
-        0
+/// An agent's token budget as its row keeps it: its own daily budget (if it set one) and the
+/// tokens counted on the UTC day `day`. The one reading of those columns, for ticks and views.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TokenBudget<'a> {
+    pub per_day: Option<i64>,
+    pub day: Option<&'a str>,
+    pub used: i64,
+}
+
+impl TokenBudget<'_> {
+    /// Tokens the agent may spend per day.
+    pub(crate) fn per_day(&self) -> u64 {
+        self.per_day
+            .map_or(DEFAULT_TOKENS_PER_DAY, |b| b.max(0) as u64)
+    }
+
+    /// Tokens spent on `today` (a count kept for another day is yesterday's).
+    pub(crate) fn spent_on(&self, today: &str) -> u64 {
+        if self.day == Some(today) {
+            self.used.max(0) as u64
+        } else {
+            0
+        }
+    }
+
+    /// Tokens left on `today`.
+    pub(crate) fn left_on(&self, today: &str) -> u64 {
+        self.per_day().saturating_sub(self.spent_on(today))
     }
 }

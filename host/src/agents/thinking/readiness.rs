@@ -50,14 +50,12 @@ impl ModelAccess {
     pub(crate) fn rate(&self, agent: &crate::agents::Agent) -> ModelView {
         let (vendor, name) = ModelRequest::split_model_id(&agent.model_id)
             .map_or((agent.model_id.as_str(), ""), |(v, m)| (v, m));
-        let tokens_per_day = agent
-            .model_tokens_per_day
-            .map_or(super::DEFAULT_TOKENS_PER_DAY, |b| b.max(0) as u64);
-        let tokens_today = super::spent_today(
-            agent.model_tokens_day.as_deref(),
-            agent.model_tokens_used,
-            &self.today,
-        );
+        let budget = super::TokenBudget {
+            per_day: agent.model_tokens_per_day,
+            day: agent.model_tokens_day.as_deref(),
+            used: agent.model_tokens_used,
+        };
+        let (tokens_per_day, tokens_today) = (budget.per_day(), budget.spent_on(&self.today));
         let endpoint = self.endpoints.iter().find(|(v, _)| v == vendor);
         let status = match endpoint {
             None => ModelStatus::NoEndpoint,

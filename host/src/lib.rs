@@ -31,6 +31,7 @@ pub mod http;
 pub mod market;
 pub mod market_cli;
 pub mod master_key;
+pub mod mcp;
 pub mod metrics;
 pub mod models;
 pub mod paper;

@@ -12,6 +12,7 @@
 //! - uploaded strategy components no agent uses, uploaded more than `component_days` ago by
 //!   every account that has them (their accounts' links go with them);
 //! - agents' decisions (prompts and answers) after `decision_days`;
+//! - MCP sessions idle for a day, with their subscriptions;
 //! - agents still unfunded `unfunded_agent_archive_days` after their creation are archived
 //!   (hidden, no longer checked for funding; starting one once funded brings it back).
 //!
@@ -38,6 +39,7 @@ pub struct Pruned {
     pub dungeon_events: u64,
     pub components: u64,
     pub decisions: u64,
+    pub mcp_sessions: u64,
     /// Unfunded agents archived (not deleted: their wallets may still receive funds).
     pub archived_agents: u64,
 }
@@ -84,6 +86,7 @@ pub async fn prune(state: &AppState) -> anyhow::Result<Pruned> {
             older_than(keep.retention_decision_days),
         )
         .await?,
+        mcp_sessions: 0,
         archived_agents: sqlx::query(
             "UPDATE agents SET archived_at = $1
              WHERE status = 'unfunded' AND archived_at IS NULL AND created_at < $2",
@@ -94,6 +97,8 @@ pub async fn prune(state: &AppState) -> anyhow::Result<Pruned> {
         .await?
         .rows_affected(),
     };
+    pruned.mcp_sessions =
+        crate::mcp::sessions::prune(state, state.now() - crate::mcp::sessions::IDLE_FOR).await?;
     pruned.components = prune_components(state, older_than(keep.retention_component_days)).await?;
     if pruned != Pruned::default() {
         tracing::info!(?pruned, "retention: old rows pruned");

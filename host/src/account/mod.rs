@@ -2,6 +2,7 @@
 //! and the lists of its tournament entries and payouts. Reachable with a session or an account
 //! key holding the scope; it never touches another account's rows.
 
+pub(crate) mod balances;
 mod error;
 mod queries;
 mod routes;

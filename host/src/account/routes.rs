@@ -6,6 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::balances::{self, BalanceError, WalletBalances};
 use super::error::AccountError;
 use super::queries::{self, AccountView, ProfileChange, WalletView};
 use crate::auth::{AccountAuth, Read, Write, wallet_proof};
@@ -32,7 +33,7 @@ impl From<AccountError> for ApiError {
 pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(get_account, patch_account))
-        .routes(routes!(link_wallet))
+        .routes(routes!(wallet_balances, link_wallet))
         .routes(routes!(account_tournaments))
         .routes(routes!(account_payouts))
         .routes(routes!(account_audit))
@@ -119,6 +120,27 @@ async fn patch_account(
     };
     queries::update_profile(&state, auth.account_id(), change).await?;
     Ok(axum::Json(queries::load(&state, auth.account_id()).await?))
+}
+
+impl From<BalanceError> for ApiError {
+    fn from(error: BalanceError) -> Self {
+        match error {
+            BalanceError::Account(account) => account.into(),
+            BalanceError::Chain(_) => ApiError::Unavailable(error.to_string()),
+        }
+    }
+}
+
+/// The account's wallets with their SOL and USDC balances, read from the chain now.
+#[utoipa::path(get, path = "/api/account/wallets", operation_id = "list_account_wallets",
+    security(("sessionCookie" = []), ("accountKey" = [])), tag = "account",
+    responses((status = 200, body = WalletBalances), (status = 401), (status = 403), (status = 429), (status = 503)))]
+async fn wallet_balances(
+    _limit: IpLimit<AccountPolicy>,
+    State(state): State<AppState>,
+    auth: AccountAuth<Read>,
+) -> Result<axum::Json<WalletBalances>, ApiError> {
+    Ok(axum::Json(balances::balances(&state, auth.account_id()).await?))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -50,9 +50,16 @@ fn api(upload_limit: usize) -> (Router<AppState>, Router<AppState>, utoipa::open
     (routes, v1_routes, document)
 }
 
+/// The OpenAPI document of every route (what `GET /api/openapi.json` answers).
+#[cfg(test)]
+pub(crate) fn openapi_document() -> utoipa::openapi::OpenApi {
+    api(MAX_BODY_BYTES).2
+}
+
 /// The complete application router, ready to serve.
 pub(crate) fn router(state: AppState) -> Router {
     let (routes, v1_routes, openapi) = api(state.agents.limits().max_component_bytes);
+    let mcp_document = openapi.clone();
     let openapi = std::sync::Arc::new(openapi);
     let api = routes
         .route(
@@ -73,8 +80,11 @@ pub(crate) fn router(state: AppState) -> Router {
         .layer(TraceLayer::new_for_http())
         .with_state(state.clone());
     let metrics = state.metrics.clone();
+    // MCP is another client of the same API: its tools call these routes in process.
+    let mcp = crate::mcp::router(state.clone(), api.clone(), &mcp_document);
     // The web app answers the paths it serves and hands everything else to the API unchanged.
     crate::web::router(state, api)
+        .merge(mcp)
         // The session cookie writes to `/api/…` only past the web app's cross-site guard.
         .layer(axum::middleware::from_fn(crate::web::guard_api_writes))
         .layer(axum::middleware::from_fn(crate::metrics::label_route))

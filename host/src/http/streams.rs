@@ -79,6 +79,12 @@ impl Streams {
         self.closing.send_replace(true);
     }
 
+    /// Turns true when the server asks streams to close (for streams that hold no slot of
+    /// their own, e.g. the MCP service's).
+    pub(crate) fn closing_signal(&self) -> watch::Receiver<bool> {
+        self.closing.subscribe()
+    }
+
     fn release(&self, client: IpAddr) {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let (total, per_client) = &mut *open;

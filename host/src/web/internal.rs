@@ -153,7 +153,7 @@ impl Api {
 
 /// The message of an API error body, platform (`{"error": "…"}`) or v1
 /// (`{"error": {"message": "…"}}`).
-pub(super) fn error_message(body: &Value) -> Option<String> {
+pub(crate) fn error_message(body: &Value) -> Option<String> {
     match &body["error"] {
         Value::String(message) => Some(message.clone()),
         Value::Object(error) => error

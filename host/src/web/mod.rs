@@ -8,7 +8,7 @@
 
 mod assets;
 mod csrf;
-mod internal;
+pub(crate) mod internal;
 mod layout;
 mod pages;
 mod solana_pay;

@@ -13,6 +13,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
+use axum::http::StatusCode;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
 use super::call::McpCaller;
 use super::sessions;
 use crate::auth::keys::{self, KeyCheckError, KeyFamily};
@@ -29,10 +32,12 @@ pub(crate) struct Gate {
     pub hosts: Arc<[String]>,
     /// The one origin (`scheme://host[:port]`) a browser page may call from: the public URL's.
     pub origin: Arc<str>,
+    /// The sessions this node holds in memory.
+    pub local: Arc<LocalSessionManager>,
 }
 
 impl Gate {
-    pub(crate) fn new(state: AppState) -> Self {
+    pub(crate) fn new(state: AppState, local: Arc<LocalSessionManager>) -> Self {
         let public = url::Url::parse(&state.config.public_url).ok();
         let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
             .iter()
@@ -51,6 +56,7 @@ impl Gate {
             state,
             hosts: hosts.into(),
             origin: origin.into(),
+            local,
         }
     }
 
@@ -154,6 +160,17 @@ pub(crate) async fn check(State(gate): State<Gate>, request: Request, next: Next
             Err(error) => return ApiError::from(error).into_response(),
         }
     }
+    if parts.method == Method::DELETE
+        && let Some(session) = &session
+        && !gate.local.sessions.read().await.contains_key(session.as_str())
+    {
+        // Ended on a node that does not hold it in memory: forgetting the stored session is
+        // all there is to do (rmcp would call an unknown session an internal error).
+        return match sessions::forget(&gate.state, session).await {
+            Ok(()) => StatusCode::NO_CONTENT.into_response(),
+            Err(error) => ApiError::from(error).into_response(),
+        };
+    }
     // A notification stream holds a connection for as long as the client keeps it.
     let slot = if parts.method == Method::GET {
         match StreamSlot::from_request_parts(&mut parts, &gate.state).await {
@@ -176,7 +193,12 @@ pub(crate) async fn check(State(gate): State<Gate>, request: Request, next: Next
         forwarded_for: parts.headers.get("x-forwarded-for").cloned(),
     });
     let opens_session = session.is_none() && parts.method == Method::POST;
-    let response = next.run(Request::from_parts(parts, body)).await;
+    let ends_session = parts.method == Method::DELETE;
+    let mut response = next.run(Request::from_parts(parts, body)).await;
+    if ends_session && response.status() == StatusCode::ACCEPTED {
+        // The session is gone, nothing follows: 204 (rmcp says 202, which clients log as odd).
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
     if opens_session
         && let Some(id) = response
             .headers()

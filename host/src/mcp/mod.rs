@@ -50,7 +50,7 @@ pub(crate) fn router(state: AppState, api: Router, document: &utoipa::openapi::O
         token: token.clone(),
     });
     let sessions = Arc::new(LocalSessionManager::default());
-    let gate = gate::Gate::new(state.clone());
+    let gate = gate::Gate::new(state.clone(), sessions.clone());
     let cancel = CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default()
         // The gate checked Host and Origin already, with the API's error bodies; rmcp checks

@@ -37,6 +37,7 @@ mod guest_languages;
 mod leaderboard;
 mod limits;
 mod live_agents;
+mod mcp;
 mod metrics;
 mod migrations;
 mod model_providers;

@@ -7,6 +7,8 @@
     reason = "shared by benches that each use part of it; a bench that cannot go on should fail loudly"
 )]
 
+pub mod wrk;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

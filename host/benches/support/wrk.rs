@@ -1,0 +1,157 @@
+//! `wrk` from the other core: what the benches that load the server over HTTP to its limit
+//! share (read_paths, mcp_reads). The server is pinned to CPU 0, wrk to CPU 1 (when `taskset`
+//! exists).
+
+use std::process::Command;
+
+/// What wrk reported for one path.
+pub struct Run {
+    pub requests_per_second: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub errors: String,
+}
+
+/// A load: the URL, extra headers, and an optional Lua script (a POST body, say).
+pub struct Load<'a> {
+    pub url: &'a str,
+    pub headers: &'a [&'a str],
+    pub script: Option<&'a std::path::Path>,
+}
+
+/// Whether wrk is installed; says how to get it when not.
+pub fn available(bench: &str) -> bool {
+    let found = Command::new("wrk").arg("--version").output().is_ok();
+    if !found {
+        eprintln!("{bench} needs wrk (Debian: apt-get install wrk)");
+    }
+    found
+}
+
+/// Rounds of (the floor, then each load): each load is compared with the floor of its own round
+/// (the first load), and the median round is reported, so a noisy neighbour skews one round,
+/// not all.
+pub fn against_the_floor(loads: &[(&str, Load<'_>)], concurrency: u64, seconds: u64, rounds: u64) {
+    let rounds = rounds.max(1) as usize;
+    let mut runs: Vec<Vec<(f64, Run)>> = (0..loads.len()).map(|_| Vec::new()).collect();
+    for _ in 0..rounds {
+        let mut floor = None;
+        for ((_, load), runs) in loads.iter().zip(&mut runs) {
+            let run = wrk(load, concurrency, seconds);
+            let floor_rps = *floor.get_or_insert(run.requests_per_second);
+            runs.push((run.requests_per_second / floor_rps, run));
+        }
+    }
+    println!("median of {rounds} rounds (each path against the floor of its round):");
+    for ((name, _), mut runs) in loads.iter().zip(runs) {
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (ratio, run) = &runs[runs.len() / 2];
+        let ratios: Vec<String> = runs
+            .iter()
+            .map(|(r, _)| format!("{:.0}", r * 100.0))
+            .collect();
+        // The tail moves more from round to round than the rate: its median over the rounds.
+        let mut p99s: Vec<f64> = runs.iter().map(|(_, run)| run.p99_ms).collect();
+        p99s.sort_by(f64::total_cmp);
+        println!(
+            "  {name:<40} {:>9.0} req/s  {:>5.1} % of the floor (rounds: {} %)  p50 {:.2} ms  p99 {:.2} ms (median of the rounds {:.2} ms, {:.2}–{:.2}){}",
+            run.requests_per_second,
+            100.0 * ratio,
+            ratios.join(", "),
+            run.p50_ms,
+            run.p99_ms,
+            p99s[p99s.len() / 2],
+            p99s[0],
+            p99s[p99s.len() - 1],
+            run.errors,
+        );
+    }
+}
+
+/// Pin this process (and the threads it starts later) to `cpu`, so wrk gets the other core.
+pub fn pin_to_cpu(cpu: usize) -> bool {
+    Command::new("taskset")
+        .args([
+            "-p",
+            "-c",
+            &cpu.to_string(),
+            &std::process::id().to_string(),
+        ])
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+pub fn wrk(load: &Load<'_>, concurrency: u64, seconds: u64) -> Run {
+    // A short warm-up fills the caches and the connection pools first.
+    let mut warm = wrk_command(load, concurrency.min(16), 1);
+    warm.output().expect("wrk warm-up");
+    let output = wrk_command(load, concurrency, seconds)
+        .output()
+        .expect("wrk");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    parse(&text).unwrap_or_else(|| panic!("unexpected wrk output:\n{text}"))
+}
+
+fn wrk_command(load: &Load<'_>, concurrency: u64, seconds: u64) -> Command {
+    let mut command = if Command::new("taskset").arg("-V").output().is_ok() {
+        let mut command = Command::new("taskset");
+        command.args(["-c", "1", "wrk"]);
+        command
+    } else {
+        Command::new("wrk")
+    };
+    command.args([
+        "-t1",
+        &format!("-c{concurrency}"),
+        &format!("-d{seconds}s"),
+        "--latency",
+    ]);
+    for header in load.headers {
+        command.args(["-H", header]);
+    }
+    if let Some(script) = load.script {
+        command.arg("-s").arg(script);
+    }
+    command.arg(load.url);
+    command
+}
+
+/// Requests/s, the 50th and 99th latency percentiles, and any errors wrk counted.
+fn parse(text: &str) -> Option<Run> {
+    let value = |prefix: &str| {
+        text.lines()
+            .map(str::trim)
+            .find_map(|line| line.strip_prefix(prefix))
+            .map(str::trim)
+    };
+    let requests_per_second = value("Requests/sec:")?.parse().ok()?;
+    let p50_ms = duration_ms(value("50%")?)?;
+    let p99_ms = duration_ms(value("99%")?)?;
+    let mut errors = String::new();
+    if let Some(socket) = value("Socket errors:") {
+        errors.push_str(&format!("  socket errors: {socket}"));
+    }
+    if let Some(non_2xx) = value("Non-2xx or 3xx responses:") {
+        errors.push_str(&format!("  non-2xx: {non_2xx}"));
+    }
+    Some(Run {
+        requests_per_second,
+        p50_ms,
+        p99_ms,
+        errors,
+    })
+}
+
+/// wrk's durations: `812.00us`, `1.25ms`, `2.01s`.
+fn duration_ms(text: &str) -> Option<f64> {
+    let (number, factor) = if let Some(us) = text.strip_suffix("us") {
+        (us, 0.001)
+    } else if let Some(ms) = text.strip_suffix("ms") {
+        (ms, 1.0)
+    } else if let Some(s) = text.strip_suffix('s') {
+        (s, 1000.0)
+    } else {
+        return None;
+    };
+    number.trim().parse::<f64>().ok().map(|n| n * factor)
+}

@@ -470,3 +470,31 @@ async fn spend_limits_are_validated_and_a_refused_body_creates_nothing() {
         .collect();
     assert!(spends.contains(&&Value::Null) && spends.iter().any(|s| s["maxUsdcPerDay"] == 0.3));
 }
+
+#[tokio::test]
+async fn the_keys_page_sets_and_shows_spend_limits() {
+    let app = TestApp::spawn().await;
+    let (session, _, _) = spender(
+        &app,
+        json!({"maxUsdcPerDay": 10, "maxUsdcPerEntry": 2.5}),
+        0,
+    )
+    .await;
+    app.create_key(&session, json!({"name": "plain"})).await;
+    let html = app
+        .client
+        .get(format!("{}/keys", app.address))
+        .header("cookie", format!("session-token={session}"))
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains(r#"name="spend.maxUsdcPerDay""#), "the form sets the limits");
+    assert!(html.contains(r#"name="spend.maxUsdcPerEntry""#));
+    assert!(html.contains("Embedded wallet spend"));
+    assert!(html.contains("0 of 10 USDC today"), "the key's limits and today's spend");
+    assert!(html.contains("at most 2.5 USDC per entry"));
+    assert!(html.contains("cannot pay"), "a key without limits says so");
+}

@@ -102,8 +102,7 @@ impl From<SpendError> for PayError {
     }
 }
 
-const COLUMNS: &str =
-    "purpose, subject, signature, wire, payer, account_id, reference, detail, amount_raw, signed_at";
+const COLUMNS: &str = "purpose, subject, signature, wire, payer, account_id, reference, detail, amount_raw, signed_at";
 
 /// The payment recorded for `purpose` and `subject`, if any.
 pub(crate) async fn recorded(
@@ -228,9 +227,11 @@ async fn sign(state: &AppState, order: &Order<'_>) -> Result<SignedTransfer, Pay
         )
         .await
         .map_err(|error| match error {
-            ChainError::Transfer(why) => {
-                PayError::CannotPay(format!("{} cannot pay {}: {why}", order.payer_name, fee(order)))
-            }
+            ChainError::Transfer(why) => PayError::CannotPay(format!(
+                "{} cannot pay {}: {why}",
+                order.payer_name,
+                fee(order)
+            )),
             other => PayError::Chain(other.to_string()),
         })
 }

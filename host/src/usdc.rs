@@ -47,7 +47,10 @@ impl Usdc {
 impl std::fmt::Display for Usdc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let sign = if self.0 < 0 { "-" } else { "" };
-        let (whole, fraction) = (self.0.unsigned_abs() / UNIT as u64, self.0.unsigned_abs() % UNIT as u64);
+        let (whole, fraction) = (
+            self.0.unsigned_abs() / UNIT as u64,
+            self.0.unsigned_abs() % UNIT as u64,
+        );
         if fraction == 0 {
             return write!(f, "{sign}{whole}");
         }
@@ -73,7 +76,10 @@ mod tests {
         assert_eq!(Usdc::from_ui(0.3), Some(Usdc::from_raw(300_000)));
         assert_eq!(Usdc::from_ui(2.0), Some(Usdc::whole(2)));
         assert_eq!(Usdc::from_ui(0.000_001), Some(Usdc::from_raw(1)));
-        assert_eq!(Usdc::from_ui(1_000_000.000_001), Some(Usdc::from_raw(1_000_000_000_001)));
+        assert_eq!(
+            Usdc::from_ui(1_000_000.000_001),
+            Some(Usdc::from_raw(1_000_000_000_001))
+        );
         assert_eq!(Usdc::from_ui(0.000_000_5), None);
         assert_eq!(Usdc::from_ui(1.234_567_8), None);
         assert_eq!(Usdc::from_ui(f64::NAN), None);

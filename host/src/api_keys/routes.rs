@@ -111,7 +111,11 @@ impl CreateKeyRequest {
             scopes,
             expires_in_days: self.expires_in_days,
             webhook_url,
-            spend: self.spend.as_ref().map(SpendRequest::validate).transpose()?,
+            spend: self
+                .spend
+                .as_ref()
+                .map(SpendRequest::validate)
+                .transpose()?,
         })
     }
 }

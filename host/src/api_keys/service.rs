@@ -317,5 +317,5 @@ pub(crate) async fn revoke(
         let spent = spent.get(&row.id).copied().unwrap_or_default();
         key_view(row, spent, state.now())
     })
-        .ok_or_else(|| KeyError::NotFound(key_id.to_owned()))
+    .ok_or_else(|| KeyError::NotFound(key_id.to_owned()))
 }

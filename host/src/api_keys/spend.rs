@@ -16,10 +16,10 @@ use utoipa::ToSchema;
 
 use crate::audit::{self, Actor, Entry};
 use crate::auth::Caller;
-use crate::domain::WalletAddress;
-use crate::state::AppState;
 use crate::clock::to_millis;
 use crate::db::StoreError;
+use crate::domain::WalletAddress;
+use crate::state::AppState;
 use crate::usdc::Usdc;
 
 /// The largest limit a key may have, per entry or per day: far above any entry fee, low enough
@@ -302,7 +302,10 @@ pub(crate) async fn charge(
                 json!({"amountRaw": charge.amount.raw().to_string(), "paidFor": charge.paid_for,
                        "signature": charge.signature}),
             )
-            .detail(format!("{} USDC from the embedded wallet for {}", charge.amount, charge.paid_for)),
+            .detail(format!(
+                "{} USDC from the embedded wallet for {}",
+                charge.amount, charge.paid_for
+            )),
         now,
     )
     .await?;
@@ -327,12 +330,13 @@ pub(crate) async fn release(
     let Some((key_id, amount_raw, account_id)) = spend else {
         return Ok(());
     };
-    let released =
-        sqlx::query("UPDATE key_spends SET released_at = $1 WHERE signature = $2 AND released_at IS NULL")
-            .bind(to_millis(now))
-            .bind(signature)
-            .execute(&mut *conn)
-            .await?;
+    let released = sqlx::query(
+        "UPDATE key_spends SET released_at = $1 WHERE signature = $2 AND released_at IS NULL",
+    )
+    .bind(to_millis(now))
+    .bind(signature)
+    .execute(&mut *conn)
+    .await?;
     if released.rows_affected() == 1 {
         audit::record(
             &mut *conn,
@@ -372,11 +376,19 @@ mod tests {
             })
         );
         assert!(request(1_000_000.0, 0.000_001).is_ok());
-        for (day, entry) in [(0.0, 0.0), (-1.0, 1.0), (1_000_000.5, 1.0), (1.000_000_1, 1.0)] {
+        for (day, entry) in [
+            (0.0, 0.0),
+            (-1.0, 1.0),
+            (1_000_000.5, 1.0),
+            (1.000_000_1, 1.0),
+        ] {
             assert!(request(day, entry).is_err(), "{day} / {entry}");
         }
         let over = request(1.0, 2.0).expect_err("entry over day");
-        assert!(over.contains("maxUsdcPerEntry") && over.contains("(2)"), "{over}");
+        assert!(
+            over.contains("maxUsdcPerEntry") && over.contains("(2)"),
+            "{over}"
+        );
     }
 
     #[test]
@@ -402,6 +414,9 @@ mod tests {
             cost: Usdc::from_raw(1_500_000),
         }
         .to_string();
-        assert!(message.contains("1.5 USDC") && message.contains("spent 4 of its 5 USDC"), "{message}");
+        assert!(
+            message.contains("1.5 USDC") && message.contains("spent 4 of its 5 USDC"),
+            "{message}"
+        );
     }
 }

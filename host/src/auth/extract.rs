@@ -114,9 +114,7 @@ impl<S: Scope> FromRequestParts<AppState> for MaybeAccountAuth<S> {
         let Some(token) = session::token_from_headers(&parts.headers) else {
             return Ok(MaybeAccountAuth(None, PhantomData));
         };
-        let caller = session::resolve(state, &token)
-            .await?
-            .map(Caller::account);
+        let caller = session::resolve(state, &token).await?.map(Caller::account);
         Ok(MaybeAccountAuth(caller, PhantomData))
     }
 }

@@ -144,7 +144,9 @@ pub(crate) async fn settle(state: &AppState, signature: &str) -> anyhow::Result<
     .await
     {
         Ok(PaymentCheck::Verified) => {}
-        Ok(PaymentCheck::Pending) => anyhow::bail!("the entry payment {signature} is not final yet"),
+        Ok(PaymentCheck::Pending) => {
+            anyhow::bail!("the entry payment {signature} is not final yet")
+        }
         // It never landed as this payment: nothing bought, nothing to open.
         Err(PaymentError::Rejected(_)) => return Ok(()),
         Err(error) => return Err(anyhow::anyhow!(error)),

@@ -15,8 +15,8 @@ use super::game::skill::{SkillContext, agent_skill_markdown};
 use super::game::{Class, Run, rng};
 use super::quote::QuoteClaims;
 use super::run_key;
-use crate::auth::Caller;
 use crate::api_keys::spend::PayFrom;
+use crate::auth::Caller;
 use crate::chain::ExpectedPayment;
 use crate::chain::payment::{self, PaymentCheck};
 use crate::clock::{rfc3339, to_millis};
@@ -152,7 +152,9 @@ pub(crate) enum EnterOutcome {
     Pending,
     /// The server paid from the embedded wallet with `signature`, not final yet: resend the
     /// same request in a few seconds.
-    Paying { signature: String },
+    Paying {
+        signature: String,
+    },
 }
 
 /// The run's absolute URLs.

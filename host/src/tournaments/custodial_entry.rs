@@ -123,7 +123,10 @@ fn addresses(wallets: &[WalletAddress]) -> Vec<String> {
 
 /// Pay `entry`'s fee once from its custodial wallet and register its wallets with it. A free
 /// tournament registers them with nothing paid.
-pub(crate) async fn enter(state: &AppState, entry: &CustodialEntry<'_>) -> Result<Entered, EntryError> {
+pub(crate) async fn enter(
+    state: &AppState,
+    entry: &CustodialEntry<'_>,
+) -> Result<Entered, EntryError> {
     let tournament = entry.tournament;
     let wallets = addresses(entry.wallets);
     if tournament.entry_fee_raw <= 0 {
@@ -150,15 +153,26 @@ pub(crate) async fn enter(state: &AppState, entry: &CustodialEntry<'_>) -> Resul
         let recorded = custodial_payments::recorded(state, entry.purpose, entry.subject).await?;
         return Err(match recorded {
             Some(recorded) if permanent(&refused) => {
-                refund_unregistered(state, tournament, entry.caller, &recorded, &wallets, refused)
-                    .await
+                refund_unregistered(
+                    state,
+                    tournament,
+                    entry.caller,
+                    &recorded,
+                    &wallets,
+                    refused,
+                )
+                .await
             }
             _ => refused.into(),
         });
     }
     let amount_raw = fee_raw(tournament, wallets.len());
     let memo = registration_memo(&tournament.id, &wallets);
-    let paid_for = format!("the registration of {} wallet(s) in tournament {}", wallets.len(), tournament.id);
+    let paid_for = format!(
+        "the registration of {} wallet(s) in tournament {}",
+        wallets.len(),
+        tournament.id
+    );
     let order = Order {
         purpose: entry.purpose,
         subject: entry.subject,
@@ -174,7 +188,15 @@ pub(crate) async fn enter(state: &AppState, entry: &CustodialEntry<'_>) -> Resul
         spender: entry.spend_key.map(|key| (key, paid_for.as_str())),
     };
     let signature = custodial_payments::pay_once(state, &order).await?;
-    complete(state, tournament, entry.caller, entry.payer, entry.wallets, &signature).await
+    complete(
+        state,
+        tournament,
+        entry.caller,
+        entry.payer,
+        entry.wallets,
+        &signature,
+    )
+    .await
 }
 
 fn fee_raw(tournament: &Tournament, wallets: usize) -> u64 {
@@ -342,7 +364,11 @@ pub(crate) async fn settle(state: &AppState, signature: &str) -> anyhow::Result<
     let caller = Caller::account(recorded.account_id.clone());
     match complete(state, &tournament, &caller, &payer, &wallets, signature).await {
         Ok(Entered::Registered { .. }) => {
-            tracing::info!(tournament_id = tournament.id, signature, "paid entry settled: registered");
+            tracing::info!(
+                tournament_id = tournament.id,
+                signature,
+                "paid entry settled: registered"
+            );
             Ok(())
         }
         Ok(Entered::Pending { .. }) | Err(EntryError::RefundOnceFinal(_)) => {
@@ -350,7 +376,9 @@ pub(crate) async fn settle(state: &AppState, signature: &str) -> anyhow::Result<
         }
         Err(EntryError::Refunded { .. }) => Ok(()),
         // Refused with nothing landed, or the fee is claimed: nothing left to settle.
-        Err(EntryError::Registration(_) | EntryError::CannotPay(_) | EntryError::Spend(_)) => Ok(()),
+        Err(EntryError::Registration(_) | EntryError::CannotPay(_) | EntryError::Spend(_)) => {
+            Ok(())
+        }
         Err(error @ (EntryError::Chain(_) | EntryError::Store(_) | EntryError::Internal(_))) => {
             Err(anyhow::anyhow!(error))
         }

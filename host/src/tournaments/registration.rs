@@ -10,9 +10,9 @@ use utoipa::ToSchema;
 
 use chrono::{DateTime, Utc};
 
+use super::custodial_entry::{CustodialEntry, Entered, EntryError};
 use super::model::{Status, Tournament, registration_memo};
 use super::queries;
-use super::custodial_entry::{CustodialEntry, Entered, EntryError};
 use crate::account::AccountError;
 use crate::api_keys::spend::{self, PayFrom};
 use crate::auth::Caller;
@@ -235,7 +235,9 @@ pub(crate) enum Outcome {
     Pending,
     /// The server paid from the embedded wallet with `signature`, not final yet: resend the
     /// same request in a few seconds.
-    Paying { signature: String },
+    Paying {
+        signature: String,
+    },
 }
 
 /// Register the request's wallets. `client` names who sent it (the account, else the IP) for

@@ -7,12 +7,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::custodial_entry::EntryError;
 use super::leaderboard::{self, LeaderboardView};
 use super::model::{Status, Tournament, TournamentView, registration_memo};
 use super::performance::{self, Performance};
 use super::privacy::{self, InviteParams};
 use super::queries::{self, ListQuery};
-use super::custodial_entry::EntryError;
 use super::registration::{self, Outcome, RegisterBody, RegisterRequest, RegistrationError};
 use crate::auth::{MaybeAccountAuth, Write};
 use crate::cache;

@@ -29,10 +29,19 @@ async fn spender(app: &TestApp, spend: Value, usdc_raw: u64) -> (String, String,
         .expect("an embedded wallet")
         .to_owned();
     app.airdrop(&wallet, 1_000_000_000, usdc_raw).await;
-    (session, key["key"].as_str().expect("key").to_owned(), wallet)
+    (
+        session,
+        key["key"].as_str().expect("key").to_owned(),
+        wallet,
+    )
 }
 
-async fn register(app: &TestApp, auth: Auth<'_>, tournament_id: &str, wallet: &str) -> crate::helpers::TestResponse {
+async fn register(
+    app: &TestApp,
+    auth: Auth<'_>,
+    tournament_id: &str,
+    wallet: &str,
+) -> crate::helpers::TestResponse {
     app.post(
         &format!("/api/tournaments/{tournament_id}/register"),
         auth,
@@ -42,7 +51,11 @@ async fn register(app: &TestApp, auth: Auth<'_>, tournament_id: &str, wallet: &s
 }
 
 /// Enter today's dungeon with a fresh quote for `wallet`, paid from the embedded wallet.
-async fn enter_dungeon(app: &TestApp, auth: Auth<'_>, wallet: &str) -> crate::helpers::TestResponse {
+async fn enter_dungeon(
+    app: &TestApp,
+    auth: Auth<'_>,
+    wallet: &str,
+) -> crate::helpers::TestResponse {
     let today = app.dungeon_today();
     let quote = app.dungeon_quote(&today, wallet).await;
     app.dungeon_enter(
@@ -111,7 +124,11 @@ async fn a_key_with_spend_pays_a_registration_and_a_dungeon_entry_from_the_embed
     let dungeon_before = usdc(&app, &app.state.chain.dungeon().address.to_string()).await;
     let entered = enter_dungeon(&app, Auth::Bearer(&key), &wallet).await;
     assert_eq!(entered.status, 201, "{}", entered.body);
-    assert!(entered.body["registrationKey"].as_str().is_some_and(|k| k.starts_with("dgr_")));
+    assert!(
+        entered.body["registrationKey"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("dgr_"))
+    );
     assert_eq!(usdc(&app, &wallet).await, 7_000_000);
     assert_eq!(
         usdc(&app, &app.state.chain.dungeon().address.to_string()).await,
@@ -143,9 +160,23 @@ async fn a_key_with_spend_pays_a_registration_and_a_dungeon_entry_from_the_embed
         .expect("id")
         .to_owned();
     assert!(audited.iter().all(|(subject, _, _)| *subject == key_id));
-    assert!(audited[0].1.contains("\"2000000\"") && audited[0].1.contains(&signature), "{audited:?}");
-    assert!(audited[0].2.as_deref().is_some_and(|d| d.contains("trn_paid")));
-    assert!(audited[1].1.contains("\"1000000\"") && audited[1].2.as_deref().is_some_and(|d| d.contains("dungeon")));
+    assert!(
+        audited[0].1.contains("\"2000000\"") && audited[0].1.contains(&signature),
+        "{audited:?}"
+    );
+    assert!(
+        audited[0]
+            .2
+            .as_deref()
+            .is_some_and(|d| d.contains("trn_paid"))
+    );
+    assert!(
+        audited[1].1.contains("\"1000000\"")
+            && audited[1]
+                .2
+                .as_deref()
+                .is_some_and(|d| d.contains("dungeon"))
+    );
 
     // A day later the day's spend starts again from nothing.
     app.advance(Duration::days(1));
@@ -225,9 +256,11 @@ async fn the_daily_cap_holds_under_twenty_concurrent_entries() {
         .collect();
     assert_eq!((entered, refused.len()), (5, 15), "{answers:?}");
     assert!(
-        refused.iter().all(|body| body["error"]
-            .as_str()
-            .is_some_and(|m| m.contains("spent 5 of its 5.5 USDC per day") && m.contains("costs 1 USDC"))),
+        refused
+            .iter()
+            .all(|body| body["error"].as_str().is_some_and(|m| m
+                .contains("spent 5 of its 5.5 USDC per day")
+                && m.contains("costs 1 USDC"))),
         "{refused:?}"
     );
     assert_eq!(usdc(&app, &wallet).await, 25_000_000, "exactly five fees");
@@ -266,7 +299,11 @@ async fn a_key_without_spend_a_session_and_a_read_only_key_cannot_pay() {
     }
     let by_session = register(&app, Auth::Session(&session), "trn_paid", &wallet).await;
     assert_eq!(by_session.status, 403, "{}", by_session.body);
-    assert!(by_session.error().contains("session"), "{}", by_session.body);
+    assert!(
+        by_session.error().contains("session"),
+        "{}",
+        by_session.body
+    );
     let anonymous = register(&app, Auth::None, "trn_paid", &wallet).await;
     assert_eq!(anonymous.status, 401, "{}", anonymous.body);
     let reader = register(&app, Auth::Bearer(&read_only), "trn_paid", &wallet).await;
@@ -303,7 +340,10 @@ async fn a_retried_call_after_a_202_does_not_pay_twice() {
     assert_eq!(pending.body["retryable"], true);
     let again = register(&app, Auth::Bearer(&key), "trn_slow", &wallet).await;
     assert_eq!(again.status, 202, "{}", again.body);
-    assert_eq!(again.body["message"], pending.body["message"], "the same payment");
+    assert_eq!(
+        again.body["message"], pending.body["message"],
+        "the same payment"
+    );
     app.advance(Duration::seconds(4));
     let done = register(&app, Auth::Bearer(&key), "trn_slow", &wallet).await;
     assert_eq!(done.status, 201, "{}", done.body);
@@ -317,12 +357,18 @@ async fn a_retried_call_after_a_202_does_not_pay_twice() {
     let today = app.dungeon_today();
     let quote = app.dungeon_quote(&today, &wallet).await;
     let body = json!({"quoteId": quote["quoteId"], "payerWallet": wallet, "payFrom": "embedded"});
-    let first = app.dungeon_enter(&today, Auth::Bearer(&key), body.clone()).await;
+    let first = app
+        .dungeon_enter(&today, Auth::Bearer(&key), body.clone())
+        .await;
     assert_eq!(first.status, 202, "{}", first.body);
-    let second = app.dungeon_enter(&today, Auth::Bearer(&key), body.clone()).await;
+    let second = app
+        .dungeon_enter(&today, Auth::Bearer(&key), body.clone())
+        .await;
     assert_eq!(second.status, 202, "{}", second.body);
     app.advance(Duration::seconds(4));
-    let entered = app.dungeon_enter(&today, Auth::Bearer(&key), body.clone()).await;
+    let entered = app
+        .dungeon_enter(&today, Auth::Bearer(&key), body.clone())
+        .await;
     assert_eq!(entered.status, 201, "{}", entered.body);
     assert_eq!(usdc(&app, &wallet).await, 7_000_000, "one entry fee");
     let used = app.dungeon_enter(&today, Auth::Bearer(&key), body).await;
@@ -420,14 +466,35 @@ async fn spend_limits_are_validated_and_a_refused_body_creates_nothing() {
     let app = TestApp::spawn().await;
     let session = app.session("limits@example.com").await;
     let refused = [
-        (json!({"maxUsdcPerDay": 0, "maxUsdcPerEntry": 0}), "maxUsdcPerDay"),
-        (json!({"maxUsdcPerDay": -1, "maxUsdcPerEntry": 1}), "maxUsdcPerDay"),
-        (json!({"maxUsdcPerDay": 10, "maxUsdcPerEntry": 0.0000001}), "maxUsdcPerEntry"),
-        (json!({"maxUsdcPerDay": 1000000.5, "maxUsdcPerEntry": 1}), "maxUsdcPerDay"),
-        (json!({"maxUsdcPerDay": 1, "maxUsdcPerEntry": 2}), "must not exceed"),
-        (json!({"maxUsdcPerDay": "5", "maxUsdcPerEntry": 1}), "maxUsdcPerDay"),
+        (
+            json!({"maxUsdcPerDay": 0, "maxUsdcPerEntry": 0}),
+            "maxUsdcPerDay",
+        ),
+        (
+            json!({"maxUsdcPerDay": -1, "maxUsdcPerEntry": 1}),
+            "maxUsdcPerDay",
+        ),
+        (
+            json!({"maxUsdcPerDay": 10, "maxUsdcPerEntry": 0.0000001}),
+            "maxUsdcPerEntry",
+        ),
+        (
+            json!({"maxUsdcPerDay": 1000000.5, "maxUsdcPerEntry": 1}),
+            "maxUsdcPerDay",
+        ),
+        (
+            json!({"maxUsdcPerDay": 1, "maxUsdcPerEntry": 2}),
+            "must not exceed",
+        ),
+        (
+            json!({"maxUsdcPerDay": "5", "maxUsdcPerEntry": 1}),
+            "maxUsdcPerDay",
+        ),
         (json!({"maxUsdcPerDay": 5}), "maxUsdcPerEntry"),
-        (json!({"maxUsdcPerDay": 5, "maxUsdcPerEntry": 1, "perWeek": 9}), "perWeek"),
+        (
+            json!({"maxUsdcPerDay": 5, "maxUsdcPerEntry": 1, "perWeek": 9}),
+            "perWeek",
+        ),
         (json!([5, 1]), "spend"),
     ];
     for (spend, named) in refused {
@@ -443,10 +510,11 @@ async fn spend_limits_are_validated_and_a_refused_body_creates_nothing() {
     }
     let keys = app.get("/api/api-keys", Auth::Session(&session)).await;
     assert_eq!(keys.body["keys"], json!([]), "nothing was created");
-    let (audited,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM audit_log WHERE action = 'key.create'")
-        .fetch_one(app.state.store.read())
-        .await
-        .expect("audit");
+    let (audited,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM audit_log WHERE action = 'key.create'")
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("audit");
     assert_eq!(audited, 0);
 
     let created = app
@@ -491,10 +559,16 @@ async fn the_keys_page_sets_and_shows_spend_limits() {
         .text()
         .await
         .expect("html");
-    assert!(html.contains(r#"name="spend.maxUsdcPerDay""#), "the form sets the limits");
+    assert!(
+        html.contains(r#"name="spend.maxUsdcPerDay""#),
+        "the form sets the limits"
+    );
     assert!(html.contains(r#"name="spend.maxUsdcPerEntry""#));
     assert!(html.contains("Embedded wallet spend"));
-    assert!(html.contains("0 of 10 USDC today"), "the key's limits and today's spend");
+    assert!(
+        html.contains("0 of 10 USDC today"),
+        "the key's limits and today's spend"
+    );
     assert!(html.contains("at most 2.5 USDC per entry"));
     assert!(html.contains("cannot pay"), "a key without limits says so");
 }

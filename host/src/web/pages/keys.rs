@@ -16,7 +16,12 @@ use crate::web::layout::{Page, human, sign_in_first, status_region, text, time};
 /// An account key's spend limits and today's spend (`docs/api.md`, "Paying from the embedded
 /// wallet"), or that it cannot pay.
 fn spend_cell(spend: &Value) -> Markup {
-    let usdc = |value: &Value| value.as_f64().map(|amount| amount.to_string()).unwrap_or_default();
+    let usdc = |value: &Value| {
+        value
+            .as_f64()
+            .map(|amount| amount.to_string())
+            .unwrap_or_default()
+    };
     if spend.is_null() {
         return html! { "cannot pay" };
     }

@@ -145,14 +145,14 @@ pub(crate) async fn claimed(state: &AppState, signature: &str) -> Result<bool, S
 /// The signature of `order`'s payment: the recorded one, (re)sent if the chain has not seen it,
 /// or a new one once the recorded one can no longer land.
 pub(crate) async fn pay_once(state: &AppState, order: &Order<'_>) -> Result<String, PayError> {
-    if let Some(recorded) = recorded(state, order.purpose, order.subject).await? {
-        if !forget_if_dead(state, &recorded).await? {
-            if !seen(state, &recorded.signature).await? {
-                // Not seen yet and still able to land: send the same transaction again.
-                send(state, &recorded.wire, order.payer_name).await?;
-            }
-            return Ok(recorded.signature);
+    if let Some(recorded) = recorded(state, order.purpose, order.subject).await?
+        && !forget_if_dead(state, &recorded).await?
+    {
+        if !seen(state, &recorded.signature).await? {
+            // Not seen yet and still able to land: send the same transaction again.
+            send(state, &recorded.wire, order.payer_name).await?;
         }
+        return Ok(recorded.signature);
     }
     let SignedTransfer {
         signature, wire, ..

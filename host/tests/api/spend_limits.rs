@@ -109,7 +109,10 @@ async fn a_key_with_spend_pays_a_registration_and_a_dungeon_entry_from_the_embed
     let registered_now = register(&app, Auth::Bearer(&key), "trn_paid", &wallet).await;
     assert_eq!(registered_now.status, 201, "{}", registered_now.body);
     assert_eq!(registered_now.body, json!({"count": 1}));
-    assert_eq!(registered(&app, "trn_paid").await, [wallet.clone()]);
+    assert_eq!(
+        registered(&app, "trn_paid").await,
+        std::slice::from_ref(&wallet)
+    );
     assert_eq!(usdc(&app, &wallet).await, 8_000_000, "exactly the fee left");
     assert_eq!(escrow_usdc(&app).await, escrow_before + 2_000_000);
     // The registration is the account's, paid by the signature the server sent.
@@ -347,7 +350,10 @@ async fn a_retried_call_after_a_202_does_not_pay_twice() {
     app.advance(Duration::seconds(4));
     let done = register(&app, Auth::Bearer(&key), "trn_slow", &wallet).await;
     assert_eq!(done.status, 201, "{}", done.body);
-    assert_eq!(registered(&app, "trn_slow").await, [wallet.clone()]);
+    assert_eq!(
+        registered(&app, "trn_slow").await,
+        std::slice::from_ref(&wallet)
+    );
     assert_eq!(usdc(&app, &wallet).await, 8_000_000, "one fee");
     let after = register(&app, Auth::Bearer(&key), "trn_slow", &wallet).await;
     assert_eq!(after.status, 409, "already registered: {}", after.body);

@@ -156,6 +156,13 @@ include-operation-id = "register_for_tournament"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "402", "403", "404", "409", "410", "422", "429"]
 
 [[operations]]
+# A key's \`spend.maxUsdcPerEntry\` must not exceed its \`maxUsdcPerDay\`, and both have at most 6
+# decimals (docs/api.md, "API keys"): no schema relates two members, and \`multipleOf\` is not
+# exact for decimal fractions of binary floats, so a well-formed body may be the documented 400.
+include-operation-id = "create_account_key"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "409", "429"]
+
+[[operations]]
 # \`before\` is any trade id by its schema, but only one of this agent's trades is a cursor: any
 # other is the documented 400 naming \`before\` (the operation's description says so).
 include-operation-id = "v1_list_agent_trades"

@@ -57,3 +57,18 @@ pub async fn signing_key(
     );
     Ok(Some(key))
 }
+
+/// The embedded wallet of `account_id` (created at e-mail sign-up), if it has one.
+pub(crate) async fn embedded_wallet(
+    state: &AppState,
+    account_id: &str,
+) -> sqlx::Result<Option<WalletAddress>> {
+    let row: Option<(String,)> = sqlx::query_as(
+        "SELECT address FROM custodial_wallets WHERE owner_kind = 'account' AND owner_id = $1
+         ORDER BY created_at LIMIT 1",
+    )
+    .bind(account_id)
+    .fetch_optional(state.store.read())
+    .await?;
+    Ok(row.and_then(|(address,)| WalletAddress::parse(&address).ok()))
+}

@@ -19,6 +19,7 @@ pub mod clock;
 pub mod config;
 pub mod crypto;
 pub mod custodial;
+pub(crate) mod custodial_payments;
 pub mod data_dir_lock;
 pub mod db;
 mod demo;

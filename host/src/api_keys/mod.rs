@@ -4,6 +4,7 @@
 
 mod routes;
 mod service;
+pub(crate) mod spend;
 
 pub(crate) use routes::router;
 pub(crate) use service::{CreateKey, CreatedKey, KeyError, KeyView, create, list, revoke};

@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::service::{self, CreateKey, CreatedKey, KeyError, KeyView};
+use super::spend::SpendRequest;
 use crate::auth::SessionAuth;
 use crate::auth::keys::KeyFamily;
 use crate::domain::{HttpUrl, Label};
@@ -54,6 +55,9 @@ pub(super) struct CreateKeyRequest {
     /// Where to deliver signed webhooks for this key's account.
     #[schema(value_type = Option<HttpUrl>)]
     webhook_url: Option<String>,
+    /// Let the key pay entries from the account's embedded wallet (`payFrom: "embedded"`),
+    /// within these limits; without it the key can never move funds.
+    spend: Option<SpendRequest>,
 }
 
 /// A scope of an account key, as `CreateKeyRequest::validate` accepts it.
@@ -107,6 +111,11 @@ impl CreateKeyRequest {
             scopes,
             expires_in_days: self.expires_in_days,
             webhook_url,
+            spend: self
+                .spend
+                .as_ref()
+                .map(SpendRequest::validate)
+                .transpose()?,
         })
     }
 }

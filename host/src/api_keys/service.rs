@@ -5,12 +5,14 @@ use chrono::Duration;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::spend::{self, SpendLimits, SpendView};
 use crate::audit::{self, Actor, Entry};
 use crate::auth::keys::{self, KeyFamily};
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::crypto::{new_id, random_base58};
 use crate::db::StoreError;
 use crate::state::AppState;
+use crate::usdc::Usdc;
 
 /// At most this many active (unrevoked, unexpired) keys per account, account keys and v1 keys
 /// counted together: the contract's limit is per user, not per kind of key.
@@ -47,6 +49,8 @@ pub(crate) struct CreateKey {
     pub scopes: Vec<String>,
     pub expires_in_days: Option<i64>,
     pub webhook_url: Option<String>,
+    /// What the key may pay from the embedded wallet; `None`: nothing, ever.
+    pub spend: Option<SpendLimits>,
 }
 
 /// The creation response: the only time `key` and `webhookSecret` are ever shown.
@@ -64,6 +68,10 @@ pub(crate) struct CreatedKey {
     pub webhook_url: Option<String>,
     /// HMAC-SHA256 secret for verifying webhook signatures; only when `webhookUrl` was given.
     pub webhook_secret: Option<String>,
+    /// What the key may pay from the account's embedded wallet (`payFrom: "embedded"`); null
+    /// when it can never move funds.
+    #[schema(value_type = Option<SpendView>)]
+    pub spend: Option<SpendView>,
 }
 
 /// A key as listed: never the secret.
@@ -81,6 +89,10 @@ pub(crate) struct KeyView {
     pub last_used_at: Option<String>,
     pub revoked_at: Option<String>,
     pub webhook_url: Option<String>,
+    /// What the key may pay from the account's embedded wallet, and what it paid today (UTC);
+    /// null when it can never move funds.
+    #[schema(value_type = Option<SpendView>)]
+    pub spend: Option<SpendView>,
 }
 
 /// Mint a key for `account_id`, refusing the 11th active one of either family.
@@ -128,8 +140,9 @@ pub(crate) async fn create(
     }
     sqlx::query(
         "INSERT INTO api_keys (id, account_id, family, name, key_prefix, key_hash, scopes, webhook_url,
-                               webhook_secret_sealed, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                               webhook_secret_sealed, created_at, expires_at,
+                               spend_max_per_day_raw, spend_max_per_entry_raw)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
     )
     .bind(&key_id)
     .bind(account_id)
@@ -142,6 +155,8 @@ pub(crate) async fn create(
     .bind(webhook_secret.as_ref().map(|secret| state.sealer.seal(secret.as_bytes())))
     .bind(to_millis(now))
     .bind(expires_at.map(to_millis))
+    .bind(request.spend.map(|limits| limits.per_day.raw()))
+    .bind(request.spend.map(|limits| limits.per_entry.raw()))
     .execute(&mut *tx)
     .await?;
     let actor = Actor::Account(account_id.to_owned());
@@ -155,6 +170,10 @@ pub(crate) async fn create(
                     "name": request.name, "family": request.family.as_str(), "keyPrefix": minted.prefix,
                     "scopes": request.scopes, "expiresAt": expires_at.map(rfc3339),
                     "webhookUrl": request.webhook_url,
+                    "spend": request.spend.map(|limits| serde_json::json!({
+                        "maxPerDayRaw": limits.per_day.raw().to_string(),
+                        "maxPerEntryRaw": limits.per_entry.raw().to_string(),
+                    })),
                 }),
             ),
         now,
@@ -178,6 +197,9 @@ pub(crate) async fn create(
         expires_at: expires_at.map(rfc3339),
         webhook_url: request.webhook_url,
         webhook_secret,
+        spend: request
+            .spend
+            .map(|limits| SpendView::new(limits, Usdc::default())),
     })
 }
 
@@ -193,6 +215,8 @@ struct KeyRow {
     last_used_at: Option<i64>,
     revoked_at: Option<i64>,
     webhook_url: Option<String>,
+    spend_max_per_day_raw: Option<i64>,
+    spend_max_per_entry_raw: Option<i64>,
 }
 
 /// Every key of the account in `family`, newest first (revoked and expired ones included).
@@ -202,7 +226,8 @@ pub(crate) async fn list(
     family: KeyFamily,
 ) -> Result<Vec<KeyView>, KeyError> {
     let rows: Vec<KeyRow> = sqlx::query_as(
-        "SELECT id, name, key_prefix, scopes, created_at, expires_at, last_used_at, revoked_at, webhook_url
+        "SELECT id, name, key_prefix, scopes, created_at, expires_at, last_used_at, revoked_at, webhook_url,
+                spend_max_per_day_raw, spend_max_per_entry_raw
          FROM api_keys WHERE account_id = $1 AND family = $2 ORDER BY created_at DESC, id",
     )
     .bind(account_id)
@@ -210,12 +235,21 @@ pub(crate) async fn list(
     .fetch_all(state.store.read())
     .await?;
     let now = state.now();
-    Ok(rows.into_iter().map(|row| key_view(row, now)).collect())
+    let spent = spend::spent_today(state.store.read(), account_id, now).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let spent = spent.get(&row.id).copied().unwrap_or_default();
+            key_view(row, spent, now)
+        })
+        .collect())
 }
 
-fn key_view(row: KeyRow, now: chrono::DateTime<chrono::Utc>) -> KeyView {
+fn key_view(row: KeyRow, spent_today: Usdc, now: chrono::DateTime<chrono::Utc>) -> KeyView {
     let at = |millis: Option<i64>| millis.map(|ms| rfc3339(from_millis(ms)));
     KeyView {
+        spend: SpendLimits::stored(row.spend_max_per_day_raw, row.spend_max_per_entry_raw)
+            .map(|limits| SpendView::new(limits, spent_today)),
         key_id: row.id,
         name: row.name,
         key_prefix: row.key_prefix,
@@ -269,7 +303,8 @@ pub(crate) async fn revoke(
         });
     }
     let row: Option<KeyRow> = sqlx::query_as(
-        "SELECT id, name, key_prefix, scopes, created_at, expires_at, last_used_at, revoked_at, webhook_url
+        "SELECT id, name, key_prefix, scopes, created_at, expires_at, last_used_at, revoked_at, webhook_url,
+                spend_max_per_day_raw, spend_max_per_entry_raw
          FROM api_keys WHERE id = $1 AND account_id = $2 AND family = $3",
     )
     .bind(key_id)
@@ -277,6 +312,10 @@ pub(crate) async fn revoke(
     .bind(family.as_str())
     .fetch_optional(state.store.write())
     .await?;
-    row.map(|row| key_view(row, state.now()))
-        .ok_or_else(|| KeyError::NotFound(key_id.to_owned()))
+    let spent = spend::spent_today(state.store.write(), account_id, state.now()).await?;
+    row.map(|row| {
+        let spent = spent.get(&row.id).copied().unwrap_or_default();
+        key_view(row, spent, state.now())
+    })
+    .ok_or_else(|| KeyError::NotFound(key_id.to_owned()))
 }

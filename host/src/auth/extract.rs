@@ -34,6 +34,19 @@ impl From<super::keys::KeyCheckError> for ApiError {
 #[derive(Debug, Clone)]
 pub(crate) struct Caller {
     pub account_id: String,
+    /// The account key that authenticated the call; `None` for a session (or the server acting
+    /// for the account). Paying from the embedded wallet needs it: only a key has spend limits.
+    pub key_id: Option<String>,
+}
+
+impl Caller {
+    /// The account itself: a session, or the server acting for the account.
+    pub(crate) fn account(account_id: impl Into<String>) -> Self {
+        Caller {
+            account_id: account_id.into(),
+            key_id: None,
+        }
+    }
 }
 
 /// A scope an endpoint requires of account keys.
@@ -101,9 +114,7 @@ impl<S: Scope> FromRequestParts<AppState> for MaybeAccountAuth<S> {
         let Some(token) = session::token_from_headers(&parts.headers) else {
             return Ok(MaybeAccountAuth(None, PhantomData));
         };
-        let caller = session::resolve(state, &token)
-            .await?
-            .map(|account_id| Caller { account_id });
+        let caller = session::resolve(state, &token).await?.map(Caller::account);
         Ok(MaybeAccountAuth(caller, PhantomData))
     }
 }
@@ -118,11 +129,12 @@ async fn authenticate(parts: &Parts, state: &AppState, scope: &str) -> Result<Ca
         }
         return Ok(Caller {
             account_id: key.account_id,
+            key_id: key.key_id,
         });
     }
     match session::token_from_headers(&parts.headers) {
         Some(token) => match session::resolve(state, &token).await? {
-            Some(account_id) => Ok(Caller { account_id }),
+            Some(account_id) => Ok(Caller::account(account_id)),
             None => Err(ApiError::Unauthorized("the session has expired or was ended; sign in again".into())),
         },
         None => Err(ApiError::Unauthorized(

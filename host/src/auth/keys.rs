@@ -54,6 +54,8 @@ pub(crate) fn mint() -> MintedKey {
 /// A key that passed the check: live, of the expected family.
 #[derive(Debug, Clone)]
 pub(crate) struct VerifiedKey {
+    /// `None` only for the web app acting for a session (`v1::extract`).
+    pub key_id: Option<String>,
     pub account_id: String,
     pub scopes: Vec<String>,
 }
@@ -166,6 +168,7 @@ pub(crate) async fn verify(
     }
     touch_last_used(state, &key, now);
     Ok(VerifiedKey {
+        key_id: Some(key.key_id.clone()),
         account_id: key.account_id.clone(),
         scopes: key.scopes.clone(),
     })

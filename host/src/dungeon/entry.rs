@@ -15,6 +15,7 @@ use super::game::skill::{SkillContext, agent_skill_markdown};
 use super::game::{Class, Run, rng};
 use super::quote::QuoteClaims;
 use super::run_key;
+use crate::api_keys::spend::PayFrom;
 use crate::auth::Caller;
 use crate::chain::ExpectedPayment;
 use crate::chain::payment::{self, PaymentCheck};
@@ -82,15 +83,52 @@ fn quote_key(state: &AppState) -> [u8; 32] {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct EnterRequest {
     pub quote_id: String,
-    #[schema(value_type = crate::domain::WalletAddress)]
-    pub payer_wallet: String,
-    /// The entry payment's signature.
+    /// The quote's wallet, which paid. With `payFrom`, omit it or name the embedded wallet.
+    #[schema(value_type = Option<crate::domain::WalletAddress>)]
+    pub payer_wallet: Option<String>,
+    /// The entry payment's signature; required unless `payFrom` is sent.
     #[schema(pattern = "\\S")]
-    pub tx_signature: String,
+    pub tx_signature: Option<String>,
     /// `fighter` (default), `ranger`, `mage`, `defender`, `gambler` or `rogue`.
     #[serde(default)]
     #[schema(pattern = "^(fighter|ranger|mage|defender|gambler|rogue)?$")]
     pub class: Option<String>,
+    /// `embedded`: the server pays the quote from the account's embedded wallet (the quote must
+    /// be for that wallet), within the calling API key's spend limits, instead of `txSignature`.
+    pub pay_from: Option<PayFrom>,
+}
+
+/// The request body as the OpenAPI document states it: [`EnterRequest`]'s fields, paid either
+/// by a signature (`payerWallet` and `txSignature`) or by the server (`payFrom`), never both.
+pub(crate) struct EnterBody;
+
+impl utoipa::PartialSchema for EnterBody {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Type};
+        use utoipa::openapi::{Ref, RefOr};
+        let absent = || ObjectBuilder::new().schema_type(Type::Null);
+        let by_signature = ObjectBuilder::new()
+            .required("payerWallet")
+            .required("txSignature")
+            .property("payFrom", absent());
+        let by_server = ObjectBuilder::new()
+            .required("payFrom")
+            .property("txSignature", absent());
+        RefOr::T(
+            AllOfBuilder::new()
+                .item(Ref::from_schema_name("EnterRequest"))
+                .item(OneOfBuilder::new().item(by_signature).item(by_server))
+                .into(),
+        )
+    }
+}
+
+impl utoipa::ToSchema for EnterBody {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
+        use utoipa::PartialSchema;
+        schemas.push(("EnterRequest".into(), EnterRequest::schema()));
+        <EnterRequest as utoipa::ToSchema>::schemas(schemas);
+    }
 }
 
 /// What `enter` hands back (201).
@@ -112,6 +150,11 @@ pub(crate) enum EnterOutcome {
     Entered(Box<Entered>),
     /// Not final yet: resend the same request in a few seconds.
     Pending,
+    /// The server paid from the embedded wallet with `signature`, not final yet: resend the
+    /// same request in a few seconds.
+    Paying {
+        signature: String,
+    },
 }
 
 /// The run's absolute URLs.
@@ -134,14 +177,27 @@ impl RunUrls {
     }
 }
 
-struct Checked {
-    day: DungeonDay,
-    payer: WalletAddress,
-    class: Class,
-    quote_id: String,
-    amount_raw: u64,
-    memo: String,
-    signature: String,
+/// A quote checked for its payer and the run's class: everything but the payment.
+pub(super) struct CheckedQuote {
+    pub day: DungeonDay,
+    pub payer: WalletAddress,
+    pub class: Class,
+    pub quote_id: String,
+    pub amount_raw: u64,
+    pub memo: String,
+}
+
+impl CheckedQuote {
+    /// The payment the quote asks for.
+    pub(super) fn expected(&self, state: &AppState) -> ExpectedPayment {
+        ExpectedPayment {
+            payer: self.payer.to_string(),
+            recipient: state.chain.dungeon().address.to_string(),
+            mint: state.chain.stablecoin_mint().to_owned(),
+            amount_raw: self.amount_raw,
+            memo: self.memo.clone(),
+        }
+    }
 }
 
 pub(crate) async fn enter(
@@ -150,26 +206,46 @@ pub(crate) async fn enter(
     caller: &Caller,
     request: EnterRequest,
 ) -> Result<EnterOutcome, DungeonError> {
-    let checked = check(state, dungeon_id, caller, request).await?;
-    let expected = ExpectedPayment {
-        payer: checked.payer.to_string(),
-        recipient: state.chain.dungeon().address.to_string(),
-        mint: state.chain.stablecoin_mint().to_owned(),
-        amount_raw: checked.amount_raw,
-        memo: checked.memo.clone(),
-    };
+    if request.pay_from.is_some() {
+        return super::embedded_entry::enter(state, dungeon_id, caller, request).await;
+    }
+    let signature = request
+        .tx_signature
+        .as_deref()
+        .map(str::trim)
+        .filter(|signature| !signature.is_empty())
+        .ok_or_else(|| {
+            DungeonError::Invalid(
+                "`txSignature` is required: the signature of the entry payment (or send `payFrom: \"embedded\"`)".into(),
+            )
+        })?
+        .to_owned();
+    let payer = request.payer_wallet.as_deref().ok_or_else(|| {
+        DungeonError::Invalid("`payerWallet` is required: the wallet that paid the quote".into())
+    })?;
+    let checked = check_quote(
+        state,
+        dungeon_id,
+        caller,
+        &request.quote_id,
+        payer,
+        request.class.as_deref(),
+        Freshness::Unpaid,
+    )
+    .await?;
+    ensure_unused(state, &signature).await?;
     let checked_payment = payment::check(
         &state.chain,
         &state.store,
         state.now(),
-        &checked.signature,
-        &expected,
+        &signature,
+        &checked.expected(state),
     )
     .await?;
     if checked_payment == PaymentCheck::Pending {
         return Ok(EnterOutcome::Pending);
     }
-    let entered = open_run(state, caller, &checked).await?;
+    let entered = open_run(state, caller, &checked, &signature).await?;
     tracing::info!(
         run_id = entered.run_id,
         dungeon_id,
@@ -179,16 +255,27 @@ pub(crate) async fn enter(
     Ok(EnterOutcome::Entered(Box::new(entered)))
 }
 
-/// Everything that can be refused before asking the chain.
-async fn check(
+/// Whether the quote must still be open: a quote the server already paid from the embedded
+/// wallet is honoured once its payment lands, even if it expired (or the day ended) meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Freshness {
+    Unpaid,
+    PaidAlready,
+}
+
+/// Everything about the quote that can be refused before asking the chain.
+pub(super) async fn check_quote(
     state: &AppState,
     dungeon_id: &str,
     caller: &Caller,
-    request: EnterRequest,
-) -> Result<Checked, DungeonError> {
+    quote_id: &str,
+    payer: &str,
+    class: Option<&str>,
+    freshness: Freshness,
+) -> Result<CheckedQuote, DungeonError> {
     let day = day::known(state, dungeon_id)?;
-    let payer = WalletAddress::parse(&request.payer_wallet).map_err(DungeonError::Invalid)?;
-    let class = match request.class.as_deref().map(str::trim) {
+    let payer = WalletAddress::parse(payer).map_err(DungeonError::Invalid)?;
+    let class = match class.map(str::trim) {
         None | Some("") => Class::Fighter,
         Some(name) => Class::parse(name).ok_or_else(|| {
             DungeonError::Invalid(format!(
@@ -197,15 +284,11 @@ async fn check(
             ))
         })?,
     };
-    let signature = request.tx_signature.trim().to_owned();
-    if signature.is_empty() {
-        return Err(DungeonError::Invalid(
-            "`txSignature` is required: the signature of the entry payment".into(),
-        ));
-    }
     crate::account::ensure_linked(state, &caller.account_id, [&payer]).await?;
-    day::ensure_open(state, day)?;
-    let quote_id = request.quote_id.trim();
+    if freshness == Freshness::Unpaid {
+        day::ensure_open(state, day)?;
+    }
+    let quote_id = quote_id.trim();
     let quote = QuoteClaims::verify(quote_id, &quote_key(state)).map_err(|error| {
         DungeonError::QuoteUnknown(format!(
             "{error}: ask GET /api/dungeons/{}/quote?wallet=<payer> for one",
@@ -225,45 +308,50 @@ async fn check(
             quote.wallet
         )));
     }
-    if state.now() > quote.expires_at {
+    if freshness == Freshness::Unpaid && state.now() > quote.expires_at {
         return Err(DungeonError::QuoteExpired(format!(
             "quote {quote_id} expired at {}; ask for a new quote and pay it",
             rfc3339(quote.expires_at)
         )));
     }
     let memo = memo(&quote.dungeon_id, &quote.wallet, quote_id);
-    let used: Option<(String,)> =
-        sqlx::query_as("SELECT purpose FROM payment_claims WHERE signature = $1")
-            .bind(&signature)
-            .fetch_optional(state.store.read())
-            .await?;
-    if used.is_some() {
-        return Err(DungeonError::SignatureUsed);
-    }
     let quote_used: Option<(String,)> =
         sqlx::query_as("SELECT id FROM dungeon_runs WHERE quote_id = $1")
             .bind(quote_id)
             .fetch_optional(state.store.read())
             .await?;
     if quote_used.is_some() {
-        return Err(DungeonError::QuoteUsed(request.quote_id.clone()));
+        return Err(DungeonError::QuoteUsed(quote_id.to_owned()));
     }
-    Ok(Checked {
+    Ok(CheckedQuote {
         day,
         payer,
         class,
         quote_id: quote_id.to_owned(),
         amount_raw: quote.amount_raw,
         memo,
-        signature,
     })
 }
 
+/// A signature pays for one entry only.
+pub(super) async fn ensure_unused(state: &AppState, signature: &str) -> Result<(), DungeonError> {
+    let used: Option<(String,)> =
+        sqlx::query_as("SELECT purpose FROM payment_claims WHERE signature = $1")
+            .bind(signature)
+            .fetch_optional(state.store.read())
+            .await?;
+    if used.is_some() {
+        return Err(DungeonError::SignatureUsed);
+    }
+    Ok(())
+}
+
 /// The claim, the run and its key, all or nothing.
-async fn open_run(
+pub(super) async fn open_run(
     state: &AppState,
     caller: &Caller,
-    checked: &Checked,
+    checked: &CheckedQuote,
+    signature: &str,
 ) -> Result<Entered, DungeonError> {
     let salt = day::map_salt(state).await?;
     let map = checked.day.map(&salt);
@@ -276,7 +364,7 @@ async fn open_run(
         "INSERT INTO payment_claims (signature, purpose, reference, payer, amount_raw, claimed_at)
          VALUES ($1, 'dungeon', $2, $3, $4, $5)",
     )
-    .bind(&checked.signature)
+    .bind(signature)
     .bind(&run_id)
     .bind(checked.payer.as_str())
     .bind(i64::try_from(checked.amount_raw).unwrap_or(i64::MAX))
@@ -296,7 +384,7 @@ async fn open_run(
     .bind(checked.payer.as_str())
     .bind(checked.class.as_str())
     .bind(&checked.quote_id)
-    .bind(&checked.signature)
+    .bind(signature)
     .bind(i64::try_from(checked.amount_raw).unwrap_or(i64::MAX))
     .bind(&key.hash)
     .bind(state.sealer.seal(key.key.as_bytes()))

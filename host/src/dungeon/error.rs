@@ -3,7 +3,9 @@
 //! platform API maps it to its status and body at the edge (`dungeon::routes`).
 
 use crate::account::AccountError;
+use crate::api_keys::spend::{SpendError, SpendRefused};
 use crate::chain::payment::PaymentError;
+use crate::custodial_payments::PayError;
 use crate::db::StoreError;
 use crate::http::rate_limit::Limited;
 
@@ -39,6 +41,15 @@ pub(crate) enum DungeonError {
     SignatureUsed,
     #[error(transparent)]
     Payment(#[from] PaymentError),
+    /// `payFrom: "embedded"` by a caller who may not pay from the embedded wallet, or not this
+    /// much.
+    #[error(transparent)]
+    Spend(#[from] SpendRefused),
+    /// The embedded wallet cannot pay the entry.
+    #[error("{0}")]
+    CannotPay(String),
+    #[error("the Solana RPC node is unavailable: {0}")]
+    Chain(String),
     /// A turn number that is not the next one, or a run contended by several requests.
     #[error("{0}")]
     OutOfTurn(String),
@@ -73,3 +84,24 @@ impl DungeonError {
 }
 
 crate::db::store_error_from_sqlx!(DungeonError);
+
+impl From<SpendError> for DungeonError {
+    fn from(error: SpendError) -> Self {
+        match error {
+            SpendError::Refused(refused) => DungeonError::Spend(refused),
+            SpendError::Store(store) => DungeonError::Store(store),
+        }
+    }
+}
+
+impl From<PayError> for DungeonError {
+    fn from(error: PayError) -> Self {
+        match error {
+            PayError::CannotPay(message) => DungeonError::CannotPay(message),
+            PayError::Refused(refused) => DungeonError::Spend(refused),
+            PayError::Chain(message) => DungeonError::Chain(message),
+            PayError::Store(store) => DungeonError::Store(store),
+            PayError::Internal(source) => DungeonError::Internal(source),
+        }
+    }
+}

@@ -8,6 +8,7 @@
 //! serialized run, and the engine can always rebuild a run from them.
 
 pub(crate) mod day;
+pub(crate) mod embedded_entry;
 pub(crate) mod entry;
 mod error;
 pub mod game;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::entry::{self, EnterOutcome, EnterRequest, Entered, Quote};
+use super::entry::{self, EnterBody, EnterOutcome, EnterRequest, Entered, Quote};
 use super::game::TurnRequest;
 use super::play::{self, TurnReply, TurnResult};
 use super::run_key::RunKey;
@@ -55,6 +55,9 @@ impl From<DungeonError> for ApiError {
             | DungeonError::SignatureUsed
             | DungeonError::OutOfTurn(_) => ApiError::Conflict(error.to_string()),
             DungeonError::Payment(payment) => payment.into(),
+            DungeonError::Spend(refused) => refused.into(),
+            DungeonError::CannotPay(message) => ApiError::PaymentRequired(message),
+            DungeonError::Chain(message) => ApiError::Unavailable(message),
             DungeonError::RunEnded { .. } => ApiError::Unauthorized(error.to_string()),
             DungeonError::OtherRun(_) | DungeonError::AccountSuspended(_) => {
                 ApiError::Forbidden(error.to_string())
@@ -162,14 +165,19 @@ async fn leaderboard(
 }
 
 /// Enter today's dungeon with a paid quote: 201 with the run's key and URLs, 202 while the
-/// payment is not final (resend the same request).
+/// payment is not final (resend the same request). With `payFrom: "embedded"` instead of a
+/// signature, the server pays the quote from the account's embedded wallet, within the calling
+/// key's spend limits, once per quote.
 #[utoipa::path(post, path = "/api/dungeons/{dungeonId}/enter", operation_id = "enter_dungeon",
     security(("sessionCookie" = []), ("accountKey" = [])), tag = "dungeon",
-    params(("dungeonId" = String, Path, description = "The dungeon's day, YYYY-MM-DD (UTC)")), request_body = EnterRequest,
+    params(("dungeonId" = String, Path, description = "The dungeon's day, YYYY-MM-DD (UTC)")), request_body = EnterBody,
     responses((status = 201, body = Entered),
               (status = 202, body = PendingPayment, description = "Paid, not final yet: resend"),
-              (status = 400), (status = 401), (status = 402), (status = 403), (status = 404),
-              (status = 409), (status = 410), (status = 422), (status = 429)))]
+              (status = 400), (status = 401),
+              (status = 402, description = "`payFrom`: the embedded wallet cannot pay the entry"),
+              (status = 403, description = "A key without `write`, a payer that is not the account's, or `payFrom` by a session, a key without spend limits or beyond them"),
+              (status = 404), (status = 409), (status = 410), (status = 422), (status = 429),
+              (status = 503, description = "The Solana RPC node is unavailable")))]
 async fn enter(
     _limit: IpLimit<AccountPolicy>,
     State(state): State<AppState>,
@@ -185,6 +193,13 @@ async fn enter(
             EnterOutcome::Pending => {
                 (StatusCode::ACCEPTED, axum::Json(PendingPayment::new())).into_response()
             }
+            EnterOutcome::Paying { signature } => (
+                StatusCode::ACCEPTED,
+                axum::Json(PendingPayment::saying(format!(
+                    "the entry was paid from the embedded wallet (transaction {signature}) and is not final yet; resend the same request in a few seconds"
+                ))),
+            )
+                .into_response(),
         },
     )
 }

@@ -76,7 +76,13 @@ pub(super) async fn run_job(state: &AppState, job: &Job) -> anyhow::Result<()> {
         }
         tournaments::lifecycle::END_JOB => tournaments::lifecycle::end(state, &job.subject).await,
         tournaments::payouts::SEND_JOB => tournaments::payouts::send(state, &job.subject).await,
-        agents::entry::SETTLE_JOB => agents::entry::settle(state, &job.subject).await,
+        tournaments::custodial_entry::SETTLE_JOB
+        | tournaments::custodial_entry::AGENT_SETTLE_JOB => {
+            tournaments::custodial_entry::settle(state, &job.subject).await
+        }
+        crate::dungeon::embedded_entry::SETTLE_JOB => {
+            crate::dungeon::embedded_entry::settle(state, &job.subject).await
+        }
         other => anyhow::bail!("no handler for job kind `{other}`"),
     }
 }

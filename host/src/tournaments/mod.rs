@@ -3,6 +3,7 @@
 //! never moves money itself (the chain module does).
 
 pub(crate) mod cli;
+pub(crate) mod custodial_entry;
 pub(crate) mod demo;
 pub(crate) mod flows;
 pub(crate) mod leaderboard;

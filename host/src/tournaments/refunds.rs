@@ -51,6 +51,17 @@ pub(crate) async fn record(
         Some(why) => format!("the tournament was cancelled: {why}"),
         None => "the tournament was cancelled".to_owned(),
     };
+    // The entries refunded no longer count against the spend limits of the keys that paid them.
+    let paid: Vec<(String,)> = sqlx::query_as(
+        "SELECT c.signature FROM payment_claims c JOIN key_spends s ON s.signature = c.signature
+         WHERE c.purpose = 'tournament' AND c.reference = $1 AND s.released_at IS NULL",
+    )
+    .bind(tournament_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    for (signature,) in paid {
+        crate::api_keys::spend::release(&mut *conn, &signature, &reason, now).await?;
+    }
     let mut recorded = 0;
     for (payer, amount, account_id) in payers {
         let refund_id = new_id("pay");
@@ -155,6 +166,8 @@ pub(crate) async fn record_entry_refund(
         )
         .detail(fee.reason);
     audit::record(&mut tx, entry, now).await?;
+    // A refunded entry no longer counts against the spend limits of the key that paid it.
+    crate::api_keys::spend::release(&mut tx, fee.signature, "the entry was refunded", now).await?;
     tx.commit().await?;
     Ok(Some(refund_id))
 }

@@ -10,9 +10,11 @@ use utoipa::ToSchema;
 
 use chrono::{DateTime, Utc};
 
+use super::custodial_entry::{CustodialEntry, Entered, EntryError};
 use super::model::{Status, Tournament, registration_memo};
 use super::queries;
 use crate::account::AccountError;
+use crate::api_keys::spend::{self, PayFrom};
 use crate::auth::Caller;
 use crate::chain::ExpectedPayment;
 use crate::chain::payment::{self, PaymentCheck, PaymentError};
@@ -71,13 +73,17 @@ pub(crate) struct RegisterRequest {
     /// 1 to 10 distinct wallets sharing one payment (or use `registeredWallet`).
     #[schema(value_type = Option<Vec<WalletAddress>>, min_items = 1, max_items = 10)]
     registered_wallets: Option<Vec<String>>,
-    /// Required: `null` for a free tournament, the payment's signature for a paid one.
+    /// `null` for a free tournament, the payment's signature for a paid one; required unless
+    /// `payFrom` is sent.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>, required = true)]
+    #[schema(value_type = Option<String>)]
     tx_signature: Option<Option<String>>,
     /// The wallet that paid (paid tournaments).
     #[schema(value_type = Option<WalletAddress>)]
     payer_wallet: Option<String>,
+    /// `embedded`: the server pays the fee from the account's embedded wallet, within the
+    /// calling API key's spend limits, instead of `txSignature` and `payerWallet`.
+    pay_from: Option<PayFrom>,
     /// A private tournament's invite code (ignored for public ones).
     invite_code: Option<String>,
 }
@@ -90,7 +96,8 @@ fn present<'de, D: serde::Deserializer<'de>>(
 
 /// The request body as the OpenAPI document states it: [`RegisterRequest`]'s fields, of which
 /// exactly one of `registeredWallet` and `registeredWallets` is sent (the other absent or null),
-/// as [`RegisterRequest::parse`] demands.
+/// as [`RegisterRequest::parse`] demands, and exactly one of `txSignature` (with `payerWallet`)
+/// and `payFrom`.
 pub(crate) struct RegisterBody;
 
 impl utoipa::PartialSchema for RegisterBody {
@@ -115,10 +122,20 @@ impl utoipa::PartialSchema for RegisterBody {
                     .unique_items(true),
             )
             .property("registeredWallet", absent());
+        // Paid by a signature (`txSignature`, null for a free tournament) or by the server from
+        // the embedded wallet (`payFrom`), never both.
+        let by_signature = ObjectBuilder::new()
+            .required("txSignature")
+            .property("payFrom", absent());
+        let by_server = ObjectBuilder::new()
+            .required("payFrom")
+            .property("txSignature", absent())
+            .property("payerWallet", absent());
         RefOr::T(
             AllOfBuilder::new()
                 .item(Ref::from_schema_name("RegisterRequest"))
                 .item(OneOfBuilder::new().item(one).item(many))
+                .item(OneOfBuilder::new().item(by_signature).item(by_server))
                 .into(),
         )
     }
@@ -138,6 +155,8 @@ struct Registration {
     signature: Option<String>,
     payer: Option<WalletAddress>,
     invite_code: Option<String>,
+    /// `payFrom: "embedded"`: the server pays from the account's embedded wallet.
+    pay_from: Option<PayFrom>,
 }
 
 impl RegisterRequest {
@@ -174,8 +193,22 @@ impl RegisterRequest {
                 "`registeredWallets` lists a wallet twice".into(),
             ));
         }
+        if let Some(pay_from) = self.pay_from {
+            if matches!(self.tx_signature, Some(Some(_))) || self.payer_wallet.is_some() {
+                return Err(RegistrationError::Invalid(
+                    "send either `payFrom` or `txSignature` and `payerWallet`, not both".into(),
+                ));
+            }
+            return Ok(Registration {
+                wallets,
+                signature: None,
+                payer: None,
+                invite_code: self.invite_code,
+                pay_from: Some(pay_from),
+            });
+        }
         let Some(signature) = self.tx_signature else {
-            return Err(RegistrationError::Invalid("`txSignature` is required: null for a free tournament, the payment's signature for a paid one".into()));
+            return Err(RegistrationError::Invalid("`txSignature` is required: null for a free tournament, the payment's signature for a paid one (or send `payFrom: \"embedded\"`)".into()));
         };
         let payer = self
             .payer_wallet
@@ -188,6 +221,7 @@ impl RegisterRequest {
             signature: signature.filter(|s| !s.trim().is_empty()),
             payer,
             invite_code: self.invite_code,
+            pay_from: None,
         })
     }
 }
@@ -199,6 +233,11 @@ pub(crate) enum Outcome {
     },
     /// The payment is not final yet: resend the same request in a few seconds.
     Pending,
+    /// The server paid from the embedded wallet with `signature`, not final yet: resend the
+    /// same request in a few seconds.
+    Paying {
+        signature: String,
+    },
 }
 
 /// Register the request's wallets. `client` names who sent it (the account, else the IP) for
@@ -211,8 +250,13 @@ pub(crate) async fn register(
     caller: Option<&Caller>,
     request: RegisterRequest,
     client: Option<&str>,
-) -> Result<Outcome, RegistrationError> {
+) -> Result<Outcome, EntryError> {
     let registration = request.parse()?;
+    // Who may pay from the embedded wallet is settled before anything else is looked at.
+    let spender = match registration.pay_from {
+        Some(PayFrom::Embedded) => Some(spend::spender(state, caller).await?),
+        None => None,
+    };
     let tournament =
         super::privacy::find_visible(state, tournament_id, registration.invite_code.as_deref())
             .await?
@@ -222,47 +266,80 @@ pub(crate) async fn register(
             .limits
             .registrations_per_tournament
             .check(&format!("{}|{client}", tournament.id))
-            .await?;
+            .await
+            .map_err(RegistrationError::from)?;
     }
-    register_in(state, &tournament, caller, registration).await
+    let Some(spender) = spender else {
+        return Ok(register_in(state, &tournament, caller, registration).await?);
+    };
+    let memo = registration_memo(&tournament.id, &addresses(&registration.wallets));
+    let entry = CustodialEntry {
+        tournament: &tournament,
+        caller: spender.caller,
+        payer: &spender.wallet,
+        wallets: &registration.wallets,
+        purpose: "account_entry",
+        subject: &memo,
+        payer_name: "the embedded wallet",
+        spend_key: Some(spender.key_id),
+    };
+    match super::custodial_entry::enter(state, &entry).await? {
+        Entered::Registered { count, .. } => Ok(Outcome::Registered { count }),
+        Entered::Pending { signature } => Ok(Outcome::Paying { signature }),
+    }
 }
 
-/// The checks of a registration that need no payment, for `caller`'s `wallet`: whether
-/// `tournament` would take it now (open, a seat left, not registered yet). An agent's paid entry
-/// runs them before its fee moves; the registering transaction checks them again.
+fn addresses(wallets: &[WalletAddress]) -> Vec<String> {
+    wallets.iter().map(ToString::to_string).collect()
+}
+
+/// The checks of a registration that need no payment, for `caller`'s `wallets`: whether
+/// `tournament` would take them now (open, seats left, none registered yet, all the caller's).
+/// A fee the server pays runs them before it moves; the registering transaction checks them
+/// again.
 pub(crate) async fn precheck(
     state: &AppState,
     tournament: &Tournament,
     caller: &Caller,
-    wallet: &str,
+    wallets: &[WalletAddress],
 ) -> Result<(), RegistrationError> {
     ensure_open(tournament, state.now())?;
-    let address = WalletAddress::parse(wallet).map_err(RegistrationError::Invalid)?;
-    crate::account::ensure_linked(state, &caller.account_id, std::iter::once(&address)).await?;
+    crate::account::ensure_linked(state, &caller.account_id, wallets.iter()).await?;
     ensure_room(
         state,
         &tournament.id,
-        &[address.to_string()],
+        &addresses(wallets),
         tournament.max_participants,
     )
     .await
 }
 
-/// Register `caller`'s one `wallet` in `tournament` (already found and admitted by the caller),
-/// paid by that wallet with `signature` for a paid tournament: the server entering an agent.
-pub(crate) async fn register_wallet(
+/// A fee the server paid: its payer and signature.
+pub(crate) struct Paid {
+    pub payer: WalletAddress,
+    pub signature: String,
+}
+
+/// Register `caller`'s `wallets` in `tournament` (already found and admitted by the caller),
+/// with the fee the server `paid` for a paid tournament: an agent's entry, or an account paying
+/// from its embedded wallet. Verified exactly as a client's signature would be.
+pub(crate) async fn register_paid(
     state: &AppState,
     tournament: &Tournament,
     caller: &Caller,
-    wallet: &str,
-    signature: Option<String>,
+    wallets: &[WalletAddress],
+    paid: Option<Paid>,
 ) -> Result<Outcome, RegistrationError> {
-    let address = WalletAddress::parse(wallet).map_err(RegistrationError::Invalid)?;
+    let (payer, signature) = match paid {
+        Some(Paid { payer, signature }) => (Some(payer), Some(signature)),
+        None => (None, None),
+    };
     let registration = Registration {
-        payer: signature.as_ref().map(|_| address.clone()),
-        wallets: vec![address],
+        payer,
+        wallets: wallets.to_vec(),
         signature,
         invite_code: None,
+        pay_from: None,
     };
     register_in(state, tournament, Some(caller), registration).await
 }

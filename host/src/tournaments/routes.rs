@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::custodial_entry::EntryError;
 use super::leaderboard::{self, LeaderboardView};
 use super::model::{Status, Tournament, TournamentView, registration_memo};
 use super::performance::{self, Performance};
@@ -210,6 +211,34 @@ impl From<RegistrationError> for ApiError {
     }
 }
 
+impl From<EntryError> for ApiError {
+    fn from(error: EntryError) -> Self {
+        let message = error.to_string();
+        match error {
+            EntryError::Registration(refused) => refused.into(),
+            // The registration's status, its message saying what became of the fee.
+            EntryError::Refunded { refused, .. } | EntryError::RefundOnceFinal(refused) => {
+                with_message(refused.into(), message)
+            }
+            EntryError::Spend(refused) => refused.into(),
+            EntryError::CannotPay(message) => ApiError::PaymentRequired(message),
+            EntryError::Chain(message) => ApiError::Unavailable(message),
+            EntryError::Store(store) => store.into(),
+            EntryError::Internal(source) => ApiError::Internal(source),
+        }
+    }
+}
+
+/// `error` with `message` in place of its own.
+fn with_message(error: ApiError, message: String) -> ApiError {
+    match error {
+        ApiError::NotFound(_) => ApiError::NotFound(message),
+        ApiError::Conflict(_) => ApiError::Conflict(message),
+        ApiError::Gone(_) => ApiError::Gone(message),
+        other => other,
+    }
+}
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
@@ -280,14 +309,18 @@ pub(super) struct Registered {
 /// `escrowWalletAddress` with the registration memo, then this request with its signature;
 /// 202 while the payment is not final (resend unchanged), 201 once registered. With an account
 /// key (scope `write`) or session, the entry is attributed to that account and every wallet
-/// must be one of its `allChainWallets`.
+/// must be one of its `allChainWallets`. With `payFrom: "embedded"` instead of a signature, the
+/// server pays the fee from the account's embedded wallet, within the calling key's spend
+/// limits, once however often the request is resent.
 #[utoipa::path(post, path = "/api/tournaments/{id}/register", operation_id = "register_for_tournament",
     security((), ("sessionCookie" = []), ("accountKey" = [])), tag = "tournaments",
     params(("id" = String, Path, description = "Tournament id")),
     request_body = RegisterBody,
     responses((status = 201, body = Registered), (status = 202, body = PendingPayment),
               (status = 400, description = "Invalid body or missing fields"),
-              (status = 403, description = "A wallet is not linked to the key's account"),
+              (status = 401, description = "`payFrom` without an account key"),
+              (status = 402, description = "`payFrom`: the embedded wallet cannot pay the fee"),
+              (status = 403, description = "A wallet is not linked to the key's account, or `payFrom` by a key without spend limits or beyond them"),
               (status = 404), (status = 409, description = "Already registered, full, or signature already used"),
               (status = 410, description = "Ended"), (status = 422, description = "Payment verification failed"),
               (status = 429)))]
@@ -313,6 +346,13 @@ async fn register(
         Outcome::Pending => {
             Ok((StatusCode::ACCEPTED, axum::Json(PendingPayment::new())).into_response())
         }
+        Outcome::Paying { signature } => Ok((
+            StatusCode::ACCEPTED,
+            axum::Json(PendingPayment::saying(format!(
+                "the fee was paid from the embedded wallet (transaction {signature}) and is not final yet; resend the same request in a few seconds"
+            ))),
+        )
+            .into_response()),
     }
 }
 

@@ -100,6 +100,7 @@ impl<P: Permission> FromRequestParts<AppState> for V1Key<P> {
             // account's own agents, as the owner does (crate::auth::WebAppSession).
             None => match parts.extensions.get::<WebAppSession>() {
                 Some(session) => VerifiedKey {
+                    key_id: None,
                     account_id: session.account_id.clone(),
                     scopes: PERMISSIONS.iter().map(|&p| p.to_owned()).collect(),
                 },

@@ -119,6 +119,8 @@ impl CreateRequest {
                 .collect(),
             expires_in_days: self.expires_in_days,
             webhook_url,
+            // v1 keys manage agents; they never pay from the embedded wallet.
+            spend: None,
         })
     }
 }

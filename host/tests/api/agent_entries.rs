@@ -246,7 +246,7 @@ async fn an_agent_pays_nothing_for_a_tournament_that_cannot_take_it() {
     assert_eq!((full.status, v1_code(&full).as_str()), (409, "CONFLICT"));
 
     assert_eq!(crate::payouts::usdc(&app, &wallet).await, 10_000_000);
-    let (sent,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agent_entry_payments")
+    let (sent,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM custodial_payments")
         .fetch_one(app.state.store.read())
         .await
         .expect("count");

@@ -56,6 +56,7 @@ mod scheduler;
 mod simnet_clients;
 mod simnet_pool;
 mod simnet_signatures;
+mod spend_limits;
 mod strategies_classes;
 mod tournament_flows;
 mod tournaments;

@@ -1,6 +1,7 @@
 //! API keys, account and v1: create (scopes or permissions, expiry, webhook URL), the secret and
 //! webhook secret shown once with a copy button, the list (prefix, last use, expiry) and revoke
-//! with a confirmation. All through the API's session-only key routes.
+//! with a confirmation. An account key's spend limits (paying from the embedded wallet) are set at
+//! creation and listed with today's spend. All through the API's session-only key routes.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -12,7 +13,26 @@ use crate::web::Web;
 use crate::web::internal::{Failed, Visitor};
 use crate::web::layout::{Page, human, sign_in_first, status_region, text, time};
 
+/// An account key's spend limits and today's spend (`docs/api.md`, "Paying from the embedded
+/// wallet"), or that it cannot pay.
+fn spend_cell(spend: &Value) -> Markup {
+    let usdc = |value: &Value| {
+        value
+            .as_f64()
+            .map(|amount| amount.to_string())
+            .unwrap_or_default()
+    };
+    if spend.is_null() {
+        return html! { "cannot pay" };
+    }
+    html! {
+        (usdc(&spend["spentTodayUsdc"])) " of " (usdc(&spend["maxUsdcPerDay"])) " USDC today"
+        br; small.muted { "at most " (usdc(&spend["maxUsdcPerEntry"])) " USDC per entry" }
+    }
+}
+
 fn key_rows(keys: &Result<Vec<Value>, Failed>, family: &str, grants: &str) -> Markup {
+    let spends = family == "account";
     let revoke_base = if family == "v1" {
         "/web-api/v1/api-keys/"
     } else {
@@ -24,7 +44,8 @@ fn key_rows(keys: &Result<Vec<Value>, Failed>, family: &str, grants: &str) -> Ma
         Ok(keys) => html! {
             div.scroll { table.keys data-family=(family) {
                 thead { tr { th { "Name" } th { "Prefix" } th { "Grants" } th { "Status" } th { "Last used" }
-                    th { "Expires" } th { "Webhook" } th { span.visually-hidden { "Actions" } } } }
+                    th { "Expires" } th { "Webhook" } @if spends { th { "Embedded wallet spend" } }
+                    th { span.visually-hidden { "Actions" } } } }
                 tbody { @for key in keys { tr {
                     td { (text(&key["name"])) }
                     td { code.prefix { (text(&key["keyPrefix"])) "…" } }
@@ -33,6 +54,7 @@ fn key_rows(keys: &Result<Vec<Value>, Failed>, family: &str, grants: &str) -> Ma
                     td { @if key["lastUsedAt"].is_null() { "never" } @else { (time(&key["lastUsedAt"])) } }
                     td { @if key["expiresAt"].is_null() { "never" } @else { (time(&key["expiresAt"])) } }
                     td { (text(&key["webhookUrl"])) }
+                    @if spends { td { (spend_cell(&key["spend"])) } }
                     td { @if key["status"] == "active" {
                         button.danger type="button" data-revoke=(format!("{revoke_base}{}", text(&key["keyId"])))
                             data-name=(text(&key["name"])) { "Revoke" }
@@ -67,6 +89,17 @@ fn create_form(family: &str) -> Markup {
                 input id=(format!("{family}-expiry")) name="expiresInDays" type="number" min="1" max="365" data-type="number"; }
             div.field { label for=(format!("{family}-webhook")) { "Webhook URL (optional)" }
                 input id=(format!("{family}-webhook")) name="webhookUrl" type="url" data-type="optional" placeholder="https://…"; }
+            @if family == "account" {
+                fieldset data-field="spend" aria-describedby="account-spend-help" {
+                    legend { "Paying from the embedded wallet (optional)" }
+                    p #account-spend-help.muted { "Leave both empty and the key can never move funds. Set both to let it pay entries with "
+                        code { "payFrom: \"embedded\"" } ", in USDC, up to 6 decimals." }
+                    div.field { label for="account-spend-day" { "Most per day (UTC)" }
+                        input #account-spend-day name="spend.maxUsdcPerDay" type="number" min="0.000001" max="1000000" step="0.000001" data-type="number"; }
+                    div.field { label for="account-spend-entry" { "Most per entry" }
+                        input #account-spend-entry name="spend.maxUsdcPerEntry" type="number" min="0.000001" max="1000000" step="0.000001" data-type="number"; }
+                }
+            }
             button type="submit" { "Create key" }
             (status_region(&format!("{family}-create-status")))
         }

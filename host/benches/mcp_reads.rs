@@ -103,7 +103,10 @@ fn main() {
     runtime.block_on(async {
         let client = reqwest::Client::new();
         for (tool, body) in [
-            ("get_tournament", tool_call("get_tournament", json!({"tournamentId": "trn_bench"}))),
+            (
+                "get_tournament",
+                tool_call("get_tournament", json!({"tournamentId": "trn_bench"})),
+            ),
             (
                 "get_tournament_leaderboard",
                 tool_call(

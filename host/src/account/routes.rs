@@ -140,7 +140,9 @@ async fn wallet_balances(
     State(state): State<AppState>,
     auth: AccountAuth<Read>,
 ) -> Result<axum::Json<WalletBalances>, ApiError> {
-    Ok(axum::Json(balances::balances(&state, auth.account_id()).await?))
+    Ok(axum::Json(
+        balances::balances(&state, auth.account_id()).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

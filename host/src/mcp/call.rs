@@ -356,7 +356,8 @@ mod tests {
             register.body,
             Some(json!({"registeredWallet": "W", "txSignature": null}))
         );
-        let list = built("list_tournaments", json!({"status": "live", "pageSize": 5})).expect("builds");
+        let list =
+            built("list_tournaments", json!({"status": "live", "pageSize": 5})).expect("builds");
         assert!(list.path_and_query.starts_with("/api/tournaments?"));
         assert!(list.path_and_query.contains("status=live"));
         assert!(list.path_and_query.contains("pageSize=5"));
@@ -373,13 +374,17 @@ mod tests {
 
     #[test]
     fn unknown_and_missing_arguments_are_named() {
-        let unknown = built("get_tournament", json!({"tournamentId": "t", "colour": "red"}))
-            .expect_err("refused");
+        let unknown = built(
+            "get_tournament",
+            json!({"tournamentId": "t", "colour": "red"}),
+        )
+        .expect_err("refused");
         assert!(unknown.contains("`colour`"), "{unknown}");
         assert!(unknown.contains("tournamentId"), "{unknown}");
         let missing = built("get_tournament", json!({})).expect_err("refused");
         assert_eq!(missing, "`tournamentId` is required");
-        let object = built("get_tournament", json!({"tournamentId": {"a": 1}})).expect_err("refused");
+        let object =
+            built("get_tournament", json!({"tournamentId": {"a": 1}})).expect_err("refused");
         assert!(object.contains("string or a number"), "{object}");
     }
 

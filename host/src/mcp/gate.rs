@@ -44,7 +44,10 @@ impl Gate {
             .map(|host| (*host).to_owned())
             .collect();
         if let Some(host) = public.as_ref().and_then(|url| url.host_str()) {
-            let host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+            let host = host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned();
             if !hosts.contains(&host) {
                 hosts.push(host);
             }
@@ -70,7 +73,11 @@ impl Gate {
             Some(rest) => rest.split(']').next().unwrap_or_default(),
             None => host.split(':').next().unwrap_or_default(),
         };
-        if self.hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(name)) {
+        if self
+            .hosts
+            .iter()
+            .any(|allowed| allowed.eq_ignore_ascii_case(name))
+        {
             Ok(())
         } else {
             Err(format!(
@@ -82,7 +89,10 @@ impl Gate {
 
     /// A browser's `Origin`, if sent, must be the public URL's.
     fn check_origin(&self, headers: &HeaderMap) -> Result<(), String> {
-        match headers.get(header::ORIGIN).map(|v| v.to_str().unwrap_or("")) {
+        match headers
+            .get(header::ORIGIN)
+            .map(|v| v.to_str().unwrap_or(""))
+        {
             None => Ok(()),
             Some(origin) if !self.origin.is_empty() && origin == &*self.origin => Ok(()),
             Some(origin) => Err(format!(
@@ -162,7 +172,12 @@ pub(crate) async fn check(State(gate): State<Gate>, request: Request, next: Next
     }
     if parts.method == Method::DELETE
         && let Some(session) = &session
-        && !gate.local.sessions.read().await.contains_key(session.as_str())
+        && !gate
+            .local
+            .sessions
+            .read()
+            .await
+            .contains_key(session.as_str())
     {
         // Ended on a node that does not hold it in memory: forgetting the stored session is
         // all there is to do (rmcp would call an unknown session an internal error).

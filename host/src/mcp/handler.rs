@@ -6,10 +6,10 @@ use std::sync::Arc;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     CustomNotification, Implementation, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ResourceContents, ResourceTemplate,
-    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
-    SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ResourceContents, ResourceTemplate, ResourceUpdatedNotificationParam,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
+    ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -46,9 +46,13 @@ impl ReadyTool {
             .destructive(false)
             .idempotent(spec.read_only())
             .open_world(false);
-        let listed = Tool::new(spec.name, spec.description, Arc::new(arguments.schema.clone()))
-            .with_title(spec.title)
-            .with_annotations(annotations);
+        let listed = Tool::new(
+            spec.name,
+            spec.description,
+            Arc::new(arguments.schema.clone()),
+        )
+        .with_title(spec.title)
+        .with_annotations(annotations);
         ReadyTool {
             spec,
             arguments,
@@ -112,7 +116,11 @@ impl Server {
     }
 
     /// `uri` as a resource `caller` may read, or the error to answer.
-    async fn readable(&self, uri: &str, caller: &McpCaller) -> Result<(Resource, Value), ErrorData> {
+    async fn readable(
+        &self,
+        uri: &str,
+        caller: &McpCaller,
+    ) -> Result<(Resource, Value), ErrorData> {
         let resource = Resource::parse(uri).ok_or_else(|| {
             ErrorData::resource_not_found(
                 format!("no resource `{uri}`: see resources/templates/list"),
@@ -131,14 +139,21 @@ impl Server {
         }
     }
 
-    async fn call(&self, ready: &ReadyTool, given: serde_json::Map<String, Value>, caller: &McpCaller) -> CallToolResult {
+    async fn call(
+        &self,
+        ready: &ReadyTool,
+        given: serde_json::Map<String, Value>,
+        caller: &McpCaller,
+    ) -> CallToolResult {
         let spec = ready.spec;
         if !caller.may_use(spec.audience) {
             let needs = match spec.audience {
                 catalog::Audience::Agents => {
                     "a v1 key (created with POST /api/v1/api-keys, sent as Authorization: Bearer)"
                 }
-                _ => "an account key (created with POST /api/api-keys, sent as Authorization: Bearer)",
+                _ => {
+                    "an account key (created with POST /api/api-keys, sent as Authorization: Bearer)"
+                }
             };
             return tool_error(format!("{} needs {needs}", spec.name));
         }
@@ -262,7 +277,9 @@ impl ServerHandler for Server {
             ))));
         };
         let given = request.arguments.unwrap_or_default();
-        Ok(CallToolResponse::Complete(self.call(ready, given, &caller).await))
+        Ok(CallToolResponse::Complete(
+            self.call(ready, given, &caller).await,
+        ))
     }
 
     async fn list_resources(
@@ -359,12 +376,15 @@ impl ServerHandler for Server {
             .take(subscriptions::MAX_PER_SESSION as usize)
             .cloned()
             .collect();
-        Some(SubscriptionFilter::builder().resource_subscriptions(uris).build())
+        Some(
+            SubscriptionFilter::builder()
+                .resource_subscriptions(uris)
+                .build(),
+        )
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let caller =
-            caller_of(&context.request_context().extensions).ok_or_else(no_caller)?;
+        let caller = caller_of(&context.request_context().extensions).ok_or_else(no_caller)?;
         // A subscription holds a stream open, like the API's SSE streams, and counts as one.
         let mut slot = self
             .0
@@ -391,7 +411,12 @@ impl ServerHandler for Server {
                 },
             };
             for uri in uris.iter().filter(|uri| changed.covers(uri)) {
-                if context.sink().notify_resource_updated(uri.clone()).await.is_err() {
+                if context
+                    .sink()
+                    .notify_resource_updated(uri.clone())
+                    .await
+                    .is_err()
+                {
                     // The client went away: the subscription ends with it.
                     return Ok(());
                 }

@@ -88,7 +88,9 @@ impl Resource {
     pub(crate) fn read(&self, today: &str) -> (Method, String, Extra) {
         match self {
             Resource::Today => (Method::GET, format!("/api/dungeons/{today}"), Extra::None),
-            Resource::Tournament(id) => (Method::GET, format!("/api/tournaments/{id}"), Extra::None),
+            Resource::Tournament(id) => {
+                (Method::GET, format!("/api/tournaments/{id}"), Extra::None)
+            }
             Resource::Leaderboard(id) => (
                 Method::GET,
                 format!("/api/tournaments/{id}/leaderboard"),

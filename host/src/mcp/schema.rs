@@ -35,9 +35,12 @@ impl Arguments {
 /// Derive `tool`'s arguments from `document` (the API's OpenAPI document as JSON).
 pub(crate) fn arguments(document: &Value, tool: &ToolSpec) -> Result<Arguments, String> {
     let method = tool.method.as_str().to_ascii_lowercase();
-    let operation = document["paths"][tool.path]
-        .get(&method)
-        .ok_or_else(|| format!("{} {} is not in the OpenAPI document", tool.method, tool.path))?;
+    let operation = document["paths"][tool.path].get(&method).ok_or_else(|| {
+        format!(
+            "{} {} is not in the OpenAPI document",
+            tool.method, tool.path
+        )
+    })?;
     let mut properties = Map::new();
     let mut required: Vec<String> = Vec::new();
     let mut places = BTreeMap::new();
@@ -77,7 +80,8 @@ pub(crate) fn arguments(document: &Value, tool: &ToolSpec) -> Result<Arguments, 
         properties.insert(argument.clone(), schema);
         places.insert(argument, (place, name.to_owned()));
     }
-    if let Some(body) = operation["requestBody"]["content"]["application/json"]["schema"].as_object()
+    if let Some(body) =
+        operation["requestBody"]["content"]["application/json"]["schema"].as_object()
     {
         let mut body_required = Vec::new();
         flatten_body(
@@ -245,8 +249,8 @@ mod tests {
     fn every_tool_has_a_self_contained_schema() {
         let document = document();
         for tool in TOOLS {
-            let arguments = arguments(&document, tool)
-                .unwrap_or_else(|error| panic!("{}: {error}", tool.name));
+            let arguments =
+                arguments(&document, tool).unwrap_or_else(|error| panic!("{}: {error}", tool.name));
             let text = Value::Object(arguments.schema.clone()).to_string();
             assert!(!text.contains(COMPONENTS), "{}: {text}", tool.name);
             for reference in text.split("\"#/$defs/").skip(1) {

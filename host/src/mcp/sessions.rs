@@ -80,7 +80,10 @@ pub(crate) async fn bind(
 
 /// The account that opened `session_id`, if the session is known; its use is noted (at most
 /// once a minute, so a busy session does not write on every request).
-pub(crate) async fn owner(state: &AppState, session_id: &str) -> Result<Option<String>, StoreError> {
+pub(crate) async fn owner(
+    state: &AppState,
+    session_id: &str,
+) -> Result<Option<String>, StoreError> {
     let row: Option<(Option<String>, i64)> =
         sqlx::query_as("SELECT account_id, touched_at FROM mcp_sessions WHERE id = $1")
             .bind(session_id)

@@ -33,7 +33,9 @@ pub(crate) const MAX_PER_SESSION: i64 = 100;
 /// Why a subscription was refused.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SubscribeError {
-    #[error("a session may hold at most {MAX_PER_SESSION} subscriptions; unsubscribe from one first")]
+    #[error(
+        "a session may hold at most {MAX_PER_SESSION} subscriptions; unsubscribe from one first"
+    )]
     TooMany,
     #[error(transparent)]
     Store(#[from] StoreError),

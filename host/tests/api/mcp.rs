@@ -114,14 +114,23 @@ async fn call_tool(app: &TestApp, key: &str, session: &str, name: &str, argument
 async fn without_a_good_key_the_answer_is_401_with_a_bearer_challenge() {
     let app = TestApp::spawn().await;
     let url = format!("{}/mcp", app.address);
-    let none = app.client.post(&url).json(&json!({})).send().await.expect("send");
+    let none = app
+        .client
+        .post(&url)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("send");
     assert_eq!(none.status(), 401);
     assert_eq!(
         none.headers()["www-authenticate"],
         "Bearer realm=\"crucible-mcp\""
     );
     let body: Value = none.json().await.expect("json");
-    assert!(body["error"].as_str().expect("error").contains("Bearer"), "{body}");
+    assert!(
+        body["error"].as_str().expect("error").contains("Bearer"),
+        "{body}"
+    );
 
     let bad = app
         .client
@@ -140,12 +149,21 @@ async fn without_a_good_key_the_answer_is_401_with_a_bearer_challenge() {
     let (session, _, key) = operator(&app, EMAIL, json!({"name": "a", "scopes": ["read"]})).await;
     open_session(&app, &key).await;
     let keys = app.get("/api/api-keys", Auth::Session(&session)).await;
-    let key_id = keys.body["keys"][0]["keyId"].as_str().expect("keyId").to_owned();
+    let key_id = keys.body["keys"][0]["keyId"]
+        .as_str()
+        .expect("keyId")
+        .to_owned();
     let revoked = app
         .delete(&format!("/api/api-keys/{key_id}"), Auth::Session(&session))
         .await;
     assert_eq!(revoked.status, 200, "{}", revoked.body);
-    let (status, _, _) = rpc(&app, &key, None, json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+    let (status, _, _) = rpc(
+        &app,
+        &key,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    )
+    .await;
     assert_eq!(status, 401);
 }
 
@@ -165,7 +183,13 @@ async fn another_host_or_a_foreign_origin_is_refused_before_the_key_is_read() {
         .expect("send");
     assert_eq!(rebinding.status(), 403);
     let body: Value = rebinding.json().await.expect("json");
-    assert!(body["error"].as_str().expect("error").contains("attacker.example"), "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .expect("error")
+            .contains("attacker.example"),
+        "{body}"
+    );
 
     let page = app
         .client
@@ -183,8 +207,12 @@ async fn another_host_or_a_foreign_origin_is_refused_before_the_key_is_read() {
 async fn a_session_belongs_to_the_account_that_opened_it() {
     let app = TestApp::spawn().await;
     let (_, _, mine) = operator(&app, EMAIL, json!({"name": "a", "scopes": ["read"]})).await;
-    let (_, _, theirs) =
-        operator(&app, "other@example.com", json!({"name": "b", "scopes": ["read"]})).await;
+    let (_, _, theirs) = operator(
+        &app,
+        "other@example.com",
+        json!({"name": "b", "scopes": ["read"]}),
+    )
+    .await;
     let session = open_session(&app, &mine).await;
     let (status, _, body) = rpc(
         &app,
@@ -194,7 +222,12 @@ async fn a_session_belongs_to_the_account_that_opened_it() {
     )
     .await;
     assert_eq!(status, 404, "{body}");
-    assert!(body["error"].as_str().expect("error").contains("no MCP session"));
+    assert!(
+        body["error"]
+            .as_str()
+            .expect("error")
+            .contains("no MCP session")
+    );
     // Its owner still uses it, and ends it.
     let (status, _, body) = rpc(
         &app,
@@ -244,7 +277,10 @@ async fn tools_refuse_what_rest_refuses_with_the_apis_own_message() {
         .map(|tool| tool["name"].as_str().expect("name"))
         .collect();
     assert!(names.contains(&"register_for_tournament"), "{names:?}");
-    assert!(!names.contains(&"create_agent"), "agent tools need a v1 key: {names:?}");
+    assert!(
+        !names.contains(&"create_agent"),
+        "agent tools need a v1 key: {names:?}"
+    );
 
     // A read-only key cannot register: the REST call's 403, as a tool error.
     let refused = call_tool(
@@ -268,10 +304,29 @@ async fn tools_refuse_what_rest_refuses_with_the_apis_own_message() {
     assert_eq!(entries.0, 0);
 
     // Unknown arguments and tools, and a bad id, are tool errors too, never protocol errors.
-    let junk = call_tool(&app, &key, &session, "get_tournament", json!({"colour": "red"})).await;
+    let junk = call_tool(
+        &app,
+        &key,
+        &session,
+        "get_tournament",
+        json!({"colour": "red"}),
+    )
+    .await;
     assert_eq!(junk["isError"], true);
-    assert!(junk["content"][0]["text"].as_str().expect("text").contains("`colour`"));
-    let missing = call_tool(&app, &key, &session, "get_tournament", json!({"tournamentId": "nope"})).await;
+    assert!(
+        junk["content"][0]["text"]
+            .as_str()
+            .expect("text")
+            .contains("`colour`")
+    );
+    let missing = call_tool(
+        &app,
+        &key,
+        &session,
+        "get_tournament",
+        json!({"tournamentId": "nope"}),
+    )
+    .await;
     assert_eq!(missing["content"][0]["text"], "no tournament `nope`");
     assert_eq!(missing["structuredContent"]["status"], 404);
     let nothing = call_tool(&app, &key, &session, "launch_rockets", json!({})).await;
@@ -301,12 +356,20 @@ async fn a_body_over_the_limit_is_413_and_the_server_answers_no_5xx_to_junk() {
         .header("authorization", format!("Bearer {key}"))
         .header("accept", "application/json, text/event-stream")
         .header("content-type", "application/json")
-        .body(format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{huge}\"}}}}"))
+        .body(format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{huge}\"}}}}"
+        ))
         .send()
         .await
         .expect("send");
     assert_eq!(response.status(), 413);
-    for junk in ["", "{", "[]", "{\"jsonrpc\":\"2.0\"}", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":7}}"] {
+    for junk in [
+        "",
+        "{",
+        "[]",
+        "{\"jsonrpc\":\"2.0\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":7}}",
+    ] {
         let response = app
             .client
             .post(format!("{}/mcp", app.address))
@@ -317,7 +380,11 @@ async fn a_body_over_the_limit_is_413_and_the_server_answers_no_5xx_to_junk() {
             .send()
             .await
             .expect("send");
-        assert!(response.status().as_u16() < 500, "{junk}: {}", response.status());
+        assert!(
+            response.status().as_u16() < 500,
+            "{junk}: {}",
+            response.status()
+        );
     }
 }
 
@@ -363,7 +430,11 @@ async fn a_subscribed_run_is_announced_on_the_sessions_stream_when_it_moves() {
         .expect("stream");
     assert_eq!(stream.status(), 200);
     let turn = app
-        .dungeon_turn(&run_id, &run_key, json!({"action": "inventory", "turnNumber": 1}))
+        .dungeon_turn(
+            &run_id,
+            &run_key,
+            json!({"action": "inventory", "turnNumber": 1}),
+        )
         .await;
     assert_eq!(turn.status, 200, "{}", turn.body);
     let mut seen = String::new();
@@ -431,9 +502,18 @@ async fn mcp_sdk_an_agent_plays_todays_dungeon_to_its_end_paying_from_the_embedd
 
     let tools = sdk("tools", &url, &key, json!({})).await;
     assert_eq!(tools["protocol"], "2026-07-28", "{tools}");
-    for tool in ["get_dungeon", "quote_dungeon_entry", "enter_dungeon", "take_dungeon_turn"] {
+    for tool in [
+        "get_dungeon",
+        "quote_dungeon_entry",
+        "enter_dungeon",
+        "take_dungeon_turn",
+    ] {
         assert!(
-            tools["tools"].as_array().expect("tools").iter().any(|t| t == tool),
+            tools["tools"]
+                .as_array()
+                .expect("tools")
+                .iter()
+                .any(|t| t == tool),
             "{tool} in {tools}"
         );
     }
@@ -442,7 +522,10 @@ async fn mcp_sdk_an_agent_plays_todays_dungeon_to_its_end_paying_from_the_embedd
     assert_eq!(played["dungeonId"], app.dungeon_today());
     assert_ne!(played["status"], "active", "{played}");
     assert!(played["turns"].as_u64().expect("turns") > 1, "{played}");
-    assert!(played["updates"].as_u64().expect("updates") >= 1, "{played}");
+    assert!(
+        played["updates"].as_u64().expect("updates") >= 1,
+        "{played}"
+    );
     assert_eq!(played["resourceStatus"], played["status"]);
     assert!(played["events"].as_u64().expect("events") > 0);
     // Exactly the quoted price left the embedded wallet (1 USDC).
@@ -464,8 +547,12 @@ async fn mcp_sdk_registers_a_wallet_for_a_free_tournament_and_a_read_only_key_is
     app.create_tournament(app.new_tournament("free", 0, 10, chrono::Duration::hours(1), 2))
         .await;
     let url = format!("{}/mcp", app.address);
-    let (session, embedded, key) =
-        operator(&app, EMAIL, json!({"name": "rw", "scopes": ["read", "write"]})).await;
+    let (session, embedded, key) = operator(
+        &app,
+        EMAIL,
+        json!({"name": "rw", "scopes": ["read", "write"]}),
+    )
+    .await;
     let read_only = app
         .create_key(&session, json!({"name": "ro", "scopes": ["read"]}))
         .await["key"]
@@ -491,7 +578,9 @@ async fn mcp_sdk_registers_a_wallet_for_a_free_tournament_and_a_read_only_key_is
     )
     .await;
     assert_eq!(registered["ok"], true, "{registered}");
-    let board = app.get("/api/tournaments/free/leaderboard", Auth::None).await;
+    let board = app
+        .get("/api/tournaments/free/leaderboard", Auth::None)
+        .await;
     assert!(board.body.to_string().contains(&embedded), "{}", board.body);
 }
 
@@ -529,7 +618,10 @@ async fn mcp_sdk_creates_and_starts_an_agent_with_a_v1_key() {
     .await;
     assert_eq!(refused["refused"], true, "{refused}");
     assert!(
-        refused["error"].as_str().expect("error").contains("agents:stop"),
+        refused["error"]
+            .as_str()
+            .expect("error")
+            .contains("agents:stop"),
         "{refused}"
     );
 }
@@ -539,18 +631,26 @@ async fn round_robin(nodes: Vec<String>) -> (String, Arc<Vec<AtomicUsize>>) {
     use axum::body::Body;
     use axum::extract::Request;
     use axum::response::Response;
-    let counts: Arc<Vec<AtomicUsize>> = Arc::new(nodes.iter().map(|_| AtomicUsize::new(0)).collect());
+    let counts: Arc<Vec<AtomicUsize>> =
+        Arc::new(nodes.iter().map(|_| AtomicUsize::new(0)).collect());
     let next = Arc::new(AtomicUsize::new(0));
     let client = reqwest::Client::new();
     let seen = counts.clone();
     let app = axum::Router::new().fallback(move |request: Request| {
-        let (nodes, next, client, seen) = (nodes.clone(), next.clone(), client.clone(), seen.clone());
+        let (nodes, next, client, seen) =
+            (nodes.clone(), next.clone(), client.clone(), seen.clone());
         async move {
             let index = next.fetch_add(1, Ordering::SeqCst) % nodes.len();
             seen[index].fetch_add(1, Ordering::SeqCst);
             let (parts, body) = request.into_parts();
-            let url = format!("{}{}", nodes[index], parts.uri.path_and_query().map_or("/", |p| p.as_str()));
-            let body = axum::body::to_bytes(body, 4 << 20).await.unwrap_or_default();
+            let url = format!(
+                "{}{}",
+                nodes[index],
+                parts.uri.path_and_query().map_or("/", |p| p.as_str())
+            );
+            let body = axum::body::to_bytes(body, 4 << 20)
+                .await
+                .unwrap_or_default();
             let mut upstream = client.request(parts.method, url).body(body);
             for (name, value) in &parts.headers {
                 if name != "host" && name != "content-length" {
@@ -571,7 +671,9 @@ async fn round_robin(nodes: Vec<String>) -> (String, Arc<Vec<AtomicUsize>>) {
             response.body(Body::from_stream(chunks)).expect("response")
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let address = listener.local_addr().expect("address");
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
@@ -601,7 +703,58 @@ async fn mcp_sdk_two_nodes_serve_one_session_alternately() {
     .await;
     assert_eq!(played["protocol"], "2025-11-25", "{played}");
     assert!(played["turns"].as_u64().expect("turns") > 1, "{played}");
-    assert!(played["updates"].as_u64().expect("updates") >= 1, "{played}");
-    let (to_a, to_b) = (counts[0].load(Ordering::SeqCst), counts[1].load(Ordering::SeqCst));
-    assert!(to_a > 5 && to_b > 5, "both nodes served the session: {to_a} / {to_b}");
+    assert!(
+        played["updates"].as_u64().expect("updates") >= 1,
+        "{played}"
+    );
+    let (to_a, to_b) = (
+        counts[0].load(Ordering::SeqCst),
+        counts[1].load(Ordering::SeqCst),
+    );
+    assert!(
+        to_a > 5 && to_b > 5,
+        "both nodes served the session: {to_a} / {to_b}"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_counts_against_the_rest_limit_of_its_operation() {
+    let app = TestApp::spawn_with(|config| config.rate_limits = true).await;
+    app.create_tournament(app.new_tournament("free", 0, 10, chrono::Duration::hours(1), 2))
+        .await;
+    let (_, wallet, key) = operator(
+        &app,
+        EMAIL,
+        json!({"name": "rw", "scopes": ["read", "write"]}),
+    )
+    .await;
+    let session = open_session(&app, &key).await;
+    let body = json!({"registeredWallet": wallet, "txSignature": null});
+    // Five registration requests a minute per client and tournament, REST and MCP together.
+    for _ in 0..3 {
+        let response = app
+            .post(
+                "/api/tournaments/free/register",
+                Auth::Bearer(&key),
+                body.clone(),
+            )
+            .await;
+        assert!(matches!(response.status, 201 | 409), "{}", response.body);
+    }
+    let arguments =
+        json!({"tournamentId": "free", "registeredWallet": wallet, "txSignature": null});
+    for _ in 0..2 {
+        let answer = call_tool(
+            &app,
+            &key,
+            &session,
+            "register_for_tournament",
+            arguments.clone(),
+        )
+        .await;
+        assert_eq!(answer["structuredContent"]["status"], 409, "{answer}");
+    }
+    let limited = call_tool(&app, &key, &session, "register_for_tournament", arguments).await;
+    assert_eq!(limited["isError"], true, "{limited}");
+    assert_eq!(limited["structuredContent"]["status"], 429, "{limited}");
 }

@@ -2,7 +2,8 @@
 //! get_tournament` and `get_tournament_leaderboard` (stateless 2026-07-28 requests, each a POST
 //! of JSON-RPC that the MCP service answers by calling the REST route in process) against
 //! `GET /api/tournaments/{id}` and its leaderboard page with the same account key, and both
-//! against the router's floor (an unknown path).
+//! against the router's floor (an unknown path); MCP `resources/list` (one fixed resource, no REST call) shows what the protocol itself
+//! costs before any tool runs.
 //!
 //! The server runs on one core (a current-thread runtime, pinned to CPU 0 when `taskset`
 //! exists) and `wrk` loads it from the other core. Rate limits are off, as in read_paths.
@@ -72,6 +73,13 @@ fn main() {
             json!({"tournamentId": "trn_bench", "page": 1, "pageSize": 20}),
         ),
     );
+    let ping = post_script(
+        scripts.path(),
+        "ping",
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/list", "params": {
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}}),
+    );
     let auth = format!("Authorization: Bearer {key}");
     let mcp_headers = [
         auth.as_str(),
@@ -92,6 +100,12 @@ fn main() {
         mcp_headers[2],
         mcp_headers[3],
         "Mcp-Name: get_tournament_leaderboard",
+    ];
+    let ping_headers = [
+        mcp_headers[0],
+        mcp_headers[1],
+        mcp_headers[2],
+        "Mcp-Method: resources/list",
     ];
     let rest_headers = [auth.as_str()];
     let floor = format!("{base}/api/no-such-path");
@@ -140,6 +154,14 @@ fn main() {
                 url: &floor,
                 headers: &[],
                 script: None,
+            },
+        ),
+        (
+            "MCP resources/list (no REST call)",
+            Load {
+                url: &mcp,
+                headers: &ping_headers,
+                script: Some(&ping),
             },
         ),
         (

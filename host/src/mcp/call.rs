@@ -48,18 +48,37 @@ impl McpCaller {
     }
 }
 
-/// An API answer: its status and JSON body.
+/// An API answer: its status and body as the API wrote it (JSON).
 #[derive(Debug)]
 pub(crate) struct Answer {
     pub status: StatusCode,
-    pub body: Value,
+    pub body: bytes::Bytes,
     pub retry_after: Option<u64>,
 }
 
 impl Answer {
+    /// An answer made here rather than by the API: `status` with `{"error": message}`.
+    pub(crate) fn refusal(status: StatusCode, message: &str) -> Self {
+        Answer {
+            status,
+            body: json!({ "error": message }).to_string().into(),
+            retry_after: None,
+        }
+    }
+
+    /// The body as JSON (`null` when it is not JSON).
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    /// The body as text, as it came.
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
     /// The API's message of a refusal (`{"error": "…"}` or the v1 `{"error": {"message": …}}`).
     pub(crate) fn message(&self) -> String {
-        crate::web::internal::error_message(&self.body)
+        crate::web::internal::error_message(&self.json())
             .unwrap_or_else(|| format!("the server answered {}", self.status))
     }
 }
@@ -89,11 +108,10 @@ impl Api {
         match path_and_query.parse() {
             Ok(uri) => *request.uri_mut() = uri,
             Err(error) => {
-                return Answer {
-                    status: StatusCode::BAD_REQUEST,
-                    body: json!({"error": format!("not a valid request path: {error}")}),
-                    retry_after: None,
-                };
+                return Answer::refusal(
+                    StatusCode::BAD_REQUEST,
+                    &format!("not a valid request path: {error}"),
+                );
             }
         }
         let headers = request.headers_mut();
@@ -130,10 +148,13 @@ impl Api {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.parse().ok());
         let body = match to_bytes(response.into_body(), MAX_ANSWER_BYTES).await {
-            Ok(bytes) if bytes.is_empty() => Value::Null,
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
-            Err(error) => json!({"error": format!("the answer could not be read: {error}")}),
+            Ok(bytes) => bytes,
+            Err(error) => {
+                return Answer::refusal(
+                    StatusCode::BAD_GATEWAY,
+                    &format!("the answer could not be read: {error}"),
+                );
+            }
         };
         Answer {
             status,
@@ -291,8 +312,10 @@ pub(crate) async fn run(
     }
 }
 
-/// The tool's result for `answer`: the JSON as text (and as structured content when it is an
-/// object), or a tool error with the API's message.
+/// The tool's result for `answer`: the API's JSON as text (as the API wrote it, unless a run
+/// tool cuts the page), or a tool error with the API's message and, as structured content, the
+/// HTTP status the call would have had. Success carries no structured content: it would be the
+/// same JSON twice (measured: about a fifth of a small read's cost, `benches/mcp_reads.rs`).
 pub(crate) fn result(tool: &ToolSpec, answer: Answer) -> CallToolResult {
     if !answer.status.is_success() {
         let message = answer.message();
@@ -301,12 +324,11 @@ pub(crate) fn result(tool: &ToolSpec, answer: Answer) -> CallToolResult {
             Some(json!({"error": message, "status": answer.status.as_u16()}));
         return result;
     }
-    let body = shape(tool.extra, answer.body);
-    let mut result = CallToolResult::success(vec![ContentBlock::text(body.to_string())]);
-    if body.is_object() {
-        result.structured_content = Some(body);
-    }
-    result
+    let text = match tool.extra {
+        Extra::RunState | Extra::RunEvents => shape(tool.extra, answer.json()).to_string(),
+        Extra::None | Extra::TodayByDefault | Extra::RunKey => answer.text(),
+    };
+    CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
 /// What a run tool shows of the run page.

@@ -109,7 +109,7 @@ impl Server {
             .send(method, &path, None, caller, credential)
             .await;
         if answer.status.is_success() {
-            Ok(call::shape(extra, answer.body))
+            Ok(call::shape(extra, answer.json()))
         } else {
             Err(answer)
         }
@@ -202,13 +202,12 @@ impl Server {
         if !answer.status.is_success() {
             return Err(answer);
         }
-        match answer.body["registrationKey"].as_str() {
+        match answer.json()["registrationKey"].as_str() {
             Some(key) => Ok(key.to_owned()),
-            None => Err(Answer {
-                status: axum::http::StatusCode::CONFLICT,
-                body: serde_json::json!({"error": "the run has no key to play it with"}),
-                retry_after: None,
-            }),
+            None => Err(Answer::refusal(
+                axum::http::StatusCode::CONFLICT,
+                "the run has no key to play it with",
+            )),
         }
     }
 }

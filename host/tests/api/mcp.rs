@@ -342,7 +342,9 @@ async fn tools_refuse_what_rest_refuses_with_the_apis_own_message() {
     )
     .await;
     assert_eq!(board["isError"], false, "{board}");
-    assert_eq!(board["structuredContent"]["id"], "free");
+    let text: Value =
+        serde_json::from_str(board["content"][0]["text"].as_str().expect("text")).expect("json");
+    assert_eq!(text["id"], "free");
 }
 
 #[tokio::test]

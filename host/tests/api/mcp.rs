@@ -760,3 +760,21 @@ async fn a_tool_counts_against_the_rest_limit_of_its_operation() {
     assert_eq!(limited["isError"], true, "{limited}");
     assert_eq!(limited["structuredContent"]["status"], 429, "{limited}");
 }
+
+#[tokio::test]
+async fn the_keys_page_says_where_an_agent_connects() {
+    let app = TestApp::spawn().await;
+    let session = app.session(EMAIL).await;
+    let page = app
+        .client
+        .get(format!("{}/keys", app.address))
+        .header("cookie", format!("session-token={session}"))
+        .send()
+        .await
+        .expect("page");
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.expect("html");
+    let url = format!("{}/mcp", app.config.public_url.trim_end_matches('/'));
+    assert!(html.contains(&format!("<code id=\"mcp-url\">{url}</code>")), "{html}");
+    assert!(html.contains("mcpServers"), "the configuration block is there");
+}

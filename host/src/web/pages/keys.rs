@@ -171,6 +171,12 @@ pub(crate) async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
         .vendors()
         .map(str::to_owned)
         .collect();
+    let mcp_url = format!("{}/mcp", web.state.config.public_url.trim_end_matches('/'));
+    let mcp_config = serde_json::to_string_pretty(&serde_json::json!({
+        "mcpServers": {"crucible": {"type": "http", "url": mcp_url,
+                                    "headers": {"Authorization": "Bearer svc_live_…"}}}
+    }))
+    .unwrap_or_default();
     let main = html! {
         p { "At most 10 active keys, account and v1 together. A key's secret is shown once, when it is created." }
         div #secret-box.card.secret hidden tabindex="-1" role="alert" {
@@ -192,6 +198,16 @@ pub(crate) async fn page(State(web): State<Web>, visitor: Visitor) -> Response {
             p.muted { "For the account API (" code { "Authorization: Bearer" } "): tournament entries, dungeon runs, account reads." }
             (key_rows(&account_keys, "account", "scopes"))
             details { summary { "Create an account key" } (create_form("account")) }
+        }
+        section aria-labelledby="mcp" {
+            h2 #mcp { "Connect an AI agent (MCP)" }
+            p.muted { "Any agent that speaks the Model Context Protocol plays with one of your keys: an account key for tournaments, the dungeon and your account (with spend limits it pays entries from your embedded wallet), an agent key for your agents." }
+            div.copy-row { span { "Server URL: " } code #mcp-url { (mcp_url) } button type="button" data-copy="mcp-url" { "Copy URL" } }
+            details {
+                summary { "A configuration block for desktop assistants" }
+                pre { code #mcp-config { (mcp_config) } }
+                button type="button" data-copy="mcp-config" { "Copy configuration" }
+            }
         }
         section aria-labelledby="model-keys" {
             h2 #model-keys { "Model provider keys" }

@@ -107,12 +107,19 @@ impl utoipa::PartialSchema for EnterBody {
         use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Type};
         use utoipa::openapi::{Ref, RefOr};
         let absent = || ObjectBuilder::new().schema_type(Type::Null);
+        // Present *and* not null: `EnterRequest` alone lets each of them be null.
         let by_signature = ObjectBuilder::new()
             .required("payerWallet")
             .required("txSignature")
+            .property("payerWallet", Ref::from_schema_name("WalletAddress"))
+            .property(
+                "txSignature",
+                ObjectBuilder::new().schema_type(Type::String).pattern(Some("\\S")),
+            )
             .property("payFrom", absent());
         let by_server = ObjectBuilder::new()
             .required("payFrom")
+            .property("payFrom", Ref::from_schema_name("PayFrom"))
             .property("txSignature", absent());
         RefOr::T(
             AllOfBuilder::new()

@@ -28,7 +28,7 @@ impl SessionStore for DbSessions {
         let row: Option<(Option<String>,)> =
             sqlx::query_as("SELECT initialize_params FROM mcp_sessions WHERE id = $1")
                 .bind(session_id)
-                .fetch_optional(self.state.store.write())
+                .fetch_optional(self.state.store.read())
                 .await?;
         let Some((Some(params),)) = row else {
             return Ok(None);
@@ -87,7 +87,7 @@ pub(crate) async fn owner(
     let row: Option<(Option<String>, i64)> =
         sqlx::query_as("SELECT account_id, touched_at FROM mcp_sessions WHERE id = $1")
             .bind(session_id)
-            .fetch_optional(state.store.write())
+            .fetch_optional(state.store.read())
             .await?;
     let Some((account_id, touched_at)) = row else {
         return Ok(None);

@@ -129,6 +129,8 @@ impl utoipa::PartialSchema for RegisterBody {
             .property("payFrom", absent());
         let by_server = ObjectBuilder::new()
             .required("payFrom")
+            // Present and not null (`RegisterRequest` alone lets it be null).
+            .property("payFrom", Ref::from_schema_name("PayFrom"))
             .property("txSignature", absent())
             .property("payerWallet", absent());
         RefOr::T(

@@ -195,10 +195,13 @@ run() {
     { common_config; printf '%s\n' "$@"; } >"$config"
     printf '\n==> schemathesis: %s\n' "$name"
     # Streams never end on their own: left out, as the fuzz tests leave them out. Uploads too:
-    # Schemathesis 4.32.5 fails internally on their binary body (fuzz_v1 covers them).
+    # Schemathesis 4.32.5 fails internally on their binary body (fuzz_v1 covers them). One
+    # worker: with two, CPython 3.11's AST validator (which Hypothesis runs on its strategies'
+    # lambdas) shares a recursion counter between threads and now and then fails a run with
+    # "AST constructor recursion depth mismatch", an error of the tool, not of the API.
     if ! schemathesis --config-file "$config" run "$BASE/api/openapi.json" \
         --checks all --phases examples,coverage,fuzzing,stateful \
-        --max-examples "$MAX_EXAMPLES" --request-timeout 10 --workers 2 \
+        --max-examples "$MAX_EXAMPLES" --request-timeout 10 --workers 1 \
         --exclude-operation-id watch_tournament_live --exclude-operation-id watch_dungeon_run \
         --exclude-operation-id v1_upload_strategy \
         --generation-database none --no-color; then

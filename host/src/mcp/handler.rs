@@ -327,7 +327,10 @@ impl ServerHandler for Server {
         ))
     }
 
-    #[allow(deprecated)]
+    #[allow(
+        deprecated,
+        reason = "rmcp marks resources/subscribe legacy (2026-07-28 uses subscriptions/listen); sessions of older protocol versions still call it"
+    )]
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
@@ -349,7 +352,10 @@ impl ServerHandler for Server {
             })
     }
 
-    #[allow(deprecated)]
+    #[allow(
+        deprecated,
+        reason = "rmcp marks resources/subscribe legacy (2026-07-28 uses subscriptions/listen); sessions of older protocol versions still call it"
+    )]
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,

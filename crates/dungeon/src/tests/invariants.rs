@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 
-use crate::dungeon::game::*;
+use crate::*;
 
 fn check_invariants(run: &Run, before_score: i64) -> Result<(), TestCaseError> {
     let state = run.view();

@@ -15,7 +15,7 @@ pub(crate) fn mix(mut z: u64) -> u64 {
 }
 
 /// A stable 64-bit seed from text (FNV-1a, then mixed), e.g. a run id or a deployment salt.
-pub(crate) fn seed_from_str(text: &str) -> u64 {
+pub fn seed_from_str(text: &str) -> u64 {
     let mut hash: u64 = 0xCBF2_9CE4_8422_2325;
     for byte in text.bytes() {
         hash ^= u64::from(byte);

@@ -1,8 +1,8 @@
 //! Same map, class, run seed and actions → the same states, events and replays.
 
 use super::*;
-use crate::dungeon::game::agent::{Agent, GreedyAgent};
-use crate::dungeon::game::*;
+use crate::agent::{Agent, GreedyAgent};
+use crate::*;
 
 fn transcript(map: &DungeonMap, class: Class, seed: u64, actions: &[Action]) -> Vec<String> {
     let mut run = Run::new(map, class, seed);
@@ -77,15 +77,4 @@ fn run_seeds_vary_the_dice_but_not_the_map() {
         .map(|seed| play(&map, Class::Fighter, seed, &mut GreedyAgent::new()).score())
         .collect();
     assert!(scores.len() > 1);
-}
-
-#[test]
-fn turn_requests_parse_from_the_documented_body() {
-    let body: TurnRequest =
-        serde_json::from_str(r#"{"action":"move","target":"north","turnNumber":3}"#)
-            .expect("parse");
-    assert_eq!(body.turn_number, Some(3));
-    assert_eq!(body.to_action(), act(ActionKind::Move, Some("north")));
-    let bare: TurnRequest = serde_json::from_str(r#"{"action":"rest"}"#).expect("parse");
-    assert_eq!((bare.target, bare.turn_number), (None, None));
 }

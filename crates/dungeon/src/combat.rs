@@ -72,7 +72,7 @@ pub(super) fn enemy_strike(enemy: &Enemy, player: &mut Player, rng: &mut Rng) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dungeon::game::entities::{Class, Element};
+    use crate::entities::{Class, Element};
 
     fn dummy(element: Element) -> Enemy {
         Enemy {

@@ -1,8 +1,8 @@
 //! Balance: the greedy scripted agent against the random one over many daily maps.
 
 use super::*;
-use crate::dungeon::game::agent::{GreedyAgent, RandomAgent};
-use crate::dungeon::game::*;
+use crate::agent::{GreedyAgent, RandomAgent};
+use crate::*;
 
 #[derive(Debug, Default)]
 struct Rates {

@@ -15,11 +15,13 @@ use super::score::Tally;
 /// Turns after which a run that only ever takes free actions is abandoned as protocol abuse.
 pub(crate) const MAX_TURNS: u64 = 1000;
 /// AP charged for an action that is not available.
-pub(crate) const ILLEGAL_ACTION_AP: i32 = 1;
+pub const ILLEGAL_ACTION_AP: i32 = 1;
 
+/// How a run stands: still being played, or how it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
+    /// Still being played.
     Active,
     /// The final boss is beaten.
     Cleared,
@@ -32,6 +34,7 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// The status's name in the API and in storage.
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Active => "active",
@@ -42,12 +45,13 @@ impl RunStatus {
         }
     }
 
+    /// Whether the run has ended, whichever way.
     pub fn is_over(self) -> bool {
         self != RunStatus::Active
     }
 
     /// The status named `name` (as [`RunStatus::as_str`] writes it).
-    pub(crate) fn parse(name: &str) -> Option<Self> {
+    pub fn parse(name: &str) -> Option<Self> {
         [
             RunStatus::Active,
             RunStatus::Cleared,
@@ -60,16 +64,36 @@ impl RunStatus {
     }
 }
 
+/// A name that is no [`RunStatus`] (a stored value outside the set [`RunStatus::as_str`] writes).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown run status `{0}`")]
+pub struct UnknownRunStatus(pub String);
+
+/// Reads a status as stored (`#[sqlx(try_from = "String")]` on the server's run rows): anything
+/// outside the set fails the read rather than passing on as a string.
+impl TryFrom<String> for RunStatus {
+    type Error = UnknownRunStatus;
+
+    fn try_from(stored: String) -> Result<Self, UnknownRunStatus> {
+        RunStatus::parse(&stored).ok_or(UnknownRunStatus(stored))
+    }
+}
+
 /// A legal turn's result; the caller reads the new state with [`Run::view`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnOutcome {
+    /// The turn's number (the first turn is 1).
     pub turn_number: u64,
+    /// The action played.
     pub action: ActionKind,
+    /// What it was aimed at.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// AP it cost.
     pub ap_spent: i32,
-    pub(crate) events: Vec<GameEvent>,
+    /// What happened, in order.
+    pub events: Vec<GameEvent>,
 }
 
 /// Why a turn was refused.
@@ -79,16 +103,25 @@ pub enum TurnError {
     /// number did not advance; `events` says so (and may end the run as exhausted).
     #[error("`{action}` is not a legal action now: {reason}")]
     Illegal {
+        /// The action as sent.
         action: String,
+        /// Why it is not legal.
         reason: String,
+        /// The actions that were.
         legal: Vec<ActionKind>,
+        /// The refusal's events ([`GameEvent::IllegalAction`], perhaps the run's end).
         events: Vec<GameEvent>,
     },
     /// The run has ended; nothing was charged.
     #[error("the run is over ({})", status.as_str())]
-    RunOver { status: RunStatus },
+    RunOver {
+        /// How it ended.
+        status: RunStatus,
+    },
 }
 
+/// One run: the day's map as this run changed it, the player, and what has been played.
+/// Serialisable, so the server can cache it; the actions alone can always rebuild it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Run {
@@ -160,19 +193,23 @@ impl Run {
         run
     }
 
-    pub(crate) fn status(&self) -> RunStatus {
+    /// Where the run stands.
+    pub fn status(&self) -> RunStatus {
         self.status
     }
 
-    pub(crate) fn score(&self) -> i64 {
+    /// The run's score, recomputed from its [`Tally`].
+    pub fn score(&self) -> i64 {
         self.tally.score()
     }
 
-    pub(crate) fn tally(&self) -> &Tally {
+    /// The counters the score is made of.
+    pub fn tally(&self) -> &Tally {
         &self.tally
     }
 
-    pub(crate) fn class(&self) -> Class {
+    /// The class the run plays.
+    pub fn class(&self) -> Class {
         self.player.class
     }
 
@@ -181,7 +218,8 @@ impl Run {
         &self.player
     }
 
-    pub(crate) fn turn_number(&self) -> u64 {
+    /// Legal turns played so far.
+    pub fn turn_number(&self) -> u64 {
         self.turn_number
     }
 
@@ -215,7 +253,7 @@ impl Run {
 
     /// Ends an active run as abandoned (idle timeout, enforced by the caller); returns the
     /// `run_ended` event, or nothing if the run was already over.
-    pub(crate) fn abandon(&mut self) -> Vec<GameEvent> {
+    pub fn abandon(&mut self) -> Vec<GameEvent> {
         if self.status.is_over() {
             return Vec::new();
         }

@@ -8,17 +8,27 @@ use serde::{Deserialize, Serialize};
 use super::entities::{Effect, PuzzleState, TrapState};
 use super::run::Run;
 
+/// Every action the game knows; [`ActionKind::summary`] says what each does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
+    /// Go through an exit.
     Move,
+    /// One combat round.
     Fight,
+    /// Run back to the previous room.
     Flee,
+    /// Use an inventory item.
     UseItem,
+    /// Search the room once.
     Examine,
+    /// Attempt the room's puzzle.
     Solve,
+    /// Disarm the room's trap.
     Disarm,
+    /// Recover HP, once per room.
     Rest,
+    /// List the items (free).
     Inventory,
 }
 
@@ -48,7 +58,8 @@ impl ActionKind {
         }
     }
 
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The action's name as agents send it (`use_item`, …).
+    pub fn as_str(self) -> &'static str {
         match self {
             ActionKind::Move => "move",
             ActionKind::Fight => "fight",
@@ -103,57 +114,19 @@ impl ActionKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Action {
+    /// The action's name, as sent.
     pub action: String,
+    /// What it is aimed at, where it needs a target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
 }
 
 impl Action {
+    /// The action `kind` aimed at `target`.
     pub fn new(kind: ActionKind, target: Option<&str>) -> Action {
         Action {
             action: kind.as_str().to_owned(),
             target: target.map(str::to_owned),
-        }
-    }
-}
-
-/// The turn body: `{action, target?, turnNumber?}`. `turnNumber` is the number the
-/// turn will carry (the state's `turnNumber` + 1); the HTTP layer uses it for idempotent retries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct TurnRequest {
-    /// One of the state's `availableActions`.
-    pub action: String,
-    /// What the action is aimed at (an enemy, an item, a direction), where it needs one.
-    #[serde(default)]
-    pub target: Option<String>,
-    /// The state's `turnNumber` + 1; a retry with the same number is answered from the record.
-    #[serde(default)]
-    pub turn_number: Option<u64>,
-}
-
-/// Longest `action` kept from a request, in characters (the longest real action is far
-/// shorter); longer ones are cut before anything is checked or stored.
-pub(super) const MAX_ACTION_CHARS: usize = 32;
-/// Longest `target` kept from a request, in characters.
-pub(super) const MAX_TARGET_CHARS: usize = 64;
-
-impl TurnRequest {
-    /// The request with its strings cut to [`MAX_ACTION_CHARS`] and [`MAX_TARGET_CHARS`]: an
-    /// illegal action is recorded with the run (and replayed to watchers), so what a client
-    /// sends must not decide how much is stored.
-    pub(crate) fn clipped(mut self) -> Self {
-        clip(&mut self.action, MAX_ACTION_CHARS);
-        if let Some(target) = &mut self.target {
-            clip(target, MAX_TARGET_CHARS);
-        }
-        self
-    }
-
-    pub(crate) fn to_action(&self) -> Action {
-        Action {
-            action: self.action.clone(),
-            target: self.target.clone(),
         }
     }
 }
@@ -276,44 +249,5 @@ impl Run {
             return Err("there is no enemy to throw it at".to_owned());
         }
         Ok(index)
-    }
-}
-
-/// Cut `text` to at most `max` characters, marking the cut with `…`.
-fn clip(text: &mut String, max: usize) {
-    if let Some((cut, _)) = text.char_indices().nth(max) {
-        text.truncate(cut);
-        text.push('…');
-    }
-}
-
-#[cfg(test)]
-mod clip_tests {
-    use super::*;
-
-    #[test]
-    fn client_strings_are_cut_before_anything_uses_them() {
-        let request = TurnRequest {
-            action: "é".repeat(10_000),
-            target: Some("x".repeat(10_000)),
-            turn_number: Some(3),
-        }
-        .clipped();
-        assert_eq!(request.action.chars().count(), MAX_ACTION_CHARS + 1);
-        assert!(request.action.ends_with('…'));
-        assert_eq!(
-            request.target.as_deref().map(|t| t.chars().count()),
-            Some(MAX_TARGET_CHARS + 1)
-        );
-        let short = TurnRequest {
-            action: "attack".into(),
-            target: Some("goblin".into()),
-            turn_number: None,
-        }
-        .clipped();
-        assert_eq!(
-            (short.action.as_str(), short.target.as_deref()),
-            ("attack", Some("goblin"))
-        );
     }
 }

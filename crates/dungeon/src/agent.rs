@@ -11,6 +11,7 @@ use super::view::{ExitView, VisibleState};
 
 /// Anything that picks the next action from the visible state.
 pub trait Agent {
+    /// The action to play next.
     fn decide(&mut self, state: &VisibleState) -> Action;
 }
 
@@ -24,6 +25,7 @@ pub struct GreedyAgent {
 }
 
 impl GreedyAgent {
+    /// An agent that has seen nothing yet.
     pub fn new() -> Self {
         Self::default()
     }

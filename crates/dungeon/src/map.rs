@@ -8,8 +8,10 @@ use super::entities::{Element, Enemy, Item, Puzzle, PuzzleState, Trap, TrapState
 use super::rng::{Rng, mix, seed_from_str};
 use super::theme::{THEMES, Theme, theme_for_day};
 
-pub(crate) const FLOORS: usize = 4;
-pub(crate) const ROOMS_PER_FLOOR: usize = 8;
+/// Floors of every dungeon.
+pub const FLOORS: usize = 4;
+/// Rooms on each floor.
+pub const ROOMS_PER_FLOOR: usize = 8;
 /// The stairs are taken with `move` to this exit name.
 pub(crate) const DOWN: &str = "down";
 const GRID: usize = 3;
@@ -66,8 +68,11 @@ impl Room {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DungeonMap {
+    /// The day's id (`YYYY-MM-DD`).
     pub id: String,
+    /// The seed the map was generated from (date and deployment salt).
     pub seed: u64,
+    /// The theme's name.
     pub theme: String,
     pub(crate) rooms: Vec<Room>,
 }

@@ -13,19 +13,24 @@ pub(crate) const CLEAR_POINTS_PER_HP: i64 = 2;
 /// The counters a score is made of.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Tally {
+pub struct Tally {
+    /// The deepest floor reached, 1-based.
     pub deepest_floor: u32,
+    /// Distinct rooms entered.
     pub rooms_visited: u32,
+    /// Enemies defeated.
     pub kills: u32,
     /// Sum of the defeated enemies' XP (their level × 10, the boss 150).
     pub kill_xp: i64,
+    /// Gold found.
     pub treasure: i64,
     /// AP and HP left when the boss fell; `None` until then.
     pub cleared_with: Option<(i32, i32)>,
 }
 
 impl Tally {
-    pub(crate) fn score(&self) -> i64 {
+    /// The score these counters are worth.
+    pub fn score(&self) -> i64 {
         let depth = POINTS_PER_FLOOR * i64::from(self.deepest_floor.saturating_sub(1))
             + POINTS_PER_ROOM * i64::from(self.rooms_visited);
         let kills = POINTS_PER_KILL_XP * self.kill_xp;

@@ -9,16 +9,25 @@ use super::entities::{PuzzleState, TrapState};
 use super::rules::ActionKind;
 use super::run::{Run, RunStatus};
 
+/// What an agent sees after a turn (the API's run state).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VisibleState {
+    /// The day's dungeon id.
     pub dungeon_id: String,
+    /// The day's theme.
     pub theme: String,
+    /// The room the player is in.
     pub room: RoomView,
+    /// The player's stats, weapon and inventory.
     pub player: PlayerView,
+    /// The actions legal now.
     pub available_actions: Vec<ActionKind>,
+    /// The score so far.
     pub score: i64,
+    /// Legal turns played so far.
     pub turn_number: u64,
+    /// Where the run stands.
     pub status: RunStatus,
 }
 

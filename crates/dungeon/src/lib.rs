@@ -5,7 +5,7 @@
 //! and can always rebuild a run by replaying them.
 //!
 //! ```
-//! use crucible::dungeon::game::{Action, ActionKind, Class, DungeonMap, Run};
+//! use crucible_dungeon::{Action, ActionKind, Class, DungeonMap, Run};
 //!
 //! let map = DungeonMap::for_date(2026, 11, 23, "deployment-salt");
 //! let mut run = Run::new(&map, Class::Rogue, 42);
@@ -16,17 +16,19 @@
 //! assert_eq!(run.view().player.ap, 99);
 //! ```
 
+#![warn(unreachable_pub, missing_docs)]
+
 mod actions;
 pub mod agent;
 mod combat;
 pub(crate) mod entities;
 pub(crate) mod event;
-pub(crate) mod map;
-pub(crate) mod rng;
+pub mod map;
+pub mod rng;
 mod rules;
 mod run;
-pub(crate) mod score;
-pub(crate) mod skill;
+mod score;
+pub mod skill;
 mod theme;
 mod view;
 
@@ -34,10 +36,9 @@ mod view;
 mod tests;
 
 pub use entities::Class;
-pub(crate) use event::GameEvent;
+pub use event::GameEvent;
 pub use map::DungeonMap;
-pub(crate) use rules::TurnRequest;
 pub use rules::{Action, ActionKind};
-pub(crate) use run::{ILLEGAL_ACTION_AP, TurnError};
-pub use run::{Run, RunStatus};
+pub use run::{ILLEGAL_ACTION_AP, Run, RunStatus, TurnError, TurnOutcome, UnknownRunStatus};
+pub use score::Tally;
 pub use view::VisibleState;

@@ -1,8 +1,8 @@
 //! The end conditions: cleared, dead, exhausted, abandoned; an ended run accepts nothing.
 
 use super::*;
-use crate::dungeon::game::entities::{Trap, TrapState};
-use crate::dungeon::game::*;
+use crate::entities::{Trap, TrapState};
+use crate::*;
 
 #[test]
 fn beating_the_boss_clears_the_run_with_a_bonus_and_ends_it() {

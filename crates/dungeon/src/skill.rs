@@ -12,24 +12,32 @@ use super::run::{ILLEGAL_ACTION_AP, Run};
 use super::score;
 
 /// Longest broadcast message, in characters.
-pub(crate) const BROADCAST_MAX_CHARS: usize = 280;
+pub const BROADCAST_MAX_CHARS: usize = 280;
 
 /// What the skill file needs to know about one run; URLs are absolute.
 #[derive(Debug, Clone)]
-pub(crate) struct SkillContext<'a> {
+pub struct SkillContext<'a> {
+    /// The run's id.
     pub run_id: &'a str,
+    /// The day's dungeon id.
     pub dungeon_id: &'a str,
+    /// The day's theme name.
     pub theme: &'a str,
+    /// The class the run plays.
     pub class: Class,
+    /// Where turns are posted.
     pub turn_url: &'a str,
+    /// Where broadcasts are posted.
     pub broadcast_url: &'a str,
+    /// The run's watch stream.
     pub watch_url: &'a str,
+    /// The run's state.
     pub run_url: &'a str,
 }
 
 /// The Markdown skill file of one run. The registration key itself is never written into it
 /// (the document may be fetched, cached or logged): it says where the key goes instead.
-pub(crate) fn agent_skill_markdown(ctx: &SkillContext<'_>) -> String {
+pub fn agent_skill_markdown(ctx: &SkillContext<'_>) -> String {
     let mut md = String::with_capacity(8 * 1024);
     let class = ctx.class;
     // `write!` into a String cannot fail; the results are ignored on purpose.
@@ -160,7 +168,7 @@ pub(crate) fn agent_skill_markdown(ctx: &SkillContext<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dungeon::game::VisibleState;
+    use crate::VisibleState;
 
     fn context(class: Class) -> SkillContext<'static> {
         SkillContext {

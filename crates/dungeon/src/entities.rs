@@ -36,7 +36,8 @@ pub enum Class {
 }
 
 impl Class {
-    pub(crate) const ALL: [Class; 6] = [
+    /// Every class, in the order the API lists them.
+    pub const ALL: [Class; 6] = [
         Class::Fighter,
         Class::Defender,
         Class::Rogue,
@@ -45,7 +46,8 @@ impl Class {
         Class::Gambler,
     ];
 
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The class's name in the API and in storage (`fighter`, …).
+    pub fn as_str(self) -> &'static str {
         match self {
             Class::Fighter => "fighter",
             Class::Defender => "defender",
@@ -57,7 +59,7 @@ impl Class {
     }
 
     /// Parses a class name (case-insensitive).
-    pub(crate) fn parse(name: &str) -> Option<Class> {
+    pub fn parse(name: &str) -> Option<Class> {
         Class::ALL
             .into_iter()
             .find(|class| class.as_str().eq_ignore_ascii_case(name.trim()))

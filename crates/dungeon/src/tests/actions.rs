@@ -1,8 +1,8 @@
 //! Each action's rules and the illegal-action rule, staged on the hand-made map.
 
 use super::*;
-use crate::dungeon::game::entities::Item;
-use crate::dungeon::game::*;
+use crate::entities::Item;
+use crate::*;
 
 #[test]
 fn move_costs_one_ap_enters_the_room_and_is_blocked_by_enemies() {

@@ -35,7 +35,8 @@ pub mod master_key;
 pub mod mcp;
 pub mod metrics;
 pub mod models;
-pub mod paper;
+/// Paper trading, its own crate (`crucible-paper`): pure balances, fills and metrics.
+pub use crucible_paper as paper;
 pub mod redact;
 pub mod retention;
 pub mod sandbox;

@@ -30,17 +30,23 @@ const MIN_NOTIONAL: i64 = 10_000;
 
 /// Why an order was not filled (the tick goes on; the refusal is recorded).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub(crate) enum Rejection {
+pub enum Rejection {
+    /// The feed's price is zero, negative or not a number.
     #[error("price {0} is not a positive number")]
     BadPrice(f64),
+    /// A sell with no base held.
     #[error("nothing to sell")]
     NoPosition,
+    /// A buy when base already makes up `maxAllocation` percent of equity.
     #[error("maxAllocation of {0}% already reached")]
     AllocationReached(f64),
+    /// A buy with no quote to spend.
     #[error("not enough quote balance")]
     InsufficientQuote,
+    /// Below the smallest notional (dust).
     #[error("order below the minimum size")]
     TooSmall,
+    /// `all` on a buy.
     #[error("`all` is only valid for a sell")]
     BuyAll,
 }
@@ -48,41 +54,58 @@ pub(crate) enum Rejection {
 /// One executed fill, in raw units.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fill {
+    /// Buy or sell.
     pub side: Side,
     /// Base units bought or sold.
     pub base: i64,
     /// Quote notional before fees.
     pub notional: i64,
+    /// Fee charged, quote units (rounded up).
     pub fee: i64,
     /// Execution price (feed price with slippage), quote per base.
     pub price: f64,
     /// Realised profit of this sell against its cost basis (sells only).
     pub realized_pnl: Option<i64>,
+    /// The strategy's reason for the order.
     pub reason: Option<String>,
 }
 
 /// An agent's paper account.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ledger {
+    /// Fee, slippage and allocation limit.
     pub config: PaperConfig,
+    /// Quote the account started with.
     pub initial_quote: i64,
+    /// Base held.
     pub base: i64,
+    /// Quote held.
     pub quote: i64,
     /// Quote paid (with fees) for the base held now.
     pub cost_basis: i64,
     /// Realised profit of the round trip in progress (partial sells so far).
     pub trip_pnl: i64,
+    /// Fills so far.
     pub trades: u64,
+    /// Sum of the fills' notionals.
     pub traded_notional: i64,
+    /// Sum of the fees paid.
     pub fees_paid: i64,
+    /// Round trips closed (back to no base).
     pub round_trips: u64,
+    /// Of those, the ones in profit.
     pub winning_trips: u64,
+    /// Highest equity marked, raw quote.
     pub peak_equity: f64,
+    /// Largest peak-to-trough fall of equity so far, fraction 0..=1.
     pub max_drawdown: f64,
-    /// Per-mark return statistics (Welford), for Sharpe.
+    /// Per-mark return statistics (Welford), for Sharpe: marks taken.
     pub marks: u64,
+    /// Equity at the last mark, raw quote.
     pub last_equity: f64,
+    /// Running mean of the per-mark returns.
     pub return_mean: f64,
+    /// Running sum of squared deviations of the per-mark returns.
     pub return_m2: f64,
 }
 
@@ -90,10 +113,13 @@ pub struct Ledger {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Metrics {
+    /// Equity minus the starting quote.
     pub total_pnl: f64,
+    /// The same, percent of the starting quote.
     pub total_pnl_percent: f64,
     /// Closed round trips in profit, fraction 0..=1 (0 when none closed).
     pub win_rate: f64,
+    /// Fills so far.
     pub total_trades: u64,
     /// Mean notional per trade, quote.
     pub avg_trade_size: f64,
@@ -101,8 +127,11 @@ pub struct Metrics {
     pub max_drawdown: f64,
     /// Annualised Sharpe ratio of per-mark returns (risk-free rate 0).
     pub sharpe: f64,
+    /// Quote plus base at the price.
     pub equity: f64,
+    /// Round trips closed.
     pub round_trips: u64,
+    /// Fees paid.
     pub fees_paid: f64,
 }
 
@@ -148,7 +177,7 @@ impl Ledger {
 
     /// Fill a market order at `price` (quote per base) with the account's fee, slippage and
     /// maxAllocation. Balances never go negative; a refused order changes nothing.
-    pub(crate) fn execute(&mut self, order: &OrderRequest, price: f64) -> Result<Fill, Rejection> {
+    pub fn execute(&mut self, order: &OrderRequest, price: f64) -> Result<Fill, Rejection> {
         if !(price.is_finite() && price > 0.0) {
             return Err(Rejection::BadPrice(price));
         }
@@ -256,7 +285,7 @@ impl Ledger {
     }
 
     /// Mark the account to `price` once per tick: updates drawdown and return statistics.
-    pub(crate) fn mark(&mut self, price: f64) {
+    pub fn mark(&mut self, price: f64) {
         let equity = self.equity_raw(price);
         self.peak_equity = self.peak_equity.max(equity);
         if self.peak_equity > 0.0 {
@@ -275,7 +304,7 @@ impl Ledger {
     }
 
     /// Metrics at `price`; `periods_per_year` annualises Sharpe (marks per year).
-    pub(crate) fn metrics(&self, price: f64, periods_per_year: f64) -> Metrics {
+    pub fn metrics(&self, price: f64, periods_per_year: f64) -> Metrics {
         let equity = self.equity_raw(price);
         let pnl = equity - self.initial_quote as f64;
         let sd = if self.marks > 1 {

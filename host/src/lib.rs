@@ -29,7 +29,8 @@ pub mod dungeon;
 pub mod events;
 pub mod health;
 pub mod http;
-pub mod market;
+/// Market data, its own crate (`crucible-market`): feeds, candles, signals and their statistics.
+pub use crucible_market as market;
 pub mod market_cli;
 pub mod master_key;
 pub mod mcp;

@@ -6,16 +6,18 @@
 //! replaying historical candles (real BTC/USDT candles ship with the binary: [`real_feed`]).
 //! [`stats`] measures both. The market only serves data; it never trades or stores.
 
+#![warn(unreachable_pub, missing_docs)]
+
 mod csv;
 mod real;
 mod sim;
-pub(crate) mod stats;
+pub mod stats;
 
 pub use csv::CsvFeed;
-pub(crate) use real::{BTC_USDT_1H, BTC_USDT_5M};
+pub use real::{BTC_USDT_1H, BTC_USDT_5M};
 pub use real::{real_feed, real_pair};
 pub use sim::SimulatedMarket;
-pub(crate) use sim::{KNOWN_PAIRS, SIGNAL_HORIZONS, STEP_MS};
+pub use sim::{KNOWN_PAIRS, SIGNAL_HORIZONS, STEP_MS};
 
 use std::fmt;
 use std::str::FromStr;
@@ -25,20 +27,30 @@ use std::str::FromStr;
 pub struct Candle {
     /// Open time, Unix milliseconds UTC.
     pub ts: i64,
+    /// First price.
     pub open: f64,
+    /// Highest price.
     pub high: f64,
+    /// Lowest price.
     pub low: f64,
+    /// Last price.
     pub close: f64,
+    /// Base traded.
     pub volume: f64,
 }
 
 /// Signals for a token at a point in time (meaning of each field: `wit/strategy.wit`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Signals {
+    /// Social sentiment in [-1, 1].
     pub sentiment: f64,
+    /// Mention volume relative to its recent average (1 = normal).
     pub mention_volume: f64,
+    /// Net exchange flow as a fraction of supply (positive = arriving, distribution).
     pub exchange_net_flow: f64,
+    /// Net buying by large wallets, in [-1, 1].
     pub whale_net_buy: f64,
+    /// Change of active wallets against their recent average, as a fraction.
     pub active_wallets_change: f64,
 }
 
@@ -56,15 +68,21 @@ impl Signals {
 /// Candle interval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Interval {
+    /// 5 minutes.
     M5,
+    /// 15 minutes.
     M15,
+    /// 1 hour.
     H1,
+    /// 4 hours.
     H4,
+    /// 1 day.
     D1,
 }
 
 impl Interval {
-    pub(crate) const ALL: [Interval; 5] = [
+    /// Every interval, shortest first.
+    pub const ALL: [Interval; 5] = [
         Interval::M5,
         Interval::M15,
         Interval::H1,
@@ -83,7 +101,8 @@ impl Interval {
         }
     }
 
-    pub(crate) const fn as_str(self) -> &'static str {
+    /// The interval's name (`5m`, `15m`, `1h`, `4h`, `1d`).
+    pub const fn as_str(self) -> &'static str {
         match self {
             Interval::M5 => "5m",
             Interval::M15 => "15m",
@@ -94,7 +113,7 @@ impl Interval {
     }
 
     /// Candles per year (for annualising Sharpe).
-    pub(crate) fn per_year(self) -> f64 {
+    pub fn per_year(self) -> f64 {
         365.0 * 86_400_000.0 / self.millis() as f64
     }
 }
@@ -121,11 +140,14 @@ impl FromStr for Interval {
 /// A token pair such as `SOL/USDC`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Pair {
+    /// The token traded, upper case (`SOL`).
     pub base: String,
+    /// The token it is priced in, upper case (`USDC`).
     pub quote: String,
 }
 
 impl Pair {
+    /// The pair `base`/`quote`, upper-cased.
     pub fn new(base: &str, quote: &str) -> Self {
         Pair {
             base: base.to_ascii_uppercase(),
@@ -159,14 +181,23 @@ impl FromStr for Pair {
 /// What a feed could not serve.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MarketError {
+    /// The feed does not quote this pair or token.
     #[error("unknown pair or token {0}")]
     UnknownPair(String),
+    /// A time (Unix ms) outside the feed's history.
     #[error("no market data at {0} (outside the feed's range)")]
     OutOfRange(i64),
+    /// A malformed pair, interval or file.
     #[error("{0}")]
     BadInput(String),
+    /// A CSV line that does not parse.
     #[error("CSV line {line}: {message}")]
-    Csv { line: usize, message: String },
+    Csv {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 /// A source of candles, signals and prices.

@@ -30,14 +30,15 @@ use super::{Candle, Interval, MarketError, MarketFeed, Pair, Signals, is_usd_sta
 
 /// 2026-01-01T00:00:00Z.
 pub(super) const ORIGIN_MS: i64 = 1_767_225_600_000;
-pub(crate) const STEP_MS: i64 = Interval::M5.millis();
+/// The simulated market's step: one 5-minute candle.
+pub const STEP_MS: i64 = Interval::M5.millis();
 const STEPS_PER_YEAR: f64 = 105_120.0;
 const STEPS_PER_DAY: f64 = 288.0;
 /// Longest path generated per pair (about three years of 5-minute steps).
 const MAX_STEPS: usize = 3 * 105_120;
 
 /// Pairs the simulated market quotes: base, start price (USDC), annual volatility, daily volume.
-pub(crate) const KNOWN_PAIRS: [(&str, f64, f64, f64); 5] = [
+pub const KNOWN_PAIRS: [(&str, f64, f64, f64); 5] = [
     ("SOL", 150.0, 0.85, 2.0e6),
     ("BTC", 90_000.0, 0.50, 3.0e3),
     ("ETH", 3_200.0, 0.65, 8.0e4),
@@ -49,7 +50,7 @@ pub(crate) const KNOWN_PAIRS: [(&str, f64, f64, f64); 5] = [
 /// information coefficient is measured there): flows and whales act within the hour, sentiment,
 /// attention and wallet growth over four hours. Mention volume is unsigned: it informs about
 /// the size of the move (forward absolute return), not its direction.
-pub(crate) const SIGNAL_HORIZONS: [(&str, usize); 5] = [
+pub const SIGNAL_HORIZONS: [(&str, usize); 5] = [
     ("sentiment", 48),
     ("mention_volume", 48),
     ("exchange_net_flow", 12),
@@ -305,6 +306,7 @@ impl std::fmt::Debug for SimulatedMarket {
 }
 
 impl SimulatedMarket {
+    /// The market of `seed`: the same seed always gives the same candles and signals.
     pub fn new(seed: u64) -> Self {
         SimulatedMarket {
             seed,
@@ -319,11 +321,7 @@ impl SimulatedMarket {
 
     /// The first `steps` 5-minute candles of `base` with the signals known at each close
     /// (for measuring the generator: `crucible market stats`).
-    pub(crate) fn history(
-        &self,
-        base: &str,
-        steps: usize,
-    ) -> Result<Vec<(Candle, Signals)>, MarketError> {
+    pub fn history(&self, base: &str, steps: usize) -> Result<Vec<(Candle, Signals)>, MarketError> {
         self.with_steps(base, 0, steps, |s| {
             s.iter().map(|step| (step.candle, step.signals)).collect()
         })
@@ -471,7 +469,7 @@ mod tests {
     /// The bounds `docs/markets.md` documents for each seed's 90 days of BTC.
     #[test]
     fn stylized_facts_fall_within_documented_bounds() {
-        use crate::market::stats::{StylizedFacts, aggregate};
+        use crate::stats::{StylizedFacts, aggregate};
         let nominal = 0.50 / STEPS_PER_YEAR.sqrt();
         for seed in [1, 2, 3, 4] {
             let five: Vec<Candle> = SimulatedMarket::new(seed)
@@ -511,7 +509,7 @@ mod tests {
     /// BTC, falls in the documented band: weak but real.
     #[test]
     fn signal_information_coefficients_fall_in_their_band() {
-        use crate::market::stats::information_coefficient;
+        use crate::stats::information_coefficient;
         let histories: Vec<Vec<(Candle, Signals)>> = (1..=4)
             .map(|seed| SimulatedMarket::new(seed).history("BTC", 105_120).unwrap())
             .collect();

@@ -17,7 +17,7 @@ pub struct CsvFeed {
 
 impl CsvFeed {
     /// Read a CSV file of `pair`'s candles.
-    pub(crate) fn from_path(pair: Pair, path: &Path) -> Result<Self, MarketError> {
+    pub fn from_path(pair: Pair, path: &Path) -> Result<Self, MarketError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| MarketError::BadInput(format!("{}: {e}", path.display())))?;
         Self::parse(pair, &text)

@@ -19,21 +19,28 @@ use super::{Candle, Signals, merge};
 /// The stylized facts of one series.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct StylizedFacts {
+pub struct StylizedFacts {
     /// Log returns measured (candles - 1).
     pub returns: usize,
+    /// Standard deviation of the log returns.
     pub volatility: f64,
+    /// Excess kurtosis of the log returns (heavy tails > 0).
     pub excess_kurtosis: f64,
+    /// Autocorrelation of the returns at lag 1.
     pub acf_return_1: f64,
+    /// Autocorrelation of the absolute returns at lag 1.
     pub acf_abs_1: f64,
+    /// … at lag 5.
     pub acf_abs_5: f64,
+    /// … at lag 20.
     pub acf_abs_20: f64,
+    /// Spearman correlation of volume with the absolute return.
     pub volume_abs_return: f64,
 }
 
 impl StylizedFacts {
     /// The facts of `candles` (oldest first); `None` with fewer than 30 candles.
-    pub(crate) fn of(candles: &[Candle]) -> Option<StylizedFacts> {
+    pub fn of(candles: &[Candle]) -> Option<StylizedFacts> {
         if candles.len() < 30 {
             return None;
         }
@@ -61,7 +68,7 @@ impl StylizedFacts {
 }
 
 /// Combine consecutive groups of `per` candles (a trailing partial group is dropped).
-pub(crate) fn aggregate(candles: &[Candle], per: usize) -> Vec<Candle> {
+pub fn aggregate(candles: &[Candle], per: usize) -> Vec<Candle> {
     candles
         .chunks_exact(per.max(1))
         .filter_map(|chunk| merge(chunk[0].ts, chunk))
@@ -171,7 +178,7 @@ pub(crate) fn ic_samples(
 /// Information coefficient of signal `name` at `horizon` over one or more histories (their
 /// samples pooled): Spearman of [`ic_samples`]. `None` for an unknown signal or fewer than 30
 /// samples.
-pub(crate) fn information_coefficient(
+pub fn information_coefficient(
     histories: &[&[(Candle, Signals)]],
     name: &str,
     horizon: usize,

@@ -29,13 +29,15 @@ pub mod dungeon;
 pub mod events;
 pub mod health;
 pub mod http;
-pub mod market;
+/// Market data, its own crate (`crucible-market`): feeds, candles, signals and their statistics.
+pub use crucible_market as market;
 pub mod market_cli;
 pub mod master_key;
 pub mod mcp;
 pub mod metrics;
 pub mod models;
-pub mod paper;
+/// Paper trading, its own crate (`crucible-paper`): pure balances, fills and metrics.
+pub use crucible_paper as paper;
 pub mod redact;
 pub mod retention;
 pub mod sandbox;

@@ -67,7 +67,7 @@ pub(crate) fn stats_report(args: &StatsArgs) -> anyhow::Result<String> {
     ];
     writeln!(
         out,
-        "Real: BTC/USDT (host/data/real). Simulated: {}/USDC, seeds 1–{}, {} days each; \
+        "Real: BTC/USDT (crates/market/data/real). Simulated: {}/USDC, seeds 1–{}, {} days each; \
          median [min, max] over seeds.\n",
         args.base.to_ascii_uppercase(),
         args.seeds,

@@ -13,8 +13,9 @@ use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
 use super::DungeonError;
-use super::game::{GameEvent, Run, TurnError, TurnRequest};
+use super::game::{GameEvent, Run, TurnError};
 use super::store::{self, Advance, NewEvent, RunRow};
+use super::turn_request::TurnRequest;
 use crate::clock::to_millis;
 use crate::http::rate_limit::Limited;
 use crate::state::AppState;

@@ -10,9 +10,9 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::entry::{self, EnterBody, EnterOutcome, EnterRequest, Entered, Quote};
-use super::game::TurnRequest;
 use super::play::{self, TurnReply, TurnResult};
 use super::run_key::RunKey;
+use super::turn_request::TurnRequest;
 use super::views::{AccountRuns, Credential, DungeonList, DungeonView, Leaderboard, RunPage};
 use super::{DungeonError, views, watch};
 use crate::auth::{AccountAuth, Read, Write};

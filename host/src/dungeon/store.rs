@@ -8,7 +8,6 @@ use serde_json::Value;
 use super::DungeonError;
 use super::game::{Run, RunStatus};
 use crate::clock::to_millis;
-use crate::db::UnknownValue;
 use crate::events::Event;
 use crate::state::AppState;
 
@@ -34,14 +33,6 @@ pub(crate) struct RunRow {
     pub created_at: i64,
     pub last_action_at: i64,
     pub ended_at: Option<i64>,
-}
-
-impl TryFrom<String> for RunStatus {
-    type Error = UnknownValue;
-
-    fn try_from(stored: String) -> Result<Self, UnknownValue> {
-        RunStatus::parse(&stored).ok_or(UnknownValue(stored))
-    }
 }
 
 const COLUMNS: &str = "id, dungeon_id, wallet, class, status, score, deepest_floor, turn_number, version, state, created_at, last_action_at, ended_at";

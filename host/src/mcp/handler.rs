@@ -327,7 +327,10 @@ impl ServerHandler for Server {
         ))
     }
 
-    #[allow(deprecated)]
+    #[allow(
+        deprecated,
+        reason = "rmcp calls resources/subscribe legacy; session clients still send it"
+    )]
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
@@ -349,7 +352,10 @@ impl ServerHandler for Server {
             })
     }
 
-    #[allow(deprecated)]
+    #[allow(
+        deprecated,
+        reason = "rmcp calls resources/unsubscribe legacy; session clients still send it"
+    )]
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,

@@ -64,8 +64,7 @@ fn parse_rpc_body(text: &str) -> Value {
     text.lines()
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-        .filter(|message| message.get("id").is_some())
-        .last()
+        .rfind(|message| message.get("id").is_some())
         .unwrap_or(Value::Null)
 }
 

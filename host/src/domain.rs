@@ -3,50 +3,9 @@
 
 use std::fmt;
 
-/// A Solana wallet address: base58 of 32 bytes, in canonical form.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct WalletAddress(String);
-
-impl WalletAddress {
-    pub fn parse(raw: &str) -> Result<Self, String> {
-        let trimmed = raw.trim();
-        let bytes = bs58::decode(trimmed)
-            .into_vec()
-            .map_err(|_| format!("`{trimmed}` is not a base58 Solana address"))?;
-        if bytes.len() != 32 {
-            return Err(format!(
-                "`{trimmed}` is not a Solana address (it decodes to {} bytes, not 32)",
-                bytes.len()
-            ));
-        }
-        // Leading-zero or padded spellings decode to the same key; keep one spelling per key.
-        Ok(WalletAddress(bs58::encode(bytes).into_string()))
-    }
-
-    pub fn from_public_key(bytes: &[u8; 32]) -> Self {
-        WalletAddress(bs58::encode(bytes).into_string())
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The 32 bytes of the address.
-    pub(crate) fn to_bytes(&self) -> [u8; 32] {
-        let mut out = [0u8; 32];
-        // Built only from 32 decoded bytes, so decoding again cannot fail or differ in length.
-        if let Ok(bytes) = bs58::decode(&self.0).into_vec() {
-            out.copy_from_slice(&bytes);
-        }
-        out
-    }
-}
-
-impl fmt::Display for WalletAddress {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+/// A Solana wallet address: base58 of 32 bytes, in canonical form (its OpenAPI schema comes
+/// with it, from `crucible-solana`'s `openapi` feature).
+pub use crucible_solana::WalletAddress;
 
 /// A lower-cased e-mail address of plausible shape (delivery is what proves it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,7 +146,7 @@ mod schemas {
     use utoipa::openapi::{RefOr, Schema};
     use utoipa::{PartialSchema, ToSchema};
 
-    use super::{Email, HttpUrl, Password, WalletAddress};
+    use super::{Email, HttpUrl, Password};
 
     fn string(format: SchemaFormat, description: &str) -> ObjectBuilder {
         ObjectBuilder::new()
@@ -195,23 +154,6 @@ mod schemas {
             .format(Some(format))
             .description(Some(description))
     }
-
-    impl PartialSchema for WalletAddress {
-        fn schema() -> RefOr<Schema> {
-            // The format names the whole rule (32 bytes once decoded), which no pattern states
-            // exactly; a pattern of the alphabet alone would call most of its strings valid.
-            string(
-                SchemaFormat::Custom("solana-address".into()),
-                "A Solana address: the base58 spelling (alphabet \
-                 `1-9A-HJ-NP-Za-km-z`) of exactly 32 bytes",
-            )
-            .min_length(Some(32))
-            .max_length(Some(44))
-            .examples(["So11111111111111111111111111111111111111112"])
-            .into()
-        }
-    }
-    impl ToSchema for WalletAddress {}
 
     impl PartialSchema for Email {
         fn schema() -> RefOr<Schema> {
@@ -266,18 +208,6 @@ mod schemas {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn wallet_addresses_are_32_byte_base58() {
-        let ok =
-            WalletAddress::parse(" 11111111111111111111111111111111 ").expect("system program id");
-        assert_eq!(ok.as_str(), "11111111111111111111111111111111");
-        assert_eq!(ok.to_bytes(), [0u8; 32]);
-        assert!(WalletAddress::parse("not base58 0OIl").is_err());
-        assert!(WalletAddress::parse("abc").is_err());
-        let key = [9u8; 32];
-        assert_eq!(WalletAddress::from_public_key(&key).to_bytes(), key);
-    }
 
     #[test]
     fn emails_are_normalised_and_checked() {

@@ -15,7 +15,6 @@
 
 pub mod hermes;
 pub(crate) mod jupiter;
-pub(crate) mod keypair;
 pub(crate) mod liquidity;
 pub(crate) mod market_maker;
 pub(crate) mod payment;
@@ -27,10 +26,12 @@ pub mod simnet;
 pub mod swap;
 pub(crate) mod trader;
 pub mod transfer;
-pub mod tx;
-pub mod verify;
 pub(crate) mod wallet_cli;
 mod wallets;
+
+// The wire format, keys, the payment check and the RPC answer types are the
+// `crucible-solana` crate's; these paths are where the server has always found them.
+pub use crucible_solana::{keypair, tx, verify};
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -11,6 +11,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::ChainError;
+pub(crate) use crucible_solana::rpc::{
+    RecentBlockhash, SIGNATURES_PAGE, SignatureInfo, SignatureStatus, TokenAccount, TokenFilter,
+};
 
 /// Attempts per call when the transport fails (connection refused, reset, timeout).
 const ATTEMPTS: u32 = 3;
@@ -21,65 +24,6 @@ pub struct RpcClient {
     url: String,
     http: reqwest::Client,
     next_id: AtomicU64,
-}
-
-/// A blockhash and the last block height at which a transaction signed with it can land.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RecentBlockhash {
-    pub hash: [u8; 32],
-    pub last_valid_block_height: u64,
-}
-
-/// The status of one signature from `getSignatureStatuses`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct SignatureStatus {
-    pub slot: u64,
-    pub confirmations: Option<u64>,
-    pub err: Option<Value>,
-    pub confirmation_status: Option<String>,
-}
-
-impl SignatureStatus {
-    pub(crate) fn is_finalized(&self) -> bool {
-        self.confirmation_status.as_deref() == Some("finalized")
-    }
-}
-
-/// One entry of `getSignaturesForAddress`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct SignatureInfo {
-    pub signature: String,
-    pub slot: u64,
-    pub err: Option<Value>,
-    pub memo: Option<String>,
-    pub block_time: Option<i64>,
-    pub confirmation_status: Option<String>,
-}
-
-/// The most signatures a node returns per `getSignaturesForAddress` page.
-pub(crate) const SIGNATURES_PAGE: usize = 1000;
-
-/// One token account from `getTokenAccountsByOwner` (jsonParsed).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TokenAccount {
-    pub address: String,
-    /// The token program owning the account (Token or Token-2022).
-    pub program: String,
-    pub mint: String,
-    pub owner: String,
-    pub amount: u64,
-    pub decimals: u8,
-    /// The account's own lamports (its rent, and the wrapped SOL of a native account).
-    pub lamports: u64,
-}
-
-/// Which token accounts of an owner to list.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum TokenFilter<'a> {
-    Mint(&'a str),
-    Program(&'a str),
 }
 
 #[derive(Deserialize)]
@@ -362,10 +306,7 @@ impl RpcClient {
         owner: &str,
         filter: TokenFilter<'_>,
     ) -> Result<Vec<TokenAccount>, ChainError> {
-        let filter = match filter {
-            TokenFilter::Mint(mint) => json!({"mint": mint}),
-            TokenFilter::Program(program) => json!({"programId": program}),
-        };
+        let filter = filter.to_json();
         let accounts: WithContext<Vec<Value>> = self
             .call(
                 "getTokenAccountsByOwner",
@@ -375,20 +316,7 @@ impl RpcClient {
         accounts
             .value
             .iter()
-            .map(|entry| {
-                let info = &entry["account"]["data"]["parsed"]["info"];
-                let amount = &info["tokenAmount"];
-                let field = |v: &Value| v.as_str().map(str::to_owned);
-                Some(TokenAccount {
-                    address: field(&entry["pubkey"])?,
-                    program: field(&entry["account"]["owner"])?,
-                    mint: field(&info["mint"])?,
-                    owner: field(&info["owner"])?,
-                    amount: amount["amount"].as_str()?.parse().ok()?,
-                    decimals: u8::try_from(amount["decimals"].as_u64()?).ok()?,
-                    lamports: entry["account"]["lamports"].as_u64()?,
-                })
-            })
+            .map(TokenAccount::from_json_parsed)
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| ChainError::Decode {
                 method: "getTokenAccountsByOwner".to_owned(),

@@ -3,7 +3,7 @@
 //! associated token addresses, and the few instructions Crucible builds.
 //!
 //! This module only encodes, decodes and signs; it never talks to a node and never decides
-//! whether a transaction is acceptable (the simnet executor and `verify` do that).
+//! whether a transaction is acceptable (the simnet's executor and [`crate::verify`] do that).
 
 pub mod instructions;
 pub mod message;
@@ -23,13 +23,14 @@ pub use message::{CompiledInstruction, Message, MessageVersion, Transaction, Wir
 pub struct Pubkey(pub [u8; 32]);
 
 impl Pubkey {
+    /// The key of these 32 bytes.
     pub const fn new(bytes: [u8; 32]) -> Self {
         Pubkey(bytes)
     }
 
     /// True when the bytes are a point on the ed25519 curve, i.e. could have a private key.
     /// Program-derived addresses are exactly the hashes that are *not* on the curve.
-    pub(crate) fn is_on_curve(&self) -> bool {
+    pub fn is_on_curve(&self) -> bool {
         curve25519_dalek::edwards::CompressedEdwardsY(self.0)
             .decompress()
             .is_some()
@@ -62,63 +63,65 @@ impl FromStr for Pubkey {
     }
 }
 
-impl From<&crate::domain::WalletAddress> for Pubkey {
-    fn from(wallet: &crate::domain::WalletAddress) -> Self {
-        Pubkey(wallet.to_bytes())
-    }
-}
-
-impl From<Pubkey> for crate::domain::WalletAddress {
-    fn from(key: Pubkey) -> Self {
-        crate::domain::WalletAddress::from_public_key(&key.0)
-    }
-}
-
 /// Parse one of the well-known base58 program ids below; they are constants, so a failure
 /// would be a typo caught by the unit tests, and the default key is never used in practice.
 fn known(address: &str) -> Pubkey {
     address.parse().unwrap_or_default()
 }
 
+/// The System program (transfers, account creation).
 pub const SYSTEM_PROGRAM: &str = "11111111111111111111111111111111";
+/// The classic SPL Token program.
 pub const TOKEN_PROGRAM: &str = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA";
-pub(crate) const TOKEN_2022_PROGRAM: &str = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb";
-pub(crate) const ASSOCIATED_TOKEN_PROGRAM: &str = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL";
-pub(crate) const MEMO_V1_PROGRAM: &str = "Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo";
+/// The SPL Token-2022 program (same instructions as Token for what Crucible uses).
+pub const TOKEN_2022_PROGRAM: &str = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb";
+/// The associated-token-account program.
+pub const ASSOCIATED_TOKEN_PROGRAM: &str = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL";
+/// The first SPL Memo program (memos that need no signer check).
+pub const MEMO_V1_PROGRAM: &str = "Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo";
+/// The SPL Memo program (v2, what wallets send).
 pub const MEMO_PROGRAM: &str = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr";
-pub(crate) const COMPUTE_BUDGET_PROGRAM: &str = "ComputeBudget111111111111111111111111111111";
+/// The Compute Budget program (unit limit and price).
+pub const COMPUTE_BUDGET_PROGRAM: &str = "ComputeBudget111111111111111111111111111111";
 /// The mainnet USDC mint (6 decimals).
-pub(crate) const MAINNET_USDC_MINT: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+pub const MAINNET_USDC_MINT: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
 
-pub(crate) fn system_program() -> Pubkey {
+/// [`SYSTEM_PROGRAM`] as a key.
+pub fn system_program() -> Pubkey {
     known(SYSTEM_PROGRAM)
 }
+/// [`TOKEN_PROGRAM`] as a key.
 pub fn token_program() -> Pubkey {
     known(TOKEN_PROGRAM)
 }
-pub(crate) fn token_2022_program() -> Pubkey {
+/// [`TOKEN_2022_PROGRAM`] as a key.
+pub fn token_2022_program() -> Pubkey {
     known(TOKEN_2022_PROGRAM)
 }
-pub(crate) fn associated_token_program() -> Pubkey {
+/// [`ASSOCIATED_TOKEN_PROGRAM`] as a key.
+pub fn associated_token_program() -> Pubkey {
     known(ASSOCIATED_TOKEN_PROGRAM)
 }
-pub(crate) fn memo_program() -> Pubkey {
+/// [`MEMO_PROGRAM`] as a key.
+pub fn memo_program() -> Pubkey {
     known(MEMO_PROGRAM)
 }
-pub(crate) fn memo_v1_program() -> Pubkey {
+/// [`MEMO_V1_PROGRAM`] as a key.
+pub fn memo_v1_program() -> Pubkey {
     known(MEMO_V1_PROGRAM)
 }
+/// [`COMPUTE_BUDGET_PROGRAM`] as a key.
 pub fn compute_budget_program() -> Pubkey {
     known(COMPUTE_BUDGET_PROGRAM)
 }
 
 /// True for the classic SPL Token program and Token-2022.
-pub(crate) fn is_token_program(program: &Pubkey) -> bool {
+pub fn is_token_program(program: &Pubkey) -> bool {
     *program == token_program() || *program == token_2022_program()
 }
 
 /// `find_program_address`: the first bump from 255 down whose hash is off the curve.
-pub(crate) fn find_program_address(seeds: &[&[u8]], program: &Pubkey) -> Option<(Pubkey, u8)> {
+pub fn find_program_address(seeds: &[&[u8]], program: &Pubkey) -> Option<(Pubkey, u8)> {
     (0..=255u8).rev().find_map(|bump| {
         let mut hasher = Sha256::new();
         for seed in seeds {
@@ -145,7 +148,7 @@ pub fn associated_token_address(owner: &Pubkey, mint: &Pubkey, token_program: &P
 }
 
 /// Compact-u16 length prefix: 7 bits per byte, high bit = "more", at most 3 bytes.
-pub(crate) fn encode_shortvec(len: usize, out: &mut Vec<u8>) -> Result<(), WireError> {
+pub fn encode_shortvec(len: usize, out: &mut Vec<u8>) -> Result<(), WireError> {
     let mut rest = u16::try_from(len).map_err(|_| WireError::TooLong)?;
     loop {
         let mut byte = (rest & 0x7f) as u8;
@@ -160,7 +163,7 @@ pub(crate) fn encode_shortvec(len: usize, out: &mut Vec<u8>) -> Result<(), WireE
 }
 
 /// Decode a compact-u16 at `bytes[*pos..]`, refusing non-canonical and overlong encodings.
-pub(crate) fn decode_shortvec(bytes: &[u8], pos: &mut usize) -> Result<usize, WireError> {
+pub fn decode_shortvec(bytes: &[u8], pos: &mut usize) -> Result<usize, WireError> {
     let mut value: u32 = 0;
     for index in 0..3 {
         let byte = *bytes.get(*pos).ok_or(WireError::Truncated)?;

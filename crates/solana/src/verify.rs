@@ -10,7 +10,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::tx::{MEMO_PROGRAM, MEMO_V1_PROGRAM, TOKEN_2022_PROGRAM, TOKEN_PROGRAM};
+use crate::tx::{MEMO_PROGRAM, MEMO_V1_PROGRAM, TOKEN_2022_PROGRAM, TOKEN_PROGRAM};
 
 /// What a payment must look like.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,8 +8,9 @@ use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use super::{Pubkey, decode_shortvec, encode_shortvec};
 
 /// Largest transaction a Solana node accepts (an IPv6 MTU minus headers).
-pub(crate) const PACKET_DATA_SIZE: usize = 1232;
+pub const PACKET_DATA_SIZE: usize = 1232;
 
+/// Why bytes are not a well-formed (or verified) transaction.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
     #[error("the transaction ends early")]
@@ -42,6 +43,7 @@ pub enum WireError {
     MissingSigner(Pubkey),
 }
 
+/// The message format: legacy, or v0 (behind a `0x80` prefix).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MessageVersion {
     Legacy,
@@ -50,7 +52,7 @@ pub enum MessageVersion {
 
 /// The three header counts of a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct MessageHeader {
+pub struct MessageHeader {
     pub num_required_signatures: u8,
     pub num_readonly_signed: u8,
     pub num_readonly_unsigned: u8,
@@ -64,10 +66,12 @@ pub struct CompiledInstruction {
     pub data: Vec<u8>,
 }
 
+/// A message: what the signatures cover.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     pub version: MessageVersion,
-    pub(crate) header: MessageHeader,
+    /// How many keys sign and how many of the signed and unsigned ones are read-only.
+    pub header: MessageHeader,
     pub account_keys: Vec<Pubkey>,
     pub recent_blockhash: [u8; 32],
     pub instructions: Vec<CompiledInstruction>,
@@ -81,6 +85,7 @@ pub struct Instruction {
     pub data: Vec<u8>,
 }
 
+/// An account an instruction names, with its roles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AccountMeta {
     pub pubkey: Pubkey,
@@ -89,14 +94,16 @@ pub struct AccountMeta {
 }
 
 impl AccountMeta {
-    pub(crate) fn writable(pubkey: Pubkey, is_signer: bool) -> Self {
+    /// A writable account (signer or not).
+    pub fn writable(pubkey: Pubkey, is_signer: bool) -> Self {
         AccountMeta {
             pubkey,
             is_signer,
             is_writable: true,
         }
     }
-    pub(crate) fn readonly(pubkey: Pubkey, is_signer: bool) -> Self {
+    /// A read-only account (signer or not).
+    pub fn readonly(pubkey: Pubkey, is_signer: bool) -> Self {
         AccountMeta {
             pubkey,
             is_signer,
@@ -167,11 +174,13 @@ impl Message {
         }
     }
 
-    pub(crate) fn is_signer(&self, index: usize) -> bool {
+    /// Whether account key `index` must sign.
+    pub fn is_signer(&self, index: usize) -> bool {
         index < usize::from(self.header.num_required_signatures)
     }
 
-    pub(crate) fn is_writable(&self, index: usize) -> bool {
+    /// Whether account key `index` may be written, by the header's counts.
+    pub fn is_writable(&self, index: usize) -> bool {
         let signers = usize::from(self.header.num_required_signatures);
         if index < signers {
             index < signers - usize::from(self.header.num_readonly_signed)
@@ -180,11 +189,13 @@ impl Message {
         }
     }
 
-    pub(crate) fn signers(&self) -> &[Pubkey] {
+    /// The keys that must sign, in signature order.
+    pub fn signers(&self) -> &[Pubkey] {
         let n = usize::from(self.header.num_required_signatures).min(self.account_keys.len());
         &self.account_keys[..n]
     }
 
+    /// The message bytes the signatures cover (version prefix included).
     pub fn serialize(&self) -> Result<Vec<u8>, WireError> {
         let mut out = Vec::with_capacity(256);
         if self.version == MessageVersion::V0 {
@@ -215,7 +226,7 @@ impl Message {
     }
 
     /// Decode a message occupying the whole of `bytes`, checking its internal consistency.
-    pub(crate) fn deserialize(bytes: &[u8]) -> Result<Self, WireError> {
+    pub fn deserialize(bytes: &[u8]) -> Result<Self, WireError> {
         let mut pos = 0;
         let take = |pos: &mut usize, n: usize| -> Result<&[u8], WireError> {
             let end = pos.checked_add(n).ok_or(WireError::Truncated)?;
@@ -346,6 +357,7 @@ impl Transaction {
             .unwrap_or_default()
     }
 
+    /// The wire bytes a node accepts (refused above [`PACKET_DATA_SIZE`]).
     pub fn serialize(&self) -> Result<Vec<u8>, WireError> {
         let mut out = Vec::with_capacity(512);
         encode_shortvec(self.signatures.len(), &mut out)?;
@@ -395,7 +407,7 @@ impl Transaction {
 
     /// Check every signature against its signer with `verify_strict` (no malleable or
     /// small-order forms).
-    pub(crate) fn verify(&self, message_bytes: &[u8]) -> Result<(), WireError> {
+    pub fn verify(&self, message_bytes: &[u8]) -> Result<(), WireError> {
         for (signature, signer) in self.signatures.iter().zip(self.message.signers()) {
             let key = VerifyingKey::from_bytes(&signer.0)
                 .map_err(|_| WireError::BadSignature(*signer))?;
@@ -409,7 +421,7 @@ impl Transaction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::tx::instructions;
+    use crate::tx::instructions;
 
     fn key(seed: u8) -> SigningKey {
         SigningKey::from_bytes(&[seed; 32])

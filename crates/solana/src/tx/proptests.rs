@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::instructions;
 use super::{Message, Pubkey, Transaction};
-use crate::chain::verify::{ExpectedPayment, verify_transaction};
+use crate::verify::{ExpectedPayment, verify_transaction};
 
 fn signed_transfer(seed: u8, lamports: u64, memo: &str) -> Vec<u8> {
     let key = SigningKey::from_bytes(&[seed.max(1); 32]);

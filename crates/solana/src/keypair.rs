@@ -5,8 +5,9 @@ use std::path::Path;
 
 use ed25519_dalek::SigningKey;
 
-use super::tx::Pubkey;
+use crate::tx::Pubkey;
 
+/// Why a keypair file cannot be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum KeypairError {
     #[error("cannot read keypair file {path}: {source}")]
@@ -37,38 +38,45 @@ impl std::fmt::Debug for Keypair {
 }
 
 impl Keypair {
+    /// A fresh keypair from the operating system's random source.
     pub fn generate() -> Self {
         Keypair(SigningKey::generate(&mut rand::rngs::OsRng))
     }
 
+    /// The keypair of a 32-byte ed25519 secret.
     pub fn from_secret(secret: [u8; 32]) -> Self {
         Keypair(SigningKey::from_bytes(&secret))
     }
 
+    /// The public key (the wallet's address).
     pub fn pubkey(&self) -> Pubkey {
         Pubkey(self.0.verifying_key().to_bytes())
     }
 
+    /// The key that signs transactions.
     pub fn signing_key(&self) -> &SigningKey {
         &self.0
     }
 
     /// The 64 bytes of the file format.
-    pub(crate) fn to_bytes(&self) -> [u8; 64] {
+    pub fn to_bytes(&self) -> [u8; 64] {
         self.0.to_keypair_bytes()
     }
 
+    /// The file format's text: a JSON array of 64 numbers.
     pub fn to_json(&self) -> String {
         serde_json::to_string(&self.to_bytes().to_vec()).unwrap_or_default()
     }
 
-    pub(crate) fn from_json(text: &str) -> Result<Self, KeypairError> {
+    /// Parse the file format's text, checking that the public half matches the secret.
+    pub fn from_json(text: &str) -> Result<Self, KeypairError> {
         let bytes: Vec<u8> = serde_json::from_str(text).map_err(|_| KeypairError::Format)?;
         let bytes: [u8; 64] = bytes.try_into().map_err(|_| KeypairError::Format)?;
         let key = SigningKey::from_keypair_bytes(&bytes).map_err(|_| KeypairError::Mismatch)?;
         Ok(Keypair(key))
     }
 
+    /// Read a keypair file.
     pub fn read(path: &Path) -> Result<Self, KeypairError> {
         let text = std::fs::read_to_string(path).map_err(|source| KeypairError::Read {
             path: path.display().to_string(),
@@ -78,7 +86,7 @@ impl Keypair {
     }
 
     /// Write a new file (never overwrites; owner-only permissions on Unix).
-    pub(crate) fn write_new(&self, path: &Path) -> Result<(), KeypairError> {
+    pub fn write_new(&self, path: &Path) -> Result<(), KeypairError> {
         use std::io::Write;
         let shown = path.display().to_string();
         let mut options = std::fs::OpenOptions::new();

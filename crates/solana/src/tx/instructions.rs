@@ -122,7 +122,7 @@ pub fn token_transfer_checked(
 }
 
 /// `CreateIdempotent` of the associated token account of `owner` for `mint`, paid by `payer`.
-pub(crate) fn create_associated_token_account_idempotent(
+pub fn create_associated_token_account_idempotent(
     payer: &Pubkey,
     owner: &Pubkey,
     mint: &Pubkey,
@@ -156,10 +156,10 @@ pub fn memo(text: &str, signers: &[Pubkey]) -> Instruction {
 
 /// A decoded System program instruction (`Transfer` and `CreateAccount` are supported).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SystemInstruction {
-    Transfer {
-        lamports: u64,
-    },
+pub enum SystemInstruction {
+    /// `Transfer`: move lamports from the first account to the second.
+    Transfer { lamports: u64 },
+    /// `CreateAccount`: fund a new account with `space` bytes owned by `owner`.
     CreateAccount {
         lamports: u64,
         space: u64,
@@ -167,7 +167,8 @@ pub(crate) enum SystemInstruction {
     },
 }
 
-pub(crate) fn decode_system(data: &[u8]) -> Option<SystemInstruction> {
+/// Read a System instruction's data (`None`: not one of the supported ones).
+pub fn decode_system(data: &[u8]) -> Option<SystemInstruction> {
     let tag = u32::from_le_bytes(data.get(..4)?.try_into().ok()?);
     let u64_at = |at: usize| {
         data.get(at..at + 8)
@@ -189,7 +190,7 @@ pub(crate) fn decode_system(data: &[u8]) -> Option<SystemInstruction> {
 
 /// Which `InitializeAccount` variant: where the owner is read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum InitializeVariant {
+pub enum InitializeVariant {
     /// `InitializeAccount`: accounts `[account, mint, owner, rent sysvar]`.
     One,
     /// `InitializeAccount2`: accounts `[account, mint, rent sysvar]`, the owner in the data.
@@ -201,23 +202,22 @@ pub(crate) enum InitializeVariant {
 /// A decoded SPL Token instruction (the two transfers, account initialization and closing are
 /// supported).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TokenInstruction {
-    Transfer {
-        amount: u64,
-    },
-    TransferChecked {
-        amount: u64,
-        decimals: u8,
-    },
+pub enum TokenInstruction {
+    /// `Transfer` (no decimals check).
+    Transfer { amount: u64 },
+    /// `TransferChecked`: the mint and its decimals are named and checked.
+    TransferChecked { amount: u64, decimals: u8 },
     /// `owner` is `None` for the first variant, which names the owner as an account.
     InitializeAccount {
         variant: InitializeVariant,
         owner: Option<Pubkey>,
     },
+    /// `CloseAccount`: its lamports go to the destination.
     CloseAccount,
 }
 
-pub(crate) fn decode_token(data: &[u8]) -> Option<TokenInstruction> {
+/// Read an SPL Token instruction's data (`None`: not one of the supported ones).
+pub fn decode_token(data: &[u8]) -> Option<TokenInstruction> {
     let amount = || {
         data.get(1..9)
             .and_then(|b| b.try_into().ok())
@@ -252,12 +252,15 @@ pub(crate) fn decode_token(data: &[u8]) -> Option<TokenInstruction> {
 /// An associated-token-account instruction: empty data or `[0]` is `Create`, `[1]` is
 /// `CreateIdempotent`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AtaInstruction {
+pub enum AtaInstruction {
+    /// Fails if the account exists.
     Create,
+    /// Succeeds if the account exists with the expected mint and owner.
     CreateIdempotent,
 }
 
-pub(crate) fn decode_ata(data: &[u8]) -> Option<AtaInstruction> {
+/// Read an associated-token-account instruction's data.
+pub fn decode_ata(data: &[u8]) -> Option<AtaInstruction> {
     match data {
         [] | [0] => Some(AtaInstruction::Create),
         [1] => Some(AtaInstruction::CreateIdempotent),

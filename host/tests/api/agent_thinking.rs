@@ -134,6 +134,8 @@ async fn a_models_answer_becomes_the_trade_with_the_models_reason() {
         config.model_endpoints = vec![provider.endpoint("openai")];
     })
     .await;
+    // Budgets count tokens per UTC day: the test's ticks must not straddle midnight.
+    app.dungeon_noon();
     let op = operator(&app, "thinker@example.com").await;
     op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
     let agent_id = op
@@ -253,6 +255,8 @@ async fn the_anthropic_format_carries_the_key_and_the_personality_as_system() {
         config.model_endpoints = vec![provider.endpoint("anthropic")];
     })
     .await;
+    // Budgets count tokens per UTC day: the test's ticks must not straddle midnight.
+    app.dungeon_noon();
     let op = operator(&app, "claude@example.com").await;
     op.put_model_key(&app, "anthropic", ACCOUNT_KEY).await;
     let agent_id = op
@@ -297,6 +301,8 @@ async fn garbage_a_timeout_a_429_and_a_spent_budget_leave_it_to_the_rule() {
         config.model_timeout_ms = 500;
     })
     .await;
+    // Budgets count tokens per UTC day: the test's ticks must not straddle midnight.
+    app.dungeon_noon();
     let op = operator(&app, "failing@example.com").await;
     op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
     // Ticks every 5 minutes, within the 10 minutes a 429 backs its vendor off at most.
@@ -362,6 +368,8 @@ async fn a_spent_budget_and_a_missing_key_or_endpoint_leave_it_to_the_rule() {
         config.model_endpoints = vec![provider.endpoint("openai")];
     })
     .await;
+    // Budgets count tokens per UTC day: the test's ticks must not straddle midnight.
+    app.dungeon_noon();
     let op = operator(&app, "budget@example.com").await;
     op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
     // 20 tokens a call: the first spends the budget of 15.
@@ -423,6 +431,8 @@ async fn a_spent_budget_and_a_missing_key_or_endpoint_leave_it_to_the_rule() {
 #[tokio::test]
 async fn budgets_and_decision_pages_refuse_bad_input() {
     let app = TestApp::spawn().await;
+    // Budgets count tokens per UTC day: the test's ticks must not straddle midnight.
+    app.dungeon_noon();
     let op = operator(&app, "pages@example.com").await;
     for (budget, field) in [
         (json!({"tokensPerDay": -1}), "modelBudget.tokensPerDay"),
@@ -645,6 +655,8 @@ async fn decisions_are_pruned_after_their_retention_and_trades_stay() {
         config.model_endpoints = vec![provider.endpoint("openai")];
     })
     .await;
+    // Budgets count tokens per UTC day: the test's ticks must not straddle midnight.
+    app.dungeon_noon();
     let op = operator(&app, "retained@example.com").await;
     op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
     let agent_id = op
@@ -702,6 +714,8 @@ async fn an_uploaded_component_asks_its_model_through_the_host() {
         config.model_endpoints = vec![provider.endpoint("openai")];
     })
     .await;
+    // Budgets count tokens per UTC day: the test's ticks must not straddle midnight.
+    app.dungeon_noon();
     let op = operator(&app, "author@example.com").await;
     op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
     let probe = uploaded_agent(&app, &op, "model-probe", "probe", "ask 2").await;
@@ -763,6 +777,8 @@ async fn a_components_calls_are_limited_per_tick_and_by_the_budget() {
         config.model_endpoints = vec![provider.endpoint("openai")];
     })
     .await;
+    // Budgets count tokens per UTC day: the test's ticks must not straddle midnight.
+    app.dungeon_noon();
     let op = operator(&app, "greedy@example.com").await;
     op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
     let greedy = uploaded_agent(&app, &op, "model-probe", "greedy", "ask 6").await;

@@ -306,7 +306,7 @@ pub(crate) fn periods(curve: &[Point], trades: &[TradeRecord], by: Breakdown) ->
     rows
 }
 
-/// A day's return (see [`periods`] with [`Breakdown::Day`]), percent.
+/// A day's return (a [`PeriodRow`] of [`Breakdown::Day`]), percent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DayReturn {
@@ -388,7 +388,7 @@ pub struct Summary {
     pub final_equity: f64,
     /// `E_n / E_0 - 1`, percent.
     pub total_return_percent: f64,
-    /// [`cagr`], percent.
+    /// Compound annual growth rate (`cagr`), percent.
     pub cagr_percent: Option<f64>,
     /// Annualised Sharpe ratio of the per-tick returns.
     pub sharpe: Option<f64>,

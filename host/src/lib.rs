@@ -40,7 +40,9 @@ pub mod models;
 pub use crucible_paper as paper;
 pub mod redact;
 pub mod retention;
-pub mod sandbox;
+/// The strategy sandbox, its own crate (`crucible-sandbox`): wasmtime, WASI, limits, ticks and
+/// backtests, knowing nothing of HTTP or the database.
+pub use crucible_sandbox as sandbox;
 pub mod scheduler;
 pub mod secret;
 pub mod startup;

@@ -74,12 +74,31 @@ pub(crate) struct BacktestArgs {
     pub json: bool,
     /// Add a per-period table (returns, trades, realised profit per UTC day, ISO week or month).
     #[arg(long, value_enum)]
-    pub breakdown: Option<Breakdown>,
+    pub breakdown: Option<BreakdownArg>,
     /// Data directory (compiled components are cached in `<data-dir>/components`).
     #[arg(long, env = "CRUCIBLE_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
     #[command(flatten)]
     pub model: crate::strategy_model::ModelArgs,
+}
+
+/// `--breakdown day|week|month`: the report's [`Breakdown`] as a command-line value (the sandbox
+/// crate knows nothing of the CLI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum BreakdownArg {
+    Day,
+    Week,
+    Month,
+}
+
+impl From<BreakdownArg> for Breakdown {
+    fn from(arg: BreakdownArg) -> Self {
+        match arg {
+            BreakdownArg::Day => Breakdown::Day,
+            BreakdownArg::Week => Breakdown::Week,
+            BreakdownArg::Month => Breakdown::Month,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -231,7 +250,7 @@ fn backtest(args: BacktestArgs) -> anyhow::Result<()> {
     )?;
     bar.finish();
     let tally = mind.map_or_else(crate::strategy_model::rule_only, |mind| mind.into_tally());
-    let summary = report.summary(args.breakdown);
+    let summary = report.summary(args.breakdown.map(Breakdown::from));
     if args.json {
         let mut json = json_report(&args, &spec, &source, &report, &summary);
         json["decisions"] = serde_json::to_value(&tally)?;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::entities::{Effect, PuzzleState, TrapState};
 use super::run::Run;
 
-/// Every action the game knows; [`ActionKind::summary`] says what each does.
+/// Every action the game knows (the skill file says what each does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {

@@ -176,7 +176,7 @@ pub(crate) fn ic_samples(
 }
 
 /// Information coefficient of signal `name` at `horizon` over one or more histories (their
-/// samples pooled): Spearman of [`ic_samples`]. `None` for an unknown signal or fewer than 30
+/// samples pooled): Spearman of `ic_samples`. `None` for an unknown signal or fewer than 30
 /// samples.
 pub fn information_coefficient(
     histories: &[&[(Candle, Signals)]],

@@ -18,7 +18,9 @@ use super::wit::v0_2::crucible::strategy::model as w;
 /// Who wrote a turn of the conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelRole {
+    /// The guest's side.
     User,
+    /// The model's earlier answers.
     Assistant,
 }
 
@@ -26,8 +28,11 @@ pub enum ModelRole {
 /// message before `messages` (see `wit/strategy.wit`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelCall {
+    /// The conversation, oldest first.
     pub messages: Vec<(ModelRole, String)>,
+    /// Longest answer, tokens.
     pub max_tokens: u32,
+    /// Sampling temperature.
     pub temperature: f32,
     /// A JSON schema (JSON text) the answer must follow.
     pub json_schema: Option<String>,
@@ -36,25 +41,40 @@ pub struct ModelCall {
 /// The model's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelReply {
+    /// The answer.
     pub text: String,
+    /// Tokens of the prompt, as the provider counted them.
     pub prompt_tokens: u32,
+    /// Tokens of the answer.
     pub completion_tokens: u32,
+    /// How long the provider took.
     pub latency_ms: u32,
 }
 
 /// Why a call got no answer; each reaches the guest as the `model-error` case of the same name.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ModelFailure {
+    /// The agent's vendor has no endpoint configured.
     #[error("no endpoint for the agent's model vendor")]
     NoEndpoint,
+    /// The agent's vendor has no key.
     #[error("no key for the agent's model vendor")]
     NoKey,
+    /// The agent's token budget (or the tick's call limit) is spent.
     #[error("the model budget is spent")]
     BudgetExhausted,
+    /// No answer in time.
     #[error("the model did not answer in time")]
     Timeout,
+    /// The provider answered with an error.
     #[error("the provider refused the request ({status}): {reason}")]
-    Refused { status: u16, reason: String },
+    Refused {
+        /// Its HTTP status.
+        status: u16,
+        /// Its reason, as given.
+        reason: String,
+    },
+    /// The provider's answer could not be read.
     #[error("the provider's answer could not be read: {0}")]
     Malformed(String),
 }
@@ -65,6 +85,7 @@ pub enum ModelFailure {
 /// The future is polled on the tokio runtime that runs `Sandbox::tick_async`; while it is
 /// pending the tick holds no thread.
 pub trait ModelPort: Send + Sync + 'static {
+    /// Answer one call.
     fn complete(
         &self,
         call: ModelCall,

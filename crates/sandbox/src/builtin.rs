@@ -1,4 +1,4 @@
-//! The six class strategies (and the test guests), built by `host/build.rs` and embedded.
+//! The six class strategies (and the test guests), built by this crate's `build.rs` and embedded.
 
 /// Class names with a built-in strategy, in the order the API lists the classes.
 pub const BUILTIN_CLASSES: [&str; 6] =

@@ -59,7 +59,7 @@ pub enum Profile {
 
 impl Profile {
     /// Stable name, as shown in the API.
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Profile::Bare => "bare",
             Profile::Runtime => "runtime",
@@ -260,7 +260,7 @@ impl Sandbox {
             },
             |linker| {
                 // WASI 0.2 (sync bindings: these ticks run on blocking threads), virtualised
-                // per tick in `sandbox::wasi`; `wasi:http` too, which refuses every outgoing
+                // per tick in `wasi.rs`; `wasi:http` too, which refuses every outgoing
                 // request.
                 wasmtime_wasi::p2::add_to_linker_sync(linker)?;
                 wasmtime_wasi_http::p2::add_only_http_to_linker_sync(linker)

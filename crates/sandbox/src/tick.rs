@@ -4,6 +4,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crucible_market::{Candle, Signals};
+use crucible_paper::{OrderRequest, OrderSize, PortfolioView, Side};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, ResourceLimiter, Store, Trap};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -14,44 +16,58 @@ use super::model::ModelSession;
 use super::wasi::{self, WasiSeed};
 use super::wit::{v0_1, v0_2};
 use super::{SandboxConfig, TickFault};
-use crate::market::{Candle, Signals};
-use crate::paper::{OrderRequest, OrderSize, PortfolioView, Side};
 
 /// The agent settings a strategy sees (the WIT `agent-config`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentSettings {
+    /// The agent's class (`fighter`, ...).
     pub class: String,
+    /// The token traded.
     pub base: String,
+    /// The token it is priced in.
     pub quote: String,
+    /// The candle interval (`1h`, ...).
     pub interval: String,
+    /// Largest share of equity held in base, percent.
     pub max_allocation: f64,
+    /// The free-text personality / system prompt the operator gave the agent (may be empty).
     pub personality: String,
+    /// The agent's language model (`vendor/model`).
     pub model_id: String,
 }
 
 /// Everything one tick needs.
 #[derive(Debug, Clone, Copy)]
 pub struct TickInput<'a> {
+    /// The agent's settings.
     pub settings: &'a AgentSettings,
     /// Unix milliseconds.
     pub now: i64,
+    /// The last candles, oldest first.
     pub candles: &'a [Candle],
+    /// The base token's signals now.
     pub signals: Signals,
+    /// The paper portfolio before this tick's orders.
     pub portfolio: PortfolioView,
+    /// What the strategy kept from its last tick.
     pub state: &'a [u8],
 }
 
 /// A line the guest logged.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogLine {
+    /// `debug`, `info`, `warn` or `error`.
     pub level: &'static str,
+    /// The line, cut to `max_log_line_bytes`.
     pub message: String,
 }
 
 /// What a tick produced: orders and new state, or the fault that stopped it; plus its logs.
 #[derive(Debug)]
 pub struct TickOutcome {
+    /// The orders and the new state, or the fault that stopped the tick.
     pub result: Result<(Vec<OrderRequest>, Vec<u8>), TickFault>,
+    /// The lines the guest logged (at most `max_log_lines`).
     pub logs: Vec<LogLine>,
     /// Log lines dropped over the per-tick cap.
     pub logs_dropped: u32,

@@ -7,6 +7,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crucible_market::{Candle, Interval, MarketFeed, Pair, SimulatedMarket};
+use crucible_paper::{Ledger, OrderRequest, OrderSize, PaperConfig, Side};
 use wasmtime::component::Component;
 
 use super::engine::imports_model;
@@ -15,8 +17,6 @@ use super::{
     ModelRole, Profile, Sandbox, SandboxConfig, TickFault, TickInput, TickOutcome,
     builtin_component, test_guest,
 };
-use crate::market::{Candle, Interval, MarketFeed, Pair, SimulatedMarket};
-use crate::paper::{Ledger, OrderRequest, OrderSize, PaperConfig, Side};
 
 /// A model port that answers every call the same way after `delay`, and records the calls.
 struct FakeModel {
@@ -90,7 +90,7 @@ const NOW: i64 = 1_700_000_000_000;
 struct Agent {
     settings: AgentSettings,
     candles: Vec<Candle>,
-    signals: crate::market::Signals,
+    signals: crucible_market::Signals,
 }
 
 impl Agent {

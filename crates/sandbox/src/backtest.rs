@@ -4,17 +4,20 @@
 
 use std::sync::Arc;
 
+use crucible_market::{Candle, Interval, MarketError, MarketFeed, Pair};
+use crucible_paper::{Fill, Ledger, Metrics, OrderRequest, PaperConfig, PortfolioView};
+
 use super::engine::{LoadedStrategy, Sandbox};
 use super::model::ModelPort;
 use super::report::{Breakdown, Summary, SummaryInput, summarize};
 use super::tick::{AgentSettings, TickInput};
-use crate::market::{Candle, Interval, MarketError, MarketFeed, Pair};
-use crate::paper::{Fill, Ledger, Metrics, OrderRequest, PaperConfig, PortfolioView};
 
 /// What to backtest.
 #[derive(Debug, Clone)]
 pub struct BacktestSpec {
+    /// The pair traded.
     pub pair: Pair,
+    /// One tick per candle of this interval.
     pub interval: Interval,
     /// Close time of the last tick, Unix ms.
     pub end: i64,
@@ -22,8 +25,11 @@ pub struct BacktestSpec {
     pub ticks: usize,
     /// Candles handed to the strategy on each tick.
     pub window: usize,
+    /// What the strategy sees as its agent's settings.
     pub settings: AgentSettings,
+    /// Fee, slippage and allocation of the paper account.
     pub paper: PaperConfig,
+    /// Starting capital, whole quote.
     pub initial_quote: f64,
     /// The agent id a WASI guest's random numbers are seeded with (with each tick's time).
     pub agent_id: String,
@@ -59,35 +65,49 @@ impl BacktestSpec {
 /// A fill and when it happened.
 #[derive(Debug, Clone)]
 pub struct TradeRecord {
+    /// The tick's time, Unix ms.
     pub ts: i64,
+    /// The fill.
     pub fill: Fill,
 }
 
 /// A failed tick.
 #[derive(Debug, Clone)]
 pub struct FaultRecord {
+    /// The tick's time, Unix ms.
     pub ts: i64,
+    /// [`TickFault::kind`](crate::TickFault::kind).
     pub kind: &'static str,
+    /// The fault, in words.
     pub message: String,
 }
 
 /// The outcome of a backtest.
 #[derive(Debug, Clone)]
 pub struct BacktestReport {
+    /// The paper account's metrics at the last close.
     pub metrics: Metrics,
+    /// Every fill, in order.
     pub trades: Vec<TradeRecord>,
+    /// Every failed tick, in order.
     pub faults: Vec<FaultRecord>,
     /// Orders the ledger refused (allocation reached, nothing to sell, ...).
     pub rejected_orders: usize,
+    /// Ticks run.
     pub ticks: usize,
+    /// The paper account at the end.
     pub ledger: Ledger,
     /// Return of simply holding the base over the same ticks, percent.
     pub buy_and_hold_percent: f64,
+    /// Fuel used by every tick together.
     pub fuel_used: u64,
-    /// The most fuel one tick used, and the budget per tick.
+    /// The most fuel one tick used.
     pub fuel_max: u64,
+    /// The fuel budget per tick.
     pub fuel_limit: u64,
+    /// The first tick's time, Unix ms.
     pub first_ts: i64,
+    /// The last tick's time, Unix ms.
     pub last_ts: i64,
     /// Equity (whole quote) after each tick, preceded by the starting capital at the time of
     /// the close before the first tick.
@@ -99,8 +119,8 @@ pub struct BacktestReport {
 }
 
 impl BacktestReport {
-    /// The statistics of this run (see `sandbox::report` for every formula).
-    pub(crate) fn summary(&self, breakdown: Option<Breakdown>) -> Summary {
+    /// The statistics of this run (see [`report`](crate::report) for every formula).
+    pub fn summary(&self, breakdown: Option<Breakdown>) -> Summary {
         summarize(
             &SummaryInput {
                 equity: &self.equity,
@@ -125,9 +145,11 @@ impl BacktestReport {
 pub struct Proposal<'a> {
     /// The tick's time, Unix ms.
     pub now: i64,
+    /// The last close.
     pub price: f64,
     /// The candles the strategy saw, oldest first.
     pub candles: &'a [Candle],
+    /// The portfolio before the orders.
     pub portfolio: PortfolioView,
     /// The strategy's orders.
     pub orders: Vec<OrderRequest>,

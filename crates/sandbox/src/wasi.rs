@@ -109,13 +109,12 @@ type Sent = Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Sen
 impl WasiHttpHooks for NoOutgoingHttp {
     fn send_request(
         &mut self,
-        _request: axum::http::Request<WasiBody>,
+        _request: http::Request<WasiBody>,
         _options: Option<RequestOptions>,
         _fut: Sent,
     ) -> Box<
-        dyn Future<
-                Output = Result<(axum::http::Response<WasiBody>, Sent), wasmtime_wasi_http::Error>,
-            > + Send,
+        dyn Future<Output = Result<(http::Response<WasiBody>, Sent), wasmtime_wasi_http::Error>>
+            + Send,
     > {
         Box::new(std::future::ready(Err(
             wasmtime_wasi_http::Error::HttpRequestDenied,
@@ -272,7 +271,7 @@ mod tests {
 
     #[test]
     fn every_outgoing_http_request_is_denied() {
-        let request = axum::http::Request::builder()
+        let request = http::Request::builder()
             .uri("https://example.com/prices")
             .body(WasiBody::default())
             .expect("request");

@@ -5,14 +5,21 @@
 //! the per-tick limits. A tick is a fresh
 //! `Store` and instance, so nothing leaks between ticks or agents; whatever goes wrong inside a
 //! guest (trap, timeout, memory, flood, malformed output) becomes a [`TickFault`] for that tick
-//! alone. This module never touches the database, the market or the ledger: callers hand it a
-//! [`TickInput`] and get orders back.
+//! alone. A tick never touches the database, the market or the ledger: callers hand it a
+//! [`TickInput`] and get orders back. Backtests ([`run_backtest`]) drive ticks over a
+//! [`MarketFeed`](crucible_market::MarketFeed) with a paper [`Ledger`](crucible_paper::Ledger),
+//! the crates below this one; nothing here knows HTTP, the database or the server.
+//!
+//! The built-in strategies and test guests are built for `wasm32-wasip2` by this crate's
+//! `build.rs` and embedded ([`builtin_component`], [`test_guest`]).
 //!
 //! Two versions of the contract are served side by side (`wit/README.md`): `0.1.0` and `0.2.0`,
 //! which adds the agent's language model. Components that never import `model` tick on the
 //! synchronous engine (the fast path); those that do tick on a second, asynchronous engine
 //! ([`Sandbox::tick_async`]) so a tick waiting for a model holds no OS thread. The sandbox knows
 //! nothing of providers: the host hands it a [`ModelPort`].
+
+#![warn(unreachable_pub, missing_docs)]
 
 mod async_tick;
 mod backtest;
@@ -23,7 +30,7 @@ mod gate;
 mod model;
 #[cfg(test)]
 mod model_tests;
-pub(crate) mod report;
+pub mod report;
 mod tick;
 mod wasi;
 
@@ -44,7 +51,7 @@ pub(crate) mod wit {
     /// `wit/v0.1.0/strategy.wit`: `crucible:strategy@0.1.0`, kept so its components run unchanged.
     pub(crate) mod v0_1 {
         wasmtime::component::bindgen!({
-            path: "../wit/v0.1.0",
+            path: "../../wit/v0.1.0",
             world: "strategy",
             imports: { default: trappable },
         });
@@ -55,7 +62,7 @@ pub(crate) mod wit {
     /// `model.complete` is an async host function: a tick waiting for the model yields its thread.
     pub(crate) mod v0_2 {
         wasmtime::component::bindgen!({
-            path: "../wit",
+            path: "../../wit",
             world: "strategy",
             imports: {
                 "crucible:strategy/model.complete": async | trappable,
@@ -99,16 +106,18 @@ pub struct SandboxConfig {
     pub compile_workers: usize,
     /// Longest a compilation may take, waiting for a worker included (120 s).
     pub compile_timeout: std::time::Duration,
-    /// Log lines kept per tick, and bytes kept per line.
+    /// Log lines kept per tick (32).
     pub max_log_lines: usize,
+    /// Bytes kept per log line (1 KiB).
     pub max_log_line_bytes: usize,
     /// `log` calls after which the tick is stopped as a flood.
     pub log_flood_calls: u32,
     /// Bytes a guest may pass to the host in one call: a `log` line, or the whole `on-tick`
     /// result (wasmtime's hostcall fuel). Above `max_state_bytes` plus a full order list.
     pub max_hostcall_bytes: usize,
-    /// Orders accepted per tick and bytes of state kept.
+    /// Orders accepted per tick (16).
     pub max_orders: usize,
+    /// Bytes of state kept between ticks (64 KiB).
     pub max_state_bytes: usize,
     /// Ticks that may run at the same time (size of the instance pool).
     pub max_concurrent_ticks: u32,
@@ -172,18 +181,29 @@ impl SandboxConfig {
 /// Why a component could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// Larger than `max_component_bytes`.
     #[error("component is {size} bytes; the limit is {limit}")]
-    TooLarge { size: usize, limit: usize },
+    TooLarge {
+        /// The component's size, bytes.
+        size: usize,
+        /// The limit, bytes.
+        limit: usize,
+    },
+    /// Not a WebAssembly component, or one wasmtime refuses.
     #[error("not a WebAssembly component: {0}")]
     Invalid(String),
+    /// A component of another world or contract version.
     #[error(
         "component does not target crucible:strategy/strategy (0.1.0 or 0.2.0, the versions this host serves): {0}"
     )]
     WrongWorld(String),
+    /// The on-disk cache of compiled components failed.
     #[error("component cache: {0}")]
     Cache(#[from] std::io::Error),
+    /// wasmtime could not build an engine or link the host functions.
     #[error("sandbox engine: {0}")]
     Engine(String),
+    /// Compilation (waiting for a worker included) took longer than `compile_timeout`.
     #[error("compiling the component took longer than {0:?}; make it smaller")]
     CompileTimeout(std::time::Duration),
 }
@@ -191,22 +211,40 @@ pub enum LoadError {
 /// Why one tick failed. The tick's orders are dropped; the agent goes on next tick.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TickFault {
+    /// Out of fuel, or stopped by the wall-clock guard.
     #[error("ran out of fuel (time limit per tick)")]
     Timeout,
+    /// Tried to grow linear memory past the profile's limit.
     #[error("tried to grow memory past {limit} bytes")]
-    MemoryLimit { limit: usize },
+    MemoryLimit {
+        /// The limit, bytes.
+        limit: usize,
+    },
+    /// Runaway recursion.
     #[error("call stack exhausted (runaway recursion)")]
     StackOverflow,
+    /// Too many `log` calls in one tick.
     #[error("logged more than {limit} lines in one tick")]
-    LogFlood { limit: u32 },
+    LogFlood {
+        /// The limit, calls.
+        limit: u32,
+    },
+    /// One call handed the host more than `max_hostcall_bytes`.
     #[error("passed more than {limit} bytes to the host in one call (log line or output)")]
-    OutputTooLarge { limit: usize },
+    OutputTooLarge {
+        /// The limit, bytes.
+        limit: usize,
+    },
+    /// Any other trap (unreachable, out-of-bounds access, ...).
     #[error("guest trapped: {0}")]
     Trap(String),
+    /// Orders or state the host refuses (too many, malformed, too large).
     #[error("invalid output: {0}")]
     InvalidOutput(String),
+    /// `on-tick` returned its error case.
     #[error("strategy returned an error: {0}")]
     StrategyError(String),
+    /// No instance slot was free in time, or instantiation failed.
     #[error("no free instance slot or instantiation failed: {0}")]
     Instantiate(String),
 }

@@ -13,10 +13,10 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Datelike as _};
+use crucible_paper::{Side, UNIT};
 use serde::Serialize;
 
 use super::backtest::{FaultRecord, TradeRecord};
-use crate::paper::{Side, UNIT};
 
 const YEAR_MS: f64 = 365.0 * 86_400_000.0;
 
@@ -77,14 +77,17 @@ pub(crate) fn sortino(returns: &[f64], periods_per_year: f64) -> Option<f64> {
 /// The largest peak-to-trough fall of a curve.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Drawdown {
+pub struct Drawdown {
     /// `max_i (peak_i - E_i) / peak_i`, `peak_i` the highest value up to `i`; fraction 0..=1.
     /// 0 for a curve that never falls below an earlier high (then no start or end).
     pub fraction: f64,
-    /// When the peak was marked (the drawdown's start) and when the trough was (its end).
+    /// When the peak was marked (the drawdown's start), Unix ms.
     pub start: Option<i64>,
+    /// When the trough was marked (its end), Unix ms.
     pub end: Option<i64>,
+    /// The value at the peak.
     pub peak: Option<f64>,
+    /// The value at the trough.
     pub trough: Option<f64>,
 }
 
@@ -130,17 +133,22 @@ pub(crate) fn calmar(cagr: Option<f64>, drawdown: f64) -> Option<f64> {
 /// realised profit after fees (buys realise nothing).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct TradeStats {
+pub struct TradeStats {
+    /// Fills, buys and sells.
     pub fills: usize,
+    /// Buy fills.
     pub buys: usize,
+    /// Sell fills.
     pub sells: usize,
-    /// Sells with a profit > 0, and with a profit ≤ 0.
+    /// Sells with a profit > 0.
     pub wins: usize,
+    /// Sells with a profit ≤ 0.
     pub losses: usize,
     /// `wins / sells`; `None` with no sell.
     pub win_rate: Option<f64>,
-    /// Sum of profits of winning sells and of (absolute) losses of losing sells, quote.
+    /// Sum of profits of winning sells, quote.
     pub gross_profit: f64,
+    /// Sum of (absolute) losses of losing sells, quote.
     pub gross_loss: f64,
     /// `gross_profit / gross_loss`; `None` with no sell or no loss (nothing to divide by).
     pub profit_factor: Option<f64>,
@@ -149,6 +157,7 @@ pub(crate) struct TradeStats {
     pub expectancy: Option<f64>,
     /// Most losing sells in a row.
     pub longest_losing_streak: usize,
+    /// Fees paid on every fill, quote.
     pub fees_paid: f64,
 }
 
@@ -198,10 +207,13 @@ pub(crate) fn trade_stats(trades: &[TradeRecord]) -> TradeStats {
 }
 
 /// How the per-period table groups time (UTC).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Breakdown {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Breakdown {
+    /// UTC days (`2026-01-05`).
     Day,
+    /// ISO weeks (`2026-W02`).
     Week,
+    /// Months (`2026-01`).
     Month,
 }
 
@@ -225,15 +237,20 @@ impl Breakdown {
 /// One row of the per-period table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct PeriodRow {
+pub struct PeriodRow {
+    /// The period's key ([`Breakdown`]'s format).
     pub period: String,
-    /// Equity at the end of the previous period (the starting capital for the first), and at
-    /// the last mark of this one; the return is `end / start - 1`, percent.
+    /// Equity at the end of the previous period (the starting capital for the first).
     pub start_equity: f64,
+    /// Equity at the last mark of this period.
     pub end_equity: f64,
+    /// `end / start - 1`, percent.
     pub return_percent: f64,
+    /// Fills in the period.
     pub fills: usize,
+    /// Sells in the period.
     pub sells: usize,
+    /// Of those, sells in profit.
     pub wins: usize,
     /// Realised profit of this period's sells, quote.
     pub realized_pnl: f64,
@@ -289,11 +306,13 @@ pub(crate) fn periods(curve: &[Point], trades: &[TradeRecord], by: Breakdown) ->
     rows
 }
 
-/// A day's return (see [`periods`] with [`Breakdown::Day`]), percent.
+/// A day's return (a [`PeriodRow`] of [`Breakdown::Day`]), percent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct DayReturn {
+pub struct DayReturn {
+    /// The UTC day (`2026-01-05`).
     pub day: String,
+    /// Its return, percent.
     pub return_percent: f64,
 }
 
@@ -317,10 +336,14 @@ pub(crate) fn best_and_worst_day(curve: &[Point]) -> (Option<DayReturn>, Option<
 /// Fills, sells and realised profit per order reason (`(none)` when the strategy gave none).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ReasonRow {
+pub struct ReasonRow {
+    /// The reason the strategy gave.
     pub reason: String,
+    /// Buy fills with it.
     pub buys: usize,
+    /// Sell fills with it.
     pub sells: usize,
+    /// Realised profit of those sells, quote.
     pub realized_pnl: f64,
 }
 
@@ -358,24 +381,36 @@ pub(crate) fn faults_by_kind(faults: &[FaultRecord]) -> BTreeMap<String, usize> 
 /// The whole summary of one backtest, as printed and as `--json` writes it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Summary {
+pub struct Summary {
+    /// Equity before the first tick (`E_0`), whole quote.
     pub start_equity: f64,
+    /// Equity after the last tick (`E_n`), whole quote.
     pub final_equity: f64,
     /// `E_n / E_0 - 1`, percent.
     pub total_return_percent: f64,
-    /// [`cagr`], percent.
+    /// Compound annual growth rate (`cagr`), percent.
     pub cagr_percent: Option<f64>,
+    /// Annualised Sharpe ratio of the per-tick returns.
     pub sharpe: Option<f64>,
+    /// Annualised Sortino ratio of the per-tick returns.
     pub sortino: Option<f64>,
+    /// CAGR / max drawdown.
     pub calmar: Option<f64>,
+    /// The largest fall of equity.
     pub max_drawdown: Drawdown,
+    /// Statistics of the fills.
     pub trades: TradeStats,
     /// Orders the fill model refused (allocation reached, nothing to sell, ...).
     pub refused_orders: usize,
+    /// The best UTC day by return.
     pub best_day: Option<DayReturn>,
+    /// The worst UTC day by return.
     pub worst_day: Option<DayReturn>,
+    /// Buy and hold over the same window.
     pub benchmark: Benchmark,
+    /// Fills and profit per order reason.
     pub by_reason: Vec<ReasonRow>,
+    /// Ticks, failures and fuel.
     pub ticks: TickStats,
     /// The per-period table, when asked for.
     pub breakdown: Option<Vec<PeriodRow>>,
@@ -385,22 +420,30 @@ pub(crate) struct Summary {
 /// before the first tick, no fee, valued at each tick's close.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Benchmark {
+pub struct Benchmark {
+    /// Total return, percent.
     pub total_return_percent: f64,
+    /// CAGR, percent.
     pub cagr_percent: Option<f64>,
+    /// Annualised Sharpe ratio.
     pub sharpe: Option<f64>,
+    /// The largest fall.
     pub max_drawdown: Drawdown,
 }
 
 /// Ticks run, failed ticks by kind and fuel.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct TickStats {
+pub struct TickStats {
+    /// Ticks run.
     pub ticks: usize,
+    /// Ticks that failed.
     pub failed: usize,
+    /// Failed ticks by fault kind (`timeout`, `trap`, ...).
     pub failed_by_kind: BTreeMap<String, usize>,
-    /// Total fuel / ticks (0 with no tick), and the most one tick used.
+    /// Total fuel / ticks (0 with no tick).
     pub fuel_per_tick: u64,
+    /// The most fuel one tick used.
     pub fuel_max: u64,
     /// The per-tick fuel budget (the server's).
     pub fuel_limit: u64,
@@ -470,7 +513,7 @@ pub(crate) fn summarize(input: &SummaryInput<'_>, breakdown: Option<Breakdown>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paper::Fill;
+    use crucible_paper::Fill;
 
     const DAY: i64 = 86_400_000;
 

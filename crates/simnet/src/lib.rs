@@ -111,7 +111,7 @@ pub enum SimnetError {
     #[error("{message}")]
     Preflight { message: String, data: Value },
     /// The database failed (the ledger is unchanged: every write is one transaction).
-    #[error("simnet storage: {0}")]
+    #[error(transparent)]
     Store(#[from] sqlx::Error),
 }
 

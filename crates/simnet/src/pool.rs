@@ -71,6 +71,8 @@ pub struct PoolAddresses {
 }
 
 impl PoolAddresses {
+    /// The pool's program-derived addresses (seeds `["pool", "SOL/USDC"]`, then each account's
+    /// name and the pool).
     pub fn sol_usdc() -> Self {
         let pool = derive(&[b"pool", b"SOL/USDC"]);
         PoolAddresses {
@@ -265,6 +267,7 @@ impl PoolState {
         out
     }
 
+    /// Read a state account's data (`None`: not a pool state of this version).
     pub fn from_bytes(data: &[u8]) -> Option<Self> {
         if data.len() != POOL_STATE_LEN || data[0] != STATE_VERSION {
             return None;

@@ -3,7 +3,7 @@
 //! rules are unit-tested directly: fee payment, System transfer and createAccount, SPL Token
 //! transfer, transferChecked, initializeAccount (1, 2, 3) and closeAccount (Token and
 //! Token-2022), associated-token-account creation, Memo, and the Crucible pool program
-//! ([`crate::amm`]). An account a transaction closes is absent from its post accounts.
+//! (`amm.rs`). An account a transaction closes is absent from its post accounts.
 
 use std::collections::HashMap;
 

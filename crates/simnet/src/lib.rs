@@ -10,13 +10,13 @@
 //! executes System transfer and createAccount, SPL Token transfer / transferChecked /
 //! initializeAccount (1, 2, 3) / closeAccount (Token and Token-2022), associated-token-account
 //! creation, Memo ([`executor`]) and the Crucible pool program
-//! ([`amm`] runs [`pool`], a constant-product SOL/USDC market the server seeds at first start).
+//! (`amm.rs` runs [`pool`], a constant-product SOL/USDC market the server seeds at first start).
 //! Anything else is refused with a JSON-RPC error. A transaction is `confirmed` at once and `finalized` once
 //! `finality_ms` (the server's `CRUCIBLE_SIMNET_FINALITY_MS`) have passed since it executed;
 //! because that is computed from the stored execution time and the injected [`Clock`], it
 //! survives restarts.
 //!
-//! Everything lives in the database ([`ledger`], in the tables [`Storage::create_schema`]
+//! Everything lives in the database (`ledger.rs`, in the tables [`Storage::create_schema`]
 //! creates); this crate never keeps ledger state in memory, and it never pretends to be more
 //! than a simulator: no real value moves. `docs/simnet.md` lists every method and what it
 //! leaves out.

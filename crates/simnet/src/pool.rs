@@ -15,7 +15,7 @@
 //!   pays the rent of the state account, the USDC vault and the LP mint.
 //! - `1` Swap — `direction u8` (0 = sell SOL for USDC, 1 = sell USDC for SOL), `amount_in u64`,
 //!   `minimum_out u64`. Accounts: `[user (signer, writable), pool, sol vault (w), usdc vault (w),
-//!   user usdc account (w)]`. Exact-in; fails with [`PoolError::SlippageExceeded`] when the
+//!   user usdc account (w)]`. Exact-in; fails with `SlippageExceeded` when the
 //!   output would be below `minimum_out`.
 //! - `2` AddLiquidity — `sol_amount u64`, `max_usdc u64`. Accounts: `[user (signer, writable),
 //!   pool (w), sol vault (w), usdc vault (w), lp mint (w), user usdc account (w), user lp

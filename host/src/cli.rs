@@ -1,4 +1,5 @@
-//! The command line: `crucible serve`, `crucible migrate`, and the operator tools.
+//! The command line: `crucible serve`, `crucible migrate`, the operator tools, and
+//! `crucible simnet` (the simnet alone).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,6 +35,8 @@ pub(crate) enum Command {
     Tournament(crate::tournaments::cli::TournamentCommand),
     /// Solana wallets: create a keypair, fund it on simnet, pay an entry fee.
     Wallet(crate::chain::wallet_cli::WalletArgs),
+    /// Run the simnet alone: a local Solana JSON-RPC and PubSub node for any client's tests.
+    Simnet(crate::chain::simnet::standalone::SimnetArgs),
     /// Grant or revoke the admin role (on the same database as the server).
     #[command(subcommand)]
     Admin(crate::admin::cli::AdminCommand),
@@ -74,6 +77,7 @@ pub async fn run() -> ExitCode {
         Command::Market(args) => crate::market_cli::run(args),
         Command::Tournament(command) => crate::tournaments::cli::run(command).await,
         Command::Wallet(args) => crate::chain::wallet_cli::run(args).await,
+        Command::Simnet(args) => crate::chain::simnet::standalone::run(args).await,
         Command::Admin(command) => crate::admin::cli::run(command).await,
         Command::Backup { out, storage } => backup(&storage, &out).await,
         Command::Restore { file, storage } => restore(&storage, &file).await,

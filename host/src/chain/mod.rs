@@ -18,7 +18,6 @@ pub(crate) mod jupiter;
 pub(crate) mod liquidity;
 pub(crate) mod market_maker;
 pub(crate) mod payment;
-pub mod pool;
 pub(crate) mod portfolio;
 pub(crate) mod price;
 pub(crate) mod rpc;
@@ -32,6 +31,9 @@ mod wallets;
 // The wire format, keys, the payment check and the RPC answer types are the
 // `crucible-solana` crate's; these paths are where the server has always found them.
 pub use crucible_solana::{keypair, tx, verify};
+// The SOL/USDC pool program's addresses, instructions and quotes live with the simnet that
+// executes them.
+pub use crucible_simnet::pool;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -128,13 +130,8 @@ impl Chain {
                         ChainError::Config("the stablecoin mint is not an address".into())
                     })?
                     .unwrap_or_else(simnet::default_stablecoin_mint);
-                let simnet = Simnet::open(
-                    store.clone(),
-                    clock.clone(),
-                    config.simnet_finality_ms,
-                    mint,
-                )
-                .await?;
+                let simnet =
+                    simnet::open(store, clock.clone(), config.simnet_finality_ms, mint).await?;
                 let mut host = local_addr;
                 if host.ip().is_unspecified() {
                     host.set_ip(std::net::Ipv4Addr::LOCALHOST.into());

@@ -107,3 +107,100 @@ fn bad_configuration_is_reported_not_panicked() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("DATABASE_URL must start with"));
 }
+
+/// `crucible simnet`: JSON-RPC at the root (where a validator serves it) and at `/simnet/rpc`,
+/// PubSub on a second listener too (web3.js looks at the next port), a clean stop on SIGTERM.
+#[tokio::test]
+async fn simnet_alone_answers_json_rpc_and_pubsub_and_stops_on_sigterm() {
+    use futures_util::{SinkExt, StreamExt};
+    use serde_json::{Value, json};
+    use tokio_tungstenite::tungstenite;
+
+    let mut child = crucible()
+        .args([
+            "simnet",
+            "--bind",
+            "127.0.0.1:0",
+            "--ws-bind",
+            "127.0.0.1:0",
+        ])
+        .env_remove("CRUCIBLE_SIMNET_BIND")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let (http, ws) = tokio::task::spawn_blocking(move || {
+        let word = |line: &str, scheme: &str| {
+            line.split_whitespace()
+                .find(|w| w.starts_with(scheme))
+                .map(str::to_owned)
+        };
+        let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+        let http = lines.find_map(|l| word(&l, "http://"));
+        let ws = lines.find_map(|l| word(&l, "ws://"));
+        (http, ws)
+    })
+    .await
+    .expect("reader");
+    let (http, ws) = (
+        http.expect("the JSON-RPC address"),
+        ws.expect("the PubSub address"),
+    );
+
+    let (mut socket, _) = tokio_tungstenite::connect_async(ws).await.expect("upgrade");
+    let subscribe = json!({"jsonrpc": "2.0", "id": 1, "method": "slotSubscribe"});
+    socket
+        .send(tungstenite::Message::Text(subscribe.to_string().into()))
+        .await
+        .expect("send");
+    let mut next_json = async || loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("a message within 10 s")
+            .expect("open")
+            .expect("frame");
+        if let tungstenite::Message::Text(text) = message {
+            return serde_json::from_str::<Value>(text.as_str()).expect("json");
+        }
+    };
+    assert!(next_json().await["result"].is_u64(), "a subscription id");
+
+    let client = reqwest::Client::new();
+    let rpc = async |path: &str, method: &str, params: Value| -> Value {
+        client
+            .post(format!("{http}{path}"))
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .send()
+            .await
+            .expect("post")
+            .json()
+            .await
+            .expect("json")
+    };
+    let wallet = "3h1zGmCwsRJnVk5BuRNMLsPaQu1y2aqXqXDWYCgrp5UG";
+    let airdrop = rpc("/", "requestAirdrop", json!([wallet, 1_000_000_000])).await;
+    assert!(airdrop["result"].is_string(), "{airdrop}");
+    let balance = rpc("/simnet/rpc", "getBalance", json!([wallet])).await;
+    assert_eq!(balance["result"]["value"], 1_000_000_000, "{balance}");
+    assert_eq!(next_json().await["method"], "slotNotification");
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let mut waited = Duration::ZERO;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            waited < Duration::from_secs(30),
+            "the simnet did not stop after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    };
+    assert!(status.success(), "a clean stop exits 0, got {status:?}");
+}

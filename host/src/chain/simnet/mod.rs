@@ -1,908 +1,98 @@
-//! Simnet: the embedded Solana-compatible ledger, served as JSON-RPC at `/simnet/rpc` when no
-//! external `SOLANA_RPC_URL` is configured.
-//!
-//! It accepts real signed wire transactions, checks every ed25519 signature (`verify_strict`),
-//! the recent blockhash (valid while the block height has not passed its
-//! `lastValidBlockHeight`, as on Solana) and duplicates, then
-//! executes System transfer and createAccount, SPL Token transfer / transferChecked /
-//! initializeAccount (1, 2, 3) / closeAccount (Token and Token-2022), associated-token-account
-//! creation, Memo ([`executor`]) and the Crucible pool program
-//! ([`amm`], a constant-product SOL/USDC market seeded at first start by `chain::liquidity`).
-//! Anything else is refused with a JSON-RPC error. A transaction is `confirmed` at once and `finalized` once
-//! `CRUCIBLE_SIMNET_FINALITY_MS` have passed since it executed; because that is computed from
-//! the stored execution time and the injected clock, it survives restarts.
-//!
-//! Everything lives in the database ([`ledger`]); this module never keeps ledger state in
-//! memory, and it never pretends to be more than a simulator: no real value moves.
+//! The embedded simnet: the `crucible-simnet` crate (the ledger, its programs, JSON-RPC and
+//! PubSub), opened on the server's database and clock, and served at `/simnet/rpc` by the thin
+//! axum adapters here ([`rpc`] for JSON-RPC over HTTP POST, [`pubsub`] for the websocket) when
+//! no external `SOLANA_RPC_URL` is configured. See `docs/simnet.md`.
 
-pub(crate) mod accounts;
-pub(crate) mod amm;
-pub(crate) mod cluster;
-pub(crate) mod compute_budget;
-pub(crate) mod executor;
-pub(crate) mod ledger;
 pub mod pubsub;
-pub(crate) mod render;
-pub(crate) mod rent;
 pub(crate) mod rpc;
-pub(crate) mod signatures;
-
-#[cfg(test)]
-mod proptests;
+pub(crate) mod standalone;
 
 use std::sync::Arc;
 
-use rand::RngCore;
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
-
-use crate::chain::tx::{self, Message, Pubkey, Transaction, WireError};
 use crate::clock::Clock;
-use crate::db::{Backend, Store, StoreError};
-use executor::{Account, Kind, Refusal, Trace};
+use crate::db::{Backend, Store};
 
-/// A transaction that landed, as the PubSub subscriptions need it ([`pubsub`]).
-#[derive(Debug, Clone)]
-pub(crate) struct Executed {
-    pub signature: String,
-    pub slot: u64,
-    /// When it executed (ms on the simnet's clock); it is final `finality_ms` later.
-    pub executed_at: i64,
-    pub err: Option<Value>,
-    /// Every account the transaction named, and those it could write.
-    pub keys: Vec<Pubkey>,
-    pub writable: Vec<Pubkey>,
-    pub logs: Vec<String>,
-}
+pub use crucible_simnet::{
+    MAX_AIRDROP_LAMPORTS, MAX_AIRDROP_STABLECOIN, PoolReserves, STABLECOIN_DECIMALS, Simnet,
+    SimnetError, default_stablecoin_mint, executor, render,
+};
 
-/// How many landed transactions a slow subscriber may fall behind before it re-reads the
-/// ledger instead (`broadcast` lag).
-const EVENT_BUFFER: usize = 4096;
-
-/// The advisory lock key every node takes to write the simnet ledger on PostgreSQL
-/// ("simnet" in ASCII).
-const LEDGER_LOCK: i64 = 0x7369_6d6e_6574;
-
-/// How many blocks a blockhash stays valid for: its `lastValidBlockHeight` is its slot plus this
-/// (as on Solana).
-pub(crate) const RECENT_BLOCKHASHES: i64 = 150;
-/// The length of a slot: a blockhash is reused for this long, and an idle simnet's block height
-/// still advances one block per slot, so a blockhash expires after about a minute however quiet
-/// the simnet is, as on a real cluster.
-const SLOT_MS: i64 = 400;
-/// Decimals of the simnet stablecoin (as USDC).
-pub(crate) const STABLECOIN_DECIMALS: u8 = 6;
-/// Largest airdrop per request: 1,000 SOL and 1,000,000 stablecoin units.
-pub(crate) const MAX_AIRDROP_LAMPORTS: u64 = 1_000 * 1_000_000_000;
-pub(crate) const MAX_AIRDROP_STABLECOIN: u64 = 1_000_000 * 1_000_000;
-
-/// The simnet stablecoin mint when none is configured: a fixed address, the same on every
-/// install, so wallets and docs can name it.
-pub(crate) fn default_stablecoin_mint() -> Pubkey {
-    Pubkey(Sha256::digest(b"crucible simnet stablecoin mint").into())
-}
-
-fn faucet() -> Pubkey {
-    Pubkey(Sha256::digest(b"crucible simnet faucet").into())
-}
-
-/// A refusal in JSON-RPC terms (`code`, `message`), or a storage failure.
-#[derive(Debug, thiserror::Error)]
-pub enum SimnetError {
-    #[error("{message}")]
-    Rpc { code: i64, message: String },
-    /// A transaction preflight refused, with what a node attaches as `error.data`: its `err`,
-    /// program `logs` and `unitsConsumed`, which clients (web3.js's `SendTransactionError`)
-    /// show to the user.
-    #[error("{message}")]
-    Preflight { message: String, data: Value },
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl SimnetError {
-    pub(crate) fn params(message: impl Into<String>) -> Self {
-        SimnetError::Rpc {
-            code: -32602,
-            message: message.into(),
-        }
-    }
-
-    fn preflight(message: impl std::fmt::Display, err: Value, trace: &Trace) -> Self {
-        SimnetError::Preflight {
-            message: format!("Transaction simulation failed: {message}"),
-            data: json!({"err": err, "logs": trace.logs, "accounts": null,
-                         "unitsConsumed": trace.units_consumed, "returnData": null,
-                         "innerInstructions": null}),
-        }
-    }
-
-    fn refused(refusal: &Refusal) -> Self {
-        SimnetError::preflight(refusal, refusal.to_json(), &Trace::default())
-    }
-}
-
-impl From<sqlx::Error> for SimnetError {
-    fn from(error: sqlx::Error) -> Self {
-        SimnetError::Store(StoreError::Query(error))
-    }
-}
-
-/// What the SOL/USDC pool holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolReserves {
-    pub lamports: u64,
-    pub usdc_raw: u64,
-    pub usdc_decimals: u8,
-    pub lp_supply: u64,
-}
-
-/// What `simulateTransaction` found, at `slot`.
-#[derive(Debug, Clone)]
-pub(crate) struct Simulation {
-    pub slot: u64,
-    pub err: Option<Value>,
-    pub trace: Trace,
-    /// `{blockhash, lastValidBlockHeight}` when the caller asked to replace its blockhash.
-    pub replacement_blockhash: Option<Value>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Commitment {
-    Confirmed,
-    Finalized,
-}
-
-pub struct Simnet {
-    store: Store,
+/// Open the simnet on the server's database (its tables come from the server's migrations) and
+/// clock, so tests that move the clock move the simnet's finality and slots with it.
+pub(crate) async fn open(
+    store: &Store,
     clock: Arc<dyn Clock>,
-    finality_ms: i64,
-    mint: Pubkey,
-    /// One ledger writer at a time in this process (reads of balances and the writes that
-    /// follow must not interleave, on PostgreSQL as on SQLite).
-    writer: tokio::sync::Mutex<()>,
-    events: tokio::sync::broadcast::Sender<Arc<Executed>>,
+    finality_ms: u64,
+    mint: crate::chain::tx::Pubkey,
+) -> Result<Simnet, SimnetError> {
+    let clock = move || crate::clock::to_millis(clock.now());
+    Simnet::open(storage_of(store), Arc::new(clock), finality_ms, mint).await
 }
 
-impl std::fmt::Debug for Simnet {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Simnet")
-            .field("finality_ms", &self.finality_ms)
-            .field("mint", &self.mint)
-            .finish_non_exhaustive()
-    }
+/// The simnet's handle on the server's database: the same pools (reads, the single writer).
+pub(crate) fn storage_of(store: &Store) -> crucible_simnet::Storage {
+    let backend = match store.backend() {
+        Backend::Sqlite => crucible_simnet::Backend::Sqlite,
+        Backend::Postgres => crucible_simnet::Backend::Postgres,
+    };
+    crucible_simnet::Storage::new(store.read().clone(), store.write().clone(), backend)
 }
 
-impl Simnet {
-    /// Open the ledger in `store`, creating the counters and the stablecoin mint on first use.
-    pub(crate) async fn open(
-        store: Store,
-        clock: Arc<dyn Clock>,
-        finality_ms: u64,
-        mint: Pubkey,
-    ) -> Result<Self, SimnetError> {
-        let mut tx = store.begin().await?;
-        for name in ["slot", "blockhash_seq"] {
-            sqlx::query(
-                "INSERT INTO simnet_counters (name, value) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING",
-            )
-            .bind(name)
-            .execute(&mut *tx)
-            .await?;
-        }
-        let existing = ledger::load(&mut tx, &[mint]).await?.remove(&mint);
-        // Mints stored before they recorded an authority: the faucet has always minted this one.
-        if let Some(
-            mut account @ Account {
-                kind: Kind::Mint {
-                    authority: None, ..
-                },
-                ..
-            },
-        ) = existing.clone()
-        {
-            if let Kind::Mint { authority, .. } = &mut account.kind {
-                *authority = Some(faucet());
-            }
-            ledger::save(&mut tx, &mint, &account).await?;
-        }
-        if existing.is_none() {
-            let account = Account {
-                lamports: 1_461_600,
-                kind: Kind::Mint {
-                    program: tx::token_program(),
-                    decimals: STABLECOIN_DECIMALS,
-                    supply: 0,
-                    authority: Some(faucet()),
-                },
-            };
-            ledger::save(&mut tx, &mint, &account).await?;
-        }
-        tx.commit().await?;
-        Ok(Simnet {
-            store,
-            clock,
-            finality_ms: i64::try_from(finality_ms).unwrap_or(i64::MAX),
-            mint,
-            writer: tokio::sync::Mutex::new(()),
-            events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
-        })
-    }
+#[cfg(test)]
+mod tests {
+    use sqlx::AnyPool;
 
-    pub(crate) fn stablecoin_mint(&self) -> Pubkey {
-        self.mint
-    }
+    use crate::db::Store;
 
-    /// Every transaction this process lands from now on.
-    pub(crate) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<Executed>> {
-        self.events.subscribe()
-    }
-
-    /// How long after executing a transaction becomes final (ms).
-    pub(crate) fn finality_ms(&self) -> i64 {
-        self.finality_ms
-    }
-
-    pub(crate) fn now_ms(&self) -> i64 {
-        crate::clock::to_millis(self.clock.now())
-    }
-
-    fn publish(
-        &self,
-        signature: &str,
-        slot: i64,
-        executed_at: i64,
-        err: Option<Value>,
-        message: &Message,
-        trace: &Trace,
-    ) {
-        let writable = (0..message.account_keys.len())
-            .filter(|&i| message.is_writable(i))
-            .map(|i| message.account_keys[i])
-            .collect();
-        // No subscriber is not an error: the ledger is the record, events only wake streams.
-        let _ = self.events.send(Arc::new(Executed {
-            signature: signature.to_owned(),
-            slot: u64::try_from(slot).unwrap_or_default(),
-            executed_at,
-            err,
-            keys: message.account_keys.clone(),
-            writable,
-            logs: trace.logs.clone(),
-        }));
-    }
-
-    /// Where and when each signature landed (`None`: not on the ledger).
-    pub(crate) async fn landed(
-        &self,
-        signatures: &[String],
-    ) -> Result<Vec<Option<pubsub::Landed>>, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        let mut out = Vec::with_capacity(signatures.len());
-        for signature in signatures {
-            let row: Option<(i64, i64, Option<String>)> = sqlx::query_as(
-                "SELECT slot, executed_at, err FROM simnet_transactions WHERE signature = $1",
-            )
-            .bind(signature)
-            .fetch_optional(&mut *conn)
-            .await?;
-            out.push(row.map(|(slot, executed_at, err)| pubsub::Landed {
-                slot: u64::try_from(slot).unwrap_or_default(),
-                executed_at,
-                err: err.and_then(|e| serde_json::from_str(&e).ok()),
-            }));
-        }
-        Ok(out)
-    }
-
-    /// The current slot, which is also the block height (the simnet skips no slots).
-    pub(crate) async fn slot(&self) -> Result<u64, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        let height = self.block_height(&mut conn).await?;
-        Ok(u64::try_from(height).unwrap_or_default())
-    }
-
-    /// The block height now: the stored slot counter plus the slots that have passed on the
-    /// clock since the newest blockhash was issued. Issuing a blockhash stores those idle
-    /// slots (see [`Simnet::latest_blockhash`]), so the height never goes back; a blockhash is
-    /// valid while this is at most its `lastValidBlockHeight`.
-    async fn block_height(&self, conn: &mut sqlx::AnyConnection) -> Result<i64, SimnetError> {
-        let counter = ledger::current(&mut *conn, "slot").await?;
-        Ok(counter + self.idle_slots(conn).await?)
-    }
-
-    /// Whole slots since the newest blockhash was issued (0 before the first one).
-    async fn idle_slots(&self, conn: &mut sqlx::AnyConnection) -> Result<i64, SimnetError> {
-        let newest: Option<(i64,)> =
-            sqlx::query_as("SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
-                .fetch_optional(&mut *conn)
-                .await?;
-        Ok(newest.map_or(0, |(issued_at,)| {
-            (self.now_ms() - issued_at).max(0) / SLOT_MS
-        }))
-    }
-
-    /// Start a write to the ledger: one at a time in this process (the mutex) and, on
-    /// PostgreSQL, across every node sharing the database (a transaction-scoped advisory lock,
-    /// released at commit or rollback). The simnet is one leader: two nodes must never execute
-    /// against the same balances, or both could spend them.
-    async fn begin_write(
-        &self,
-    ) -> Result<
-        (
-            tokio::sync::MutexGuard<'_, ()>,
-            sqlx::Transaction<'static, sqlx::Any>,
-        ),
-        SimnetError,
-    > {
-        let writer = self.writer.lock().await;
-        let mut tx = self.store.begin().await?;
-        if self.store.backend() == Backend::Postgres {
-            sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                .bind(LEDGER_LOCK)
-                .execute(&mut *tx)
-                .await?;
-        }
-        Ok((writer, tx))
-    }
-
-    /// The newest blockhash (a new one at most every slot) and its last valid block height.
-    pub(crate) async fn latest_blockhash(&self) -> Result<(String, u64, u64), SimnetError> {
-        let (_writer, mut tx) = self.begin_write().await?;
-        let now = self.now_ms();
-        let newest: Option<(String, i64, i64)> = sqlx::query_as(
-            "SELECT hash, slot, issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1",
+    /// Every `simnet_*` table's columns and every index on them, as SQLite reports them.
+    async fn simnet_schema(pool: &AnyPool) -> Vec<String> {
+        let tables: Vec<(String,)> = sqlx::query_as(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'simnet%' \
+             ORDER BY name",
         )
-        .fetch_optional(&mut *tx)
-        .await?;
-        // Reused only within its slot: while the clock has not moved a slot on and no
-        // transaction has landed since (each lands in a slot of its own), so a client sending
-        // many transactions never receives a blockhash that is already near its end.
-        let current_slot = ledger::current(&mut tx, "slot").await?;
-        let (hash, slot) = match newest {
-            Some((hash, slot, issued_at))
-                if (0..SLOT_MS).contains(&(now - issued_at)) && slot == current_slot =>
-            {
-                (hash, slot)
-            }
-            _ => {
-                // The slots that passed since the newest blockhash become real (at least the
-                // one this blockhash opens), so the height never goes back from what
-                // `block_height` reported and moves one block per slot of the clock.
-                let passed = self.idle_slots(&mut tx).await?.max(1);
-                sqlx::query("UPDATE simnet_counters SET value = value + $1 WHERE name = 'slot'")
-                    .bind(passed)
-                    .execute(&mut *tx)
-                    .await?;
-                let seq = ledger::next(&mut tx, "blockhash_seq").await?;
-                let slot = ledger::current(&mut tx, "slot").await?;
-                let mut salt = [0u8; 16];
-                rand::rngs::OsRng.fill_bytes(&mut salt);
-                let mut hasher = Sha256::new();
-                hasher.update(seq.to_le_bytes());
-                hasher.update(now.to_le_bytes());
-                hasher.update(salt);
-                let hash = bs58::encode(hasher.finalize()).into_string();
-                sqlx::query(
-                    "INSERT INTO simnet_blockhashes (hash, seq, slot, issued_at) VALUES ($1, $2, $3, $4)",
-                )
-                .bind(&hash)
-                .bind(seq)
-                .bind(slot)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-                // Keep a margin beyond the validity window; older hashes can never be used.
-                sqlx::query("DELETE FROM simnet_blockhashes WHERE seq < $1")
-                    .bind(seq - 2 * RECENT_BLOCKHASHES)
-                    .execute(&mut *tx)
-                    .await?;
-                (hash, slot)
-            }
-        };
-        tx.commit().await?;
-        let slot = u64::try_from(slot).unwrap_or_default();
-        Ok((hash, slot + RECENT_BLOCKHASHES as u64, slot))
-    }
-
-    pub(crate) async fn balance(&self, address: &Pubkey) -> Result<u64, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        Ok(ledger::load(&mut conn, &[*address])
-            .await?
-            .get(address)
-            .map_or(0, |a| a.lamports))
-    }
-
-    /// One account as stored, `None` when it does not exist.
-    pub(crate) async fn account(&self, address: &Pubkey) -> Result<Option<Account>, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        Ok(ledger::load(&mut conn, &[*address]).await?.remove(address))
-    }
-
-    /// Several accounts read in one snapshot, in the order asked (`None` where absent).
-    pub(crate) async fn accounts(
-        &self,
-        keys: &[Pubkey],
-    ) -> Result<Vec<Option<Account>>, SimnetError> {
-        let mut tx = self.store.read().begin().await?;
-        let mut found = ledger::load(&mut tx, keys).await?;
-        tx.commit().await?;
-        Ok(keys.iter().map(|k| found.remove(k)).collect())
-    }
-
-    /// How many transactions have landed (`getTransactionCount`, `getEpochInfo`).
-    pub(crate) async fn transaction_count(&self) -> Result<u64, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM simnet_transactions")
-            .fetch_one(&mut *conn)
-            .await?;
-        Ok(u64::try_from(count).unwrap_or_default())
-    }
-
-    /// `getRecentPrioritizationFees`: for each of the last 150 slots that holds a transaction
-    /// (writing to one of `addresses`, when given), the compute-unit price it paid in
-    /// micro-lamports, oldest first.
-    pub(crate) async fn recent_prioritization_fees(
-        &self,
-        addresses: &[Pubkey],
-    ) -> Result<Vec<(u64, u64)>, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        let newest = self.block_height(&mut conn).await?;
-        let since = newest - RECENT_BLOCKHASHES;
-        let rows: Vec<(i64, String)> = if addresses.is_empty() {
-            sqlx::query_as(
-                "SELECT slot, rendered FROM simnet_transactions WHERE slot > $1 ORDER BY slot",
+        .fetch_all(pool)
+        .await
+        .expect("tables");
+        let mut schema = Vec::new();
+        for (table,) in tables {
+            let columns: Vec<(String,)> = sqlx::query_as(
+                "SELECT name || ' ' || type || ' notnull=' || \"notnull\" || ' default=' || \
+                 COALESCE(dflt_value, '-') || ' pk=' || pk FROM pragma_table_info($1) ORDER BY cid",
             )
-            .bind(since)
-            .fetch_all(&mut *conn)
-            .await?
-        } else {
-            let mut rows = Vec::new();
-            for address in addresses {
-                let some: Vec<(i64, String)> = sqlx::query_as(
-                    "SELECT t.slot, t.rendered FROM simnet_address_signatures s
-                     JOIN simnet_transactions t ON t.signature = s.signature
-                     WHERE s.address = $1 AND s.slot > $2",
-                )
-                .bind(address.to_string())
-                .bind(since)
-                .fetch_all(&mut *conn)
-                .await?;
-                rows.extend(some);
-            }
-            rows.sort_by_key(|(slot, _)| *slot);
-            rows.dedup_by_key(|(slot, _)| *slot);
-            rows
-        };
-        Ok(rows
-            .into_iter()
-            .map(|(slot, rendered)| {
-                let price = serde_json::from_str::<Value>(&rendered)
-                    .ok()
-                    .map_or(0, |tx| render::compute_unit_price(&tx));
-                (u64::try_from(slot).unwrap_or_default(), price)
-            })
-            .collect())
+            .bind(&table)
+            .fetch_all(pool)
+            .await
+            .expect("columns");
+            schema.extend(columns.into_iter().map(|(c,)| format!("{table}: {c}")));
+            let indexes: Vec<(String,)> = sqlx::query_as(
+                "SELECT l.name || ' unique=' || l.\"unique\" || ' (' || \
+                 (SELECT group_concat(i.name, ',') FROM pragma_index_info(l.name) i) || ')' \
+                 FROM pragma_index_list($1) l ORDER BY l.name",
+            )
+            .bind(&table)
+            .fetch_all(pool)
+            .await
+            .expect("indexes");
+            schema.extend(indexes.into_iter().map(|(i,)| format!("{table} index {i}")));
+        }
+        schema
     }
 
-    /// The SOL/USDC pool's reserves read from one consistent snapshot of the ledger; `None`
-    /// until the pool exists.
-    pub async fn pool_reserves(&self) -> Result<Option<PoolReserves>, SimnetError> {
-        let a = crate::chain::pool::PoolAddresses::sol_usdc();
-        let mut tx = self.store.read().begin().await?;
-        let accounts = ledger::load(&mut tx, &[a.pool, a.sol_vault, a.usdc_vault]).await?;
-        tx.commit().await?;
-        let (Some(pool), Some(sol_vault), Some(usdc_vault)) = (
-            accounts.get(&a.pool),
-            accounts.get(&a.sol_vault),
-            accounts.get(&a.usdc_vault),
-        ) else {
-            return Ok(None);
-        };
-        match (&pool.kind, &usdc_vault.kind) {
-            (
-                Kind::Pool { lp_supply, .. },
-                Kind::Token {
-                    amount, decimals, ..
-                },
-            ) => Ok(Some(PoolReserves {
-                lamports: sol_vault.lamports,
-                usdc_raw: *amount,
-                usdc_decimals: *decimals,
-                lp_supply: *lp_supply,
-            })),
-            _ => Ok(None),
-        }
-    }
-
-    /// The pool's reserves as the last pool transaction before `slot` left them (`None` when no
-    /// pool transaction had landed yet): what a flow at `slot` is valued against, so a deposit
-    /// is worth what SOL was worth when it arrived, not at the next snapshot.
-    pub(crate) async fn pool_reserves_before(
-        &self,
-        slot: u64,
-    ) -> Result<Option<(u64, u64, u8)>, SimnetError> {
-        let a = crate::chain::pool::PoolAddresses::sol_usdc();
-        let slot = i64::try_from(slot).unwrap_or(i64::MAX);
-        let mut conn = self.store.read().acquire().await?;
-        let last: Option<(String,)> = sqlx::query_as(
-            "SELECT t.rendered FROM simnet_address_signatures s
-             JOIN simnet_transactions t ON t.signature = s.signature
-             WHERE s.address = $1 AND s.slot < $2 AND t.err IS NULL
-             ORDER BY s.slot DESC LIMIT 1",
-        )
-        .bind(a.usdc_vault.to_string())
-        .bind(slot)
-        .fetch_optional(&mut *conn)
-        .await?;
-        let Some((rendered,)) = last else {
-            return Ok(None);
-        };
-        let tx: Value = serde_json::from_str(&rendered)
-            .map_err(|e| SimnetError::params(format!("stored transaction is unreadable: {e}")))?;
-        Ok(render::post_reserves(&tx, &a.sol_vault, &a.usdc_vault))
-    }
-
-    pub(crate) async fn token_accounts(
-        &self,
-        owner: &Pubkey,
-        mint: Option<&Pubkey>,
-        program: Option<&Pubkey>,
-    ) -> Result<Vec<(Pubkey, Account)>, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        ledger::token_accounts(&mut conn, owner, mint, program).await
-    }
-
-    /// Execute a signed wire transaction. With `skip_preflight`, a transaction whose
-    /// instruction fails still lands (fee charged, `meta.err` set), as on a real cluster;
-    /// otherwise the failure is returned as a preflight error (with its logs) and nothing is
-    /// recorded.
-    pub(crate) async fn send(
-        &self,
-        wire: &[u8],
-        skip_preflight: bool,
-    ) -> Result<String, SimnetError> {
-        let transaction = Self::decode_transaction(wire, true)?;
-        let signature = transaction.signature();
-        let message = &transaction.message;
-
-        let (_writer, mut tx) = self.begin_write().await?;
-        if ledger::transaction(&mut tx, &signature).await?.is_some() {
-            return Err(SimnetError::preflight(
-                "This transaction has already been processed",
-                json!("AlreadyProcessed"),
-                &Trace::default(),
-            ));
-        }
-        if !self
-            .blockhash_valid(&mut tx, &message.recent_blockhash)
-            .await?
-        {
-            return Err(SimnetError::preflight(
-                "Blockhash not found",
-                json!("BlockhashNotFound"),
-                &Trace::default(),
-            ));
-        }
-        let pre = ledger::load(&mut tx, &message.account_keys).await?;
-        let processed = executor::process(message, &pre).map_err(|r| SimnetError::refused(&r))?;
-        let err = processed.failure.as_ref().map(|f| f.to_json());
-        if let Some(failure) = &processed.failure
-            && !skip_preflight
-        {
-            return Err(SimnetError::preflight(
-                failure.message(),
-                failure.to_json(),
-                &processed.trace,
-            ));
-        }
-        let signatures: Vec<String> = transaction
-            .signatures
-            .iter()
-            .map(|s| bs58::encode(s).into_string())
-            .collect();
-        let rendered = render::transaction(
-            &signatures,
-            message,
-            &pre,
-            &processed.post,
-            processed.fee,
-            err.as_ref(),
-            &processed.trace,
-        );
-        let slot = ledger::next(&mut tx, "slot").await?;
-        let executed_at = self.now_ms();
-        ledger::insert_transaction(
-            &mut tx,
-            &signature,
-            slot,
-            executed_at,
-            err.as_ref().map(Value::to_string),
-            &rendered,
-        )
-        .await?;
-        signatures::record(&mut tx, &signature, slot, &message.account_keys).await?;
-        ledger::save_changes(&mut tx, &pre, &processed.post).await?;
-        tx.commit().await?;
-        tracing::debug!(%signature, slot, failed = err.is_some(), "simnet transaction");
-        self.publish(
-            &signature,
-            slot,
-            executed_at,
-            err,
-            message,
-            &processed.trace,
-        );
-        Ok(signature)
-    }
-
-    /// `simulateTransaction`: run a transaction against the current ledger and record
-    /// nothing. Signatures are checked only with `sig_verify`; with `replace_blockhash` the
-    /// newest blockhash stands in for the transaction's own (and is returned), otherwise an
-    /// expired one is reported as the result's `err`, as a node does.
-    pub(crate) async fn simulate(
-        &self,
-        wire: &[u8],
-        sig_verify: bool,
-        replace_blockhash: bool,
-    ) -> Result<Simulation, SimnetError> {
-        if sig_verify && replace_blockhash {
-            return Err(SimnetError::params(
-                "sigVerify may not be used with replaceRecentBlockhash",
-            ));
-        }
-        let mut transaction = Self::decode_transaction(wire, sig_verify)?;
-        let replacement = if replace_blockhash {
-            let (hash, last_valid, _) = self.latest_blockhash().await?;
-            let bytes: [u8; 32] = bs58::decode(&hash)
-                .into_vec()
-                .ok()
-                .and_then(|b| b.try_into().ok())
-                .unwrap_or_default();
-            transaction.message.recent_blockhash = bytes;
-            Some(json!({"blockhash": hash, "lastValidBlockHeight": last_valid}))
-        } else {
-            None
-        };
-        let message = &transaction.message;
-        let mut tx = self.store.read().begin().await?;
-        let slot = u64::try_from(self.block_height(&mut tx).await?).unwrap_or_default();
-        let outcome = if !self
-            .blockhash_valid(&mut tx, &message.recent_blockhash)
-            .await?
-        {
-            (Some(json!("BlockhashNotFound")), Trace::default())
-        } else {
-            let pre = ledger::load(&mut tx, &message.account_keys).await?;
-            match executor::process(message, &pre) {
-                Ok(processed) => (processed.failure.map(|f| f.to_json()), processed.trace),
-                Err(refusal) => (Some(refusal.to_json()), Trace::default()),
-            }
-        };
-        tx.commit().await?;
-        let (err, trace) = outcome;
-        Ok(Simulation {
-            slot,
-            err,
-            trace,
-            replacement_blockhash: replacement,
-        })
-    }
-
-    /// Deserialize a wire transaction, checking its signatures when `verify`.
-    fn decode_transaction(wire: &[u8], verify: bool) -> Result<Transaction, SimnetError> {
-        let (transaction, message_bytes) = Transaction::deserialize(wire)
-            .map_err(|e| SimnetError::params(format!("failed to deserialize transaction: {e}")))?;
-        if verify {
-            transaction
-                .verify(&message_bytes)
-                .map_err(|e: WireError| SimnetError::Rpc {
-                    code: -32003,
-                    message: format!("Transaction signature verification failure: {e}"),
-                })?;
-        }
-        Ok(transaction)
-    }
-
-    /// The rule a real cluster applies, and the one the `lastValidBlockHeight` of
-    /// `getLatestBlockhash` promises: once the height has passed it, a transaction naming
-    /// this blockhash can never land, which is what lets a sender safely sign a replacement.
-    async fn blockhash_valid(
-        &self,
-        conn: &mut sqlx::AnyConnection,
-        blockhash: &[u8; 32],
-    ) -> Result<bool, SimnetError> {
-        let issued: Option<(i64,)> =
-            sqlx::query_as("SELECT slot FROM simnet_blockhashes WHERE hash = $1")
-                .bind(bs58::encode(blockhash).into_string())
-                .fetch_optional(&mut *conn)
-                .await?;
-        let height = self.block_height(conn).await?;
-        Ok(issued.is_some_and(|(slot,)| height <= slot + RECENT_BLOCKHASHES))
-    }
-
-    /// `isBlockhashValid` for a base58 blockhash (false for anything that is not one).
-    pub(crate) async fn is_blockhash_valid(&self, blockhash: &str) -> Result<bool, SimnetError> {
-        let Some(bytes) = bs58::decode(blockhash)
-            .into_vec()
-            .ok()
-            .and_then(|b| <[u8; 32]>::try_from(b).ok())
-        else {
-            return Ok(false);
-        };
-        let mut conn = self.store.read().acquire().await?;
-        self.blockhash_valid(&mut conn, &bytes).await
-    }
-
-    /// Credit `lamports` of SOL and `stablecoin` raw units (into the associated token account,
-    /// created if needed) to `address`; recorded as a transaction from the simnet faucet.
-    pub async fn airdrop(
-        &self,
-        address: &Pubkey,
-        lamports: u64,
-        stablecoin: u64,
-    ) -> Result<String, SimnetError> {
-        if lamports > MAX_AIRDROP_LAMPORTS || stablecoin > MAX_AIRDROP_STABLECOIN {
-            return Err(SimnetError::params(format!(
-                "at most {MAX_AIRDROP_LAMPORTS} lamports and {MAX_AIRDROP_STABLECOIN} raw stablecoin units per airdrop"
-            )));
-        }
-        let faucet = faucet();
-        let token_program = tx::token_program();
-        let ata = tx::associated_token_address(address, &self.mint, &token_program);
-        let mut ixs = vec![tx::instructions::system_transfer(
-            &faucet, address, lamports,
-        )];
-        if stablecoin > 0 {
-            // SPL Token MintTo (tag 7): [mint, account, authority].
-            let mut data = vec![7u8];
-            data.extend(stablecoin.to_le_bytes());
-            ixs.push(tx::message::Instruction {
-                program_id: token_program,
-                accounts: vec![
-                    tx::message::AccountMeta::writable(self.mint, false),
-                    tx::message::AccountMeta::writable(ata, false),
-                    tx::message::AccountMeta::readonly(faucet, true),
-                ],
-                data,
-            });
-        }
-        let (_writer, mut tx) = self.begin_write().await?;
-        let slot = ledger::next(&mut tx, "slot").await?;
-        let (blockhash,): (String,) =
-            sqlx::query_as("SELECT hash FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
-                .fetch_optional(&mut *tx)
-                .await?
-                .unwrap_or_else(|| (bs58::encode([0u8; 32]).into_string(),));
-        let blockhash: [u8; 32] = bs58::decode(&blockhash)
-            .into_vec()
-            .ok()
-            .and_then(|b| b.try_into().ok())
-            .unwrap_or_default();
-        let message = Message::new_legacy(&ixs, &faucet, blockhash);
-        let pre = ledger::load(&mut tx, &message.account_keys).await?;
-        let mut post = pre.clone();
-        let target = post.entry(*address).or_insert(Account::wallet(0));
-        target.lamports = target
-            .lamports
-            .checked_add(lamports)
-            .ok_or_else(|| SimnetError::params("the balance would overflow"))?;
-        if stablecoin > 0 {
-            let account = post.entry(ata).or_insert(Account {
-                lamports: executor::TOKEN_ACCOUNT_RENT,
-                kind: Kind::Token {
-                    program: token_program,
-                    mint: self.mint,
-                    owner: *address,
-                    amount: 0,
-                    decimals: STABLECOIN_DECIMALS,
-                },
-            });
-            match &mut account.kind {
-                Kind::Token { amount, .. } => {
-                    *amount = amount
-                        .checked_add(stablecoin)
-                        .ok_or_else(|| SimnetError::params("the balance would overflow"))?;
-                }
-                _ => return Err(SimnetError::params(format!("{ata} is not a token account"))),
-            }
-            if let Some(Account {
-                kind: Kind::Mint { supply, .. },
-                ..
-            }) = post.get_mut(&self.mint)
-            {
-                *supply = supply.saturating_add(stablecoin);
-            }
-        }
-        // The faucet's transfer obeys rent like any other: a new account gets at least the
-        // exempt minimum or the airdrop is refused, as `solana-test-validator` refuses it.
-        if let Err(short) = rent::check(&message, &pre, &post) {
-            return Err(SimnetError::preflight(
-                short.message(),
-                short.to_json(),
-                &Trace::default(),
-            ));
-        }
-        let mut trace = Trace::default();
-        for program in ixs.iter().map(|ix| ix.program_id) {
-            trace.logs.push(format!("Program {program} invoke [1]"));
-            trace.logs.push(format!("Program {program} success"));
-        }
-        let mut signature = [0u8; 64];
-        rand::rngs::OsRng.fill_bytes(&mut signature);
-        let signature = bs58::encode(signature).into_string();
-        let rendered = render::transaction(
-            std::slice::from_ref(&signature),
-            &message,
-            &pre,
-            &post,
-            0,
-            None,
-            &trace,
-        );
-        let executed_at = self.now_ms();
-        ledger::insert_transaction(&mut tx, &signature, slot, executed_at, None, &rendered).await?;
-        signatures::record(&mut tx, &signature, slot, &message.account_keys).await?;
-        ledger::save_changes(&mut tx, &pre, &post).await?;
-        tx.commit().await?;
-        self.publish(&signature, slot, executed_at, None, &message, &trace);
-        Ok(signature)
-    }
-
-    fn is_final(&self, executed_at: i64) -> bool {
-        self.now_ms().saturating_sub(executed_at) >= self.finality_ms
-    }
-
-    /// `getSignatureStatuses` entries (null for unknown signatures).
-    pub(crate) async fn statuses(&self, signatures: &[String]) -> Result<Vec<Value>, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        let mut out = Vec::with_capacity(signatures.len());
-        for signature in signatures {
-            let Some((slot, executed_at, err, _)) =
-                ledger::transaction(&mut conn, signature).await?
-            else {
-                out.push(Value::Null);
-                continue;
-            };
-            let err: Value = err
-                .and_then(|e| serde_json::from_str(&e).ok())
-                .unwrap_or(Value::Null);
-            let finalized = self.is_final(executed_at);
-            let status = if err.is_null() {
-                json!({"Ok": null})
-            } else {
-                json!({"Err": err})
-            };
-            out.push(json!({
-                "slot": slot,
-                "confirmations": if finalized { Value::Null } else { json!(1) },
-                "err": err,
-                "status": status,
-                "confirmationStatus": if finalized { "finalized" } else { "confirmed" },
-            }));
-        }
-        Ok(out)
-    }
-
-    /// `getTransaction` (jsonParsed): null when unknown or not yet at `commitment`.
-    pub(crate) async fn transaction(
-        &self,
-        signature: &str,
-        commitment: Commitment,
-    ) -> Result<Value, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        let Some((slot, executed_at, _, rendered)) =
-            ledger::transaction(&mut conn, signature).await?
-        else {
-            return Ok(Value::Null);
-        };
-        if commitment == Commitment::Finalized && !self.is_final(executed_at) {
-            return Ok(Value::Null);
-        }
-        let mut value: Value = serde_json::from_str(&rendered)
-            .map_err(|e| SimnetError::params(format!("stored transaction is unreadable: {e}")))?;
-        value["slot"] = json!(slot);
-        value["blockTime"] = json!(executed_at.div_euclid(1000));
-        Ok(value)
+    /// A database the simnet crate creates for itself must be the one the server's migrations
+    /// leave, or a standalone simnet and the server's would drift apart.
+    #[tokio::test]
+    async fn the_simnet_crates_schema_is_what_the_migrations_leave() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::connect(&crate::config::sqlite_url_in(dir.path()))
+            .await
+            .expect("connect");
+        store.migrate().await.expect("migrate");
+        let migrated = simnet_schema(store.read()).await;
+        let own = crucible_simnet::Storage::in_memory()
+            .await
+            .expect("in-memory simnet");
+        let created = simnet_schema(own.read()).await;
+        assert!(migrated.len() > 20, "{migrated:#?}");
+        assert_eq!(created, migrated);
     }
 }

@@ -1,626 +1,107 @@
-//! The simnet's PubSub websocket: the upgrade on `/simnet/rpc`, answering a node's
-//! subscriptions with its notification shapes, so `confirmTransaction`, `onAccountChange`,
-//! `onSlotChange` and `onLogs` of `@solana/web3.js` (and solana-py's websocket client) work
-//! unchanged:
-//!
-//! - `signatureSubscribe` (`commitment`, `enableReceivedNotification`): one
-//!   `signatureNotification` once the transaction reaches the commitment, then the
-//!   subscription ends, as on a node;
-//! - `accountSubscribe` (`commitment`, `encoding`, `dataSlice`): the account after every
-//!   transaction that wrote it;
-//! - `slotSubscribe`: the newest slot whenever it moves;
-//! - `logsSubscribe` (`"all"` or `{"mentions": [address]}`): each transaction's logs;
-//! - and their `…Unsubscribe`.
-//!
-//! Each connection is one task. It hears the transactions this process lands (a broadcast
-//! from [`Simnet::send`]); what it did not hear (a transaction landed before the subscription,
-//! by another node on the same database, or while the task fell behind) it reads from the
-//! ledger: at subscribe time, and every second for signatures still unseen. A `finalized`
-//! notification waits for the transaction's finality on the simnet's clock. A connection
-//! counts as one of its client's streams (the cap and the shutdown of server-sent events),
-//! holds at most [`MAX_SUBSCRIPTIONS`] subscriptions, and reads messages of at most 64 KiB.
+//! The simnet's PubSub websocket: the upgrade on the JSON-RPC path, carrying one
+//! [`crucible_simnet::pubsub::Session`] per connection. The session answers the subscriptions;
+//! this adapter moves its messages and reads messages of at most [`MAX_MESSAGE_BYTES`]. On the
+//! server a connection counts as one of its client's streams (the cap and the shutdown of
+//! server-sent events); alone (`crucible simnet`) it closes when the process stops.
 
-use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
-use tokio::sync::broadcast::error::RecvError;
+use crucible_simnet::pubsub::{Due, MAX_MESSAGE_BYTES, Session};
+use serde_json::Value;
+use tokio::sync::watch;
 
-use super::accounts::{self, Encoding, View};
-use super::executor::Account;
-use super::rpc::{error_reply, error_to_reply, parse_commitment, parse_key};
-use super::{Commitment, Executed, Simnet, SimnetError};
-use crate::chain::tx::Pubkey;
+use super::Simnet;
 use crate::http::streams::StreamSlot;
 use crate::state::AppState;
 
-/// Subscriptions one connection may hold at once.
-pub const MAX_SUBSCRIPTIONS: usize = 1_000;
-const MAX_MESSAGE_BYTES: usize = 64 * 1024;
-/// How often signatures not yet seen are looked up in the ledger.
-const UNSEEN_POLL: Duration = Duration::from_secs(1);
-/// The longest a connection sleeps before looking at the clock again: the simnet's clock
-/// may be a test clock that real time does not move.
-const MAX_NAP: Duration = Duration::from_millis(200);
-/// How often slot subscribers see the idle chain advance (one slot).
-const SLOT_TICK: Duration = Duration::from_millis(400);
-
-/// Subscription ids, unique on this node.
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+pub use crucible_simnet::pubsub::MAX_SUBSCRIPTIONS;
 
 pub(crate) async fn upgrade(
     State(state): State<AppState>,
-    slot: StreamSlot,
+    mut slot: StreamSlot,
     ws: WebSocketUpgrade,
 ) -> Response {
     let Some(simnet) = state.chain.simnet().cloned() else {
         return (
             axum::http::StatusCode::NOT_FOUND,
-            axum::Json(error_reply(
+            axum::Json(crucible_simnet::rpc::error_reply(
                 Value::Null,
                 -32601,
-                "simnet is disabled on this server (SOLANA_RPC_URL is set)",
+                super::rpc::DISABLED,
             )),
         )
             .into_response();
     };
+    // The slot lives as long as the connection: dropping it gives the client's place back.
+    let closing = async move { slot.closing().await };
     ws.max_message_size(MAX_MESSAGE_BYTES)
-        .on_upgrade(move |socket| Connection::new(simnet).run(socket, slot))
+        .on_upgrade(move |socket| run(Session::new(simnet), socket, closing))
 }
 
-/// A landed transaction as a subscription needs it.
-#[derive(Debug, Clone)]
-pub(crate) struct Landed {
-    pub slot: u64,
-    pub executed_at: i64,
-    pub err: Option<Value>,
+/// The state of a simnet served alone: the ledger, and the shutdown its websockets watch.
+#[derive(Clone)]
+pub(crate) struct Alone {
+    pub simnet: Arc<Simnet>,
+    pub closing: watch::Receiver<bool>,
 }
 
-#[derive(Debug)]
-enum LogsFilter {
-    All,
-    Mentions(Pubkey),
+pub(crate) async fn upgrade_alone(State(alone): State<Alone>, ws: WebSocketUpgrade) -> Response {
+    let mut closing = alone.closing;
+    let closing = async move {
+        // An error means the sender is gone: the process is stopping too.
+        let _ = closing.wait_for(|closing| *closing).await;
+    };
+    ws.max_message_size(MAX_MESSAGE_BYTES)
+        .on_upgrade(move |socket| run(Session::new(alone.simnet), socket, closing))
 }
 
-#[derive(Debug)]
-enum Subscription {
-    Signature {
-        signature: String,
-        commitment: Commitment,
-        /// Known once the transaction landed: a `finalized` subscription waits on it.
-        landed: Option<Landed>,
-    },
-    Account {
-        key: Pubkey,
-        commitment: Commitment,
-        view: View,
-    },
-    Slot,
-    Logs {
-        filter: LogsFilter,
-        commitment: Commitment,
-    },
-}
-
-impl Subscription {
-    fn kind(&self) -> &'static str {
-        match self {
-            Subscription::Signature { .. } => "signature",
-            Subscription::Account { .. } => "account",
-            Subscription::Slot => "slot",
-            Subscription::Logs { .. } => "logs",
-        }
-    }
-}
-
-/// An account or logs notification waiting for its transaction's finality.
-#[derive(Debug)]
-struct Deferred {
-    due_ms: i64,
-    id: u64,
-    event: Arc<Executed>,
-}
-
-/// Why a connection's loop woke.
+/// Why the connection's loop woke.
 enum Wake {
     Closing,
     Incoming(Option<Result<Message, axum::Error>>),
-    Event(Result<Arc<Executed>, RecvError>),
-    Timer,
-    Poll,
+    Due(Due),
 }
 
-struct Connection {
-    simnet: Arc<Simnet>,
-    subscriptions: HashMap<u64, Subscription>,
-    deferred: Vec<Deferred>,
-    last_slot: u64,
-    /// Messages to send, in order, after the current wake-up.
-    outbox: Vec<Value>,
-}
-
-impl Connection {
-    fn new(simnet: Arc<Simnet>) -> Self {
-        Connection {
-            simnet,
-            subscriptions: HashMap::new(),
-            deferred: Vec::new(),
-            last_slot: 0,
-            outbox: Vec::new(),
-        }
-    }
-
-    async fn run(mut self, mut socket: WebSocket, mut slot: StreamSlot) {
-        let mut events = self.simnet.subscribe();
-        let mut poll = tokio::time::interval(UNSEEN_POLL);
-        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            let nap = self.nap();
-            let unseen = self.has_unseen_signatures();
-            let wake = tokio::select! {
-                () = slot.closing() => Wake::Closing,
-                message = socket.recv() => Wake::Incoming(message),
-                event = events.recv() => Wake::Event(event),
-                () = tokio::time::sleep(nap.unwrap_or(Duration::from_secs(3600))), if nap.is_some() => Wake::Timer,
-                _ = poll.tick(), if unseen => Wake::Poll,
-            };
-            let outcome = match wake {
-                Wake::Closing => {
-                    // Tell the client to come back (1012: service restart), not that it erred.
-                    let frame = CloseFrame {
-                        code: 1012,
-                        reason: "the server is restarting; reconnect".into(),
-                    };
-                    let _ = socket.send(Message::Close(Some(frame))).await;
-                    return;
-                }
-                Wake::Incoming(None | Some(Err(_)) | Some(Ok(Message::Close(_)))) => return,
-                Wake::Incoming(Some(Ok(Message::Text(text)))) => {
-                    self.request(text.as_str()).await;
-                    Ok(())
-                }
-                Wake::Incoming(Some(Ok(Message::Binary(_)))) => {
-                    self.outbox.push(error_reply(
-                        Value::Null,
-                        -32700,
-                        "Parse error: send JSON-RPC requests as text frames",
-                    ));
-                    Ok(())
-                }
-                // Pings are answered by the websocket layer itself.
-                Wake::Incoming(Some(Ok(_))) => Ok(()),
-                Wake::Event(Ok(event)) => {
-                    self.on_landed(event).await;
-                    Ok(())
-                }
-                Wake::Event(Err(RecvError::Lagged(_))) => self.catch_up().await,
-                Wake::Event(Err(RecvError::Closed)) => return,
-                Wake::Timer => self.on_timer().await,
-                Wake::Poll => self.look_up_unseen().await,
-            };
-            if let Err(e) = outcome {
-                tracing::warn!(error = %e, "simnet pubsub: ledger read failed");
-            }
-            for message in self.outbox.drain(..) {
-                if socket
-                    .send(Message::Text(message.to_string().into()))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
-        }
-    }
-
-    /// How long until something is due: a finalized notification, or a slot tick.
-    fn nap(&self) -> Option<Duration> {
-        let now = self.simnet.now_ms();
-        let finality = self.simnet.finality_ms();
-        let signature_dues = self.subscriptions.values().filter_map(|s| match s {
-            Subscription::Signature {
-                commitment: Commitment::Finalized,
-                landed: Some(landed),
-                ..
-            } => Some(landed.executed_at + finality),
-            _ => None,
-        });
-        let next_due = self
-            .deferred
-            .iter()
-            .map(|d| d.due_ms)
-            .chain(signature_dues)
-            .min()
-            .map(|due| Duration::from_millis(u64::try_from(due - now).unwrap_or(0)).min(MAX_NAP));
-        let slot_tick = self
-            .subscriptions
-            .values()
-            .any(|s| matches!(s, Subscription::Slot))
-            .then_some(SLOT_TICK);
-        match (next_due, slot_tick) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    fn has_unseen_signatures(&self) -> bool {
-        self.subscriptions
-            .values()
-            .any(|s| matches!(s, Subscription::Signature { landed: None, .. }))
-    }
-
-    fn notify(&mut self, method: &str, id: u64, result: Value) {
-        self.outbox.push(json!({"jsonrpc": "2.0", "method": method,
-            "params": {"result": result, "subscription": id}}));
-    }
-
-    /// One JSON-RPC request from the client.
-    async fn request(&mut self, text: &str) {
-        let request: Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(e) => {
-                self.outbox.push(error_reply(
-                    Value::Null,
-                    -32700,
-                    &format!("Parse error: {e}"),
-                ));
+/// One connection: the client's messages go to the session, whatever it answers or notifies
+/// goes back, until either side closes or `closing` completes (the server shuts down).
+async fn run(mut session: Session, mut socket: WebSocket, closing: impl Future<Output = ()>) {
+    let mut closing = std::pin::pin!(closing);
+    loop {
+        // Only waiting happens inside the select (`Session::due` is cancel-safe); the work a
+        // wake-up starts runs to completion below, so no notification is lost to a race.
+        let wake = tokio::select! {
+            () = &mut closing => Wake::Closing,
+            message = socket.recv() => Wake::Incoming(message),
+            due = session.due() => Wake::Due(due),
+        };
+        let outgoing = match wake {
+            Wake::Closing => {
+                // Tell the client to come back (1012: service restart), not that it erred.
+                let frame = CloseFrame {
+                    code: 1012,
+                    reason: "the server is restarting; reconnect".into(),
+                };
+                let _ = socket.send(Message::Close(Some(frame))).await;
                 return;
             }
-        };
-        let id = request.get("id").cloned();
-        let method = request
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let params = request
-            .get("params")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        // A notification (no id) asks for no answer: web3.js's keep-alive `ping` is one.
-        let Some(id) = id else { return };
-        // The answer goes first; notifications it triggers follow it.
-        let at = self.outbox.len();
-        match self.call(&method, &params).await {
-            Ok(result) => self
-                .outbox
-                .insert(at, json!({"jsonrpc": "2.0", "id": id, "result": result})),
-            Err(error) => self.outbox.insert(at, error_to_reply(id, &method, error)),
-        }
-    }
-
-    async fn call(&mut self, method: &str, params: &[Value]) -> Result<Value, SimnetError> {
-        let config = params.get(1).unwrap_or(&Value::Null);
-        let commitment = match config.get("commitment") {
-            None | Some(Value::Null) => Commitment::Finalized,
-            Some(c) => parse_commitment(c)?,
-        };
-        if let Some(kind) = method.strip_suffix("Unsubscribe") {
-            let id = params.first().and_then(Value::as_u64);
-            return match id.and_then(|id| self.subscriptions.get(&id).map(|s| (id, s.kind()))) {
-                Some((id, k)) if k == kind => {
-                    self.subscriptions.remove(&id);
-                    self.deferred.retain(|d| d.id != id);
-                    Ok(json!(true))
-                }
-                _ => Err(SimnetError::params("Invalid subscription id.")),
-            };
-        }
-        let subscription = match method {
-            "signatureSubscribe" => {
-                let signature = params.first().and_then(Value::as_str).unwrap_or_default();
-                if bs58::decode(signature).into_vec().map(|b| b.len()) != Ok(64) {
-                    return Err(SimnetError::params(
-                        "Invalid params: expected a base58 transaction signature",
-                    ));
-                }
-                Subscription::Signature {
-                    signature: signature.to_owned(),
-                    commitment,
-                    landed: None,
-                }
-            }
-            "accountSubscribe" => Subscription::Account {
-                key: parse_key(params.first().and_then(Value::as_str).unwrap_or_default())?,
-                commitment,
-                view: View::from_config(config, Encoding::Base58)?,
+            Wake::Incoming(None | Some(Err(_)) | Some(Ok(Message::Close(_)))) => return,
+            Wake::Incoming(Some(Ok(Message::Text(text)))) => session.on_text(text.as_str()).await,
+            Wake::Incoming(Some(Ok(Message::Binary(_)))) => session.on_binary(),
+            // Pings are answered by the websocket layer itself.
+            Wake::Incoming(Some(Ok(_))) => Vec::new(),
+            Wake::Due(due) => match session.on_due(due).await {
+                Some(messages) => messages,
+                None => return,
             },
-            "slotSubscribe" => Subscription::Slot,
-            "logsSubscribe" => {
-                let filter = match params.first() {
-                    Some(Value::String(s)) if s == "all" || s == "allWithVotes" => LogsFilter::All,
-                    Some(Value::Object(o)) => match o.get("mentions").and_then(Value::as_array) {
-                        Some(keys) if keys.len() == 1 => {
-                            LogsFilter::Mentions(parse_key(keys[0].as_str().unwrap_or_default())?)
-                        }
-                        _ => {
-                            return Err(SimnetError::params(
-                                "Invalid Request: Only 1 address supported",
-                            ));
-                        }
-                    },
-                    _ => {
-                        return Err(SimnetError::params(
-                            "Invalid params: expected \"all\" or {\"mentions\": [address]}",
-                        ));
-                    }
-                };
-                Subscription::Logs { filter, commitment }
-            }
-            other => {
-                return Err(SimnetError::Rpc {
-                    code: -32601,
-                    message: format!("Method not found: simnet does not serve `{other}`"),
-                });
-            }
         };
-        if self.subscriptions.len() >= MAX_SUBSCRIPTIONS {
-            return Err(SimnetError::params(format!(
-                "Invalid Request: a connection holds at most {MAX_SUBSCRIPTIONS} subscriptions; \
-                 unsubscribe first or open another connection"
-            )));
-        }
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let is_signature = matches!(subscription, Subscription::Signature { .. });
-        if matches!(subscription, Subscription::Slot) {
-            self.last_slot = self.last_slot.max(self.simnet.slot().await?);
-        }
-        self.subscriptions.insert(id, subscription);
-        if is_signature {
-            // It may have landed already (or on another node): the ledger says.
-            self.look_up(&[id]).await?;
-        }
-        Ok(json!(id))
-    }
-
-    /// A transaction this process landed.
-    async fn on_landed(&mut self, event: Arc<Executed>) {
-        let mut now = Vec::new();
-        let mut later = Vec::new();
-        let mut settled = Vec::new();
-        let due = event.executed_at + self.simnet.finality_ms();
-        for (&id, subscription) in &mut self.subscriptions {
-            match subscription {
-                Subscription::Signature {
-                    signature,
-                    commitment,
-                    landed,
-                } if *signature == event.signature => {
-                    *landed = Some(Landed {
-                        slot: event.slot,
-                        executed_at: event.executed_at,
-                        err: event.err.clone(),
-                    });
-                    if *commitment == Commitment::Confirmed {
-                        settled.push(id);
-                    }
-                }
-                Subscription::Account {
-                    key, commitment, ..
-                } if event.writable.contains(key) => {
-                    if *commitment == Commitment::Confirmed {
-                        now.push(id);
-                    } else {
-                        later.push(id);
-                    }
-                }
-                Subscription::Logs { filter, commitment } => {
-                    if let LogsFilter::Mentions(key) = filter
-                        && !event.keys.contains(key)
-                    {
-                        continue;
-                    }
-                    if *commitment == Commitment::Confirmed {
-                        now.push(id);
-                    } else {
-                        later.push(id);
-                    }
-                }
-                _ => {}
+        for message in outgoing {
+            if socket.send(Message::Text(message.into())).await.is_err() {
+                return;
             }
         }
-        for id in settled {
-            self.settle_signature(id);
-        }
-        for id in now {
-            if let Err(e) = self.deliver(id, &event).await {
-                tracing::warn!(error = %e, "simnet pubsub: account read failed");
-            }
-        }
-        for id in later {
-            self.deferred.push(Deferred {
-                due_ms: due,
-                id,
-                event: event.clone(),
-            });
-        }
-        if self
-            .subscriptions
-            .values()
-            .any(|s| matches!(s, Subscription::Slot))
-            && event.slot > self.last_slot
-        {
-            self.slot_moved(event.slot);
-        }
-    }
-
-    /// Send a signature's one notification and end its subscription.
-    fn settle_signature(&mut self, id: u64) {
-        if let Some(Subscription::Signature {
-            landed: Some(landed),
-            ..
-        }) = self.subscriptions.remove(&id)
-        {
-            self.notify(
-                "signatureNotification",
-                id,
-                json!({"context": {"slot": landed.slot}, "value": {"err": landed.err}}),
-            );
-        }
-    }
-
-    /// An account or logs notification for `event`.
-    async fn deliver(&mut self, id: u64, event: &Executed) -> Result<(), SimnetError> {
-        let context = json!({"slot": event.slot});
-        match self.subscriptions.get(&id) {
-            Some(Subscription::Account { key, view, .. }) => {
-                let (key, view) = (*key, *view);
-                // A closed account is reported as an empty system account, as a node does.
-                let account = self
-                    .simnet
-                    .account(&key)
-                    .await?
-                    .unwrap_or(Account::wallet(0));
-                let value = accounts::render(&account, view)?;
-                self.notify(
-                    "accountNotification",
-                    id,
-                    json!({"context": context, "value": value}),
-                );
-            }
-            Some(Subscription::Logs { .. }) => self.notify(
-                "logsNotification",
-                id,
-                json!({"context": context, "value": {"signature": event.signature,
-                       "err": event.err, "logs": event.logs}}),
-            ),
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn slot_moved(&mut self, slot: u64) {
-        self.last_slot = slot;
-        let ids: Vec<u64> = self
-            .subscriptions
-            .iter()
-            .filter(|(_, s)| matches!(s, Subscription::Slot))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
-            self.notify(
-                "slotNotification",
-                id,
-                json!({"parent": slot.saturating_sub(1), "root": slot.saturating_sub(32),
-                       "slot": slot}),
-            );
-        }
-    }
-
-    /// Deliver what has become final, and tell slot subscribers about idle slots.
-    async fn on_timer(&mut self) -> Result<(), SimnetError> {
-        let now = self.simnet.now_ms();
-        let finality = self.simnet.finality_ms();
-        let final_signatures: Vec<u64> = self
-            .subscriptions
-            .iter()
-            .filter(|(_, s)| {
-                matches!(s, Subscription::Signature {
-                    commitment: Commitment::Finalized,
-                    landed: Some(landed),
-                    ..
-                } if landed.executed_at + finality <= now)
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in final_signatures {
-            self.settle_signature(id);
-        }
-        let (ready, waiting): (Vec<Deferred>, Vec<Deferred>) = std::mem::take(&mut self.deferred)
-            .into_iter()
-            .partition(|d| d.due_ms <= now);
-        self.deferred = waiting;
-        for d in ready {
-            self.deliver(d.id, &d.event).await?;
-        }
-        if self
-            .subscriptions
-            .values()
-            .any(|s| matches!(s, Subscription::Slot))
-        {
-            let slot = self.simnet.slot().await?;
-            if slot > self.last_slot {
-                self.slot_moved(slot);
-            }
-        }
-        Ok(())
-    }
-
-    /// Look up, in the ledger, the signature subscriptions `ids` whose transaction has not
-    /// been seen, and settle those that reached their commitment.
-    async fn look_up(&mut self, ids: &[u64]) -> Result<(), SimnetError> {
-        let wanted: Vec<(u64, String)> = ids
-            .iter()
-            .filter_map(|id| match self.subscriptions.get(id) {
-                Some(Subscription::Signature {
-                    signature,
-                    landed: None,
-                    ..
-                }) => Some((*id, signature.clone())),
-                _ => None,
-            })
-            .collect();
-        if wanted.is_empty() {
-            return Ok(());
-        }
-        let signatures: Vec<String> = wanted.iter().map(|(_, s)| s.clone()).collect();
-        let found = self.simnet.landed(&signatures).await?;
-        let now = self.simnet.now_ms();
-        let finality = self.simnet.finality_ms();
-        for ((id, _), landed) in wanted.into_iter().zip(found) {
-            let Some(landed) = landed else { continue };
-            let Some(Subscription::Signature {
-                commitment,
-                landed: slot,
-                ..
-            }) = self.subscriptions.get_mut(&id)
-            else {
-                continue;
-            };
-            let reached =
-                *commitment == Commitment::Confirmed || landed.executed_at + finality <= now;
-            *slot = Some(landed);
-            if reached {
-                self.settle_signature(id);
-            }
-        }
-        Ok(())
-    }
-
-    async fn look_up_unseen(&mut self) -> Result<(), SimnetError> {
-        let ids: Vec<u64> = self.subscriptions.keys().copied().collect();
-        self.look_up(&ids).await
-    }
-
-    /// The task fell behind the broadcast: what it missed is in the ledger. Signatures are
-    /// looked up again; account subscribers get the account as it is now.
-    async fn catch_up(&mut self) -> Result<(), SimnetError> {
-        self.look_up_unseen().await?;
-        let slot = self.simnet.slot().await?;
-        let accounts: Vec<u64> = self
-            .subscriptions
-            .iter()
-            .filter(|(_, s)| matches!(s, Subscription::Account { .. }))
-            .map(|(id, _)| *id)
-            .collect();
-        let now = Executed {
-            signature: String::new(),
-            slot,
-            executed_at: self.simnet.now_ms(),
-            err: None,
-            keys: Vec::new(),
-            writable: Vec::new(),
-            logs: Vec::new(),
-        };
-        for id in accounts {
-            self.deliver(id, &now).await?;
-        }
-        Ok(())
     }
 }

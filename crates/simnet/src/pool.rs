@@ -15,7 +15,7 @@
 //!   pays the rent of the state account, the USDC vault and the LP mint.
 //! - `1` Swap — `direction u8` (0 = sell SOL for USDC, 1 = sell USDC for SOL), `amount_in u64`,
 //!   `minimum_out u64`. Accounts: `[user (signer, writable), pool, sol vault (w), usdc vault (w),
-//!   user usdc account (w)]`. Exact-in; fails with [`PoolError::SlippageExceeded`] when the
+//!   user usdc account (w)]`. Exact-in; fails with `SlippageExceeded` when the
 //!   output would be below `minimum_out`.
 //! - `2` AddLiquidity — `sol_amount u64`, `max_usdc u64`. Accounts: `[user (signer, writable),
 //!   pool (w), sol vault (w), usdc vault (w), lp mint (w), user usdc account (w), user lp
@@ -23,10 +23,9 @@
 //!   later deposits add USDC in the current ratio (rounded up) and mint LP pro rata (rounded
 //!   down), so depositing can never take value from existing providers.
 
+use crucible_solana::tx::message::{AccountMeta, Instruction};
+use crucible_solana::tx::{self, Pubkey};
 use serde_json::{Value, json};
-
-use super::tx::message::{AccountMeta, Instruction};
-use super::tx::{self, Pubkey};
 
 /// The pool program's id (a fixed, valid base58 32-byte address).
 pub const POOL_PROGRAM: &str = "CrucibLeAmm11111111111111111111111111111111";
@@ -35,8 +34,9 @@ pub const PROGRAM_NAME: &str = "crucible-pool";
 /// The fee, in basis points of the input amount (0.30 %). It stays in the pool.
 pub const FEE_BPS: u64 = 30;
 const BPS: u64 = 10_000;
-/// Decimals of SOL (lamports) and of the pool's LP token.
-pub(crate) const SOL_DECIMALS: u8 = 9;
+/// Decimals of SOL (lamports).
+pub const SOL_DECIMALS: u8 = 9;
+/// Decimals of the pool's LP token.
 pub(crate) const LP_DECIMALS: u8 = 9;
 /// Rent-exempt balances the initializer pays (state account, LP mint).
 pub(crate) const POOL_STATE_RENT: u64 = 1_969_920;
@@ -71,6 +71,8 @@ pub struct PoolAddresses {
 }
 
 impl PoolAddresses {
+    /// The pool's program-derived addresses (seeds `["pool", "SOL/USDC"]`, then each account's
+    /// name and the pool).
     pub fn sol_usdc() -> Self {
         let pool = derive(&[b"pool", b"SOL/USDC"]);
         PoolAddresses {
@@ -90,7 +92,8 @@ pub enum Direction {
 }
 
 impl Direction {
-    pub(crate) fn name(self) -> &'static str {
+    /// The direction's name in the pool's parsed instructions and logs.
+    pub fn name(self) -> &'static str {
         match self {
             Direction::SellSol => "solToUsdc",
             Direction::SellUsdc => "usdcToSol",
@@ -162,7 +165,8 @@ pub(crate) fn encode(instruction: &PoolInstruction) -> Vec<u8> {
     }
 }
 
-pub(crate) fn initialize(payer: &Pubkey, usdc_mint: &Pubkey) -> Instruction {
+/// Create the SOL/USDC pool (its state, SOL vault, USDC vault and LP mint), paid by `payer`.
+pub fn initialize(payer: &Pubkey, usdc_mint: &Pubkey) -> Instruction {
     let a = PoolAddresses::sol_usdc();
     Instruction {
         program_id: program_id(),
@@ -205,7 +209,9 @@ pub fn swap(
     }
 }
 
-pub(crate) fn add_liquidity(
+/// Deposit `sol_amount` lamports and at most `max_usdc` raw USDC (at the pool's ratio) from
+/// `user`, minting LP tokens into `user_lp`.
+pub fn add_liquidity(
     user: &Pubkey,
     user_usdc: &Pubkey,
     user_lp: &Pubkey,
@@ -261,6 +267,7 @@ impl PoolState {
         out
     }
 
+    /// Read a state account's data (`None`: not a pool state of this version).
     pub fn from_bytes(data: &[u8]) -> Option<Self> {
         if data.len() != POOL_STATE_LEN || data[0] != STATE_VERSION {
             return None;

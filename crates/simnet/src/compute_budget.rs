@@ -3,7 +3,7 @@
 //! price in micro-lamports that adds a priority fee of `ceil(limit × price / 10⁶)` lamports,
 //! and refusals for malformed or repeated instructions.
 
-use crate::chain::tx::{self, Message};
+use crucible_solana::tx::{self, Message};
 
 /// Units an instruction may use when the transaction sets no limit.
 pub(crate) const DEFAULT_UNITS_PER_INSTRUCTION: u32 = 200_000;
@@ -92,8 +92,8 @@ pub(crate) fn of(message: &Message) -> Result<Budget, BudgetError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::tx::message::Instruction;
-    use crate::chain::tx::{Pubkey, instructions};
+    use crucible_solana::tx::message::Instruction;
+    use crucible_solana::tx::{Pubkey, instructions};
 
     fn budget_ix(data: Vec<u8>) -> Instruction {
         Instruction {

@@ -8,7 +8,7 @@
 //! - an SPL Token account, 165 bytes: mint, owner, amount (u64), delegate (`COption`), state
 //!   (u8, 1 = initialized), is-native (`COption<u64>`), delegated amount (u64), close
 //!   authority (`COption`);
-//! - the pool program's state ([`crate::chain::pool::PoolState`]);
+//! - the pool program's state ([`crate::pool::PoolState`]);
 //! - wallets and the pool's SOL vault: no data.
 //!
 //! Encodings: `base64`, `base58` (at most 129 bytes, as on a node) and `jsonParsed`, which
@@ -16,13 +16,13 @@
 //! `dataSlice` cuts the binary encodings.
 
 use base64::Engine;
+use crucible_solana::tx::{self, Pubkey};
 use serde_json::{Value, json};
 
-use super::SimnetError;
-use super::executor::{Account, Kind};
-use super::render::ui_amount;
-use crate::chain::pool;
-use crate::chain::tx::{self, Pubkey};
+use crate::SimnetError;
+use crate::executor::{Account, Kind};
+use crate::pool;
+use crate::render::ui_amount;
 
 /// The encodings a node offers for account data that the simnet serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

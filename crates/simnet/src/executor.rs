@@ -3,29 +3,31 @@
 //! rules are unit-tested directly: fee payment, System transfer and createAccount, SPL Token
 //! transfer, transferChecked, initializeAccount (1, 2, 3) and closeAccount (Token and
 //! Token-2022), associated-token-account creation, Memo, and the Crucible pool program
-//! ([`super::amm`]). An account a transaction closes is absent from its post accounts.
+//! (`amm.rs`). An account a transaction closes is absent from its post accounts.
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
-
-use super::compute_budget::{self, BudgetError};
-use super::rent::{self, InsufficientFundsForRent};
-use crate::chain::pool;
-use crate::chain::tx::instructions::{
+use crucible_solana::tx::instructions::{
     self, AtaInstruction, InitializeVariant, SystemInstruction, TokenInstruction,
 };
-use crate::chain::tx::{self, Message, Pubkey};
+use crucible_solana::tx::{self, Message, Pubkey};
+use serde_json::{Value, json};
+
+use crate::compute_budget::{self, BudgetError};
+use crate::pool;
+use crate::rent::{self, InsufficientFundsForRent};
 
 /// Lamports per signature, as on mainnet.
 pub(crate) const FEE_PER_SIGNATURE: u64 = 5_000;
 /// Rent-exempt balance of a 165-byte token account, moved from the payer on creation.
-pub(crate) const TOKEN_ACCOUNT_RENT: u64 = 2_039_280;
+pub const TOKEN_ACCOUNT_RENT: u64 = 2_039_280;
 
+/// What an account is, and the state its program keeps in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// A system-owned account (a wallet).
     Wallet,
+    /// An SPL mint.
     Mint {
         program: Pubkey,
         decimals: u8,
@@ -34,6 +36,7 @@ pub(crate) enum Kind {
         /// Who may mint (`None`: the supply is fixed).
         authority: Option<Pubkey>,
     },
+    /// An SPL token account: `owner`'s balance of `mint`, in raw units.
     Token {
         program: Pubkey,
         mint: Pubkey,
@@ -41,7 +44,7 @@ pub(crate) enum Kind {
         amount: u64,
         decimals: u8,
     },
-    /// The state account of a pool of the Crucible pool program (`chain::pool`); its reserves
+    /// The state account of a pool of the Crucible pool program ([`crate::pool`]); its reserves
     /// are the balances of its vaults.
     Pool { usdc_mint: Pubkey, lp_supply: u64 },
     /// A pool's SOL vault: lamports owned by the pool program, debited only by the program.
@@ -51,14 +54,16 @@ pub(crate) enum Kind {
     Uninitialized { program: Pubkey, space: u64 },
 }
 
+/// An account on the ledger: its lamports and what it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Account {
+pub struct Account {
     pub lamports: u64,
     pub kind: Kind,
 }
 
 impl Account {
-    pub(crate) fn wallet(lamports: u64) -> Self {
+    /// A system-owned account holding `lamports`.
+    pub fn wallet(lamports: u64) -> Self {
         Account {
             lamports,
             kind: Kind::Wallet,
@@ -67,7 +72,7 @@ impl Account {
 }
 
 /// Accounts by address; an absent address is an empty wallet that does not exist yet.
-pub(crate) type Accounts = HashMap<Pubkey, Account>;
+pub type Accounts = HashMap<Pubkey, Account>;
 
 /// Why a transaction cannot run at all (refused at submission, never lands, no fee).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -224,11 +229,12 @@ pub(crate) fn process(message: &Message, pre: &Accounts) -> Result<Processed, Re
 
 /// What execution produced besides account changes.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Trace {
+pub struct Trace {
     /// Per instruction, what only execution knew (a pool swap's amount out).
     pub outputs: Vec<Option<u64>>,
     /// The program log a node records (`meta.logMessages`, `simulateTransaction`'s `logs`).
     pub logs: Vec<String>,
+    /// Compute units the instructions used.
     pub units_consumed: u64,
 }
 
@@ -309,7 +315,7 @@ fn run(
         } else if program == tx::system_program() {
             system(&metas, &ix.data, accounts)
         } else if program == pool::program_id() {
-            super::amm::process(&metas, &ix.data, accounts).map(|out| output = out)
+            crate::amm::process(&metas, &ix.data, accounts).map(|out| output = out)
         } else if tx::is_token_program(&program) {
             token(&program, &metas, &ix.data, accounts)
         } else if program == tx::associated_token_program() {
@@ -858,7 +864,7 @@ fn memo(program: &Pubkey, metas: &[Meta], data: &[u8]) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::tx::message::Instruction;
+    use crucible_solana::tx::message::Instruction;
 
     struct World {
         accounts: Accounts,

@@ -5,13 +5,13 @@
 //! the slippage guard, and the constant-product invariant re-checked from the resulting vault
 //! balances after every swap. Pure, like the rest of the executor.
 
+use crucible_solana::tx::{self, Pubkey};
 use serde_json::{Value, json};
 
-use super::executor::{Account, Accounts, Kind, Meta, TOKEN_ACCOUNT_RENT, account, err};
-use crate::chain::pool::{
+use crate::executor::{Account, Accounts, Kind, Meta, TOKEN_ACCOUNT_RENT, account, err};
+use crate::pool::{
     self, Direction, MINT_RENT, POOL_STATE_RENT, PoolAddresses, PoolError, PoolInstruction,
 };
-use crate::chain::tx::{self, Pubkey};
 
 type Failure = (Value, String);
 type Step<T> = Result<T, Failure>;
@@ -480,10 +480,10 @@ fn add_liquidity(
 mod tests {
     use serde_json::json;
 
-    use super::super::executor::{self, FEE_PER_SIGNATURE, InstructionFailure};
     use super::*;
-    use crate::chain::tx::Message;
-    use crate::chain::tx::message::Instruction;
+    use crate::executor::{self, FEE_PER_SIGNATURE, InstructionFailure};
+    use crucible_solana::tx::Message;
+    use crucible_solana::tx::message::Instruction;
 
     const SOL: u64 = 1_000_000_000;
     const USDC: u64 = 1_000_000;

@@ -2,10 +2,9 @@
 //! values, the same on every install, so a client can tell it is talking to a simnet), and
 //! its epochs (mainnet's schedule: 432,000 slots an epoch, no warm-up).
 
+use crucible_solana::tx::Pubkey;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-
-use crate::chain::tx::Pubkey;
 
 pub(crate) const SLOTS_PER_EPOCH: u64 = 432_000;
 

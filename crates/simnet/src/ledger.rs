@@ -6,12 +6,12 @@
 
 use std::collections::HashMap;
 
+use crucible_solana::tx::Pubkey;
 use sqlx::AnyConnection;
 
-use super::SimnetError;
-use super::executor::{Account, Accounts, Kind};
-use crate::chain::pool::POOL_PROGRAM;
-use crate::chain::tx::Pubkey;
+use crate::SimnetError;
+use crate::executor::{Account, Accounts, Kind};
+use crate::pool::POOL_PROGRAM;
 
 pub(crate) fn to_db(value: u64) -> Result<i64, SimnetError> {
     i64::try_from(value)

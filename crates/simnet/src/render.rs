@@ -4,17 +4,17 @@
 //! `crucible-pool`), and `meta`
 //! with `err`, `fee`, pre/post lamport balances and pre/post token balances.
 
-use serde_json::{Value, json};
-
-use super::executor::{Accounts, Kind, Trace};
-use crate::chain::pool;
-use crate::chain::tx::instructions::{
+use crucible_solana::tx::instructions::{
     self, AtaInstruction, InitializeVariant, SystemInstruction, TokenInstruction,
 };
-use crate::chain::tx::{self, CompiledInstruction, Message, MessageVersion, Pubkey};
+use crucible_solana::tx::{self, CompiledInstruction, Message, MessageVersion, Pubkey};
+use serde_json::{Value, json};
 
-/// `uiTokenAmount` for a raw amount.
-pub(crate) fn ui_amount(amount: u64, decimals: u8) -> Value {
+use crate::executor::{Accounts, Kind, Trace};
+use crate::pool;
+
+/// `uiTokenAmount` for a raw amount: `amount`, `decimals`, `uiAmount` and `uiAmountString`.
+pub fn ui_amount(amount: u64, decimals: u8) -> Value {
     let scale = 10u64.pow(u32::from(decimals));
     let whole = amount / scale;
     let fraction = amount % scale;

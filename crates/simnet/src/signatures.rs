@@ -7,11 +7,11 @@
 //! transaction, so a signature is listed exactly when `getTransaction` can find it. Every
 //! transaction has its own slot on the simnet, so the slot alone orders an address's history.
 
+use crucible_solana::tx::Pubkey;
 use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
-use super::{Commitment, Simnet, SimnetError, ledger};
-use crate::chain::tx::Pubkey;
+use crate::{Commitment, Simnet, SimnetError, ledger};
 
 /// The most signatures one call returns, as on a real node.
 pub(crate) const MAX_LIMIT: u64 = 1000;

@@ -2,12 +2,12 @@
 //! (with random accounts, flags and data) is executed or refused, never a panic, and a
 //! transaction that executes neither creates nor destroys lamports.
 
+use crucible_solana::tx::message::{AccountMeta, Instruction};
+use crucible_solana::tx::{self, Message, Pubkey};
 use proptest::prelude::*;
 
-use super::executor::{self, Account, Accounts, Kind};
-use crate::chain::pool::{self, PoolAddresses};
-use crate::chain::tx::message::{AccountMeta, Instruction};
-use crate::chain::tx::{self, Message, Pubkey};
+use crate::executor::{self, Account, Accounts, Kind};
+use crate::pool::{self, PoolAddresses};
 
 /// The accounts every case starts from: two wallets, a mint, a token account each, and the
 /// pool with its vaults and LP mint, so pool instructions reach real state.

@@ -3,11 +3,11 @@
 //! touched between the two fails with `InsufficientFundsForRent` (fee charged, nothing else
 //! moves), exactly as `solana-test-validator` answers.
 
+use crucible_solana::tx::Message;
 use serde_json::{Value, json};
 
-use super::executor::{Account, Accounts, Kind};
-use crate::chain::pool;
-use crate::chain::tx::Message;
+use crate::executor::{Account, Accounts, Kind};
+use crate::pool;
 
 /// Bytes the runtime charges for every account on top of its data.
 const ACCOUNT_STORAGE_OVERHEAD: u64 = 128;
@@ -100,7 +100,7 @@ fn allowed(before: Option<&Account>, after: &Account) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::tx::{Pubkey, instructions};
+    use crucible_solana::tx::{Pubkey, instructions};
 
     #[test]
     fn minimum_balances_match_a_real_cluster() {

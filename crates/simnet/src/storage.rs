@@ -1,0 +1,110 @@
+//! Where the ledger lives: sqlx pools over SQLite or PostgreSQL. A server that already has a
+//! database hands the simnet its pools ([`Storage::new`], tables from its own migrations); a
+//! test or a standalone simnet takes a private in-memory SQLite database
+//! ([`Storage::in_memory`]) with the tables [`Storage::create_schema`] creates.
+//!
+//! Every query is written once with `$1, $2, …` placeholders through sqlx's `Any` driver, and
+//! the schema uses only `TEXT` and `BIGINT`, so the same SQL runs on both back ends.
+
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::{Any, AnyPool, Transaction};
+
+/// The simnet's tables, as the server's migrations leave them (`migrations/*/0002_simnet.sql`,
+/// `0015_flows.sql`, `0025_simnet_clients.sql`); a test in the server compares the two.
+const SCHEMA: &str = include_str!("schema.sql");
+
+/// Which database the ledger is in: PostgreSQL writers also take an advisory lock, so several
+/// processes sharing one database write the ledger one at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// SQLite: writes go through a single-connection pool, so they never collide.
+    Sqlite,
+    /// PostgreSQL: possibly shared by several processes.
+    Postgres,
+}
+
+/// The pools the simnet reads and writes through. Cheap to clone.
+#[derive(Clone)]
+pub struct Storage {
+    reader: AnyPool,
+    writer: AnyPool,
+    backend: Backend,
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage")
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Storage {
+    /// The pools of a database that holds the simnet's tables: `reader` for reads, `writer` for
+    /// write transactions (on SQLite, a pool of one connection, so writers queue instead of
+    /// failing with `SQLITE_BUSY`; on PostgreSQL it may be the same pool).
+    pub fn new(reader: AnyPool, writer: AnyPool, backend: Backend) -> Self {
+        Storage {
+            reader,
+            writer,
+            backend,
+        }
+    }
+
+    /// A private in-memory SQLite ledger with its tables created: gone when the last clone is
+    /// dropped. One connection serves reads and writes (every simnet operation holds at most
+    /// one at a time), and it is never closed for idleness, which would lose the database.
+    pub async fn in_memory() -> Result<Self, sqlx::Error> {
+        install_default_drivers();
+        let pool = AnyPoolOptions::new()
+            .min_connections(1)
+            .max_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect("sqlite::memory:")
+            .await?;
+        let storage = Storage::new(pool.clone(), pool, Backend::Sqlite);
+        storage.create_schema().await?;
+        Ok(storage)
+    }
+
+    /// Create the simnet's tables and indexes where they do not exist yet (for a database no
+    /// server's migrations manage).
+    pub async fn create_schema(&self) -> Result<(), sqlx::Error> {
+        // Comment lines go first, so a semicolon in a comment cannot split a statement.
+        let sql: String = SCHEMA
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("--"))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let mut tx = self.writer.begin().await?;
+        for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            sqlx::query(statement).execute(&mut *tx).await?;
+        }
+        tx.commit().await
+    }
+
+    /// Close every connection (a private in-memory database is gone afterwards).
+    pub async fn close(&self) {
+        self.writer.close().await;
+        self.reader.close().await;
+    }
+
+    /// Which database this is.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The pool for reads.
+    pub fn read(&self) -> &AnyPool {
+        &self.reader
+    }
+
+    /// A write transaction: whole or absent.
+    pub async fn begin(&self) -> Result<Transaction<'static, Any>, sqlx::Error> {
+        self.writer.begin().await
+    }
+}

@@ -114,7 +114,9 @@ impl utoipa::PartialSchema for EnterBody {
             .property("payerWallet", Ref::from_schema_name("WalletAddress"))
             .property(
                 "txSignature",
-                ObjectBuilder::new().schema_type(Type::String).pattern(Some("\\S")),
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some("\\S")),
             )
             .property("payFrom", absent());
         let by_server = ObjectBuilder::new()

@@ -774,6 +774,12 @@ async fn the_keys_page_says_where_an_agent_connects() {
     assert_eq!(page.status(), 200);
     let html = page.text().await.expect("html");
     let url = format!("{}/mcp", app.config.public_url.trim_end_matches('/'));
-    assert!(html.contains(&format!("<code id=\"mcp-url\">{url}</code>")), "{html}");
-    assert!(html.contains("mcpServers"), "the configuration block is there");
+    assert!(
+        html.contains(&format!("<code id=\"mcp-url\">{url}</code>")),
+        "{html}"
+    );
+    assert!(
+        html.contains("mcpServers"),
+        "the configuration block is there"
+    );
 }

@@ -53,12 +53,7 @@ fn main() {
     let server = support::serve_on_one_core();
     let (base, state, backend) = server.parts();
     let runtime = support::runtime();
-    let key = runtime.block_on(async {
-        support::seed_tournament(&state, "trn_bench", wallets).await;
-        let client = reqwest::Client::new();
-        let cookie = support::session(&client, &base, "bench@example.com").await;
-        support::api_key(&client, &base, &cookie, &["read"]).await
-    });
+    let key = support::seed_reads(&runtime, &state, &base, wallets);
     let scripts = tempfile::tempdir().expect("tempdir");
     let detail = post_script(
         scripts.path(),

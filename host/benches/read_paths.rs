@@ -33,12 +33,7 @@ fn main() {
     let (base, state, backend) = server.parts();
 
     let runtime = support::runtime();
-    let key = runtime.block_on(async {
-        support::seed_tournament(&state, "trn_bench", wallets).await;
-        let client = reqwest::Client::new();
-        let cookie = support::session(&client, &base, "bench@example.com").await;
-        support::api_key(&client, &base, &cookie, &["read"]).await
-    });
+    let key = support::seed_reads(&runtime, &state, &base, wallets);
 
     let auth = format!("Authorization: Bearer {key}");
     // What browsers (and most HTTP clients) send: cached public answers are gzipped for them.

@@ -482,3 +482,19 @@ pub async fn insert_active_agents(
         .expect("agent");
     }
 }
+
+/// A tournament `trn_bench` of `wallets` registered wallets on `state`'s server at `base`, and a
+/// read-scoped account key minted through the API: what the read benches load.
+pub fn seed_reads(
+    runtime: &tokio::runtime::Runtime,
+    state: &AppState,
+    base: &str,
+    wallets: usize,
+) -> String {
+    runtime.block_on(async {
+        seed_tournament(state, "trn_bench", wallets).await;
+        let client = reqwest::Client::new();
+        let cookie = session(&client, base, "bench@example.com").await;
+        api_key(&client, base, &cookie, &["read"]).await
+    })
+}

@@ -72,7 +72,7 @@ fn main() {
         let running = Arc::new(AtomicBool::new(true));
         let sampler = tokio::spawn(sample(running.clone()));
         let started = Instant::now();
-        let pass = ticker::run_due(&state, "bench").await.expect("ticks");
+        let pass = ticker::run_due(&state.ticking(), "bench").await.expect("ticks");
         let seconds = started.elapsed().as_secs_f64();
         running.store(false, Ordering::Relaxed);
         let (max_threads, max_rss) = sampler.await.expect("sampler");
@@ -88,12 +88,12 @@ fn main() {
         // 2. The cost of asking a model that answers at once, against asking none.
         seed(&state, "fast", "fast/m", cost_agents).await;
         let started = Instant::now();
-        let with_model = ticker::run_due(&state, "bench").await.expect("ticks");
+        let with_model = ticker::run_due(&state.ticking(), "bench").await.expect("ticks");
         let with_model_rate = with_model.ticked as f64 / started.elapsed().as_secs_f64();
         clear(&state).await;
         seed(&state, "none", "nobody/m", cost_agents).await;
         let started = Instant::now();
-        let without = ticker::run_due(&state, "bench").await.expect("ticks");
+        let without = ticker::run_due(&state.ticking(), "bench").await.expect("ticks");
         let without_rate = without.ticked as f64 / started.elapsed().as_secs_f64();
         println!(
             "cost:    {with_model_rate:.0} ticks/s asking a model that answers at once, {without_rate:.0} ticks/s without a model ({:.1}x)",

@@ -53,7 +53,7 @@ fn main() {
         for round in 1..=rounds {
             let before = writes(&state).await;
             let started = Instant::now();
-            let pass = ticker::run_due(&state, "bench").await.expect("ticks");
+            let pass = ticker::run_due(&state.ticking(), "bench").await.expect("ticks");
             let seconds = started.elapsed().as_secs_f64();
             let after = writes(&state).await;
             assert_eq!(pass.ticked, agents, "every agent ticked once");

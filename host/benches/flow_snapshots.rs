@@ -61,7 +61,7 @@ fn main() {
         println!("seeded {wallets} funded wallets in {:.1} s", seeding.elapsed().as_secs_f64());
 
         let started = Instant::now();
-        let valued = crucible::tournaments::tracking::snapshot_tournament(&state, "trn_flows")
+        let valued = crucible::tournaments::tracking::snapshot_tournament(&state.store, &*state.clock, &state.events, &state.chain, "trn_flows")
             .await
             .expect("baseline round");
         assert_eq!(valued, wallets);
@@ -74,7 +74,7 @@ fn main() {
             simnet.airdrop(key, 0, 5_000_000).await.expect("deposit");
         }
         let started = Instant::now();
-        let valued = crucible::tournaments::tracking::snapshot_tournament(&state, "trn_flows")
+        let valued = crucible::tournaments::tracking::snapshot_tournament(&state.store, &*state.clock, &state.events, &state.chain, "trn_flows")
             .await
             .expect("flow round");
         let elapsed = started.elapsed().as_secs_f64();

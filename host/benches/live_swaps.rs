@@ -56,8 +56,10 @@ fn main() {
                         reason: None,
                         market_ts: 0,
                     };
-                    let pending = live::prepare(&state, id, &order).await.expect("prepare");
-                    let settled = live::send_and_settle(&state, id, &pending)
+                    let pending = live::prepare(&state.ticking(), id, &order)
+                        .await
+                        .expect("prepare");
+                    let settled = live::send_and_settle(&state.ticking(), id, &pending)
                         .await
                         .expect("settle");
                     if matches!(settled, Settled::Filled { .. }) {
@@ -93,9 +95,10 @@ async fn seed(state: &AppState, agents: usize) -> Vec<String> {
     for n in 0..agents {
         let id = format!("agt_live_{n:03}");
         let mut conn = state.store.write().acquire().await.expect("conn");
-        let wallet = crucible::custodial::create(&mut conn, state, "agent", &id)
-            .await
-            .expect("wallet");
+        let wallet =
+            crucible::custodial::create(&mut conn, &*state.clock, &state.sealer, "agent", &id)
+                .await
+                .expect("wallet");
         sqlx::query(
             "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id, strategy_type,
                                  base_token, quote_token, time_interval, max_allocation, is_paper_trading,

@@ -38,16 +38,26 @@ fn main() {
         let scheduler = Scheduler::new(Vec::new());
 
         let started = Instant::now();
-        crucible::agents::funding::check_unfunded(&state)
-            .await
-            .expect("funding");
+        crucible::agents::funding::check_unfunded(
+            &state.store,
+            &*state.clock,
+            &state.chain,
+            &state.config,
+        )
+        .await
+        .expect("funding");
         let funding_alone = started.elapsed().as_secs_f64();
 
         due_tournament(&state, "trn_serial").await;
         let started = Instant::now();
-        crucible::agents::funding::check_unfunded(&state)
-            .await
-            .expect("funding");
+        crucible::agents::funding::check_unfunded(
+            &state.store,
+            &*state.clock,
+            &state.chain,
+            &state.config,
+        )
+        .await
+        .expect("funding");
         scheduler
             .run_lane(&state, Lane::Lifecycle)
             .await
@@ -57,7 +67,12 @@ fn main() {
 
         due_tournament(&state, "trn_lanes").await;
         let started = Instant::now();
-        let funding = crucible::agents::funding::check_unfunded(&state);
+        let funding = crucible::agents::funding::check_unfunded(
+            &state.store,
+            &*state.clock,
+            &state.chain,
+            &state.config,
+        );
         let lifecycle = async {
             scheduler
                 .run_lane(&state, Lane::Lifecycle)

@@ -45,7 +45,7 @@ fn main() {
         let started = Instant::now();
         let mut sent = 0;
         while sent < events as usize {
-            sent += crucible::webhooks::deliver_due(&state).await.expect("deliver");
+            sent += crucible::webhooks::deliver_due(&state.delivering()).await.expect("deliver");
         }
         let deliver_secs = started.elapsed().as_secs_f64();
         assert_eq!(received.load(Ordering::Relaxed), events);

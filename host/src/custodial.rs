@@ -6,14 +6,17 @@ use anyhow::Context;
 use ed25519_dalek::SigningKey;
 use sqlx::AnyConnection;
 
+use crate::clock::Clock;
 use crate::clock::to_millis;
+use crate::crypto::Sealer;
+use crate::db::Store;
 use crate::domain::WalletAddress;
-use crate::state::AppState;
 
 /// Generate a keypair, store its sealed secret, and return the new address.
 pub async fn create(
     conn: &mut AnyConnection,
-    state: &AppState,
+    clock: &dyn Clock,
+    sealer: &Sealer,
     owner_kind: &str,
     owner_id: &str,
 ) -> sqlx::Result<WalletAddress> {
@@ -26,8 +29,8 @@ pub async fn create(
     .bind(address.as_str())
     .bind(owner_kind)
     .bind(owner_id)
-    .bind(state.sealer.seal(&signing.to_bytes()))
-    .bind(to_millis(state.now()))
+    .bind(sealer.seal(&signing.to_bytes()))
+    .bind(to_millis(clock.now()))
     .execute(conn)
     .await?;
     Ok(address)
@@ -35,19 +38,19 @@ pub async fn create(
 
 /// The signing key of a custodial wallet, for the server to sign transfers from it.
 pub async fn signing_key(
-    state: &AppState,
+    store: &Store,
+    sealer: &Sealer,
     address: &WalletAddress,
 ) -> anyhow::Result<Option<SigningKey>> {
     let sealed: Option<(String,)> =
         sqlx::query_as("SELECT secret_sealed FROM custodial_wallets WHERE address = $1")
             .bind(address.as_str())
-            .fetch_optional(state.store.read())
+            .fetch_optional(store.read())
             .await?;
     let Some((sealed,)) = sealed else {
         return Ok(None);
     };
-    let secret = state
-        .sealer
+    let secret = sealer
         .open_key(&sealed)
         .with_context(|| format!("custodial secret of {address}"))?;
     let key = SigningKey::from_bytes(&secret);
@@ -60,7 +63,7 @@ pub async fn signing_key(
 
 /// The embedded wallet of `account_id` (created at e-mail sign-up), if it has one.
 pub(crate) async fn embedded_wallet(
-    state: &AppState,
+    store: &Store,
     account_id: &str,
 ) -> sqlx::Result<Option<WalletAddress>> {
     let row: Option<(String,)> = sqlx::query_as(
@@ -68,7 +71,7 @@ pub(crate) async fn embedded_wallet(
          ORDER BY created_at LIMIT 1",
     )
     .bind(account_id)
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?;
     Ok(row.and_then(|(address,)| WalletAddress::parse(&address).ok()))
 }

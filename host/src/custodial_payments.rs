@@ -13,11 +13,14 @@ use base64::Engine;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::api_keys::spend::{self, Charge, SpendError, SpendRefused};
+use crate::chain::Chain;
 use crate::chain::{ChainError, Keypair, SignedTransfer};
+use crate::clock::Clock;
 use crate::clock::to_millis;
+use crate::crypto::Sealer;
+use crate::db::Store;
 use crate::db::StoreError;
 use crate::domain::WalletAddress;
-use crate::state::AppState;
 use crate::usdc::Usdc;
 
 /// After this long a transfer the chain has never seen can no longer land (its blockhash is
@@ -106,7 +109,7 @@ const COLUMNS: &str = "purpose, subject, signature, wire, payer, account_id, ref
 
 /// The payment recorded for `purpose` and `subject`, if any.
 pub(crate) async fn recorded(
-    state: &AppState,
+    store: &Store,
     purpose: &str,
     subject: &str,
 ) -> Result<Option<Recorded>, StoreError> {
@@ -115,51 +118,57 @@ pub(crate) async fn recorded(
     ))
     .bind(purpose)
     .bind(subject)
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?)
 }
 
 /// The payment recorded with `signature`, if it is still the one (a replaced one is gone).
 pub(crate) async fn by_signature(
-    state: &AppState,
+    store: &Store,
     signature: &str,
 ) -> Result<Option<Recorded>, StoreError> {
     Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM custodial_payments WHERE signature = $1"
     ))
     .bind(signature)
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?)
 }
 
 /// Whether `signature` has been claimed (by the entry it paid, or by its refund).
-pub(crate) async fn claimed(state: &AppState, signature: &str) -> Result<bool, StoreError> {
+pub(crate) async fn claimed(store: &Store, signature: &str) -> Result<bool, StoreError> {
     let row: Option<(String,)> =
         sqlx::query_as("SELECT purpose FROM payment_claims WHERE signature = $1")
             .bind(signature)
-            .fetch_optional(state.store.read())
+            .fetch_optional(store.read())
             .await?;
     Ok(row.is_some())
 }
 
 /// The signature of `order`'s payment: the recorded one, (re)sent if the chain has not seen it,
 /// or a new one once the recorded one can no longer land.
-pub(crate) async fn pay_once(state: &AppState, order: &Order<'_>) -> Result<String, PayError> {
-    if let Some(recorded) = recorded(state, order.purpose, order.subject).await?
-        && !forget_if_dead(state, &recorded).await?
+pub(crate) async fn pay_once(
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
+    sealer: &Sealer,
+    order: &Order<'_>,
+) -> Result<String, PayError> {
+    if let Some(recorded) = recorded(store, order.purpose, order.subject).await?
+        && !forget_if_dead(store, clock, chain, &recorded).await?
     {
-        if !seen(state, &recorded.signature).await? {
+        if !seen(chain, &recorded.signature).await? {
             // Not seen yet and still able to land: send the same transaction again.
-            send(state, &recorded.wire, order.payer_name).await?;
+            send(chain, &recorded.wire, order.payer_name).await?;
         }
         return Ok(recorded.signature);
     }
     let SignedTransfer {
         signature, wire, ..
-    } = sign(state, order).await?;
+    } = sign(store, chain, sealer, order).await?;
     let wire = base64::engine::general_purpose::STANDARD.encode(&wire);
-    let now = state.now();
-    let mut tx = state.store.begin().await?;
+    let now = clock.now();
+    let mut tx = store.begin().await?;
     let inserted = sqlx::query(
         "INSERT INTO custodial_payments (purpose, subject, signature, wire, payer, account_id,
                                          reference, detail, amount_raw, signed_at)
@@ -180,7 +189,7 @@ pub(crate) async fn pay_once(state: &AppState, order: &Order<'_>) -> Result<Stri
     if inserted.rows_affected() == 0 {
         // A concurrent call recorded its payment first: that one is the payment.
         drop(tx);
-        return Box::pin(pay_once(state, order)).await;
+        return Box::pin(pay_once(store, clock, chain, sealer, order)).await;
     }
     if let Some((key_id, paid_for)) = order.spender {
         let charge = Charge {
@@ -204,24 +213,28 @@ pub(crate) async fn pay_once(state: &AppState, order: &Order<'_>) -> Result<Stri
     )
     .await?;
     tx.commit().await?;
-    send(state, &wire, order.payer_name).await?;
+    send(chain, &wire, order.payer_name).await?;
     Ok(signature)
 }
 
-async fn sign(state: &AppState, order: &Order<'_>) -> Result<SignedTransfer, PayError> {
+async fn sign(
+    store: &Store,
+    chain: &Chain,
+    sealer: &Sealer,
+    order: &Order<'_>,
+) -> Result<SignedTransfer, PayError> {
     let internal = |error: String| PayError::Internal(anyhow::anyhow!(error));
-    let key = crate::custodial::signing_key(state, order.payer)
+    let key = crate::custodial::signing_key(store, sealer, order.payer)
         .await
         .map_err(PayError::Internal)?
         .ok_or_else(|| internal(format!("custodial wallet {} has no key", order.payer)))?;
     let payer = Keypair::from_secret(key.to_bytes());
     let recipient = WalletAddress::parse(order.recipient).map_err(internal)?;
-    state
-        .chain
+    chain
         .sign_token_transfer(
             &payer,
             &recipient,
-            state.chain.stablecoin_mint(),
+            chain.stablecoin_mint(),
             order.amount_raw,
             order.memo,
         )
@@ -243,9 +256,8 @@ fn fee(order: &Order<'_>) -> String {
     )
 }
 
-async fn seen(state: &AppState, signature: &str) -> Result<bool, PayError> {
-    Ok(state
-        .chain
+async fn seen(chain: &Chain, signature: &str) -> Result<bool, PayError> {
+    Ok(chain
         .signature_status(signature)
         .await
         .map_err(|error| PayError::Chain(error.to_string()))?
@@ -256,14 +268,16 @@ async fn seen(state: &AppState, signature: &str) -> Result<bool, PayError> {
 /// expired): its row goes, and the spend it was charged is released, in one transaction. True
 /// when it was forgotten (by this call or a concurrent one).
 pub(crate) async fn forget_if_dead(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
     recorded: &Recorded,
 ) -> Result<bool, PayError> {
-    let now = state.now();
-    if !dead_at(recorded.signed_at, now) || seen(state, &recorded.signature).await? {
+    let now = clock.now();
+    if !dead_at(recorded.signed_at, now) || seen(chain, &recorded.signature).await? {
         return Ok(false);
     }
-    let mut tx = state.store.begin().await?;
+    let mut tx = store.begin().await?;
     // Only if nobody replaced it first.
     sqlx::query("DELETE FROM custodial_payments WHERE signature = $1")
         .bind(&recorded.signature)
@@ -292,11 +306,11 @@ fn dead_at(signed_at: i64, now: DateTime<Utc>) -> bool {
 
 /// Send a recorded transfer. A refusal that leaves nothing on chain (e.g. too little USDC) is
 /// the wallet's problem; a transport failure leaves the record to be sent again next call.
-async fn send(state: &AppState, wire: &str, payer_name: &str) -> Result<(), PayError> {
+async fn send(chain: &Chain, wire: &str, payer_name: &str) -> Result<(), PayError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(wire)
         .map_err(|error| PayError::Internal(anyhow::anyhow!("recorded transfer: {error}")))?;
-    match state.chain.send_signed(&bytes).await {
+    match chain.send_signed(&bytes).await {
         Ok(_) => Ok(()),
         Err(ChainError::Rpc { message, .. }) => {
             if message.contains("already been processed") || message.contains("AlreadyProcessed") {

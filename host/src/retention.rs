@@ -19,8 +19,10 @@
 //! Never money: payouts, registrations, payment claims and sightings, trades and the simnet
 //! ledger are kept.
 
+use crate::clock::Clock;
 use crate::clock::to_millis;
-use crate::state::AppState;
+use crate::config::Config;
+use crate::db::Store;
 
 /// The recurring schedule that runs [`prune`].
 pub(crate) const SCHEDULE: &str = "maintenance.retention";
@@ -45,15 +47,12 @@ pub struct Pruned {
 }
 
 /// Prune everything past its retention, as of now.
-pub async fn prune(state: &AppState) -> anyhow::Result<Pruned> {
-    let now = to_millis(state.now());
-    let keep = &state.config.retention;
+pub async fn prune(store: &Store, clock: &dyn Clock, config: &Config) -> anyhow::Result<Pruned> {
+    let now = to_millis(clock.now());
+    let keep = &config.retention;
     let older_than = |days: u64| now - days as i64 * DAY_MS;
     let run = |sql: &'static str, cutoff: i64| async move {
-        let done = sqlx::query(sql)
-            .bind(cutoff)
-            .execute(state.store.write())
-            .await?;
+        let done = sqlx::query(sql).bind(cutoff).execute(store.write()).await?;
         anyhow::Ok(done.rows_affected())
     };
     let mut pruned = Pruned {
@@ -93,13 +92,13 @@ pub async fn prune(state: &AppState) -> anyhow::Result<Pruned> {
         )
         .bind(now)
         .bind(older_than(keep.unfunded_agent_archive_days))
-        .execute(state.store.write())
+        .execute(store.write())
         .await?
         .rows_affected(),
     };
     pruned.mcp_sessions =
-        crate::mcp::sessions::prune(state, state.now() - crate::mcp::sessions::IDLE_FOR).await?;
-    pruned.components = prune_components(state, older_than(keep.retention_component_days)).await?;
+        crate::mcp::sessions::prune(store, clock.now() - crate::mcp::sessions::IDLE_FOR).await?;
+    pruned.components = prune_components(store, older_than(keep.retention_component_days)).await?;
     if pruned != Pruned::default() {
         tracing::info!(?pruned, "retention: old rows pruned");
     }
@@ -108,8 +107,8 @@ pub async fn prune(state: &AppState) -> anyhow::Result<Pruned> {
 
 /// Components no agent references and nobody uploaded since `cutoff`: their links, then them,
 /// in one transaction (an agent created meanwhile on one of them keeps it).
-async fn prune_components(state: &AppState, cutoff: i64) -> anyhow::Result<u64> {
-    let mut tx = state.store.begin().await?;
+async fn prune_components(store: &Store, cutoff: i64) -> anyhow::Result<u64> {
+    let mut tx = store.begin().await?;
     let unused = "SELECT c.id FROM strategy_components c
          WHERE NOT EXISTS (SELECT 1 FROM agents a WHERE a.strategy_component = c.id)
            AND NOT EXISTS (SELECT 1 FROM account_strategies s

@@ -54,8 +54,16 @@ impl Application {
             );
         }
         let state = assemble_state(config, clock, local_addr).await?;
-        crate::demo::seed_tournaments(&state).await?;
-        crate::tournaments::series::ensure(&state).await?;
+        crate::demo::seed_tournaments(&state.store, &*state.clock, &state.chain, &state.config)
+            .await?;
+        crate::tournaments::series::ensure(
+            &state.store,
+            &*state.clock,
+            &state.events,
+            &state.chain,
+            &state.config,
+        )
+        .await?;
         // Several nodes share a PostgreSQL database: what one publishes reaches the others.
         // Started here, so a node that cannot listen fails to build rather than serve stale.
         let (relay, gossip) = match state.store.backend() {
@@ -120,7 +128,7 @@ impl Application {
         let scheduler = match state.config.scheduler_interval_ms {
             0 => None,
             ms => {
-                let scheduler = Scheduler::standard(&state)?;
+                let scheduler = Scheduler::standard(&state.chain, &state.config, &state.node_id)?;
                 Some(scheduler.spawn(state.clone(), Duration::from_millis(ms)))
             }
         };
@@ -128,7 +136,7 @@ impl Application {
         let webhooks = match state.config.scheduler_interval_ms {
             0 => None,
             ms => Some(tokio::spawn(crate::webhooks::run_forever(
-                state.clone(),
+                state.delivering(),
                 Duration::from_millis(ms),
             ))),
         };
@@ -161,7 +169,7 @@ impl Application {
             webhooks.abort();
             let _ = webhooks.await;
         }
-        match crate::scheduler::release_leases(&state).await {
+        match crate::scheduler::release_leases(&state.store, &state.node_id).await {
             Ok(0) => {}
             Ok(released) => tracing::info!(released, "leases released for the other nodes"),
             Err(error) => tracing::warn!(%error, "leases not released; they run out on their own"),

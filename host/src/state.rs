@@ -22,6 +22,44 @@ impl AppState {
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.clock.now()
     }
+
+    /// The handles ticking agents touches (`agents::ticker`).
+    pub fn ticking(&self) -> crate::agents::ticker::Ticking {
+        crate::agents::ticker::Ticking {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            chain: self.chain.clone(),
+            sealer: self.sealer.clone(),
+            config: self.config.clone(),
+            agents: self.agents.clone(),
+            market: self.market.clone(),
+            models: self.models.clone(),
+            metrics: self.metrics.clone(),
+        }
+    }
+
+    /// The handles delivering webhooks touches (`webhooks::deliver_due`).
+    pub fn delivering(&self) -> crate::webhooks::Delivering {
+        crate::webhooks::Delivering {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            sealer: self.sealer.clone(),
+            config: self.config.clone(),
+            metrics: self.metrics.clone(),
+            node_id: self.node_id.clone(),
+        }
+    }
+
+    /// The handles sending a payout touches (`tournaments::payouts::send`).
+    pub fn payer(&self) -> crate::tournaments::payouts::Payer<'_> {
+        crate::tournaments::payouts::Payer {
+            store: &self.store,
+            clock: &*self.clock,
+            chain: &self.chain,
+            events: &self.events,
+            node_id: &self.node_id,
+        }
+    }
 }
 
 impl std::ops::Deref for AppState {
@@ -53,7 +91,7 @@ pub struct Services {
     /// Open server-sent event streams, capped per client and per node.
     pub streams: Arc<crate::http::streams::Streams>,
     /// Serialized leaderboards, rebuilt only when their tournament changed.
-    pub(crate) leaderboards: Arc<crate::tournaments::leaderboard::Cache>,
+    pub leaderboards: Arc<crate::tournaments::leaderboard::Cache>,
     /// Key checks, accounts and public tournament answers kept until their data changes.
     pub caches: Arc<crate::cache::Caches>,
     /// This node's name among the nodes sharing the database (`node_…`, new at each start).

@@ -7,10 +7,12 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::AccountError;
+use crate::chain::Chain;
 use crate::chain::ChainError;
+use crate::clock::Clock;
 use crate::clock::rfc3339;
+use crate::db::Store;
 use crate::domain::WalletAddress;
-use crate::state::AppState;
 use crate::usdc::Usdc;
 
 /// Lamports per SOL.
@@ -53,16 +55,18 @@ pub(crate) struct WalletBalance {
 
 /// Every wallet of `account_id` with its balances, read concurrently.
 pub(crate) async fn balances(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
     account_id: &str,
 ) -> Result<WalletBalances, BalanceError> {
-    let account = super::load(state, account_id).await?;
-    let read_at = rfc3339(state.now());
-    let mint = state.chain.stablecoin_mint().to_owned();
+    let account = super::load(store, account_id).await?;
+    let read_at = rfc3339(clock.now());
+    let mint = chain.stablecoin_mint().to_owned();
     let reads = account.wallets.iter().map(|wallet| async {
         let address = WalletAddress::parse(&wallet.address)
             .map_err(|why| ChainError::Config(format!("stored wallet {why}")))?;
-        let portfolio = state.chain.portfolio(&address).await?;
+        let portfolio = chain.portfolio(&address).await?;
         let usdc = portfolio.token(&mint);
         Ok::<_, ChainError>(WalletBalance {
             address: wallet.address.clone(),

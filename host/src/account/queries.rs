@@ -6,10 +6,12 @@ use sqlx::AnyConnection;
 use utoipa::ToSchema;
 
 use super::error::AccountError;
+use crate::clock::Clock;
 use crate::clock::{from_millis, rfc3339, to_millis};
+use crate::db::Store;
 use crate::db::is_unique_violation;
 use crate::domain::WalletAddress;
-use crate::state::AppState;
+use crate::events::Bus;
 use crate::tournaments::payouts::PayoutStatus;
 
 /// The account as its owner sees it.
@@ -52,18 +54,18 @@ struct AccountRow {
 }
 
 /// Load the account's view; 404 if it does not exist (a session of a deleted account).
-pub(crate) async fn load(state: &AppState, account_id: &str) -> Result<AccountView, AccountError> {
+pub(crate) async fn load(store: &Store, account_id: &str) -> Result<AccountView, AccountError> {
     let row: Option<AccountRow> = sqlx::query_as(
         "SELECT id, email, display_name, avatar_url, bio, created_at, terms_accepted_at, privacy_accepted_at
          FROM accounts WHERE id = $1",
     )
     .bind(account_id)
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?;
     let Some(row) = row else {
         return Err(AccountError::NotFound);
     };
-    let wallets = wallets_of(state, account_id).await?;
+    let wallets = wallets_of(store, account_id).await?;
     Ok(AccountView {
         id: row.id,
         email: row.email,
@@ -90,7 +92,7 @@ struct WalletRow {
 
 /// The account's wallets, oldest first: proven and custodial ones, and its agents' wallets.
 pub(crate) async fn wallets_of(
-    state: &AppState,
+    store: &Store,
     account_id: &str,
 ) -> Result<Vec<WalletView>, AccountError> {
     let rows: Vec<WalletRow> = sqlx::query_as(
@@ -102,7 +104,7 @@ pub(crate) async fn wallets_of(
          ORDER BY 3, 1",
     )
     .bind(account_id)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     Ok(rows
         .into_iter()
@@ -116,7 +118,7 @@ pub(crate) async fn wallets_of(
 
 /// The account a wallet is linked to, if any.
 pub(crate) async fn owner_of_wallet(
-    state: &AppState,
+    store: &Store,
     wallet: &WalletAddress,
 ) -> Result<Option<String>, AccountError> {
     let owner: Option<(String,)> = sqlx::query_as(
@@ -124,7 +126,7 @@ pub(crate) async fn owner_of_wallet(
              UNION ALL SELECT account_id FROM agents WHERE wallet_address = $1",
     )
     .bind(wallet.as_str())
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?;
     Ok(owner.map(|(id,)| id))
 }
@@ -132,11 +134,11 @@ pub(crate) async fn owner_of_wallet(
 /// Refuses the first of `wallets` the account has not proven (nor holds as an agent's wallet): a
 /// key or session acts only for its account's wallets.
 pub(crate) async fn ensure_linked<'a>(
-    state: &AppState,
+    store: &Store,
     account_id: &str,
     wallets: impl IntoIterator<Item = &'a WalletAddress>,
 ) -> Result<(), AccountError> {
-    let owned = wallets_of(state, account_id).await?;
+    let owned = wallets_of(store, account_id).await?;
     let is_owned = |wallet: &WalletAddress| owned.iter().any(|w| w.address == wallet.as_str());
     match wallets.into_iter().find(|wallet| !is_owned(wallet)) {
         Some(foreign) => Err(AccountError::WalletNotLinked(foreign.to_string())),
@@ -172,7 +174,9 @@ pub(super) struct ProfileChange {
 
 /// Apply `change` to the account's profile.
 pub(super) async fn update_profile(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
     account_id: &str,
     change: ProfileChange,
 ) -> Result<(), AccountError> {
@@ -191,18 +195,18 @@ pub(super) async fn update_profile(
     .bind(change.avatar_url.flatten())
     .bind(i64::from(change.bio.is_some()))
     .bind(change.bio.flatten())
-    .bind(to_millis(state.now()))
+    .bind(to_millis(clock.now()))
     .bind(account_id)
-    .execute(state.store.write())
+    .execute(store.write())
     .await?;
-    changed(state, account_id);
+    changed(events, account_id);
     Ok(())
 }
 
 /// Announce that what `GET /api/account` shows of `account_id` changed (every node's cached
 /// answer is dropped).
-pub(crate) fn changed(state: &AppState, account_id: &str) {
-    state.events.publish(crate::events::Event::AccountChanged {
+pub(crate) fn changed(events: &Bus, account_id: &str) {
+    events.publish(crate::events::Event::AccountChanged {
         account_id: account_id.to_owned(),
     });
 }
@@ -210,20 +214,22 @@ pub(crate) fn changed(state: &AppState, account_id: &str) {
 /// Link a wallet whose control the caller has just proven. True when newly linked, false when
 /// it already was this account's; refused when another account has it.
 pub(super) async fn link_proven(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
     account_id: &str,
     wallet: &WalletAddress,
 ) -> Result<bool, AccountError> {
-    let mut conn = state.store.write().acquire().await?;
-    let linked = link_wallet(&mut conn, account_id, wallet, "linked", state.now()).await;
+    let mut conn = store.write().acquire().await?;
+    let linked = link_wallet(&mut conn, account_id, wallet, "linked", clock.now()).await;
     drop(conn);
     match linked {
         Ok(()) => {
-            changed(state, account_id);
+            changed(events, account_id);
             Ok(true)
         }
         Err(error) if is_unique_violation(&error) => {
-            if owner_of_wallet(state, wallet).await?.as_deref() == Some(account_id) {
+            if owner_of_wallet(store, wallet).await?.as_deref() == Some(account_id) {
                 Ok(false)
             } else {
                 Err(AccountError::WalletTaken)
@@ -252,7 +258,7 @@ pub(super) struct EntryRow {
 
 /// The account's tournament entries, newest first (at most 500).
 pub(super) async fn entries(
-    state: &AppState,
+    store: &Store,
     account_id: &str,
 ) -> Result<Vec<EntryRow>, AccountError> {
     Ok(sqlx::query_as(
@@ -263,7 +269,7 @@ pub(super) async fn entries(
          WHERE r.account_id = $1 ORDER BY r.registered_at DESC, r.wallet LIMIT 500",
     )
     .bind(account_id)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?)
 }
 
@@ -287,7 +293,7 @@ pub(super) struct PayoutRow {
 
 /// The account's payouts, newest first (at most 500).
 pub(super) async fn payouts(
-    state: &AppState,
+    store: &Store,
     account_id: &str,
 ) -> Result<Vec<PayoutRow>, AccountError> {
     Ok(sqlx::query_as(
@@ -295,6 +301,6 @@ pub(super) async fn payouts(
          FROM payouts WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500",
     )
     .bind(account_id)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?)
 }

@@ -52,7 +52,7 @@ async fn get_account(
         .caches
         .accounts
         .get_or_load(auth.account_id(), async {
-            queries::load(&state, auth.account_id())
+            queries::load(&state.store, auth.account_id())
                 .await
                 .map(|view| (view, None))
         })
@@ -118,8 +118,17 @@ async fn patch_account(
         avatar_url,
         bio,
     };
-    queries::update_profile(&state, auth.account_id(), change).await?;
-    Ok(axum::Json(queries::load(&state, auth.account_id()).await?))
+    queries::update_profile(
+        &state.store,
+        &*state.clock,
+        &state.events,
+        auth.account_id(),
+        change,
+    )
+    .await?;
+    Ok(axum::Json(
+        queries::load(&state.store, auth.account_id()).await?,
+    ))
 }
 
 impl From<BalanceError> for ApiError {
@@ -141,7 +150,7 @@ async fn wallet_balances(
     auth: AccountAuth<Read>,
 ) -> Result<axum::Json<WalletBalances>, ApiError> {
     Ok(axum::Json(
-        balances::balances(&state, auth.account_id()).await?,
+        balances::balances(&state.store, &*state.clock, &state.chain, auth.account_id()).await?,
     ))
 }
 
@@ -177,13 +186,28 @@ async fn link_wallet(
     Json(body): Json<LinkWalletRequest>,
 ) -> Result<(StatusCode, axum::Json<WalletsView>), ApiError> {
     let wallet = WalletAddress::parse(&body.wallet).map_err(ApiError::BadRequest)?;
-    wallet_proof::verify_and_consume(&state, &wallet, &body.nonce, &body.signature).await?;
-    let status = if queries::link_proven(&state, auth.account_id(), &wallet).await? {
+    wallet_proof::verify_and_consume(
+        &state.store,
+        &*state.clock,
+        &wallet,
+        &body.nonce,
+        &body.signature,
+    )
+    .await?;
+    let status = if queries::link_proven(
+        &state.store,
+        &*state.clock,
+        &state.events,
+        auth.account_id(),
+        &wallet,
+    )
+    .await?
+    {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    let wallets = queries::wallets_of(&state, auth.account_id()).await?;
+    let wallets = queries::wallets_of(&state.store, auth.account_id()).await?;
     let all_chain_wallets = wallets
         .iter()
         .map(|wallet| wallet.address.clone())
@@ -228,7 +252,7 @@ async fn account_tournaments(
     State(state): State<AppState>,
     auth: AccountAuth<Read>,
 ) -> Result<axum::Json<AccountTournaments>, ApiError> {
-    let rows = queries::entries(&state, auth.account_id()).await?;
+    let rows = queries::entries(&state.store, auth.account_id()).await?;
     let now = state.now();
     let tournaments = rows
         .into_iter()
@@ -290,7 +314,7 @@ async fn account_payouts(
     State(state): State<AppState>,
     auth: AccountAuth<Read>,
 ) -> Result<axum::Json<AccountPayouts>, ApiError> {
-    let rows = queries::payouts(&state, auth.account_id()).await?;
+    let rows = queries::payouts(&state.store, auth.account_id()).await?;
     let payouts = rows
         .into_iter()
         .map(|row| AccountPayout {

@@ -98,7 +98,15 @@ async fn suspend(
     Json(body): Json<Reason>,
 ) -> Result<axum::Json<AccountSummary>, ApiError> {
     Ok(axum::Json(
-        service::suspend(&state, &admin.account_id, &id, &body.reason).await?,
+        service::suspend(
+            &state.store,
+            &*state.clock,
+            &state.events,
+            &admin.account_id,
+            &id,
+            &body.reason,
+        )
+        .await?,
     ))
 }
 
@@ -114,7 +122,14 @@ async fn unsuspend(
     Path(id): Path<String>,
 ) -> Result<axum::Json<AccountSummary>, ApiError> {
     Ok(axum::Json(
-        service::unsuspend(&state, &admin.account_id, &id).await?,
+        service::unsuspend(
+            &state.store,
+            &*state.clock,
+            &state.events,
+            &admin.account_id,
+            &id,
+        )
+        .await?,
     ))
 }
 
@@ -191,8 +206,14 @@ async fn ban(
     Path(sha256): Path<String>,
     Json(body): Json<Reason>,
 ) -> Result<(StatusCode, axum::Json<Banned>), ApiError> {
-    let agents_stopped =
-        service::ban_component(&state, &admin.account_id, &sha256, &body.reason).await?;
+    let agents_stopped = service::ban_component(
+        &state.store,
+        &*state.clock,
+        &admin.account_id,
+        &sha256,
+        &body.reason,
+    )
+    .await?;
     Ok((
         StatusCode::CREATED,
         axum::Json(Banned {
@@ -212,7 +233,7 @@ async fn unban(
     State(state): State<AppState>,
     Path(sha256): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    service::unban_component(&state, &admin.account_id, &sha256).await?;
+    service::unban_component(&state.store, &*state.clock, &admin.account_id, &sha256).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -236,7 +257,16 @@ async fn disqualify(
     Path(id): Path<String>,
     Json(body): Json<Disqualification>,
 ) -> Result<StatusCode, ApiError> {
-    service::disqualify(&state, &admin.account_id, &id, &body.wallet, &body.reason).await?;
+    service::disqualify(
+        &state.store,
+        &*state.clock,
+        &state.events,
+        &admin.account_id,
+        &id,
+        &body.wallet,
+        &body.reason,
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -251,7 +281,15 @@ async fn reinstate(
     State(state): State<AppState>,
     Path((id, wallet)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    service::reinstate(&state, &admin.account_id, &id, &wallet).await?;
+    service::reinstate(
+        &state.store,
+        &*state.clock,
+        &state.events,
+        &admin.account_id,
+        &id,
+        &wallet,
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -301,7 +339,7 @@ async fn retry_payout(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    service::retry_payout(&state, &admin.account_id, &id).await?;
+    service::retry_payout(&state.store, &*state.clock, &admin.account_id, &id).await?;
     Ok(StatusCode::ACCEPTED)
 }
 

@@ -8,10 +8,11 @@ use utoipa::ToSchema;
 
 use super::AdminError;
 use crate::audit::{self, Actor, Entry};
+use crate::clock::Clock;
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::db::Store;
+use crate::events::Bus;
 use crate::events::Event;
-use crate::state::AppState;
 use crate::tournaments::payouts::{PayoutStatus, SourceKind};
 
 fn at(millis: i64) -> String {
@@ -265,7 +266,9 @@ pub(crate) async fn account_detail(
 /// Suspend an account: its keys stop working, its sessions end, its logins are refused and its
 /// running agents stop with the reason. Its funds and history stay; [`unsuspend`] undoes it.
 pub(crate) async fn suspend(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
     admin: &str,
     account_id: &str,
     why: &str,
@@ -276,9 +279,9 @@ pub(crate) async fn suspend(
             "an admin cannot suspend their own account".into(),
         ));
     }
-    let now = state.now();
-    let mut tx = state.store.begin().await?;
-    lock_admins(&state.store, &mut tx).await?;
+    let now = clock.now();
+    let mut tx = store.begin().await?;
+    lock_admins(store, &mut tx).await?;
     // Never the last admin in good standing: someone must be able to lift suspensions.
     let suspended = sqlx::query(
         "UPDATE accounts SET suspended_at = $1, suspension_reason = $2 WHERE id = $3 AND suspended_at IS NULL
@@ -292,11 +295,11 @@ pub(crate) async fn suspend(
     .await?;
     if suspended.rows_affected() != 1 {
         drop(tx);
-        let detail = match account_detail(&state.store, account_id).await {
+        let detail = match account_detail(store, account_id).await {
             Ok(detail) if detail.account.suspended_at.is_none() => "is the last admin",
             _ => "is already suspended",
         };
-        return Err(refused(&state.store, account_id, detail).await);
+        return Err(refused(store, account_id, detail).await);
     }
     sqlx::query("DELETE FROM sessions WHERE account_id = $1")
         .bind(account_id)
@@ -323,14 +326,14 @@ pub(crate) async fn suspend(
     )
     .await?;
     tx.commit().await?;
-    keys_changed(state, account_id);
+    keys_changed(events, account_id);
     tracing::warn!(account_id, admin, stopped, "account suspended");
-    Ok(account_detail(&state.store, account_id).await?.account)
+    Ok(account_detail(store, account_id).await?.account)
 }
 
 /// Every node stops (or starts again) accepting the account's keys at once.
-fn keys_changed(state: &AppState, account_id: &str) {
-    state.events.publish(crate::events::Event::KeysChanged {
+fn keys_changed(events: &Bus, account_id: &str) {
+    events.publish(crate::events::Event::KeysChanged {
         account_id: account_id.to_owned(),
     });
 }
@@ -401,12 +404,14 @@ fn account_entry<'a>(admin: &'a Actor, action: &'a str, account_id: &'a str) -> 
 /// Lift a suspension: keys work again and the account may sign in. Stopped agents stay stopped
 /// until their operator starts them.
 pub(crate) async fn unsuspend(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
     admin: &str,
     account_id: &str,
 ) -> Result<AccountSummary, AdminError> {
-    let now = state.now();
-    let mut tx = state.store.begin().await?;
+    let now = clock.now();
+    let mut tx = store.begin().await?;
     let before: Option<(Option<String>,)> = sqlx::query_as(
         "SELECT suspension_reason FROM accounts WHERE id = $1 AND suspended_at IS NOT NULL",
     )
@@ -415,7 +420,7 @@ pub(crate) async fn unsuspend(
     .await?;
     let Some((was,)) = before else {
         drop(tx);
-        return Err(refused(&state.store, account_id, "is not suspended").await);
+        return Err(refused(store, account_id, "is not suspended").await);
     };
     sqlx::query("UPDATE accounts SET suspended_at = NULL, suspension_reason = NULL WHERE id = $1")
         .bind(account_id)
@@ -433,8 +438,8 @@ pub(crate) async fn unsuspend(
     )
     .await?;
     tx.commit().await?;
-    keys_changed(state, account_id);
-    Ok(account_detail(&state.store, account_id).await?.account)
+    keys_changed(events, account_id);
+    Ok(account_detail(store, account_id).await?.account)
 }
 
 // ---- agents ----
@@ -533,15 +538,16 @@ pub(crate) async fn banned_components(store: &Store) -> Result<Vec<BannedCompone
 /// Ban a component: every agent that runs it stops with the reason (and cannot start), and
 /// nobody can upload it again. Returns how many agents were stopped.
 pub(crate) async fn ban_component(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     admin: &str,
     sha256: &str,
     why: &str,
 ) -> Result<u64, AdminError> {
     let sha256 = component_id(sha256)?;
     let why = reason(why)?;
-    let now = state.now();
-    let mut tx = state.store.begin().await?;
+    let now = clock.now();
+    let mut tx = store.begin().await?;
     let banned = sqlx::query(
         "INSERT INTO banned_components (sha256, reason, banned_by, banned_at) VALUES ($1, $2, $3, $4)
          ON CONFLICT (sha256) DO NOTHING",
@@ -584,13 +590,14 @@ pub(crate) async fn ban_component(
 }
 
 pub(crate) async fn unban_component(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     admin: &str,
     sha256: &str,
 ) -> Result<(), AdminError> {
     let sha256 = component_id(sha256)?;
-    let now = state.now();
-    let mut tx = state.store.begin().await?;
+    let now = clock.now();
+    let mut tx = store.begin().await?;
     let removed = sqlx::query("DELETE FROM banned_components WHERE sha256 = $1")
         .bind(&sha256)
         .execute(&mut *tx)
@@ -618,11 +625,15 @@ pub(crate) async fn unban_component(
 
 // ---- manual disqualification ----
 
-async fn open_tournament(state: &AppState, tournament_id: &str) -> Result<(), AdminError> {
-    let tournament = crate::tournaments::queries::get(&state.store, tournament_id)
+async fn open_tournament(
+    store: &Store,
+    clock: &dyn Clock,
+    tournament_id: &str,
+) -> Result<(), AdminError> {
+    let tournament = crate::tournaments::queries::get(store, tournament_id)
         .await?
         .ok_or_else(|| AdminError::NotFound(format!("no tournament `{tournament_id}`")))?;
-    match tournament.status_at(state.now()) {
+    match tournament.status_at(clock.now()) {
         crate::tournaments::Status::Upcoming | crate::tournaments::Status::Live => Ok(()),
         _ => Err(AdminError::Conflict(
             "this tournament is over: its standings and prizes are final".into(),
@@ -642,17 +653,19 @@ async fn bump_standings(conn: &mut sqlx::AnyConnection, tournament_id: &str) -> 
 /// Take `wallet` off a tournament's board by hand, with a reason shown on the board; it is then
 /// ranked last and never paid. Only before the end.
 pub(crate) async fn disqualify(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
     admin: &str,
     tournament_id: &str,
     wallet: &str,
     why: &str,
 ) -> Result<(), AdminError> {
     let why = reason(why)?;
-    open_tournament(state, tournament_id).await?;
-    let now = state.now();
+    open_tournament(store, clock, tournament_id).await?;
+    let now = clock.now();
     let shown = format!("disqualified by the organisers: {why}");
-    let mut tx = state.store.begin().await?;
+    let mut tx = store.begin().await?;
     let standing = standing(&mut tx, tournament_id, wallet).await?;
     if let Some(already) = standing.disqualified_reason {
         return Err(AdminError::Conflict(format!(
@@ -663,20 +676,22 @@ pub(crate) async fn disqualify(
     let actor = Actor::Account(admin.to_owned());
     let entry = Entry::new(&actor, "tournament.disqualify", "registration", wallet)
         .switched_on("disqualified", json!(shown));
-    standing_changed(state, tx, entry, &standing, tournament_id, now).await
+    standing_changed(events, tx, entry, &standing, tournament_id, now).await
 }
 
 /// Undo a manual disqualification before the end. A disqualification by the transfer policy
 /// (an external flow) is a fact about the wallet and cannot be undone.
 pub(crate) async fn reinstate(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
     admin: &str,
     tournament_id: &str,
     wallet: &str,
 ) -> Result<(), AdminError> {
-    open_tournament(state, tournament_id).await?;
-    let now = state.now();
-    let mut tx = state.store.begin().await?;
+    open_tournament(store, clock, tournament_id).await?;
+    let now = clock.now();
+    let mut tx = store.begin().await?;
     let standing = standing(&mut tx, tournament_id, wallet).await?;
     match (
         standing.disqualified_reason.as_deref(),
@@ -698,7 +713,7 @@ pub(crate) async fn reinstate(
     let actor = Actor::Account(admin.to_owned());
     let entry = Entry::new(&actor, "tournament.reinstate", "registration", wallet)
         .switched_off("disqualified", Some(json!(standing.disqualified_reason)));
-    standing_changed(state, tx, entry, &standing, tournament_id, now).await
+    standing_changed(events, tx, entry, &standing, tournament_id, now).await
 }
 
 /// A registration as a manual disqualification or its undo reads it.
@@ -753,7 +768,7 @@ async fn set_disqualified(
 /// Finish a change of a wallet's standing in `tx`: re-rank the board, audit `entry` (for the
 /// registration's account), commit, and tell the board's watchers.
 async fn standing_changed(
-    state: &AppState,
+    events: &Bus,
     mut tx: sqlx::Transaction<'static, sqlx::Any>,
     entry: Entry<'_>,
     standing: &Standing,
@@ -767,7 +782,7 @@ async fn standing_changed(
     }
     audit::record(&mut tx, entry, now).await?;
     tx.commit().await?;
-    state.events.publish(Event::LeaderboardChanged {
+    events.publish(Event::LeaderboardChanged {
         tournament_id: tournament_id.to_owned(),
     });
     Ok(())
@@ -858,12 +873,13 @@ struct RetriedPayout {
 /// Send a pending or failed payout now (its job due at once). The sending itself keeps every
 /// exactly-once guarantee, so a retry can never pay twice.
 pub(crate) async fn retry_payout(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     admin: &str,
     payout_id: &str,
 ) -> Result<(), AdminError> {
-    let now = state.now();
-    let mut tx = state.store.begin().await?;
+    let now = clock.now();
+    let mut tx = store.begin().await?;
     let row: Option<RetriedPayout> =
         sqlx::query_as("SELECT status, account_id FROM payouts WHERE id = $1")
             .bind(payout_id)

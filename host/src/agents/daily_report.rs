@@ -9,21 +9,22 @@ use serde_json::{Value, json};
 use super::Agent;
 use super::model::COLUMNS;
 use super::performance::{self, PeriodMetrics};
+use crate::clock::Clock;
 use crate::clock::rfc3339;
-use crate::state::AppState;
+use crate::db::Store;
 
 /// Queue the report of every account that has agents which ever started.
-pub async fn send(state: &AppState) -> anyhow::Result<usize> {
-    let now = state.now();
+pub async fn send(store: &Store, clock: &dyn Clock) -> anyhow::Result<usize> {
+    let now = clock.now();
     let agents: Vec<Agent> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM agents WHERE started_at IS NOT NULL ORDER BY account_id, created_at, id"
     ))
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     let since = now - Duration::hours(24);
     let mut measured = Vec::with_capacity(agents.len());
     for agent in agents {
-        let metrics = performance::metrics(state, &agent, Some(since)).await?;
+        let metrics = performance::metrics(store, &agent, Some(since)).await?;
         measured.push((agent, metrics));
     }
     // Agents come ordered by account: one report per run of the same account.
@@ -31,7 +32,7 @@ pub async fn send(state: &AppState) -> anyhow::Result<usize> {
         .chunk_by(|a, b| a.0.account_id == b.0.account_id)
         .map(|agents| (agents[0].0.account_id.clone(), report(agents, since, now)))
         .collect();
-    let mut tx = state.store.begin().await?;
+    let mut tx = store.begin().await?;
     for (account_id, data) in &reports {
         crate::webhooks::enqueue(
             &mut tx,
@@ -84,11 +85,11 @@ fn report(
 }
 
 /// Equity marks older than the longest period (30 days, plus a day of margin) are never read.
-pub(crate) async fn prune_equity_marks(state: &AppState) -> anyhow::Result<()> {
-    let cutoff = crate::clock::to_millis(state.now() - Duration::days(31));
+pub(crate) async fn prune_equity_marks(store: &Store, clock: &dyn Clock) -> anyhow::Result<()> {
+    let cutoff = crate::clock::to_millis(clock.now() - Duration::days(31));
     let pruned = sqlx::query("DELETE FROM agent_equity WHERE at < $1")
         .bind(cutoff)
-        .execute(state.store.write())
+        .execute(store.write())
         .await?;
     tracing::info!(pruned = pruned.rows_affected(), "old equity marks pruned");
     Ok(())

@@ -12,10 +12,15 @@ use serde_json::json;
 use super::entry::{self, EntryError};
 use super::new_agent::{self, NewAgent};
 use super::{AgentStatus, service};
+use crate::chain::Chain;
+use crate::clock::Clock;
 use crate::clock::to_millis;
+use crate::config::Config;
+use crate::crypto::Sealer;
 use crate::crypto::new_id;
+use crate::db::Store;
+use crate::events::Bus;
 use crate::sandbox::BUILTIN_CLASSES;
-use crate::state::AppState;
 use crate::tournaments::registration::RegistrationError;
 
 /// The demo operator's e-mail (a reserved domain: nobody can receive mail there, and the
@@ -30,23 +35,42 @@ const DEMO_TIME_SCALE: i64 = 3_600;
 
 /// Seed (or finish seeding) the demo operator and its agents, entered in `tournament_id`.
 /// Returns how many agents were started by this call.
-pub(crate) async fn seed(state: &AppState, tournament_id: &str) -> anyhow::Result<usize> {
-    let Some(simnet) = state.chain.simnet() else {
+pub(crate) async fn seed(
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
+    sealer: &Sealer,
+    config: &Config,
+    tournament_id: &str,
+) -> anyhow::Result<usize> {
+    let Some(simnet) = chain.simnet() else {
         anyhow::bail!(
             "demo agents are funded on the embedded simnet, which this node does not run"
         );
     };
-    let account_id = demo_account(state).await?;
+    let account_id = demo_account(store, clock).await?;
     let mut started = 0;
     for class in BUILTIN_CLASSES {
-        let agent = match demo_agent_of(state, &account_id, class).await? {
+        let agent = match demo_agent_of(store, &account_id, class).await? {
             Some(agent) => agent,
-            None => service::create(state, &account_id, demo_agent(class)?).await?,
+            None => {
+                service::create(
+                    store,
+                    clock,
+                    events,
+                    sealer,
+                    config,
+                    &account_id,
+                    demo_agent(class)?,
+                )
+                .await?
+            }
         };
         sqlx::query("UPDATE agents SET time_scale = $1 WHERE id = $2 AND time_scale IS NULL")
             .bind(DEMO_TIME_SCALE)
             .bind(&agent.id)
-            .execute(state.store.write())
+            .execute(store.write())
             .await?;
         if agent.status() == AgentStatus::Unfunded {
             let wallet = agent.wallet_address.parse().map_err(|error| {
@@ -59,10 +83,22 @@ pub(crate) async fn seed(state: &AppState, tournament_id: &str) -> anyhow::Resul
             }
         }
         if agent.status() != AgentStatus::Active {
-            service::start(state, &account_id, &agent.id).await?;
+            service::start(store, clock, chain, config, &account_id, &agent.id).await?;
             started += 1;
         }
-        match entry::enter(state, &account_id, &agent.id, tournament_id, None).await {
+        match entry::enter(
+            store,
+            clock,
+            events,
+            chain,
+            sealer,
+            &account_id,
+            &agent.id,
+            tournament_id,
+            None,
+        )
+        .await
+        {
             // Entered now, or by an earlier start: nothing more to do.
             Ok(_) | Err(EntryError::Registration(RegistrationError::AlreadyRegistered(_))) => {}
             Err(error) => {
@@ -77,16 +113,16 @@ pub(crate) async fn seed(state: &AppState, tournament_id: &str) -> anyhow::Resul
 }
 
 /// The demo operator's account, created on first use.
-async fn demo_account(state: &AppState) -> anyhow::Result<String> {
+async fn demo_account(store: &Store, clock: &dyn Clock) -> anyhow::Result<String> {
     let found: Option<(String,)> = sqlx::query_as("SELECT id FROM accounts WHERE email = $1")
         .bind(DEMO_EMAIL)
-        .fetch_optional(state.store.read())
+        .fetch_optional(store.read())
         .await?;
     if let Some((id,)) = found {
         return Ok(id);
     }
     let id = new_id("acc");
-    let now = to_millis(state.now());
+    let now = to_millis(clock.now());
     sqlx::query(
         "INSERT INTO accounts (id, email, display_name, terms_accepted_at, privacy_accepted_at,
                                created_at, updated_at)
@@ -95,7 +131,7 @@ async fn demo_account(state: &AppState) -> anyhow::Result<String> {
     .bind(&id)
     .bind(DEMO_EMAIL)
     .bind(now)
-    .execute(state.store.write())
+    .execute(store.write())
     .await?;
     Ok(id)
 }
@@ -106,7 +142,7 @@ fn username(class: &str) -> String {
 
 /// The demo operator's agent of `class`, if it was created already.
 async fn demo_agent_of(
-    state: &AppState,
+    store: &Store,
     account_id: &str,
     class: &str,
 ) -> anyhow::Result<Option<super::Agent>> {
@@ -114,10 +150,10 @@ async fn demo_agent_of(
         sqlx::query_as("SELECT id FROM agents WHERE account_id = $1 AND username_key = $2")
             .bind(account_id)
             .bind(username(class))
-            .fetch_optional(state.store.read())
+            .fetch_optional(store.read())
             .await?;
     match found {
-        Some((id,)) => Ok(service::find(state, account_id, &id).await?),
+        Some((id,)) => Ok(service::find(store, account_id, &id).await?),
         None => Ok(None),
     }
 }

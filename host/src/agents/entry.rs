@@ -11,9 +11,13 @@
 
 use super::{AgentError, service};
 use crate::auth::Caller;
+use crate::chain::Chain;
+use crate::clock::Clock;
+use crate::crypto::Sealer;
+use crate::db::Store;
 use crate::db::StoreError;
 use crate::domain::WalletAddress;
-use crate::state::AppState;
+use crate::events::Bus;
 use crate::tournaments::custodial_entry::{self, CustodialEntry};
 use crate::tournaments::registration::RegistrationError;
 
@@ -76,18 +80,22 @@ impl From<custodial_entry::EntryError> for EntryError {
 
 /// Enter the account's agent `agent_id` into `tournament_id`.
 pub(crate) async fn enter(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
+    sealer: &Sealer,
     account_id: &str,
     agent_id: &str,
     tournament_id: &str,
     invite_code: Option<&str>,
 ) -> Result<Entered, EntryError> {
-    let agent = service::find(state, account_id, agent_id)
+    let agent = service::find(store, account_id, agent_id)
         .await?
         .ok_or_else(|| AgentError::NotFound(agent_id.to_owned()))?;
     // A private tournament is as unknown as a missing one without its invite code, and its fee
     // is never paid before that is checked.
-    let tournament = crate::tournaments::privacy::find_visible(state, tournament_id, invite_code)
+    let tournament = crate::tournaments::privacy::find_visible(store, tournament_id, invite_code)
         .await?
         .ok_or_else(|| RegistrationError::NotFound(tournament_id.to_owned()))?;
     let caller = Caller::account(account_id);
@@ -104,8 +112,12 @@ pub(crate) async fn enter(
         payer_name: "the agent's wallet",
         spend_key: None,
     };
-    Ok(match custodial_entry::enter(state, &entry).await? {
-        custodial_entry::Entered::Registered { signature, .. } => Entered::Registered { signature },
-        custodial_entry::Entered::Pending { signature } => Entered::Pending { signature },
-    })
+    Ok(
+        match custodial_entry::enter(store, clock, events, chain, sealer, &entry).await? {
+            custodial_entry::Entered::Registered { signature, .. } => {
+                Entered::Registered { signature }
+            }
+            custodial_entry::Entered::Pending { signature } => Entered::Pending { signature },
+        },
+    )
 }

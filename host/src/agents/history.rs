@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::AgentError;
 use super::model::Agent;
 use crate::clock::{from_millis, rfc3339};
-use crate::state::AppState;
+use crate::db::Store;
 use crate::usdc::Usdc;
 
 #[derive(Debug, sqlx::FromRow)]
@@ -69,7 +69,7 @@ impl From<TradeRow> for TradeView {
 /// previous page's last `tradeId`; several trades of one tick share their time, so the cursor
 /// is the trade, not the time).
 pub(crate) async fn trades(
-    state: &AppState,
+    store: &Store,
     agent: &Agent,
     before: Option<&str>,
     limit: i64,
@@ -85,7 +85,7 @@ pub(crate) async fn trades(
             )
             .bind(&agent.id)
             .bind(trade_id)
-            .fetch_optional(state.store.read())
+            .fetch_optional(store.read())
             .await?;
             let (at,) = found.ok_or_else(|| {
                 AgentError::invalid(
@@ -107,7 +107,7 @@ pub(crate) async fn trades(
     .bind(cursor.0)
     .bind(cursor.1)
     .bind(limit)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     Ok(rows.into_iter().map(TradeView::from).collect())
 }
@@ -123,7 +123,7 @@ pub(crate) struct EquityPoint {
 
 /// The agent's equity marks, oldest first, at most `points` of them (evenly thinned).
 pub(crate) async fn equity(
-    state: &AppState,
+    store: &Store,
     agent: &Agent,
     points: usize,
 ) -> Result<Vec<EquityPoint>, AgentError> {
@@ -133,7 +133,7 @@ pub(crate) async fn equity(
     let marks: Vec<(i64, f64)> =
         sqlx::query_as("SELECT at, equity FROM agent_equity WHERE agent_id = $1 ORDER BY at")
             .bind(&agent.id)
-            .fetch_all(state.store.read())
+            .fetch_all(store.read())
             .await?;
     let step = marks.len().div_ceil(points).max(1);
     let last = marks.len().saturating_sub(1);

@@ -9,9 +9,10 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::{Agent, AgentError};
+use crate::clock::Clock;
 use crate::clock::{rfc3339, to_millis};
+use crate::db::Store;
 use crate::paper::UNIT;
-use crate::state::AppState;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Period {
@@ -88,13 +89,14 @@ pub(crate) struct Performance {
 
 /// Metrics of `agent` over `period`, ending now.
 pub(crate) async fn of(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     agent: &Agent,
     period: Period,
 ) -> Result<Performance, AgentError> {
-    let now = state.now();
+    let now = clock.now();
     let since = period.since(now);
-    let metrics = metrics(state, agent, since).await?;
+    let metrics = metrics(store, agent, since).await?;
     Ok(Performance {
         agent_id: agent.id.clone(),
         period: period.as_str(),
@@ -106,7 +108,7 @@ pub(crate) async fn of(
 
 /// The metrics of `agent` since `since` (all time when `None`).
 pub(crate) async fn metrics(
-    state: &AppState,
+    store: &Store,
     agent: &Agent,
     since: Option<DateTime<Utc>>,
 ) -> Result<PeriodMetrics, AgentError> {
@@ -132,7 +134,7 @@ pub(crate) async fn metrics(
             )
             .bind(&agent.id)
             .bind(to_millis(since))
-            .fetch_optional(state.store.read())
+            .fetch_optional(store.read())
             .await?;
             mark.map_or(initial, |(equity,)| equity)
         }
@@ -146,7 +148,7 @@ pub(crate) async fn metrics(
     )
     .bind(&agent.id)
     .bind(since_ms)
-    .fetch_one(state.store.read())
+    .fetch_one(store.read())
     .await?;
     let total_pnl = equity - start_equity;
     Ok(PeriodMetrics {

@@ -8,23 +8,32 @@ use super::AgentError;
 use super::model::{AgentStatus, COLUMNS, PAPER_CAPITAL};
 use super::new_agent::{NewAgent, StrategyChoice};
 use super::{Agent, funding, strategies};
+use crate::chain::Chain;
+use crate::clock::Clock;
 use crate::clock::{rfc3339, to_millis};
+use crate::config::Config;
+use crate::crypto::Sealer;
 use crate::crypto::new_id;
 use crate::db::OnUnique;
+use crate::db::Store;
+use crate::events::Bus;
 use crate::paper::{Ledger, PaperConfig};
-use crate::state::AppState;
 
 /// Create an agent for the account: a custodial wallet, a fresh paper account, status
 /// `unfunded` until the wallet holds the fee reserve.
 pub(crate) async fn create(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    sealer: &Sealer,
+    config: &Config,
     account_id: &str,
     new: NewAgent,
 ) -> Result<Agent, AgentError> {
     let component = match &new.strategy {
         StrategyChoice::Builtin => None,
         StrategyChoice::Custom(id) => {
-            if !strategies::owned_by(state, account_id, id).await? {
+            if !strategies::owned_by(store, account_id, id).await? {
                 return Err(AgentError::invalid(
                     "strategy.type",
                     format!(
@@ -35,7 +44,7 @@ pub(crate) async fn create(
             Some(id.clone())
         }
     };
-    let now = state.now();
+    let now = clock.now();
     let agent_id = new_id("agt");
     let ledger = Ledger::new(
         PAPER_CAPITAL,
@@ -46,7 +55,7 @@ pub(crate) async fn create(
     );
     let ledger = serde_json::to_string(&ledger).map_err(AgentError::internal)?;
 
-    let mut tx = state.store.begin().await?;
+    let mut tx = store.begin().await?;
     // The account row's lock orders concurrent creations, so the cap holds exactly.
     sqlx::query("UPDATE accounts SET updated_at = updated_at WHERE id = $1")
         .bind(account_id)
@@ -58,13 +67,13 @@ pub(crate) async fn create(
     .bind(account_id)
     .fetch_one(&mut *tx)
     .await?;
-    let cap = state.config.max_unfunded_agents;
+    let cap = config.max_unfunded_agents;
     if u64::try_from(unfunded).unwrap_or(0) >= cap {
         return Err(AgentError::QuotaExceeded(format!(
             "this account already has {unfunded} unfunded agents (at most {cap}): fund one (send SOL to its wallet)              or wait until unfunded agents are archived, then create another"
         )));
     }
-    let wallet = crate::custodial::create(&mut tx, state, "agent", &agent_id).await?;
+    let wallet = crate::custodial::create(&mut tx, clock, sealer, "agent", &agent_id).await?;
     sqlx::query(
         "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id, strategy_type,
                              strategy_component, base_token, quote_token, time_interval, max_allocation,
@@ -97,21 +106,21 @@ pub(crate) async fn create(
     .on_unique(|| AgentError::UsernameTaken(new.username.clone()))?;
     tx.commit().await?;
     // The agent's wallet is one of the account's wallets now.
-    crate::account::changed(state, account_id);
+    crate::account::changed(events, account_id);
     tracing::info!(
         account_id,
         agent_id,
         username = new.username,
         "agent created"
     );
-    find(state, account_id, &agent_id)
+    find(store, account_id, &agent_id)
         .await?
         .ok_or_else(|| AgentError::internal(anyhow::anyhow!("agent {agent_id} vanished")))
 }
 
 /// One page of the account's agents, oldest first, and how many it has.
 pub(crate) async fn list(
-    state: &AppState,
+    store: &Store,
     account_id: &str,
     page: i64,
     page_size: i64,
@@ -123,19 +132,19 @@ pub(crate) async fn list(
     .bind(account_id)
     .bind(page_size)
     .bind(page.saturating_mul(page_size))
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     let (total,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM agents WHERE account_id = $1 AND archived_at IS NULL")
             .bind(account_id)
-            .fetch_one(state.store.read())
+            .fetch_one(store.read())
             .await?;
     Ok((agents, total))
 }
 
 /// The account's agent `agent_id`; `None` also when it belongs to another account.
 pub(crate) async fn find(
-    state: &AppState,
+    store: &Store,
     account_id: &str,
     agent_id: &str,
 ) -> Result<Option<Agent>, AgentError> {
@@ -144,12 +153,12 @@ pub(crate) async fn find(
     ))
     .bind(agent_id)
     .bind(account_id)
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?)
 }
 
-async fn owned(state: &AppState, account_id: &str, agent_id: &str) -> Result<Agent, AgentError> {
-    find(state, account_id, agent_id)
+async fn owned(store: &Store, account_id: &str, agent_id: &str) -> Result<Agent, AgentError> {
+    find(store, account_id, agent_id)
         .await?
         .ok_or_else(|| AgentError::NotFound(agent_id.to_owned()))
 }
@@ -157,13 +166,16 @@ async fn owned(state: &AppState, account_id: &str, agent_id: &str) -> Result<Age
 /// Start an agent: from `idle` or `error`, or from `unfunded` once its wallet holds the fee
 /// reserve (checked on chain now). Starting an active agent changes nothing.
 pub(crate) async fn start(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
+    config: &Config,
     account_id: &str,
     agent_id: &str,
 ) -> Result<Agent, AgentError> {
-    let agent = owned(state, account_id, agent_id).await?;
+    let agent = owned(store, account_id, agent_id).await?;
     if let Some(component) = agent.strategy_component.as_deref()
-        && let Some(reason) = crate::admin::service::ban_of(&state.store, component).await?
+        && let Some(reason) = crate::admin::service::ban_of(store, component).await?
     {
         return Err(AgentError::Banned(format!(
             "this agent's strategy component was banned by the service's admins: {reason}"
@@ -171,11 +183,13 @@ pub(crate) async fn start(
     }
     match agent.status() {
         AgentStatus::Active => return Ok(agent),
-        AgentStatus::Unfunded => funding::require_reserve(state, &agent).await?,
+        AgentStatus::Unfunded => {
+            funding::require_reserve(store, clock, chain, config, &agent).await?
+        }
         AgentStatus::Idle | AgentStatus::Error => {}
     }
-    let now = state.now();
-    let mut tx = state.store.begin().await?;
+    let now = clock.now();
+    let mut tx = store.begin().await?;
     let started = sqlx::query(
         "UPDATE agents SET status = 'active', status_reason = NULL, consecutive_faults = 0, archived_at = NULL,
                 started_at = $1, clock_origin_wall = $1, clock_origin_market = $1, next_tick_at = $1,
@@ -201,22 +215,23 @@ pub(crate) async fn start(
     if started.rows_affected() == 1 {
         tracing::info!(account_id, agent_id, "agent started");
     }
-    owned(state, account_id, agent_id).await
+    owned(store, account_id, agent_id).await
 }
 
 /// Stop an active agent (it becomes `idle`); a tick in flight is discarded whole. Stopping an
 /// agent that is not active changes nothing.
 pub(crate) async fn stop(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     account_id: &str,
     agent_id: &str,
 ) -> Result<Agent, AgentError> {
-    let agent = owned(state, account_id, agent_id).await?;
+    let agent = owned(store, account_id, agent_id).await?;
     if agent.status() != AgentStatus::Active {
         return Ok(agent);
     }
-    let now = state.now();
-    let mut tx = state.store.begin().await?;
+    let now = clock.now();
+    let mut tx = store.begin().await?;
     let stopped = mark_stopped(&mut tx, agent_id, account_id, now).await?;
     if stopped {
         crate::webhooks::enqueue(
@@ -232,7 +247,7 @@ pub(crate) async fn stop(
     if stopped {
         tracing::info!(account_id, agent_id, "agent stopped");
     }
-    owned(state, account_id, agent_id).await
+    owned(store, account_id, agent_id).await
 }
 
 async fn mark_stopped(

@@ -9,14 +9,18 @@
 //! refused: uploads racing each other cannot all pass the same check.
 
 use serde::Serialize;
+use std::sync::Arc;
 
 use super::AgentError;
+use crate::agents::Runtime;
+use crate::clock::Clock;
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::crypto::sha256_hex;
+use crate::db::Store;
+use crate::market::MarketFeed;
 use crate::market::{Interval, Pair};
 use crate::paper::PortfolioView;
 use crate::sandbox::{AgentSettings, LoadError, LoadedStrategy, Sandbox, TickInput};
-use crate::state::AppState;
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -50,12 +54,15 @@ const DRY_TICK_CANDLES: usize = 200;
 /// Validate and store an uploaded component for the account. Uploading the same bytes again
 /// (by anyone) stores nothing new; the account's name for it is updated.
 pub(crate) async fn upload(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    agents: &Arc<Runtime>,
+    market: &dyn MarketFeed,
     account_id: &str,
     name: &str,
     bytes: Vec<u8>,
 ) -> Result<StrategyView, AgentError> {
-    let limit = state.agents.limits().max_component_bytes;
+    let limit = agents.limits().max_component_bytes;
     if bytes.len() > limit {
         return Err(AgentError::ComponentTooLarge(format!(
             "the component is {} bytes; the limit is {limit}",
@@ -66,20 +73,20 @@ pub(crate) async fn upload(
     let (id, bytes) = tokio::task::spawn_blocking(move || (sha256_hex(&bytes), bytes))
         .await
         .map_err(AgentError::internal)?;
-    if let Some(reason) = crate::admin::service::ban_of(&state.store, &id).await? {
+    if let Some(reason) = crate::admin::service::ban_of(store, &id).await? {
         return Err(AgentError::Banned(format!(
             "this component ({id}) was banned by the service's admins: {reason}"
         )));
     }
-    reserve_quota(state, account_id, &id, bytes.len()).await?;
-    let stored = check_and_store(state, account_id, name, &id, bytes).await;
+    reserve_quota(store, clock, agents, account_id, &id, bytes.len()).await?;
+    let stored = check_and_store(store, clock, agents, market, account_id, name, &id, bytes).await;
     // Stored (the account's row now counts) or refused: the reservation has done its work.
     let released = sqlx::query(
         "DELETE FROM strategy_upload_reservations WHERE account_id = $1 AND strategy_id = $2",
     )
     .bind(account_id)
     .bind(&id)
-    .execute(state.store.write())
+    .execute(store.write())
     .await;
     if let Err(error) = released {
         // It expires on its own after RESERVATION_TTL.
@@ -90,15 +97,18 @@ pub(crate) async fn upload(
 
 /// Compile the component, give it its dry tick and store it for the account.
 async fn check_and_store(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    agents: &Arc<Runtime>,
+    market: &dyn MarketFeed,
     account_id: &str,
     name: &str,
     id: &str,
     bytes: Vec<u8>,
 ) -> Result<StrategyView, AgentError> {
-    let now = to_millis(state.now());
-    let dry_run = DryRun::at(state, now)?;
-    let runtime = state.agents.clone();
+    let now = to_millis(clock.now());
+    let dry_run = DryRun::at(market, now)?;
+    let runtime = agents.clone();
     let checked = tokio::task::spawn_blocking(move || {
         let sandbox = runtime.sandbox()?;
         let loaded = sandbox.load(&bytes)?;
@@ -114,7 +124,7 @@ async fn check_and_store(
     })?;
     let profile = profile?;
 
-    let mut tx = state.store.begin().await?;
+    let mut tx = store.begin().await?;
     sqlx::query(
         "INSERT INTO strategy_components
              (id, size_bytes, bytes, created_at, profile, profile_memory_bytes, profile_fuel)
@@ -144,7 +154,7 @@ async fn check_and_store(
     .await?;
     tx.commit().await?;
     tracing::info!(account_id, strategy_id = id, "strategy uploaded");
-    list(state, account_id)
+    list(store, account_id)
         .await?
         .into_iter()
         .find(|view| view.strategy_id == id)
@@ -161,13 +171,15 @@ const RESERVATION_TTL_MS: i64 = 10 * 60 * 1000;
 /// transaction that first takes the account's row, so concurrent uploads of one account take
 /// turns (PostgreSQL's row lock; SQLite has a single writer).
 async fn reserve_quota(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    agents: &Arc<Runtime>,
     account_id: &str,
     id: &str,
     size: usize,
 ) -> Result<(), AgentError> {
-    let now = to_millis(state.now());
-    let mut tx = state.store.begin().await?;
+    let now = to_millis(clock.now());
+    let mut tx = store.begin().await?;
     sqlx::query("UPDATE accounts SET updated_at = updated_at WHERE id = $1")
         .bind(account_id)
         .execute(&mut *tx)
@@ -190,7 +202,7 @@ async fn reserve_quota(
     .fetch_one(&mut *tx)
     .await?;
     within_quota(
-        state.agents.quota(),
+        agents.quota(),
         count as u64 + 1,
         bytes.unwrap_or(0) as u64 + size as u64,
     )?;
@@ -241,16 +253,12 @@ struct DryRun {
 }
 
 impl DryRun {
-    fn at(state: &AppState, now: i64) -> Result<Self, AgentError> {
+    fn at(market: &dyn MarketFeed, now: i64) -> Result<Self, AgentError> {
         let pair = Pair::new("SOL", "USDC");
-        let candles = state
-            .market
+        let candles = market
             .candles(&pair, Interval::H1, now, DRY_TICK_CANDLES)
             .map_err(AgentError::internal)?;
-        let signals = state
-            .market
-            .signals(&pair, now)
-            .map_err(AgentError::internal)?;
+        let signals = market.signals(&pair, now).map_err(AgentError::internal)?;
         Ok(DryRun {
             now,
             candles,
@@ -304,10 +312,7 @@ impl DryRun {
 }
 
 /// The account's uploaded strategies, newest first.
-pub(crate) async fn list(
-    state: &AppState,
-    account_id: &str,
-) -> Result<Vec<StrategyView>, AgentError> {
+pub(crate) async fn list(store: &Store, account_id: &str) -> Result<Vec<StrategyView>, AgentError> {
     type Row = (
         String,
         String,
@@ -324,7 +329,7 @@ pub(crate) async fn list(
          WHERE s.account_id = $1 ORDER BY s.uploaded_at DESC, s.strategy_id",
     )
     .bind(account_id)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     Ok(rows
         .into_iter()
@@ -350,7 +355,7 @@ pub(crate) async fn list(
 
 /// Whether the account uploaded component `id`.
 pub(crate) async fn owned_by(
-    state: &AppState,
+    store: &Store,
     account_id: &str,
     id: &str,
 ) -> Result<bool, AgentError> {
@@ -359,17 +364,17 @@ pub(crate) async fn owned_by(
     )
     .bind(account_id)
     .bind(id)
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?;
     Ok(row.is_some())
 }
 
 /// The bytes of component `id`.
-pub(crate) async fn bytes(state: &AppState, id: &str) -> anyhow::Result<Option<Vec<u8>>> {
+pub(crate) async fn bytes(store: &Store, id: &str) -> anyhow::Result<Option<Vec<u8>>> {
     let row: Option<(Vec<u8>,)> =
         sqlx::query_as("SELECT bytes FROM strategy_components WHERE id = $1")
             .bind(id)
-            .fetch_optional(state.store.read())
+            .fetch_optional(store.read())
             .await?;
     Ok(row.map(|(bytes,)| bytes))
 }

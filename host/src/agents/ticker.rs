@@ -22,12 +22,52 @@ use futures_util::stream::{self, StreamExt};
 use super::thinking::{self, Briefing, ProviderOracle, Question, Thought};
 use super::tick::{self, DueAgent, Prepared, TickResult};
 use super::trades::{self, NewTrade};
+use crate::agents::Runtime;
+use crate::chain::Chain;
+use crate::clock::Clock;
 use crate::clock::{rfc3339, to_millis};
+use crate::config::Config;
+use crate::crypto::Sealer;
 use crate::crypto::new_id;
 use crate::db::Backend;
+use crate::db::Store;
+use crate::market::MarketFeed;
+use crate::metrics::Metrics;
+use crate::models::Models;
 use crate::paper::Side;
 use crate::sandbox::{AgentSettings, LoadedStrategy};
-use crate::state::AppState;
+
+/// What ticking agents touches: their rows, the clock, the sandbox and the loaded strategies,
+/// the market their strategies read, the models they ask (with keys the sealer opens), the
+/// chain live agents swap on, the node's settings and its tick counters. Nothing else of the
+/// node (no bus, no caches, no streams). Cloned into each batch's task.
+#[derive(Clone)]
+pub struct Ticking {
+    pub store: Store,
+    pub clock: Arc<dyn Clock>,
+    pub chain: Arc<Chain>,
+    pub sealer: Arc<Sealer>,
+    pub config: Arc<Config>,
+    pub agents: Arc<Runtime>,
+    pub market: Arc<dyn MarketFeed>,
+    pub models: Arc<Models>,
+    pub(crate) metrics: Arc<Metrics>,
+}
+
+impl Ticking {
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+
+    /// What asking an account's model touches.
+    pub(crate) fn providers(&self) -> thinking::Providers {
+        thinking::Providers {
+            store: self.store.clone(),
+            sealer: self.sealer.clone(),
+            models: self.models.clone(),
+        }
+    }
+}
 
 /// Agents claimed per round trip.
 pub(crate) const BATCH: i64 = 256;
@@ -92,7 +132,7 @@ struct DueRow {
 const BATCHES_IN_FLIGHT: usize = 8;
 
 /// Tick every agent due now, batches side by side, until none is due.
-pub async fn run_due(state: &AppState, owner: &str) -> anyhow::Result<TickPass> {
+pub async fn run_due(ticking: &Ticking, owner: &str) -> anyhow::Result<TickPass> {
     let mut pass = TickPass::default();
     // The strategies' ticks of one batch at a time: in parallel they only contend for the same
     // cores, and a batch whose ticks are done can go on to its models and its store.
@@ -103,12 +143,13 @@ pub async fn run_due(state: &AppState, owner: &str) -> anyhow::Result<TickPass> 
     let mut drained = false;
     loop {
         while !drained && in_flight.len() < BATCHES_IN_FLIGHT {
-            let due = claim(state, owner, false).await?;
+            let due = claim(&ticking.store, &*ticking.clock, owner, false).await?;
             if due.is_empty() {
                 drained = true;
             } else {
-                let (state, owner, turn) = (state.clone(), owner.to_owned(), sandbox_turn.clone());
-                in_flight.spawn(async move { tick_batch(&state, &owner, due, &turn).await });
+                let (ticking, owner, turn) =
+                    (ticking.clone(), owner.to_owned(), sandbox_turn.clone());
+                in_flight.spawn(async move { tick_batch(&ticking, &owner, due, &turn).await });
             }
         }
         match in_flight.join_next().await {
@@ -118,29 +159,29 @@ pub async fn run_due(state: &AppState, owner: &str) -> anyhow::Result<TickPass> 
     }
     // Live agents after the paper ones are stored: their swaps take round trips to the chain
     // and must not hold up (or share a transaction with) paper ticks.
-    super::live::run_due(state, owner, &mut pass).await?;
+    super::live::run_due(ticking, owner, &mut pass).await?;
     Ok(pass)
 }
 
 /// One claimed batch: the strategies' ticks, the models' decisions, stored in one transaction.
 async fn tick_batch(
-    state: &AppState,
+    ticking: &Ticking,
     owner: &str,
     due: Vec<DueAgent>,
     sandbox_turn: &tokio::sync::Semaphore,
 ) -> anyhow::Result<TickPass> {
     let mut pass = TickPass::default();
     let turn = sandbox_turn.acquire().await?;
-    let strategies = strategies_for(state, &due).await;
-    let now = to_millis(state.now());
-    let scale = state.config.time_scale;
+    let strategies = strategies_for(&ticking.store, &ticking.agents, &due).await;
+    let now = to_millis(ticking.now());
+    let scale = ticking.config.time_scale;
     // Components that ask the model tick on the async engine, waiting on no thread; the
     // rest tick on a blocking thread, as fast as the sandbox goes.
     let (asking, plain): (Vec<DueAgent>, Vec<DueAgent>) = due.into_iter().partition(
         |agent| matches!(strategies.get(&strategy_key(agent)), Some(Ok(s)) if s.uses_model()),
     );
     let strategies = Arc::new(strategies);
-    let worker_state = state.clone();
+    let worker_state = ticking.clone();
     let loaded = strategies.clone();
     let mut prepared = tokio::task::spawn_blocking(move || {
         let sandbox = worker_state.agents.sandbox().ok();
@@ -161,17 +202,17 @@ async fn tick_batch(
     })
     .await?;
     drop(turn);
-    let sandbox = state.agents.sandbox().ok();
+    let sandbox = ticking.agents.sandbox().ok();
     let asked: Vec<(DueAgent, Prepared)> = stream::iter(asking)
         .map(|agent| {
             let strategies = &strategies;
             async move {
                 let market_ts = tick::market_now(&agent, now, scale);
-                let port = Arc::new(port_for(state, &agent));
+                let port = Arc::new(port_for(ticking, &agent));
                 let prepared = tick::prepare_asking(
                     sandbox,
                     strategy_of(strategies, &agent),
-                    state.market.as_ref(),
+                    ticking.market.as_ref(),
                     &agent,
                     market_ts,
                     port,
@@ -189,7 +230,7 @@ async fn tick_batch(
     let results: Vec<(DueAgent, TickResult)> = stream::iter(prepared)
         .map(|(agent, prepared)| async move {
             let thought = match &prepared.decision {
-                Ok(decision) => consider(state, &agent, decision).await,
+                Ok(decision) => consider(ticking, &agent, decision).await,
                 Err(_) => None,
             };
             let (orders, decision) = match thought {
@@ -203,18 +244,28 @@ async fn tick_batch(
         .buffered(BATCH as usize)
         .collect()
         .await;
-    store(state, owner, results, &mut pass).await?;
+    store(
+        &ticking.store,
+        &*ticking.clock,
+        &ticking.config,
+        &ticking.metrics,
+        owner,
+        results,
+        &mut pass,
+    )
+    .await?;
     Ok(pass)
 }
 
 /// Claim a batch of due agents, paper ones or (`live`) live ones, under this node's lease.
 pub(super) async fn claim(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     owner: &str,
     live: bool,
 ) -> anyhow::Result<Vec<DueAgent>> {
-    let now = state.now();
-    let lock = match state.store.backend() {
+    let now = clock.now();
+    let lock = match store.backend() {
         Backend::Postgres => "FOR UPDATE SKIP LOCKED",
         Backend::Sqlite => "",
     };
@@ -235,7 +286,7 @@ pub(super) async fn claim(
         .bind(to_millis(now))
         .bind(BATCH)
         .bind(i64::from(!live))
-        .fetch_all(state.store.write())
+        .fetch_all(store.write())
         .await?;
     let now = to_millis(now);
     Ok(rows.into_iter().map(|row| due_agent(row, now)).collect())
@@ -273,7 +324,7 @@ fn due_agent(row: DueRow, now: i64) -> DueAgent {
 /// asked and answers, else the rule's (see [`thinking`]). An uploaded component decides alone;
 /// if it asked the model, its calls are the decision's record.
 pub(super) async fn consider(
-    state: &AppState,
+    ticking: &Ticking,
     agent: &DueAgent,
     decision: &tick::Decision,
 ) -> Option<Thought> {
@@ -285,7 +336,7 @@ pub(super) async fn consider(
             record,
         });
     }
-    Some(think_for(state, agent, decision).await)
+    Some(think_for(ticking, agent, decision).await)
 }
 
 /// The loaded strategy of `agent`, or why it is not.
@@ -302,36 +353,36 @@ fn strategy_of<'a>(
 
 /// The model port of `agent`'s tick: its model, personality, key and what is left of its day's
 /// token budget.
-pub(super) fn port_for(state: &AppState, agent: &DueAgent) -> thinking::AgentPort {
+pub(super) fn port_for(ticking: &Ticking, agent: &DueAgent) -> thinking::AgentPort {
     thinking::AgentPort::new(
-        state.clone(),
+        ticking.providers(),
         &agent.account_id,
         &agent.settings.model_id,
         &agent.settings.personality,
-        tokens_left(state, agent),
+        tokens_left(&*ticking.clock, agent),
     )
 }
 
 /// What is left of `agent`'s token budget today.
-fn tokens_left(state: &AppState, agent: &DueAgent) -> u64 {
+fn tokens_left(clock: &dyn Clock, agent: &DueAgent) -> u64 {
     agent
         .token_budget()
-        .left_on(&thinking::budget_day(to_millis(state.now())))
+        .left_on(&thinking::budget_day(to_millis(clock.now())))
 }
 
 /// Ask `agent`'s model about `decision` (paper and live ticks alike).
 pub(super) async fn think_for(
-    state: &AppState,
+    ticking: &Ticking,
     agent: &DueAgent,
     decision: &tick::Decision,
 ) -> Thought {
     let settings = &agent.settings;
-    let tokens_left = tokens_left(state, agent);
+    let tokens_left = tokens_left(&*ticking.clock, agent);
     // Earlier decisions only matter if the model can be asked at all.
     let askable = crate::models::ModelRequest::split_model_id(&settings.model_id)
-        .is_some_and(|(vendor, _)| state.models.endpoints().get(vendor).is_some());
+        .is_some_and(|(vendor, _)| ticking.models.endpoints().get(vendor).is_some());
     let recent = if askable && tokens_left > 0 {
-        thinking::decisions::recent(state, &agent.id)
+        thinking::decisions::recent(&ticking.store, &agent.id)
             .await
             .unwrap_or_else(|error| {
                 tracing::warn!(agent_id = agent.id, %error, "cannot read earlier decisions");
@@ -359,7 +410,7 @@ pub(super) async fn think_for(
         },
         rule_orders: &decision.orders,
     };
-    thinking::think(&ProviderOracle(state), question).await
+    thinking::think(&ProviderOracle(&ticking.providers()), question).await
 }
 
 /// What a tick's decision does to the agent's token count and last model error: the UTC day,
@@ -396,13 +447,14 @@ pub(super) fn strategy_key(agent: &DueAgent) -> String {
 
 /// Load (or take from memory) every component the batch needs; a failure is that agents' fault.
 pub(super) async fn strategies_for(
-    state: &AppState,
+    store: &Store,
+    agents: &Arc<Runtime>,
     due: &[DueAgent],
 ) -> HashMap<String, Result<Arc<LoadedStrategy>, String>> {
     let mut loaded = HashMap::new();
     for agent in due {
         if let Entry::Vacant(slot) = loaded.entry(strategy_key(agent)) {
-            let strategy = load_strategy(state, agent, slot.key()).await;
+            let strategy = load_strategy(store, agents, agent, slot.key()).await;
             slot.insert(strategy.map(Arc::new));
         }
     }
@@ -410,23 +462,24 @@ pub(super) async fn strategies_for(
 }
 
 async fn load_strategy(
-    state: &AppState,
+    store: &Store,
+    agents: &Arc<Runtime>,
     agent: &DueAgent,
     key: &str,
 ) -> Result<LoadedStrategy, String> {
-    if let Some(strategy) = state.agents.cached(key) {
+    if let Some(strategy) = agents.cached(key) {
         return Ok(strategy);
     }
     // An uploaded component's bytes come from the database; compiling happens off the runtime.
     let bytes = match &agent.strategy_component {
         None => None,
-        Some(id) => match super::strategies::bytes(state, id).await {
+        Some(id) => match super::strategies::bytes(store, id).await {
             Ok(Some(bytes)) => Some((id.clone(), bytes)),
             Ok(None) => return Err(format!("uploaded strategy {id} is missing")),
             Err(error) => return Err(format!("{error:#}")),
         },
     };
-    let runtime = state.agents.clone();
+    let runtime = agents.clone();
     let class = agent.settings.class.clone();
     tokio::task::spawn_blocking(move || match bytes {
         None => runtime.builtin(&class),
@@ -439,15 +492,18 @@ async fn load_strategy(
 
 /// Store a batch's results in one transaction.
 async fn store(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    config: &Config,
+    metrics: &Metrics,
     owner: &str,
     results: Vec<(DueAgent, TickResult)>,
     pass: &mut TickPass,
 ) -> anyhow::Result<()> {
-    let now = state.now();
+    let now = clock.now();
     let now_ms = to_millis(now);
-    let scale = state.config.time_scale;
-    let mut tx = state.store.begin().await?;
+    let scale = config.time_scale;
+    let mut tx = store.begin().await?;
     // The batch's decisions, written together after the loop.
     let mut decided: Vec<(String, String, i64, thinking::DecisionRecord)> = Vec::new();
     for (agent, mut result) in results {
@@ -505,8 +561,8 @@ async fn store(
         }
         pass.ticked += 1;
         let counted = match result.fault {
-            Some(_) => &state.metrics.ticks_failed,
-            None => &state.metrics.ticks_ok,
+            Some(_) => &metrics.ticks_failed,
+            None => &metrics.ticks_ok,
         };
         counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Some(fault) = &result.fault {

@@ -134,7 +134,13 @@ async fn list_keys(
     State(state): State<AppState>,
     session: SessionAuth,
 ) -> Result<axum::Json<KeyList>, ApiError> {
-    let keys = service::list(&state, &session.account_id, KeyFamily::Account).await?;
+    let keys = service::list(
+        &state.store,
+        &*state.clock,
+        &session.account_id,
+        KeyFamily::Account,
+    )
+    .await?;
     Ok(axum::Json(KeyList { keys }))
 }
 
@@ -151,7 +157,15 @@ async fn create_key(
     Json(body): Json<CreateKeyRequest>,
 ) -> Result<(StatusCode, axum::Json<CreatedKey>), ApiError> {
     let request = body.validate().map_err(ApiError::BadRequest)?;
-    let created = service::create(&state, &session.account_id, request).await?;
+    let created = service::create(
+        &state.store,
+        &*state.clock,
+        &state.sealer,
+        &state.config,
+        &session.account_id,
+        request,
+    )
+    .await?;
     Ok((StatusCode::CREATED, axum::Json(created)))
 }
 
@@ -167,6 +181,14 @@ async fn revoke_key(
     Path(key_id): Path<String>,
 ) -> Result<axum::Json<KeyView>, ApiError> {
     Ok(axum::Json(
-        service::revoke(&state, &session.account_id, KeyFamily::Account, &key_id).await?,
+        service::revoke(
+            &state.store,
+            &*state.clock,
+            &state.events,
+            &session.account_id,
+            KeyFamily::Account,
+            &key_id,
+        )
+        .await?,
     ))
 }

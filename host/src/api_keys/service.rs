@@ -8,10 +8,14 @@ use utoipa::ToSchema;
 use super::spend::{self, SpendLimits, SpendView};
 use crate::audit::{self, Actor, Entry};
 use crate::auth::keys::{self, KeyFamily};
+use crate::clock::Clock;
 use crate::clock::{from_millis, rfc3339, to_millis};
+use crate::config::Config;
+use crate::crypto::Sealer;
 use crate::crypto::{new_id, random_base58};
+use crate::db::Store;
 use crate::db::StoreError;
-use crate::state::AppState;
+use crate::events::Bus;
 use crate::usdc::Usdc;
 
 /// At most this many active (unrevoked, unexpired) keys per account, account keys and v1 keys
@@ -97,17 +101,20 @@ pub(crate) struct KeyView {
 
 /// Mint a key for `account_id`, refusing the 11th active one of either family.
 pub(crate) async fn create(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    sealer: &Sealer,
+    config: &Config,
     account_id: &str,
     request: CreateKey,
 ) -> Result<CreatedKey, KeyError> {
     // Refused now, by the very rule deliveries apply, rather than at every delivery later.
     if let Some(url) = &request.webhook_url
-        && !state.config.webhook_allow_private
+        && !config.webhook_allow_private
     {
         crate::webhooks::egress::check_literal(url).map_err(KeyError::WebhookRefused)?;
     }
-    let now = state.now();
+    let now = clock.now();
     let minted = keys::mint();
     let key_id = new_id("key");
     let expires_at = request
@@ -118,7 +125,7 @@ pub(crate) async fn create(
         .as_ref()
         .map(|_| format!("whsec_{}", random_base58(32)));
 
-    let mut tx = state.store.begin().await?;
+    let mut tx = store.begin().await?;
     // Take the account row's write lock first so two concurrent creations cannot both see 9.
     let locked = sqlx::query("UPDATE accounts SET updated_at = updated_at WHERE id = $1")
         .bind(account_id)
@@ -152,7 +159,7 @@ pub(crate) async fn create(
     .bind(&minted.hash)
     .bind(keys::join_scopes(&request.scopes))
     .bind(request.webhook_url.as_deref())
-    .bind(webhook_secret.as_ref().map(|secret| state.sealer.seal(secret.as_bytes())))
+    .bind(webhook_secret.as_ref().map(|secret| sealer.seal(secret.as_bytes())))
     .bind(to_millis(now))
     .bind(expires_at.map(to_millis))
     .bind(request.spend.map(|limits| limits.per_day.raw()))
@@ -221,7 +228,8 @@ struct KeyRow {
 
 /// Every key of the account in `family`, newest first (revoked and expired ones included).
 pub(crate) async fn list(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     account_id: &str,
     family: KeyFamily,
 ) -> Result<Vec<KeyView>, KeyError> {
@@ -232,10 +240,10 @@ pub(crate) async fn list(
     )
     .bind(account_id)
     .bind(family.as_str())
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
-    let now = state.now();
-    let spent = spend::spent_today(state.store.read(), account_id, now).await?;
+    let now = clock.now();
+    let spent = spend::spent_today(store.read(), account_id, now).await?;
     Ok(rows
         .into_iter()
         .map(|row| {
@@ -265,13 +273,15 @@ fn key_view(row: KeyRow, spent_today: Usdc, now: chrono::DateTime<chrono::Utc>) 
 
 /// Revoke a key of the account; effective for the next request. Revoking twice is harmless.
 pub(crate) async fn revoke(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
     account_id: &str,
     family: KeyFamily,
     key_id: &str,
 ) -> Result<KeyView, KeyError> {
-    let now = state.now();
-    let mut tx = state.store.begin().await?;
+    let now = clock.now();
+    let mut tx = store.begin().await?;
     let revoked = sqlx::query(
         "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3 AND family = $4 AND revoked_at IS NULL",
     )
@@ -298,7 +308,7 @@ pub(crate) async fn revoke(
     tx.commit().await?;
     if revoked.rows_affected() == 1 {
         // Every node drops the key from its cache and refuses it from the next request on.
-        state.events.publish(crate::events::Event::KeysChanged {
+        events.publish(crate::events::Event::KeysChanged {
             account_id: account_id.to_owned(),
         });
     }
@@ -310,12 +320,12 @@ pub(crate) async fn revoke(
     .bind(key_id)
     .bind(account_id)
     .bind(family.as_str())
-    .fetch_optional(state.store.write())
+    .fetch_optional(store.write())
     .await?;
-    let spent = spend::spent_today(state.store.write(), account_id, state.now()).await?;
+    let spent = spend::spent_today(store.write(), account_id, clock.now()).await?;
     row.map(|row| {
         let spent = spent.get(&row.id).copied().unwrap_or_default();
-        key_view(row, spent, state.now())
+        key_view(row, spent, clock.now())
     })
     .ok_or_else(|| KeyError::NotFound(key_id.to_owned()))
 }

@@ -17,9 +17,9 @@ use utoipa::ToSchema;
 use crate::audit::{self, Actor, Entry};
 use crate::auth::Caller;
 use crate::clock::to_millis;
+use crate::db::Store;
 use crate::db::StoreError;
 use crate::domain::WalletAddress;
-use crate::state::AppState;
 use crate::usdc::Usdc;
 
 /// The largest limit a key may have, per entry or per day: far above any entry fee, low enough
@@ -215,15 +215,15 @@ pub(crate) struct Spender<'a> {
 /// account's embedded wallet. Refused for no credential, a session, a key without limits, or an
 /// account without an embedded wallet, before anything else happens.
 pub(crate) async fn spender<'a>(
-    state: &AppState,
+    store: &Store,
     caller: Option<&'a Caller>,
 ) -> Result<Spender<'a>, SpendError> {
     let caller = caller.ok_or(SpendRefused::Anonymous)?;
     let key_id = caller.key_id.as_deref().ok_or(SpendRefused::NotAKey)?;
-    limits(state.store.read(), key_id)
+    limits(store.read(), key_id)
         .await?
         .ok_or(SpendRefused::NoLimits)?;
-    let wallet = crate::custodial::embedded_wallet(state, &caller.account_id)
+    let wallet = crate::custodial::embedded_wallet(store, &caller.account_id)
         .await?
         .ok_or(SpendRefused::NoEmbeddedWallet)?;
     Ok(Spender {

@@ -114,14 +114,23 @@ impl<S: Scope> FromRequestParts<AppState> for MaybeAccountAuth<S> {
         let Some(token) = session::token_from_headers(&parts.headers) else {
             return Ok(MaybeAccountAuth(None, PhantomData));
         };
-        let caller = session::resolve(state, &token).await?.map(Caller::account);
+        let caller = session::resolve(&state.store, &*state.clock, &token)
+            .await?
+            .map(Caller::account);
         Ok(MaybeAccountAuth(caller, PhantomData))
     }
 }
 
 async fn authenticate(parts: &Parts, state: &AppState, scope: &str) -> Result<Caller, ApiError> {
     if let Some(presented) = keys::presented(&parts.headers) {
-        let key = keys::verify(state, &presented, KeyFamily::Account).await?;
+        let key = keys::verify(
+            &state.store,
+            &*state.clock,
+            &state.caches,
+            &presented,
+            KeyFamily::Account,
+        )
+        .await?;
         if !key.allows(scope) {
             return Err(ApiError::Forbidden(format!(
                 "this API key lacks the `{scope}` scope"
@@ -133,7 +142,7 @@ async fn authenticate(parts: &Parts, state: &AppState, scope: &str) -> Result<Ca
         });
     }
     match session::token_from_headers(&parts.headers) {
-        Some(token) => match session::resolve(state, &token).await? {
+        Some(token) => match session::resolve(&state.store, &*state.clock, &token).await? {
             Some(account_id) => Ok(Caller::account(account_id)),
             None => Err(ApiError::Unauthorized("the session has expired or was ended; sign in again".into())),
         },
@@ -156,7 +165,7 @@ impl FromRequestParts<AppState> for SessionAuth {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         if let Some(token) = session::token_from_headers(&parts.headers)
-            && let Some(account_id) = session::resolve(state, &token).await?
+            && let Some(account_id) = session::resolve(&state.store, &*state.clock, &token).await?
         {
             return Ok(SessionAuth { account_id });
         }

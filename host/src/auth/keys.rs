@@ -11,9 +11,11 @@ use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use chrono::{DateTime, Utc};
 
+use crate::cache::Caches;
+use crate::clock::Clock;
 use crate::clock::{from_millis, to_millis};
 use crate::crypto::{constant_time_eq, random_base58, sha256_hex};
-use crate::state::AppState;
+use crate::db::Store;
 
 pub(crate) const KEY_PREFIX: &str = "svc_live_";
 pub(crate) const DISPLAY_PREFIX_LEN: usize = 12;
@@ -139,7 +141,9 @@ pub(crate) enum KeyCheckError {
 /// Check a presented key: the reason when it is unknown, revoked or expired, or its account is
 /// suspended. A key seen recently is checked from memory, without a database round trip.
 pub(crate) async fn verify(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    caches: &Caches,
     presented: &str,
     family: KeyFamily,
 ) -> Result<VerifiedKey, KeyCheckError> {
@@ -148,14 +152,13 @@ pub(crate) async fn verify(
     }
     let hash = sha256_hex(presented);
     let cache_key = format!("{}:{hash}", family.as_str());
-    let key = state
-        .caches
+    let key = caches
         .keys
         .get_or_load(&cache_key, async {
-            load(state, &hash, family).await.map(|key| (key, None))
+            load(store, &hash, family).await.map(|key| (key, None))
         })
         .await?;
-    let now = state.now();
+    let now = clock.now();
     if key.revoked {
         return Err(KeyCheckError::Revoked);
     }
@@ -166,7 +169,7 @@ pub(crate) async fn verify(
     if key.suspended {
         return Err(KeyCheckError::Suspended);
     }
-    touch_last_used(state, &key, now);
+    touch_last_used(store, &key, now);
     Ok(VerifiedKey {
         key_id: Some(key.key_id.clone()),
         account_id: key.account_id.clone(),
@@ -174,7 +177,7 @@ pub(crate) async fn verify(
     })
 }
 
-async fn load(state: &AppState, hash: &str, family: KeyFamily) -> Result<CachedKey, KeyCheckError> {
+async fn load(store: &Store, hash: &str, family: KeyFamily) -> Result<CachedKey, KeyCheckError> {
     let row: Option<KeyRow> = sqlx::query_as(
         "SELECT k.id, k.account_id, k.key_hash, k.scopes, k.expires_at, k.revoked_at, k.last_used_at,
                 a.suspended_at
@@ -183,7 +186,7 @@ async fn load(state: &AppState, hash: &str, family: KeyFamily) -> Result<CachedK
     )
     .bind(hash)
     .bind(family.as_str())
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?;
     // Unknown keys are not cached: a key created on another node must work at once.
     let Some(row) = row else {
@@ -205,7 +208,7 @@ async fn load(state: &AppState, hash: &str, family: KeyFamily) -> Result<CachedK
 
 /// Record use at minute granularity, off the request path. The cached key remembers the last
 /// recording, so a busy key spawns one write a minute, not one per request.
-fn touch_last_used(state: &AppState, key: &CachedKey, now: DateTime<Utc>) {
+fn touch_last_used(store: &Store, key: &CachedKey, now: DateTime<Utc>) {
     let now_ms = to_millis(now);
     let last = key.last_used_at.load(Ordering::Relaxed);
     if now_ms.saturating_sub(last) < LAST_USED_GRANULARITY_MS
@@ -216,7 +219,7 @@ fn touch_last_used(state: &AppState, key: &CachedKey, now: DateTime<Utc>) {
     {
         return;
     }
-    let store = state.store.clone();
+    let store = store.clone();
     let key_id = key.key_id.clone();
     tokio::spawn(async move {
         let touched = sqlx::query(

@@ -121,7 +121,14 @@ async fn signup(
         }
         other => other?,
     };
-    let wallet = crate::custodial::create(&mut tx, &state, "account", &account_id).await?;
+    let wallet = crate::custodial::create(
+        &mut tx,
+        &*state.clock,
+        &state.sealer,
+        "account",
+        &account_id,
+    )
+    .await?;
     account::link_wallet(&mut tx, &account_id, &wallet, "custodial", now).await?;
     let token = session::create(&mut tx, &account_id, now).await?;
     tx.commit().await?;
@@ -174,11 +181,11 @@ async fn login(
     security((), ("sessionCookie" = [])), tag = "auth", responses((status = 204)))]
 async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
     if let Some(token) = session::token_from_headers(&headers) {
-        session::delete(&state, &token).await?;
+        session::delete(&state.store, &token).await?;
     }
     Ok((
         StatusCode::NO_CONTENT,
-        [(SET_COOKIE, session::clear_cookie(&state))],
+        [(SET_COOKIE, session::clear_cookie(&state.config))],
     )
         .into_response())
 }
@@ -209,7 +216,8 @@ async fn nonce(
     Json(body): Json<NonceRequest>,
 ) -> Result<axum::Json<NonceResponse>, ApiError> {
     let wallet = WalletAddress::parse(&body.wallet).map_err(ApiError::BadRequest)?;
-    let challenge = wallet_proof::issue(&state, &wallet).await?;
+    let challenge =
+        wallet_proof::issue(&state.store, &*state.clock, &state.config, &wallet).await?;
     Ok(axum::Json(NonceResponse {
         nonce: challenge.nonce,
         message: challenge.message,
@@ -249,11 +257,18 @@ async fn wallet_sign_in(
     Json(body): Json<WalletSignInRequest>,
 ) -> Result<Response, ApiError> {
     let wallet = WalletAddress::parse(&body.wallet).map_err(ApiError::BadRequest)?;
-    let existing = account::owner_of_wallet(&state, &wallet).await?;
+    let existing = account::owner_of_wallet(&state.store, &wallet).await?;
     if existing.is_none() && !(body.accept_terms && body.accept_privacy) {
         return Err(ApiError::bad_request(ACCEPTANCE_REQUIRED));
     }
-    wallet_proof::verify_and_consume(&state, &wallet, &body.nonce, &body.signature).await?;
+    wallet_proof::verify_and_consume(
+        &state.store,
+        &*state.clock,
+        &wallet,
+        &body.nonce,
+        &body.signature,
+    )
+    .await?;
 
     if let Some(account_id) = &existing {
         ensure_not_suspended(&state, account_id).await?;
@@ -316,10 +331,10 @@ async fn signed_in(
     account_id: &str,
     token: &str,
 ) -> Result<Response, ApiError> {
-    let view = account::load(state, account_id).await?;
+    let view = account::load(&state.store, account_id).await?;
     Ok((
         status,
-        [(SET_COOKIE, session::set_cookie(state, token))],
+        [(SET_COOKIE, session::set_cookie(&state.config, token))],
         axum::Json(view),
     )
         .into_response())

@@ -7,9 +7,11 @@ use axum::http::header::COOKIE;
 use chrono::{DateTime, Duration, Utc};
 use sqlx::AnyConnection;
 
+use crate::clock::Clock;
 use crate::clock::to_millis;
+use crate::config::Config;
 use crate::crypto::{random_base58, sha256_hex};
-use crate::state::AppState;
+use crate::db::Store;
 
 pub(crate) const COOKIE_NAME: &str = "session-token";
 pub const LIFETIME_DAYS: i64 = 30;
@@ -39,8 +41,12 @@ pub(crate) async fn create(
 }
 
 /// The account behind a live session token, sliding its lifetime if due.
-pub(crate) async fn resolve(state: &AppState, token: &str) -> sqlx::Result<Option<String>> {
-    let now = state.now();
+pub(crate) async fn resolve(
+    store: &Store,
+    clock: &dyn Clock,
+    token: &str,
+) -> sqlx::Result<Option<String>> {
+    let now = clock.now();
     let token_hash = sha256_hex(token);
     let row: Option<(String, i64)> = sqlx::query_as(
         // A suspended account's sessions end with the suspension (they are also deleted then);
@@ -50,13 +56,13 @@ pub(crate) async fn resolve(state: &AppState, token: &str) -> sqlx::Result<Optio
     )
     .bind(&token_hash)
     .bind(to_millis(now))
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?;
     let Some((account_id, last_seen)) = row else {
         return Ok(None);
     };
     if to_millis(now) - last_seen > SLIDE_AFTER.num_milliseconds() {
-        let store = state.store.clone();
+        let store = store.clone();
         let expires_at = to_millis(now + Duration::days(LIFETIME_DAYS));
         // Off the request path: a lost slide only means the session ends a day earlier.
         tokio::spawn(async move {
@@ -77,10 +83,10 @@ pub(crate) async fn resolve(state: &AppState, token: &str) -> sqlx::Result<Optio
 }
 
 /// End the session with this token (logout). Unknown tokens are fine: the result is the same.
-pub(crate) async fn delete(state: &AppState, token: &str) -> sqlx::Result<()> {
+pub(crate) async fn delete(store: &Store, token: &str) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
         .bind(sha256_hex(token))
-        .execute(state.store.write())
+        .execute(store.write())
         .await?;
     Ok(())
 }
@@ -99,24 +105,24 @@ pub(crate) fn token_from_headers(headers: &HeaderMap) -> Option<String> {
 }
 
 /// `Set-Cookie` value that stores `token` for the session's lifetime.
-pub(crate) fn set_cookie(state: &AppState, token: &str) -> String {
+pub(crate) fn set_cookie(config: &Config, token: &str) -> String {
     format!(
         "{COOKIE_NAME}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}",
         LIFETIME_DAYS * 24 * 3600,
-        secure_attribute(state)
+        secure_attribute(config)
     )
 }
 
 /// `Set-Cookie` value that makes the browser forget the session.
-pub(crate) fn clear_cookie(state: &AppState) -> String {
+pub(crate) fn clear_cookie(config: &Config) -> String {
     format!(
         "{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}",
-        secure_attribute(state)
+        secure_attribute(config)
     )
 }
 
-fn secure_attribute(state: &AppState) -> &'static str {
-    if state.config.public_url.starts_with("https://") {
+fn secure_attribute(config: &Config) -> &'static str {
+    if config.public_url.starts_with("https://") {
         "; Secure"
     } else {
         ""

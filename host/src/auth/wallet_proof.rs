@@ -6,10 +6,12 @@
 use chrono::{DateTime, Duration, Utc};
 use ed25519_dalek::{Signature, VerifyingKey};
 
+use crate::clock::Clock;
 use crate::clock::{rfc3339, to_millis};
+use crate::config::Config;
 use crate::crypto::random_base58;
+use crate::db::Store;
 use crate::domain::WalletAddress;
-use crate::state::AppState;
 
 pub(crate) const NONCE_LIFETIME: Duration = Duration::minutes(5);
 
@@ -35,11 +37,16 @@ pub(crate) struct Challenge {
 }
 
 /// Issue a nonce for `wallet`.
-pub(crate) async fn issue(state: &AppState, wallet: &WalletAddress) -> sqlx::Result<Challenge> {
-    let now = state.now();
+pub(crate) async fn issue(
+    store: &Store,
+    clock: &dyn Clock,
+    config: &Config,
+    wallet: &WalletAddress,
+) -> sqlx::Result<Challenge> {
+    let now = clock.now();
     let nonce = random_base58(16);
     let expires_at = now + NONCE_LIFETIME;
-    let message = message(&state.config.public_url, wallet, &nonce, now, expires_at);
+    let message = message(&config.public_url, wallet, &nonce, now, expires_at);
     sqlx::query(
         "INSERT INTO wallet_nonces (nonce, wallet, message, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
     )
@@ -48,7 +55,7 @@ pub(crate) async fn issue(state: &AppState, wallet: &WalletAddress) -> sqlx::Res
     .bind(&message)
     .bind(to_millis(now))
     .bind(to_millis(expires_at))
-    .execute(state.store.write())
+    .execute(store.write())
     .await?;
     Ok(Challenge {
         nonce,
@@ -80,19 +87,20 @@ fn message(
 /// Check `signature` (base58 ed25519) by `wallet` over the message of `nonce`, then consume the
 /// nonce. A bad signature leaves the nonce unused; a nonce works once, for its own wallet only.
 pub(crate) async fn verify_and_consume(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     wallet: &WalletAddress,
     nonce: &str,
     signature: &str,
 ) -> Result<(), ProofError> {
-    let now = to_millis(state.now());
+    let now = to_millis(clock.now());
     let stored: Option<(String,)> = sqlx::query_as(
         "SELECT message FROM wallet_nonces WHERE nonce = $1 AND wallet = $2 AND used_at IS NULL AND expires_at > $3",
     )
     .bind(nonce)
     .bind(wallet.as_str())
     .bind(now)
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?;
     let Some((message,)) = stored else {
         return Err(ProofError::Refused(
@@ -105,7 +113,7 @@ pub(crate) async fn verify_and_consume(
     )
     .bind(now)
     .bind(nonce)
-    .execute(state.store.write())
+    .execute(store.write())
     .await?;
     if consumed.rows_affected() != 1 {
         return Err(ProofError::Refused(

@@ -12,9 +12,9 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
+use crate::cache::Caches;
 use crate::http::ApiError;
 use crate::http::compression::{Compressible, accepts_gzip, mark_encoding};
-use crate::state::AppState;
 
 /// A public answer as JSON, from the node's cache when nothing changed since it was built.
 /// `key` must name everything the answer depends on (path and query); `load` returns the
@@ -22,7 +22,7 @@ use crate::state::AppState;
 /// clients that accept it, and says that it varies with `Accept-Encoding` either way so a
 /// shared cache in front of the node keeps the two apart.
 pub async fn public_json<T, F>(
-    state: &AppState,
+    caches: &Caches,
     headers: &HeaderMap,
     key: &str,
     load: F,
@@ -31,8 +31,7 @@ where
     T: serde::Serialize,
     F: std::future::Future<Output = Result<(T, Option<chrono::DateTime<chrono::Utc>>), ApiError>>,
 {
-    let body = state
-        .caches
+    let body = caches
         .public
         .get_or_load(key, async {
             let (value, stale_at) = load.await?;

@@ -6,8 +6,10 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 
 use super::DungeonError;
 use super::game::DungeonMap;
+use crate::clock::Clock;
+use crate::crypto::Sealer;
 use crate::crypto::random_base58;
-use crate::state::AppState;
+use crate::db::Store;
 use crate::usdc::Usdc;
 
 /// Entry price in raw stablecoin units: 1 USDC.
@@ -61,8 +63,8 @@ pub(crate) fn pot_raw(entries: i64, rake_percent: u32) -> i64 {
 }
 
 /// Where `dungeonId` stands for entries now: open today, closed before, unknown after.
-pub(crate) fn ensure_open(state: &AppState, day: DungeonDay) -> Result<(), DungeonError> {
-    let today = DungeonDay::of(state.now());
+pub(crate) fn ensure_open(clock: &dyn Clock, day: DungeonDay) -> Result<(), DungeonError> {
+    let today = DungeonDay::of(clock.now());
     if day == today {
         Ok(())
     } else if day < today {
@@ -76,9 +78,9 @@ pub(crate) fn ensure_open(state: &AppState, day: DungeonDay) -> Result<(), Dunge
 }
 
 /// A dungeon id that exists: a valid date not after today.
-pub(crate) fn known(state: &AppState, id: &str) -> Result<DungeonDay, DungeonError> {
+pub(crate) fn known(clock: &dyn Clock, id: &str) -> Result<DungeonDay, DungeonError> {
     match DungeonDay::parse(id) {
-        Some(day) if day <= DungeonDay::of(state.now()) => Ok(day),
+        Some(day) if day <= DungeonDay::of(clock.now()) => Ok(day),
         _ => Err(DungeonError::UnknownDungeon(id.to_owned())),
     }
 }
@@ -87,25 +89,22 @@ const SALT_NAME: &str = "map_salt";
 
 /// The deployment's map salt, created (and sealed) on first use. Two nodes racing to create it
 /// both end up reading the one that was inserted first.
-pub(crate) async fn map_salt(state: &AppState) -> Result<String, DungeonError> {
+pub(crate) async fn map_salt(store: &Store, sealer: &Sealer) -> Result<String, DungeonError> {
     for _ in 0..2 {
         let stored: Option<(String,)> =
             sqlx::query_as("SELECT sealed FROM dungeon_secrets WHERE name = $1")
                 .bind(SALT_NAME)
-                .fetch_optional(state.store.read())
+                .fetch_optional(store.read())
                 .await?;
         if let Some((sealed,)) = stored {
-            return state
-                .sealer
-                .open_text(&sealed)
-                .map_err(DungeonError::internal);
+            return sealer.open_text(&sealed).map_err(DungeonError::internal);
         }
         sqlx::query(
             "INSERT INTO dungeon_secrets (name, sealed) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
         )
         .bind(SALT_NAME)
-        .bind(state.sealer.seal(random_base58(32).as_bytes()))
-        .execute(state.store.write())
+        .bind(sealer.seal(random_base58(32).as_bytes()))
+        .execute(store.write())
         .await?;
     }
     Err(DungeonError::internal(anyhow::anyhow!(

@@ -15,9 +15,13 @@ use super::DungeonError;
 use super::entry::{self, EnterOutcome, EnterRequest, Freshness};
 use crate::api_keys::spend;
 use crate::auth::Caller;
+use crate::chain::Chain;
 use crate::chain::payment::{self, PaymentCheck, PaymentError};
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::crypto::Sealer;
 use crate::custodial_payments::{self, Order};
-use crate::state::AppState;
+use crate::db::Store;
 
 /// What the payments are recorded under (subject: the quote id).
 const PURPOSE: &str = "dungeon_entry";
@@ -27,12 +31,16 @@ const PURPOSE: &str = "dungeon_entry";
 pub(crate) const SETTLE_JOB: &str = "dungeon_entry.settle";
 
 pub(super) async fn enter(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
+    sealer: &Sealer,
+    config: &Config,
     dungeon_id: &str,
     caller: &Caller,
     request: EnterRequest,
 ) -> Result<EnterOutcome, DungeonError> {
-    let spender = spend::spender(state, Some(caller)).await?;
+    let spender = spend::spender(store, Some(caller)).await?;
     if request.tx_signature.is_some() {
         return Err(DungeonError::Invalid(
             "send either `payFrom` or `txSignature`, not both".into(),
@@ -47,14 +55,16 @@ pub(super) async fn enter(
         )));
     }
     let quote_id = request.quote_id.trim();
-    let paid = custodial_payments::recorded(state, PURPOSE, quote_id).await?;
+    let paid = custodial_payments::recorded(store, PURPOSE, quote_id).await?;
     let freshness = if paid.is_some() {
         Freshness::PaidAlready
     } else {
         Freshness::Unpaid
     };
     let checked = entry::check_quote(
-        state,
+        store,
+        clock,
+        sealer,
         dungeon_id,
         caller,
         quote_id,
@@ -69,7 +79,7 @@ pub(super) async fn enter(
         subject: &checked.quote_id,
         payer: &spender.wallet,
         account_id: &caller.account_id,
-        recipient: &state.chain.dungeon().address.to_string(),
+        recipient: &chain.dungeon().address.to_string(),
         amount_raw: checked.amount_raw,
         memo: &checked.memo,
         reference: &checked.day.id(),
@@ -78,20 +88,21 @@ pub(super) async fn enter(
         payer_name: "the embedded wallet",
         spender: Some((spender.key_id, paid_for.as_str())),
     };
-    let signature = custodial_payments::pay_once(state, &order).await?;
-    entry::ensure_unused(state, &signature).await?;
+    let signature = custodial_payments::pay_once(store, clock, chain, sealer, &order).await?;
+    entry::ensure_unused(store, &signature).await?;
     let landed = payment::check(
-        &state.chain,
-        &state.store,
-        state.now(),
+        chain,
+        store,
+        clock.now(),
         &signature,
-        &checked.expected(state),
+        &checked.expected(chain),
     )
     .await?;
     if landed == PaymentCheck::Pending {
         return Ok(EnterOutcome::Paying { signature });
     }
-    let entered = entry::open_run(state, caller, &checked, &signature).await?;
+    let entered =
+        entry::open_run(store, clock, sealer, config, caller, &checked, &signature).await?;
     tracing::info!(
         run_id = entered.run_id,
         dungeon_id,
@@ -105,12 +116,19 @@ pub(super) async fn enter(
 /// The settling job of the entry payment `signature`: open the run it paid for. Done when the
 /// payment is claimed (its run is open), replaced, or can never land; retried while it is not
 /// final yet.
-pub(crate) async fn settle(state: &AppState, signature: &str) -> anyhow::Result<()> {
-    let Some(recorded) = custodial_payments::by_signature(state, signature).await? else {
+pub(crate) async fn settle(
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
+    sealer: &Sealer,
+    config: &Config,
+    signature: &str,
+) -> anyhow::Result<()> {
+    let Some(recorded) = custodial_payments::by_signature(store, signature).await? else {
         return Ok(());
     };
-    if custodial_payments::claimed(state, signature).await?
-        || custodial_payments::forget_if_dead(state, &recorded)
+    if custodial_payments::claimed(store, signature).await?
+        || custodial_payments::forget_if_dead(store, clock, chain, &recorded)
             .await
             .map_err(|error| anyhow::anyhow!(error))?
     {
@@ -119,7 +137,9 @@ pub(crate) async fn settle(state: &AppState, signature: &str) -> anyhow::Result<
     let caller = Caller::account(recorded.account_id.clone());
     let class = recorded.detail()["class"].as_str().map(str::to_owned);
     let checked = match entry::check_quote(
-        state,
+        store,
+        clock,
+        sealer,
         &recorded.reference,
         &caller,
         &recorded.subject,
@@ -135,11 +155,11 @@ pub(crate) async fn settle(state: &AppState, signature: &str) -> anyhow::Result<
         Err(error) => return Err(anyhow::anyhow!(error)),
     };
     match payment::check(
-        &state.chain,
-        &state.store,
-        state.now(),
+        chain,
+        store,
+        clock.now(),
         signature,
-        &checked.expected(state),
+        &checked.expected(chain),
     )
     .await
     {
@@ -151,7 +171,7 @@ pub(crate) async fn settle(state: &AppState, signature: &str) -> anyhow::Result<
         Err(PaymentError::Rejected(_)) => return Ok(()),
         Err(error) => return Err(anyhow::anyhow!(error)),
     }
-    match entry::open_run(state, &caller, &checked, signature).await {
+    match entry::open_run(store, clock, sealer, config, &caller, &checked, signature).await {
         Ok(entered) => {
             tracing::info!(
                 run_id = entered.run_id,

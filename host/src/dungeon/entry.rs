@@ -17,13 +17,17 @@ use super::quote::QuoteClaims;
 use super::run_key;
 use crate::api_keys::spend::PayFrom;
 use crate::auth::Caller;
+use crate::chain::Chain;
 use crate::chain::ExpectedPayment;
 use crate::chain::payment::{self, PaymentCheck};
+use crate::clock::Clock;
 use crate::clock::{rfc3339, to_millis};
+use crate::config::Config;
+use crate::crypto::Sealer;
 use crate::crypto::new_id;
 use crate::db::OnUnique;
+use crate::db::Store;
 use crate::domain::WalletAddress;
-use crate::state::AppState;
 use crate::usdc::Usdc;
 
 /// How long a quote may be paid and used (never past the day's end).
@@ -50,16 +54,18 @@ pub(crate) fn memo(dungeon_id: &str, payer: &str, quote_id: &str) -> String {
 
 /// A quote for `wallet`: nothing is stored, the quote id is signed (see [`super::quote`]).
 pub(crate) fn quote(
-    state: &AppState,
+    clock: &dyn Clock,
+    chain: &Chain,
+    sealer: &Sealer,
     dungeon_id: &str,
     wallet: &str,
 ) -> Result<Quote, DungeonError> {
-    let day = day::known(state, dungeon_id)?;
-    day::ensure_open(state, day)?;
+    let day = day::known(clock, dungeon_id)?;
+    day::ensure_open(clock, day)?;
     let payer = WalletAddress::parse(wallet).map_err(DungeonError::Invalid)?;
-    let expires = (state.now() + QUOTE_TTL).min(day.closes_at());
+    let expires = (clock.now() + QUOTE_TTL).min(day.closes_at());
     let claims = QuoteClaims::new(day.id(), &payer, ENTRY_FEE_RAW, expires);
-    let quote_id = claims.sign(&quote_key(state));
+    let quote_id = claims.sign(&quote_key(sealer));
     let memo = memo(&day.id(), payer.as_str(), &quote_id);
     Ok(Quote {
         quote_id,
@@ -67,15 +73,15 @@ pub(crate) fn quote(
         payer_wallet: payer.to_string(),
         amount_ui: Usdc::from_raw(ENTRY_FEE_RAW as i64).ui(),
         amount_raw: ENTRY_FEE_RAW.to_string(),
-        mint: state.chain.stablecoin_mint().to_owned(),
-        dungeon_wallet_address: state.chain.dungeon().address.to_string(),
+        mint: chain.stablecoin_mint().to_owned(),
+        dungeon_wallet_address: chain.dungeon().address.to_string(),
         memo,
         expires_at: rfc3339(expires),
     })
 }
 
-fn quote_key(state: &AppState) -> [u8; 32] {
-    state.sealer.derived_key(super::quote::KEY_PURPOSE)
+fn quote_key(sealer: &Sealer) -> [u8; 32] {
+    sealer.derived_key(super::quote::KEY_PURPOSE)
 }
 
 /// The body of `POST /api/dungeons/{dungeonId}/enter`.
@@ -175,8 +181,8 @@ pub(crate) struct RunUrls {
 }
 
 impl RunUrls {
-    pub(crate) fn of(state: &AppState, run_id: &str) -> Self {
-        let base = format!("{}/api/dungeons/runs/{run_id}", state.config.public_url);
+    pub(crate) fn of(config: &Config, run_id: &str) -> Self {
+        let base = format!("{}/api/dungeons/runs/{run_id}", config.public_url);
         RunUrls {
             turn: format!("{base}/turn"),
             broadcast: format!("{base}/broadcast"),
@@ -198,11 +204,11 @@ pub(super) struct CheckedQuote {
 
 impl CheckedQuote {
     /// The payment the quote asks for.
-    pub(super) fn expected(&self, state: &AppState) -> ExpectedPayment {
+    pub(super) fn expected(&self, chain: &Chain) -> ExpectedPayment {
         ExpectedPayment {
             payer: self.payer.to_string(),
-            recipient: state.chain.dungeon().address.to_string(),
-            mint: state.chain.stablecoin_mint().to_owned(),
+            recipient: chain.dungeon().address.to_string(),
+            mint: chain.stablecoin_mint().to_owned(),
             amount_raw: self.amount_raw,
             memo: self.memo.clone(),
         }
@@ -210,13 +216,20 @@ impl CheckedQuote {
 }
 
 pub(crate) async fn enter(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
+    sealer: &Sealer,
+    config: &Config,
     dungeon_id: &str,
     caller: &Caller,
     request: EnterRequest,
 ) -> Result<EnterOutcome, DungeonError> {
     if request.pay_from.is_some() {
-        return super::embedded_entry::enter(state, dungeon_id, caller, request).await;
+        return super::embedded_entry::enter(
+            store, clock, chain, sealer, config, dungeon_id, caller, request,
+        )
+        .await;
     }
     let signature = request
         .tx_signature
@@ -233,7 +246,9 @@ pub(crate) async fn enter(
         DungeonError::Invalid("`payerWallet` is required: the wallet that paid the quote".into())
     })?;
     let checked = check_quote(
-        state,
+        store,
+        clock,
+        sealer,
         dungeon_id,
         caller,
         &request.quote_id,
@@ -242,19 +257,19 @@ pub(crate) async fn enter(
         Freshness::Unpaid,
     )
     .await?;
-    ensure_unused(state, &signature).await?;
+    ensure_unused(store, &signature).await?;
     let checked_payment = payment::check(
-        &state.chain,
-        &state.store,
-        state.now(),
+        chain,
+        store,
+        clock.now(),
         &signature,
-        &checked.expected(state),
+        &checked.expected(chain),
     )
     .await?;
     if checked_payment == PaymentCheck::Pending {
         return Ok(EnterOutcome::Pending);
     }
-    let entered = open_run(state, caller, &checked, &signature).await?;
+    let entered = open_run(store, clock, sealer, config, caller, &checked, &signature).await?;
     tracing::info!(
         run_id = entered.run_id,
         dungeon_id,
@@ -274,7 +289,9 @@ pub(super) enum Freshness {
 
 /// Everything about the quote that can be refused before asking the chain.
 pub(super) async fn check_quote(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    sealer: &Sealer,
     dungeon_id: &str,
     caller: &Caller,
     quote_id: &str,
@@ -282,7 +299,7 @@ pub(super) async fn check_quote(
     class: Option<&str>,
     freshness: Freshness,
 ) -> Result<CheckedQuote, DungeonError> {
-    let day = day::known(state, dungeon_id)?;
+    let day = day::known(clock, dungeon_id)?;
     let payer = WalletAddress::parse(payer).map_err(DungeonError::Invalid)?;
     let class = match class.map(str::trim) {
         None | Some("") => Class::Fighter,
@@ -293,12 +310,12 @@ pub(super) async fn check_quote(
             ))
         })?,
     };
-    crate::account::ensure_linked(state, &caller.account_id, [&payer]).await?;
+    crate::account::ensure_linked(store, &caller.account_id, [&payer]).await?;
     if freshness == Freshness::Unpaid {
-        day::ensure_open(state, day)?;
+        day::ensure_open(clock, day)?;
     }
     let quote_id = quote_id.trim();
-    let quote = QuoteClaims::verify(quote_id, &quote_key(state)).map_err(|error| {
+    let quote = QuoteClaims::verify(quote_id, &quote_key(sealer)).map_err(|error| {
         DungeonError::QuoteUnknown(format!(
             "{error}: ask GET /api/dungeons/{}/quote?wallet=<payer> for one",
             day.id()
@@ -317,7 +334,7 @@ pub(super) async fn check_quote(
             quote.wallet
         )));
     }
-    if freshness == Freshness::Unpaid && state.now() > quote.expires_at {
+    if freshness == Freshness::Unpaid && clock.now() > quote.expires_at {
         return Err(DungeonError::QuoteExpired(format!(
             "quote {quote_id} expired at {}; ask for a new quote and pay it",
             rfc3339(quote.expires_at)
@@ -327,7 +344,7 @@ pub(super) async fn check_quote(
     let quote_used: Option<(String,)> =
         sqlx::query_as("SELECT id FROM dungeon_runs WHERE quote_id = $1")
             .bind(quote_id)
-            .fetch_optional(state.store.read())
+            .fetch_optional(store.read())
             .await?;
     if quote_used.is_some() {
         return Err(DungeonError::QuoteUsed(quote_id.to_owned()));
@@ -343,11 +360,11 @@ pub(super) async fn check_quote(
 }
 
 /// A signature pays for one entry only.
-pub(super) async fn ensure_unused(state: &AppState, signature: &str) -> Result<(), DungeonError> {
+pub(super) async fn ensure_unused(store: &Store, signature: &str) -> Result<(), DungeonError> {
     let used: Option<(String,)> =
         sqlx::query_as("SELECT purpose FROM payment_claims WHERE signature = $1")
             .bind(signature)
-            .fetch_optional(state.store.read())
+            .fetch_optional(store.read())
             .await?;
     if used.is_some() {
         return Err(DungeonError::SignatureUsed);
@@ -357,18 +374,21 @@ pub(super) async fn ensure_unused(state: &AppState, signature: &str) -> Result<(
 
 /// The claim, the run and its key, all or nothing.
 pub(super) async fn open_run(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    sealer: &Sealer,
+    config: &Config,
     caller: &Caller,
     checked: &CheckedQuote,
     signature: &str,
 ) -> Result<Entered, DungeonError> {
-    let salt = day::map_salt(state).await?;
+    let salt = day::map_salt(store, sealer).await?;
     let map = checked.day.map(&salt);
     let run_id = new_id("run");
     let run = Run::new(&map, checked.class, rng::seed_from_str(&run_id));
     let key = run_key::mint();
-    let now = to_millis(state.now());
-    let mut tx = state.store.begin().await?;
+    let now = to_millis(clock.now());
+    let mut tx = store.begin().await?;
     sqlx::query(
         "INSERT INTO payment_claims (signature, purpose, reference, payer, amount_raw, claimed_at)
          VALUES ($1, 'dungeon', $2, $3, $4, $5)",
@@ -396,7 +416,7 @@ pub(super) async fn open_run(
     .bind(signature)
     .bind(i64::try_from(checked.amount_raw).unwrap_or(i64::MAX))
     .bind(&key.hash)
-    .bind(state.sealer.seal(key.key.as_bytes()))
+    .bind(sealer.seal(key.key.as_bytes()))
     .bind(run.score())
     .bind(i64::from(run.tally().deepest_floor))
     .bind(serde_json::to_string(&run).map_err(DungeonError::internal)?)
@@ -405,7 +425,7 @@ pub(super) async fn open_run(
     .await
     .on_unique(|| DungeonError::QuoteUsed(checked.quote_id.clone()))?;
     tx.commit().await?;
-    let urls = RunUrls::of(state, &run_id);
+    let urls = RunUrls::of(config, &run_id);
     let skill = agent_skill_markdown(&SkillContext {
         run_id: &run_id,
         dungeon_id: &map.id,
@@ -431,13 +451,13 @@ pub(super) async fn open_run(
 
 /// The skill file of an existing run (for the credential endpoint).
 pub(crate) fn skill_file(
-    state: &AppState,
+    config: &Config,
     run_id: &str,
     dungeon_id: &str,
     theme: &str,
     class: Class,
 ) -> String {
-    let urls = RunUrls::of(state, run_id);
+    let urls = RunUrls::of(config, run_id);
     agent_skill_markdown(&SkillContext {
         run_id,
         dungeon_id,

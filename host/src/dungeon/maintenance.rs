@@ -15,10 +15,14 @@ use chrono::Duration;
 
 use super::day::{DungeonDay, pot_raw};
 use super::play;
+use crate::chain::Chain;
+use crate::clock::Clock;
 use crate::clock::to_millis;
+use crate::config::Config;
 use crate::crypto::new_id;
+use crate::db::Store;
+use crate::events::Bus;
 use crate::scheduler;
-use crate::state::AppState;
 use crate::tournaments::payouts::SEND_JOB;
 
 /// Name of the recurring schedule.
@@ -30,10 +34,16 @@ const BATCH: i64 = 500;
 
 /// One pass: abandon idle runs, settle finished days, forget stale payment sightings. Returns
 /// (abandoned, days settled).
-pub(crate) async fn run(state: &AppState) -> anyhow::Result<(usize, usize)> {
-    let abandoned = abandon_idle(state).await?;
-    let settled = settle_days(state).await?;
-    prune_sightings(state).await?;
+pub(crate) async fn run(
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
+    config: &Config,
+) -> anyhow::Result<(usize, usize)> {
+    let abandoned = abandon_idle(store, clock, events, config).await?;
+    let settled = settle_days(store, clock, chain, config).await?;
+    prune_sightings(store, clock).await?;
     Ok((abandoned, settled))
 }
 
@@ -41,30 +51,34 @@ pub(crate) async fn run(state: &AppState) -> anyhow::Result<(usize, usize)> {
 /// so a client still retrying a dead signature keeps getting 422, not a fresh grace period.
 const SIGHTING_RETENTION: Duration = Duration::days(1);
 
-async fn prune_sightings(state: &AppState) -> anyhow::Result<()> {
+async fn prune_sightings(store: &Store, clock: &dyn Clock) -> anyhow::Result<()> {
     let pruned =
-        crate::chain::payment::prune_sightings(&state.store, state.now(), SIGHTING_RETENTION)
-            .await?;
+        crate::chain::payment::prune_sightings(store, clock.now(), SIGHTING_RETENTION).await?;
     if pruned > 0 {
         tracing::debug!(pruned, "old payment sightings deleted");
     }
     Ok(())
 }
 
-async fn abandon_idle(state: &AppState) -> anyhow::Result<usize> {
-    let timeout = Duration::seconds(state.config.dungeon_idle_timeout_secs as i64);
-    let cutoff = to_millis(state.now() - timeout);
+async fn abandon_idle(
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    config: &Config,
+) -> anyhow::Result<usize> {
+    let timeout = Duration::seconds(config.dungeon_idle_timeout_secs as i64);
+    let cutoff = to_millis(clock.now() - timeout);
     let idle: Vec<(String,)> = sqlx::query_as(
         "SELECT id FROM dungeon_runs WHERE status = 'active' AND last_action_at < $1
          ORDER BY last_action_at LIMIT $2",
     )
     .bind(cutoff)
     .bind(BATCH)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     let mut abandoned = 0;
     for (run_id,) in idle {
-        if play::abandon(state, &run_id)
+        if play::abandon(store, clock, events, &run_id)
             .await
             .map_err(|error| anyhow!("abandoning {run_id}: {error}"))?
         {
@@ -74,8 +88,13 @@ async fn abandon_idle(state: &AppState) -> anyhow::Result<usize> {
     Ok(abandoned)
 }
 
-async fn settle_days(state: &AppState) -> anyhow::Result<usize> {
-    let today = DungeonDay::of(state.now()).id();
+async fn settle_days(
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
+    config: &Config,
+) -> anyhow::Result<usize> {
+    let today = DungeonDay::of(clock.now()).id();
     let days: Vec<(String,)> = sqlx::query_as(
         "SELECT DISTINCT r.dungeon_id FROM dungeon_runs r
          WHERE r.dungeon_id < $1
@@ -84,11 +103,11 @@ async fn settle_days(state: &AppState) -> anyhow::Result<usize> {
          ORDER BY r.dungeon_id",
     )
     .bind(&today)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     let mut settled = 0;
     for (dungeon_id,) in days {
-        if settle(state, &dungeon_id).await? {
+        if settle(store, clock, chain, config, &dungeon_id).await? {
             settled += 1;
         }
     }
@@ -98,9 +117,15 @@ async fn settle_days(state: &AppState) -> anyhow::Result<usize> {
 type Winner = (String, String, String, i64);
 
 /// Record the day's prize (once) and schedule its sending.
-async fn settle(state: &AppState, dungeon_id: &str) -> anyhow::Result<bool> {
-    let now = state.now();
-    let mut tx = state.store.begin().await?;
+async fn settle(
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
+    config: &Config,
+    dungeon_id: &str,
+) -> anyhow::Result<bool> {
+    let now = clock.now();
+    let mut tx = store.begin().await?;
     let (entries,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM dungeon_runs WHERE dungeon_id = $1")
             .bind(dungeon_id)
@@ -116,7 +141,7 @@ async fn settle(state: &AppState, dungeon_id: &str) -> anyhow::Result<bool> {
     .bind(dungeon_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let pot = pot_raw(entries, state.config.dungeon_rake_percent);
+    let pot = pot_raw(entries, config.dungeon_rake_percent);
     let marked = sqlx::query(
         "INSERT INTO dungeon_days (dungeon_id, entries, pot_raw, winner_run_id, settled_at)
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (dungeon_id) DO NOTHING",
@@ -143,7 +168,7 @@ async fn settle(state: &AppState, dungeon_id: &str) -> anyhow::Result<bool> {
         .bind(&wallet)
         .bind(dungeon_id)
         .bind(pot)
-        .bind(state.chain.stablecoin_mint())
+        .bind(chain.stablecoin_mint())
         .bind(to_millis(now))
         .execute(&mut *tx)
         .await?;

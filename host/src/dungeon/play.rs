@@ -16,9 +16,11 @@ use super::DungeonError;
 use super::game::{GameEvent, Run, TurnError};
 use super::store::{self, Advance, NewEvent, RunRow};
 use super::turn_request::TurnRequest;
+use crate::clock::Clock;
 use crate::clock::to_millis;
+use crate::db::Store;
+use crate::events::Bus;
 use crate::http::rate_limit::Limited;
-use crate::state::AppState;
 
 /// Longest broadcast, in characters.
 pub(crate) use super::game::skill::BROADCAST_MAX_CHARS;
@@ -66,7 +68,9 @@ pub(crate) struct LastTurn {
 
 /// Play one turn of `current`'s run (the row as read by the key check; reloaded after a race).
 pub(crate) async fn turn(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    bus: &Bus,
     current: RunRow,
     request: TurnRequest,
 ) -> Result<TurnResult, DungeonError> {
@@ -77,7 +81,7 @@ pub(crate) async fn turn(
     for _ in 0..RACE_RETRIES {
         let row = match first.take() {
             Some(row) => row,
-            None => store::load(state, run_id)
+            None => store::load(store, run_id)
                 .await?
                 .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?,
         };
@@ -89,7 +93,7 @@ pub(crate) async fn turn(
                 ));
             }
             if number <= row.turn_number {
-                let record = store::turn_record(state, run_id, number)
+                let record = store::turn_record(store, run_id, number)
                     .await?
                     .ok_or_else(|| {
                         DungeonError::internal(anyhow::anyhow!(
@@ -165,7 +169,7 @@ pub(crate) async fn turn(
         if run.status().is_over() {
             events.push(ended_event(run_id, &run));
         }
-        match store::advance(state, &row, &run, events).await? {
+        match store::advance(store, clock, bus, &row, &run, events).await? {
             Advance::Raced => continue,
             Advance::Written => {}
         }
@@ -228,7 +232,9 @@ fn ended(row: &RunRow) -> DungeonError {
 /// `POST .../broadcast`: a message for the watchers, at most 280 characters and
 /// [`BROADCASTS_PER_MINUTE`] per run. Returns the event's sequence number.
 pub(crate) async fn broadcast(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
     run_id: &str,
     message: &str,
 ) -> Result<i64, DungeonError> {
@@ -245,21 +251,21 @@ pub(crate) async fn broadcast(
         payload: json!({
             "runId": run_id,
             "message": message,
-            "at": crate::clock::rfc3339(state.now()),
+            "at": crate::clock::rfc3339(clock.now()),
         }),
     };
     let limit = store::WindowLimit {
         max: BROADCASTS_PER_MINUTE,
         window_ms: 60_000,
     };
-    match store::append(state, run_id, event, limit).await? {
+    match store::append(store, clock, events, run_id, event, limit).await? {
         store::Appended::Written(seq) => Ok(seq),
         store::Appended::Ended => Err(DungeonError::RunEnded {
             run_id: run_id.to_owned(),
             status: None,
         }),
         store::Appended::Limited { oldest_at } => {
-            let wait_ms = (oldest_at + 60_000 - to_millis(state.now())).max(1);
+            let wait_ms = (oldest_at + 60_000 - to_millis(clock.now())).max(1);
             Err(DungeonError::Limited(Limited {
                 retry_after: ((wait_ms + 999) / 1000) as u64,
             }))
@@ -268,9 +274,14 @@ pub(crate) async fn broadcast(
 }
 
 /// End an active run as abandoned (idle timeout). False if it was already over.
-pub(crate) async fn abandon(state: &AppState, run_id: &str) -> Result<bool, DungeonError> {
+pub(crate) async fn abandon(
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    run_id: &str,
+) -> Result<bool, DungeonError> {
     for _ in 0..RACE_RETRIES {
-        let Some(row) = store::load(state, run_id).await? else {
+        let Some(row) = store::load(store, run_id).await? else {
             return Ok(false);
         };
         if !row.is_active() {
@@ -284,7 +295,16 @@ pub(crate) async fn abandon(state: &AppState, run_id: &str) -> Result<bool, Dung
         {
             return Ok(false);
         }
-        match store::advance(state, &row, &run, vec![ended_event(run_id, &run)]).await? {
+        match store::advance(
+            store,
+            clock,
+            events,
+            &row,
+            &run,
+            vec![ended_event(run_id, &run)],
+        )
+        .await?
+        {
             Advance::Raced => continue,
             Advance::Written => {
                 tracing::info!(run_id, score = run.score(), "idle dungeon run abandoned");

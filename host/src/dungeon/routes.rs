@@ -84,7 +84,17 @@ type Reads = IpLimit<DungeonReadPolicy>;
     security(()), tag = "dungeon",
     responses((status = 200, body = DungeonList), (status = 429)))]
 async fn list(_limit: Reads, State(state): State<AppState>) -> Result<Response, ApiError> {
-    Ok(axum::Json(views::list(&state).await?).into_response())
+    Ok(axum::Json(
+        views::list(
+            &state.store,
+            &*state.clock,
+            &state.chain,
+            &state.sealer,
+            &state.config,
+        )
+        .await?,
+    )
+    .into_response())
 }
 
 /// One day's dungeon.
@@ -97,7 +107,18 @@ async fn detail(
     State(state): State<AppState>,
     Path(dungeon_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(axum::Json(views::detail(&state, &dungeon_id).await?).into_response())
+    Ok(axum::Json(
+        views::detail(
+            &state.store,
+            &*state.clock,
+            &state.chain,
+            &state.sealer,
+            &state.config,
+            &dungeon_id,
+        )
+        .await?,
+    )
+    .into_response())
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -123,7 +144,14 @@ async fn quote(
     let wallet = params.wallet.ok_or_else(|| {
         ApiError::bad_request("`wallet` is required: the wallet that will pay the entry")
     })?;
-    Ok(axum::Json(entry::quote(&state, &dungeon_id, &wallet)?).into_response())
+    Ok(axum::Json(entry::quote(
+        &*state.clock,
+        &state.chain,
+        &state.sealer,
+        &dungeon_id,
+        &wallet,
+    )?)
+    .into_response())
 }
 
 /// The body of `POST /api/dungeons/{dungeonId}/quote`: the same quote as the GET, for clients
@@ -148,7 +176,14 @@ async fn quote_by_post(
     Path(dungeon_id): Path<String>,
     Json(body): Json<QuoteBody>,
 ) -> Result<Response, ApiError> {
-    Ok(axum::Json(entry::quote(&state, &dungeon_id, &body.wallet)?).into_response())
+    Ok(axum::Json(entry::quote(
+        &*state.clock,
+        &state.chain,
+        &state.sealer,
+        &dungeon_id,
+        &body.wallet,
+    )?)
+    .into_response())
 }
 
 /// Per wallet: best score, deepest floor, whether any run cleared; best first.
@@ -161,7 +196,10 @@ async fn leaderboard(
     State(state): State<AppState>,
     Path(dungeon_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(axum::Json(views::leaderboard(&state, &dungeon_id).await?).into_response())
+    Ok(
+        axum::Json(views::leaderboard(&state.store, &*state.clock, &dungeon_id).await?)
+            .into_response(),
+    )
 }
 
 /// Enter today's dungeon with a paid quote: 201 with the run's key and URLs, 202 while the
@@ -186,7 +224,7 @@ async fn enter(
     Json(request): Json<EnterRequest>,
 ) -> Result<Response, ApiError> {
     Ok(
-        match entry::enter(&state, &dungeon_id, &auth.caller, request).await? {
+        match entry::enter(&state.store, &*state.clock, &state.chain, &state.sealer, &state.config, &dungeon_id, &auth.caller, request).await? {
             EnterOutcome::Entered(entered) => {
                 (StatusCode::CREATED, axum::Json(entered)).into_response()
             }
@@ -255,7 +293,10 @@ async fn run_page(
                 ))
             })?,
     };
-    Ok(axum::Json(views::run_page(&state, &run_id, after_seq, limit).await?).into_response())
+    Ok(
+        axum::Json(views::run_page(&state.store, &state.config, &run_id, after_seq, limit).await?)
+            .into_response(),
+    )
 }
 
 /// The run's key again, for its owner only.
@@ -269,7 +310,17 @@ async fn credential(
     auth: AccountAuth<Read>,
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(axum::Json(views::credential(&state, &run_id, auth.account_id()).await?).into_response())
+    Ok(axum::Json(
+        views::credential(
+            &state.store,
+            &state.sealer,
+            &state.config,
+            &run_id,
+            auth.account_id(),
+        )
+        .await?,
+    )
+    .into_response())
 }
 
 /// The caller's runs, newest first.
@@ -281,7 +332,10 @@ async fn account_runs(
     State(state): State<AppState>,
     auth: AccountAuth<Read>,
 ) -> Result<Response, ApiError> {
-    Ok(axum::Json(views::account_runs(&state, auth.account_id()).await?).into_response())
+    Ok(
+        axum::Json(views::account_runs(&state.store, &state.config, auth.account_id()).await?)
+            .into_response(),
+    )
 }
 
 /// Play one turn with the run's key (`Authorization: Bearer`). A retried `turnNumber` is
@@ -302,8 +356,11 @@ async fn turn(
     key.for_run(&run_id)?;
     state.limits.dungeon_turns.check(&run_id).await?;
     let span = tracing::debug_span!("dungeon_turn", run_id);
-    let result =
-        tracing::Instrument::instrument(play::turn(&state, key.row, request), span).await?;
+    let result = tracing::Instrument::instrument(
+        play::turn(&state.store, &*state.clock, &state.events, key.row, request),
+        span,
+    )
+    .await?;
     Ok(match result {
         TurnResult::Played(reply) => axum::Json(reply).into_response(),
         TurnResult::Illegal { message, reply } => (
@@ -343,7 +400,14 @@ async fn broadcast(
     Json(request): Json<BroadcastRequest>,
 ) -> Result<Response, ApiError> {
     key.for_run(&run_id)?;
-    let seq = play::broadcast(&state, &run_id, &request.message).await?;
+    let seq = play::broadcast(
+        &state.store,
+        &*state.clock,
+        &state.events,
+        &run_id,
+        &request.message,
+    )
+    .await?;
     Ok((StatusCode::CREATED, axum::Json(Broadcast { run_id, seq })).into_response())
 }
 

@@ -70,10 +70,10 @@ impl FromRequestParts<AppState> for RunKey {
         else {
             return Err(required());
         };
-        match store::load_by_key_hash(state, &sha256_hex(key)).await? {
+        match store::load_by_key_hash(&state.store, &sha256_hex(key)).await? {
             Some(row) if row.is_active() => {
                 // A suspended account's runs stop playing (and so cannot win the day's prize).
-                if let Some(reason) = store::suspension_of_run(state, &row.id).await? {
+                if let Some(reason) = store::suspension_of_run(&state.store, &row.id).await? {
                     return Err(DungeonError::AccountSuspended(reason).into());
                 }
                 Ok(RunKey {

@@ -7,9 +7,11 @@ use serde_json::Value;
 
 use super::DungeonError;
 use super::game::{Run, RunStatus};
+use crate::clock::Clock;
 use crate::clock::to_millis;
+use crate::db::Store;
+use crate::events::Bus;
 use crate::events::Event;
-use crate::state::AppState;
 
 /// Event kinds of the watch stream.
 pub(crate) const TURN: &str = "run:turn";
@@ -48,22 +50,22 @@ impl RunRow {
     }
 }
 
-pub(crate) async fn load(state: &AppState, run_id: &str) -> Result<Option<RunRow>, DungeonError> {
-    load_where(state, "id", run_id).await
+pub(crate) async fn load(store: &Store, run_id: &str) -> Result<Option<RunRow>, DungeonError> {
+    load_where(store, "id", run_id).await
 }
 
 /// The run a key hash belongs to (the run-key check reads the whole row, so a turn needs no
 /// second read).
 pub(crate) async fn load_by_key_hash(
-    state: &AppState,
+    store: &Store,
     hash: &str,
 ) -> Result<Option<RunRow>, DungeonError> {
-    load_where(state, "key_hash", hash).await
+    load_where(store, "key_hash", hash).await
 }
 
 /// Why the account that plays `run_id` is suspended, if it is.
 pub(crate) async fn suspension_of_run(
-    state: &AppState,
+    store: &Store,
     run_id: &str,
 ) -> Result<Option<String>, DungeonError> {
     let row: Option<(Option<String>,)> = sqlx::query_as(
@@ -71,14 +73,14 @@ pub(crate) async fn suspension_of_run(
          WHERE r.id = $1 AND a.suspended_at IS NOT NULL",
     )
     .bind(run_id)
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?;
     Ok(row.map(|(reason,)| reason.unwrap_or_else(|| "no reason given".to_owned())))
 }
 
 /// The run whose unique `column` equals `value`.
 async fn load_where(
-    state: &AppState,
+    store: &Store,
     column: &'static str,
     value: &str,
 ) -> Result<Option<RunRow>, DungeonError> {
@@ -86,19 +88,19 @@ async fn load_where(
         "SELECT {COLUMNS} FROM dungeon_runs WHERE {column} = $1"
     ))
     .bind(value)
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?)
 }
 
 pub(crate) async fn list_for_account(
-    state: &AppState,
+    store: &Store,
     account_id: &str,
 ) -> Result<Vec<RunRow>, DungeonError> {
     Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM dungeon_runs WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500"
     ))
     .bind(account_id)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?)
 }
 
@@ -122,7 +124,7 @@ struct EventRow {
 
 /// A run's events after `after_seq`, in order.
 pub(crate) async fn events_after(
-    state: &AppState,
+    store: &Store,
     run_id: &str,
     after_seq: i64,
     limit: i64,
@@ -134,7 +136,7 @@ pub(crate) async fn events_after(
     .bind(run_id)
     .bind(after_seq)
     .bind(limit)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     rows.into_iter()
         .map(|row| {
@@ -150,7 +152,7 @@ pub(crate) async fn events_after(
 
 /// The stored `run:turn` payload of legal turn `turn_number`, if it was played.
 pub(crate) async fn turn_record(
-    state: &AppState,
+    store: &Store,
     run_id: &str,
     turn_number: i64,
 ) -> Result<Option<Value>, DungeonError> {
@@ -160,7 +162,7 @@ pub(crate) async fn turn_record(
     .bind(run_id)
     .bind(turn_number)
     .bind(TURN)
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?;
     row.map(|(payload,)| serde_json::from_str(&payload).map_err(DungeonError::internal))
         .transpose()
@@ -183,16 +185,18 @@ pub(crate) enum Advance {
 /// Store `run` as the new state of `row` (if `row.version` is still current) together with
 /// `events`, then announce them.
 pub(crate) async fn advance(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    bus: &Bus,
     row: &RunRow,
     run: &Run,
     events: Vec<NewEvent>,
 ) -> Result<Advance, DungeonError> {
-    let now = to_millis(state.now());
+    let now = to_millis(clock.now());
     let over = run.status().is_over();
     let serialized = serde_json::to_string(run).map_err(DungeonError::internal)?;
     let count = events.len() as i64;
-    let mut tx = state.store.begin().await?;
+    let mut tx = store.begin().await?;
     let updated: Option<(i64,)> = sqlx::query_as(
         "UPDATE dungeon_runs SET state = $1, version = version + 1, status = $2, score = $3,
              deepest_floor = $4, turn_number = $5, last_seq = last_seq + $6, last_action_at = $7,
@@ -220,7 +224,7 @@ pub(crate) async fn advance(
         insert_event(&mut tx, &row.id, first + offset as i64, event, now).await?;
     }
     tx.commit().await?;
-    announce(state, &row.id, last_seq);
+    announce(bus, &row.id, last_seq);
     Ok(Advance::Written)
 }
 
@@ -249,13 +253,15 @@ pub(crate) enum Appended {
 /// takes the row's write lock (PostgreSQL) or the database's (SQLite), so concurrent appends to
 /// one run count one after the other and the window can never be overfilled.
 pub(crate) async fn append(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
     run_id: &str,
     event: NewEvent,
     limit: WindowLimit,
 ) -> Result<Appended, DungeonError> {
-    let now = to_millis(state.now());
-    let mut tx = state.store.begin().await?;
+    let now = to_millis(clock.now());
+    let mut tx = store.begin().await?;
     let updated: Option<(i64,)> = sqlx::query_as(
         "UPDATE dungeon_runs SET last_seq = last_seq + 1 WHERE id = $1 AND status = 'active' RETURNING last_seq",
     )
@@ -282,7 +288,7 @@ pub(crate) async fn append(
     }
     insert_event(&mut tx, run_id, seq, &event, now).await?;
     tx.commit().await?;
-    announce(state, run_id, seq);
+    announce(events, run_id, seq);
     Ok(Appended::Written(seq))
 }
 
@@ -308,8 +314,8 @@ async fn insert_event(
     Ok(())
 }
 
-fn announce(state: &AppState, run_id: &str, seq: i64) {
-    state.events.publish(Event::DungeonRunEvent {
+fn announce(events: &Bus, run_id: &str, seq: i64) {
+    events.publish(Event::DungeonRunEvent {
         run_id: run_id.to_owned(),
         seq,
     });

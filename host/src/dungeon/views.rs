@@ -11,8 +11,12 @@ use super::day::{self, DungeonDay, ENTRY_FEE_RAW, RECENT_DAYS};
 use super::entry::RunUrls;
 use super::game::map::{FLOORS, ROOMS_PER_FLOOR};
 use super::store::{self, RunRow};
+use crate::chain::Chain;
+use crate::clock::Clock;
 use crate::clock::{from_millis, rfc3339};
-use crate::state::AppState;
+use crate::config::Config;
+use crate::crypto::Sealer;
+use crate::db::Store;
 use crate::usdc::Usdc;
 
 /// Leaderboard rows shown.
@@ -57,12 +61,19 @@ pub(crate) struct DungeonView {
     best_scores: Vec<BestScore>,
 }
 
-async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonView, DungeonError> {
+async fn view(
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
+    config: &Config,
+    day: DungeonDay,
+    salt: &str,
+) -> Result<DungeonView, DungeonError> {
     let id = day.id();
     let (entries,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM dungeon_runs WHERE dungeon_id = $1")
             .bind(&id)
-            .fetch_one(state.store.read())
+            .fetch_one(store.read())
             .await?;
     let best_scores: Vec<BestScore> = sqlx::query_as(
         "SELECT wallet, score, id AS run_id FROM dungeon_runs WHERE dungeon_id = $1
@@ -70,11 +81,11 @@ async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonVi
     )
     .bind(&id)
     .bind(TOP_IN_LIST)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
-    let rake = state.config.dungeon_rake_percent;
+    let rake = config.dungeon_rake_percent;
     let pot = day::pot_raw(entries, rake);
-    let open = day == DungeonDay::of(state.now());
+    let open = day == DungeonDay::of(clock.now());
     Ok(DungeonView {
         theme: day.map(salt).theme,
         dungeon_id: id,
@@ -86,9 +97,9 @@ async fn view(state: &AppState, day: DungeonDay, salt: &str) -> Result<DungeonVi
         entry_fee: EntryFee {
             amount_ui: Usdc::from_raw(ENTRY_FEE_RAW as i64).ui(),
             amount_raw: ENTRY_FEE_RAW.to_string(),
-            mint: state.chain.stablecoin_mint().to_owned(),
+            mint: chain.stablecoin_mint().to_owned(),
         },
-        dungeon_wallet_address: state.chain.dungeon().address.to_string(),
+        dungeon_wallet_address: chain.dungeon().address.to_string(),
         entries,
         prize_pool_raw: pot.to_string(),
         prize_pool_ui: Usdc::from_raw(pot).ui(),
@@ -103,23 +114,33 @@ pub(crate) struct DungeonList {
 }
 
 /// Today's dungeon first, then the previous days.
-pub(crate) async fn list(state: &AppState) -> Result<DungeonList, DungeonError> {
-    let salt = day::map_salt(state).await?;
-    let today = DungeonDay::of(state.now());
+pub(crate) async fn list(
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
+    sealer: &Sealer,
+    config: &Config,
+) -> Result<DungeonList, DungeonError> {
+    let salt = day::map_salt(store, sealer).await?;
+    let today = DungeonDay::of(clock.now());
     let mut dungeons = Vec::with_capacity(RECENT_DAYS as usize);
     for back in 0..RECENT_DAYS {
-        dungeons.push(view(state, today.days_before(back), &salt).await?);
+        dungeons.push(view(store, clock, chain, config, today.days_before(back), &salt).await?);
     }
     Ok(DungeonList { dungeons })
 }
 
 pub(crate) async fn detail(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
+    sealer: &Sealer,
+    config: &Config,
     dungeon_id: &str,
 ) -> Result<DungeonView, DungeonError> {
-    let day = day::known(state, dungeon_id)?;
-    let salt = day::map_salt(state).await?;
-    view(state, day, &salt).await
+    let day = day::known(clock, dungeon_id)?;
+    let salt = day::map_salt(store, sealer).await?;
+    view(store, clock, chain, config, day, &salt).await
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -152,10 +173,11 @@ struct BoardRow {
 
 /// Per wallet: best score, deepest floor, whether any run cleared; best first.
 pub(crate) async fn leaderboard(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     dungeon_id: &str,
 ) -> Result<Leaderboard, DungeonError> {
-    let day = day::known(state, dungeon_id)?;
+    let day = day::known(clock, dungeon_id)?;
     let rows: Vec<BoardRow> = sqlx::query_as(
         "SELECT wallet, MAX(score) AS best_score, MAX(deepest_floor) AS deepest_floor,
                 CAST(MAX(CASE WHEN status = 'cleared' THEN 1 ELSE 0 END) AS BIGINT) AS cleared,
@@ -165,7 +187,7 @@ pub(crate) async fn leaderboard(
     )
     .bind(day.id())
     .bind(BOARD_SIZE)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     Ok(Leaderboard {
         dungeon_id: day.id(),
@@ -203,7 +225,7 @@ pub(crate) struct RunSummary {
 }
 
 impl RunSummary {
-    fn of(state: &AppState, row: &RunRow) -> Self {
+    fn of(config: &Config, row: &RunRow) -> Self {
         RunSummary {
             run_id: row.id.clone(),
             dungeon_id: row.dungeon_id.clone(),
@@ -216,7 +238,7 @@ impl RunSummary {
             created_at: rfc3339(from_millis(row.created_at)),
             last_action_at: rfc3339(from_millis(row.last_action_at)),
             ended_at: row.ended_at.map(|at| rfc3339(from_millis(at))),
-            run_url: RunUrls::of(state, &row.id).run,
+            run_url: RunUrls::of(config, &row.id).run,
         }
     }
 }
@@ -250,17 +272,18 @@ pub(crate) struct RunPage {
 /// The public run page: summary, current state and one page of the event record (a long run's
 /// record is read page by page, so one request never carries an unbounded body).
 pub(crate) async fn run_page(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     run_id: &str,
     after_seq: i64,
     limit: i64,
 ) -> Result<RunPage, DungeonError> {
-    let row = store::load(state, run_id)
+    let row = store::load(store, run_id)
         .await?
         .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?;
     let current = serde_json::to_value(row.game()?.view()).map_err(DungeonError::internal)?;
     // One more than asked tells whether another page follows.
-    let mut page = store::events_after(state, run_id, after_seq, limit + 1).await?;
+    let mut page = store::events_after(store, run_id, after_seq, limit + 1).await?;
     let more = page.len() as i64 > limit;
     page.truncate(limit as usize);
     let next_after_seq = more.then(|| page.last().map(|event| event.seq)).flatten();
@@ -274,7 +297,7 @@ pub(crate) async fn run_page(
         })
         .collect();
     Ok(RunPage {
-        summary: RunSummary::of(state, &row),
+        summary: RunSummary::of(config, &row),
         state: current,
         events,
         next_after_seq,
@@ -289,12 +312,13 @@ pub(crate) struct AccountRuns {
 
 /// The caller's runs, newest first.
 pub(crate) async fn account_runs(
-    state: &AppState,
+    store: &Store,
+    config: &Config,
     account_id: &str,
 ) -> Result<AccountRuns, DungeonError> {
-    let rows = store::list_for_account(state, account_id).await?;
+    let rows = store::list_for_account(store, account_id).await?;
     Ok(AccountRuns {
-        runs: rows.iter().map(|row| RunSummary::of(state, row)).collect(),
+        runs: rows.iter().map(|row| RunSummary::of(config, row)).collect(),
     })
 }
 
@@ -314,7 +338,9 @@ pub(crate) struct Credential {
 
 /// The run's key again, for its owner only; anyone else is told the run does not exist.
 pub(crate) async fn credential(
-    state: &AppState,
+    store: &Store,
+    sealer: &Sealer,
+    config: &Config,
     run_id: &str,
     account_id: &str,
 ) -> Result<Credential, DungeonError> {
@@ -323,24 +349,21 @@ pub(crate) async fn credential(
     )
     .bind(run_id)
     .bind(account_id)
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?;
     let Some((sealed, status)) = row else {
         return Err(DungeonError::UnknownRun(run_id.to_owned()));
     };
-    let key = state
-        .sealer
-        .open_text(&sealed)
-        .map_err(DungeonError::internal)?;
-    let run = store::load(state, run_id)
+    let key = sealer.open_text(&sealed).map_err(DungeonError::internal)?;
+    let run = store::load(store, run_id)
         .await?
         .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?
         .game()?;
     let view = run.view();
-    let urls = RunUrls::of(state, run_id);
+    let urls = RunUrls::of(config, run_id);
     Ok(Credential {
         agent_skill_file: super::entry::skill_file(
-            state,
+            config,
             run_id,
             &view.dungeon_id,
             &view.theme,

@@ -79,7 +79,7 @@ impl Watch {
             if self.done {
                 return None;
             }
-            match store::events_after(&self.state, &self.run_id, self.last_seq, PAGE).await {
+            match store::events_after(&self.state.store, &self.run_id, self.last_seq, PAGE).await {
                 Ok(events) if !events.is_empty() => {
                     self.buffer.extend(events);
                     continue;
@@ -93,10 +93,11 @@ impl Watch {
             // Everything stored has been sent. A run that is over has nothing more to say — once
             // what its last turn stored is read: that turn may have committed (events and end
             // together) between the read above and this check.
-            match store::load(&self.state, &self.run_id).await {
+            match store::load(&self.state.store, &self.run_id).await {
                 Ok(Some(row)) if row.is_active() => {}
                 _ => {
-                    let last = store::events_after(&self.state, &self.run_id, self.last_seq, PAGE);
+                    let last =
+                        store::events_after(&self.state.store, &self.run_id, self.last_seq, PAGE);
                     match last.await {
                         Ok(events) if !events.is_empty() => {
                             self.buffer.extend(events);

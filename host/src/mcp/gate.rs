@@ -123,11 +123,25 @@ fn unauthorized(message: String, key_presented: bool) -> Response {
 
 /// The key's account and family: an account key, else a v1 key.
 async fn verify(state: &AppState, key: &str) -> Result<(String, KeyFamily), KeyCheckError> {
-    match keys::verify(state, key, KeyFamily::Account).await {
+    match keys::verify(
+        &state.store,
+        &*state.clock,
+        &state.caches,
+        key,
+        KeyFamily::Account,
+    )
+    .await
+    {
         Ok(found) => Ok((found.account_id, KeyFamily::Account)),
-        Err(KeyCheckError::Unknown) => keys::verify(state, key, KeyFamily::V1)
-            .await
-            .map(|found| (found.account_id, KeyFamily::V1)),
+        Err(KeyCheckError::Unknown) => keys::verify(
+            &state.store,
+            &*state.clock,
+            &state.caches,
+            key,
+            KeyFamily::V1,
+        )
+        .await
+        .map(|found| (found.account_id, KeyFamily::V1)),
         Err(other) => Err(other),
     }
 }
@@ -161,7 +175,7 @@ pub(crate) async fn check(State(gate): State<Gate>, request: Request, next: Next
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
     if let Some(session) = &session {
-        match sessions::owner(&gate.state, session).await {
+        match sessions::owner(&gate.state.store, &*gate.state.clock, session).await {
             Ok(Some(owner)) if owner != account_id => {
                 // Somebody else's session is, to this key, no session at all.
                 return ApiError::NotFound(format!("no MCP session `{session}`")).into_response();
@@ -181,7 +195,7 @@ pub(crate) async fn check(State(gate): State<Gate>, request: Request, next: Next
     {
         // Ended on a node that does not hold it in memory: forgetting the stored session is
         // all there is to do (rmcp would call an unknown session an internal error).
-        return match sessions::forget(&gate.state, session).await {
+        return match sessions::forget(&gate.state.store, session).await {
             Ok(()) => StatusCode::NO_CONTENT.into_response(),
             Err(error) => ApiError::from(error).into_response(),
         };
@@ -219,7 +233,8 @@ pub(crate) async fn check(State(gate): State<Gate>, request: Request, next: Next
             .headers()
             .get("mcp-session-id")
             .and_then(|value| value.to_str().ok())
-        && let Err(error) = sessions::bind(&gate.state, id, &account_id).await
+        && let Err(error) =
+            sessions::bind(&gate.state.store, &*gate.state.clock, id, &account_id).await
     {
         // The session still works on this node; another node will not restore it.
         tracing::warn!(%error, "MCP session not recorded");

@@ -343,12 +343,17 @@ impl ServerHandler for Server {
             )
         })?;
         self.readable(&request.uri, &caller).await?;
-        subscriptions::subscribe(&self.0.state, &session, &request.uri)
-            .await
-            .map_err(|error| match error {
-                SubscribeError::TooMany => ErrorData::invalid_request(error.to_string(), None),
-                SubscribeError::Store(store) => ErrorData::internal_error(store.to_string(), None),
-            })
+        subscriptions::subscribe(
+            &self.0.state.store,
+            &*self.0.state.clock,
+            &session,
+            &request.uri,
+        )
+        .await
+        .map_err(|error| match error {
+            SubscribeError::TooMany => ErrorData::invalid_request(error.to_string(), None),
+            SubscribeError::Store(store) => ErrorData::internal_error(store.to_string(), None),
+        })
     }
 
     #[allow(
@@ -363,7 +368,7 @@ impl ServerHandler for Server {
         let session = session_of(&context.extensions).ok_or_else(|| {
             ErrorData::invalid_request("resources/unsubscribe belongs to a session", None)
         })?;
-        subscriptions::unsubscribe(&self.0.state, &session, &request.uri)
+        subscriptions::unsubscribe(&self.0.state.store, &session, &request.uri)
             .await
             .map_err(|error| ErrorData::internal_error(error.to_string(), None))
     }

@@ -64,7 +64,8 @@ pub(crate) fn router(state: AppState, api: Router, document: &utoipa::openapi::O
         config = config.with_allowed_origins([gate.origin.to_string()]);
     }
     config.session_store = Some(Arc::new(sessions::DbSessions {
-        state: state.clone(),
+        store: state.store.clone(),
+        clock: state.clock.clone(),
     }));
     let service = StreamableHttpService::new(
         move || Ok(handler::Server(shared.clone())),
@@ -74,7 +75,8 @@ pub(crate) fn router(state: AppState, api: Router, document: &utoipa::openapi::O
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(
             subscriptions::Notifier {
-                state: state.clone(),
+                store: state.store.clone(),
+                events: state.events.clone(),
                 sessions,
                 token,
             }

@@ -17,10 +17,10 @@ use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::resources::Changed;
+use crate::clock::Clock;
 use crate::clock::to_millis;
-use crate::db::StoreError;
+use crate::db::{Store, StoreError};
 use crate::events::Event;
-use crate::state::AppState;
 
 /// The in-process notification the [`Notifier`] hands a session so that its handler (which
 /// holds the client's connection) sends `notifications/resources/updated`.
@@ -45,14 +45,15 @@ crate::db::store_error_from_sqlx!(SubscribeError);
 
 /// Store that `session_id` wants to hear of `uri` (again is harmless).
 pub(crate) async fn subscribe(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     session_id: &str,
     uri: &str,
 ) -> Result<(), SubscribeError> {
     let (held,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM mcp_subscriptions WHERE session_id = $1")
             .bind(session_id)
-            .fetch_one(state.store.write())
+            .fetch_one(store.write())
             .await?;
     if held >= MAX_PER_SESSION {
         return Err(SubscribeError::TooMany);
@@ -63,29 +64,30 @@ pub(crate) async fn subscribe(
     )
     .bind(session_id)
     .bind(uri)
-    .bind(to_millis(state.now()))
-    .execute(state.store.write())
+    .bind(to_millis(clock.now()))
+    .execute(store.write())
     .await?;
     Ok(())
 }
 
 /// Forget `session_id`'s subscription to `uri` (none is harmless).
 pub(crate) async fn unsubscribe(
-    state: &AppState,
+    store: &Store,
     session_id: &str,
     uri: &str,
 ) -> Result<(), StoreError> {
     sqlx::query("DELETE FROM mcp_subscriptions WHERE session_id = $1 AND uri = $2")
         .bind(session_id)
         .bind(uri)
-        .execute(state.store.write())
+        .execute(store.write())
         .await?;
     Ok(())
 }
 
 /// This node's messenger from the event bus to the sessions it holds.
 pub(crate) struct Notifier {
-    pub state: AppState,
+    pub store: Store,
+    pub events: crate::events::Bus,
     pub sessions: Arc<LocalSessionManager>,
     /// Proves a [`CHANGED_METHOD`] notification came from this process, not from a client.
     pub token: Arc<str>,
@@ -94,7 +96,7 @@ pub(crate) struct Notifier {
 impl Notifier {
     /// Relay events until the node stops.
     pub(crate) async fn run(self) {
-        let mut events = self.state.events.subscribe();
+        let mut events = self.events.subscribe();
         loop {
             let changed = match events.recv().await {
                 Ok(event) => Changed::of(&event),
@@ -124,18 +126,18 @@ impl Notifier {
                 for uri in uris {
                     query = query.bind(uri);
                 }
-                query.fetch_all(self.state.store.read()).await?
+                query.fetch_all(self.store.read()).await?
             }
             Changed::Tournaments => {
                 sqlx::query_as(
                     "SELECT session_id, uri FROM mcp_subscriptions WHERE uri LIKE 'crucible://tournaments/%'",
                 )
-                .fetch_all(self.state.store.read())
+                .fetch_all(self.store.read())
                 .await?
             }
             Changed::Everything => {
                 sqlx::query_as("SELECT session_id, uri FROM mcp_subscriptions")
-                    .fetch_all(self.state.store.read())
+                    .fetch_all(self.store.read())
                     .await?
             }
             Changed::Nothing => Vec::new(),

@@ -9,10 +9,13 @@ use utoipa::ToSchema;
 
 use super::error::ModelError;
 use crate::audit::{self, Actor, Entry};
+use crate::clock::Clock;
 use crate::clock::{from_millis, rfc3339, to_millis};
+use crate::crypto::Sealer;
+use crate::db::Store;
 use crate::db::StoreError;
+use crate::models::Models;
 use crate::secret::Secret;
-use crate::state::AppState;
 
 /// Longest key accepted (providers' keys are under 200 characters).
 pub(crate) const MAX_KEY_LEN: usize = 512;
@@ -44,8 +47,8 @@ pub(crate) enum ModelKeyError {
 crate::db::store_error_from_sqlx!(ModelKeyError);
 
 /// The vendor, if the host has an endpoint for it.
-pub(crate) fn known_vendor(state: &AppState, vendor: &str) -> Result<(), ModelKeyError> {
-    let endpoints = state.models.endpoints();
+pub(crate) fn known_vendor(models: &Models, vendor: &str) -> Result<(), ModelKeyError> {
+    let endpoints = models.endpoints();
     match endpoints.get(vendor) {
         Some(_) => Ok(()),
         None => Err(ModelKeyError::UnknownVendor {
@@ -82,16 +85,19 @@ fn prefix_of(key: &str) -> String {
 
 /// Store (or replace) the account's key of `vendor`.
 pub(crate) async fn put(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    sealer: &Sealer,
+    models: &Models,
     account_id: &str,
     vendor: &str,
     api_key: &str,
 ) -> Result<ModelKeyView, ModelKeyError> {
-    known_vendor(state, vendor)?;
+    known_vendor(models, vendor)?;
     check_key(api_key)?;
-    let now = state.now();
+    let now = clock.now();
     let prefix = prefix_of(api_key);
-    let mut tx = state.store.begin().await?;
+    let mut tx = store.begin().await?;
     sqlx::query(
         "INSERT INTO model_keys (id, account_id, vendor, key_sealed, key_prefix, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6)
@@ -101,7 +107,7 @@ pub(crate) async fn put(
     .bind(crate::crypto::new_id("mk"))
     .bind(account_id)
     .bind(vendor)
-    .bind(state.sealer.seal(api_key.as_bytes()))
+    .bind(sealer.seal(api_key.as_bytes()))
     .bind(&prefix)
     .bind(to_millis(now))
     .execute(&mut *tx)
@@ -128,7 +134,7 @@ pub(crate) async fn put(
 
 /// The account's keys, by vendor.
 pub(crate) async fn list(
-    state: &AppState,
+    store: &Store,
     account_id: &str,
 ) -> Result<Vec<ModelKeyView>, ModelKeyError> {
     let rows: Vec<(String, String, i64)> = sqlx::query_as(
@@ -136,7 +142,7 @@ pub(crate) async fn list(
          WHERE account_id = $1 ORDER BY vendor",
     )
     .bind(account_id)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     Ok(rows
         .into_iter()
@@ -150,12 +156,14 @@ pub(crate) async fn list(
 
 /// Forget the account's key of `vendor`.
 pub(crate) async fn delete(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    models: &Models,
     account_id: &str,
     vendor: &str,
 ) -> Result<(), ModelKeyError> {
-    known_vendor(state, vendor)?;
-    let mut tx = state.store.begin().await?;
+    known_vendor(models, vendor)?;
+    let mut tx = store.begin().await?;
     let deleted = sqlx::query("DELETE FROM model_keys WHERE account_id = $1 AND vendor = $2")
         .bind(account_id)
         .bind(vendor)
@@ -169,7 +177,7 @@ pub(crate) async fn delete(
     audit::record(
         &mut tx,
         Entry::new(&actor, "key.model.delete", "model_key", vendor).account(account_id),
-        state.now(),
+        clock.now(),
     )
     .await?;
     tx.commit().await?;
@@ -179,7 +187,9 @@ pub(crate) async fn delete(
 /// The key to send to `vendor` for `account_id`: the account's own, else the host's default
 /// (`CRUCIBLE_MODEL_KEY_<VENDOR>`), else none. Never another account's.
 pub async fn key_for(
-    state: &AppState,
+    store: &Store,
+    sealer: &Sealer,
+    models: &Models,
     account_id: &str,
     vendor: &str,
 ) -> Result<Option<Secret>, ModelError> {
@@ -187,15 +197,14 @@ pub async fn key_for(
         sqlx::query_as("SELECT key_sealed FROM model_keys WHERE account_id = $1 AND vendor = $2")
             .bind(account_id)
             .bind(vendor)
-            .fetch_optional(state.store.read())
+            .fetch_optional(store.read())
             .await
             .map_err(|error| {
                 tracing::warn!(%error, vendor, "cannot read a model key");
                 ModelError::KeyUnavailable
             })?;
     match sealed {
-        Some((sealed,)) => state
-            .sealer
+        Some((sealed,)) => sealer
             .open_text(&sealed)
             .map(|key| Some(Secret::new(key)))
             .map_err(|_| {
@@ -205,7 +214,7 @@ pub async fn key_for(
                 );
                 ModelError::KeyUnavailable
             }),
-        None => Ok(state.models.default_key(vendor).cloned()),
+        None => Ok(models.default_key(vendor).cloned()),
     }
 }
 

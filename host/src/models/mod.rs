@@ -3,6 +3,9 @@
 //! ([`Models::complete`]), and operators' own provider keys, sealed at rest ([`keys`]).
 //! The agents' ticks ask through [`complete_for`] (`agents::thinking`, `docs/agents.md`).
 
+use crate::crypto::Sealer;
+use crate::db::Store;
+
 mod anthropic_messages;
 mod backoff;
 mod client;
@@ -20,18 +23,18 @@ pub use keys::key_for;
 pub use request::{Completion, Message, ModelRequest, Role};
 pub(crate) use routes::router;
 
-use crate::state::AppState;
-
 /// Ask `request.vendor`'s endpoint for a completion on behalf of `account_id`, with the
 /// account's own key or else the host's default for that vendor.
 pub async fn complete_for(
-    state: &AppState,
+    store: &Store,
+    sealer: &Sealer,
+    models: &Models,
     account_id: &str,
     request: &ModelRequest,
 ) -> Result<Completion, ModelError> {
-    if state.models.endpoints().get(&request.vendor).is_none() {
+    if models.endpoints().get(&request.vendor).is_none() {
         return Err(ModelError::NoEndpoint(request.vendor.clone()));
     }
-    let key = key_for(state, account_id, &request.vendor).await?;
-    state.models.complete(key.as_ref(), request).await
+    let key = key_for(store, sealer, models, account_id, &request.vendor).await?;
+    models.complete(key.as_ref(), request).await
 }

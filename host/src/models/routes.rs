@@ -66,7 +66,7 @@ async fn list_model_keys(
     auth: AccountAuth<Read>,
 ) -> Result<axum::Json<ModelKeys>, ApiError> {
     Ok(axum::Json(ModelKeys {
-        model_keys: keys::list(&state, auth.account_id()).await?,
+        model_keys: keys::list(&state.store, auth.account_id()).await?,
     }))
 }
 
@@ -86,7 +86,16 @@ async fn put_model_key(
     Json(body): Json<PutModelKey>,
 ) -> Result<axum::Json<ModelKeyView>, ApiError> {
     Ok(axum::Json(
-        keys::put(&state, auth.account_id(), &vendor, &body.api_key).await?,
+        keys::put(
+            &state.store,
+            &*state.clock,
+            &state.sealer,
+            &state.models,
+            auth.account_id(),
+            &vendor,
+            &body.api_key,
+        )
+        .await?,
     ))
 }
 
@@ -102,6 +111,13 @@ async fn delete_model_key(
     auth: AccountAuth<Write>,
     Path(vendor): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    keys::delete(&state, auth.account_id(), &vendor).await?;
+    keys::delete(
+        &state.store,
+        &*state.clock,
+        &state.models,
+        auth.account_id(),
+        &vendor,
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -3,14 +3,16 @@
 
 use super::recurring::Recurring;
 use super::{Job, Lane};
+use crate::chain::Chain;
+use crate::config::Config;
 use crate::state::AppState;
 use crate::{agents, tournaments};
 
 /// The recurring schedules every server runs.
-pub(super) fn standard_schedules(state: &AppState) -> anyhow::Result<Vec<Recurring>> {
+pub(super) fn standard_schedules(chain: &Chain, config: &Config) -> anyhow::Result<Vec<Recurring>> {
     // CRUCIBLE_SNAPSHOT_INTERVAL_SECS (validated when the configuration was read).
-    let snapshots = crate::config::snapshot_cron(state.config.snapshot_interval_secs)
-        .map_err(anyhow::Error::msg)?;
+    let snapshots =
+        crate::config::snapshot_cron(config.snapshot_interval_secs).map_err(anyhow::Error::msg)?;
     let mut schedules = vec![
         Recurring::new(SERIES, "0 */10 * * * *")?,
         Recurring::new(SNAPSHOTS, &snapshots)?,
@@ -22,7 +24,7 @@ pub(super) fn standard_schedules(state: &AppState) -> anyhow::Result<Vec<Recurri
         )?,
         Recurring::new(crate::retention::SCHEDULE, crate::retention::CRON)?,
     ];
-    if state.chain.market_maker().is_some() {
+    if chain.market_maker().is_some() {
         schedules.push(Recurring::new(MARKET_MAKER, "*/30 * * * * *")?);
     }
     Ok(schedules)
@@ -46,12 +48,36 @@ pub(super) const MARKET_MAKER: &str = "simnet.market_maker";
 
 pub(super) async fn run_recurring(state: &AppState, name: &str) -> anyhow::Result<()> {
     match name {
-        SERIES => tournaments::series::ensure(state).await.map(|_| ()),
-        SNAPSHOTS => tournaments::tracking::snapshot_live(state).await,
-        AGENT_FUNDING => agents::funding::check_unfunded(state).await,
+        SERIES => tournaments::series::ensure(
+            &state.store,
+            &*state.clock,
+            &state.events,
+            &state.chain,
+            &state.config,
+        )
+        .await
+        .map(|_| ()),
+        SNAPSHOTS => {
+            tournaments::tracking::snapshot_live(
+                &state.store,
+                &*state.clock,
+                &state.events,
+                &state.chain,
+            )
+            .await
+        }
+        AGENT_FUNDING => {
+            agents::funding::check_unfunded(
+                &state.store,
+                &*state.clock,
+                &state.chain,
+                &state.config,
+            )
+            .await
+        }
         AGENT_DAILY_REPORT => {
-            agents::daily_report::send(state).await?;
-            agents::daily_report::prune_equity_marks(state).await
+            agents::daily_report::send(&state.store, &*state.clock).await?;
+            agents::daily_report::prune_equity_marks(&state.store, &*state.clock).await
         }
         MARKET_MAKER => {
             // The pool follows the simulated market: that is the price it is pulled toward.
@@ -61,10 +87,20 @@ pub(super) async fn run_recurring(state: &AppState, name: &str) -> anyhow::Resul
             state.chain.make_market(target).await.map(|_| ())?;
             Ok(())
         }
-        crate::dungeon::maintenance::SCHEDULE => {
-            crate::dungeon::maintenance::run(state).await.map(|_| ())
+        crate::dungeon::maintenance::SCHEDULE => crate::dungeon::maintenance::run(
+            &state.store,
+            &*state.clock,
+            &state.events,
+            &state.chain,
+            &state.config,
+        )
+        .await
+        .map(|_| ()),
+        crate::retention::SCHEDULE => {
+            crate::retention::prune(&state.store, &*state.clock, &state.config)
+                .await
+                .map(|_| ())
         }
-        crate::retention::SCHEDULE => crate::retention::prune(state).await.map(|_| ()),
         other => anyhow::bail!("no handler for schedule `{other}`"),
     }
 }
@@ -72,16 +108,50 @@ pub(super) async fn run_recurring(state: &AppState, name: &str) -> anyhow::Resul
 pub(super) async fn run_job(state: &AppState, job: &Job) -> anyhow::Result<()> {
     match job.kind.as_str() {
         tournaments::lifecycle::START_JOB => {
-            tournaments::lifecycle::start(state, &job.subject).await
+            tournaments::lifecycle::start(
+                &state.store,
+                &*state.clock,
+                &state.events,
+                &state.chain,
+                &job.subject,
+            )
+            .await
         }
-        tournaments::lifecycle::END_JOB => tournaments::lifecycle::end(state, &job.subject).await,
-        tournaments::payouts::SEND_JOB => tournaments::payouts::send(state, &job.subject).await,
+        tournaments::lifecycle::END_JOB => {
+            tournaments::lifecycle::end(
+                &state.store,
+                &*state.clock,
+                &state.events,
+                &state.chain,
+                &state.leaderboards,
+                &job.subject,
+            )
+            .await
+        }
+        tournaments::payouts::SEND_JOB => {
+            tournaments::payouts::send(state.payer(), &job.subject).await
+        }
         tournaments::custodial_entry::SETTLE_JOB
         | tournaments::custodial_entry::AGENT_SETTLE_JOB => {
-            tournaments::custodial_entry::settle(state, &job.subject).await
+            tournaments::custodial_entry::settle(
+                &state.store,
+                &*state.clock,
+                &state.events,
+                &state.chain,
+                &job.subject,
+            )
+            .await
         }
         crate::dungeon::embedded_entry::SETTLE_JOB => {
-            crate::dungeon::embedded_entry::settle(state, &job.subject).await
+            crate::dungeon::embedded_entry::settle(
+                &state.store,
+                &*state.clock,
+                &state.chain,
+                &state.sealer,
+                &state.config,
+                &job.subject,
+            )
+            .await
         }
         other => anyhow::bail!("no handler for job kind `{other}`"),
     }

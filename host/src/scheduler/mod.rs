@@ -12,7 +12,11 @@ pub(crate) mod recurring;
 use std::future::Future;
 use std::time::Duration;
 
+use crate::chain::Chain;
+use crate::clock::Clock;
+use crate::config::Config;
 use crate::crypto::random_base58;
+use crate::db::Store;
 use crate::state::AppState;
 
 pub use queue::{Job, enqueue};
@@ -85,10 +89,10 @@ impl Scheduler {
 
     /// The scheduler with the server's standard recurring schedules, leasing work under the
     /// node's name so that the node can release it when it shuts down ([`release_leases`]).
-    pub fn standard(state: &AppState) -> anyhow::Result<Self> {
+    pub fn standard(chain: &Chain, config: &Config, node_id: &str) -> anyhow::Result<Self> {
         Ok(Scheduler {
-            owner: format!("{}:scheduler", state.node_id),
-            recurring: dispatch::standard_schedules(state)?,
+            owner: format!("{}:scheduler", node_id),
+            recurring: dispatch::standard_schedules(chain, config)?,
         })
     }
 
@@ -129,7 +133,8 @@ impl Scheduler {
         match lane {
             Lane::Lifecycle => self.run_jobs(state, &mut pass).await?,
             Lane::AgentTicks => {
-                pass.agent_ticks = crate::agents::ticker::run_due(state, &self.owner).await?;
+                pass.agent_ticks =
+                    crate::agents::ticker::run_due(&state.ticking(), &self.owner).await?;
             }
             Lane::Funding | Lane::Maintenance => {}
         }
@@ -146,7 +151,7 @@ impl Scheduler {
             for job in jobs {
                 let span = tracing::info_span!("job", id = %job.id, attempt = job.attempts);
                 let run = tracing::Instrument::instrument(dispatch::run_job(state, &job), span);
-                let outcome = self.renewing_leases(state, run).await;
+                let outcome = self.renewing_leases(&state.store, &*state.clock, run).await;
                 match outcome {
                     Ok(()) => {
                         queue::complete(&state.store, &job, &self.owner, state.now()).await?;
@@ -168,7 +173,12 @@ impl Scheduler {
     /// rest of its batch) every [`RENEW_EVERY`], so a long job — a tournament's end over
     /// thousands of wallets — never loses its lease to another node mid-way, and the jobs
     /// waiting behind it keep theirs.
-    async fn renewing_leases<T>(&self, state: &AppState, work: impl Future<Output = T>) -> T {
+    async fn renewing_leases<T>(
+        &self,
+        store: &Store,
+        clock: &dyn Clock,
+        work: impl Future<Output = T>,
+    ) -> T {
         let mut work = std::pin::pin!(work);
         let mut renew = tokio::time::interval(RENEW_EVERY);
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -178,7 +188,7 @@ impl Scheduler {
             tokio::select! {
                 outcome = &mut work => return outcome,
                 _ = renew.tick() => {
-                    if let Err(error) = queue::renew_held(&state.store, &self.owner, state.now(), LEASE).await {
+                    if let Err(error) = queue::renew_held(store, &self.owner, clock.now(), LEASE).await {
                         tracing::warn!(%error, "job leases not renewed; retrying at the next beat");
                     }
                 }
@@ -224,9 +234,9 @@ impl Workers {
 /// its workers have stopped: another node takes the work on its next pass instead of waiting
 /// for the leases to run out. A payout keeps its fence, and the next taker bumps it, so
 /// nothing this node signed can be recorded twice. Returns how many leases were released.
-pub(crate) async fn release_leases(state: &AppState) -> Result<u64, sqlx::Error> {
-    let mine = format!("{}:%", state.node_id);
-    let mut tx = state.store.write().begin().await?;
+pub(crate) async fn release_leases(store: &Store, node_id: &str) -> Result<u64, sqlx::Error> {
+    let mine = format!("{}:%", node_id);
+    let mut tx = store.write().begin().await?;
     let mut released = 0;
     for sql in [
         "UPDATE jobs SET lease_owner = NULL, lease_until = NULL

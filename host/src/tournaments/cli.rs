@@ -186,7 +186,15 @@ pub(crate) async fn run(command: TournamentCommand) -> anyhow::Result<()> {
         }
         TournamentCommand::Cancel { id, storage } => {
             let state = crate::startup::offline_state(&storage).await?;
-            if super::lifecycle::cancel(&state, &id).await? {
+            if super::lifecycle::cancel(
+                &state.store,
+                &*state.clock,
+                &state.events,
+                &state.chain,
+                &id,
+            )
+            .await?
+            {
                 crate::events::relay::tell_running_nodes(
                     &state.store,
                     vec![crate::events::Event::TournamentEnded {

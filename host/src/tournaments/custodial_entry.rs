@@ -21,12 +21,16 @@ use super::refunds::{self, UnregisteredFee};
 use super::registration::{self, Outcome, RegistrationError};
 use crate::api_keys::spend::{SpendError, SpendRefused};
 use crate::auth::Caller;
+use crate::chain::Chain;
 use crate::chain::ExpectedPayment;
 use crate::chain::payment::{self, PaymentCheck, PaymentError};
+use crate::clock::Clock;
+use crate::crypto::Sealer;
 use crate::custodial_payments::{self, Order, PayError};
+use crate::db::Store;
 use crate::db::StoreError;
 use crate::domain::WalletAddress;
-use crate::state::AppState;
+use crate::events::Bus;
 
 /// The job that settles one recorded fee (subject: its signature) when no call comes back for
 /// it: registers the entry, or refunds the fee if it cannot register.
@@ -124,15 +128,27 @@ fn addresses(wallets: &[WalletAddress]) -> Vec<String> {
 /// Pay `entry`'s fee once from its custodial wallet and register its wallets with it. A free
 /// tournament registers them with nothing paid.
 pub(crate) async fn enter(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
+    sealer: &Sealer,
     entry: &CustodialEntry<'_>,
 ) -> Result<Entered, EntryError> {
     let tournament = entry.tournament;
     let wallets = addresses(entry.wallets);
     if tournament.entry_fee_raw <= 0 {
-        let outcome =
-            registration::register_paid(state, tournament, entry.caller, entry.wallets, None)
-                .await?;
+        let outcome = registration::register_paid(
+            store,
+            clock,
+            events,
+            chain,
+            tournament,
+            entry.caller,
+            entry.wallets,
+            None,
+        )
+        .await?;
         return Ok(match outcome {
             Outcome::Registered { count } => Entered::Registered {
                 count,
@@ -146,15 +162,17 @@ pub(crate) async fn enter(
         });
     }
     if let Err(refused) =
-        registration::precheck(state, tournament, entry.caller, entry.wallets).await
+        registration::precheck(store, clock, tournament, entry.caller, entry.wallets).await
     {
         // Nothing is paid for an entry the tournament refuses. A fee an earlier call already
         // sent can register nothing now either: it is paid back.
-        let recorded = custodial_payments::recorded(state, entry.purpose, entry.subject).await?;
+        let recorded = custodial_payments::recorded(store, entry.purpose, entry.subject).await?;
         return Err(match recorded {
             Some(recorded) if permanent(&refused) => {
                 refund_unregistered(
-                    state,
+                    store,
+                    clock,
+                    chain,
                     tournament,
                     entry.caller,
                     &recorded,
@@ -187,9 +205,12 @@ pub(crate) async fn enter(
         payer_name: entry.payer_name,
         spender: entry.spend_key.map(|key| (key, paid_for.as_str())),
     };
-    let signature = custodial_payments::pay_once(state, &order).await?;
+    let signature = custodial_payments::pay_once(store, clock, chain, sealer, &order).await?;
     complete(
-        state,
+        store,
+        clock,
+        events,
+        chain,
         tournament,
         entry.caller,
         entry.payer,
@@ -208,7 +229,10 @@ fn fee_raw(tournament: &Tournament, wallets: usize) -> u64 {
 /// Register `wallets` with the recorded fee `signature` paid by `payer`; a refusal that no retry
 /// can change refunds the fee if it landed.
 async fn complete(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
     tournament: &Tournament,
     caller: &Caller,
     payer: &WalletAddress,
@@ -219,7 +243,18 @@ async fn complete(
         payer: payer.clone(),
         signature: signature.to_owned(),
     };
-    match registration::register_paid(state, tournament, caller, wallets, Some(paid)).await {
+    match registration::register_paid(
+        store,
+        clock,
+        events,
+        chain,
+        tournament,
+        caller,
+        wallets,
+        Some(paid),
+    )
+    .await
+    {
         Ok(Outcome::Registered { count }) => Ok(Entered::Registered {
             count,
             signature: Some(signature.to_owned()),
@@ -228,10 +263,12 @@ async fn complete(
             signature: signature.to_owned(),
         }),
         Err(refused) if permanent(&refused) => {
-            let recorded = custodial_payments::by_signature(state, signature).await?;
+            let recorded = custodial_payments::by_signature(store, signature).await?;
             match recorded {
                 Some(recorded) => Err(refund_unregistered(
-                    state,
+                    store,
+                    clock,
+                    chain,
                     tournament,
                     caller,
                     &recorded,
@@ -261,7 +298,9 @@ fn permanent(refused: &RegistrationError) -> bool {
 /// The fee `recorded` paid for an entry of `wallets` that `refused`: refund it if it landed and
 /// nothing has claimed it, and say so in the error the caller sees.
 async fn refund_unregistered(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
     tournament: &Tournament,
     caller: &Caller,
     recorded: &custodial_payments::Recorded,
@@ -269,7 +308,7 @@ async fn refund_unregistered(
     refused: RegistrationError,
 ) -> EntryError {
     let signature = recorded.signature.as_str();
-    match custodial_payments::claimed(state, signature).await {
+    match custodial_payments::claimed(store, signature).await {
         Ok(true) => return refused.into(),
         Ok(false) => {}
         Err(error) => return error.into(),
@@ -278,18 +317,11 @@ async fn refund_unregistered(
     let expected = ExpectedPayment {
         payer: recorded.payer.clone(),
         recipient: tournament.escrow_wallet.clone(),
-        mint: state.chain.stablecoin_mint().to_owned(),
+        mint: chain.stablecoin_mint().to_owned(),
         amount_raw,
         memo: registration_memo(&tournament.id, wallets),
     };
-    let landed = payment::check(
-        &state.chain,
-        &state.store,
-        state.now(),
-        signature,
-        &expected,
-    )
-    .await;
+    let landed = payment::check(chain, store, clock.now(), signature, &expected).await;
     match landed {
         Ok(PaymentCheck::Verified) => {}
         Ok(PaymentCheck::Pending) => return EntryError::RefundOnceFinal(refused),
@@ -305,10 +337,10 @@ async fn refund_unregistered(
         payer: &recorded.payer,
         account_id: &caller.account_id,
         amount_raw: i64::try_from(amount_raw).unwrap_or(i64::MAX),
-        mint: state.chain.stablecoin_mint(),
+        mint: chain.stablecoin_mint(),
         reason: &reason,
     };
-    match refunds::record_entry_refund(&state.store, &fee, state.now()).await {
+    match refunds::record_entry_refund(store, &fee, clock.now()).await {
         Ok(Some(payout_id)) => {
             tracing::info!(
                 tournament_id = tournament.id,
@@ -328,21 +360,27 @@ async fn refund_unregistered(
 /// The settling job of the fee `signature`: finish the entry it paid for, or refund it. Done
 /// when the fee is claimed (registered or refunded), replaced, or can never land; retried while
 /// it is not final yet.
-pub(crate) async fn settle(state: &AppState, signature: &str) -> anyhow::Result<()> {
-    let Some(recorded) = custodial_payments::by_signature(state, signature).await? else {
+pub(crate) async fn settle(
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
+    signature: &str,
+) -> anyhow::Result<()> {
+    let Some(recorded) = custodial_payments::by_signature(store, signature).await? else {
         // Replaced by a newer transfer, which has its own job.
         return Ok(());
     };
-    if custodial_payments::claimed(state, signature).await? {
+    if custodial_payments::claimed(store, signature).await? {
         return Ok(());
     }
-    if custodial_payments::forget_if_dead(state, &recorded)
+    if custodial_payments::forget_if_dead(store, clock, chain, &recorded)
         .await
         .map_err(|error| anyhow::anyhow!(error))?
     {
         return Ok(());
     }
-    let Some(tournament) = super::queries::get(&state.store, &recorded.reference).await? else {
+    let Some(tournament) = super::queries::get(store, &recorded.reference).await? else {
         tracing::error!(
             tournament_id = recorded.reference,
             signature,
@@ -362,7 +400,19 @@ pub(crate) async fn settle(state: &AppState, signature: &str) -> anyhow::Result<
         None => vec![payer.clone()],
     };
     let caller = Caller::account(recorded.account_id.clone());
-    match complete(state, &tournament, &caller, &payer, &wallets, signature).await {
+    match complete(
+        store,
+        clock,
+        events,
+        chain,
+        &tournament,
+        &caller,
+        &payer,
+        &wallets,
+        signature,
+    )
+    .await
+    {
         Ok(Entered::Registered { .. }) => {
             tracing::info!(
                 tournament_id = tournament.id,

@@ -5,17 +5,22 @@
 use chrono::Duration;
 
 use super::queries::{self, NewTournament};
+use crate::chain::Chain;
+use crate::clock::Clock;
 use crate::clock::to_millis;
 use crate::crypto::new_id;
-use crate::state::AppState;
+use crate::db::Store;
 use crate::usdc::Usdc;
 
 /// The name the free demo tournament is found by.
 const FREE_FOR_ALL: &str = "Demo Free-for-All";
 
 /// The free demo tournament, while it is live.
-pub(crate) async fn live_free_for_all(state: &AppState) -> anyhow::Result<Option<String>> {
-    let now = to_millis(state.now());
+pub(crate) async fn live_free_for_all(
+    store: &Store,
+    clock: &dyn Clock,
+) -> anyhow::Result<Option<String>> {
+    let now = to_millis(clock.now());
     let found: Option<(String,)> = sqlx::query_as(
         "SELECT id FROM tournaments
          WHERE name = $1 AND entry_fee_raw = 0 AND status <> 'cancelled' AND start_date <= $2 AND end_date > $2
@@ -23,21 +28,25 @@ pub(crate) async fn live_free_for_all(state: &AppState) -> anyhow::Result<Option
     )
     .bind(FREE_FOR_ALL)
     .bind(now)
-    .fetch_optional(state.store.read())
+    .fetch_optional(store.read())
     .await?;
     Ok(found.map(|(id,)| id))
 }
 
 /// Seed the demo tournaments if no tournament exists yet. Returns how many were created.
-pub(crate) async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
+pub(crate) async fn seed_if_empty(
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
+) -> anyhow::Result<usize> {
     let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tournaments")
-        .fetch_one(state.store.read())
+        .fetch_one(store.read())
         .await?;
     if count > 0 {
         return Ok(0);
     }
-    let now = state.now();
-    let escrow = state.chain.escrow().address.to_string();
+    let now = clock.now();
+    let escrow = chain.escrow().address.to_string();
     let demos = [
         NewTournament {
             id: new_id("trn"),
@@ -87,7 +96,7 @@ pub(crate) async fn seed_if_empty(state: &AppState) -> anyhow::Result<usize> {
             min_participants: 2,
         },
     ];
-    let mut tx = state.store.begin().await?;
+    let mut tx = store.begin().await?;
     for demo in &demos {
         queries::insert(&mut tx, demo, now).await?;
     }

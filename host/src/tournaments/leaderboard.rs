@@ -16,8 +16,10 @@ use utoipa::{PartialSchema, ToSchema};
 use super::metrics::{self, Point};
 use super::model::{Status, Tournament};
 use super::rules::EvaluationMetric;
+use crate::clock::Clock;
 use crate::clock::{from_millis, rfc3339, to_millis};
-use crate::state::AppState;
+use crate::db::Store;
+use crate::tournaments::leaderboard::Cache as LeaderboardCache;
 
 /// Snapshots older than this make a live board `stale`.
 pub(crate) const STALE_AFTER: Duration = Duration::hours(2);
@@ -126,7 +128,7 @@ const CACHED_BOARDS: usize = 64;
 
 /// Ranked boards by tournament id, the least recently read dropped beyond [`CACHED_BOARDS`].
 #[derive(Default)]
-pub(crate) struct Cache {
+pub struct Cache {
     boards: Mutex<HashMap<String, (Built, u64)>>,
     /// A counter standing for "when" a board was last read (no clock needed to order reads).
     reads: std::sync::atomic::AtomicU64,
@@ -190,7 +192,8 @@ impl Cache {
 
 /// The full ranked board of `tournament`.
 pub(crate) async fn ranked(
-    state: &AppState,
+    store: &Store,
+    leaderboards: &LeaderboardCache,
     tournament: &Tournament,
 ) -> sqlx::Result<Arc<Vec<Entry>>> {
     let finals = if tournament.status == "ended" {
@@ -202,7 +205,7 @@ pub(crate) async fn ranked(
              FROM tournament_registrations WHERE tournament_id = $1",
         )
         .bind(&tournament.id)
-        .fetch_one(state.store.read())
+        .fetch_one(store.read())
         .await?
     } else {
         (0, 0)
@@ -214,7 +217,7 @@ pub(crate) async fn ranked(
         finals,
         standings_revision: tournament.standings_revision,
     };
-    if let Some(entries) = state.leaderboards.get(&tournament.id, &version) {
+    if let Some(entries) = leaderboards.get(&tournament.id, &version) {
         return Ok(entries);
     }
     let rows: Vec<Row> = sqlx::query_as(
@@ -229,14 +232,14 @@ pub(crate) async fn ranked(
          WHERE r.tournament_id = $1",
     )
     .bind(&tournament.id)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     let points: Vec<(String, f64, f64)> = sqlx::query_as(
         "SELECT wallet, value_usd, net_flows_usd FROM portfolio_snapshots
          WHERE tournament_id = $1 ORDER BY wallet, taken_at",
     )
     .bind(&tournament.id)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     let mut series: HashMap<String, Vec<Point>> = HashMap::new();
     for (wallet, value, net_flows) in points {
@@ -246,9 +249,7 @@ pub(crate) async fn ranked(
             .push(Point { value, net_flows });
     }
     let entries = Arc::new(rank(rows, tournament.evaluation_metric(), &series));
-    state
-        .leaderboards
-        .put(&tournament.id, version, entries.clone());
+    leaderboards.put(&tournament.id, version, entries.clone());
     Ok(entries)
 }
 
@@ -366,13 +367,15 @@ pub(crate) struct LeaderboardView {
 }
 
 pub(crate) async fn view(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    leaderboards: &LeaderboardCache,
     tournament: &Tournament,
     page: usize,
     page_size: usize,
 ) -> sqlx::Result<LeaderboardView> {
-    let entries = ranked(state, tournament).await?;
-    let now = state.now();
+    let entries = ranked(store, leaderboards, tournament).await?;
+    let now = clock.now();
     Ok(LeaderboardView {
         tournament_id: tournament.id.clone(),
         status: tournament.status_at(now),
@@ -393,11 +396,15 @@ pub(crate) async fn view(
 }
 
 /// Freeze the final standings at the end: rank, PnL percent and (later) prizes per wallet.
-pub(crate) async fn freeze(state: &AppState, tournament: &Tournament) -> anyhow::Result<()> {
-    let entries = ranked(state, tournament)
+pub(crate) async fn freeze(
+    store: &Store,
+    leaderboards: &LeaderboardCache,
+    tournament: &Tournament,
+) -> anyhow::Result<()> {
+    let entries = ranked(store, leaderboards, tournament)
         .await
         .map_err(|error| anyhow::anyhow!("{error}"))?;
-    let mut tx = state.store.begin().await?;
+    let mut tx = store.begin().await?;
     for entry in entries.iter() {
         sqlx::query("UPDATE tournament_registrations SET final_rank = $1, final_pnl = $2 WHERE tournament_id = $3 AND wallet = $4")
             .bind(entry.rank as i64)

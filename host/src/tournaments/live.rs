@@ -146,9 +146,16 @@ impl Live {
         ) {
             self.phase = Phase::Ended;
         }
-        let view = leaderboard::view(&self.state, &tournament, 0, STREAM_PAGE)
-            .await
-            .ok()?;
+        let view = leaderboard::view(
+            &self.state.store,
+            &*self.state.clock,
+            &self.state.leaderboards,
+            &tournament,
+            0,
+            STREAM_PAGE,
+        )
+        .await
+        .ok()?;
         let event = SseEvent::default()
             .event("leaderboard:update")
             .json_data(&view)
@@ -164,9 +171,16 @@ impl Live {
             .await
             .ok()
             .flatten()?;
-        let standings = leaderboard::view(&self.state, &tournament, 0, STREAM_PAGE)
-            .await
-            .ok()?;
+        let standings = leaderboard::view(
+            &self.state.store,
+            &*self.state.clock,
+            &self.state.leaderboards,
+            &tournament,
+            0,
+            STREAM_PAGE,
+        )
+        .await
+        .ok()?;
         let payload = serde_json::json!({
             "tournamentId": tournament.id,
             "status": tournament.status_at(self.state.now()),

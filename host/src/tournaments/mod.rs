@@ -6,7 +6,7 @@ pub(crate) mod cli;
 pub(crate) mod custodial_entry;
 pub(crate) mod demo;
 pub(crate) mod flows;
-pub(crate) mod leaderboard;
+pub mod leaderboard;
 pub mod lifecycle;
 mod live;
 pub(crate) mod metrics;

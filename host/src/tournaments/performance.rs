@@ -8,7 +8,8 @@ use utoipa::ToSchema;
 use super::leaderboard;
 use super::model::Tournament;
 use crate::clock::{from_millis, rfc3339};
-use crate::state::AppState;
+use crate::db::Store;
+use crate::tournaments::leaderboard::Cache as LeaderboardCache;
 
 /// Wallets charted when no wallet is named: the top of the board.
 pub(crate) const TOP: usize = 10;
@@ -46,12 +47,13 @@ pub(crate) enum PerformanceError {
 
 /// The series of `wallet`, or of the [`TOP`] wallets of the board, each at most `points` long.
 pub(crate) async fn series(
-    state: &AppState,
+    store: &Store,
+    leaderboards: &LeaderboardCache,
     tournament: &Tournament,
     wallet: Option<&str>,
     points: usize,
 ) -> Result<Performance, PerformanceError> {
-    let ranked = leaderboard::ranked(state, tournament).await?;
+    let ranked = leaderboard::ranked(store, leaderboards, tournament).await?;
     let chosen: Vec<(String, usize)> = match wallet {
         Some(wallet) => {
             let entry = ranked
@@ -76,7 +78,7 @@ pub(crate) async fn series(
     for slot in 0..TOP {
         query = query.bind(chosen.get(slot).map(|(wallet, _)| wallet.clone()));
     }
-    let rows = query.fetch_all(state.store.read()).await?;
+    let rows = query.fetch_all(store.read()).await?;
     let series = chosen
         .into_iter()
         .map(|(wallet, rank)| {

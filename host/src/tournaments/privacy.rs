@@ -10,8 +10,9 @@ use utoipa::IntoParams;
 
 use super::model::Tournament;
 use super::queries;
+use crate::clock::Clock;
 use crate::crypto::{random_base58, sha256_hex};
-use crate::state::AppState;
+use crate::db::Store;
 
 /// A fresh invite code and the hash to store with the tournament.
 pub fn new_invite_code() -> (String, String) {
@@ -46,11 +47,11 @@ pub(crate) struct InviteParams {
 /// The tournament `id` if this caller may see it: `None` when unknown, or private and `code` is
 /// not its invite code.
 pub(crate) async fn find_visible(
-    state: &AppState,
+    store: &Store,
     id: &str,
     code: Option<&str>,
 ) -> sqlx::Result<Option<Tournament>> {
-    Ok(queries::get(&state.store, id)
+    Ok(queries::get(store, id)
         .await?
         .filter(|tournament| admits(tournament, code)))
 }
@@ -59,13 +60,14 @@ pub(crate) async fn find_visible(
 /// tournaments are listed nowhere, so `visibility=private` is a valid filter that matches
 /// nothing here (hosts list them with `crucible tournament list`).
 pub(crate) async fn listed(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     query: &queries::ListQuery,
 ) -> sqlx::Result<(Vec<Tournament>, i64)> {
     if query.visibility.as_deref() == Some("private") {
         return Ok((Vec::new(), 0));
     }
-    queries::list(&state.store, query, state.now()).await
+    queries::list(store, query, clock.now()).await
 }
 
 #[cfg(test)]

@@ -16,13 +16,18 @@ use super::queries;
 use crate::account::AccountError;
 use crate::api_keys::spend::{self, PayFrom};
 use crate::auth::Caller;
+use crate::chain::Chain;
 use crate::chain::ExpectedPayment;
 use crate::chain::payment::{self, PaymentCheck, PaymentError};
+use crate::clock::Clock;
 use crate::clock::{from_millis, rfc3339, to_millis};
+use crate::crypto::Sealer;
+use crate::db::Store;
 use crate::db::{OnUnique, StoreError};
 use crate::domain::WalletAddress;
+use crate::events::Bus;
 use crate::http::rate_limit::Limited;
-use crate::state::AppState;
+use crate::http::rate_limit::RateLimits;
 
 /// Why a registration was refused. The platform API maps it at its edge
 /// (`tournaments::routes`); an agent's entry wraps it (`agents::entry`).
@@ -247,7 +252,12 @@ pub(crate) enum Outcome {
 /// tournament the client may see: junk from one client never uses up anyone else's budget.
 /// `None` (the server entering an agent it already checked) is not counted.
 pub(crate) async fn register(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
+    sealer: &Sealer,
+    limits: &RateLimits,
     tournament_id: &str,
     caller: Option<&Caller>,
     request: RegisterRequest,
@@ -256,23 +266,31 @@ pub(crate) async fn register(
     let registration = request.parse()?;
     // Who may pay from the embedded wallet is settled before anything else is looked at.
     let spender = match registration.pay_from {
-        Some(PayFrom::Embedded) => Some(spend::spender(state, caller).await?),
+        Some(PayFrom::Embedded) => Some(spend::spender(store, caller).await?),
         None => None,
     };
     let tournament =
-        super::privacy::find_visible(state, tournament_id, registration.invite_code.as_deref())
+        super::privacy::find_visible(store, tournament_id, registration.invite_code.as_deref())
             .await?
             .ok_or_else(|| RegistrationError::NotFound(tournament_id.to_owned()))?;
     if let Some(client) = client {
-        state
-            .limits
+        limits
             .registrations_per_tournament
             .check(&format!("{}|{client}", tournament.id))
             .await
             .map_err(RegistrationError::from)?;
     }
     let Some(spender) = spender else {
-        return Ok(register_in(state, &tournament, caller, registration).await?);
+        return Ok(register_in(
+            store,
+            clock,
+            events,
+            chain,
+            &tournament,
+            caller,
+            registration,
+        )
+        .await?);
     };
     let memo = registration_memo(&tournament.id, &addresses(&registration.wallets));
     let entry = CustodialEntry {
@@ -285,7 +303,7 @@ pub(crate) async fn register(
         payer_name: "the embedded wallet",
         spend_key: Some(spender.key_id),
     };
-    match super::custodial_entry::enter(state, &entry).await? {
+    match super::custodial_entry::enter(store, clock, events, chain, sealer, &entry).await? {
         Entered::Registered { count, .. } => Ok(Outcome::Registered { count }),
         Entered::Pending { signature } => Ok(Outcome::Paying { signature }),
     }
@@ -300,15 +318,16 @@ fn addresses(wallets: &[WalletAddress]) -> Vec<String> {
 /// A fee the server pays runs them before it moves; the registering transaction checks them
 /// again.
 pub(crate) async fn precheck(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     tournament: &Tournament,
     caller: &Caller,
     wallets: &[WalletAddress],
 ) -> Result<(), RegistrationError> {
-    ensure_open(tournament, state.now())?;
-    crate::account::ensure_linked(state, &caller.account_id, wallets.iter()).await?;
+    ensure_open(tournament, clock.now())?;
+    crate::account::ensure_linked(store, &caller.account_id, wallets.iter()).await?;
     ensure_room(
-        state,
+        store,
         &tournament.id,
         &addresses(wallets),
         tournament.max_participants,
@@ -326,7 +345,10 @@ pub(crate) struct Paid {
 /// with the fee the server `paid` for a paid tournament: an agent's entry, or an account paying
 /// from its embedded wallet. Verified exactly as a client's signature would be.
 pub(crate) async fn register_paid(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
     tournament: &Tournament,
     caller: &Caller,
     wallets: &[WalletAddress],
@@ -343,22 +365,34 @@ pub(crate) async fn register_paid(
         invite_code: None,
         pay_from: None,
     };
-    register_in(state, tournament, Some(caller), registration).await
+    register_in(
+        store,
+        clock,
+        events,
+        chain,
+        tournament,
+        Some(caller),
+        registration,
+    )
+    .await
 }
 
 async fn register_in(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
     tournament: &Tournament,
     caller: Option<&Caller>,
     registration: Registration,
 ) -> Result<Outcome, RegistrationError> {
     let tournament_id = tournament.id.as_str();
-    ensure_open(tournament, state.now())?;
+    ensure_open(tournament, clock.now())?;
 
     if let Some(caller) = caller {
         // A key (or session) acts only for its account's proven wallets.
         let wallets = registration.wallets.iter().chain(registration.payer.iter());
-        crate::account::ensure_linked(state, &caller.account_id, wallets).await?;
+        crate::account::ensure_linked(store, &caller.account_id, wallets).await?;
     }
     let wallets: Vec<String> = registration
         .wallets
@@ -366,7 +400,7 @@ async fn register_in(
         .map(ToString::to_string)
         .collect();
     // Cheap refusals first, so a doomed request never waits on the chain.
-    ensure_room(state, &tournament.id, &wallets, tournament.max_participants).await?;
+    ensure_room(store, &tournament.id, &wallets, tournament.max_participants).await?;
 
     let paid = tournament.entry_fee_raw > 0;
     let claim = match (paid, &registration.signature) {
@@ -391,34 +425,29 @@ async fn register_in(
             let expected = ExpectedPayment {
                 payer: payer.to_string(),
                 recipient: tournament.escrow_wallet.clone(),
-                mint: state.chain.stablecoin_mint().to_owned(),
+                mint: chain.stablecoin_mint().to_owned(),
                 amount_raw: amount,
                 memo: registration_memo(&tournament.id, &wallets),
             };
-            if claimed(state, signature).await? {
+            if claimed(store, signature).await? {
                 return Err(RegistrationError::SignatureUsed);
             }
-            match payment::check(
-                &state.chain,
-                &state.store,
-                state.now(),
-                signature,
-                &expected,
-            )
-            .await?
-            {
+            match payment::check(chain, store, clock.now(), signature, &expected).await? {
                 PaymentCheck::Verified => Some((signature.clone(), payer, amount)),
                 PaymentCheck::Pending => return Ok(Outcome::Pending),
             }
         }
     };
-    commit(state, &tournament.id, caller, &wallets, claim).await?;
+    commit(store, clock, &tournament.id, caller, &wallets, claim).await?;
     tracing::info!(tournament_id, count = wallets.len(), "wallets registered");
-    if tournament.status_at(state.now()) == Status::Live {
+    if tournament.status_at(clock.now()) == Status::Live {
         // Joining a live tournament: the baseline is taken now. If the chain cannot be read,
         // the next scheduled snapshot sets it.
         if let Err(error) = super::tracking::snapshot_wallets(
-            state,
+            store,
+            clock,
+            events,
+            chain,
             &tournament.id,
             wallets.clone(),
             super::tracking::Scope::Joining,
@@ -428,11 +457,9 @@ async fn register_in(
             tracing::warn!(tournament_id, error = %format!("{error:#}"), "baseline at registration deferred");
         }
     } else {
-        state
-            .events
-            .publish(crate::events::Event::LeaderboardChanged {
-                tournament_id: tournament.id.clone(),
-            });
+        events.publish(crate::events::Event::LeaderboardChanged {
+            tournament_id: tournament.id.clone(),
+        });
     }
     Ok(Outcome::Registered {
         count: wallets.len(),
@@ -461,7 +488,7 @@ fn ensure_open(tournament: &Tournament, now: DateTime<Utc>) -> Result<(), Regist
 }
 
 async fn ensure_room(
-    state: &AppState,
+    store: &Store,
     tournament_id: &str,
     wallets: &[String],
     max: i64,
@@ -469,7 +496,7 @@ async fn ensure_room(
     let (current,): (i64,) =
         sqlx::query_as("SELECT current_participants FROM tournaments WHERE id = $1")
             .bind(tournament_id)
-            .fetch_one(state.store.read())
+            .fetch_one(store.read())
             .await?;
     if current + wallets.len() as i64 > max {
         return Err(RegistrationError::Full(max));
@@ -480,7 +507,7 @@ async fn ensure_room(
         )
         .bind(tournament_id)
         .bind(wallet)
-        .fetch_optional(state.store.read())
+        .fetch_optional(store.read())
         .await?;
         if taken.is_some() {
             return Err(RegistrationError::AlreadyRegistered(wallet.clone()));
@@ -489,26 +516,27 @@ async fn ensure_room(
     Ok(())
 }
 
-async fn claimed(state: &AppState, signature: &str) -> Result<bool, RegistrationError> {
+async fn claimed(store: &Store, signature: &str) -> Result<bool, RegistrationError> {
     let row: Option<(String,)> =
         sqlx::query_as("SELECT purpose FROM payment_claims WHERE signature = $1")
             .bind(signature)
-            .fetch_optional(state.store.read())
+            .fetch_optional(store.read())
             .await?;
     Ok(row.is_some())
 }
 
 /// Write the registration whole: seats, the payment claim and every wallet, or nothing.
 async fn commit(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     tournament_id: &str,
     caller: Option<&Caller>,
     wallets: &[String],
     claim: Option<(String, WalletAddress, u64)>,
 ) -> Result<(), RegistrationError> {
-    let now = state.now();
+    let now = clock.now();
     let n = wallets.len() as i64;
-    let mut tx = state.store.begin().await?;
+    let mut tx = store.begin().await?;
     // Taking the seats first also takes the tournament row's lock, which orders concurrent
     // registrations of one tournament on PostgreSQL (SQLite has a single writer anyway).
     let seated = sqlx::query(
@@ -524,7 +552,7 @@ async fn commit(
     .await?;
     if seated.rows_affected() != 1 {
         drop(tx);
-        let tournament = queries::get(&state.store, tournament_id)
+        let tournament = queries::get(store, tournament_id)
             .await?
             .ok_or_else(|| RegistrationError::NotFound(tournament_id.to_owned()))?;
         ensure_open(&tournament, now)?;

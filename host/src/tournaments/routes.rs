@@ -133,9 +133,9 @@ async fn list_tournaments(
     Query(params): Query<ListParams>,
 ) -> Result<Response, ApiError> {
     let query = params.validate()?;
-    cache::public_json(&state, &headers, &cache_key(&uri), async {
+    cache::public_json(&state.caches, &headers, &cache_key(&uri), async {
         let now = state.now();
-        let (rows, total) = privacy::listed(&state, &query).await?;
+        let (rows, total) = privacy::listed(&state.store, &*state.clock, &query).await?;
         let list = TournamentList {
             tournaments: rows.iter().map(|t| t.view(now)).collect(),
             pagination: Pagination {
@@ -171,7 +171,7 @@ async fn get_tournament(
     Path(id): Path<String>,
     Query(invite): Query<InviteParams>,
 ) -> Result<Response, ApiError> {
-    cache::public_json(&state, &headers, &cache_key(&uri), async {
+    cache::public_json(&state.caches, &headers, &cache_key(&uri), async {
         let tournament = visible(&state, &id, invite.invite_code.as_deref()).await?;
         let now = state.now();
         Ok((tournament.view(now), tournament.next_change_after(now)))
@@ -185,7 +185,7 @@ pub(super) async fn visible(
     id: &str,
     code: Option<&str>,
 ) -> Result<Tournament, ApiError> {
-    privacy::find_visible(state, id, code)
+    privacy::find_visible(&state.store, id, code)
         .await?
         .ok_or_else(|| not_found(id))
 }
@@ -339,7 +339,7 @@ async fn register(
         Some(caller) => format!("account:{}", caller.account_id),
         None => format!("ip:{}", client_ip.limit_key()),
     };
-    match registration::register(&state, &id, auth.0.as_ref(), body, Some(&client)).await? {
+    match registration::register(&state.store, &*state.clock, &state.events, &state.chain, &state.sealer, &state.limits, &id, auth.0.as_ref(), body, Some(&client)).await? {
         Outcome::Registered { count } => {
             Ok((StatusCode::CREATED, axum::Json(Registered { count })).into_response())
         }
@@ -398,9 +398,17 @@ async fn get_leaderboard(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let (page, page_size) = params.validate()?;
-    cache::public_json(&state, &headers, &cache_key(&uri), async {
+    cache::public_json(&state.caches, &headers, &cache_key(&uri), async {
         let tournament = visible(&state, &id, invite.invite_code.as_deref()).await?;
-        let board = leaderboard::view(&state, &tournament, page, page_size).await?;
+        let board = leaderboard::view(
+            &state.store,
+            &*state.clock,
+            &state.leaderboards,
+            &tournament,
+            page,
+            page_size,
+        )
+        .await?;
         Ok((board, tournament.next_change_after(state.now())))
     })
     .await
@@ -433,13 +441,19 @@ async fn get_performance(
         return Err(ApiError::bad_request("`points` must be 2 to 500"));
     }
     let tournament = visible(&state, &id, invite.invite_code.as_deref()).await?;
-    let series = performance::series(&state, &tournament, params.wallet.as_deref(), points)
-        .await
-        .map_err(|error| match error {
-            performance::PerformanceError::NotRegistered(wallet) => ApiError::NotFound(format!(
-                "wallet {wallet} is not registered for this tournament"
-            )),
-            performance::PerformanceError::Store(error) => error.into(),
-        })?;
+    let series = performance::series(
+        &state.store,
+        &state.leaderboards,
+        &tournament,
+        params.wallet.as_deref(),
+        points,
+    )
+    .await
+    .map_err(|error| match error {
+        performance::PerformanceError::NotRegistered(wallet) => ApiError::NotFound(format!(
+            "wallet {wallet} is not registered for this tournament"
+        )),
+        performance::PerformanceError::Store(error) => error.into(),
+    })?;
     Ok(axum::Json(series))
 }

@@ -6,8 +6,12 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
 
 use super::queries::{self, NewTournament};
+use crate::chain::Chain;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::db::Store;
+use crate::events::Bus;
 use crate::scheduler::Recurring;
-use crate::state::AppState;
 use crate::usdc::UNIT as USDC_UNIT;
 
 /// One recurring tournament, as configured (`CRUCIBLE_TOURNAMENT_SERIES` holds a JSON array).
@@ -80,11 +84,17 @@ pub fn default_series() -> Vec<SeriesSpec> {
 }
 
 /// Make sure every series has its current window (if one is open) and its next window created.
-pub async fn ensure(state: &AppState) -> anyhow::Result<usize> {
-    let now = state.now();
-    let escrow = state.chain.escrow().address.to_string();
+pub async fn ensure(
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
+    config: &Config,
+) -> anyhow::Result<usize> {
+    let now = clock.now();
+    let escrow = chain.escrow().address.to_string();
     let mut created = 0;
-    for spec in &state.config.tournament_series {
+    for spec in &config.tournament_series {
         let schedule = Recurring::new("series", &spec.cron)?;
         let windows = [
             current_window_start(&schedule, now),
@@ -120,12 +130,10 @@ pub async fn ensure(state: &AppState) -> anyhow::Result<usize> {
             };
             new.validate()
                 .map_err(|why| anyhow::anyhow!("series `{}`: {why}", spec.key))?;
-            let mut conn = state.store.write().acquire().await?;
+            let mut conn = store.write().acquire().await?;
             if queries::insert(&mut conn, &new, now).await? {
                 tracing::info!(id = new.id, "created recurring tournament");
-                state
-                    .events
-                    .publish(crate::events::Event::TournamentsChanged);
+                events.publish(crate::events::Event::TournamentsChanged);
                 created += 1;
             }
         }

@@ -20,12 +20,15 @@ use futures_util::StreamExt;
 
 use super::flows::{self, Venues};
 use super::rules::TransferPolicy;
+use crate::chain::Chain;
 use crate::chain::rpc::{SignatureInfo, TokenFilter};
 use crate::chain::tx::{TOKEN_2022_PROGRAM, TOKEN_PROGRAM};
+use crate::clock::Clock;
 use crate::clock::to_millis;
+use crate::db::Store;
 use crate::domain::WalletAddress;
+use crate::events::Bus;
 use crate::events::Event;
-use crate::state::AppState;
 
 /// Lamports per SOL.
 const LAMPORTS: f64 = 1_000_000_000.0;
@@ -55,8 +58,8 @@ impl Holdings {
     }
 }
 
-async fn holdings(state: &AppState, wallet: &WalletAddress) -> anyhow::Result<Holdings> {
-    let rpc = state.chain.rpc();
+async fn holdings(chain: &Chain, wallet: &WalletAddress) -> anyhow::Result<Holdings> {
+    let rpc = chain.rpc();
     let owner = wallet.as_str();
     let (lamports, classic, token_2022) = tokio::try_join!(
         rpc.get_balance(owner),
@@ -64,7 +67,7 @@ async fn holdings(state: &AppState, wallet: &WalletAddress) -> anyhow::Result<Ho
         rpc.get_token_accounts_by_owner(owner, TokenFilter::Program(TOKEN_2022_PROGRAM)),
     )
     .context("reading the holdings")?;
-    let mint = state.chain.stablecoin_mint();
+    let mint = chain.stablecoin_mint();
     let mut held = Holdings {
         lamports,
         stable_raw: 0,
@@ -83,15 +86,14 @@ async fn holdings(state: &AppState, wallet: &WalletAddress) -> anyhow::Result<Ho
 
 /// USD value of `wallet` now: SOL (its own and its token accounts' lamports) at the price
 /// source's price (the simnet pool, or Pyth on an external cluster) plus the stablecoin at 1.
-pub async fn wallet_value(state: &AppState, wallet: &str) -> anyhow::Result<f64> {
+pub async fn wallet_value(chain: &Chain, wallet: &str) -> anyhow::Result<f64> {
     let address = WalletAddress::parse(wallet).map_err(anyhow::Error::msg)?;
-    let sol_price = state
-        .chain
+    let sol_price = chain
         .price_source()
         .sol_usd()
         .await
         .context("pricing SOL")?;
-    Ok(holdings(state, &address).await?.value(sol_price))
+    Ok(holdings(chain, &address).await?.value(sol_price))
 }
 
 /// One external flow, as recorded.
@@ -138,7 +140,7 @@ fn unexplained_key(taken_at: i64) -> String {
 /// the holdings changed while the history was read, read again, so the value and the flows
 /// describe the same history.
 async fn observe(
-    state: &AppState,
+    chain: &Chain,
     wallet: &str,
     tracked: &Tracked,
     sol_price: f64,
@@ -146,9 +148,9 @@ async fn observe(
     venues: &Venues,
 ) -> anyhow::Result<Observation> {
     let address = WalletAddress::parse(wallet).map_err(anyhow::Error::msg)?;
-    let rpc = state.chain.rpc();
+    let rpc = chain.rpc();
     for _ in 0..ATTEMPTS {
-        let before = holdings(state, &address).await?;
+        let before = holdings(chain, &address).await?;
         let followed: Vec<&str> = std::iter::once(wallet)
             .chain(before.token_accounts.iter().map(String::as_str))
             .collect();
@@ -168,7 +170,7 @@ async fn observe(
             };
             history.extend(page);
         }
-        let held = holdings(state, &address).await?;
+        let held = holdings(chain, &address).await?;
         if held != before {
             continue;
         }
@@ -193,7 +195,7 @@ async fn observe(
                 .get_transaction(&info.signature, COMMITMENT)
                 .await?
                 .with_context(|| format!("transaction {} is not visible yet", info.signature))?;
-            let effect = flows::effect(&tx, wallet, state.chain.stablecoin_mint(), venues);
+            let effect = flows::effect(&tx, wallet, chain.stablecoin_mint(), venues);
             lamports += effect.lamports;
             stable_raw += effect.stable_raw;
             if !effect.is_flow() {
@@ -203,7 +205,7 @@ async fn observe(
             let price = if effect.flow_lamports == 0 {
                 sol_price
             } else {
-                price_of_its_time(state, info.slot, occurred_at, sol_price).await
+                price_of_its_time(chain, info.slot, occurred_at, sol_price).await
             };
             found.push(Flow {
                 signature: info.signature.clone(),
@@ -245,9 +247,8 @@ async fn observe(
 /// pool's price after the pool's last transaction before it, or Pyth's price published then.
 /// Falls back to the round's price when the source has none (no pool trade yet, or a price
 /// service that cannot answer for that moment), which is logged.
-async fn price_of_its_time(state: &AppState, slot: u64, occurred_at: i64, round_price: f64) -> f64 {
-    match state
-        .chain
+async fn price_of_its_time(chain: &Chain, slot: u64, occurred_at: i64, round_price: f64) -> f64 {
+    match chain
         .price_source()
         .sol_usd_at(slot, crate::clock::from_millis(occurred_at))
         .await
@@ -293,16 +294,19 @@ pub(crate) enum Scope {
 /// were valued. Fails, writing nothing (so the board stays `stale`), when SOL cannot be priced
 /// or no wallet at all could be valued.
 pub(crate) async fn snapshot_wallets(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
     tournament_id: &str,
     wallets: Vec<String>,
     scope: Scope,
 ) -> anyhow::Result<usize> {
-    let taken_at = to_millis(state.now());
+    let taken_at = to_millis(clock.now());
     let (policy,): (String,) =
         sqlx::query_as("SELECT transfer_policy FROM tournaments WHERE id = $1")
             .bind(tournament_id)
-            .fetch_one(state.store.read())
+            .fetch_one(store.read())
             .await?;
     let policy = TransferPolicy::from_stored(&policy);
     let wanted: HashSet<&str> = wallets.iter().map(String::as_str).collect();
@@ -312,7 +316,7 @@ pub(crate) async fn snapshot_wallets(
          FROM tournament_registrations WHERE tournament_id = $1",
     )
     .bind(tournament_id)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     let registered = rows.len();
     let tracked: HashMap<String, Tracked> = rows
@@ -334,8 +338,7 @@ pub(crate) async fn snapshot_wallets(
     let mut observations = Vec::new();
     if !tracked.is_empty() {
         // One price for the whole round: every wallet (and every flow) is valued alike.
-        let sol_price = state
-            .chain
+        let sol_price = chain
             .price_source()
             .sol_usd()
             .await
@@ -344,7 +347,7 @@ pub(crate) async fn snapshot_wallets(
         let venues = &venues;
         observations = futures_util::stream::iter(tracked)
             .map(|(wallet, tracked)| async move {
-                let seen = observe(state, &wallet, &tracked, sol_price, taken_at, venues).await;
+                let seen = observe(chain, &wallet, &tracked, sol_price, taken_at, venues).await;
                 (wallet, tracked, seen)
             })
             .buffer_unordered(CONCURRENT_READS)
@@ -353,7 +356,7 @@ pub(crate) async fn snapshot_wallets(
     }
     let attempted = observations.len();
     // Written only once everything is read: the write transaction never waits on the chain.
-    let mut tx = state.store.begin().await?;
+    let mut tx = store.begin().await?;
     {
         for (wallet, tracked, seen) in observations {
             let seen = match seen {
@@ -390,7 +393,7 @@ pub(crate) async fn snapshot_wallets(
             .await?;
     }
     tx.commit().await?;
-    state.events.publish(Event::LeaderboardChanged {
+    events.publish(Event::LeaderboardChanged {
         tournament_id: tournament_id.to_owned(),
     });
     Ok(valued)
@@ -473,14 +476,23 @@ async fn record(
 }
 
 /// Snapshot every registered wallet of one tournament.
-pub async fn snapshot_tournament(state: &AppState, tournament_id: &str) -> anyhow::Result<usize> {
+pub async fn snapshot_tournament(
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
+    tournament_id: &str,
+) -> anyhow::Result<usize> {
     let wallets: Vec<(String,)> =
         sqlx::query_as("SELECT wallet FROM tournament_registrations WHERE tournament_id = $1")
             .bind(tournament_id)
-            .fetch_all(state.store.read())
+            .fetch_all(store.read())
             .await?;
     snapshot_wallets(
-        state,
+        store,
+        clock,
+        events,
+        chain,
         tournament_id,
         wallets.into_iter().map(|(w,)| w).collect(),
         Scope::WholeBoard,
@@ -490,17 +502,22 @@ pub async fn snapshot_tournament(state: &AppState, tournament_id: &str) -> anyho
 
 /// The scheduled snapshot: every live tournament. One tournament that cannot be valued does not
 /// hold back the others (its board stays stale); the round reports the first failure.
-pub async fn snapshot_live(state: &AppState) -> anyhow::Result<()> {
-    let now = to_millis(state.now());
+pub async fn snapshot_live(
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
+) -> anyhow::Result<()> {
+    let now = to_millis(clock.now());
     let live: Vec<(String,)> = sqlx::query_as(
         "SELECT id FROM tournaments WHERE status IN ('upcoming', 'live') AND start_date <= $1 AND end_date > $1",
     )
     .bind(now)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     let mut failure = None;
     for (id,) in live {
-        match snapshot_tournament(state, &id).await {
+        match snapshot_tournament(store, clock, events, chain, &id).await {
             Ok(valued) => tracing::debug!(tournament_id = id, valued, "snapshot taken"),
             Err(error) => {
                 tracing::warn!(tournament_id = id, error = %format!("{error:#}"), "snapshot failed; the board stays stale");

@@ -77,7 +77,7 @@ async fn list(
     Query(params): Query<PageParams>,
 ) -> Result<axum::Json<V1Page<AgentView>>, V1Error> {
     let (index, size) = params.parse()?;
-    let (agents, total) = service::list(&state, key.account_id(), index, size).await?;
+    let (agents, total) = service::list(&state.store, key.account_id(), index, size).await?;
     let access = model_access(&state, key.account_id()).await?;
     let views: Vec<AgentView> = agents.iter().map(|agent| agent.view(&access)).collect();
     Ok(V1Page::new(views, index, size, total))
@@ -104,7 +104,16 @@ async fn create(
         market.candles(pair, Interval::M5, now, 1).is_ok()
     })
     .map_err(|invalid| V1Error::field(invalid.field, invalid.message))?;
-    let agent = service::create(&state, key.account_id(), new).await?;
+    let agent = service::create(
+        &state.store,
+        &*state.clock,
+        &state.events,
+        &state.sealer,
+        &state.config,
+        key.account_id(),
+        new,
+    )
+    .await?;
     let access = model_access(&state, key.account_id()).await?;
     Ok((StatusCode::CREATED, ok(agent.view(&access))))
 }
@@ -128,7 +137,7 @@ async fn detail(
 
 /// What rates the account's agents' models in their views.
 async fn model_access(state: &AppState, account_id: &str) -> Result<ModelAccess, V1Error> {
-    ModelAccess::of_account(state, account_id)
+    ModelAccess::of_account(&state.store, &*state.clock, &state.models, account_id)
         .await
         .map_err(|error| AgentError::from(error).into())
 }
@@ -139,7 +148,7 @@ async fn owned<P: Permission>(
     key: &V1Key<P>,
     agent_id: String,
 ) -> Result<agents::Agent, V1Error> {
-    service::find(state, key.account_id(), &agent_id)
+    service::find(&state.store, key.account_id(), &agent_id)
         .await?
         .ok_or(V1Error::AgentNotFound(agent_id))
 }
@@ -175,7 +184,15 @@ async fn start(
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
 ) -> Result<axum::Json<V1Ok<AgentStarted>>, V1Error> {
-    let agent = service::start(&state, key.account_id(), &agent_id).await?;
+    let agent = service::start(
+        &state.store,
+        &*state.clock,
+        &state.chain,
+        &state.config,
+        key.account_id(),
+        &agent_id,
+    )
+    .await?;
     Ok(ok(AgentStarted {
         status: agent.status(),
         started_at: agent.started_at.map(|ms| rfc3339(from_millis(ms))),
@@ -195,7 +212,7 @@ async fn stop(
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
 ) -> Result<axum::Json<V1Ok<AgentStopped>>, V1Error> {
-    let agent = service::stop(&state, key.account_id(), &agent_id).await?;
+    let agent = service::stop(&state.store, &*state.clock, key.account_id(), &agent_id).await?;
     Ok(ok(AgentStopped {
         status: agent.status(),
         stopped_at: agent.stopped_at.map(|ms| rfc3339(from_millis(ms))),
@@ -227,7 +244,13 @@ async fn performance(
 ) -> Result<axum::Json<V1Ok<Performance>>, V1Error> {
     let period = Period::parse(params.period.as_deref())?;
     let agent = owned(&state, &key, agent_id).await?;
-    Ok(ok(performance::of(&state, &agent, period).await?))
+    Ok(ok(performance::of(
+        &state.store,
+        &*state.clock,
+        &agent,
+        period,
+    )
+    .await?))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -260,7 +283,7 @@ async fn trades(
 ) -> Result<axum::Json<V1Ok<Vec<TradeView>>>, V1Error> {
     let agent = owned(&state, &key, agent_id).await?;
     let trades = agents::history::trades(
-        &state,
+        &state.store,
         &agent,
         params.before.as_deref(),
         params.limit.unwrap_or(50),
@@ -293,7 +316,7 @@ async fn equity(
 ) -> Result<axum::Json<V1Ok<Vec<EquityPoint>>>, V1Error> {
     let agent = owned(&state, &key, agent_id).await?;
     Ok(ok(agents::history::equity(
-        &state,
+        &state.store,
         &agent,
         params.points.unwrap_or(200),
     )
@@ -329,7 +352,7 @@ async fn decisions(
 ) -> Result<axum::Json<V1Ok<Vec<DecisionView>>>, V1Error> {
     let agent = owned(&state, &key, agent_id).await?;
     let decisions = agents::thinking::decisions::page(
-        &state,
+        &state.store,
         &agent.id,
         params.before.as_deref(),
         params.limit.unwrap_or(50),
@@ -402,7 +425,11 @@ async fn enter_tournament(
     Query(params): Query<EnterParams>,
 ) -> Result<Response, V1Error> {
     let entered = entry::enter(
-        &state,
+        &state.store,
+        &*state.clock,
+        &state.events,
+        &state.chain,
+        &state.sealer,
         key.account_id(),
         &agent_id,
         &tournament_id,
@@ -513,7 +540,16 @@ async fn upload_strategy(
             .map_err(|message| V1Error::field("name", message))?
             .into_inner(),
     };
-    let view = strategies::upload(&state, key.account_id(), &name, bytes.to_vec()).await?;
+    let view = strategies::upload(
+        &state.store,
+        &*state.clock,
+        &state.agents,
+        &*state.market,
+        key.account_id(),
+        &name,
+        bytes.to_vec(),
+    )
+    .await?;
     Ok((StatusCode::CREATED, ok(view)))
 }
 
@@ -527,5 +563,5 @@ async fn list_strategies(
     key: V1Key<AgentsRead>,
     State(state): State<AppState>,
 ) -> Result<axum::Json<V1Ok<Vec<UploadedStrategy>>>, V1Error> {
-    Ok(ok(strategies::list(&state, key.account_id()).await?))
+    Ok(ok(strategies::list(&state.store, key.account_id()).await?))
 }

@@ -93,9 +93,15 @@ impl<P: Permission> FromRequestParts<AppState> for V1Key<P> {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let key = match keys::presented(&parts.headers) {
-            Some(presented) => keys::verify(state, &presented, KeyFamily::V1)
-                .await
-                .map_err(|refused| V1Error::from(crate::http::ApiError::from(refused)))?,
+            Some(presented) => keys::verify(
+                &state.store,
+                &*state.clock,
+                &state.caches,
+                &presented,
+                KeyFamily::V1,
+            )
+            .await
+            .map_err(|refused| V1Error::from(crate::http::ApiError::from(refused)))?,
             // The web app acting for a signed-in operator holds every permission over the
             // account's own agents, as the owner does (crate::auth::WebAppSession).
             None => match parts.extensions.get::<WebAppSession>() {

@@ -203,7 +203,15 @@ async fn create_key(
     Body(body): Body<CreateRequest>,
 ) -> Result<(StatusCode, axum::Json<V1Ok<CreatedV1Key>>), V1Error> {
     let request = body.validate()?;
-    let created = api_keys::create(&state, &session.account_id, request).await?;
+    let created = api_keys::create(
+        &state.store,
+        &*state.clock,
+        &state.sealer,
+        &state.config,
+        &session.account_id,
+        request,
+    )
+    .await?;
     Ok((StatusCode::CREATED, ok(CreatedV1Key::from(created))))
 }
 
@@ -217,7 +225,13 @@ async fn list_keys(
     State(state): State<AppState>,
     session: V1Session,
 ) -> Result<axum::Json<V1Ok<Vec<V1KeyView>>>, V1Error> {
-    let keys = api_keys::list(&state, &session.account_id, KeyFamily::V1).await?;
+    let keys = api_keys::list(
+        &state.store,
+        &*state.clock,
+        &session.account_id,
+        KeyFamily::V1,
+    )
+    .await?;
     Ok(ok(keys
         .into_iter()
         .map(V1KeyView::from)
@@ -237,6 +251,14 @@ async fn revoke_key(
     session: V1Session,
     Path(key_id): Path<String>,
 ) -> Result<axum::Json<V1Ok<V1KeyView>>, V1Error> {
-    let key = api_keys::revoke(&state, &session.account_id, KeyFamily::V1, &key_id).await?;
+    let key = api_keys::revoke(
+        &state.store,
+        &*state.clock,
+        &state.events,
+        &session.account_id,
+        KeyFamily::V1,
+        &key_id,
+    )
+    .await?;
     Ok(ok(V1KeyView::from(key)))
 }

@@ -156,7 +156,8 @@ async fn list(
 ) -> Result<axum::Json<V1Page<V1Tournament>>, V1Error> {
     let query = params.validate()?;
     let now = state.now();
-    let (rows, total) = crate::tournaments::privacy::listed(&state, &query).await?;
+    let (rows, total) =
+        crate::tournaments::privacy::listed(&state.store, &*state.clock, &query).await?;
     let items = rows
         .iter()
         .map(|tournament| V1Tournament {

@@ -39,6 +39,7 @@ async fn deliveries(
     let limit = whole_number(params.limit.as_deref(), 50, 1..=max).ok_or_else(|| {
         V1Error::field("limit", format!("must be a whole number from 1 to {max}"))
     })?;
-    let deliveries = crate::webhooks::recent_deliveries(&state, key.account_id(), limit).await?;
+    let deliveries =
+        crate::webhooks::recent_deliveries(&state.store, key.account_id(), limit).await?;
     Ok(ok(deliveries))
 }

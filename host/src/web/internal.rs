@@ -43,12 +43,14 @@ impl axum::extract::FromRequestParts<Web> for Visitor {
         // An unreadable session store shows the page signed out rather than failing it; the
         // API calls the page makes report the outage in their own words.
         let account_id = match &session_token {
-            Some(token) => crate::auth::session::resolve(&web.state, token)
-                .await
-                .unwrap_or_else(|error| {
-                    tracing::warn!(%error, "session lookup failed while rendering a page");
-                    None
-                }),
+            Some(token) => {
+                crate::auth::session::resolve(&web.state.store, &*web.state.clock, token)
+                    .await
+                    .unwrap_or_else(|error| {
+                        tracing::warn!(%error, "session lookup failed while rendering a page");
+                        None
+                    })
+            }
             None => None,
         };
         let is_admin = match &account_id {
@@ -205,7 +207,7 @@ pub(super) async fn forward(State(web): State<Web>, request: Request) -> Respons
 /// API then answers as it does to any caller without a credential.
 async fn signed_in(web: &Web, token: Option<String>) -> Option<WebAppSession> {
     let token = token?;
-    match crate::auth::session::resolve(&web.state, &token).await {
+    match crate::auth::session::resolve(&web.state.store, &*web.state.clock, &token).await {
         Ok(account_id) => account_id.map(|account_id| WebAppSession { account_id }),
         Err(error) => {
             tracing::warn!(%error, "session lookup failed while forwarding a web-app call");

@@ -22,8 +22,25 @@ use super::egress;
 use super::outbox::{self, Claimed, Outcome};
 use super::schedule::{self, AfterFailure};
 use super::signing::{self, DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER};
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::crypto::Sealer;
 use crate::crypto::random_base58;
-use crate::state::AppState;
+use crate::db::Store;
+use crate::metrics::Metrics;
+
+/// What delivering webhooks touches: the outbox's rows, the clock, the sealer that opens the
+/// keys' signing secrets, the node's delivery settings, its delivery counters and its name
+/// (leases name their node). Cloned into each request's task.
+#[derive(Clone)]
+pub struct Delivering {
+    pub store: Store,
+    pub clock: std::sync::Arc<dyn Clock>,
+    pub sealer: std::sync::Arc<Sealer>,
+    pub config: std::sync::Arc<Config>,
+    pub(crate) metrics: std::sync::Arc<Metrics>,
+    pub node_id: std::sync::Arc<str>,
+}
 
 /// Requests in flight at once per worker.
 const IN_FLIGHT: usize = 32;
@@ -37,13 +54,13 @@ const USER_AGENT: &str = concat!("Crucible-Webhooks/", env!("CARGO_PKG_VERSION")
 /// nothing is in flight. Several workers (threads or nodes) may call this at once: each row is
 /// leased to one of them, for long enough to cover its attempt, and a lease left by a worker that
 /// died is taken over once it has run out.
-pub async fn deliver_due(state: &AppState) -> anyhow::Result<usize> {
+pub async fn deliver_due(delivering: &Delivering) -> anyhow::Result<usize> {
     // One lease owner per call: two calls, even in one process, never hold the same row. The
     // node's name comes first, so a node shutting down can release what it holds.
-    let lease_owner = format!("{}:whw_{}", state.node_id, random_base58(8));
-    let timeout = Duration::from_millis(state.config.webhook_timeout_ms);
+    let lease_owner = format!("{}:whw_{}", delivering.node_id, random_base58(8));
+    let timeout = Duration::from_millis(delivering.config.webhook_timeout_ms);
     let lease = chrono::Duration::from_std(timeout * 2)? + chrono::Duration::seconds(30);
-    drop_revoked(state).await?;
+    drop_revoked(&delivering.store, &*delivering.clock).await?;
     let mut in_flight: JoinSet<(String, anyhow::Result<bool>)> = JoinSet::new();
     let mut per_destination: HashMap<String, usize> = HashMap::new();
     let mut sent = 0;
@@ -51,9 +68,9 @@ pub async fn deliver_due(state: &AppState) -> anyhow::Result<usize> {
         let free = IN_FLIGHT - in_flight.len();
         if free > 0 {
             let claimed = outbox::claim(
-                &state.store,
+                &delivering.store,
                 &lease_owner,
-                state.now(),
+                delivering.clock.now(),
                 lease,
                 free as i64,
                 PER_DESTINATION as i64,
@@ -64,16 +81,16 @@ pub async fn deliver_due(state: &AppState) -> anyhow::Result<usize> {
                 let busy = per_destination.entry(destination.clone()).or_default();
                 if *busy >= PER_DESTINATION {
                     // Due as it was: it is claimed again once this destination has a free slot.
-                    outbox::hand_back(&state.store, &row.id, &lease_owner).await?;
+                    outbox::hand_back(&delivering.store, &row.id, &lease_owner).await?;
                     continue;
                 }
                 *busy += 1;
                 let span = tracing::info_span!("webhook", delivery_id = %row.id, key_id = %row.key_id,
                                                event = %row.event, attempt = row.attempts);
-                let (state, lease_owner) = (state.clone(), lease_owner.clone());
+                let (delivering, lease_owner) = (delivering.clone(), lease_owner.clone());
                 in_flight.spawn(
                     async move {
-                        let result = attempt(&state, &lease_owner, row, timeout).await;
+                        let result = attempt(&delivering, &lease_owner, row, timeout).await;
                         (destination, result)
                     }
                     .instrument(span),
@@ -114,8 +131,8 @@ fn destination(url: &str) -> String {
 }
 
 /// A revoked (or expired) key's pending deliveries go to the dead letter unsent.
-async fn drop_revoked(state: &AppState) -> sqlx::Result<()> {
-    let now = crate::clock::to_millis(state.now());
+async fn drop_revoked(store: &Store, clock: &dyn Clock) -> sqlx::Result<()> {
+    let now = crate::clock::to_millis(clock.now());
     let dropped = sqlx::query(
         "UPDATE webhook_deliveries
          SET status = 'dead', dead_at = $1, lease_owner = NULL, lease_until = NULL,
@@ -128,7 +145,7 @@ async fn drop_revoked(state: &AppState) -> sqlx::Result<()> {
            AND (lease_until IS NULL OR lease_until <= $1)",
     )
     .bind(now)
-    .execute(state.store.write())
+    .execute(store.write())
     .await?;
     if dropped.rows_affected() > 0 {
         tracing::info!(
@@ -141,12 +158,20 @@ async fn drop_revoked(state: &AppState) -> sqlx::Result<()> {
 
 /// One attempt of a leased row; `Ok(true)` when a request went out.
 async fn attempt(
-    state: &AppState,
+    delivering: &Delivering,
     lease_owner: &str,
     row: Claimed,
     timeout: Duration,
 ) -> anyhow::Result<bool> {
-    let secret = match signing_secret(state, &row).await? {
+    let Delivering {
+        store,
+        sealer,
+        config,
+        metrics,
+        ..
+    } = delivering;
+    let clock = &*delivering.clock;
+    let secret = match signing_secret(store, clock, sealer, &row).await? {
         Ok(secret) => secret,
         Err(Unsendable::Drop(reason)) => {
             tracing::info!(reason, "webhook dropped");
@@ -154,7 +179,7 @@ async fn attempt(
                 status_code: None,
                 error: Some((NOT_SENT, reason)),
             };
-            outbox::record(&state.store, &row.id, lease_owner, state.now(), outcome).await?;
+            outbox::record(store, &row.id, lease_owner, clock.now(), outcome).await?;
             return Ok(false);
         }
         Err(Unsendable::Retry(error)) => {
@@ -163,28 +188,26 @@ async fn attempt(
                 category: "signing",
                 summary: "the server could not sign this delivery; it will retry".into(),
             };
-            fail(state, lease_owner, &row, None, &failure).await?;
+            fail(store, clock, lease_owner, &row, None, &failure).await?;
             return Ok(false);
         }
     };
-    let signed = signing::sign(&row.payload, &secret, state.now().timestamp());
-    match send(&row, &signed, timeout, state.config.webhook_allow_private).await {
+    let signed = signing::sign(&row.payload, &secret, clock.now().timestamp());
+    match send(&row, &signed, timeout, config.webhook_allow_private).await {
         Ok(status_code) => {
             tracing::info!(status_code, "webhook delivered");
-            state
-                .metrics
+            metrics
                 .deliveries_sent
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let outcome = Outcome::Delivered { status_code };
-            outbox::record(&state.store, &row.id, lease_owner, state.now(), outcome).await?;
+            outbox::record(store, &row.id, lease_owner, clock.now(), outcome).await?;
         }
         Err((status_code, failure, detail)) => {
             tracing::warn!(status_code, category = failure.category, %detail, "webhook attempt failed");
-            state
-                .metrics
+            metrics
                 .deliveries_failed
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            fail(state, lease_owner, &row, status_code, &failure).await?;
+            fail(store, clock, lease_owner, &row, status_code, &failure).await?;
         }
     }
     Ok(true)
@@ -210,10 +233,12 @@ enum Unsendable {
 }
 
 async fn signing_secret(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    sealer: &Sealer,
     row: &Claimed,
 ) -> sqlx::Result<Result<Vec<u8>, Unsendable>> {
-    let Some(key) = outbox::key_state(&state.store, &row.key_id, state.now()).await? else {
+    let Some(key) = outbox::key_state(store, &row.key_id, clock.now()).await? else {
         return Ok(Err(Unsendable::Drop(
             "not sent: the API key no longer exists",
         )));
@@ -229,21 +254,21 @@ async fn signing_secret(
             "not sent: the API key has no webhook secret",
         )));
     };
-    Ok(state
-        .sealer
+    Ok(sealer
         .open(&sealed)
         .map_err(|error| Unsendable::Retry(format!("cannot open the webhook secret: {error}"))))
 }
 
 /// Record a failed attempt: retry on the schedule, or dead-letter after 24 h.
 async fn fail(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     lease_owner: &str,
     row: &Claimed,
     status_code: Option<u16>,
     failure: &Failure,
 ) -> sqlx::Result<()> {
-    let now = state.now();
+    let now = clock.now();
     let error = Some((failure.category, failure.summary.as_str()));
     let outcome =
         match schedule::after_failure(row.created_at, row.attempts, now, &mut rand::thread_rng()) {
@@ -260,7 +285,7 @@ async fn fail(
                 Outcome::Dead { status_code, error }
             }
         };
-    outbox::record(&state.store, &row.id, lease_owner, now, outcome).await?;
+    outbox::record(store, &row.id, lease_owner, now, outcome).await?;
     Ok(())
 }
 

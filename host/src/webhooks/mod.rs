@@ -22,9 +22,9 @@ use utoipa::ToSchema;
 
 use crate::clock::{from_millis, rfc3339};
 use crate::crypto::new_id;
-use crate::state::AppState;
+use crate::db::Store;
 
-pub use delivery::deliver_due;
+pub use delivery::{Delivering, deliver_due};
 
 /// The events a webhook can carry. Producers name their event with this type, so the list here
 /// is exactly what receivers can get.
@@ -132,11 +132,11 @@ pub struct DeliveryView {
 /// Recent deliveries of the account's keys, newest first, for `GET /api/v1/webhooks/deliveries`.
 /// `limit` is clamped to 1..=[`MAX_LISTED`].
 pub async fn recent_deliveries(
-    state: &AppState,
+    store: &Store,
     account_id: &str,
     limit: i64,
 ) -> sqlx::Result<Vec<DeliveryView>> {
-    let rows = outbox::recent(&state.store, account_id, limit.clamp(1, MAX_LISTED)).await?;
+    let rows = outbox::recent(store, account_id, limit.clamp(1, MAX_LISTED)).await?;
     let at = |millis: Option<i64>| millis.map(|ms| rfc3339(from_millis(ms)));
     Ok(rows
         .into_iter()
@@ -162,12 +162,12 @@ pub async fn recent_deliveries(
 
 /// The worker: [`deliver_due`] every `interval` until the task is aborted. Started by the server
 /// next to the scheduler; safe to run on every node.
-pub(crate) async fn run_forever(state: AppState, interval: std::time::Duration) {
+pub(crate) async fn run_forever(delivering: Delivering, interval: std::time::Duration) {
     let mut every = tokio::time::interval(interval);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
-        if let Err(error) = deliver_due(&state).await {
+        if let Err(error) = deliver_due(&delivering).await {
             tracing::error!(error = %format!("{error:#}"), "webhook delivery pass failed");
         }
     }

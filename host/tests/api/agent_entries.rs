@@ -212,9 +212,15 @@ async fn an_agent_pays_nothing_for_a_tournament_that_cannot_take_it() {
     app.create_tournament(app.new_tournament("trn_gone", 2_000_000, 10, Duration::hours(1), 2))
         .await;
     assert!(
-        crucible::tournaments::lifecycle::cancel(&app.state, "trn_gone")
-            .await
-            .expect("cancel")
+        crucible::tournaments::lifecycle::cancel(
+            &app.state.store,
+            &*app.state.clock,
+            &app.state.events,
+            &app.state.chain,
+            "trn_gone"
+        )
+        .await
+        .expect("cancel")
     );
     for _ in 0..4 {
         let refused = enter(&app, &key, &agent_id, "trn_gone").await;
@@ -337,7 +343,9 @@ async fn a_fee_that_landed_for_a_seat_taken_meanwhile_is_refunded_once() {
     let payout_id = refund["payoutId"].as_str().expect("id").to_owned();
     let worker = {
         let state = app.state.clone();
-        tokio::spawn(async move { crucible::tournaments::payouts::send(&state, &payout_id).await })
+        tokio::spawn(async move {
+            crucible::tournaments::payouts::send(state.payer(), &payout_id).await
+        })
     };
     for _ in 0..100 {
         if crate::payouts::usdc(&app, &wallet).await == 10_000_000 {
@@ -352,9 +360,15 @@ async fn a_fee_that_landed_for_a_seat_taken_meanwhile_is_refunded_once() {
     let pass = app.run_scheduler().await;
     assert_eq!(pass.jobs_failed, 0, "{pass:?}");
     assert!(
-        crucible::tournaments::lifecycle::cancel(&app.state, "trn_race")
-            .await
-            .expect("cancel")
+        crucible::tournaments::lifecycle::cancel(
+            &app.state.store,
+            &*app.state.clock,
+            &app.state.events,
+            &app.state.chain,
+            "trn_race"
+        )
+        .await
+        .expect("cancel")
     );
     assert_eq!(refunds_to(&app, "trn_race", &wallet).await.len(), 1);
     assert_eq!(crate::payouts::usdc(&app, &wallet).await, 10_000_000);
@@ -374,9 +388,15 @@ async fn a_fee_nobody_comes_back_for_is_settled_by_its_job() {
     // One is cancelled while its fee is on the way (not claimed, so its cancellation refunds
     // nothing); the caller never calls again for either.
     assert!(
-        crucible::tournaments::lifecycle::cancel(&app.state, "trn_dropped")
-            .await
-            .expect("cancel")
+        crucible::tournaments::lifecycle::cancel(
+            &app.state.store,
+            &*app.state.clock,
+            &app.state.events,
+            &app.state.chain,
+            "trn_dropped"
+        )
+        .await
+        .expect("cancel")
     );
     assert!(refunds_to(&app, "trn_dropped", &wallet).await.is_empty());
     app.advance(Duration::minutes(4));

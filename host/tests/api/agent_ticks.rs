@@ -469,7 +469,7 @@ async fn the_daily_report_names_the_best_and_worst_agent_of_each_account() {
         .await;
 
     assert_eq!(
-        crucible::agents::daily_report::send(&app.state)
+        crucible::agents::daily_report::send(&app.state.store, &*app.state.clock)
             .await
             .expect("report"),
         1
@@ -565,7 +565,7 @@ async fn agent_events_reach_the_v1_keys_webhook_signed_with_its_secret() {
         json!(null),
     )
     .await;
-    crucible::webhooks::deliver_due(&app.state)
+    crucible::webhooks::deliver_due(&app.state.delivering())
         .await
         .expect("deliver");
 

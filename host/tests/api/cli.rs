@@ -139,6 +139,8 @@ async fn simnet_alone_answers_json_rpc_and_pubsub_and_stops_on_sigterm() {
         let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
         let http = lines.find_map(|l| word(&l, "http://"));
         let ws = lines.find_map(|l| word(&l, "ws://"));
+        // Keep its stdout open and drained for as long as it runs.
+        std::thread::spawn(move || lines.for_each(drop));
         (http, ws)
     })
     .await

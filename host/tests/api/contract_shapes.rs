@@ -346,11 +346,14 @@ pub(crate) async fn settled_tournament(app: &TestApp) -> (String, String) {
     .as_str()
     .expect("wallet")
     .to_owned();
-    let signing =
-        crucible::custodial::signing_key(&app.state, &WalletAddress::parse(&embedded).expect("w"))
-            .await
-            .expect("key")
-            .expect("custodial");
+    let signing = crucible::custodial::signing_key(
+        &app.state.store,
+        &app.state.sealer,
+        &WalletAddress::parse(&embedded).expect("w"),
+    )
+    .await
+    .expect("key")
+    .expect("custodial");
     let winner = Keypair::from_secret(signing.to_bytes());
     let loser = Keypair::generate();
     for (keypair, auth) in [(&winner, Auth::Bearer(&key)), (&loser, Auth::None)] {

@@ -118,7 +118,12 @@ async fn the_scheduler_abandons_idle_runs_and_pays_the_days_best_score() {
     let (_, end) = app.dungeon_play_to_end(won_id, won_key).await;
     assert!(end.score > 0);
 
-    let scheduler = crucible::scheduler::Scheduler::standard(&app.state).expect("scheduler");
+    let scheduler = crucible::scheduler::Scheduler::standard(
+        &app.state.chain,
+        &app.state.config,
+        &app.state.node_id,
+    )
+    .expect("scheduler");
     scheduler.run_due(&app.state).await.expect("first pass");
     app.advance(Duration::minutes(29));
     scheduler.run_due(&app.state).await.expect("pass");
@@ -244,7 +249,12 @@ async fn a_suspended_accounts_runs_stop_playing_and_win_nothing() {
     assert!(end.score > 0);
     let open = app.dungeon_run(&cheat, "fighter").await;
     app.dungeon_run(&honest, "fighter").await;
-    let scheduler = crucible::scheduler::Scheduler::standard(&app.state).expect("scheduler");
+    let scheduler = crucible::scheduler::Scheduler::standard(
+        &app.state.chain,
+        &app.state.config,
+        &app.state.node_id,
+    )
+    .expect("scheduler");
     scheduler.run_due(&app.state).await.expect("first pass");
 
     let admin = app.session("dungeon-admin@example.com").await;

@@ -272,11 +272,14 @@ async fn master_key_rotation_keeps_every_secret_readable() {
     // The server works with them: the same escrow, the embedded wallet's key, new dungeon runs.
     assert_eq!(app.state.chain.escrow().address.to_string(), escrow);
     assert!(app.state.chain.escrow().keypair().is_some());
-    let key =
-        crucible::custodial::signing_key(&app.state, &WalletAddress::parse(&embedded).expect("w"))
-            .await
-            .expect("opens")
-            .expect("custodial");
+    let key = crucible::custodial::signing_key(
+        &app.state.store,
+        &app.state.sealer,
+        &WalletAddress::parse(&embedded).expect("w"),
+    )
+    .await
+    .expect("opens")
+    .expect("custodial");
     assert_eq!(
         WalletAddress::from_public_key(&key.verifying_key().to_bytes()).to_string(),
         embedded

@@ -321,7 +321,7 @@ async fn a_swap_sent_before_a_crash_is_recorded_once_after_restart() {
         market_ts: 0,
     };
     // Recorded, then sent, then the node dies before recording the outcome.
-    let pending = live::prepare(&app.state, &agent_id, &order)
+    let pending = live::prepare(&app.state.ticking(), &agent_id, &order)
         .await
         .expect("prepare");
     app.state
@@ -354,7 +354,7 @@ async fn a_swap_sent_before_a_crash_is_recorded_once_after_restart() {
     assert_eq!(reason.as_deref(), Some("before the crash"));
     // Settling again changes nothing and sends nothing.
     assert_eq!(
-        live::send_and_settle(&app.state, &agent_id, &pending)
+        live::send_and_settle(&app.state.ticking(), &agent_id, &pending)
             .await
             .expect("settle"),
         Settled::Filled {
@@ -395,7 +395,7 @@ async fn a_recorded_swap_that_never_landed_is_refused_once_its_blockhash_expires
         reason: None,
         market_ts: 0,
     };
-    let pending = live::prepare(&app.state, &agent_id, &order)
+    let pending = live::prepare(&app.state.ticking(), &agent_id, &order)
         .await
         .expect("prepare");
     let app = app.restart().await;
@@ -435,10 +435,10 @@ async fn a_swap_refused_on_chain_is_a_refused_order_not_a_fault() {
         reason: Some("crafted".to_owned()),
         market_ts: 0,
     };
-    let pending = live::prepare(&app.state, &agent_id, &order)
+    let pending = live::prepare(&app.state.ticking(), &agent_id, &order)
         .await
         .expect("prepare");
-    let settled = live::send_and_settle(&app.state, &agent_id, &pending)
+    let settled = live::send_and_settle(&app.state.ticking(), &agent_id, &pending)
         .await
         .expect("settle");
     let Settled::Refused(reason) = settled else {
@@ -513,9 +513,14 @@ async fn live_agents_entered_in_a_tournament_are_ranked_by_their_wallets_on_chai
     }
 
     // A snapshot values each wallet on chain, at the pool's price: the board ranks those values.
-    crucible::tournaments::tracking::snapshot_live(&app.state)
-        .await
-        .expect("snapshot");
+    crucible::tournaments::tracking::snapshot_live(
+        &app.state.store,
+        &*app.state.clock,
+        &app.state.events,
+        &app.state.chain,
+    )
+    .await
+    .expect("snapshot");
     let board = app
         .get("/api/tournaments/trn_live/leaderboard", Auth::None)
         .await;
@@ -527,7 +532,7 @@ async fn live_agents_entered_in_a_tournament_are_ranked_by_their_wallets_on_chai
             .iter()
             .find(|row| row["wallet"] == json!(wallet))
             .expect("the agent's wallet is on the board");
-        let on_chain = crucible::tournaments::tracking::wallet_value(&app.state, wallet)
+        let on_chain = crucible::tournaments::tracking::wallet_value(&app.state.chain, wallet)
             .await
             .expect("valued");
         let shown = row["currentValue"].as_f64().expect("currentValue");

@@ -78,9 +78,15 @@ async fn the_openai_format_carries_the_accounts_own_key_the_model_and_the_person
         200
     );
 
-    let completion = models::complete_for(&app.state, &alice_id, &ask("openai", "gpt-4o"))
-        .await
-        .expect("completes");
+    let completion = models::complete_for(
+        &app.state.store,
+        &app.state.sealer,
+        &app.state.models,
+        &alice_id,
+        &ask("openai", "gpt-4o"),
+    )
+    .await
+    .expect("completes");
     assert_eq!(completion.text, "hold: it is a pump");
     assert_eq!(
         (completion.prompt_tokens, completion.completion_tokens),
@@ -105,12 +111,24 @@ async fn the_openai_format_carries_the_accounts_own_key_the_model_and_the_person
 
     // Each account its own key; an account without one gets the host's default, never another
     // account's.
-    models::complete_for(&app.state, &bob_id, &ask("openai", "gpt-4o"))
-        .await
-        .expect("completes");
-    models::complete_for(&app.state, &carol_id, &ask("openai", "gpt-4o"))
-        .await
-        .expect("completes");
+    models::complete_for(
+        &app.state.store,
+        &app.state.sealer,
+        &app.state.models,
+        &bob_id,
+        &ask("openai", "gpt-4o"),
+    )
+    .await
+    .expect("completes");
+    models::complete_for(
+        &app.state.store,
+        &app.state.sealer,
+        &app.state.models,
+        &carol_id,
+        &ask("openai", "gpt-4o"),
+    )
+    .await
+    .expect("completes");
     let keys: Vec<_> = provider.seen()[1..]
         .iter()
         .map(|seen| {
@@ -126,16 +144,29 @@ async fn the_openai_format_carries_the_accounts_own_key_the_model_and_the_person
     let mut schema_request = ask("groq", "llama-3.3-70b");
     schema_request.json_schema = Some(json!({"type": "object"}));
     assert_eq!(
-        models::complete_for(&app.state, &carol_id, &schema_request).await,
+        models::complete_for(
+            &app.state.store,
+            &app.state.sealer,
+            &app.state.models,
+            &carol_id,
+            &schema_request
+        )
+        .await,
         Err(ModelError::NoKey("groq".into()))
     );
     assert_eq!(provider.seen().len(), 3);
     // With a key, the schema is asked for as a response format.
-    models::complete_for(&app.state, &alice_id, &{
-        let mut request = schema_request.clone();
-        request.vendor = "openai".into();
-        request
-    })
+    models::complete_for(
+        &app.state.store,
+        &app.state.sealer,
+        &app.state.models,
+        &alice_id,
+        &{
+            let mut request = schema_request.clone();
+            request.vendor = "openai".into();
+            request
+        },
+    )
     .await
     .expect("completes");
     let last = provider.seen().pop().expect("seen");
@@ -145,7 +176,14 @@ async fn the_openai_format_carries_the_accounts_own_key_the_model_and_the_person
         json!({"type": "object"})
     );
     assert_eq!(
-        models::complete_for(&app.state, &alice_id, &ask("nobody", "m")).await,
+        models::complete_for(
+            &app.state.store,
+            &app.state.sealer,
+            &app.state.models,
+            &alice_id,
+            &ask("nobody", "m")
+        )
+        .await,
         Err(ModelError::NoEndpoint("nobody".into()))
     );
 }
@@ -172,10 +210,15 @@ async fn the_anthropic_format_sends_x_api_key_and_the_personality_as_system() {
         200,
         "an account key with `write` may set it"
     );
-    let completion =
-        models::complete_for(&app.state, &dana_id, &ask("anthropic", "claude-sonnet-4"))
-            .await
-            .expect("completes");
+    let completion = models::complete_for(
+        &app.state.store,
+        &app.state.sealer,
+        &app.state.models,
+        &dana_id,
+        &ask("anthropic", "claude-sonnet-4"),
+    )
+    .await
+    .expect("completes");
     assert_eq!(completion.text, "sell half");
     assert_eq!(
         (completion.prompt_tokens, completion.completion_tokens),
@@ -194,7 +237,14 @@ async fn the_anthropic_format_sends_x_api_key_and_the_personality_as_system() {
     );
     // The other account has no key and the host none for anthropic.
     assert_eq!(
-        models::complete_for(&app.state, &other_id, &ask("anthropic", "claude-sonnet-4")).await,
+        models::complete_for(
+            &app.state.store,
+            &app.state.sealer,
+            &app.state.models,
+            &other_id,
+            &ask("anthropic", "claude-sonnet-4")
+        )
+        .await,
         Err(ModelError::NoKey("anthropic".into()))
     );
     assert_eq!(provider.seen().len(), 1);
@@ -216,23 +266,52 @@ async fn a_429_backs_off_that_vendor_only_until_retry_after() {
         Err(ModelError::Refused { status, reason }) => (status, reason),
         other => panic!("not refused: {other:?}"),
     };
-    let (status, reason) =
-        refused(models::complete_for(&app.state, &id, &ask("openai", "m")).await);
+    let (status, reason) = refused(
+        models::complete_for(
+            &app.state.store,
+            &app.state.sealer,
+            &app.state.models,
+            &id,
+            &ask("openai", "m"),
+        )
+        .await,
+    );
     assert_eq!(status, 429);
     assert!(reason.contains("retry in 30 s"), "{reason}");
     // Backed off: the next call does not reach the provider.
-    let (status, _) = refused(models::complete_for(&app.state, &id, &ask("openai", "m")).await);
+    let (status, _) = refused(
+        models::complete_for(
+            &app.state.store,
+            &app.state.sealer,
+            &app.state.models,
+            &id,
+            &ask("openai", "m"),
+        )
+        .await,
+    );
     assert_eq!(status, 429);
     assert_eq!(limited.seen().len(), 1);
     // Another vendor goes on.
-    models::complete_for(&app.state, &id, &ask("anthropic", "m"))
-        .await
-        .expect("other vendors are not held back");
+    models::complete_for(
+        &app.state.store,
+        &app.state.sealer,
+        &app.state.models,
+        &id,
+        &ask("anthropic", "m"),
+    )
+    .await
+    .expect("other vendors are not held back");
     // After Retry-After, the vendor is called again.
     app.advance(chrono::Duration::seconds(30));
-    let completion = models::complete_for(&app.state, &id, &ask("openai", "m"))
-        .await
-        .expect("called again");
+    let completion = models::complete_for(
+        &app.state.store,
+        &app.state.sealer,
+        &app.state.models,
+        &id,
+        &ask("openai", "m"),
+    )
+    .await
+    .expect("called again");
     assert_eq!(completion.text, "ok");
     assert_eq!(limited.seen().len(), 2);
 }
@@ -261,17 +340,39 @@ async fn a_silent_provider_is_a_timeout_and_garbage_is_malformed() {
     let request = ask("openai", "gpt-4o");
 
     assert_eq!(
-        models::complete_for(&app.state, &id, &request).await,
+        models::complete_for(
+            &app.state.store,
+            &app.state.sealer,
+            &app.state.models,
+            &id,
+            &request
+        )
+        .await,
         Err(ModelError::Timeout)
     );
     for _ in 0..2 {
-        let result = models::complete_for(&app.state, &id, &request).await;
+        let result = models::complete_for(
+            &app.state.store,
+            &app.state.sealer,
+            &app.state.models,
+            &id,
+            &request,
+        )
+        .await;
         assert!(
             matches!(result, Err(ModelError::Malformed(_))),
             "{result:?}"
         );
     }
-    match models::complete_for(&app.state, &id, &request).await {
+    match models::complete_for(
+        &app.state.store,
+        &app.state.sealer,
+        &app.state.models,
+        &id,
+        &request,
+    )
+    .await
+    {
         Err(ModelError::Refused { status, reason }) => {
             assert_eq!(status, 401);
             assert!(!reason.contains("sk-frank-secret-9"), "{reason}");
@@ -280,7 +381,14 @@ async fn a_silent_provider_is_a_timeout_and_garbage_is_malformed() {
         other => panic!("not refused: {other:?}"),
     }
     assert_eq!(
-        models::complete_for(&app.state, &id, &request).await,
+        models::complete_for(
+            &app.state.store,
+            &app.state.sealer,
+            &app.state.models,
+            &id,
+            &request
+        )
+        .await,
         Err(ModelError::Refused {
             status: 500,
             reason: "Internal Server Error".into()
@@ -453,10 +561,16 @@ async fn model_keys_are_sealed_at_rest_and_master_key_rotation_reseals_them() {
     assert!(!before[0].contains(secret), "the column is not the key");
     assert!(!before[0].contains("0123456789"));
     assert_eq!(
-        models::key_for(&app.state, &id, "anthropic")
-            .await
-            .expect("reads")
-            .map(|k| k.expose().to_owned()),
+        models::key_for(
+            &app.state.store,
+            &app.state.sealer,
+            &app.state.models,
+            &id,
+            "anthropic"
+        )
+        .await
+        .expect("reads")
+        .map(|k| k.expose().to_owned()),
         Some(secret.to_owned())
     );
 
@@ -485,10 +599,16 @@ async fn model_keys_are_sealed_at_rest_and_master_key_rotation_reseals_them() {
         "no longer opens with the old key"
     );
     assert_eq!(
-        models::key_for(&app.state, &id, "anthropic")
-            .await
-            .expect("reads")
-            .map(|k| k.expose().to_owned()),
+        models::key_for(
+            &app.state.store,
+            &app.state.sealer,
+            &app.state.models,
+            &id,
+            "anthropic"
+        )
+        .await
+        .expect("reads")
+        .map(|k| k.expose().to_owned()),
         Some(secret.to_owned()),
         "the same key under the new master key"
     );

@@ -396,14 +396,14 @@ async fn a_node_killed_mid_payout_leaves_it_to_the_other_which_pays_once() {
     let b = a.spawn_peer().await;
     let winner = pending_payout(&a, "pay_killed", 800_000).await;
     // A signs the transfer and records it, then dies before sending it.
-    let recorded = crucible::tournaments::payouts::sign_and_record(&a.state, "pay_killed")
+    let recorded = crucible::tournaments::payouts::sign_and_record(a.state.payer(), "pay_killed")
         .await
         .expect("sign and record");
     a.kill().await;
-    let held = crucible::tournaments::payouts::send(&b.state, "pay_killed").await;
+    let held = crucible::tournaments::payouts::send(b.state.payer(), "pay_killed").await;
     assert!(format!("{:#}", held.expect_err("held")).contains("another worker"));
     b.advance(Duration::seconds(31));
-    crucible::tournaments::payouts::send(&b.state, "pay_killed")
+    crucible::tournaments::payouts::send(b.state.payer(), "pay_killed")
         .await
         .expect("B pays");
     b.run_scheduler().await;

@@ -54,11 +54,14 @@ async fn an_ended_paid_tournament_pays_its_winners_once_from_the_escrow() {
     .as_str()
     .expect("wallet")
     .to_owned();
-    let signing =
-        crucible::custodial::signing_key(&app.state, &WalletAddress::parse(&embedded).expect("w"))
-            .await
-            .expect("key")
-            .expect("custodial");
+    let signing = crucible::custodial::signing_key(
+        &app.state.store,
+        &app.state.sealer,
+        &WalletAddress::parse(&embedded).expect("w"),
+    )
+    .await
+    .expect("key")
+    .expect("custodial");
     let winner = Keypair::from_secret(signing.to_bytes());
     let second = Keypair::generate();
     let third = Keypair::generate();
@@ -145,11 +148,18 @@ async fn an_ended_paid_tournament_pays_its_winners_once_from_the_escrow() {
     );
 
     // Running the end and the payout jobs again pays nothing more.
-    crucible::tournaments::lifecycle::end(&app.state, "trn_prize")
-        .await
-        .expect("end again");
+    crucible::tournaments::lifecycle::end(
+        &app.state.store,
+        &*app.state.clock,
+        &app.state.events,
+        &app.state.chain,
+        &app.state.leaderboards,
+        "trn_prize",
+    )
+    .await
+    .expect("end again");
     let payout_id = payout["payoutId"].as_str().expect("id");
-    crucible::tournaments::payouts::send(&app.state, payout_id)
+    crucible::tournaments::payouts::send(app.state.payer(), payout_id)
         .await
         .expect("send again");
     assert_eq!(
@@ -194,7 +204,7 @@ async fn an_unseen_recorded_transfer_is_not_replaced_until_its_blockhash_has_exp
     .await
     .expect("payout");
 
-    let early = crucible::tournaments::payouts::send(&app.state, "pay_x").await;
+    let early = crucible::tournaments::payouts::send(app.state.payer(), "pay_x").await;
     assert!(
         early.is_err(),
         "must not sign a second transfer while the first may still land"
@@ -202,11 +212,11 @@ async fn an_unseen_recorded_transfer_is_not_replaced_until_its_blockhash_has_exp
     assert_eq!(usdc(&app, &winner).await, 0);
 
     app.advance(Duration::minutes(3));
-    crucible::tournaments::payouts::send(&app.state, "pay_x")
+    crucible::tournaments::payouts::send(app.state.payer(), "pay_x")
         .await
         .expect("re-signed after expiry");
     assert_eq!(usdc(&app, &winner).await, 1_000_000);
-    crucible::tournaments::payouts::send(&app.state, "pay_x")
+    crucible::tournaments::payouts::send(app.state.payer(), "pay_x")
         .await
         .expect("no-op");
     assert_eq!(usdc(&app, &winner).await, 1_000_000);
@@ -261,7 +271,7 @@ pub(crate) async fn transfers_to(app: &TestApp, wallet: &str) -> usize {
 async fn two_workers_racing_over_one_payout_pay_it_once() {
     let app = TestApp::spawn().await;
     let winner = pending_payout(&app, "pay_race", 1_500_000).await;
-    let send = || crucible::tournaments::payouts::send(&app.state, "pay_race");
+    let send = || crucible::tournaments::payouts::send(app.state.payer(), "pay_race");
     let (first, second) = tokio::join!(send(), send());
     assert!(
         first.is_ok() || second.is_ok(),
@@ -274,7 +284,7 @@ async fn two_workers_racing_over_one_payout_pay_it_once() {
         }
     }
     // Whatever the scheduler retries afterwards is a no-op.
-    crucible::tournaments::payouts::send(&app.state, "pay_race")
+    crucible::tournaments::payouts::send(app.state.payer(), "pay_race")
         .await
         .expect("no-op");
     assert_eq!(usdc(&app, &winner).await, 1_500_000);
@@ -289,15 +299,15 @@ async fn a_worker_that_stalled_past_its_lease_is_fenced_out() {
     let app = TestApp::spawn().await;
     let winner = pending_payout(&app, "pay_stall", 700_000).await;
     // Worker A signs and records, then stalls (its lease runs out) before sending.
-    let recorded = crucible::tournaments::payouts::sign_and_record(&app.state, "pay_stall")
+    let recorded = crucible::tournaments::payouts::sign_and_record(app.state.payer(), "pay_stall")
         .await
         .expect("sign and record");
     // While A holds the lease, nobody else may touch the payout.
-    let held = crucible::tournaments::payouts::send(&app.state, "pay_stall").await;
+    let held = crucible::tournaments::payouts::send(app.state.payer(), "pay_stall").await;
     assert!(format!("{:#}", held.expect_err("held")).contains("another worker"));
     // A's lease runs out; worker B takes over with a newer fence and resends A's very bytes.
     app.advance(Duration::seconds(31));
-    crucible::tournaments::payouts::send(&app.state, "pay_stall")
+    crucible::tournaments::payouts::send(app.state.payer(), "pay_stall")
         .await
         .expect("B pays");
     let (status, signature, attempts) = payout_row(&app, "pay_stall").await;
@@ -312,7 +322,7 @@ async fn a_worker_that_stalled_past_its_lease_is_fenced_out() {
     assert_eq!(transfers_to(&app, &winner).await, 1);
     // A wakes up and tries to record a new transfer: refused, the payout is B's and done.
     assert!(
-        crucible::tournaments::payouts::sign_and_record(&app.state, "pay_stall")
+        crucible::tournaments::payouts::sign_and_record(app.state.payer(), "pay_stall")
             .await
             .is_err()
     );
@@ -323,14 +333,14 @@ async fn a_worker_that_stalled_past_its_lease_is_fenced_out() {
 async fn a_crash_between_signing_and_sending_then_a_restart_pays_once() {
     let app = TestApp::spawn().await;
     let winner = pending_payout(&app, "pay_crash", 900_000).await;
-    let recorded = crucible::tournaments::payouts::sign_and_record(&app.state, "pay_crash")
+    let recorded = crucible::tournaments::payouts::sign_and_record(app.state.payer(), "pay_crash")
         .await
         .expect("sign and record");
     // The process dies here: the transfer is recorded, never sent.
     let app = app.restart().await;
     app.advance(Duration::seconds(31));
     let scheduler = Scheduler::new(Vec::new());
-    crucible::tournaments::payouts::send(&app.state, "pay_crash")
+    crucible::tournaments::payouts::send(app.state.payer(), "pay_crash")
         .await
         .expect("the restarted node pays");
     scheduler.run_due(&app.state).await.expect("pass");
@@ -345,7 +355,7 @@ async fn a_crash_between_signing_and_sending_then_a_restart_pays_once() {
 async fn a_recorded_transfer_is_replaced_only_once_it_can_no_longer_land() {
     let app = TestApp::spawn().await;
     let winner = pending_payout(&app, "pay_exp", 400_000).await;
-    let recorded = crucible::tournaments::payouts::sign_and_record(&app.state, "pay_exp")
+    let recorded = crucible::tournaments::payouts::sign_and_record(app.state.payer(), "pay_exp")
         .await
         .expect("sign and record");
     let (wire,): (String,) = sqlx::query_as("SELECT signed_wire FROM payouts WHERE id = 'pay_exp'")
@@ -361,7 +371,7 @@ async fn a_recorded_transfer_is_replaced_only_once_it_can_no_longer_land() {
             .await
             .expect("last valid");
     assert!(height.as_i64().expect("height") > last_valid);
-    crucible::tournaments::payouts::send(&app.state, "pay_exp")
+    crucible::tournaments::payouts::send(app.state.payer(), "pay_exp")
         .await
         .expect("re-signed and paid");
     let (status, signature, attempts) = payout_row(&app, "pay_exp").await;
@@ -392,7 +402,9 @@ async fn a_payout_is_sent_only_once_its_transfer_is_finalized() {
     let winner = pending_payout(&app, "pay_final", 300_000).await;
     let worker = {
         let state = app.state.clone();
-        tokio::spawn(async move { crucible::tournaments::payouts::send(&state, "pay_final").await })
+        tokio::spawn(async move {
+            crucible::tournaments::payouts::send(state.payer(), "pay_final").await
+        })
     };
     // The transfer lands (confirmed) but is not final on the simnet's clock yet.
     tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
@@ -415,7 +427,7 @@ async fn prizes_are_paid_only_from_the_escrow_recorded_with_the_tournament() {
         .execute(app.state.store.write())
         .await
         .expect("another escrow");
-    let refused = crucible::tournaments::payouts::send(&app.state, "pay_esc")
+    let refused = crucible::tournaments::payouts::send(app.state.payer(), "pay_esc")
         .await
         .expect_err("not this server's escrow");
     assert!(format!("{refused:#}").contains(&elsewhere), "{refused:#}");

@@ -65,7 +65,7 @@ async fn on_a_real_cluster_wallets_are_valued_at_pyths_price() {
 
     let now = app.state.now().timestamp();
     *answer.lock().expect("lock") = Some((18_250_000_000, now - 3));
-    let value = crucible::tournaments::tracking::wallet_value(&app.state, &wallet)
+    let value = crucible::tournaments::tracking::wallet_value(&app.state.chain, &wallet)
         .await
         .expect("valued");
     // The SOL, the USDC, and the rent held in the wallet's token account (2,039,280 lamports,
@@ -80,7 +80,7 @@ async fn on_a_real_cluster_wallets_are_valued_at_pyths_price() {
     // simulated market.
     app.advance(chrono::Duration::seconds(120));
     *answer.lock().expect("lock") = None;
-    let error = crucible::tournaments::tracking::wallet_value(&app.state, &wallet)
+    let error = crucible::tournaments::tracking::wallet_value(&app.state.chain, &wallet)
         .await
         .expect_err("no price");
     assert!(
@@ -91,7 +91,7 @@ async fn on_a_real_cluster_wallets_are_valued_at_pyths_price() {
     // A price Hermes serves but that is older than a minute is refused as stale.
     let now = app.state.now().timestamp();
     *answer.lock().expect("lock") = Some((18_250_000_000, now - 600));
-    let error = crucible::tournaments::tracking::wallet_value(&app.state, &wallet)
+    let error = crucible::tournaments::tracking::wallet_value(&app.state.chain, &wallet)
         .await
         .expect_err("stale");
     assert!(format!("{error:#}").contains("600 s old"), "{error:#}");

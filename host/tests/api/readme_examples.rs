@@ -208,7 +208,7 @@ async fn the_readme_agent_trade_example_is_what_a_receiver_gets() {
         let mut found = None;
         for _ in 0..400 {
             app.run_scheduler().await;
-            crucible::webhooks::deliver_due(&app.state)
+            crucible::webhooks::deliver_due(&app.state.delivering())
                 .await
                 .expect("deliver");
             found = bodies

@@ -65,11 +65,14 @@ async fn a_cancelled_paid_tournament_refunds_each_payer_exactly_once() {
     .as_str()
     .expect("wallet")
     .to_owned();
-    let signing =
-        crucible::custodial::signing_key(&app.state, &WalletAddress::parse(&embedded).unwrap())
-            .await
-            .expect("key")
-            .expect("custodial");
+    let signing = crucible::custodial::signing_key(
+        &app.state.store,
+        &app.state.sealer,
+        &WalletAddress::parse(&embedded).unwrap(),
+    )
+    .await
+    .expect("key")
+    .expect("custodial");
     let attributed = Keypair::from_secret(signing.to_bytes());
     app.airdrop(&embedded, 1_000_000_000, 10_000_000).await;
     let linked = crate::helpers::TestWallet::new(77);
@@ -105,9 +108,15 @@ async fn a_cancelled_paid_tournament_refunds_each_payer_exactly_once() {
     let before = (usdc(&app, &embedded).await, usdc(&app, &other_wallet).await);
 
     assert!(
-        crucible::tournaments::lifecycle::cancel(&app.state, "trn_refund")
-            .await
-            .expect("cancel")
+        crucible::tournaments::lifecycle::cancel(
+            &app.state.store,
+            &*app.state.clock,
+            &app.state.events,
+            &app.state.chain,
+            "trn_refund"
+        )
+        .await
+        .expect("cancel")
     );
     let detail = app
         .get("/api/tournaments/trn_refund", Auth::None)
@@ -147,9 +156,15 @@ async fn a_cancelled_paid_tournament_refunds_each_payer_exactly_once() {
 
     // Cancelling again, or running the jobs again, refunds nothing more.
     assert!(
-        !crucible::tournaments::lifecycle::cancel(&app.state, "trn_refund")
-            .await
-            .expect("again")
+        !crucible::tournaments::lifecycle::cancel(
+            &app.state.store,
+            &*app.state.clock,
+            &app.state.events,
+            &app.state.chain,
+            "trn_refund"
+        )
+        .await
+        .expect("again")
     );
     scheduler.run_due(&app.state).await.expect("pass");
     assert_eq!(refunds(&app, "trn_refund").await.len(), 2);
@@ -172,9 +187,15 @@ async fn a_refund_interrupted_between_signing_and_sending_is_paid_once_after_a_r
     .await;
     let before = usdc(&app, &wallet).await;
     assert!(
-        crucible::tournaments::lifecycle::cancel(&app.state, "trn_refund_crash")
-            .await
-            .expect("cancel")
+        crucible::tournaments::lifecycle::cancel(
+            &app.state.store,
+            &*app.state.clock,
+            &app.state.events,
+            &app.state.chain,
+            "trn_refund_crash"
+        )
+        .await
+        .expect("cancel")
     );
     let (refund_id,): (String,) = sqlx::query_as(
         "SELECT id FROM payouts WHERE source_kind = 'refund' AND source_id = 'trn_refund_crash'",
@@ -182,7 +203,7 @@ async fn a_refund_interrupted_between_signing_and_sending_is_paid_once_after_a_r
     .fetch_one(app.state.store.read())
     .await
     .expect("refund");
-    let recorded = crucible::tournaments::payouts::sign_and_record(&app.state, &refund_id)
+    let recorded = crucible::tournaments::payouts::sign_and_record(app.state.payer(), &refund_id)
         .await
         .expect("signed and recorded");
     // The process dies before sending.

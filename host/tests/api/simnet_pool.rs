@@ -280,10 +280,12 @@ async fn the_pool_survives_a_restart_and_its_price_values_wallets() {
 
     let holder = funded(&app, 2 * SOL, 3 * USDC).await;
     let price = pool::price(moved.lamports, moved.usdc_raw, moved.usdc_decimals).expect("price");
-    let value =
-        crucible::tournaments::tracking::wallet_value(&app.state, &holder.pubkey().to_string())
-            .await
-            .expect("value");
+    let value = crucible::tournaments::tracking::wallet_value(
+        &app.state.chain,
+        &holder.pubkey().to_string(),
+    )
+    .await
+    .expect("value");
     // 2 SOL, 3 USDC, and the rent of the USDC account (SOL the holder can take back).
     let rent = 2_039_280.0 / SOL as f64;
     assert!(
@@ -442,7 +444,12 @@ async fn the_wallet_cli_swaps_through_the_pool_and_refuses_a_cluster_without_it(
 #[tokio::test]
 async fn the_snapshot_interval_is_configurable() {
     let app = TestApp::spawn_with(|config| config.snapshot_interval_secs = 5).await;
-    let scheduler = crucible::scheduler::Scheduler::standard(&app.state).expect("schedules");
+    let scheduler = crucible::scheduler::Scheduler::standard(
+        &app.state.chain,
+        &app.state.config,
+        &app.state.node_id,
+    )
+    .expect("schedules");
     scheduler.run_due(&app.state).await.expect("pass");
     for _ in 0..2 {
         app.advance(Duration::seconds(5));
@@ -524,7 +531,12 @@ async fn the_market_maker_pulls_the_pool_back_toward_the_market_without_draining
     }
 
     // The scheduler runs it every 30 s.
-    let scheduler = crucible::scheduler::Scheduler::standard(&app.state).expect("schedules");
+    let scheduler = crucible::scheduler::Scheduler::standard(
+        &app.state.chain,
+        &app.state.config,
+        &app.state.node_id,
+    )
+    .expect("schedules");
     scheduler.run_due(&app.state).await.expect("pass");
     app.advance(Duration::seconds(30));
     let pass = scheduler.run_due(&app.state).await.expect("pass");

@@ -229,9 +229,15 @@ async fn the_scheduler_moves_a_tournament_live_then_ended_one_way() {
     scheduler.run_due(&app.state).await.expect("pass");
     assert_eq!(stored_status(&app, "trn_l").await, "ended");
     // Running a transition again never moves it back.
-    crucible::tournaments::lifecycle::start(&app.state, "trn_l")
-        .await
-        .expect("start");
+    crucible::tournaments::lifecycle::start(
+        &app.state.store,
+        &*app.state.clock,
+        &app.state.events,
+        &app.state.chain,
+        "trn_l",
+    )
+    .await
+    .expect("start");
     assert_eq!(stored_status(&app, "trn_l").await, "ended");
 }
 
@@ -264,9 +270,15 @@ async fn series_create_the_open_and_the_next_window_once() {
         .await
         .body);
     assert_eq!(daily.len(), 2, "{daily:?}");
-    let created = crucible::tournaments::series::ensure(&app.state)
-        .await
-        .expect("ensure");
+    let created = crucible::tournaments::series::ensure(
+        &app.state.store,
+        &*app.state.clock,
+        &app.state.events,
+        &app.state.chain,
+        &app.state.config,
+    )
+    .await
+    .expect("ensure");
     assert_eq!(created, 0, "idempotent");
     let live = app
         .get("/api/tournaments?status=live&search=Daily", Auth::None)

@@ -279,9 +279,14 @@ async fn the_funding_job_moves_funded_agents_to_idle() {
         0,
     )
     .await;
-    crucible::agents::funding::check_unfunded(&app.state)
-        .await
-        .expect("funding job");
+    crucible::agents::funding::check_unfunded(
+        &app.state.store,
+        &*app.state.clock,
+        &app.state.chain,
+        &app.state.config,
+    )
+    .await
+    .expect("funding job");
     let listed = app.get("/api/v1/public/agents", Auth::XApiKey(&key)).await;
     let status_of = |id: &Value| {
         listed.body["data"]

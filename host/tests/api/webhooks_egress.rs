@@ -58,7 +58,7 @@ async fn webhooks_to_private_addresses_are_refused_unless_allowed() {
     tx.commit().await.expect("commit");
     assert_eq!(queued, 1);
 
-    crucible::webhooks::deliver_due(&app.state)
+    crucible::webhooks::deliver_due(&app.state.delivering())
         .await
         .expect("deliver");
     assert_eq!(
@@ -66,7 +66,7 @@ async fn webhooks_to_private_addresses_are_refused_unless_allowed() {
         0,
         "nothing reached the private receiver"
     );
-    let deliveries = crucible::webhooks::recent_deliveries(&app.state, &account_id.0, 10)
+    let deliveries = crucible::webhooks::recent_deliveries(&app.state.store, &account_id.0, 10)
         .await
         .expect("deliveries");
     assert_eq!(deliveries.len(), 1);
@@ -106,7 +106,7 @@ async fn webhooks_to_private_addresses_are_refused_unless_allowed() {
     .await
     .expect("enqueue");
     tx.commit().await.expect("commit");
-    crucible::webhooks::deliver_due(&app.state)
+    crucible::webhooks::deliver_due(&app.state.delivering())
         .await
         .expect("deliver");
     assert_eq!(hits.load(Ordering::SeqCst), 1);

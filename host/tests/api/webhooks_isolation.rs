@@ -29,7 +29,7 @@ async fn a_hanging_receiver_holds_its_own_slots_and_no_one_elses() {
 
     let worker = {
         let state = app.state.clone();
-        tokio::spawn(async move { crucible::webhooks::deliver_due(&state).await })
+        tokio::spawn(async move { crucible::webhooks::deliver_due(&state.delivering()).await })
     };
     let mut waited = 0;
     while prompt.received().is_empty() && waited < 1_500 {

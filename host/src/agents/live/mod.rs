@@ -32,16 +32,21 @@ use serde_json::json;
 
 use super::tick::{self, DueAgent};
 use super::ticker::{self, TickPass};
+use crate::agents::Runtime;
+use crate::agents::ticker::Ticking;
+use crate::chain::Chain;
 use crate::chain::ChainError;
 use crate::chain::jupiter::{JupiterConfig, SwapApiError};
 use crate::chain::pool::Direction;
 use crate::chain::swap::SwapError;
 use crate::chain::trader::{JupiterRoute, Market, PoolRoute, SwapRoute, TradeError};
 use crate::chain::tx::{self, Pubkey};
+use crate::clock::Clock;
 use crate::clock::{rfc3339, to_millis};
+use crate::config::Config;
+use crate::db::Store;
 use crate::paper::{OrderRequest, OrderSize, PortfolioView, Side};
 use crate::sandbox::LoadedStrategy;
-use crate::state::AppState;
 
 /// Live agents ticked at the same time.
 const CONCURRENCY: usize = 16;
@@ -143,16 +148,16 @@ struct Outcome {
 
 /// Tick every live agent due now, a batch at a time, [`CONCURRENCY`] agents at once.
 pub(crate) async fn run_due(
-    state: &AppState,
+    ticking: &Ticking,
     owner: &str,
     pass: &mut TickPass,
 ) -> anyhow::Result<()> {
     loop {
-        let due = ticker::claim(state, owner, true).await?;
+        let due = ticker::claim(&ticking.store, &*ticking.clock, owner, true).await?;
         if due.is_empty() {
             return Ok(());
         }
-        let strategies = ticker::strategies_for(state, &due).await;
+        let strategies = ticker::strategies_for(&ticking.store, &ticking.agents, &due).await;
         let outcomes: Vec<(String, Result<Outcome, LiveError>)> = stream::iter(due)
             .map(|agent| {
                 let strategy = strategies
@@ -161,7 +166,7 @@ pub(crate) async fn run_due(
                     .unwrap_or_else(|| Err("strategy not loaded".to_owned()));
                 async move {
                     let id = agent.id.clone();
-                    (id, tick_agent(state, owner, agent, strategy).await)
+                    (id, tick_agent(ticking, owner, agent, strategy).await)
                 }
             })
             .buffer_unordered(CONCURRENCY)
@@ -185,26 +190,31 @@ pub(crate) async fn run_due(
 }
 
 async fn tick_agent(
-    state: &AppState,
+    ticking: &Ticking,
     owner: &str,
     agent: DueAgent,
     strategy: Result<Arc<LoadedStrategy>, String>,
 ) -> Result<Outcome, LiveError> {
     let mut outcome = Outcome::default();
     let mut refusals = Vec::new();
-    let unsettled = settle_pending(state, &agent.id, &mut outcome).await?;
+    let unsettled = settle_pending(ticking, &agent.id, &mut outcome).await?;
     let wallet_key: Pubkey = agent
         .wallet_address
         .parse()
         .map_err(|e| LiveError::Internal(format!("wallet {}: {e}", agent.wallet_address)))?;
-    let rpc = state.chain.rpc();
-    let route = route_for(state)?;
+    let rpc = ticking.chain.rpc();
+    let route = route_for(
+        &ticking.clock,
+        &ticking.chain,
+        &ticking.config,
+        &ticking.agents,
+    )?;
     let mut market = route.market(rpc).await?;
     let mut valuation = valuation(&market);
-    let mut wallet = read_wallet(state, &wallet_key, &market).await?;
+    let mut wallet = read_wallet(&ticking.chain, &wallet_key, &market).await?;
     let equity_before = valuation.equity(&wallet);
-    let now_ms = to_millis(state.now());
-    let market_ts = tick::market_now(&agent, now_ms, state.config.time_scale);
+    let now_ms = to_millis(ticking.now());
+    let market_ts = tick::market_now(&agent, now_ms, ticking.config.time_scale);
 
     let mut new_state = agent.state.clone();
     let mut fault = None;
@@ -213,7 +223,7 @@ async fn tick_agent(
         // The strategy manages what it may trade: SOL above the fee reserve (a wallet holding
         // only the reserve is flat, not long) and the USDC.
         let tradable = Wallet {
-            lamports: tradable_lamports(wallet.lamports, state.config.agent_fee_reserve_lamports),
+            lamports: tradable_lamports(wallet.lamports, ticking.config.agent_fee_reserve_lamports),
             ..wallet
         };
         let portfolio = PortfolioView {
@@ -225,12 +235,12 @@ async fn tick_agent(
         let decision = match &strategy {
             // A component that asks the model ticks on the async engine, holding no thread.
             Ok(loaded) if loaded.uses_model() => {
-                let port = Arc::new(ticker::port_for(state, &agent));
-                let sandbox = state.agents.sandbox().ok();
+                let port = Arc::new(ticker::port_for(ticking, &agent));
+                let sandbox = ticking.agents.sandbox().ok();
                 tick::decide_asking(
                     sandbox,
                     Ok(loaded.as_ref()),
-                    state.market.as_ref(),
+                    ticking.market.as_ref(),
                     &agent,
                     market_ts,
                     &|_| portfolio,
@@ -239,7 +249,7 @@ async fn tick_agent(
                 .await
             }
             _ => {
-                let worker = state.clone();
+                let worker = ticking.clone();
                 let ticked = agent.clone();
                 tokio::task::spawn_blocking(move || {
                     let sandbox = worker.agents.sandbox().ok();
@@ -264,7 +274,7 @@ async fn tick_agent(
             Ok(decision) => {
                 // A built-in class's model decides (or its rule, recorded with why); an
                 // uploaded component's own calls are its record.
-                let orders = match ticker::consider(state, &agent, &decision).await {
+                let orders = match ticker::consider(ticking, &agent, &decision).await {
                     Some(decided) => {
                         thought = Some(decided.record);
                         decided.orders
@@ -275,7 +285,7 @@ async fn tick_agent(
                 for order in &orders {
                     // Each swap can take a confirmation timeout: keep the lease, and stop if
                     // another node has taken the agent over meanwhile.
-                    if !renew_lease(state, owner, &agent.id).await? {
+                    if !renew_lease(&ticking.store, &*ticking.clock, owner, &agent.id).await? {
                         tracing::warn!(agent_id = agent.id, "lease lost mid-tick");
                         break;
                     }
@@ -284,7 +294,7 @@ async fn tick_agent(
                         &wallet,
                         &valuation,
                         agent.settings.max_allocation,
-                        state.config.agent_fee_reserve_lamports,
+                        ticking.config.agent_fee_reserve_lamports,
                     );
                     let direction_amount = match sized {
                         Ok(sized) => sized,
@@ -300,7 +310,16 @@ async fn tick_agent(
                         reason: order.reason.clone(),
                         market_ts,
                     };
-                    let pending = match prepare_with(state, route.as_ref(), &agent.id, &order).await
+                    let pending = match prepare_with(
+                        &ticking.store,
+                        &*ticking.clock,
+                        &ticking.chain,
+                        &ticking.sealer,
+                        route.as_ref(),
+                        &agent.id,
+                        &order,
+                    )
+                    .await
                     {
                         Ok(pending) => pending,
                         Err(error) => match refusal(&error) {
@@ -311,7 +330,15 @@ async fn tick_agent(
                             None => return Err(error),
                         },
                     };
-                    let settled = settle_sent(state, route.as_ref(), &agent.id, &pending).await?;
+                    let settled = settle_sent(
+                        &ticking.store,
+                        &*ticking.clock,
+                        &ticking.chain,
+                        route.as_ref(),
+                        &agent.id,
+                        &pending,
+                    )
+                    .await?;
                     match settled {
                         Settled::Filled { .. } => outcome.trades += 1,
                         // Already counted on the agent by `refuse`.
@@ -321,16 +348,18 @@ async fn tick_agent(
                     }
                     market = route.market(rpc).await?;
                     valuation = self::valuation(&market);
-                    wallet = read_wallet(state, &wallet_key, &market).await?;
+                    wallet = read_wallet(&ticking.chain, &wallet_key, &market).await?;
                 }
             }
             Err(error) => fault = Some(error.message),
         }
     }
     outcome.refused += refusals.len();
-    let wallet = read_wallet(state, &wallet_key, &market).await?;
+    let wallet = read_wallet(&ticking.chain, &wallet_key, &market).await?;
     store(
-        state,
+        &ticking.store,
+        &*ticking.clock,
+        &ticking.config,
         owner,
         &agent,
         Stored {
@@ -351,15 +380,20 @@ async fn tick_agent(
 }
 
 /// Extend this node's lease on the agent; `false` if it no longer holds it.
-async fn renew_lease(state: &AppState, owner: &str, agent_id: &str) -> Result<bool, LiveError> {
+async fn renew_lease(
+    store: &Store,
+    clock: &dyn Clock,
+    owner: &str,
+    agent_id: &str,
+) -> Result<bool, LiveError> {
     let renewed = sqlx::query(
         "UPDATE agents SET tick_lease_until = $1
          WHERE id = $2 AND tick_lease_owner = $3 AND status = 'active'",
     )
-    .bind(to_millis(state.now() + ticker::LEASE))
+    .bind(to_millis(clock.now() + ticker::LEASE))
     .bind(agent_id)
     .bind(owner)
-    .execute(state.store.write())
+    .execute(store.write())
     .await?;
     Ok(renewed.rows_affected() == 1)
 }
@@ -444,30 +478,37 @@ fn valuation(market: &Market) -> Valuation {
 /// How this server's live swaps are made: through the simnet pool, or through Jupiter on a
 /// real cluster (`SOLANA_RPC_URL`). Built once per server, so the price client's cache lives
 /// across ticks.
-pub(crate) fn route_for(state: &AppState) -> Result<Arc<dyn SwapRoute>, LiveError> {
-    if let Some(route) = state.agents.live_route() {
+pub(crate) fn route_for(
+    clock: &Arc<dyn Clock>,
+    chain: &Chain,
+    config: &Config,
+    agents: &Arc<Runtime>,
+) -> Result<Arc<dyn SwapRoute>, LiveError> {
+    if let Some(route) = agents.live_route() {
         return Ok(route);
     }
-    let route = build_route(state)?;
-    Ok(state.agents.remember_live_route(route))
+    let route = build_route(clock, chain, config)?;
+    Ok(agents.remember_live_route(route))
 }
 
-fn build_route(state: &AppState) -> Result<Arc<dyn SwapRoute>, LiveError> {
-    if state.chain.simnet().is_some() {
+fn build_route(
+    clock: &Arc<dyn Clock>,
+    chain: &Chain,
+    config: &Config,
+) -> Result<Arc<dyn SwapRoute>, LiveError> {
+    if chain.simnet().is_some() {
         return Ok(Arc::new(PoolRoute));
     }
-    let usdc_mint: Pubkey = state
-        .chain
+    let usdc_mint: Pubkey = chain
         .stablecoin_mint()
         .parse()
         .map_err(|e| LiveError::Internal(format!("stablecoin mint: {e}")))?;
-    let config = &state.config;
     let jupiter = JupiterConfig {
         base_url: config.swap_api_url.clone(),
         api_key: config.swap_api_key.clone(),
     };
     let hermes = crate::chain::hermes::HermesConfig::from_config(config);
-    let route = JupiterRoute::new(jupiter, hermes, usdc_mint, state.clock.clone())
+    let route = JupiterRoute::new(jupiter, hermes, usdc_mint, clock.clone())
         .map_err(|e| LiveError::Internal(e.to_string()))?;
     Ok(Arc::new(route))
 }
@@ -487,12 +528,8 @@ fn refusal(error: &LiveError) -> Option<String> {
     }
 }
 
-async fn read_wallet(
-    state: &AppState,
-    owner: &Pubkey,
-    market: &Market,
-) -> Result<Wallet, LiveError> {
-    let rpc = state.chain.rpc();
+async fn read_wallet(chain: &Chain, owner: &Pubkey, market: &Market) -> Result<Wallet, LiveError> {
+    let rpc = chain.rpc();
     let lamports = rpc.get_balance(&owner.to_string()).await?;
     let account = tx::associated_token_address(owner, &market.usdc_mint, &tx::token_program());
     let info = rpc
@@ -527,30 +564,27 @@ struct Stored {
 /// The tick's end on the agent row (and its equity mark), in one transaction; dropped whole if
 /// the agent was stopped or taken over meanwhile (its swaps are recorded regardless).
 async fn store(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    config: &Config,
     owner: &str,
     agent: &DueAgent,
     stored: Stored,
     outcome: &mut Outcome,
 ) -> Result<(), LiveError> {
-    let now = state.now();
+    let now = clock.now();
     let now_ms = stored.now_ms;
     let tick::AfterTick {
         consecutive_faults: faults,
         status,
         reason,
         next_tick_at: next,
-    } = tick::after_tick(
-        agent,
-        stored.fault.as_deref(),
-        now_ms,
-        state.config.time_scale,
-    );
+    } = tick::after_tick(agent, stored.fault.as_deref(), now_ms, config.time_scale);
     let broken = next.is_none();
     let equity = stored.valuation.equity(&stored.wallet);
     let (tokens_day, tokens_used, last_error) =
         ticker::model_usage(agent, stored.decision.as_ref(), now_ms);
-    let mut tx = state.store.begin().await.map_err(store_error)?;
+    let mut tx = store.begin().await.map_err(store_error)?;
     let updated = sqlx::query(
         "UPDATE agents SET strategy_state = $1, last_price = $2, last_tick_at = $3, ticks = ticks + 1,
                 faults = faults + $4, consecutive_faults = $5, last_fault = COALESCE($6, last_fault),

@@ -5,6 +5,7 @@
 //! so however often a swap is settled (after a crash, by another node) it has one outcome, and a
 //! recorded transaction is never sent again by a later tick.
 
+use crate::agents::ticker::Ticking;
 use std::time::Duration as StdDuration;
 
 use base64::Engine;
@@ -15,29 +16,53 @@ use super::{
 };
 use crate::agents::ticker::side_name;
 use crate::agents::trades::{self, NewTrade};
+use crate::chain::Chain;
 use crate::chain::ChainError;
 use crate::chain::Keypair;
 use crate::chain::pool::{self, Direction};
 use crate::chain::swap::{self, SwapError};
 use crate::chain::trader::{self, SwapRoute};
+use crate::clock::Clock;
 use crate::clock::to_millis;
+use crate::crypto::Sealer;
 use crate::crypto::new_id;
+use crate::db::Store;
 use crate::domain::WalletAddress;
 use crate::paper::{Side, UNIT};
-use crate::state::AppState;
 
 /// Build and sign `order` from the agent's wallet and record it as pending (its own small
 /// write, committed before this returns). Nothing is sent.
 pub async fn prepare(
-    state: &AppState,
+    ticking: &Ticking,
     agent_id: &str,
     order: &SwapOrder,
 ) -> Result<PendingSwap, LiveError> {
-    prepare_with(state, route_for(state)?.as_ref(), agent_id, order).await
+    let Ticking {
+        store,
+        chain,
+        sealer,
+        config,
+        agents,
+        ..
+    } = ticking;
+    let route = route_for(&ticking.clock, chain, config, agents)?;
+    prepare_with(
+        store,
+        &*ticking.clock,
+        chain,
+        sealer,
+        route.as_ref(),
+        agent_id,
+        order,
+    )
+    .await
 }
 
 pub(super) async fn prepare_with(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
+    sealer: &Sealer,
     route: &dyn SwapRoute,
     agent_id: &str,
     order: &SwapOrder,
@@ -45,19 +70,19 @@ pub(super) async fn prepare_with(
     let wallet: Option<(String,)> =
         sqlx::query_as("SELECT wallet_address FROM agents WHERE id = $1")
             .bind(agent_id)
-            .fetch_optional(state.store.read())
+            .fetch_optional(store.read())
             .await?;
     let (wallet,) = wallet.ok_or_else(|| LiveError::NoAgent(agent_id.to_owned()))?;
     let address = WalletAddress::parse(&wallet).map_err(LiveError::Internal)?;
-    let key = crate::custodial::signing_key(state, &address)
+    let key = crate::custodial::signing_key(store, sealer, &address)
         .await
         .map_err(|e| LiveError::Internal(format!("{e:#}")))?
         .ok_or_else(|| LiveError::NoKey(wallet.clone()))?;
     let keypair = Keypair::from_secret(key.to_bytes());
-    let issued_at = to_millis(state.now());
+    let issued_at = to_millis(clock.now());
     let signed = route
         .sign(
-            state.chain.rpc(),
+            chain.rpc(),
             &keypair,
             order.direction,
             order.amount_in,
@@ -89,27 +114,45 @@ pub(super) async fn prepare_with(
     .bind(base64::engine::general_purpose::STANDARD.encode(&wire))
     .bind(to_i64(last_valid))
     .bind(issued_at)
-    .execute(state.store.write())
+    .execute(store.write())
     .await?;
     Ok(PendingSwap { signature, wire })
 }
 
 /// Send a recorded swap and settle it from what the chain says.
 pub async fn send_and_settle(
-    state: &AppState,
+    ticking: &Ticking,
     agent_id: &str,
     pending: &PendingSwap,
 ) -> Result<Settled, LiveError> {
-    settle_sent(state, route_for(state)?.as_ref(), agent_id, pending).await
+    let Ticking {
+        store,
+        chain,
+        config,
+        agents,
+        ..
+    } = ticking;
+    let route = route_for(&ticking.clock, chain, config, agents)?;
+    settle_sent(
+        store,
+        &*ticking.clock,
+        chain,
+        route.as_ref(),
+        agent_id,
+        pending,
+    )
+    .await
 }
 
 pub(super) async fn settle_sent(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
     route: &dyn SwapRoute,
     agent_id: &str,
     pending: &PendingSwap,
 ) -> Result<Settled, LiveError> {
-    let rpc = state.chain.rpc();
+    let rpc = chain.rpc();
     match rpc.send_transaction(&pending.wire).await {
         Ok(_) => {}
         Err(ChainError::Rpc { message, .. }) => {
@@ -120,7 +163,7 @@ pub(super) async fn settle_sent(
                 .await?
                 .is_none()
             {
-                return refuse(state, agent_id, &pending.signature, &message).await;
+                return refuse(store, clock, agent_id, &pending.signature, &message).await;
             }
         }
         Err(error) => {
@@ -129,23 +172,37 @@ pub(super) async fn settle_sent(
             return Ok(Settled::Unknown);
         }
     }
-    settle_seen(state, route, agent_id, &pending.signature, CONFIRM_TIMEOUT).await
+    settle_seen(
+        store,
+        clock,
+        chain,
+        route,
+        agent_id,
+        &pending.signature,
+        CONFIRM_TIMEOUT,
+    )
+    .await
 }
 
 /// Settle a swap the chain has (or will shortly have) seen.
 async fn settle_seen(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
+    chain: &Chain,
     route: &dyn SwapRoute,
     agent_id: &str,
     signature: &str,
     timeout: StdDuration,
 ) -> Result<Settled, LiveError> {
-    match swap::confirmed(state.chain.rpc(), signature, timeout).await {
-        Ok(Some(transaction)) => record_fill(state, route, agent_id, signature, &transaction).await,
+    match swap::confirmed(chain.rpc(), signature, timeout).await {
+        Ok(Some(transaction)) => {
+            record_fill(store, clock, route, agent_id, signature, &transaction).await
+        }
         Ok(None) => Ok(Settled::Unknown),
         Err(SwapError::Failed { error, .. }) => {
             refuse(
-                state,
+                store,
+                clock,
                 agent_id,
                 signature,
                 &format!("the swap failed on chain: {error}"),
@@ -159,31 +216,48 @@ async fn settle_seen(
 /// Settle the agent's swaps an earlier tick left pending, from the chain alone; how many are
 /// still unknown.
 pub(super) async fn settle_pending(
-    state: &AppState,
+    ticking: &Ticking,
     agent_id: &str,
     outcome: &mut Outcome,
 ) -> Result<usize, LiveError> {
-    let route = route_for(state)?;
+    let Ticking {
+        store,
+        chain,
+        config,
+        agents,
+        ..
+    } = ticking;
+    let route = route_for(&ticking.clock, chain, config, agents)?;
+    let clock = &*ticking.clock;
     let pending: Vec<(String, i64)> = sqlx::query_as(
         "SELECT signature, issued_at FROM agent_live_swaps
          WHERE agent_id = $1 AND status = 'pending' ORDER BY created_at, signature",
     )
     .bind(agent_id)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     let mut unknown = 0;
     for (signature, issued_at) in pending {
-        let seen = state
-            .chain
+        let seen = chain
             .rpc()
             .get_signature_status(&signature)
             .await?
             .is_some();
         let settled = if seen {
-            settle_seen(state, route.as_ref(), agent_id, &signature, CONFIRM_TIMEOUT).await?
-        } else if to_millis(state.now()) - issued_at > BLOCKHASH_LIFETIME_MS {
+            settle_seen(
+                store,
+                clock,
+                chain,
+                route.as_ref(),
+                agent_id,
+                &signature,
+                CONFIRM_TIMEOUT,
+            )
+            .await?
+        } else if to_millis(clock.now()) - issued_at > BLOCKHASH_LIFETIME_MS {
             refuse(
-                state,
+                store,
+                clock,
                 agent_id,
                 &signature,
                 "the swap never reached the chain and its blockhash has expired",
@@ -204,13 +278,14 @@ pub(super) async fn settle_pending(
 
 /// A recorded swap refused: the reason on the swap and on the agent; once only.
 async fn refuse(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     agent_id: &str,
     signature: &str,
     reason: &str,
 ) -> Result<Settled, LiveError> {
-    let now = to_millis(state.now());
-    let mut tx = state.store.begin().await.map_err(store_error)?;
+    let now = to_millis(clock.now());
+    let mut tx = store.begin().await.map_err(store_error)?;
     let updated = sqlx::query(
         "UPDATE agent_live_swaps SET status = 'refused', error = $1, resolved_at = $2
          WHERE signature = $3 AND status = 'pending'",
@@ -237,15 +312,16 @@ async fn refuse(
 /// A confirmed swap becomes the agent's trade (amounts as the chain recorded them) and its
 /// `agent.trade` webhook, in one transaction with the swap's settlement.
 async fn record_fill(
-    state: &AppState,
+    store: &Store,
+    clock: &dyn Clock,
     route: &dyn SwapRoute,
     agent_id: &str,
     signature: &str,
     transaction: &serde_json::Value,
 ) -> Result<Settled, LiveError> {
-    let now = state.now();
+    let now = clock.now();
     let now_ms = to_millis(now);
-    let mut tx = state.store.begin().await.map_err(store_error)?;
+    let mut tx = store.begin().await.map_err(store_error)?;
     let swap: Option<PendingRow> = sqlx::query_as(
         "SELECT s.side, s.reason, s.market_ts, a.account_id, a.base_token, a.quote_token, a.wallet_address
          FROM agent_live_swaps s JOIN agents a ON a.id = s.agent_id

@@ -10,7 +10,7 @@ use super::verdict::{Action, Verdict};
 use crate::agents::AgentError;
 use crate::clock::{from_millis, rfc3339};
 use crate::crypto::new_id;
-use crate::state::AppState;
+use crate::db::Store;
 
 /// Longest prompt or completion kept with a decision, in bytes.
 const MAX_TEXT_BYTES: usize = 8 * 1024;
@@ -129,14 +129,14 @@ pub(crate) async fn insert_all(
 }
 
 /// The agent's last [`super::briefing::DECISIONS_SHOWN`] decisions, oldest first.
-pub(crate) async fn recent(state: &AppState, agent_id: &str) -> sqlx::Result<Vec<PastDecision>> {
+pub(crate) async fn recent(store: &Store, agent_id: &str) -> sqlx::Result<Vec<PastDecision>> {
     let rows: Vec<(i64, String, String, f64, Option<String>)> = sqlx::query_as(
         "SELECT market_ts, decided_by, action, fraction, reason FROM agent_decisions
          WHERE agent_id = $1 ORDER BY decided_at DESC, id DESC LIMIT $2",
     )
     .bind(agent_id)
     .bind(super::briefing::DECISIONS_SHOWN as i64)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     Ok(rows
         .into_iter()
@@ -237,7 +237,7 @@ impl From<DecisionRow> for DecisionView {
 /// Up to `limit` decisions of `agent_id`, newest first, after the decision `before` (the
 /// previous page's last `decisionId`).
 pub(crate) async fn page(
-    state: &AppState,
+    store: &Store,
     agent_id: &str,
     before: Option<&str>,
     limit: i64,
@@ -253,7 +253,7 @@ pub(crate) async fn page(
             )
             .bind(agent_id)
             .bind(id)
-            .fetch_optional(state.store.read())
+            .fetch_optional(store.read())
             .await?;
             let (at,) = found.ok_or_else(|| {
                 AgentError::invalid("before", format!("`{id}` is not a decision of this agent"))
@@ -272,7 +272,7 @@ pub(crate) async fn page(
     .bind(cursor.0)
     .bind(cursor.1)
     .bind(limit)
-    .fetch_all(state.store.read())
+    .fetch_all(store.read())
     .await?;
     Ok(rows.into_iter().map(DecisionView::from).collect())
 }

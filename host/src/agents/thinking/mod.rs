@@ -27,7 +27,6 @@ use std::pin::Pin;
 
 use crate::models::{Completion, Message, ModelError, ModelRequest};
 use crate::paper::{OrderRequest, PortfolioView};
-use crate::state::AppState;
 
 /// Tokens an agent may spend per UTC day unless it says otherwise (`modelBudget.tokensPerDay`).
 pub(crate) const DEFAULT_TOKENS_PER_DAY: u64 = 200_000;
@@ -42,8 +41,28 @@ pub(crate) trait Oracle: Send + Sync {
     ) -> Pin<Box<dyn Future<Output = Result<Completion, ModelError>> + Send + 'a>>;
 }
 
+/// What asking an account's model touches: the model keys' rows, the sealer that opens them,
+/// and the providers.
+#[derive(Clone)]
+pub(crate) struct Providers {
+    pub store: crate::db::Store,
+    pub sealer: std::sync::Arc<crate::crypto::Sealer>,
+    pub models: std::sync::Arc<crate::models::Models>,
+}
+
+impl Providers {
+    pub(crate) async fn complete(
+        &self,
+        account_id: &str,
+        request: &ModelRequest,
+    ) -> Result<Completion, ModelError> {
+        crate::models::complete_for(&self.store, &self.sealer, &self.models, account_id, request)
+            .await
+    }
+}
+
 /// The server's providers, with the account's own key or the host's default.
-pub(crate) struct ProviderOracle<'s>(pub &'s AppState);
+pub(crate) struct ProviderOracle<'s>(pub &'s Providers);
 
 impl Oracle for ProviderOracle<'_> {
     fn ask<'a>(
@@ -51,7 +70,7 @@ impl Oracle for ProviderOracle<'_> {
         account_id: &'a str,
         request: &'a ModelRequest,
     ) -> Pin<Box<dyn Future<Output = Result<Completion, ModelError>> + Send + 'a>> {
-        Box::pin(crate::models::complete_for(self.0, account_id, request))
+        Box::pin(self.0.complete(account_id, request))
     }
 }
 

@@ -8,12 +8,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
 
+use super::Providers;
 use super::decisions::{DecidedBy, DecisionRecord};
 use super::verdict::Verdict;
 use super::why_of;
 use crate::models::{Message, ModelError, ModelRequest};
 use crate::sandbox::{ModelCall, ModelFailure, ModelPort, ModelReply, ModelRole};
-use crate::state::AppState;
 
 /// Most tokens one answer may ask for: a component's own cap, within reason.
 const MAX_ANSWER_TOKENS: u32 = 4_096;
@@ -65,7 +65,7 @@ impl ModelUse {
 
 /// One agent's port for one tick.
 pub(crate) struct AgentPort {
-    state: AppState,
+    models: Providers,
     account_id: String,
     model_id: String,
     personality: String,
@@ -76,14 +76,14 @@ impl AgentPort {
     /// A port for `account_id`'s agent on `model_id` with `personality`, which may spend
     /// `tokens_left` tokens this tick.
     pub(crate) fn new(
-        state: AppState,
+        models: Providers,
         account_id: &str,
         model_id: &str,
         personality: &str,
         tokens_left: u64,
     ) -> Self {
         AgentPort {
-            state,
+            models,
             account_id: account_id.to_owned(),
             model_id: model_id.to_owned(),
             personality: personality.to_owned(),
@@ -118,8 +118,7 @@ impl AgentPort {
                 return Err(ModelError::BudgetExhausted);
             }
         }
-        let completion =
-            crate::models::complete_for(&self.state, &self.account_id, &request).await?;
+        let completion = self.models.complete(&self.account_id, &request).await?;
         let tokens = completion.prompt_tokens + completion.completion_tokens;
         let latency_ms = completion.latency.as_millis() as u64;
         let reply = reply_of(&completion);

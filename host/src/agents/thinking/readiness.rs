@@ -7,8 +7,10 @@ use std::collections::HashSet;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::clock::Clock;
+use crate::db::Store;
 use crate::models::ModelRequest;
-use crate::state::AppState;
+use crate::models::Models;
 
 /// What the view needs to know of the host and the account to rate an agent's model.
 #[derive(Debug, Clone, Default)]
@@ -23,17 +25,22 @@ pub(crate) struct ModelAccess {
 
 impl ModelAccess {
     /// Read the account's keys (names only) once, for all of its agents shown together.
-    pub(crate) async fn of_account(state: &AppState, account_id: &str) -> sqlx::Result<Self> {
+    pub(crate) async fn of_account(
+        store: &Store,
+        clock: &dyn Clock,
+        models: &Models,
+        account_id: &str,
+    ) -> sqlx::Result<Self> {
         let own: Vec<(String,)> =
             sqlx::query_as("SELECT vendor FROM model_keys WHERE account_id = $1")
                 .bind(account_id)
-                .fetch_all(state.store.read())
+                .fetch_all(store.read())
                 .await?;
-        let endpoints = state.models.endpoints();
+        let endpoints = models.endpoints();
         let mut keyed: HashSet<String> = own.into_iter().map(|(vendor,)| vendor).collect();
         let mut known = Vec::new();
         for vendor in endpoints.vendors() {
-            if state.models.default_key(vendor).is_some() {
+            if models.default_key(vendor).is_some() {
                 keyed.insert(vendor.to_owned());
             }
             let needs_key = endpoints.get(vendor).is_some_and(|e| e.needs_key);
@@ -42,7 +49,7 @@ impl ModelAccess {
         Ok(ModelAccess {
             endpoints: known,
             keyed,
-            today: super::budget_day(crate::clock::to_millis(state.now())),
+            today: super::budget_day(crate::clock::to_millis(clock.now())),
         })
     }
 

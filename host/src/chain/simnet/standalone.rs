@@ -4,6 +4,7 @@
 //! `solana-test-validator` does with 8899 and 8900). The ledger is in memory unless `--database`
 //! names one.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,11 +92,12 @@ pub(crate) async fn run(args: SimnetArgs) -> anyhow::Result<()> {
         None => None,
     };
 
-    println!("simnet JSON-RPC and PubSub on http://{local} (also /simnet/rpc)");
-    if let Some(ws) = &ws_listener {
-        println!("simnet PubSub also on ws://{}", ws.local_addr()?);
-    }
-    println!(
+    // Written with errors ignored: a caller that reads the addresses and then closes its end of
+    // the pipe must not take the node down with it (`println!` panics on a closed stdout).
+    let say = |line: String| {
+        let _ = writeln!(std::io::stdout(), "{line}");
+    };
+    say(format!(
         "stablecoin mint {mint} ({} decimals); finality {} ms; ledger {}",
         super::STABLECOIN_DECIMALS,
         args.finality_ms,
@@ -104,7 +106,13 @@ pub(crate) async fn run(args: SimnetArgs) -> anyhow::Result<()> {
         } else {
             "in memory"
         },
-    );
+    ));
+    say(format!(
+        "simnet JSON-RPC and PubSub on http://{local} (also /simnet/rpc)"
+    ));
+    if let Some(ws) = &ws_listener {
+        say(format!("simnet PubSub also on ws://{}", ws.local_addr()?));
+    }
 
     let (stop, closing) = watch::channel(false);
     let limits = ServeLimits {

@@ -12,14 +12,18 @@ use anyhow::anyhow;
 
 use super::leaderboard;
 use super::model::Tournament;
+use crate::chain::Chain;
+use crate::clock::Clock;
 use crate::clock::to_millis;
 use crate::crypto::new_id;
+use crate::db::Store;
+use crate::events::Bus;
 use crate::scheduler;
-use crate::state::AppState;
+use crate::tournaments::leaderboard::Cache as LeaderboardCache;
 
 pub(crate) use model::PayoutStatus;
 pub(crate) use model::SourceKind;
-pub use send::{send, sign_and_record};
+pub use send::{Payer, send, sign_and_record};
 
 pub(crate) const SEND_JOB: &str = "payout.send";
 
@@ -43,8 +47,15 @@ pub(crate) fn split(pool: i64, percentages: &[u32], winners: usize) -> Vec<i64> 
 }
 
 /// Record the payouts of an ended tournament and schedule their sending. Idempotent.
-pub(crate) async fn award(state: &AppState, tournament: &Tournament) -> anyhow::Result<usize> {
-    let standings = leaderboard::ranked(state, tournament)
+pub(crate) async fn award(
+    store: &Store,
+    clock: &dyn Clock,
+    events: &Bus,
+    chain: &Chain,
+    leaderboards: &LeaderboardCache,
+    tournament: &Tournament,
+) -> anyhow::Result<usize> {
+    let standings = leaderboard::ranked(store, leaderboards, tournament)
         .await
         .map_err(|error| anyhow!("{error}"))?;
     // A disqualified wallet is never paid: the next eligible wallet takes its place.
@@ -54,8 +65,8 @@ pub(crate) async fn award(state: &AppState, tournament: &Tournament) -> anyhow::
         &tournament.payout_split(),
         eligible.len(),
     );
-    let now = state.now();
-    let mut tx = state.store.begin().await?;
+    let now = clock.now();
+    let mut tx = store.begin().await?;
     let mut recorded = 0;
     for (entry, amount) in eligible.into_iter().zip(amounts) {
         if amount <= 0 {
@@ -72,7 +83,7 @@ pub(crate) async fn award(state: &AppState, tournament: &Tournament) -> anyhow::
         .bind(&tournament.id)
         .bind(entry.rank as i64)
         .bind(amount)
-        .bind(state.chain.stablecoin_mint())
+        .bind(chain.stablecoin_mint())
         .bind(to_millis(now))
         .bind(&entry.wallet)
         .execute(&mut *tx)
@@ -92,11 +103,9 @@ pub(crate) async fn award(state: &AppState, tournament: &Tournament) -> anyhow::
     tx.commit().await?;
     if recorded > 0 {
         tracing::info!(tournament_id = tournament.id, recorded, "payouts recorded");
-        state
-            .events
-            .publish(crate::events::Event::LeaderboardChanged {
-                tournament_id: tournament.id.clone(),
-            });
+        events.publish(crate::events::Event::LeaderboardChanged {
+            tournament_id: tournament.id.clone(),
+        });
     }
     Ok(recorded)
 }

@@ -22,7 +22,6 @@ use crate::chain::{Keypair, SignedTransfer};
 use crate::clock::to_millis;
 use crate::crypto::new_id;
 use crate::domain::WalletAddress;
-use crate::state::AppState;
 
 /// How long a worker holds a payout; renewed at every step, so only a stalled worker loses it.
 const LEASE: Duration = Duration::seconds(30);
@@ -52,9 +51,27 @@ struct Payout {
     fence: i64,
 }
 
+/// What sending a payout touches: its rows, the clock, the chain and the wallets that pay
+/// (escrow, dungeon), the bus (a board shows each prize once final) and the node's name (a
+/// lease names its node, so a node shutting down releases what it holds).
+#[derive(Clone, Copy)]
+pub struct Payer<'a> {
+    pub store: &'a crate::db::Store,
+    pub clock: &'a dyn crate::clock::Clock,
+    pub chain: &'a crate::chain::Chain,
+    pub events: &'a crate::events::Bus,
+    pub node_id: &'a str,
+}
+
+impl Payer<'_> {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+}
+
 /// A payout leased to this worker: `fence` guards every write it makes.
 struct Lease<'a> {
-    state: &'a AppState,
+    payer: Payer<'a>,
     payout_id: &'a str,
     owner: String,
     fence: i64,
@@ -64,13 +81,10 @@ impl<'a> Lease<'a> {
     /// Take the payout if it is pending and nobody holds it (or their lease ran out).
     /// `Ok(None)`: nothing to do (unknown, sent or failed); an error while another worker holds
     /// it, so the job comes back later and finds it done.
-    async fn take(
-        state: &'a AppState,
-        payout_id: &'a str,
-    ) -> anyhow::Result<Option<(Self, Payout)>> {
-        let now = to_millis(state.now());
+    async fn take(payer: Payer<'a>, payout_id: &'a str) -> anyhow::Result<Option<(Self, Payout)>> {
+        let now = to_millis(payer.now());
         // Prefixed with the node, so a node shutting down can release what it holds.
-        let owner = format!("{}:{}", state.node_id, new_id("pw"));
+        let owner = format!("{}:{}", payer.node_id, new_id("pw"));
         let taken: Option<Payout> = sqlx::query_as(
             "UPDATE payouts SET lease_owner = $1, lease_until = $2, fence = fence + 1
              WHERE id = $3 AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $4)
@@ -81,13 +95,13 @@ impl<'a> Lease<'a> {
         .bind(now + LEASE.num_milliseconds())
         .bind(payout_id)
         .bind(now)
-        .fetch_optional(state.store.write())
+        .fetch_optional(payer.store.write())
         .await?;
         if let Some(payout) = taken {
             let fence = payout.fence;
             return Ok(Some((
                 Lease {
-                    state,
+                    payer,
                     payout_id,
                     owner,
                     fence,
@@ -97,7 +111,7 @@ impl<'a> Lease<'a> {
         }
         let status: Option<String> = sqlx::query_scalar("SELECT status FROM payouts WHERE id = $1")
             .bind(payout_id)
-            .fetch_optional(state.store.read())
+            .fetch_optional(payer.store.read())
             .await?;
         match status.map(PayoutStatus::try_from).transpose()? {
             Some(PayoutStatus::Pending) => {
@@ -114,7 +128,7 @@ impl<'a> Lease<'a> {
         sql: &str,
         bind: impl FnOnce(Query<'_>) -> Query<'_>,
     ) -> anyhow::Result<()> {
-        let now = to_millis(self.state.now());
+        let now = to_millis(self.payer.now());
         let sql = format!(
             "UPDATE payouts SET lease_until = $1, {sql} WHERE id = $2 AND fence = $3 AND lease_owner = $4 AND status = 'pending'"
         );
@@ -123,7 +137,7 @@ impl<'a> Lease<'a> {
             .bind(self.payout_id)
             .bind(self.fence)
             .bind(&self.owner);
-        let done = bind(query).execute(self.state.store.write()).await?;
+        let done = bind(query).execute(self.payer.store.write()).await?;
         if done.rows_affected() != 1 {
             bail!(
                 "payout {} was taken over by another worker (fence {} is stale); stopping",
@@ -146,7 +160,7 @@ impl<'a> Lease<'a> {
         .bind(self.payout_id)
         .bind(self.fence)
         .bind(&self.owner)
-        .execute(self.state.store.write())
+        .execute(self.payer.store.write())
         .await;
         if let Err(error) = released {
             // The lease then simply runs out.
@@ -155,7 +169,7 @@ impl<'a> Lease<'a> {
     }
 
     async fn mark_sent(&self, signature: &str) -> anyhow::Result<()> {
-        let now = to_millis(self.state.now());
+        let now = to_millis(self.payer.now());
         self.write(
             "status = 'sent', tx_signature = $5, sent_at = $6, last_error = NULL",
             |q| q.bind(signature.to_owned()).bind(now),
@@ -178,15 +192,15 @@ impl<'a> Lease<'a> {
 type Query<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
 
 /// Send one payout (the `payout.send` job). Errors leave it `pending` for the job to retry.
-pub async fn send(state: &AppState, payout_id: &str) -> anyhow::Result<()> {
-    let Some((lease, payout)) = Lease::take(state, payout_id).await? else {
+pub async fn send(payer: Payer<'_>, payout_id: &str) -> anyhow::Result<()> {
+    let Some((lease, payout)) = Lease::take(payer, payout_id).await? else {
         return Ok(());
     };
     let outcome = pay(&lease, &payout).await;
     lease.release().await;
     if outcome.is_ok() && payout.source_kind == SourceKind::Tournament {
         // The board of an ended tournament shows each prize's transfer once it is final.
-        state
+        payer
             .events
             .publish(crate::events::Event::LeaderboardChanged {
                 tournament_id: payout.source_id.clone(),
@@ -199,8 +213,8 @@ pub async fn send(state: &AppState, payout_id: &str) -> anyhow::Result<()> {
 /// it. On its own it leaves exactly what a worker that crashed before sending leaves (a lease
 /// that runs out, a recorded transfer nobody sent), so tests can stop a worker there. Returns
 /// the recorded signature.
-pub async fn sign_and_record(state: &AppState, payout_id: &str) -> anyhow::Result<String> {
-    let (lease, payout) = Lease::take(state, payout_id)
+pub async fn sign_and_record(payer: Payer<'_>, payout_id: &str) -> anyhow::Result<String> {
+    let (lease, payout) = Lease::take(payer, payout_id)
         .await?
         .ok_or_else(|| anyhow!("payout {payout_id} is not pending"))?;
     let signed = sign_new(&lease, &payout).await?;
@@ -209,9 +223,9 @@ pub async fn sign_and_record(state: &AppState, payout_id: &str) -> anyhow::Resul
 
 async fn pay(lease: &Lease<'_>, payout: &Payout) -> anyhow::Result<()> {
     debug_assert_eq!(payout.status, PayoutStatus::Pending);
-    let state = lease.state;
+    let payer = lease.payer;
     if let Some(signature) = &payout.tx_signature {
-        match state
+        match payer
             .chain
             .signature_status(signature)
             .await
@@ -234,7 +248,7 @@ async fn pay(lease: &Lease<'_>, payout: &Payout) -> anyhow::Result<()> {
                     return resend(lease, payout, signature).await;
                 }
                 // Expired: look once more, now that nothing signed with it can land any more.
-                if let Some(seen) = state.chain.signature_status(signature).await?
+                if let Some(seen) = payer.chain.signature_status(signature).await?
                     && seen.err.is_none()
                 {
                     return confirm(lease, signature, Some(seen)).await;
@@ -252,7 +266,7 @@ async fn can_still_land(lease: &Lease<'_>, payout: &Payout) -> anyhow::Result<bo
     match payout.last_valid_block_height {
         Some(last_valid) => {
             let height = lease
-                .state
+                .payer
                 .chain
                 .block_height()
                 .await
@@ -261,7 +275,7 @@ async fn can_still_land(lease: &Lease<'_>, payout: &Payout) -> anyhow::Result<bo
         }
         None => {
             let attempted = payout.last_attempt_at.unwrap_or(0);
-            Ok(to_millis(lease.state.now()) - attempted < RESIGN_AFTER.num_milliseconds())
+            Ok(to_millis(lease.payer.now()) - attempted < RESIGN_AFTER.num_milliseconds())
         }
     }
 }
@@ -286,11 +300,11 @@ async fn resend(lease: &Lease<'_>, payout: &Payout, signature: &str) -> anyhow::
 /// Sign a new transfer from the payout's source wallet and record it (fenced) before anything
 /// is sent.
 async fn sign_new(lease: &Lease<'_>, payout: &Payout) -> anyhow::Result<SignedTransfer> {
-    let state = lease.state;
-    let from = source_key(state, payout).await?;
+    let payer = lease.payer;
+    let from = source_key(payer, payout).await?;
     let to = WalletAddress::parse(&payout.wallet).map_err(anyhow::Error::msg)?;
     let amount = u64::try_from(payout.amount_raw).context("negative payout")?;
-    let signed = state
+    let signed = payer
         .chain
         .sign_token_transfer(
             from,
@@ -307,7 +321,7 @@ async fn sign_new(lease: &Lease<'_>, payout: &Payout) -> anyhow::Result<SignedTr
         .await
         .context("signing the payout")?;
     let wire = base64::engine::general_purpose::STANDARD.encode(&signed.wire);
-    let now = to_millis(state.now());
+    let now = to_millis(payer.now());
     let last_valid = i64::try_from(signed.last_valid_block_height).unwrap_or(i64::MAX);
     lease
         .write(
@@ -327,17 +341,17 @@ async fn sign_new(lease: &Lease<'_>, payout: &Payout) -> anyhow::Result<SignedTr
 /// The key that pays: tournament prizes and refunds come from the escrow recorded with the
 /// tournament (the one that took its fees), dungeon prizes from the dungeon wallet. Never any
 /// other wallet.
-async fn source_key<'s>(state: &'s AppState, payout: &Payout) -> anyhow::Result<&'s Keypair> {
+async fn source_key<'s>(payer: Payer<'s>, payout: &Payout) -> anyhow::Result<&'s Keypair> {
     let (wallet, role) = match payout.source_kind {
-        SourceKind::Dungeon => (state.chain.dungeon(), "dungeon wallet"),
+        SourceKind::Dungeon => (payer.chain.dungeon(), "dungeon wallet"),
         SourceKind::Tournament | SourceKind::Refund => {
             let (recorded,): (String,) =
                 sqlx::query_as("SELECT escrow_wallet FROM tournaments WHERE id = $1")
                     .bind(&payout.source_id)
-                    .fetch_one(state.store.read())
+                    .fetch_one(payer.store.read())
                     .await
                     .context("reading the tournament's escrow")?;
-            let escrow = state.chain.escrow();
+            let escrow = payer.chain.escrow();
             if escrow.address.as_str() != recorded {
                 bail!(
                     "tournament {} took its fees into escrow {recorded}, but this server's escrow is {}; \
@@ -357,7 +371,7 @@ async fn source_key<'s>(state: &'s AppState, payout: &Payout) -> anyhow::Result<
 /// Send `wire` and wait for its finality.
 async fn submit(lease: &Lease<'_>, signature: &str, wire: &[u8]) -> anyhow::Result<()> {
     lease.renew().await?;
-    if let Err(error) = lease.state.chain.send_signed(wire).await {
+    if let Err(error) = lease.payer.chain.send_signed(wire).await {
         let message = format!("{error}");
         // "Already processed" means an earlier send landed: finality decides below.
         if !message.contains("already been processed") {
@@ -377,7 +391,7 @@ async fn confirm(
 ) -> anyhow::Result<()> {
     for poll in 0..=FINALITY_POLLS {
         if seen.is_none() || poll > 0 {
-            seen = lease.state.chain.signature_status(signature).await?;
+            seen = lease.payer.chain.signature_status(signature).await?;
         }
         match &seen {
             Some(status) if status.err.is_some() => {

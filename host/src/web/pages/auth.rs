@@ -107,7 +107,7 @@ pub(crate) async fn logout(State(web): State<Web>, headers: HeaderMap, body: Byt
         return refusal(refused);
     }
     if let Some(token) = session::token_from_headers(&headers)
-        && let Err(error) = session::delete(&web.state, &token).await
+        && let Err(error) = session::delete(&web.state.store, &token).await
     {
         tracing::error!(%error, "could not delete a session at sign-out");
         return (
@@ -119,7 +119,7 @@ pub(crate) async fn logout(State(web): State<Web>, headers: HeaderMap, body: Byt
     let mut response = StatusCode::SEE_OTHER.into_response();
     let response_headers = response.headers_mut();
     response_headers.insert(header::LOCATION, HeaderValue::from_static("/"));
-    if let Ok(cookie) = HeaderValue::from_str(&session::clear_cookie(&web.state)) {
+    if let Ok(cookie) = HeaderValue::from_str(&session::clear_cookie(&web.state.config)) {
         response_headers.insert(header::SET_COOKIE, cookie);
     }
     response

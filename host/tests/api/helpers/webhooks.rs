@@ -234,11 +234,13 @@ pub async fn emit(app: &TestApp, account_id: &str, event: Event, data: Value) ->
 }
 
 pub async fn deliver(app: &TestApp) -> usize {
-    webhooks::deliver_due(&app.state).await.expect("deliver")
+    webhooks::deliver_due(&app.state.delivering())
+        .await
+        .expect("deliver")
 }
 
 pub async fn deliveries(app: &TestApp, account_id: &str) -> Vec<DeliveryView> {
-    webhooks::recent_deliveries(&app.state, account_id, 50)
+    webhooks::recent_deliveries(&app.state.store, account_id, 50)
         .await
         .expect("list")
 }

@@ -26,11 +26,25 @@ pub(crate) struct Health {
     database_backend: String,
     /// How long the database took to answer this check, in milliseconds.
     database_latency_ms: f64,
+    /// SQLite only: bytes free for the database on the data dir's filesystem. Below 16 MiB the
+    /// node reports itself degraded: writes are about to be refused (they answer 503 then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disk_free_bytes: Option<u64>,
     /// This node's name (new at each start), as it appears in leases and logs.
     node: String,
     /// What this node does besides answering requests: `scheduler` (jobs, agent ticks),
     /// `webhooks` (deliveries), `relay` (events to and from other nodes, PostgreSQL).
     roles: Vec<&'static str>,
+}
+
+/// Free space under which the node says its disk is full: a SQLite write needs room for its WAL
+/// frames and checkpoints, and below this it fails with SQLITE_FULL.
+const LOW_DISK_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Bytes an unprivileged process may still write on `dir`'s filesystem, if it can be read.
+fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+    let stat = rustix::fs::statvfs(dir).ok()?;
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 
 /// Liveness, this node's roles and the database's state.
@@ -54,10 +68,29 @@ async fn health(State(state): State<AppState>) -> Response {
         database: "ok".into(),
         database_backend: backend.to_string(),
         database_latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        disk_free_bytes: None,
         node: state.node_id.to_string(),
         roles,
     };
+    if backend == crate::db::Backend::Sqlite {
+        body.disk_free_bytes = free_bytes(&state.config.data_dir);
+    }
     match ping {
+        Ok(())
+            if body
+                .disk_free_bytes
+                .is_some_and(|free| free < LOW_DISK_BYTES) =>
+        {
+            tracing::warn!(
+                free = body.disk_free_bytes,
+                "health check: the data dir's disk is full"
+            );
+            body.status = "degraded";
+            body.database = "out of space: changes are refused until space is freed under the \
+                             data dir; reads still work"
+                .into();
+            (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+        }
         Ok(()) => Json(body).into_response(),
         Err(error) => {
             tracing::warn!(%error, "health check: database unreachable");

@@ -11,5 +11,9 @@ pub(crate) fn init() {
         .with_env_filter(filter)
         .with_target(false)
         .with_writer(std::io::stderr)
+        // A log line that cannot be written (the disk holding a redirected stderr is full) is
+        // dropped. By default the subscriber reports that with `eprintln!`, which panics when
+        // stderr itself fails: the request that logged would die without an answer.
+        .log_internal_errors(false)
         .try_init();
 }

@@ -11,6 +11,8 @@
 //! `SQLITE_BUSY`, writes go through a single-connection pool ([`Store::write`]) while reads use
 //! the rest. On PostgreSQL both are the same pool.
 
+mod outage;
+
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -18,6 +20,8 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::Migrator;
 use sqlx::{Any, AnyPool, Executor, Transaction};
+
+pub use outage::Outage;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
@@ -96,9 +100,8 @@ impl Store {
                 })
             }
             Backend::Postgres => {
-                let pool = AnyPoolOptions::new()
+                let pool = pool_options()
                     .max_connections(16)
-                    .acquire_timeout(Duration::from_secs(10))
                     .connect(url)
                     .await
                     .map_err(StoreError::Connect)?;
@@ -153,10 +156,34 @@ impl Store {
     }
 }
 
-async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreError> {
+/// What every pool shares: a bounded wait for a connection (so a request meets a 503, not a
+/// hang, when the database is away), and no connection goes back to the pool still inside a
+/// transaction.
+///
+/// The second matters after a failed write. When SQLite cannot write (a full disk), it rolls the
+/// whole transaction back itself; sqlx's own `ROLLBACK` then fails ("no transaction is active")
+/// and sqlx goes on counting the connection as inside a transaction. Every later `begin()` on it
+/// became a `SAVEPOINT` inside a transaction that never commits: writes were acknowledged and
+/// then lost (the fault harness found it, docs/operations.md). Closing such a connection makes
+/// the pool open a fresh one. A connection released while its dropped transaction's rollback is
+/// still queued is closed too; that only happens on error paths and costs one reconnect.
+fn pool_options() -> AnyPoolOptions {
     AnyPoolOptions::new()
-        .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(10))
+        .after_release(|conn, _meta| {
+            Box::pin(async move {
+                let clean = !sqlx::Connection::is_in_transaction(conn);
+                if !clean {
+                    tracing::warn!("a database connection left inside a transaction is closed");
+                }
+                Ok(clean)
+            })
+        })
+}
+
+async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreError> {
+    pool_options()
+        .max_connections(max_connections)
         .after_connect(|conn, _meta| {
             Box::pin(async move {
                 // WAL lets readers proceed while the single writer commits. FULL sync makes
@@ -266,5 +293,64 @@ mod tests {
             .await
             .expect("query");
         assert_eq!((a, b.as_str()), (42, "first"));
+    }
+
+    /// A write refused because the database is full is an outage (503), rolls back on its own,
+    /// and the next write on the single writer commits for real. (The disk-full test that found
+    /// acknowledged writes lost, `faults_disk` in the API suite, fills a real tmpfs; here
+    /// `max_page_count` fills the file.)
+    #[tokio::test]
+    async fn a_write_after_a_full_database_commits_for_real() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::connect(&crate::config::sqlite_url_in(dir.path()))
+            .await
+            .expect("open");
+        sqlx::query("CREATE TABLE filler (body TEXT)")
+            .execute(store.write())
+            .await
+            .expect("create");
+        let (pages,): (i64,) = sqlx::query_as("PRAGMA page_count")
+            .fetch_one(store.write())
+            .await
+            .expect("page count");
+        sqlx::query(&format!("PRAGMA max_page_count = {}", pages + 2))
+            .execute(store.write())
+            .await
+            .expect("cap the file");
+
+        let mut tx = store.begin().await.expect("begin");
+        let mut refused = None;
+        for _ in 0..100 {
+            if let Err(error) = sqlx::query("INSERT INTO filler (body) VALUES ($1)")
+                .bind("x".repeat(3_000))
+                .execute(&mut *tx)
+                .await
+            {
+                refused = Some(error);
+                break;
+            }
+        }
+        let refused = refused.expect("the capped file fills up");
+        assert_eq!(Outage::of(&refused), Some(Outage::OutOfSpace), "{refused}");
+        drop(tx);
+
+        // Space again (a no-op when the pool already replaced the connection).
+        sqlx::query("PRAGMA max_page_count = 1073741823")
+            .execute(store.write())
+            .await
+            .expect("uncap");
+        let mut tx = store.begin().await.expect("begin again");
+        sqlx::query("INSERT INTO filler (body) VALUES ('after')")
+            .execute(&mut *tx)
+            .await
+            .expect("insert");
+        tx.commit().await.expect("commit");
+
+        // Another connection sees it: it was committed, not parked in a savepoint.
+        let (seen,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM filler WHERE body = 'after'")
+            .fetch_one(store.read())
+            .await
+            .expect("read");
+        assert_eq!(seen, 1);
     }
 }

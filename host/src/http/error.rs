@@ -80,14 +80,18 @@ impl ApiError {
     }
 }
 
+/// Seconds a 503 asks the client to wait (`Retry-After`): the database or the chain is back,
+/// or the node has capacity again, within seconds in the usual case.
+pub(crate) const UNAVAILABLE_RETRY_AFTER: u64 = 5;
+
 impl From<sqlx::Error> for ApiError {
     fn from(error: sqlx::Error) -> Self {
-        match error {
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
-                tracing::error!(%error, "database unavailable");
-                ApiError::Unavailable("the database is unavailable; try again shortly".into())
+        match crate::db::Outage::of(&error) {
+            Some(outage) => {
+                tracing::error!(%error, ?outage, "database unavailable");
+                ApiError::Unavailable(outage.message().into())
             }
-            other => ApiError::Internal(other.into()),
+            None => ApiError::Internal(error.into()),
         }
     }
 }
@@ -117,6 +121,14 @@ impl IntoResponse for ApiError {
             ApiError::TooManyStreams(message) => Some((message.clone(), 10)),
             _ => None,
         };
+        if let ApiError::Unavailable(message) = &self {
+            let mut response = (status, Json(json!({ "error": message }))).into_response();
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(UNAVAILABLE_RETRY_AFTER),
+            );
+            return response;
+        }
         match limited {
             Some((message, retry_after)) => {
                 let body = json!({ "error": message, "retryAfter": retry_after });

@@ -170,7 +170,12 @@ impl IntoResponse for V1Error {
             },
         };
         let mut response = (status, Json(body)).into_response();
-        if let V1Error::RateLimited { retry_after } = self {
+        let retry_after = match self {
+            V1Error::RateLimited { retry_after } => Some(retry_after),
+            V1Error::Unavailable(_) => Some(crate::http::error::UNAVAILABLE_RETRY_AFTER),
+            _ => None,
+        };
+        if let Some(retry_after) = retry_after {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));

@@ -31,6 +31,7 @@ mod demo;
 mod dungeon;
 mod dungeon_ops;
 mod entry_rules;
+mod faults_disk;
 mod fuzz_endpoints;
 mod fuzz_v1;
 mod guest_languages;

@@ -20,7 +20,7 @@ pub(crate) struct Health {
     /// `ok`, or `degraded` when a dependency fails.
     status: &'static str,
     version: &'static str,
-    /// `ok`, or what failed.
+    /// `ok`, `unavailable: …` (no answer, or no answer within 2 s) or `out of space: …`.
     database: String,
     /// `sqlite` (one node) or `postgres` (one of possibly several nodes).
     database_backend: String,
@@ -36,6 +36,9 @@ pub(crate) struct Health {
     /// `webhooks` (deliveries), `relay` (events to and from other nodes, PostgreSQL).
     roles: Vec<&'static str>,
 }
+
+/// How long the check waits for the database.
+const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Free space under which the node says its disk is full: a SQLite write needs room for its WAL
 /// frames and checkpoints, and below this it fails with SQLITE_FULL.
@@ -53,7 +56,13 @@ fn free_bytes(dir: &std::path::Path) -> Option<u64> {
     responses((status = 200, body = Health), (status = 503, body = Health)))]
 async fn health(State(state): State<AppState>) -> Response {
     let started = std::time::Instant::now();
-    let ping = state.store.ping().await;
+    // A balancer's check gives up after a few seconds; a database that is away must not hold
+    // this one for the pool's whole connection wait.
+    let ping = match tokio::time::timeout(PING_TIMEOUT, state.store.ping()).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(error.to_string()),
+        Err(_) => Err(format!("no answer within {} s", PING_TIMEOUT.as_secs())),
+    };
     let backend = state.store.backend();
     let mut roles = Vec::new();
     if state.config.scheduler_interval_ms > 0 {
@@ -93,9 +102,9 @@ async fn health(State(state): State<AppState>) -> Response {
         }
         Ok(()) => Json(body).into_response(),
         Err(error) => {
-            tracing::warn!(%error, "health check: database unreachable");
+            tracing::warn!(%error, "health check: database unavailable");
             body.status = "degraded";
-            body.database = format!("unreachable: {error}");
+            body.database = format!("unavailable: {error}");
             (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
         }
     }

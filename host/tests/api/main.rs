@@ -32,6 +32,7 @@ mod dungeon;
 mod dungeon_ops;
 mod entry_rules;
 mod faults_disk;
+mod faults_postgres;
 mod fuzz_endpoints;
 mod fuzz_v1;
 mod guest_languages;

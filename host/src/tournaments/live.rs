@@ -12,7 +12,7 @@ use futures_util::Stream;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::leaderboard;
-use super::model::Status;
+use super::model::{Status, Tournament};
 use super::privacy::InviteParams;
 use super::queries;
 use crate::events::Event;
@@ -146,16 +146,7 @@ impl Live {
         ) {
             self.phase = Phase::Ended;
         }
-        let view = leaderboard::view(
-            &self.state.store,
-            &*self.state.clock,
-            &self.state.leaderboards,
-            &tournament,
-            0,
-            STREAM_PAGE,
-        )
-        .await
-        .ok()?;
+        let view = self.first_page(&tournament).await?;
         let event = SseEvent::default()
             .event("leaderboard:update")
             .json_data(&view)
@@ -166,21 +157,27 @@ impl Live {
         })
     }
 
+    /// The board's first page as the stream sends it.
+    async fn first_page(&self, tournament: &Tournament) -> Option<leaderboard::LeaderboardView> {
+        let s = &self.state;
+        leaderboard::view(
+            &s.store,
+            &*s.clock,
+            &s.leaderboards,
+            tournament,
+            0,
+            STREAM_PAGE,
+        )
+        .await
+        .ok()
+    }
+
     async fn ended(&mut self) -> Option<SseEvent> {
         let tournament = queries::get(&self.state.store, &self.id)
             .await
             .ok()
             .flatten()?;
-        let standings = leaderboard::view(
-            &self.state.store,
-            &*self.state.clock,
-            &self.state.leaderboards,
-            &tournament,
-            0,
-            STREAM_PAGE,
-        )
-        .await
-        .ok()?;
+        let standings = self.first_page(&tournament).await?;
         let payload = serde_json::json!({
             "tournamentId": tournament.id,
             "status": tournament.status_at(self.state.now()),

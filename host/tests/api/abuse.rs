@@ -280,9 +280,7 @@ async fn unfunded_agents_are_capped_per_account_and_old_ones_are_archived() {
 
     // A week later the hoard is archived: hidden, no longer checked, and no longer counted.
     app.advance(chrono::Duration::days(8));
-    let pruned = crucible::retention::prune(&app.state.store, &*app.state.clock, &app.state.config)
-        .await
-        .expect("retention");
+    let pruned = app.prune_retention().await.expect("retention");
     assert_eq!(
         pruned.archived_agents, 4,
         "three hoarded and the honest unfunded one"

@@ -416,14 +416,7 @@ async fn a_manual_disqualification_moves_the_board_and_the_payout() {
     app.advance(Duration::minutes(1));
     app.run_scheduler().await;
     app.pump_sol(41_421_000_000).await;
-    crucible::tournaments::tracking::snapshot_live(
-        &app.state.store,
-        &*app.state.clock,
-        &app.state.events,
-        &app.state.chain,
-    )
-    .await
-    .expect("snapshot");
+    app.snapshot_live().await.expect("snapshot");
     let cheat_wallet = cheat.pubkey().to_string();
     let board = app
         .get("/api/tournaments/trn_manual/leaderboard", Auth::None)
@@ -636,17 +629,7 @@ async fn key_events_cancellations_and_refunds_are_in_the_audit_log() {
         )
         .await;
     assert_eq!(registered.status, 201);
-    assert!(
-        crucible::tournaments::lifecycle::cancel(
-            &app.state.store,
-            &*app.state.clock,
-            &app.state.events,
-            &app.state.chain,
-            "trn_audit"
-        )
-        .await
-        .expect("cancel")
-    );
+    assert!(app.cancel_tournament("trn_audit").await.expect("cancel"));
     let cancel = audit(&app, &boss, "action=tournament.cancel").await;
     assert_eq!(cancel[0]["actor"], "host");
     assert_eq!(cancel[0]["subjectId"], "trn_audit");

@@ -211,17 +211,7 @@ async fn an_agent_pays_nothing_for_a_tournament_that_cannot_take_it() {
     // Cancelled: every call refused, nothing paid.
     app.create_tournament(app.new_tournament("trn_gone", 2_000_000, 10, Duration::hours(1), 2))
         .await;
-    assert!(
-        crucible::tournaments::lifecycle::cancel(
-            &app.state.store,
-            &*app.state.clock,
-            &app.state.events,
-            &app.state.chain,
-            "trn_gone"
-        )
-        .await
-        .expect("cancel")
-    );
+    assert!(app.cancel_tournament("trn_gone").await.expect("cancel"));
     for _ in 0..4 {
         let refused = enter(&app, &key, &agent_id, "trn_gone").await;
         assert_eq!(refused.status, 404, "{}", refused.body);
@@ -359,17 +349,7 @@ async fn a_fee_that_landed_for_a_seat_taken_meanwhile_is_refunded_once() {
     app.advance(Duration::minutes(4));
     let pass = app.run_scheduler().await;
     assert_eq!(pass.jobs_failed, 0, "{pass:?}");
-    assert!(
-        crucible::tournaments::lifecycle::cancel(
-            &app.state.store,
-            &*app.state.clock,
-            &app.state.events,
-            &app.state.chain,
-            "trn_race"
-        )
-        .await
-        .expect("cancel")
-    );
+    assert!(app.cancel_tournament("trn_race").await.expect("cancel"));
     assert_eq!(refunds_to(&app, "trn_race", &wallet).await.len(), 1);
     assert_eq!(crate::payouts::usdc(&app, &wallet).await, 10_000_000);
 }
@@ -387,17 +367,7 @@ async fn a_fee_nobody_comes_back_for_is_settled_by_its_job() {
     }
     // One is cancelled while its fee is on the way (not claimed, so its cancellation refunds
     // nothing); the caller never calls again for either.
-    assert!(
-        crucible::tournaments::lifecycle::cancel(
-            &app.state.store,
-            &*app.state.clock,
-            &app.state.events,
-            &app.state.chain,
-            "trn_dropped"
-        )
-        .await
-        .expect("cancel")
-    );
+    assert!(app.cancel_tournament("trn_dropped").await.expect("cancel"));
     assert!(refunds_to(&app, "trn_dropped", &wallet).await.is_empty());
     app.advance(Duration::minutes(4));
     let pass = {

@@ -667,9 +667,7 @@ async fn decisions_are_pruned_after_their_retention_and_trades_stay() {
     // Thirty-one days on, one more tick: only the old decisions are past 30 days.
     app.advance(Span::days(31));
     tick(&app).await;
-    let pruned = crucible::retention::prune(&app.state.store, &*app.state.clock, &app.state.config)
-        .await
-        .expect("prune");
+    let pruned = app.prune_retention().await.expect("prune");
     assert_eq!(pruned.decisions, 2, "{pruned:?}");
     assert_eq!(op.decisions(&app, &agent_id).await.len(), 1);
     assert!(

@@ -252,14 +252,7 @@ async fn a_client_that_reconnects_gets_the_current_board_again() {
     app.create_tournament(app.new_tournament("trn_back", 0, 100, -Duration::minutes(1), 4))
         .await;
     assert_eq!(register(&app, "trn_back", Auth::None, 1).await.status, 201);
-    crucible::tournaments::tracking::snapshot_live(
-        &app.state.store,
-        &*app.state.clock,
-        &app.state.events,
-        &app.state.chain,
-    )
-    .await
-    .expect("snapshot");
+    app.snapshot_live().await.expect("snapshot");
     let mut response = connect_live(&app, "trn_back", None).await;
     let mut buffer = String::new();
     let first = next_event(&mut response, &mut buffer, StdDuration::from_secs(10)).await;
@@ -272,14 +265,7 @@ async fn a_client_that_reconnects_gets_the_current_board_again() {
     // While away: another entry and a newer snapshot.
     app.advance(Duration::minutes(5));
     assert_eq!(register(&app, "trn_back", Auth::None, 2).await.status, 201);
-    crucible::tournaments::tracking::snapshot_live(
-        &app.state.store,
-        &*app.state.clock,
-        &app.state.events,
-        &app.state.chain,
-    )
-    .await
-    .expect("snapshot");
+    app.snapshot_live().await.expect("snapshot");
 
     for last_event_id in [Some(last_id.as_str()), None] {
         let mut again = connect_live(&app, "trn_back", last_event_id).await;
@@ -305,14 +291,7 @@ async fn latest_snapshot_at_is_null_then_the_snapshot_time_then_stale() {
 
     app.advance(Duration::minutes(3));
     let taken = app.state.now();
-    crucible::tournaments::tracking::snapshot_live(
-        &app.state.store,
-        &*app.state.clock,
-        &app.state.events,
-        &app.state.chain,
-    )
-    .await
-    .expect("snapshot");
+    app.snapshot_live().await.expect("snapshot");
     let fresh = board(&app, "trn_snap").await;
     assert_eq!(fresh["latestSnapshotAt"], crucible::clock::rfc3339(taken));
     assert_eq!(fresh["stale"], false);

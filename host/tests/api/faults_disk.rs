@@ -9,12 +9,13 @@
 //! request read its own write back) and were gone after a restart — the writer connection was
 //! left inside a transaction SQLite had already rolled back (`db::pool_options`).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use serde_json::{Value, json};
+
+use crate::helpers::server_process::ServerProcess;
 
 /// A tmpfs of `size`, unmounted when dropped.
 struct Tmpfs {
@@ -57,62 +58,17 @@ impl Drop for Tmpfs {
     }
 }
 
-/// A `crucible serve` process on `data_dir`, logging to `log`.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Server {
-    async fn start(data_dir: &Path, log: &Path) -> Server {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-            .expect("open the log");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_crucible"))
-            .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env_remove("DATABASE_URL")
-            .env_remove("CRUCIBLE_BIND")
-            .env_remove("CRUCIBLE_DATA_DIR")
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("spawn");
-        let stdout = child.stdout.take().expect("stdout");
-        let line = tokio::task::spawn_blocking(move || {
-            let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
-            let found = lines.find(|l| l.contains("listening on"));
-            std::thread::spawn(move || lines.for_each(drop));
-            found
-        })
-        .await
-        .expect("reader")
-        .expect("the server prints its address");
-        let base = line.rsplit(' ').next().expect("address").to_owned();
-        Server { child, base }
-    }
-
-    async fn stop(mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        for _ in 0..600 {
-            if self.child.try_wait().expect("wait").is_some() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("the server did not stop after SIGTERM");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `crucible serve` on `data_dir`, its log appended to `log` (on the same disk).
+async fn start(data_dir: &Path, log: &Path) -> ServerProcess {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("open the log");
+    ServerProcess::start(|command| {
+        command.env("CRUCIBLE_DATA_DIR", data_dir).stderr(log);
+    })
+    .await
 }
 
 async fn post(client: &reqwest::Client, url: String, body: Value) -> (u16, Option<String>, Value) {
@@ -129,7 +85,7 @@ async fn post(client: &reqwest::Client, url: String, body: Value) -> (u16, Optio
 
 async fn sign_up(
     client: &reqwest::Client,
-    server: &Server,
+    server: &ServerProcess,
     who: &str,
 ) -> (u16, Option<String>, Value) {
     post(
@@ -141,7 +97,7 @@ async fn sign_up(
     .await
 }
 
-async fn log_in(client: &reqwest::Client, server: &Server, who: &str) -> u16 {
+async fn log_in(client: &reqwest::Client, server: &ServerProcess, who: &str) -> u16 {
     post(
         client,
         format!("{}/api/auth/login", server.base),
@@ -164,7 +120,7 @@ async fn faults_disk_a_full_disk_refuses_writes_keeps_reads_and_loses_nothing() 
     let data_dir = disk.path().join("data");
     let log = disk.path().join("crucible.log");
     let client = reqwest::Client::new();
-    let server = Server::start(&data_dir, &log).await;
+    let server = start(&data_dir, &log).await;
 
     assert_eq!(sign_up(&client, &server, "before").await.0, 201);
 
@@ -209,7 +165,7 @@ async fn faults_disk_a_full_disk_refuses_writes_keeps_reads_and_loses_nothing() 
 
     // Everything acknowledged survives a restart; nothing refused is half there.
     server.stop().await;
-    let server = Server::start(&data_dir, &log).await;
+    let server = start(&data_dir, &log).await;
     for who in ["before", "after-1", "after-2"] {
         assert_eq!(log_in(&client, &server, who).await, 200, "{who} survived");
     }

@@ -9,13 +9,14 @@
 //! (`cargo test -p crucible --test api faults_postgres -- --ignored`).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use crate::helpers::server_process::ServerProcess;
 
 /// A PostgreSQL cluster of the test's own.
 struct PrivatePostgres {
@@ -115,51 +116,14 @@ impl Drop for PrivatePostgres {
     }
 }
 
-/// A `crucible serve` process on `database_url`.
-struct Server {
-    child: Child,
-    base: String,
-    _data_dir: tempfile::TempDir,
-}
-
-impl Server {
-    async fn start(database_url: &str) -> Server {
-        let data_dir = tempfile::tempdir().expect("tempdir");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_crucible"))
-            .args(["serve", "--bind", "127.0.0.1:0", "--rate-limits", "off"])
-            .arg("--data-dir")
-            .arg(data_dir.path())
+/// `crucible serve` on `database_url`, rate limits off (eight clients sign up back to back).
+async fn start(database_url: &str) -> ServerProcess {
+    ServerProcess::start(|command| {
+        command
             .env("DATABASE_URL", database_url)
-            .env_remove("CRUCIBLE_BIND")
-            .env_remove("CRUCIBLE_DATA_DIR")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let stdout = child.stdout.take().expect("stdout");
-        let line = tokio::task::spawn_blocking(move || {
-            let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
-            let found = lines.find(|l| l.contains("listening on"));
-            std::thread::spawn(move || lines.for_each(drop));
-            found
-        })
-        .await
-        .expect("reader")
-        .expect("the server prints its address");
-        let base = line.rsplit(' ').next().expect("address").to_owned();
-        Server {
-            child,
-            base,
-            _data_dir: data_dir,
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+            .args(["--rate-limits", "off"]);
+    })
+    .await
 }
 
 /// What the clients were told, by e-mail.
@@ -260,7 +224,7 @@ fn count_accounts(url: &str, emails: &[String]) -> i64 {
 #[ignore = "runs PostgreSQL as the postgres user: needs root (CI runs it by name)"]
 async fn faults_postgres_restarts_under_load_lose_nothing_and_recover_within_5_s() {
     let postgres = PrivatePostgres::init();
-    let server = Server::start(&postgres.url()).await;
+    let server = start(&postgres.url()).await;
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(15))
         .build()

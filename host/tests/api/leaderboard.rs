@@ -68,14 +68,7 @@ async fn joining_live_sets_a_baseline_and_snapshots_rank_by_pnl_percent() {
     assert_eq!(baseline["stale"], false);
 
     app.pump_sol(41_421_000_000).await;
-    crucible::tournaments::tracking::snapshot_live(
-        &app.state.store,
-        &*app.state.clock,
-        &app.state.events,
-        &app.state.chain,
-    )
-    .await
-    .expect("snapshot");
+    app.snapshot_live().await.expect("snapshot");
     let after = board(&app, "trn_b").await;
     assert_eq!(
         wallets(&after),
@@ -131,14 +124,7 @@ async fn a_live_board_is_stale_when_its_newest_snapshot_is_over_two_hours_old() 
     );
     app.advance(Duration::minutes(1));
     assert_eq!(board(&app, "trn_s").await["stale"], true);
-    crucible::tournaments::tracking::snapshot_live(
-        &app.state.store,
-        &*app.state.clock,
-        &app.state.events,
-        &app.state.chain,
-    )
-    .await
-    .expect("snapshot");
+    app.snapshot_live().await.expect("snapshot");
     assert_eq!(board(&app, "trn_s").await["stale"], false);
 }
 
@@ -218,14 +204,7 @@ async fn performance_series_follow_the_snapshots_and_are_bounded() {
     for _ in 0..6 {
         app.advance(Duration::minutes(5));
         app.airdrop(&a, 0, 1_000_000).await;
-        crucible::tournaments::tracking::snapshot_live(
-            &app.state.store,
-            &*app.state.clock,
-            &app.state.events,
-            &app.state.chain,
-        )
-        .await
-        .expect("snapshot");
+        app.snapshot_live().await.expect("snapshot");
     }
     let all = app
         .get("/api/tournaments/trn_p/performance", Auth::None)

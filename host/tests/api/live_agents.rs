@@ -513,14 +513,7 @@ async fn live_agents_entered_in_a_tournament_are_ranked_by_their_wallets_on_chai
     }
 
     // A snapshot values each wallet on chain, at the pool's price: the board ranks those values.
-    crucible::tournaments::tracking::snapshot_live(
-        &app.state.store,
-        &*app.state.clock,
-        &app.state.events,
-        &app.state.chain,
-    )
-    .await
-    .expect("snapshot");
+    app.snapshot_live().await.expect("snapshot");
     let board = app
         .get("/api/tournaments/trn_live/leaderboard", Auth::None)
         .await;

@@ -78,15 +78,9 @@ async fn the_openai_format_carries_the_accounts_own_key_the_model_and_the_person
         200
     );
 
-    let completion = models::complete_for(
-        &app.state.store,
-        &app.state.sealer,
-        &app.state.models,
-        &alice_id,
-        &ask("openai", "gpt-4o"),
-    )
-    .await
-    .expect("completes");
+    let completion = complete_for(&app, &alice_id, &ask("openai", "gpt-4o"))
+        .await
+        .expect("completes");
     assert_eq!(completion.text, "hold: it is a pump");
     assert_eq!(
         (completion.prompt_tokens, completion.completion_tokens),
@@ -111,24 +105,12 @@ async fn the_openai_format_carries_the_accounts_own_key_the_model_and_the_person
 
     // Each account its own key; an account without one gets the host's default, never another
     // account's.
-    models::complete_for(
-        &app.state.store,
-        &app.state.sealer,
-        &app.state.models,
-        &bob_id,
-        &ask("openai", "gpt-4o"),
-    )
-    .await
-    .expect("completes");
-    models::complete_for(
-        &app.state.store,
-        &app.state.sealer,
-        &app.state.models,
-        &carol_id,
-        &ask("openai", "gpt-4o"),
-    )
-    .await
-    .expect("completes");
+    complete_for(&app, &bob_id, &ask("openai", "gpt-4o"))
+        .await
+        .expect("completes");
+    complete_for(&app, &carol_id, &ask("openai", "gpt-4o"))
+        .await
+        .expect("completes");
     let keys: Vec<_> = provider.seen()[1..]
         .iter()
         .map(|seen| {
@@ -144,29 +126,16 @@ async fn the_openai_format_carries_the_accounts_own_key_the_model_and_the_person
     let mut schema_request = ask("groq", "llama-3.3-70b");
     schema_request.json_schema = Some(json!({"type": "object"}));
     assert_eq!(
-        models::complete_for(
-            &app.state.store,
-            &app.state.sealer,
-            &app.state.models,
-            &carol_id,
-            &schema_request
-        )
-        .await,
+        complete_for(&app, &carol_id, &schema_request).await,
         Err(ModelError::NoKey("groq".into()))
     );
     assert_eq!(provider.seen().len(), 3);
     // With a key, the schema is asked for as a response format.
-    models::complete_for(
-        &app.state.store,
-        &app.state.sealer,
-        &app.state.models,
-        &alice_id,
-        &{
-            let mut request = schema_request.clone();
-            request.vendor = "openai".into();
-            request
-        },
-    )
+    complete_for(&app, &alice_id, &{
+        let mut request = schema_request.clone();
+        request.vendor = "openai".into();
+        request
+    })
     .await
     .expect("completes");
     let last = provider.seen().pop().expect("seen");
@@ -176,14 +145,7 @@ async fn the_openai_format_carries_the_accounts_own_key_the_model_and_the_person
         json!({"type": "object"})
     );
     assert_eq!(
-        models::complete_for(
-            &app.state.store,
-            &app.state.sealer,
-            &app.state.models,
-            &alice_id,
-            &ask("nobody", "m")
-        )
-        .await,
+        complete_for(&app, &alice_id, &ask("nobody", "m")).await,
         Err(ModelError::NoEndpoint("nobody".into()))
     );
 }
@@ -210,15 +172,9 @@ async fn the_anthropic_format_sends_x_api_key_and_the_personality_as_system() {
         200,
         "an account key with `write` may set it"
     );
-    let completion = models::complete_for(
-        &app.state.store,
-        &app.state.sealer,
-        &app.state.models,
-        &dana_id,
-        &ask("anthropic", "claude-sonnet-4"),
-    )
-    .await
-    .expect("completes");
+    let completion = complete_for(&app, &dana_id, &ask("anthropic", "claude-sonnet-4"))
+        .await
+        .expect("completes");
     assert_eq!(completion.text, "sell half");
     assert_eq!(
         (completion.prompt_tokens, completion.completion_tokens),
@@ -237,14 +193,7 @@ async fn the_anthropic_format_sends_x_api_key_and_the_personality_as_system() {
     );
     // The other account has no key and the host none for anthropic.
     assert_eq!(
-        models::complete_for(
-            &app.state.store,
-            &app.state.sealer,
-            &app.state.models,
-            &other_id,
-            &ask("anthropic", "claude-sonnet-4")
-        )
-        .await,
+        complete_for(&app, &other_id, &ask("anthropic", "claude-sonnet-4")).await,
         Err(ModelError::NoKey("anthropic".into()))
     );
     assert_eq!(provider.seen().len(), 1);
@@ -266,52 +215,22 @@ async fn a_429_backs_off_that_vendor_only_until_retry_after() {
         Err(ModelError::Refused { status, reason }) => (status, reason),
         other => panic!("not refused: {other:?}"),
     };
-    let (status, reason) = refused(
-        models::complete_for(
-            &app.state.store,
-            &app.state.sealer,
-            &app.state.models,
-            &id,
-            &ask("openai", "m"),
-        )
-        .await,
-    );
+    let (status, reason) = refused(complete_for(&app, &id, &ask("openai", "m")).await);
     assert_eq!(status, 429);
     assert!(reason.contains("retry in 30 s"), "{reason}");
     // Backed off: the next call does not reach the provider.
-    let (status, _) = refused(
-        models::complete_for(
-            &app.state.store,
-            &app.state.sealer,
-            &app.state.models,
-            &id,
-            &ask("openai", "m"),
-        )
-        .await,
-    );
+    let (status, _) = refused(complete_for(&app, &id, &ask("openai", "m")).await);
     assert_eq!(status, 429);
     assert_eq!(limited.seen().len(), 1);
     // Another vendor goes on.
-    models::complete_for(
-        &app.state.store,
-        &app.state.sealer,
-        &app.state.models,
-        &id,
-        &ask("anthropic", "m"),
-    )
-    .await
-    .expect("other vendors are not held back");
+    complete_for(&app, &id, &ask("anthropic", "m"))
+        .await
+        .expect("other vendors are not held back");
     // After Retry-After, the vendor is called again.
     app.advance(chrono::Duration::seconds(30));
-    let completion = models::complete_for(
-        &app.state.store,
-        &app.state.sealer,
-        &app.state.models,
-        &id,
-        &ask("openai", "m"),
-    )
-    .await
-    .expect("called again");
+    let completion = complete_for(&app, &id, &ask("openai", "m"))
+        .await
+        .expect("called again");
     assert_eq!(completion.text, "ok");
     assert_eq!(limited.seen().len(), 2);
 }
@@ -340,39 +259,17 @@ async fn a_silent_provider_is_a_timeout_and_garbage_is_malformed() {
     let request = ask("openai", "gpt-4o");
 
     assert_eq!(
-        models::complete_for(
-            &app.state.store,
-            &app.state.sealer,
-            &app.state.models,
-            &id,
-            &request
-        )
-        .await,
+        complete_for(&app, &id, &request).await,
         Err(ModelError::Timeout)
     );
     for _ in 0..2 {
-        let result = models::complete_for(
-            &app.state.store,
-            &app.state.sealer,
-            &app.state.models,
-            &id,
-            &request,
-        )
-        .await;
+        let result = complete_for(&app, &id, &request).await;
         assert!(
             matches!(result, Err(ModelError::Malformed(_))),
             "{result:?}"
         );
     }
-    match models::complete_for(
-        &app.state.store,
-        &app.state.sealer,
-        &app.state.models,
-        &id,
-        &request,
-    )
-    .await
-    {
+    match complete_for(&app, &id, &request).await {
         Err(ModelError::Refused { status, reason }) => {
             assert_eq!(status, 401);
             assert!(!reason.contains("sk-frank-secret-9"), "{reason}");
@@ -381,14 +278,7 @@ async fn a_silent_provider_is_a_timeout_and_garbage_is_malformed() {
         other => panic!("not refused: {other:?}"),
     }
     assert_eq!(
-        models::complete_for(
-            &app.state.store,
-            &app.state.sealer,
-            &app.state.models,
-            &id,
-            &request
-        )
-        .await,
+        complete_for(&app, &id, &request).await,
         Err(ModelError::Refused {
             status: 500,
             reason: "Internal Server Error".into()
@@ -561,16 +451,10 @@ async fn model_keys_are_sealed_at_rest_and_master_key_rotation_reseals_them() {
     assert!(!before[0].contains(secret), "the column is not the key");
     assert!(!before[0].contains("0123456789"));
     assert_eq!(
-        models::key_for(
-            &app.state.store,
-            &app.state.sealer,
-            &app.state.models,
-            &id,
-            "anthropic"
-        )
-        .await
-        .expect("reads")
-        .map(|k| k.expose().to_owned()),
+        key_for(&app, &id, "anthropic")
+            .await
+            .expect("reads")
+            .map(|k| k.expose().to_owned()),
         Some(secret.to_owned())
     );
 
@@ -599,17 +483,31 @@ async fn model_keys_are_sealed_at_rest_and_master_key_rotation_reseals_them() {
         "no longer opens with the old key"
     );
     assert_eq!(
-        models::key_for(
-            &app.state.store,
-            &app.state.sealer,
-            &app.state.models,
-            &id,
-            "anthropic"
-        )
-        .await
-        .expect("reads")
-        .map(|k| k.expose().to_owned()),
+        key_for(&app, &id, "anthropic")
+            .await
+            .expect("reads")
+            .map(|k| k.expose().to_owned()),
         Some(secret.to_owned()),
         "the same key under the new master key"
     );
+}
+
+/// Ask through `app`'s providers for `account_id` (the account's key, else the host's default).
+async fn complete_for(
+    app: &TestApp,
+    account_id: &str,
+    request: &ModelRequest,
+) -> Result<models::Completion, ModelError> {
+    let s = &app.state;
+    models::complete_for(&s.store, &s.sealer, &s.models, account_id, request).await
+}
+
+/// The key `app` would send to `vendor` for `account_id`.
+async fn key_for(
+    app: &TestApp,
+    account_id: &str,
+    vendor: &str,
+) -> Result<Option<crucible::secret::Secret>, ModelError> {
+    let s = &app.state;
+    models::key_for(&s.store, &s.sealer, &s.models, account_id, vendor).await
 }

@@ -107,17 +107,7 @@ async fn a_cancelled_paid_tournament_refunds_each_payer_exactly_once() {
     .await;
     let before = (usdc(&app, &embedded).await, usdc(&app, &other_wallet).await);
 
-    assert!(
-        crucible::tournaments::lifecycle::cancel(
-            &app.state.store,
-            &*app.state.clock,
-            &app.state.events,
-            &app.state.chain,
-            "trn_refund"
-        )
-        .await
-        .expect("cancel")
-    );
+    assert!(app.cancel_tournament("trn_refund").await.expect("cancel"));
     let detail = app
         .get("/api/tournaments/trn_refund", Auth::None)
         .await
@@ -155,17 +145,7 @@ async fn a_cancelled_paid_tournament_refunds_each_payer_exactly_once() {
     assert_eq!(refund["status"], "sent");
 
     // Cancelling again, or running the jobs again, refunds nothing more.
-    assert!(
-        !crucible::tournaments::lifecycle::cancel(
-            &app.state.store,
-            &*app.state.clock,
-            &app.state.events,
-            &app.state.chain,
-            "trn_refund"
-        )
-        .await
-        .expect("again")
-    );
+    assert!(!app.cancel_tournament("trn_refund").await.expect("again"));
     scheduler.run_due(&app.state).await.expect("pass");
     assert_eq!(refunds(&app, "trn_refund").await.len(), 2);
     assert_eq!(usdc(&app, &other_wallet).await - before.1, 2 * FEE);
@@ -187,15 +167,9 @@ async fn a_refund_interrupted_between_signing_and_sending_is_paid_once_after_a_r
     .await;
     let before = usdc(&app, &wallet).await;
     assert!(
-        crucible::tournaments::lifecycle::cancel(
-            &app.state.store,
-            &*app.state.clock,
-            &app.state.events,
-            &app.state.chain,
-            "trn_refund_crash"
-        )
-        .await
-        .expect("cancel")
+        app.cancel_tournament("trn_refund_crash")
+            .await
+            .expect("cancel")
     );
     let (refund_id,): (String,) = sqlx::query_as(
         "SELECT id FROM payouts WHERE source_kind = 'refund' AND source_id = 'trn_refund_crash'",

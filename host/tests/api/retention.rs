@@ -108,9 +108,7 @@ async fn pruning_removes_only_what_is_past_its_retention() {
     }
 
     // Nothing is old enough yet but the old outbox rows and the finished job.
-    let first = crucible::retention::prune(&app.state.store, &*app.state.clock, &app.state.config)
-        .await
-        .expect("prune");
+    let first = app.prune_retention().await.expect("prune");
     assert_eq!((first.deliveries, first.jobs), (2, 1), "{first:?}");
     assert_eq!((first.sessions, first.components), (0, 0), "{first:?}");
     assert_eq!(
@@ -129,9 +127,7 @@ async fn pruning_removes_only_what_is_past_its_retention() {
 
     // A hundred days on: the session has expired, the unused component is past its retention.
     app.advance(Duration::days(100));
-    let later = crucible::retention::prune(&app.state.store, &*app.state.clock, &app.state.config)
-        .await
-        .expect("prune");
+    let later = app.prune_retention().await.expect("prune");
     assert_eq!(later.sessions, 1, "{later:?}");
     assert_eq!(
         later.components, 1,
@@ -149,9 +145,7 @@ async fn pruning_removes_only_what_is_past_its_retention() {
     assert_eq!(agent_still_there, 1);
     // Running again finds nothing more.
     assert_eq!(
-        crucible::retention::prune(&app.state.store, &*app.state.clock, &app.state.config)
-            .await
-            .expect("prune"),
+        app.prune_retention().await.expect("prune"),
         crucible::retention::Pruned::default()
     );
 }

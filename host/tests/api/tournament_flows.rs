@@ -37,14 +37,7 @@ fn entry<'a>(board: &'a Value, wallet: &str) -> &'a Value {
 }
 
 async fn snapshot(app: &TestApp) {
-    crucible::tournaments::tracking::snapshot_live(
-        &app.state.store,
-        &*app.state.clock,
-        &app.state.events,
-        &app.state.chain,
-    )
-    .await
-    .expect("snapshot");
+    app.snapshot_live().await.expect("snapshot");
 }
 
 async fn flows_recorded(app: &TestApp, id: &str) -> i64 {
@@ -373,13 +366,7 @@ async fn a_round_that_cannot_value_the_wallets_leaves_the_board_stale() {
     .unwrap();
     app.advance(Duration::hours(3));
     assert_eq!(board(&app, "trn_stale").await["stale"], true);
-    let failed = crucible::tournaments::tracking::snapshot_live(
-        &app.state.store,
-        &*app.state.clock,
-        &app.state.events,
-        &app.state.chain,
-    )
-    .await;
+    let failed = app.snapshot_live().await;
     assert!(failed.is_err());
     let still = board(&app, "trn_stale").await;
     assert_eq!(still["stale"], true, "{still}");

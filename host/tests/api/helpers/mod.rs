@@ -797,6 +797,36 @@ pub fn v1_code(response: &TestResponse) -> String {
 }
 
 /// Playing dungeon runs over HTTP.
+/// The services tests drive directly, with the handles each takes (docs/architecture.md,
+/// "Services take handles").
+impl TestApp {
+    /// One snapshot pass over every live tournament (what the scheduler runs each interval).
+    pub async fn snapshot_live(&self) -> anyhow::Result<()> {
+        let s = &self.state;
+        crucible::tournaments::tracking::snapshot_live(&s.store, &*s.clock, &s.events, &s.chain)
+            .await
+    }
+
+    /// Cancel `tournament_id` as an admin would; whether it was cancelled now.
+    pub async fn cancel_tournament(&self, tournament_id: &str) -> anyhow::Result<bool> {
+        let s = &self.state;
+        crucible::tournaments::lifecycle::cancel(
+            &s.store,
+            &*s.clock,
+            &s.events,
+            &s.chain,
+            tournament_id,
+        )
+        .await
+    }
+
+    /// The retention pass, as of the manual clock.
+    pub async fn prune_retention(&self) -> anyhow::Result<crucible::retention::Pruned> {
+        let s = &self.state;
+        crucible::retention::prune(&s.store, &*s.clock, &s.config).await
+    }
+}
+
 impl TestApp {
     /// Moves the manual clock to the next day's noon (UTC), so a test never straddles midnight.
     pub fn dungeon_noon(&self) {

@@ -65,6 +65,20 @@ impl ServerProcess {
         panic!("the server did not start");
     }
 
+    /// Stop it as an operator would (SIGTERM), and wait until it has exited.
+    pub async fn stop(mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        for _ in 0..600 {
+            if self.child.try_wait().expect("wait").is_some() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("the server did not stop within 30 s of SIGTERM");
+    }
+
     /// Sign `email` up; its session cookie (`session-token=…`).
     pub async fn signup(&self, email: &str) -> String {
         let signup = self

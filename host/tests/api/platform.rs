@@ -23,7 +23,7 @@ async fn health_is_503_when_the_database_is_gone() {
         response.body["database"]
             .as_str()
             .expect("database")
-            .starts_with("unreachable")
+            .starts_with("unavailable")
     );
 }
 

@@ -20,6 +20,27 @@ impl Clock for SystemClock {
     }
 }
 
+/// The system clock moved by a fixed offset: a node whose clock disagrees with its peers', for
+/// the fault tests of clock skew (`--clock-offset-ms`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OffsetClock {
+    offset: Duration,
+}
+
+impl OffsetClock {
+    pub(crate) fn new(offset_ms: i64) -> Self {
+        OffsetClock {
+            offset: Duration::milliseconds(offset_ms),
+        }
+    }
+}
+
+impl Clock for OffsetClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now() + self.offset
+    }
+}
+
 /// A clock that only moves when told to; for tests and simulations.
 #[derive(Debug)]
 pub struct ManualClock {
@@ -85,5 +106,16 @@ mod tests {
         clock.advance(Duration::minutes(5));
         assert_eq!(to_millis(clock.now()), 1_700_000_300_000);
         assert_eq!(rfc3339(clock.now()), "2023-11-14T22:18:20.000Z");
+    }
+
+    #[test]
+    fn an_offset_clock_runs_ahead_or_behind_by_its_offset() {
+        for offset_ms in [2_000_i64, -2_000] {
+            let before = Utc::now();
+            let skewed = OffsetClock::new(offset_ms).now();
+            let after = Utc::now();
+            assert!(skewed >= before + Duration::milliseconds(offset_ms));
+            assert!(skewed <= after + Duration::milliseconds(offset_ms));
+        }
     }
 }

@@ -118,6 +118,13 @@ pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub retention: RetentionArgs,
 
+    /// Fault testing only: this node's clock runs this many milliseconds ahead of the system
+    /// clock (behind when negative), to see what skew between nodes does (docs/operations.md,
+    /// "Clocks"). Never set it in production.
+    #[arg(long, env = "CRUCIBLE_CLOCK_OFFSET_MS", default_value_t = 0, allow_hyphen_values = true,
+          value_parser = clap::value_parser!(i64).range(-86_400_000..=86_400_000))]
+    pub clock_offset_ms: i64,
+
     /// A client must send a request's headers within this many milliseconds of the server
     /// being ready for them, or the connection is closed (slow or silent clients).
     #[arg(long, env = "CRUCIBLE_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000,
@@ -367,6 +374,8 @@ pub struct Config {
     pub snapshot_interval_secs: u64,
     /// Milliseconds a client has to send a request's headers.
     pub header_read_timeout_ms: u64,
+    /// Fault testing: how far this node's clock is moved from the system clock.
+    pub clock_offset_ms: i64,
     /// Open event streams per node and per client address.
     pub max_streams: usize,
     pub max_streams_per_client: usize,
@@ -450,6 +459,7 @@ impl From<ServeArgs> for Config {
             agent_fee_reserve_lamports: args.agent_fee_reserve_lamports,
             simnet_pool_depth_usdc: args.chain.simnet_pool_depth_usdc,
             header_read_timeout_ms: args.header_read_timeout_ms,
+            clock_offset_ms: args.clock_offset_ms,
             max_streams: args.max_streams,
             max_streams_per_client: args.max_streams_per_client,
             max_unfunded_agents: args.max_unfunded_agents,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, OffsetClock, SystemClock};
 use crate::config::Config;
 use crate::config::StorageArgs;
 use crate::crypto::Sealer;
@@ -34,9 +34,19 @@ pub struct Application {
 }
 
 impl Application {
-    /// Build with the wall clock.
+    /// Build with the wall clock (moved by `--clock-offset-ms` in fault tests).
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        Self::build_with_clock(config, Arc::new(SystemClock)).await
+        let clock: Arc<dyn Clock> = match config.clock_offset_ms {
+            0 => Arc::new(SystemClock),
+            offset_ms => {
+                tracing::warn!(
+                    offset_ms,
+                    "this node's clock is offset from the system clock (fault testing)"
+                );
+                Arc::new(OffsetClock::new(offset_ms))
+            }
+        };
+        Self::build_with_clock(config, clock).await
     }
 
     /// Build with an injected clock (tests move time instead of sleeping).

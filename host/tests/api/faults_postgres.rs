@@ -19,14 +19,14 @@ use serde_json::{Value, json};
 use crate::helpers::server_process::ServerProcess;
 
 /// A PostgreSQL cluster of the test's own.
-struct PrivatePostgres {
+pub(crate) struct PrivatePostgres {
     bin: PathBuf,
     dir: tempfile::TempDir,
     port: u16,
 }
 
 impl PrivatePostgres {
-    fn init() -> PrivatePostgres {
+    pub(crate) fn init() -> PrivatePostgres {
         let bin = std::fs::read_dir("/usr/lib/postgresql")
             .expect("PostgreSQL is installed under /usr/lib/postgresql")
             .filter_map(|entry| entry.ok().map(|e| e.path().join("bin")))
@@ -61,7 +61,7 @@ impl PrivatePostgres {
         self.dir.path().join("data").display().to_string()
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
@@ -79,7 +79,7 @@ impl PrivatePostgres {
         );
     }
 
-    fn start(&self) {
+    pub(crate) fn start(&self) {
         let options = format!(
             "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off",
             self.port,
@@ -101,7 +101,7 @@ impl PrivatePostgres {
         );
     }
 
-    fn stop(&self, mode: &str) {
+    pub(crate) fn stop(&self, mode: &str) {
         self.as_postgres("pg_ctl", &["-D", &self.data(), "-m", mode, "-w", "stop"]);
     }
 }
@@ -117,7 +117,7 @@ impl Drop for PrivatePostgres {
 }
 
 /// `crucible serve` on `database_url`, rate limits off (eight clients sign up back to back).
-async fn start(database_url: &str) -> ServerProcess {
+pub(crate) async fn start(database_url: &str) -> ServerProcess {
     ServerProcess::start(|command| {
         command
             .env("DATABASE_URL", database_url)
@@ -327,7 +327,7 @@ async fn faults_postgres_restarts_under_load_lose_nothing_and_recover_within_5_s
 }
 
 /// `crucible tournament create` on `database_url`: a free tournament starting in an hour; its id.
-fn create_free_tournament(database_url: &str) -> String {
+pub(crate) fn create_free_tournament(database_url: &str) -> String {
     let data_dir = tempfile::tempdir().expect("tempdir");
     let starts = chrono::Utc::now() + chrono::Duration::hours(1);
     let ends = starts + chrono::Duration::hours(1);
@@ -340,7 +340,7 @@ fn create_free_tournament(database_url: &str) -> String {
             "--entry-fee",
             "0",
         ])
-        .args(["--max-participants", "100", "--starts-at"])
+        .args(["--max-participants", "100000", "--starts-at"])
         .arg(starts.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
         .arg("--ends-at")
         .arg(ends.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))

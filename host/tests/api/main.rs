@@ -33,6 +33,7 @@ mod dungeon_ops;
 mod entry_rules;
 mod faults_disk;
 mod faults_postgres;
+mod faults_schedule;
 mod fuzz_endpoints;
 mod fuzz_v1;
 mod guest_languages;

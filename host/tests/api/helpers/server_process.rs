@@ -65,6 +65,11 @@ impl ServerProcess {
         panic!("the server did not start");
     }
 
+    /// Its process id (to pause, resume or kill it from a fault test).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stop it as an operator would (SIGTERM), and wait until it has exited.
     pub async fn stop(mut self) {
         let _ = std::process::Command::new("kill")

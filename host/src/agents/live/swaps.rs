@@ -5,7 +5,7 @@
 //! so however often a swap is settled (after a crash, by another node) it has one outcome, and a
 //! recorded transaction is never sent again by a later tick.
 
-use crate::agents::ticker::Ticking;
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use base64::Engine;
@@ -14,7 +14,7 @@ use super::{
     BLOCKHASH_LIFETIME_MS, CONFIRM_TIMEOUT, LAMPORTS_PER_SOL, LiveError, Outcome, PendingSwap,
     Settled, SwapOrder, route_for, store_error, to_i64,
 };
-use crate::agents::ticker::side_name;
+use crate::agents::ticker::{Ticking, side_name};
 use crate::agents::trades::{self, NewTrade};
 use crate::chain::Chain;
 use crate::chain::ChainError;
@@ -37,25 +37,28 @@ pub async fn prepare(
     agent_id: &str,
     order: &SwapOrder,
 ) -> Result<PendingSwap, LiveError> {
-    let Ticking {
-        store,
-        chain,
-        sealer,
-        config,
-        agents,
-        ..
-    } = ticking;
-    let route = route_for(&ticking.clock, chain, config, agents)?;
+    let route = route_of(ticking)?;
+    let t = ticking;
     prepare_with(
-        store,
-        &*ticking.clock,
-        chain,
-        sealer,
+        &t.store,
+        &*t.clock,
+        &t.chain,
+        &t.sealer,
         route.as_ref(),
         agent_id,
         order,
     )
     .await
+}
+
+/// The swap route of `ticking`'s node (the pool on simnet, Jupiter on a real cluster).
+fn route_of(ticking: &Ticking) -> Result<Arc<dyn SwapRoute>, LiveError> {
+    route_for(
+        &ticking.clock,
+        &ticking.chain,
+        &ticking.config,
+        &ticking.agents,
+    )
 }
 
 pub(super) async fn prepare_with(
@@ -125,18 +128,12 @@ pub async fn send_and_settle(
     agent_id: &str,
     pending: &PendingSwap,
 ) -> Result<Settled, LiveError> {
-    let Ticking {
-        store,
-        chain,
-        config,
-        agents,
-        ..
-    } = ticking;
-    let route = route_for(&ticking.clock, chain, config, agents)?;
+    let route = route_of(ticking)?;
+    let t = ticking;
     settle_sent(
-        store,
-        &*ticking.clock,
-        chain,
+        &t.store,
+        &*t.clock,
+        &t.chain,
         route.as_ref(),
         agent_id,
         pending,
@@ -220,14 +217,8 @@ pub(super) async fn settle_pending(
     agent_id: &str,
     outcome: &mut Outcome,
 ) -> Result<usize, LiveError> {
-    let Ticking {
-        store,
-        chain,
-        config,
-        agents,
-        ..
-    } = ticking;
-    let route = route_for(&ticking.clock, chain, config, agents)?;
+    let Ticking { store, chain, .. } = ticking;
+    let route = route_of(ticking)?;
     let clock = &*ticking.clock;
     let pending: Vec<(String, i64)> = sqlx::query_as(
         "SELECT signature, issued_at FROM agent_live_swaps

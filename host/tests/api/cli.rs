@@ -4,6 +4,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::helpers::server_process::terminate;
+
 fn crucible() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_crucible"));
     command
@@ -74,23 +76,7 @@ async fn serve_starts_on_a_fresh_dir_answers_and_stops_gracefully_on_sigterm() {
         "dev master key generated"
     );
 
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let mut waited = Duration::ZERO;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            waited < Duration::from_secs(30),
-            "server did not stop after SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += Duration::from_millis(50);
-    };
+    let status = terminate(&mut child).await;
     assert!(
         status.success(),
         "graceful shutdown exits 0, got {status:?}"
@@ -187,22 +173,6 @@ async fn simnet_alone_answers_json_rpc_and_pubsub_and_stops_on_sigterm() {
     assert_eq!(balance["result"]["value"], 1_000_000_000, "{balance}");
     assert_eq!(next_json().await["method"], "slotNotification");
 
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let mut waited = Duration::ZERO;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            waited < Duration::from_secs(30),
-            "the simnet did not stop after SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += Duration::from_millis(50);
-    };
+    let status = terminate(&mut child).await;
     assert!(status.success(), "a clean stop exits 0, got {status:?}");
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
-use crate::faults_postgres::{PrivatePostgres, create_free_tournament, start};
+use crate::faults_postgres::{PrivatePostgres, count_present, create_free_tournament, start};
 use crate::helpers::server_process::ServerProcess;
 
 /// What one request was told: its status, or 0 when no answer came (refused, reset, timed out).
@@ -102,20 +102,6 @@ async fn client_loop(
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-}
-
-/// Counts of `sql` rows matching each value, summed.
-async fn count_present(pool: &sqlx::AnyPool, sql: &str, values: &[String]) -> usize {
-    let mut found = 0;
-    for value in values {
-        let (n,): (i64,) = sqlx::query_as(sql)
-            .bind(value)
-            .fetch_one(pool)
-            .await
-            .expect("count");
-        found += usize::try_from(n).unwrap_or(0);
-    }
-    found
 }
 
 async fn healthy(client: &reqwest::Client, base: &str) -> bool {

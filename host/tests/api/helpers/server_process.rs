@@ -72,16 +72,7 @@ impl ServerProcess {
 
     /// Stop it as an operator would (SIGTERM), and wait until it has exited.
     pub async fn stop(mut self) {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        for _ in 0..600 {
-            if self.child.try_wait().expect("wait").is_some() {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!("the server did not stop within 30 s of SIGTERM");
+        terminate(&mut self.child).await;
     }
 
     /// Sign `email` up; its session cookie (`session-token=…`).
@@ -193,4 +184,20 @@ impl ServerProcess {
         assert_eq!(started.status(), 200);
         agent_id
     }
+}
+
+/// Send `child` SIGTERM and wait (up to 30 s) until it has exited; its exit status.
+pub async fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "SIGTERM could not be sent");
+    for _ in 0..600 {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the process did not stop within 30 s of SIGTERM");
 }

@@ -56,7 +56,7 @@ fn main() {
                         reason: None,
                         market_ts: 0,
                     };
-                    let pending = live::prepare(&state.ticking(), id, &order)
+                    let pending = live::prepare(&state.ticking(), id, &order, None)
                         .await
                         .expect("prepare");
                     let settled = live::send_and_settle(&state.ticking(), id, &pending)

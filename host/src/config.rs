@@ -125,6 +125,21 @@ pub(crate) struct ServeArgs {
           value_parser = clap::value_parser!(i64).range(-86_400_000..=86_400_000))]
     pub clock_offset_ms: i64,
 
+    /// Fault testing only: every lease (agent ticks, jobs, payouts) lasts this many
+    /// milliseconds instead of its standard length, so a test sees another node take over the
+    /// work of one cut off from the database within seconds (docs/operations.md, "Leases and
+    /// fencing"). Never set it in production.
+    #[arg(long, env = "CRUCIBLE_LEASE_MS",
+          value_parser = clap::value_parser!(u64).range(1_000..=3_600_000))]
+    pub lease_ms: Option<u64>,
+
+    /// A request not answered within this many milliseconds is answered 503 with
+    /// `Retry-After` (a database cut off mid-query would otherwise hold it until TCP gives up).
+    /// Event streams are not cut: only the wait for a response's head is bounded.
+    #[arg(long, env = "CRUCIBLE_REQUEST_TIMEOUT_MS", default_value_t = 60_000,
+          value_parser = clap::value_parser!(u64).range(1_000..=3_600_000))]
+    pub request_timeout_ms: u64,
+
     /// A client must send a request's headers within this many milliseconds of the server
     /// being ready for them, or the connection is closed (slow or silent clients).
     #[arg(long, env = "CRUCIBLE_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000,
@@ -376,6 +391,10 @@ pub struct Config {
     pub header_read_timeout_ms: u64,
     /// Fault testing: how far this node's clock is moved from the system clock.
     pub clock_offset_ms: i64,
+    /// How long claims of leased work last (standard unless `--lease-ms`).
+    pub leases: crate::leases::Leases,
+    /// Milliseconds a request may take before it is answered 503.
+    pub request_timeout_ms: u64,
     /// Open event streams per node and per client address.
     pub max_streams: usize,
     pub max_streams_per_client: usize,
@@ -460,6 +479,11 @@ impl From<ServeArgs> for Config {
             simnet_pool_depth_usdc: args.chain.simnet_pool_depth_usdc,
             header_read_timeout_ms: args.header_read_timeout_ms,
             clock_offset_ms: args.clock_offset_ms,
+            leases: args.lease_ms.map_or(
+                crate::leases::Leases::STANDARD,
+                crate::leases::Leases::uniform,
+            ),
+            request_timeout_ms: args.request_timeout_ms,
             max_streams: args.max_streams,
             max_streams_per_client: args.max_streams_per_client,
             max_unfunded_agents: args.max_unfunded_agents,

@@ -30,6 +30,7 @@ pub mod events;
 pub mod health;
 pub mod http;
 mod layering;
+pub mod leases;
 /// Market data, its own crate (`crucible-market`): feeds, candles, signals and their statistics.
 pub use crucible_market as market;
 pub mod market_cli;

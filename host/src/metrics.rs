@@ -43,6 +43,9 @@ pub(crate) struct Metrics {
     requests: Mutex<BTreeMap<(String, String, u16), RouteStats>>,
     pub ticks_ok: AtomicU64,
     pub ticks_failed: AtomicU64,
+    /// Paper ticks run but not stored: the agent was stopped, or another node took its tick
+    /// over (this node's claim had run out), meanwhile.
+    pub ticks_dropped: AtomicU64,
     pub deliveries_sent: AtomicU64,
     pub deliveries_failed: AtomicU64,
 }
@@ -129,6 +132,10 @@ impl Metrics {
                 (
                     "outcome=\"failed\"",
                     self.ticks_failed.load(Ordering::Relaxed),
+                ),
+                (
+                    "outcome=\"dropped\"",
+                    self.ticks_dropped.load(Ordering::Relaxed),
                 ),
             ],
         );

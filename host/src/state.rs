@@ -58,6 +58,7 @@ impl AppState {
             chain: &self.chain,
             events: &self.events,
             node_id: &self.node_id,
+            lease: self.config.leases.payouts,
         }
     }
 }

@@ -14,7 +14,6 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
-use chrono::Duration;
 use serde_json::json;
 
 use futures_util::stream::{self, StreamExt};
@@ -73,8 +72,6 @@ impl Ticking {
 pub(crate) const BATCH: i64 = 256;
 /// Faulted ticks in a row after which an agent is moved to `error`.
 pub const FAULT_LIMIT: i64 = 5;
-/// How long a claimed tick stays leased before another node may take it over.
-pub(super) const LEASE: Duration = Duration::minutes(2);
 
 /// What a pass did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -143,13 +140,14 @@ pub async fn run_due(ticking: &Ticking, owner: &str) -> anyhow::Result<TickPass>
     let mut drained = false;
     loop {
         while !drained && in_flight.len() < BATCHES_IN_FLIGHT {
-            let due = claim(&ticking.store, &*ticking.clock, owner, false).await?;
+            // Each batch is claimed under a token of its own: its store is fenced by it.
+            let lease = crate::leases::token(owner);
+            let due = claim(ticking, &lease, false).await?;
             if due.is_empty() {
                 drained = true;
             } else {
-                let (ticking, owner, turn) =
-                    (ticking.clone(), owner.to_owned(), sandbox_turn.clone());
-                in_flight.spawn(async move { tick_batch(&ticking, &owner, due, &turn).await });
+                let (ticking, turn) = (ticking.clone(), sandbox_turn.clone());
+                in_flight.spawn(async move { tick_batch(&ticking, &lease, due, &turn).await });
             }
         }
         match in_flight.join_next().await {
@@ -257,14 +255,16 @@ async fn tick_batch(
     Ok(pass)
 }
 
-/// Claim a batch of due agents, paper ones or (`live`) live ones, under this node's lease.
+/// Claim a batch of due agents, paper ones or (`live`) live ones, under the lease token
+/// `lease` (a fresh one per claim, `leases::token`): every write of their ticks is
+/// conditioned on it, so a node whose claim ran out and was taken over writes nothing.
 pub(super) async fn claim(
-    store: &Store,
-    clock: &dyn Clock,
-    owner: &str,
+    ticking: &Ticking,
+    lease: &str,
     live: bool,
 ) -> anyhow::Result<Vec<DueAgent>> {
-    let now = clock.now();
+    let store = &ticking.store;
+    let now = ticking.clock.now();
     let lock = match store.backend() {
         Backend::Postgres => "FOR UPDATE SKIP LOCKED",
         Backend::Sqlite => "",
@@ -281,8 +281,8 @@ pub(super) async fn claim(
                    model_tokens_per_day, model_tokens_day, model_tokens_used"
     );
     let rows: Vec<DueRow> = sqlx::query_as(&sql)
-        .bind(owner)
-        .bind(to_millis(now + LEASE))
+        .bind(lease)
+        .bind(to_millis(now + ticking.config.leases.ticks))
         .bind(to_millis(now))
         .bind(BATCH)
         .bind(i64::from(!live))
@@ -548,7 +548,11 @@ async fn store(
         .execute(&mut *tx)
         .await?;
         if updated.rows_affected() == 0 {
-            // Stopped (or taken over) while ticking: the tick is dropped whole.
+            // Stopped, or taken over by another node once this claim ran out (its token no
+            // longer holds the agent), while ticking: the tick is dropped whole.
+            metrics
+                .ticks_dropped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             continue;
         }
         if let Some(decision) = result.decision.take() {

@@ -102,6 +102,14 @@ impl Store {
             Backend::Postgres => {
                 let pool = pool_options()
                     .max_connections(16)
+                    .after_connect(|conn, _meta| {
+                        Box::pin(async move {
+                            for setting in POSTGRES_SESSION {
+                                conn.execute(*setting).await?;
+                            }
+                            Ok(())
+                        })
+                    })
                     .connect(url)
                     .await
                     .map_err(StoreError::Connect)?;
@@ -155,6 +163,21 @@ impl Store {
         self.reader.close().await;
     }
 }
+
+/// Every PostgreSQL session's settings: the server drops a session whose node stopped
+/// answering, so a node cut off from the database (its packets dropped, not refused) cannot hold
+/// row locks past its leases and keep the other nodes from taking its work over
+/// (docs/operations.md, "Leases and fencing"). A transaction left idle for 15 s is rolled back
+/// (Crucible never holds one across a network round trip, so only a lost node's does); data
+/// sent and not acknowledged for 15 s, or a silent peer (keepalives after 15 s idle, 3 probes
+/// 5 s apart), ends the session.
+const POSTGRES_SESSION: &[&str] = &[
+    "SET idle_in_transaction_session_timeout = '15s'",
+    "SET tcp_user_timeout = 15000",
+    "SET tcp_keepalives_idle = 15",
+    "SET tcp_keepalives_interval = 5",
+    "SET tcp_keepalives_count = 3",
+];
 
 /// What every pool shares: a bounded wait for a connection (so a request meets a 503, not a
 /// hang, when the database is away), and no connection goes back to the pool still inside a

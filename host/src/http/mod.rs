@@ -2,6 +2,7 @@
 //! document generated from the same handlers, and the JSON answers for unknown routes.
 
 pub(crate) mod compression;
+mod deadline;
 pub(crate) mod error;
 pub(crate) mod json;
 pub(crate) mod openapi;
@@ -80,6 +81,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .layer(TraceLayer::new_for_http())
         .with_state(state.clone());
     let metrics = state.metrics.clone();
+    let request_timeout_ms = state.config.request_timeout_ms;
     // MCP is another client of the same API: its tools call these routes in process.
     let mcp = crate::mcp::router(state.clone(), api.clone(), &mcp_document);
     // The web app answers the paths it serves and hands everything else to the API unchanged.
@@ -88,6 +90,10 @@ pub(crate) fn router(state: AppState) -> Router {
         // The session cookie writes to `/api/…` only past the web app's cross-site guard.
         .layer(axum::middleware::from_fn(crate::web::guard_api_writes))
         .layer(axum::middleware::from_fn(crate::metrics::label_route))
+        .layer(axum::middleware::from_fn_with_state(
+            std::time::Duration::from_millis(request_timeout_ms),
+            deadline::bound,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             metrics,
             crate::metrics::track,

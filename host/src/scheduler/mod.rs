@@ -17,15 +17,12 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::crypto::random_base58;
 use crate::db::Store;
+use crate::leases::Leases;
 use crate::state::AppState;
 
 pub use queue::{Job, enqueue};
 pub use recurring::Recurring;
 
-/// How long a claimed job stays leased to its node before another may take it over.
-const LEASE: chrono::Duration = chrono::Duration::minutes(5);
-/// How often the leases of running and waiting jobs are renewed: well inside [`LEASE`].
-const RENEW_EVERY: Duration = Duration::from_secs(60);
 /// Jobs claimed per round trip.
 const BATCH: i64 = 32;
 
@@ -143,53 +140,30 @@ impl Scheduler {
 
     /// Every due job of the queue, until none is due.
     async fn run_jobs(&self, state: &AppState, pass: &mut Pass) -> anyhow::Result<()> {
+        let leases = state.config.leases;
         loop {
-            let jobs = queue::claim(&state.store, &self.owner, state.now(), LEASE, BATCH).await?;
+            // A token per claimed batch fences its bookkeeping (`leases`).
+            let lease = crate::leases::token(&self.owner);
+            let jobs = queue::claim(&state.store, &lease, state.now(), leases.jobs, BATCH).await?;
             if jobs.is_empty() {
                 return Ok(());
             }
             for job in jobs {
                 let span = tracing::info_span!("job", id = %job.id, attempt = job.attempts);
                 let run = tracing::Instrument::instrument(dispatch::run_job(state, &job), span);
-                let outcome = self.renewing_leases(&state.store, &*state.clock, run).await;
+                let outcome =
+                    renewing_leases(&state.store, &*state.clock, &lease, leases, run).await;
                 match outcome {
                     Ok(()) => {
-                        queue::complete(&state.store, &job, &self.owner, state.now()).await?;
+                        queue::complete(&state.store, &job, &lease, state.now()).await?;
                         pass.jobs_done += 1;
                     }
                     Err(error) => {
                         let message = format!("{error:#}");
                         tracing::warn!(job = %job.id, attempt = job.attempts, error = %message, "job failed; will retry");
-                        queue::retry_later(&state.store, &job, &self.owner, state.now(), &message)
+                        queue::retry_later(&state.store, &job, &lease, state.now(), &message)
                             .await?;
                         pass.jobs_failed += 1;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Run `work` while renewing every lease this scheduler holds (the job running and the
-    /// rest of its batch) every [`RENEW_EVERY`], so a long job — a tournament's end over
-    /// thousands of wallets — never loses its lease to another node mid-way, and the jobs
-    /// waiting behind it keep theirs.
-    async fn renewing_leases<T>(
-        &self,
-        store: &Store,
-        clock: &dyn Clock,
-        work: impl Future<Output = T>,
-    ) -> T {
-        let mut work = std::pin::pin!(work);
-        let mut renew = tokio::time::interval(RENEW_EVERY);
-        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        // The first tick is immediate; the leases were just taken.
-        renew.tick().await;
-        loop {
-            tokio::select! {
-                outcome = &mut work => return outcome,
-                _ = renew.tick() => {
-                    if let Err(error) = queue::renew_held(store, &self.owner, clock.now(), LEASE).await {
-                        tracing::warn!(%error, "job leases not renewed; retrying at the next beat");
                     }
                 }
             }
@@ -215,6 +189,34 @@ impl Scheduler {
             });
         }
         Workers { tasks }
+    }
+}
+
+/// Run `work` while renewing every lease of the claim `lease` (the job running and the rest of
+/// its batch) every [`Leases::job_renewal`], so a long job — a tournament's end over thousands
+/// of wallets — never loses its lease to another node mid-way, and the jobs waiting behind it
+/// keep theirs.
+async fn renewing_leases<T>(
+    store: &Store,
+    clock: &dyn Clock,
+    lease: &str,
+    leases: Leases,
+    work: impl Future<Output = T>,
+) -> T {
+    let mut work = std::pin::pin!(work);
+    let mut renew = tokio::time::interval(leases.job_renewal());
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first tick is immediate; the leases were just taken.
+    renew.tick().await;
+    loop {
+        tokio::select! {
+            outcome = &mut work => return outcome,
+            _ = renew.tick() => {
+                if let Err(error) = queue::renew_held(store, lease, clock.now(), leases.jobs).await {
+                    tracing::warn!(%error, "job leases not renewed; retrying at the next beat");
+                }
+            }
+        }
     }
 }
 

@@ -39,8 +39,9 @@ pub async fn enqueue(
     Ok(())
 }
 
-/// Lease up to `limit` due jobs to `owner`, earliest first. Expired leases (a node that died
-/// mid-job) are taken over.
+/// Lease up to `limit` due jobs to the claim `owner` (a token of its own per claim,
+/// `leases::token`), earliest first. Expired leases (a node that died or was cut off mid-job)
+/// are taken over.
 pub async fn claim(
     store: &Store,
     owner: &str,
@@ -99,8 +100,8 @@ pub async fn renew_held(
     Ok(renewed.rows_affected())
 }
 
-/// Mark a leased job done.
-pub(crate) async fn complete(
+/// Mark a job done, if the claim `owner` (its lease token) still holds it.
+pub async fn complete(
     store: &Store,
     job: &Job,
     owner: &str,
@@ -115,8 +116,9 @@ pub(crate) async fn complete(
     Ok(())
 }
 
-/// Release a failed job with exponential backoff (5 s doubling, at most an hour).
-pub(crate) async fn retry_later(
+/// Release a failed job with exponential backoff (5 s doubling, at most an hour), if the
+/// claim `owner` still holds it.
+pub async fn retry_later(
     store: &Store,
     job: &Job,
     owner: &str,

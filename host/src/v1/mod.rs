@@ -26,14 +26,20 @@ use crate::state::AppState;
 /// Body limit of this family, except uploads (which set their own).
 const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// The routes of `/api/v1` and their document, to be nested there; strategy uploads may be
-/// `upload_limit` bytes.
 /// A 403 in this family's envelope, for a refusal made before any v1 handler runs (the
 /// cross-site guard of cookie-authenticated writes).
 pub(crate) fn forbidden(message: String) -> axum::response::Response {
     axum::response::IntoResponse::into_response(error::V1Error::Forbidden(message))
 }
 
+/// A 503 in this family's envelope, with `Retry-After`, for a request the server could not
+/// answer in time (`http::deadline`).
+pub(crate) fn unavailable(message: String) -> axum::response::Response {
+    axum::response::IntoResponse::into_response(error::V1Error::Unavailable(message))
+}
+
+/// The routes of `/api/v1` and their document, to be nested there; strategy uploads may be
+/// `upload_limit` bytes.
 pub(crate) fn router(upload_limit: usize) -> (Router<AppState>, OpenApi) {
     let (routes, document) = OpenApiRouter::new()
         .merge(keys::router().layer(DefaultBodyLimit::max(MAX_BODY_BYTES)))

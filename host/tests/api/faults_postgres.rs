@@ -23,10 +23,19 @@ pub(crate) struct PrivatePostgres {
     bin: PathBuf,
     dir: tempfile::TempDir,
     port: u16,
+    /// `listen_addresses`: loopback, and the addresses of other test hosts' links.
+    listen: String,
 }
 
 impl PrivatePostgres {
     pub(crate) fn init() -> PrivatePostgres {
+        Self::init_listening(&[])
+    }
+
+    /// A cluster that also listens on `also` (each an address of this host that a test host in
+    /// a network namespace reaches it by), trusting connections from anywhere: it is the test's
+    /// own, on a private link.
+    pub(crate) fn init_listening(also: &[&str]) -> PrivatePostgres {
         let bin = std::fs::read_dir("/usr/lib/postgresql")
             .expect("PostgreSQL is installed under /usr/lib/postgresql")
             .filter_map(|entry| entry.ok().map(|e| e.path().join("bin")))
@@ -47,12 +56,27 @@ impl PrivatePostgres {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let cluster = PrivatePostgres { bin, dir, port };
+        let listen = std::iter::once("127.0.0.1")
+            .chain(also.iter().copied())
+            .collect::<Vec<_>>()
+            .join(",");
+        let cluster = PrivatePostgres {
+            bin,
+            dir,
+            port,
+            listen,
+        };
         let data = cluster.data();
         cluster.as_postgres(
             "initdb",
             &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"],
         );
+        if !also.is_empty() {
+            let hba = cluster.dir.path().join("data/pg_hba.conf");
+            let mut rules = std::fs::read_to_string(&hba).expect("pg_hba.conf");
+            rules.push_str("\nhost all all 0.0.0.0/0 trust\n");
+            std::fs::write(&hba, rules).expect("pg_hba.conf");
+        }
         cluster.start();
         cluster
     }
@@ -62,7 +86,16 @@ impl PrivatePostgres {
     }
 
     pub(crate) fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+        self.url_at("127.0.0.1")
+    }
+
+    /// The database's URL through `address` (one it listens on).
+    pub(crate) fn url_at(&self, address: &str) -> String {
+        format!("postgres://postgres@{address}:{}/postgres", self.port)
+    }
+
+    pub(crate) fn port(&self) -> u16 {
+        self.port
     }
 
     fn as_postgres(&self, tool: &str, args: &[&str]) {
@@ -81,8 +114,9 @@ impl PrivatePostgres {
 
     pub(crate) fn start(&self) {
         let options = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off",
+            "-p {} -c listen_addresses={} -k {} -c fsync=off",
             self.port,
+            self.listen,
             self.dir.path().display()
         );
         let log = self.dir.path().join("postgres.log").display().to_string();
@@ -118,9 +152,15 @@ impl Drop for PrivatePostgres {
 
 /// `crucible serve` on `database_url`, rate limits off (eight clients sign up back to back).
 pub(crate) async fn start(database_url: &str) -> ServerProcess {
+    start_skewed(database_url, 0).await
+}
+
+/// The same with the node's clock `offset_ms` off the system clock (`--clock-offset-ms`).
+pub(crate) async fn start_skewed(database_url: &str, offset_ms: i64) -> ServerProcess {
     ServerProcess::start(|command| {
         command
             .env("DATABASE_URL", database_url)
+            .env("CRUCIBLE_CLOCK_OFFSET_MS", offset_ms.to_string())
             .args(["--rate-limits", "off"]);
     })
     .await

@@ -4,7 +4,8 @@
 //! Six clients send sign-ups and free registrations to either node (the other one when a node
 //! does not answer, as a balancer would). Meanwhile, from a seeded schedule: PostgreSQL is
 //! stopped (`immediate` or `fast`) and started again, a node is paused (SIGSTOP, then SIGCONT)
-//! or killed (SIGKILL, then started again). Afterwards the checker requires that every
+//! or killed (SIGKILL, then started again). Every node runs with its clock skewed by up to a
+//! second either way (`--clock-offset-ms`, drawn again at each restart). Afterwards the checker requires that every
 //! acknowledged write (201) is in the database, that no answer was a 5xx other than 503, and that
 //! both nodes serve normally within 5 s of the last fault.
 //!
@@ -21,7 +22,9 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
-use crate::faults_postgres::{PrivatePostgres, count_present, create_free_tournament, start};
+use crate::faults_postgres::{
+    PrivatePostgres, count_present, create_free_tournament, start_skewed,
+};
 use crate::helpers::server_process::ServerProcess;
 
 /// What one request was told: its status, or 0 when no answer came (refused, reset, timed out).
@@ -128,7 +131,16 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
 
     let postgres = PrivatePostgres::init();
     let url = postgres.url();
-    let mut nodes: Vec<ServerProcess> = vec![start(&url).await, start(&url).await];
+    // Each node's clock is up to a second off the system's, so up to 2 s apart (drawn again at
+    // every restart): leases, schedules and deadlines are decided by one clock each
+    // (docs/operations.md, "Clocks").
+    let mut skew = || rng.gen_range(-1_000..=1_000_i64);
+    let offsets = [skew(), skew()];
+    let mut nodes: Vec<ServerProcess> = vec![
+        start_skewed(&url, offsets[0]).await,
+        start_skewed(&url, offsets[1]).await,
+    ];
+    eprintln!("clock offsets {offsets:?} ms");
     let bases = Arc::new(RwLock::new(
         nodes.iter().map(|n| n.base.clone()).collect::<Vec<_>>(),
     ));
@@ -180,7 +192,7 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
             _ => {
                 signal(nodes[target].pid(), "KILL");
                 tokio::time::sleep(hold).await;
-                nodes[target] = start(&url).await;
+                nodes[target] = start_skewed(&url, rng.gen_range(-1_000..=1_000)).await;
                 bases.write().expect("bases")[target] = nodes[target].base.clone();
                 *faults
                     .entry("node killed (SIGKILL) and started again")

@@ -321,7 +321,7 @@ async fn a_swap_sent_before_a_crash_is_recorded_once_after_restart() {
         market_ts: 0,
     };
     // Recorded, then sent, then the node dies before recording the outcome.
-    let pending = live::prepare(&app.state.ticking(), &agent_id, &order)
+    let pending = live::prepare(&app.state.ticking(), &agent_id, &order, None)
         .await
         .expect("prepare");
     app.state
@@ -395,7 +395,7 @@ async fn a_recorded_swap_that_never_landed_is_refused_once_its_blockhash_expires
         reason: None,
         market_ts: 0,
     };
-    let pending = live::prepare(&app.state.ticking(), &agent_id, &order)
+    let pending = live::prepare(&app.state.ticking(), &agent_id, &order, None)
         .await
         .expect("prepare");
     let app = app.restart().await;
@@ -419,6 +419,50 @@ async fn a_recorded_swap_that_never_landed_is_refused_once_its_blockhash_expires
     assert!(view["live"]["refusedOrders"].as_i64().expect("refused") >= 1);
 }
 
+/// Found by auditing what a node cut off from the database may still write: a live tick that
+/// lost its claim (another node took the agent over) records no swap, so it cannot send one.
+#[tokio::test]
+async fn a_tick_whose_lease_was_taken_over_records_no_swap() {
+    let app = TestApp::spawn().await;
+    let key = operator(&app).await;
+    let (agent_id, wallet) = live_agent(&app, &key, "fenced", "fighter", 100.0).await;
+    app.airdrop(&wallet, 2 * SOL, 100 * USDC).await;
+    start(&app, &key, &agent_id).await;
+    let (stale, holder) = ("node_a:scheduler:claim1", "node_b:scheduler:claim2");
+    sqlx::query("UPDATE agents SET tick_lease_owner = $1, tick_lease_until = $2 WHERE id = $3")
+        .bind(holder)
+        .bind(crucible::clock::to_millis(
+            app.state.now() + Duration::minutes(2),
+        ))
+        .bind(&agent_id)
+        .execute(app.state.store.write())
+        .await
+        .expect("B holds the agent");
+    let order = SwapOrder {
+        direction: Direction::SellSol,
+        amount_in: SOL / 10,
+        minimum_out: None,
+        reason: None,
+        market_ts: 0,
+    };
+    let refused = live::prepare(&app.state.ticking(), &agent_id, &order, Some(stale)).await;
+    assert!(
+        matches!(refused, Err(live::LiveError::LeaseLost(_))),
+        "{refused:?}"
+    );
+    let (recorded,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM agent_live_swaps WHERE agent_id = $1")
+            .bind(&agent_id)
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("count");
+    assert_eq!(recorded, 0, "nothing recorded under a lost lease");
+    let pending = live::prepare(&app.state.ticking(), &agent_id, &order, Some(holder))
+        .await
+        .expect("the holder records its swap");
+    assert_eq!(swap_status(&app, &pending.signature).await.0, "pending");
+}
+
 #[tokio::test]
 async fn a_swap_refused_on_chain_is_a_refused_order_not_a_fault() {
     let app = TestApp::spawn().await;
@@ -435,7 +479,7 @@ async fn a_swap_refused_on_chain_is_a_refused_order_not_a_fault() {
         reason: Some("crafted".to_owned()),
         market_ts: 0,
     };
-    let pending = live::prepare(&app.state.ticking(), &agent_id, &order)
+    let pending = live::prepare(&app.state.ticking(), &agent_id, &order, None)
         .await
         .expect("prepare");
     let settled = live::send_and_settle(&app.state.ticking(), &agent_id, &pending)

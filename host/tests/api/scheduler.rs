@@ -150,6 +150,62 @@ async fn a_node_renews_the_leases_it_holds_so_a_long_job_is_not_taken_over() {
     );
 }
 
+/// A claim is fenced by its own token: once a node's lease on a job ran out and the job was
+/// claimed again (by another node, or by the same node anew), the old claim can neither
+/// complete it nor put it back.
+#[tokio::test]
+async fn a_claim_that_lost_its_lease_can_neither_complete_nor_retry_its_job() {
+    let app = TestApp::spawn().await;
+    enqueue(&app, "tournament.start", "trn_fenced", Duration::zero()).await;
+    let store = &app.state.store;
+    let claim = |owner: &'static str| {
+        let app = &app;
+        async move {
+            scheduler::queue::claim(
+                &app.state.store,
+                owner,
+                app.state.now(),
+                Duration::seconds(5),
+                10,
+            )
+            .await
+            .expect("claim")
+        }
+    };
+    let first = claim("node_a:scheduler:one").await;
+    assert_eq!(first.len(), 1);
+    app.advance(Duration::seconds(5));
+    // The same node claims it again, under a new token, after its first claim ran out.
+    let second = claim("node_a:scheduler:two").await;
+    assert_eq!(second.len(), 1);
+    let id = "tournament.start:trn_fenced";
+    scheduler::queue::retry_later(
+        store,
+        &first[0],
+        "node_a:scheduler:one",
+        app.state.now(),
+        "stale",
+    )
+    .await
+    .expect("retry");
+    scheduler::queue::complete(store, &first[0], "node_a:scheduler:one", app.state.now())
+        .await
+        .expect("complete");
+    let (attempts, done_at, error) = job_row(&app, id).await;
+    assert_eq!(
+        (attempts, done_at, error),
+        (2, None, None),
+        "the stale claim wrote nothing"
+    );
+    scheduler::queue::complete(store, &second[0], "node_a:scheduler:two", app.state.now())
+        .await
+        .expect("complete");
+    assert!(
+        job_row(&app, id).await.1.is_some(),
+        "the holder completes it"
+    );
+}
+
 #[tokio::test]
 async fn jobs_survive_a_restart() {
     let app = TestApp::spawn().await;

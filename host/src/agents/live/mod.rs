@@ -77,6 +77,10 @@ pub enum LiveError {
     Trade(#[from] TradeError),
     #[error(transparent)]
     Store(#[from] sqlx::Error),
+    /// Another node took the agent's tick over (this claim's lease ran out): nothing of this
+    /// tick may be written any more.
+    #[error("agent {0}'s tick was taken over by another node")]
+    LeaseLost(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -153,10 +157,12 @@ pub(crate) async fn run_due(
     pass: &mut TickPass,
 ) -> anyhow::Result<()> {
     loop {
-        let due = ticker::claim(&ticking.store, &*ticking.clock, owner, true).await?;
+        let lease = crate::leases::token(owner);
+        let due = ticker::claim(ticking, &lease, true).await?;
         if due.is_empty() {
             return Ok(());
         }
+        let lease = lease.as_str();
         let strategies = ticker::strategies_for(&ticking.store, &ticking.agents, &due).await;
         let outcomes: Vec<(String, Result<Outcome, LiveError>)> = stream::iter(due)
             .map(|agent| {
@@ -166,7 +172,7 @@ pub(crate) async fn run_due(
                     .unwrap_or_else(|| Err("strategy not loaded".to_owned()));
                 async move {
                     let id = agent.id.clone();
-                    (id, tick_agent(ticking, owner, agent, strategy).await)
+                    (id, tick_agent(ticking, lease, agent, strategy).await)
                 }
             })
             .buffer_unordered(CONCURRENCY)
@@ -285,7 +291,7 @@ async fn tick_agent(
                 for order in &orders {
                     // Each swap can take a confirmation timeout: keep the lease, and stop if
                     // another node has taken the agent over meanwhile.
-                    if !renew_lease(&ticking.store, &*ticking.clock, owner, &agent.id).await? {
+                    if !renew_lease(ticking, owner, &agent.id).await? {
                         tracing::warn!(agent_id = agent.id, "lease lost mid-tick");
                         break;
                     }
@@ -318,6 +324,7 @@ async fn tick_agent(
                         route.as_ref(),
                         &agent.id,
                         &order,
+                        Some(owner),
                     )
                     .await
                     {
@@ -379,21 +386,16 @@ async fn tick_agent(
     Ok(outcome)
 }
 
-/// Extend this node's lease on the agent; `false` if it no longer holds it.
-async fn renew_lease(
-    store: &Store,
-    clock: &dyn Clock,
-    owner: &str,
-    agent_id: &str,
-) -> Result<bool, LiveError> {
+/// Extend this claim's lease on the agent; `false` if it no longer holds it.
+async fn renew_lease(ticking: &Ticking, owner: &str, agent_id: &str) -> Result<bool, LiveError> {
     let renewed = sqlx::query(
         "UPDATE agents SET tick_lease_until = $1
          WHERE id = $2 AND tick_lease_owner = $3 AND status = 'active'",
     )
-    .bind(to_millis(clock.now() + ticker::LEASE))
+    .bind(to_millis(ticking.clock.now() + ticking.config.leases.ticks))
     .bind(agent_id)
     .bind(owner)
-    .execute(store.write())
+    .execute(ticking.store.write())
     .await?;
     Ok(renewed.rows_affected() == 1)
 }

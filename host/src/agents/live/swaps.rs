@@ -31,11 +31,13 @@ use crate::domain::WalletAddress;
 use crate::paper::{Side, UNIT};
 
 /// Build and sign `order` from the agent's wallet and record it as pending (its own small
-/// write, committed before this returns). Nothing is sent.
+/// write, committed before this returns), under the tick claim `lease` (`None` outside a tick:
+/// tools and tests). Nothing is sent.
 pub async fn prepare(
     ticking: &Ticking,
     agent_id: &str,
     order: &SwapOrder,
+    lease: Option<&str>,
 ) -> Result<PendingSwap, LiveError> {
     let route = route_of(ticking)?;
     let t = ticking;
@@ -47,6 +49,7 @@ pub async fn prepare(
         route.as_ref(),
         agent_id,
         order,
+        lease,
     )
     .await
 }
@@ -61,6 +64,13 @@ fn route_of(ticking: &Ticking) -> Result<Arc<dyn SwapRoute>, LiveError> {
     )
 }
 
+/// Build and sign `order` from the agent's wallet and record it as pending (its own small
+/// write, committed before this returns). Nothing is sent.
+///
+/// Within a tick, `lease` is the tick's claim: the swap is recorded only while the claim still
+/// holds the agent, in the same statement, so a node cut off from the database past its lease
+/// cannot record (and then send) a swap after another node took the agent over
+/// ([`LiveError::LeaseLost`]).
 pub(super) async fn prepare_with(
     store: &Store,
     clock: &dyn Clock,
@@ -69,6 +79,7 @@ pub(super) async fn prepare_with(
     route: &dyn SwapRoute,
     agent_id: &str,
     order: &SwapOrder,
+    lease: Option<&str>,
 ) -> Result<PendingSwap, LiveError> {
     let wallet: Option<(String,)> =
         sqlx::query_as("SELECT wallet_address FROM agents WHERE id = $1")
@@ -102,23 +113,35 @@ pub(super) async fn prepare_with(
         Direction::SellUsdc => Side::Buy,
         Direction::SellSol => Side::Sell,
     };
-    sqlx::query(
-        "INSERT INTO agent_live_swaps (signature, agent_id, status, side, amount_in, minimum_out, reason,
-                                       market_ts, wire, last_valid_block_height, issued_at, created_at)
-         VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $10)",
-    )
-    .bind(&signature)
-    .bind(agent_id)
-    .bind(side_name(side))
-    .bind(to_i64(order.amount_in))
-    .bind(to_i64(minimum_out))
-    .bind(order.reason.as_deref())
-    .bind(order.market_ts)
-    .bind(base64::engine::general_purpose::STANDARD.encode(&wire))
-    .bind(to_i64(last_valid))
-    .bind(issued_at)
-    .execute(store.write())
-    .await?;
+    let columns = "INSERT INTO agent_live_swaps (signature, agent_id, status, side, amount_in,
+                       minimum_out, reason, market_ts, wire, last_valid_block_height, issued_at,
+                       created_at)";
+    let sql = match lease {
+        None => {
+            format!("{columns} VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $10)")
+        }
+        Some(_) => format!(
+            "{columns} SELECT $1, id, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $10 FROM agents
+              WHERE id = $2 AND tick_lease_owner = $11 AND status = 'active'"
+        ),
+    };
+    let mut insert = sqlx::query(&sql)
+        .bind(&signature)
+        .bind(agent_id)
+        .bind(side_name(side))
+        .bind(to_i64(order.amount_in))
+        .bind(to_i64(minimum_out))
+        .bind(order.reason.as_deref())
+        .bind(order.market_ts)
+        .bind(base64::engine::general_purpose::STANDARD.encode(&wire))
+        .bind(to_i64(last_valid))
+        .bind(issued_at);
+    if let Some(lease) = lease {
+        insert = insert.bind(lease);
+    }
+    if insert.execute(store.write()).await?.rows_affected() == 0 {
+        return Err(LiveError::LeaseLost(agent_id.to_owned()));
+    }
     Ok(PendingSwap { signature, wire })
 }
 

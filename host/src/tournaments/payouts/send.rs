@@ -23,8 +23,6 @@ use crate::clock::to_millis;
 use crate::crypto::new_id;
 use crate::domain::WalletAddress;
 
-/// How long a worker holds a payout; renewed at every step, so only a stalled worker loses it.
-const LEASE: Duration = Duration::seconds(30);
 /// Legacy rows (signed before the last valid block height was recorded): after this long
 /// unseen, the blockhash has surely expired (≈ 150 slots, with margin).
 const RESIGN_AFTER: Duration = Duration::minutes(2);
@@ -61,6 +59,9 @@ pub struct Payer<'a> {
     pub chain: &'a crate::chain::Chain,
     pub events: &'a crate::events::Bus,
     pub node_id: &'a str,
+    /// How long a worker holds a payout; renewed at every step, so only a stalled worker
+    /// loses it (`Leases::payouts`).
+    pub lease: Duration,
 }
 
 impl Payer<'_> {
@@ -92,7 +93,7 @@ impl<'a> Lease<'a> {
                        last_valid_block_height, last_attempt_at, source_kind, source_id, fence",
         )
         .bind(&owner)
-        .bind(now + LEASE.num_milliseconds())
+        .bind(now + payer.lease.num_milliseconds())
         .bind(payout_id)
         .bind(now)
         .fetch_optional(payer.store.write())
@@ -133,7 +134,7 @@ impl<'a> Lease<'a> {
             "UPDATE payouts SET lease_until = $1, {sql} WHERE id = $2 AND fence = $3 AND lease_owner = $4 AND status = 'pending'"
         );
         let query = sqlx::query(&sql)
-            .bind(now + LEASE.num_milliseconds())
+            .bind(now + self.payer.lease.num_milliseconds())
             .bind(self.payout_id)
             .bind(self.fence)
             .bind(&self.owner);

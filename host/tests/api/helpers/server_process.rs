@@ -23,16 +23,42 @@ impl ServerProcess {
     /// database and simnet, and `setup` applied to the command (environment, output); wait until
     /// it answers its health check.
     pub async fn start(setup: impl FnOnce(&mut std::process::Command)) -> ServerProcess {
+        Self::start_at(None, "127.0.0.1", setup).await
+    }
+
+    /// The same inside the network namespace `namespace` (run with `ip netns exec`), listening
+    /// on `address`, one of that namespace's addresses the test can reach.
+    pub async fn start_in(
+        namespace: &str,
+        address: &str,
+        setup: impl FnOnce(&mut std::process::Command),
+    ) -> ServerProcess {
+        Self::start_at(Some(namespace), address, setup).await
+    }
+
+    async fn start_at(
+        namespace: Option<&str>,
+        address: &str,
+        setup: impl FnOnce(&mut std::process::Command),
+    ) -> ServerProcess {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .expect("bind")
             .local_addr()
             .expect("addr")
             .port();
         let data_dir = tempfile::tempdir().expect("dir");
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_crucible"));
+        let binary = env!("CARGO_BIN_EXE_crucible");
+        let mut command = match namespace {
+            None => std::process::Command::new(binary),
+            Some(namespace) => {
+                let mut command = std::process::Command::new("ip");
+                command.args(["netns", "exec", namespace, binary]);
+                command
+            }
+        };
         command
             .arg("serve")
-            .env("CRUCIBLE_BIND", format!("127.0.0.1:{port}"))
+            .env("CRUCIBLE_BIND", format!("{address}:{port}"))
             .env("CRUCIBLE_DATA_DIR", data_dir.path())
             .env("CRUCIBLE_MASTER_KEY", "00".repeat(32))
             .env("CRUCIBLE_DEMO_DATA", "off")
@@ -43,7 +69,7 @@ impl ServerProcess {
         setup(&mut command);
         let child = command.spawn().expect("start crucible serve");
         let server = ServerProcess {
-            base: format!("http://127.0.0.1:{port}"),
+            base: format!("http://{address}:{port}"),
             client: reqwest::Client::builder()
                 .no_proxy()
                 .build()
@@ -158,7 +184,10 @@ impl ServerProcess {
             .json()
             .await
             .expect("json");
-        let agent_id = agent["data"]["agentId"].as_str().expect("agent").to_owned();
+        let agent_id = agent["data"]["agentId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not created: {agent}"))
+            .to_owned();
         let wallet = agent["data"]["walletAddress"].as_str().expect("wallet");
         let airdrop: Value = self
             .client

@@ -38,16 +38,16 @@ fn run(program: &str, args: &[&str]) {
 }
 
 /// A network namespace joined to this host by a veth pair, on a /24 of its own.
-struct Link {
-    namespace: String,
+pub(crate) struct Link {
+    pub namespace: String,
     host_if: String,
     ns_if: String,
-    host_ip: String,
-    ns_ip: String,
+    pub host_ip: String,
+    pub ns_ip: String,
 }
 
 impl Link {
-    fn create() -> Link {
+    pub(crate) fn create() -> Link {
         let tag = std::process::id() % 10_000;
         let subnet = 1 + std::process::id() % 250;
         let link = Link {
@@ -96,7 +96,7 @@ impl Link {
 
     /// Drop every packet to and from `port` on the link, both ways: a partition between the
     /// node and the database only.
-    fn cut(&self, port: u16) {
+    pub(crate) fn cut(&self, port: u16) {
         let port = port.to_string();
         for (namespace, dev, direction) in [
             (Some(self.namespace.as_str()), self.ns_if.as_str(), "dport"),
@@ -134,7 +134,7 @@ impl Link {
         }
     }
 
-    fn heal(&self) {
+    pub(crate) fn heal(&self) {
         run(
             "tc",
             &[

@@ -157,13 +157,19 @@ pub(crate) async fn start(database_url: &str) -> ServerProcess {
 
 /// The same with the node's clock `offset_ms` off the system clock (`--clock-offset-ms`).
 pub(crate) async fn start_skewed(database_url: &str, offset_ms: i64) -> ServerProcess {
-    ServerProcess::start(|command| {
-        command
-            .env("DATABASE_URL", database_url)
-            .env("CRUCIBLE_CLOCK_OFFSET_MS", offset_ms.to_string())
-            .args(["--rate-limits", "off"]);
-    })
-    .await
+    ServerProcess::start(|command| node_settings(command, database_url, offset_ms)).await
+}
+
+/// A fault test node's settings: on `database_url`, its clock `offset_ms` off the system's.
+pub(crate) fn node_settings(command: &mut Command, database_url: &str, offset_ms: i64) {
+    command
+        .env("DATABASE_URL", database_url)
+        .env("CRUCIBLE_CLOCK_OFFSET_MS", offset_ms.to_string())
+        // Paid entries register half a second after their fee lands, not three.
+        .env("CRUCIBLE_SIMNET_FINALITY_MS", "500")
+        // Within the clients' own 15 s: a request caught by a partition is answered 503.
+        .env("CRUCIBLE_REQUEST_TIMEOUT_MS", "10000")
+        .args(["--rate-limits", "off"]);
 }
 
 /// What the clients were told, by e-mail.
@@ -359,9 +365,24 @@ async fn faults_postgres_restarts_under_load_lose_nothing_and_recover_within_5_s
 
 /// `crucible tournament create` on `database_url`: a free tournament starting in an hour; its id.
 pub(crate) fn create_free_tournament(database_url: &str) -> String {
-    let data_dir = tempfile::tempdir().expect("tempdir");
     let starts = chrono::Utc::now() + chrono::Duration::hours(1);
-    let ends = starts + chrono::Duration::hours(1);
+    create_tournament(
+        database_url,
+        "0",
+        starts,
+        starts + chrono::Duration::hours(1),
+    )
+}
+
+/// A tournament of up to 100,000 wallets with an entry fee of `fee` USDC, held from `starts`
+/// to `ends`, by the CLI; its id.
+pub(crate) fn create_tournament(
+    database_url: &str,
+    fee: &str,
+    starts: chrono::DateTime<chrono::Utc>,
+    ends: chrono::DateTime<chrono::Utc>,
+) -> String {
+    let data_dir = tempfile::tempdir().expect("tempdir");
     let output = Command::new(env!("CARGO_BIN_EXE_crucible"))
         .args([
             "tournament",
@@ -369,8 +390,9 @@ pub(crate) fn create_free_tournament(database_url: &str) -> String {
             "--name",
             "Fault Cup",
             "--entry-fee",
-            "0",
+            fee,
         ])
+        .args(["--min-participants", "0"])
         .args(["--max-participants", "100000", "--starts-at"])
         .arg(starts.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
         .arg("--ends-at")

@@ -2,16 +2,22 @@
 //! over what the clients were told (docs/operations.md, "When the database fails").
 //!
 //! Six clients send sign-ups and free registrations to either node (the other one when a node
-//! does not answer, as a balancer would). Meanwhile, from a seeded schedule: PostgreSQL is
-//! stopped (`immediate` or `fast`) and started again, a node is paused (SIGSTOP, then SIGCONT)
-//! or killed (SIGKILL, then started again). Every node runs with its clock skewed by up to a
-//! second either way (`--clock-offset-ms`, drawn again at each restart). Afterwards the checker requires that every
-//! acknowledged write (201) is in the database, that no answer was a 5xx other than 503, and that
-//! both nodes serve normally within 5 s of the last fault.
+//! does not answer, as a balancer would), and two pay entry fees on the simnet and register
+//! with them (`faults_money.rs`). Meanwhile, from a seeded schedule: PostgreSQL is stopped
+//! (`immediate` or `fast`) and started again, a node is paused (SIGSTOP, then SIGCONT), cut off
+//! from the database (node 0 runs in a network namespace; its packets to and from PostgreSQL
+//! are dropped, `faults_partition.rs`) or killed (SIGKILL, then started again). Every node runs
+//! with its clock skewed by up to a second either way (`--clock-offset-ms`, drawn again at each
+//! restart). After each fault, the time until both nodes take a write again is measured.
+//!
+//! Afterwards the checker requires that every acknowledged write (201) is in the database, that
+//! no answer was a 5xx other than 503, that both nodes serve normally within 5 s of the last
+//! fault, and, once the paid tournament has ended, that every acknowledged paid entry is
+//! registered once with its fee and every prize is sent once and finalized.
 //!
 //! `FAULT_SECONDS` (default 60) sets how long it runs and `FAULT_SEED` replays a schedule (the
-//! seed is printed either way). Needs root (PostgreSQL runs as the postgres user): ignored by
-//! default, run by name in CI with a short schedule.
+//! seed is printed either way). Needs root (PostgreSQL runs as the postgres user, node 0 in a
+//! network namespace): ignored by default, run by name in CI with a short schedule.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -22,8 +28,10 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
+use crate::faults_money;
+use crate::faults_partition::Link;
 use crate::faults_postgres::{
-    PrivatePostgres, count_present, create_free_tournament, start_skewed,
+    PrivatePostgres, count_present, create_free_tournament, create_tournament, node_settings,
 };
 use crate::helpers::server_process::ServerProcess;
 
@@ -107,6 +115,56 @@ async fn client_loop(
     }
 }
 
+/// Node `index` of the schedule: node 0 inside the link's namespace (reaching the database
+/// through the link), node 1 on the host; its clock `offset_ms` off the system's.
+async fn start_node(
+    link: &Link,
+    postgres: &PrivatePostgres,
+    index: usize,
+    offset_ms: i64,
+) -> ServerProcess {
+    if index == 0 {
+        let url = postgres.url_at(&link.host_ip);
+        ServerProcess::start_in(&link.namespace, &link.ns_ip, |c| {
+            node_settings(c, &url, offset_ms)
+        })
+        .await
+    } else {
+        ServerProcess::start(|c| node_settings(c, &postgres.url(), offset_ms)).await
+    }
+}
+
+/// How long until every node takes a write (a sign-up) again; at most 60 s.
+async fn writes_again(
+    client: &reqwest::Client,
+    bases: &RwLock<Vec<String>>,
+    probes: &mut u64,
+    seed: u64,
+) -> Duration {
+    let since = Instant::now();
+    let nodes = bases.read().expect("bases").clone();
+    for base in nodes {
+        loop {
+            *probes += 1;
+            let answer = client
+                .post(format!("{base}/api/auth/signup"))
+                .json(&json!({"email": format!("probe-{probes}@example.com"),
+                              "password": "abcdefgh123", "acceptTerms": true, "acceptPrivacy": true}))
+                .send()
+                .await;
+            if answer.is_ok_and(|r| r.status().as_u16() == 201) {
+                break;
+            }
+            assert!(
+                since.elapsed() < Duration::from_secs(60),
+                "{base} took no write within 60 s of a fault's end (seed {seed})"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    since.elapsed()
+}
+
 async fn healthy(client: &reqwest::Client, base: &str) -> bool {
     client
         .get(format!("{base}/api/health"))
@@ -129,7 +187,9 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
     eprintln!("fault schedule: FAULT_SEED={seed} FAULT_SECONDS={seconds}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
 
-    let postgres = PrivatePostgres::init();
+    // Node 0 runs in a network namespace of its own, so it can be cut off from the database.
+    let link = Link::create();
+    let postgres = PrivatePostgres::init_listening(&[&link.host_ip]);
     let url = postgres.url();
     // Each node's clock is up to a second off the system's, so up to 2 s apart (drawn again at
     // every restart): leases, schedules and deadlines are decided by one clock each
@@ -137,14 +197,43 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
     let mut skew = || rng.gen_range(-1_000..=1_000_i64);
     let offsets = [skew(), skew()];
     let mut nodes: Vec<ServerProcess> = vec![
-        start_skewed(&url, offsets[0]).await,
-        start_skewed(&url, offsets[1]).await,
+        start_node(&link, &postgres, 0, offsets[0]).await,
+        start_node(&link, &postgres, 1, offsets[1]).await,
     ];
     eprintln!("clock offsets {offsets:?} ms");
     let bases = Arc::new(RwLock::new(
         nodes.iter().map(|n| n.base.clone()).collect::<Vec<_>>(),
     ));
     let tournament = create_free_tournament(&url);
+    // A paid tournament, live while the faults run and ending just after them: its prizes are
+    // then sent while the nodes recover, and the checker follows the money.
+    let ends_at = chrono::Utc::now() + chrono::Duration::seconds(seconds as i64 + 5);
+    let paid_tournament = create_tournament(
+        &url,
+        "1",
+        chrono::Utc::now() + chrono::Duration::seconds(2),
+        ends_at,
+    );
+    let escrow: crucible::chain::tx::Pubkey = {
+        let details: serde_json::Value = nodes[0]
+            .client
+            .get(format!(
+                "{}/api/tournaments/{paid_tournament}",
+                nodes[0].base
+            ))
+            .send()
+            .await
+            .expect("tournament")
+            .json()
+            .await
+            .expect("json");
+        details["escrowWalletAddress"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no escrow in {details}"))
+            .parse()
+            .expect("escrow")
+    };
+    let paid: faults_money::Paid = Arc::default();
 
     let told: Told = Arc::default();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -161,52 +250,77 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
             ))
         })
         .collect();
+    let payers: Vec<_> = (0..2)
+        .map(|id| {
+            tokio::spawn(faults_money::client_loop(
+                bases.clone(),
+                paid_tournament.clone(),
+                escrow,
+                id,
+                paid.clone(),
+                stop.clone(),
+            ))
+        })
+        .collect();
 
-    let mut faults: BTreeMap<&str, usize> = BTreeMap::new();
+    // Per kind of fault: how many, and the longest time from its end until both nodes took a
+    // write again.
+    let mut faults: BTreeMap<&str, (usize, Duration)> = BTreeMap::new();
     let mut last_fault_end = Instant::now();
     let began = Instant::now();
+    let probe = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+    let mut probes = 0;
     while began.elapsed() < Duration::from_secs(seconds) {
         tokio::time::sleep(Duration::from_millis(rng.gen_range(500..2_500))).await;
         let target = rng.gen_range(0..nodes.len());
         let hold = Duration::from_millis(rng.gen_range(300..3_000));
-        match rng.gen_range(0..4) {
+        let kind = match rng.gen_range(0..5) {
             0 => {
                 postgres.stop("immediate");
                 tokio::time::sleep(hold).await;
                 postgres.start();
-                *faults.entry("postgres restart (immediate)").or_default() += 1;
+                "postgres restart (immediate)"
             }
             1 => {
                 postgres.stop("fast");
                 tokio::time::sleep(hold).await;
                 postgres.start();
-                *faults.entry("postgres restart (fast)").or_default() += 1;
+                "postgres restart (fast)"
             }
             2 => {
                 let pid = nodes[target].pid();
                 signal(pid, "STOP");
                 tokio::time::sleep(hold).await;
                 signal(pid, "CONT");
-                *faults.entry("node paused (SIGSTOP)").or_default() += 1;
+                "node paused (SIGSTOP)"
+            }
+            3 => {
+                link.cut(postgres.port());
+                tokio::time::sleep(hold).await;
+                link.heal();
+                "node 0 cut off from the database (packets dropped)"
             }
             _ => {
                 signal(nodes[target].pid(), "KILL");
                 tokio::time::sleep(hold).await;
-                nodes[target] = start_skewed(&url, rng.gen_range(-1_000..=1_000)).await;
+                nodes[target] =
+                    start_node(&link, &postgres, target, rng.gen_range(-1_000..=1_000)).await;
                 bases.write().expect("bases")[target] = nodes[target].base.clone();
-                *faults
-                    .entry("node killed (SIGKILL) and started again")
-                    .or_default() += 1;
+                "node killed (SIGKILL) and started again"
             }
-        }
+        };
         last_fault_end = Instant::now();
+        let back = writes_again(&probe, &bases, &mut probes, seed).await;
+        let (count, longest) = faults.entry(kind).or_default();
+        *count += 1;
+        *longest = (*longest).max(back);
     }
 
     // Both nodes serve normally again soon after the last fault.
-    let probe = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .expect("client");
     let mut recovered = Duration::ZERO;
     for node in &nodes {
         while !healthy(&probe, &node.base).await {
@@ -219,7 +333,7 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
         recovered = recovered.max(last_fault_end.elapsed());
     }
     stop.store(true, Ordering::Relaxed);
-    for client in clients {
+    for client in clients.into_iter().chain(payers) {
         client.await.expect("a client panicked");
     }
 
@@ -282,5 +396,19 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
         registrations.len(),
         "acknowledged registrations lost (seed {seed})"
     );
+
+    // The money: once the paid tournament has ended, its prizes are sent once each.
+    let paid = paid.lock().expect("paid").clone();
+    let wait = (ends_at - chrono::Utc::now()).to_std().unwrap_or_default();
+    tokio::time::sleep(wait).await;
+    let money = faults_money::check(&pool, &bases, &paid_tournament, &paid, seed).await;
+    eprintln!(
+        "seed {seed}: {} paid entries tried, {} acknowledged and registered once each; {} \
+         prizes sent once each and finalized",
+        paid.len(),
+        money.entries_acknowledged,
+        money.payouts_sent
+    );
+    assert!(money.entries_acknowledged > 0, "no paid entry went through");
     pool.close().await;
 }

@@ -17,7 +17,10 @@ pub(crate) use crucible_solana::rpc::{
 
 /// Attempts per call when the transport fails (connection refused, reset, timeout).
 const ATTEMPTS: u32 = 3;
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long one call may take, its retries included: a node that accepts and never answers
+/// costs a caller this once, not once per attempt, so a request waiting on the chain is
+/// answered (503) within it.
+const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
 #[derive(Debug)]
 pub struct RpcClient {
@@ -75,7 +78,7 @@ struct WithContext<T> {
 impl RpcClient {
     pub(crate) fn new(url: impl Into<String>) -> Result<Self, ChainError> {
         let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
+            .timeout(CALL_TIMEOUT)
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(|e| ChainError::Transport {
@@ -101,10 +104,18 @@ impl RpcClient {
     ) -> Result<T, ChainError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let deadline = std::time::Instant::now() + CALL_TIMEOUT;
         let mut attempt = 0;
         let envelope: Envelope = loop {
             attempt += 1;
-            let sent = self.http.post(&self.url).json(&body).send().await;
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let sent = self
+                .http
+                .post(&self.url)
+                .timeout(left)
+                .json(&body)
+                .send()
+                .await;
             let outcome: Result<(), String> = match sent {
                 Ok(response) if response.status().is_server_error() || response.status() == 429 => {
                     Err(format!("HTTP {}", response.status()))
@@ -122,7 +133,8 @@ impl RpcClient {
                 Err(e) => Err(crate::redact::error(&e)),
             };
             if let Err(detail) = outcome {
-                if attempt >= ATTEMPTS {
+                let pause = Duration::from_millis(200 * u64::from(attempt));
+                if attempt >= ATTEMPTS || std::time::Instant::now() + pause >= deadline {
                     // The node's URL may carry an API key: errors name only its host.
                     return Err(ChainError::Transport {
                         url: crate::redact::url(&self.url),
@@ -130,7 +142,7 @@ impl RpcClient {
                     });
                 }
                 tracing::warn!(method, attempt, %detail, "solana rpc transport error; retrying");
-                tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+                tokio::time::sleep(pause).await;
             }
         };
         if let Some(error) = envelope.error {

@@ -35,6 +35,7 @@ mod faults_disk;
 mod faults_money;
 mod faults_partition;
 mod faults_postgres;
+mod faults_rpc;
 mod faults_schedule;
 mod fuzz_endpoints;
 mod fuzz_v1;

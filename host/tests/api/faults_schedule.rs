@@ -33,6 +33,7 @@ use crate::faults_partition::Link;
 use crate::faults_postgres::{
     PrivatePostgres, count_present, create_free_tournament, create_tournament, node_settings,
 };
+use crate::faults_webhooks::{self, Receiver};
 use crate::helpers::server_process::ServerProcess;
 
 /// What one request was told: its status, or 0 when no answer came (refused, reset, timed out).
@@ -234,6 +235,17 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
             .expect("escrow")
     };
     let paid: faults_money::Paid = Arc::default();
+    // An operator whose key's webhooks go to the test's receiver, reachable from both nodes.
+    let receiver = Receiver::start(&link.host_ip).await;
+    let operator = nodes[1].signup("operator@example.com").await;
+    let key = nodes[1]
+        .v1_key(
+            &operator,
+            &["agents:read", "agents:write", "agents:start"],
+            Some(&receiver.url),
+        )
+        .await;
+    let started: faults_webhooks::Started = Arc::default();
 
     let told: Told = Arc::default();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -265,6 +277,13 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
 
     // Per kind of fault: how many, and the longest time from its end until both nodes took a
     // write again.
+    let starter = tokio::spawn(faults_webhooks::client_loop(
+        bases.clone(),
+        key,
+        started.clone(),
+        stop.clone(),
+    ));
+
     let mut faults: BTreeMap<&str, (usize, Duration)> = BTreeMap::new();
     let mut last_fault_end = Instant::now();
     let began = Instant::now();
@@ -333,7 +352,7 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
         recovered = recovered.max(last_fault_end.elapsed());
     }
     stop.store(true, Ordering::Relaxed);
-    for client in clients.into_iter().chain(payers) {
+    for client in clients.into_iter().chain(payers).chain([starter]) {
         client.await.expect("a client panicked");
     }
 
@@ -410,5 +429,28 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
         money.payouts_sent
     );
     assert!(money.entries_acknowledged > 0, "no paid entry went through");
+
+    // No webhook lost.
+    let started = started.lock().expect("started").clone();
+    let webhooks = faults_webhooks::check(&pool, &receiver, &started, seed).await;
+    eprintln!(
+        "seed {seed}: {} agent starts acknowledged, each active with its agent.started webhook; \
+         {} webhooks recorded, all delivered ({} deliveries received, retries included)",
+        webhooks.starts_acknowledged, webhooks.deliveries, webhooks.received
+    );
+    assert!(
+        webhooks.starts_acknowledged > 0,
+        "no agent start went through"
+    );
+
+    // No job stuck: nothing due more than a minute ago is still undone.
+    let overdue = crucible::clock::to_millis(chrono::Utc::now() - chrono::Duration::minutes(1));
+    let stuck: Vec<(String, Option<String>)> =
+        sqlx::query_as("SELECT id, last_error FROM jobs WHERE done_at IS NULL AND due_at < $1")
+            .bind(overdue)
+            .fetch_all(&pool)
+            .await
+            .expect("jobs");
+    assert!(stuck.is_empty(), "stuck jobs: {stuck:?} (seed {seed})");
     pool.close().await;
 }

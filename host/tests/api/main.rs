@@ -37,6 +37,7 @@ mod faults_partition;
 mod faults_postgres;
 mod faults_rpc;
 mod faults_schedule;
+mod faults_webhooks;
 mod fuzz_endpoints;
 mod fuzz_v1;
 mod guest_languages;

@@ -3,7 +3,9 @@
 //!
 //! Six clients send sign-ups and free registrations to either node (the other one when a node
 //! does not answer, as a balancer would), and two pay entry fees on the simnet and register
-//! with them (`faults_money.rs`). Meanwhile, from a seeded schedule: PostgreSQL is stopped
+//! with them (`faults_money.rs`), one creates and starts agents whose webhooks go to a receiver
+//! (`faults_webhooks.rs`), and one enters the dungeon paying from its embedded wallet and plays
+//! turns (`faults_dungeon.rs`). Meanwhile, from a seeded schedule: PostgreSQL is stopped
 //! (`immediate` or `fast`) and started again, a node is paused (SIGSTOP, then SIGCONT), cut off
 //! from the database (node 0 runs in a network namespace; its packets to and from PostgreSQL
 //! are dropped, `faults_partition.rs`) or killed (SIGKILL, then started again). Every node runs
@@ -12,8 +14,10 @@
 //!
 //! Afterwards the checker requires that every acknowledged write (201) is in the database, that
 //! no answer was a 5xx other than 503, that both nodes serve normally within 5 s of the last
-//! fault, and, once the paid tournament has ended, that every acknowledged paid entry is
-//! registered once with its fee and every prize is sent once and finalized.
+//! fault, that once the paid tournament has ended every acknowledged paid entry is registered
+//! once with its fee and every prize is sent once and finalized, that every acknowledged agent
+//! start told its webhook and no webhook was lost, that every acknowledged dungeon turn is kept
+//! and each run paid once, and that no job is stuck.
 //!
 //! `FAULT_SECONDS` (default 60) sets how long it runs and `FAULT_SEED` replays a schedule (the
 //! seed is printed either way). Needs root (PostgreSQL runs as the postgres user, node 0 in a
@@ -28,6 +32,7 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
+use crate::faults_dungeon;
 use crate::faults_money;
 use crate::faults_partition::Link;
 use crate::faults_postgres::{
@@ -246,6 +251,9 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
         )
         .await;
     let started: faults_webhooks::Started = Arc::default();
+    // A player entering the dungeon from its embedded wallet and playing turns.
+    let player = Arc::new(faults_dungeon::player(&nodes[1]).await);
+    let runs: faults_dungeon::Runs = Arc::default();
 
     let told: Told = Arc::default();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -277,6 +285,12 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
 
     // Per kind of fault: how many, and the longest time from its end until both nodes took a
     // write again.
+    let dungeon_player = tokio::spawn(faults_dungeon::client_loop(
+        bases.clone(),
+        player.clone(),
+        runs.clone(),
+        stop.clone(),
+    ));
     let starter = tokio::spawn(faults_webhooks::client_loop(
         bases.clone(),
         key,
@@ -352,7 +366,11 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
         recovered = recovered.max(last_fault_end.elapsed());
     }
     stop.store(true, Ordering::Relaxed);
-    for client in clients.into_iter().chain(payers).chain([starter]) {
+    for client in clients
+        .into_iter()
+        .chain(payers)
+        .chain([starter, dungeon_player])
+    {
         client.await.expect("a client panicked");
     }
 
@@ -441,6 +459,19 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
     assert!(
         webhooks.starts_acknowledged > 0,
         "no agent start went through"
+    );
+
+    // Dungeon turns and the entries paid from the embedded wallet.
+    let runs = runs.lock().expect("runs").clone();
+    let dungeon = faults_dungeon::check(&pool, &bases, &player, &runs, seed).await;
+    eprintln!(
+        "seed {seed}: {} dungeon runs entered, {} turns acknowledged and every one kept, none \
+         played twice; {} entry fees paid from the embedded wallet, one per run",
+        dungeon.runs, dungeon.turns_acknowledged, dungeon.entries_paid
+    );
+    assert!(
+        dungeon.turns_acknowledged > 0,
+        "no dungeon turn went through"
     );
 
     // No job stuck: nothing due more than a minute ago is still undone.

@@ -32,6 +32,7 @@ mod dungeon;
 mod dungeon_ops;
 mod entry_rules;
 mod faults_disk;
+mod faults_dungeon;
 mod faults_money;
 mod faults_partition;
 mod faults_postgres;

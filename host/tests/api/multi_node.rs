@@ -455,3 +455,30 @@ async fn a_host_tool_writing_to_the_database_tells_the_running_nodes() {
     }
     assert_eq!(status, "cancelled", "within a second, no clock moved");
 }
+
+/// Found by the partition fault test: a node cut off from the database in the middle of a
+/// transaction kept its row locks (and with them the agents it had claimed) until TCP gave up,
+/// about fifteen minutes later. Every session now tells PostgreSQL to end it once its node goes
+/// silent (`db`, "Leases and fencing" in docs/operations.md).
+#[tokio::test]
+async fn every_postgres_session_ends_once_its_node_goes_silent() {
+    if !on_postgres() {
+        return;
+    }
+    let app = TestApp::spawn().await;
+    let mut tx = app.state.store.begin().await.expect("a session");
+    for (setting, expected) in [
+        ("idle_in_transaction_session_timeout", "15s"),
+        ("tcp_user_timeout", "15000"),
+        ("tcp_keepalives_idle", "15"),
+        ("tcp_keepalives_interval", "5"),
+        ("tcp_keepalives_count", "3"),
+    ] {
+        let (value,): (String,) = sqlx::query_as(&format!("SHOW {setting}"))
+            .fetch_one(&mut *tx)
+            .await
+            .expect("show");
+        assert_eq!(value, expected, "{setting}");
+    }
+    tx.rollback().await.expect("rollback");
+}

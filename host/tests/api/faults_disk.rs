@@ -75,6 +75,28 @@ async fn start(data_dir: &Path, log: &Path) -> ServerProcess {
     .await
 }
 
+/// The database of `data_dir`, opened read-only (the server has stopped).
+async fn open_read_only(data_dir: &Path) -> sqlx::AnyPool {
+    let url = format!(
+        "sqlite://{}?mode=ro",
+        data_dir.join("crucible.db").display()
+    );
+    sqlx::any::install_default_drivers();
+    sqlx::AnyPool::connect(&url)
+        .await
+        .expect("open the database")
+}
+
+/// `PRAGMA integrity_check` passes; the pool is closed.
+async fn assert_intact(pool: &sqlx::AnyPool) {
+    let (check,): (String,) = sqlx::query_as("PRAGMA integrity_check")
+        .fetch_one(pool)
+        .await
+        .expect("integrity check");
+    assert_eq!(check, "ok");
+    pool.close().await;
+}
+
 async fn post(client: &reqwest::Client, url: String, body: Value) -> (u16, Option<String>, Value) {
     let response = client.post(url).json(&body).send().await.expect("send");
     let status = response.status().as_u16();
@@ -182,20 +204,8 @@ async fn faults_disk_a_full_disk_refuses_writes_keeps_reads_and_loses_nothing() 
     }
     server.stop().await;
 
-    let url = format!(
-        "sqlite://{}?mode=ro",
-        data_dir.join("crucible.db").display()
-    );
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(&url)
-        .await
-        .expect("open the database");
-    let (check,): (String,) = sqlx::query_as("PRAGMA integrity_check")
-        .fetch_one(&pool)
-        .await
-        .expect("integrity check");
-    assert_eq!(check, "ok");
-    pool.close().await;
+    let pool = open_read_only(&data_dir).await;
+    assert_intact(&pool).await;
 }
 
 /// Sign up as `who` through `server` until `stop`, one request at a time; every answer kept
@@ -206,10 +216,7 @@ async fn sign_up_loop(
     told: std::sync::Arc<std::sync::Mutex<Vec<(String, u16)>>>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) {
-    let client = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_secs(15))
-        .build()
-        .expect("client");
+    let client = crate::helpers::server_process::client(15);
     let mut n = 0;
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         n += 1;
@@ -240,21 +247,12 @@ async fn sign_up_loop(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "mounts a tmpfs: needs root (CI runs it by name)"]
 async fn faults_disk_schedule_a_disk_filled_again_and_again_loses_nothing() {
-    use rand::{Rng, SeedableRng};
+    use rand::Rng;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
 
-    let seconds: u64 = std::env::var("FAULT_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
-    let seed: u64 = std::env::var("FAULT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| rand::thread_rng().r#gen());
-    eprintln!("disk schedule: FAULT_SEED={seed} FAULT_SECONDS={seconds}");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let (seconds, seed, mut rng) = crate::faults_schedule::schedule_from_env("disk schedule", 30);
     // Room for half an hour of sign-ups besides the filler.
     let disk = Tmpfs::mount("256m");
     let data_dir = disk.path().join("data");
@@ -325,14 +323,7 @@ async fn faults_disk_schedule_a_disk_filled_again_and_again_loses_nothing() {
         by_status.keys().all(|s| matches!(*s, 201 | 503)),
         "only 201 and 503 (seed {seed}): {by_status:?}"
     );
-    let url = format!(
-        "sqlite://{}?mode=ro",
-        data_dir.join("crucible.db").display()
-    );
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(&url)
-        .await
-        .expect("open the database");
+    let pool = open_read_only(&data_dir).await;
     for (who, status) in &told {
         let (present,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM accounts WHERE email = $1")
             .bind(format!("{who}@example.com"))
@@ -347,10 +338,5 @@ async fn faults_disk_schedule_a_disk_filled_again_and_again_loses_nothing() {
             if present == 1 { "" } else { "not " }
         );
     }
-    let (check,): (String,) = sqlx::query_as("PRAGMA integrity_check")
-        .fetch_one(&pool)
-        .await
-        .expect("integrity check");
-    assert_eq!(check, "ok");
-    pool.close().await;
+    assert_intact(&pool).await;
 }

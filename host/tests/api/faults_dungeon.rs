@@ -14,11 +14,14 @@ use crucible::dungeon::game::VisibleState;
 use crucible::dungeon::game::agent::{Agent, GreedyAgent};
 use serde_json::{Value, json};
 
-use crate::helpers::server_process::ServerProcess;
+use crate::helpers::server_process::{ServerProcess, airdrop};
 
 /// Turns played per run before the client enters another (a run is long; entries are the
 /// money).
 const TURNS_PER_RUN: u64 = 12;
+
+/// Lamports and raw USDC the embedded wallet starts with: enough for every entry of a long run.
+const FUNDS: u64 = 100_000_000_000;
 
 /// One run the client entered: the highest turn a node acknowledged (200, or 400 for an
 /// illegal action, which is played and charged too) and the highest it sent.
@@ -68,18 +71,11 @@ pub(crate) async fn player(node: &ServerProcess) -> Player {
         .and_then(|w| w["address"].as_str())
         .unwrap_or_else(|| panic!("no embedded wallet: {wallets}"))
         .to_owned();
-    let funded: Value = node
-        .client
-        .post(format!("{}/simnet/rpc", node.base))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "requestAirdrop",
-                      "params": [wallet, 100_000_000_000u64, {"stablecoinAmount": 100_000_000_000u64}]}))
-        .send()
-        .await
-        .expect("airdrop")
-        .json()
-        .await
-        .expect("json");
-    assert!(funded["error"].is_null(), "{funded}");
+    let funded = airdrop(&node.client, &node.base, &wallet, FUNDS, FUNDS).await;
+    assert!(
+        funded.as_ref().is_some_and(|f| f["error"].is_null()),
+        "{funded:?}"
+    );
     Player { key, wallet }
 }
 
@@ -148,11 +144,7 @@ pub(crate) async fn client_loop(
     runs: Runs,
     stop: Arc<AtomicBool>,
 ) {
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("client");
+    let client = crate::helpers::server_process::client(15);
     let mut n = 0_usize;
     while !stop.load(Ordering::Relaxed) {
         n += 1;
@@ -273,11 +265,7 @@ pub(crate) async fn check(
     }
     // Every entry fee paid from the embedded wallet opened exactly one run: a payment whose
     // answer was lost is settled into its run by its job (or forgotten if it never landed).
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("client");
+    let client = crate::helpers::server_process::client(15);
     let base = bases.read().expect("bases")[1].clone();
     let fee: u64 = 1_000_000;
     let began = Instant::now();
@@ -291,7 +279,7 @@ pub(crate) async fn check(
         .expect("runs");
         let entered = u64::try_from(entered).expect("count");
         if let Some(held) = usdc(&client, &base, &player.key).await {
-            let paid = 100_000_000_000 - held;
+            let paid = FUNDS - held;
             if paid == entered * fee {
                 return DungeonChecked {
                     runs: runs.len(),

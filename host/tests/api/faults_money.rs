@@ -133,11 +133,7 @@ pub(crate) async fn client_loop(
     paid: Paid,
     stop: Arc<AtomicBool>,
 ) {
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("client");
+    let client = crate::helpers::server_process::client(15);
     let first = id as usize % 2;
     while !stop.load(Ordering::Relaxed) {
         let payer = Keypair::generate();
@@ -251,11 +247,7 @@ pub(crate) async fn check(
     paid: &[PaidEntry],
     seed: u64,
 ) -> MoneyChecked {
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("client");
+    let client = crate::helpers::server_process::client(15);
     // Every acknowledged paid entry is registered, with its own fee.
     let acknowledged: Vec<&PaidEntry> = paid.iter().filter(|e| e.status == 201).collect();
     for entry in &acknowledged {

@@ -181,17 +181,22 @@ fn node_settings(command: &mut Command, database_url: &str, model: &str) {
         .args(["--rate-limits", "off"]);
 }
 
-async fn node_id(server: &ServerProcess) -> String {
-    let health: Value = server
-        .client
-        .get(format!("{}/api/health", server.base))
+async fn health(client: &reqwest::Client, base: &str) -> Value {
+    client
+        .get(format!("{base}/api/health"))
         .send()
         .await
         .expect("health")
         .json()
         .await
-        .expect("json");
-    health["node"].as_str().expect("node").to_owned()
+        .expect("json")
+}
+
+async fn node_id(server: &ServerProcess) -> String {
+    health(&server.client, &server.base).await["node"]
+        .as_str()
+        .expect("node")
+        .to_owned()
 }
 
 async fn dropped_ticks(server: &ServerProcess) -> u64 {
@@ -330,11 +335,7 @@ async fn faults_partition_a_cut_off_node_loses_its_leases_writes_nothing_stale_a
     run("kill", &["-STOP", &b_pid]);
     let held = catch_holding(&pool, &a_node, || link.cut(postgres.port()), || link.heal()).await;
     run("kill", &["-CONT", &b_pid]);
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("client");
+    let client = crate::helpers::server_process::client(15);
     let (taken_over, takeover) = taken_over(&pool, &a_node, &held).await;
 
     // Meanwhile A answers its clients, within its request timeout, with a 503.
@@ -348,14 +349,7 @@ async fn faults_partition_a_cut_off_node_loses_its_leases_writes_nothing_stale_a
         "{:?}",
         asked.elapsed()
     );
-    let health: Value = client
-        .get(format!("{}/api/health", a.base))
-        .send()
-        .await
-        .expect("health")
-        .json()
-        .await
-        .expect("json");
+    let health = health(&client, &a.base).await;
     assert!(
         health["database"]
             .as_str()

@@ -192,10 +192,7 @@ async fn health(client: &reqwest::Client, base: &str) -> (u16, Value) {
 /// Sign up until `stop`, one request at a time; every answer is recorded.
 async fn client_loop(base: String, id: usize, told: Told, stop: Arc<tokio::sync::Notify>) {
     // Longer than the server's own 10 s wait for a connection: a request that outlives it hung.
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("client");
+    let client = crate::helpers::server_process::client(15);
     for n in 0.. {
         let email = format!("c{id}-{n}@example.com");
         let request = client
@@ -267,10 +264,7 @@ pub(crate) async fn count_present(pool: &sqlx::AnyPool, sql: &str, values: &[Str
 async fn faults_postgres_restarts_under_load_lose_nothing_and_recover_within_5_s() {
     let postgres = PrivatePostgres::init();
     let server = start(&postgres.url()).await;
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("client");
+    let client = crate::helpers::server_process::client(15);
     assert_eq!(health(&client, &server.base).await.0, 200);
 
     let told: Told = Arc::default();
@@ -445,10 +439,7 @@ async fn faults_postgres_a_second_node_follows_changes_after_the_database_restar
     let postgres = PrivatePostgres::init();
     let a = start(&postgres.url()).await;
     let b = start(&postgres.url()).await;
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("client");
+    let client = crate::helpers::server_process::client(15);
     let id = create_free_tournament(&postgres.url());
     // B answers (and caches) the empty board.
     assert_eq!(board_entries(&client, &b.base, &id).await, 0);

@@ -65,10 +65,7 @@ async fn client_loop(
     next: Arc<AtomicU64>,
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("client");
+    let client = crate::helpers::server_process::client(15);
     let mut rng = rand::rngs::StdRng::seed_from_u64(id);
     while !stop.load(Ordering::Relaxed) {
         let n = next.fetch_add(1, Ordering::Relaxed);
@@ -179,19 +176,29 @@ async fn healthy(client: &reqwest::Client, base: &str) -> bool {
         .is_ok_and(|r| r.status().as_u16() == 200)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "runs PostgreSQL as the postgres user: needs root (CI runs it by name)"]
-async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
+/// How long a schedule runs (`FAULT_SECONDS`, else `default_seconds`) and its seed
+/// (`FAULT_SEED`, else a random one), printed under `name` so a failure can be replayed; and
+/// the schedule's generator.
+pub(crate) fn schedule_from_env(
+    name: &str,
+    default_seconds: u64,
+) -> (u64, u64, rand::rngs::StdRng) {
     let seconds: u64 = std::env::var("FAULT_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+        .unwrap_or(default_seconds);
     let seed: u64 = std::env::var("FAULT_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| rand::thread_rng().r#gen());
-    eprintln!("fault schedule: FAULT_SEED={seed} FAULT_SECONDS={seconds}");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    eprintln!("{name}: FAULT_SEED={seed} FAULT_SECONDS={seconds}");
+    (seconds, seed, rand::rngs::StdRng::seed_from_u64(seed))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "runs PostgreSQL as the postgres user: needs root (CI runs it by name)"]
+async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
+    let (seconds, seed, mut rng) = schedule_from_env("fault schedule", 60);
 
     // Node 0 runs in a network namespace of its own, so it can be cut off from the database.
     let link = Link::create();
@@ -301,11 +308,7 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
     let mut faults: BTreeMap<&str, (usize, Duration)> = BTreeMap::new();
     let mut last_fault_end = Instant::now();
     let began = Instant::now();
-    let probe = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .expect("client");
+    let probe = crate::helpers::server_process::client(5);
     let mut probes = 0;
     while began.elapsed() < Duration::from_secs(seconds) {
         tokio::time::sleep(Duration::from_millis(rng.gen_range(500..2_500))).await;

@@ -54,11 +54,7 @@ pub(crate) async fn client_loop(
     started: Started,
     stop: Arc<AtomicBool>,
 ) {
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("client");
+    let client = crate::helpers::server_process::client(15);
     let mut n = 0_u64;
     while !stop.load(Ordering::Relaxed) {
         n += 1;
@@ -96,15 +92,10 @@ pub(crate) async fn client_loop(
                 let nodes = bases.read().expect("bases");
                 nodes[(n as usize + attempt) % nodes.len()].clone()
             };
-            let funded = client
-                .post(format!("{base}/simnet/rpc"))
-                .json(
-                    &json!({"jsonrpc": "2.0", "id": 1, "method": "requestAirdrop",
-                              "params": [wallet, 50_000_000u64]}),
-                )
-                .send()
-                .await;
-            let funded = json_of(funded).await.is_some_and(|b| b["error"].is_null());
+            let funded =
+                crate::helpers::server_process::airdrop(&client, &base, wallet, 50_000_000, 0)
+                    .await
+                    .is_some_and(|b| b["error"].is_null());
             if !funded {
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 continue;

@@ -189,17 +189,11 @@ impl ServerProcess {
             .unwrap_or_else(|| panic!("not created: {agent}"))
             .to_owned();
         let wallet = agent["data"]["walletAddress"].as_str().expect("wallet");
-        let airdrop: Value = self
-            .client
-            .post(format!("{}/simnet/rpc", self.base))
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "requestAirdrop", "params": [wallet, 50_000_000u64]}))
-            .send()
-            .await
-            .expect("airdrop")
-            .json()
-            .await
-            .expect("json");
-        assert!(airdrop["error"].is_null(), "{airdrop}");
+        let airdrop = airdrop(&self.client, &self.base, wallet, 50_000_000, 0).await;
+        assert!(
+            airdrop.as_ref().is_some_and(|a| a["error"].is_null()),
+            "{airdrop:?}"
+        );
         let started = self
             .client
             .post(format!(
@@ -229,4 +223,37 @@ pub async fn terminate(child: &mut std::process::Child) -> std::process::ExitSta
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     panic!("the process did not stop within 30 s of SIGTERM");
+}
+
+/// An HTTP client for fault tests: no proxy from the environment, and `timeout_secs` per
+/// request (past which a request counts as unanswered).
+pub fn client(timeout_secs: u64) -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(std::time::Duration::from_secs(timeout_secs))
+        .build()
+        .expect("client")
+}
+
+/// `requestAirdrop` of `lamports` and `usdc_raw` to `wallet` on the simnet of the server at
+/// `base`: its JSON-RPC reply, or `None` when no reply came.
+pub async fn airdrop(
+    client: &reqwest::Client,
+    base: &str,
+    wallet: &str,
+    lamports: u64,
+    usdc_raw: u64,
+) -> Option<Value> {
+    client
+        .post(format!("{base}/simnet/rpc"))
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "requestAirdrop",
+                      "params": [wallet, lamports, {"stablecoinAmount": usdc_raw}]}),
+        )
+        .send()
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()
 }

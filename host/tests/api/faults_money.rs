@@ -160,12 +160,7 @@ pub(crate) async fn client_loop(
             tokio::time::sleep(Duration::from_millis(200)).await;
             continue;
         };
-        let blockhash: [u8; 32] =
-            bs58::decode(latest["value"]["blockhash"].as_str().expect("hash"))
-                .into_vec()
-                .expect("base58")
-                .try_into()
-                .expect("32 bytes");
+        let blockhash = crate::helpers::blockhash_bytes(&latest);
         let (signature, wire) = fee_transfer(
             &payer,
             &tournament,

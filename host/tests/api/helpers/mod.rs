@@ -387,17 +387,12 @@ impl TestApp {
         reply["result"].clone()
     }
 
-    /// Give `address` SOL (lamports) and simnet stablecoin (raw units) through simnet's RPC.
     /// The simnet's newest blockhash, as bytes to sign a message with.
     pub async fn latest_blockhash(&self) -> [u8; 32] {
-        let reply = self.rpc_result("getLatestBlockhash", json!([])).await;
-        bs58::decode(reply["value"]["blockhash"].as_str().expect("blockhash"))
-            .into_vec()
-            .expect("base58")
-            .try_into()
-            .expect("32 bytes")
+        blockhash_bytes(&self.rpc_result("getLatestBlockhash", json!([])).await)
     }
 
+    /// Give `address` SOL (lamports) and simnet stablecoin (raw units) through simnet's RPC.
     pub async fn airdrop(&self, address: &str, lamports: u64, usdc_raw: u64) {
         self.rpc_result(
             "requestAirdrop",
@@ -424,13 +419,7 @@ impl TestApp {
         instructions: &[crucible::chain::tx::message::Instruction],
     ) -> String {
         use base64::Engine;
-        let latest = self.rpc_result("getLatestBlockhash", json!([])).await;
-        let blockhash: [u8; 32] =
-            bs58::decode(latest["value"]["blockhash"].as_str().expect("hash"))
-                .into_vec()
-                .expect("base58")
-                .try_into()
-                .expect("32 bytes");
+        let blockhash = self.latest_blockhash().await;
         let message =
             crucible::chain::tx::Message::new_legacy(instructions, &payer.pubkey(), blockhash);
         let keys: Vec<&ed25519_dalek::SigningKey> = std::iter::once(payer)
@@ -775,6 +764,15 @@ impl TestApp {
             .await
             .expect("scheduler pass")
     }
+}
+
+/// The blockhash of a `getLatestBlockhash` result, as bytes to sign a message with.
+pub fn blockhash_bytes(latest: &Value) -> [u8; 32] {
+    bs58::decode(latest["value"]["blockhash"].as_str().expect("blockhash"))
+        .into_vec()
+        .expect("base58")
+        .try_into()
+        .expect("32 bytes")
 }
 
 /// The v1 error envelope's code, asserting the envelope's shape.

@@ -117,8 +117,7 @@ async fn sign_up(
     post(
         client,
         format!("{}/api/auth/signup", server.base),
-        json!({"email": format!("{who}@example.com"), "password": "abcdefgh123",
-               "acceptTerms": true, "acceptPrivacy": true}),
+        crate::helpers::server_process::sign_up_body(&format!("{who}@example.com")),
     )
     .await
 }
@@ -221,14 +220,13 @@ async fn sign_up_loop(
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         n += 1;
         let who = format!("c{client_id}-{n}");
-        let status = match client
-            .post(format!("{base}/api/auth/signup"))
-            .json(
-                &json!({"email": format!("{who}@example.com"), "password": "abcdefgh123",
-                          "acceptTerms": true, "acceptPrivacy": true}),
-            )
-            .send()
-            .await
+        let status = match crate::helpers::server_process::sign_up(
+            &client,
+            &base,
+            &format!("{who}@example.com"),
+        )
+        .send()
+        .await
         {
             Ok(response) => response.status().as_u16(),
             Err(_) => 0,

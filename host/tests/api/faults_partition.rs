@@ -238,10 +238,7 @@ async fn last_tick(pool: &sqlx::AnyPool, agent_id: &str) -> i64 {
 }
 
 async fn sign_up(client: &reqwest::Client, base: &str, email: &str) -> reqwest::Result<u16> {
-    let response = client
-        .post(format!("{base}/api/auth/signup"))
-        .json(&json!({"email": email, "password": "abcdefgh123",
-                      "acceptTerms": true, "acceptPrivacy": true}))
+    let response = crate::helpers::server_process::sign_up(client, base, email)
         .send()
         .await?;
     let status = response.status().as_u16();

@@ -195,11 +195,7 @@ async fn client_loop(base: String, id: usize, told: Told, stop: Arc<tokio::sync:
     let client = crate::helpers::server_process::client(15);
     for n in 0.. {
         let email = format!("c{id}-{n}@example.com");
-        let request = client
-            .post(format!("{base}/api/auth/signup"))
-            .json(&json!({"email": email, "password": "abcdefgh123",
-                          "acceptTerms": true, "acceptPrivacy": true}))
-            .send();
+        let request = crate::helpers::server_process::sign_up(&client, &base, &email).send();
         let status = tokio::select! {
             answer = request => match answer {
                 Ok(response) => {
@@ -227,12 +223,13 @@ async fn client_loop(base: String, id: usize, told: Told, stop: Arc<tokio::sync:
 /// How long after `since` until a sign-up is answered 201 again.
 async fn back_after(client: &reqwest::Client, base: &str, since: Instant, tag: &str) -> Duration {
     for n in 0.. {
-        let answer = client
-            .post(format!("{base}/api/auth/signup"))
-            .json(&json!({"email": format!("probe-{tag}-{n}@example.com"),
-                          "password": "abcdefgh123", "acceptTerms": true, "acceptPrivacy": true}))
-            .send()
-            .await;
+        let answer = crate::helpers::server_process::sign_up(
+            client,
+            base,
+            &format!("probe-{tag}-{n}@example.com"),
+        )
+        .send()
+        .await;
         if answer.is_ok_and(|r| r.status().as_u16() == 201) {
             return since.elapsed();
         }

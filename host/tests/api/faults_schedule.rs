@@ -74,8 +74,7 @@ async fn client_loop(
             (
                 Write::SignUp(email.clone()),
                 "/api/auth/signup".to_owned(),
-                json!({"email": email, "password": "abcdefgh123",
-                       "acceptTerms": true, "acceptPrivacy": true}),
+                crate::helpers::server_process::sign_up_body(&email),
             )
         } else {
             let mut key = [0_u8; 32];
@@ -149,12 +148,13 @@ async fn writes_again(
     for base in nodes {
         loop {
             *probes += 1;
-            let answer = client
-                .post(format!("{base}/api/auth/signup"))
-                .json(&json!({"email": format!("probe-{probes}@example.com"),
-                              "password": "abcdefgh123", "acceptTerms": true, "acceptPrivacy": true}))
-                .send()
-                .await;
+            let answer = crate::helpers::server_process::sign_up(
+                client,
+                &base,
+                &format!("probe-{probes}@example.com"),
+            )
+            .send()
+            .await;
             if answer.is_ok_and(|r| r.status().as_u16() == 201) {
                 break;
             }

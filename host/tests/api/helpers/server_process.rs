@@ -257,3 +257,15 @@ pub async fn airdrop(
         .await
         .ok()
 }
+
+/// The body of a sign-up by e-mail for `email` (the fault tests' clients all sign up alike).
+pub fn sign_up_body(email: &str) -> Value {
+    json!({"email": email, "password": "abcdefgh123", "acceptTerms": true, "acceptPrivacy": true})
+}
+
+/// A sign-up of `email` at the server at `base`, ready to send.
+pub fn sign_up(client: &reqwest::Client, base: &str, email: &str) -> reqwest::RequestBuilder {
+    client
+        .post(format!("{base}/api/auth/signup"))
+        .json(&sign_up_body(email))
+}

@@ -187,8 +187,21 @@ impl Metrics {
         counter(
             &mut out,
             "crucible_read_cache_lookups_total",
-            "Reads of this node's caches (API keys, accounts, public tournament answers), by outcome.",
+            "Reads of this node's caches (API keys, accounts, public tournament answers, dungeon runs), by outcome.",
             &series,
+        );
+        let (batches, writes) = gauges.group_commit;
+        counter(
+            &mut out,
+            "crucible_group_commit_batches_total",
+            "Transactions the group committer committed on this node (each one flush).",
+            &[("", batches)],
+        );
+        counter(
+            &mut out,
+            "crucible_group_commit_writes_total",
+            "Writes those transactions carried (dungeon turns, registrations, …).",
+            &[("", writes)],
         );
         out
     }
@@ -202,12 +215,18 @@ struct Gauges {
     payouts_pending: i64,
     streams_open: i64,
     caches: Vec<(&'static str, (u64, u64))>,
+    /// Batches and writes of the group committer.
+    group_commit: (u64, u64),
 }
 
 fn counter(out: &mut String, name: &str, help: &str, series: &[(&str, u64)]) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
     for (labels, value) in series {
-        let _ = writeln!(out, "{name}{{{labels}}} {value}");
+        if labels.is_empty() {
+            let _ = writeln!(out, "{name} {value}");
+        } else {
+            let _ = writeln!(out, "{name}{{{labels}}} {value}");
+        }
     }
 }
 
@@ -293,6 +312,7 @@ pub(crate) async fn scrape(
             Gauges {
                 streams_open: state.streams.count(None) as i64,
                 caches: state.caches.stats().to_vec(),
+                group_commit: state.store.group().counts(),
                 ..Gauges::default()
             }
         }
@@ -324,6 +344,7 @@ async fn read_gauges(state: &AppState) -> sqlx::Result<Gauges> {
         payouts_pending,
         streams_open: state.streams.count(None) as i64,
         caches: state.caches.stats().to_vec(),
+        group_commit: state.store.group().counts(),
     })
 }
 

@@ -37,6 +37,9 @@ pub struct Caches {
     /// Serialized public tournament answers (lists, details, leaderboard pages) by path and
     /// query, for callers without credentials.
     pub public: ReadCache<crate::http::compression::Compressible>,
+    /// Dungeon runs this node played last, parsed, each at the version it was written at (it
+    /// needs no events: a turn checks the version it reads).
+    pub(crate) dungeon_runs: crate::dungeon::run_cache::RunCache,
 }
 
 impl Caches {
@@ -45,6 +48,7 @@ impl Caches {
             keys: ReadCache::new(clock.clone(), enabled, MAX_AGE, CAPACITY),
             accounts: ReadCache::new(clock.clone(), enabled, MAX_AGE, CAPACITY),
             public: ReadCache::new(clock, enabled, MAX_AGE, CAPACITY),
+            dungeon_runs: Default::default(),
         }
     }
 
@@ -66,11 +70,12 @@ impl Caches {
     }
 
     /// Hits and misses per cache, by name (`GET /metrics`).
-    pub fn stats(&self) -> [(&'static str, (u64, u64)); 3] {
+    pub fn stats(&self) -> [(&'static str, (u64, u64)); 4] {
         [
             ("keys", self.keys.hits_and_misses()),
             ("accounts", self.accounts.hits_and_misses()),
             ("public", self.public.hits_and_misses()),
+            ("dungeon_runs", self.dungeon_runs.hits_and_misses()),
         ]
     }
 

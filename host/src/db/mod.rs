@@ -11,6 +11,7 @@
 //! `SQLITE_BUSY`, writes go through a single-connection pool ([`Store::write`]) while reads use
 //! the rest. On PostgreSQL both are the same pool.
 
+mod group_commit;
 mod outage;
 
 use std::fmt;
@@ -21,6 +22,7 @@ use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::Migrator;
 use sqlx::{Any, AnyPool, Executor, Transaction};
 
+pub(crate) use group_commit::GroupCommit;
 pub use outage::Outage;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -74,6 +76,7 @@ pub struct Store {
     reader: AnyPool,
     writer: AnyPool,
     backend: Backend,
+    group: GroupCommit,
 }
 
 impl fmt::Debug for Store {
@@ -95,6 +98,7 @@ impl Store {
                 let writer = sqlite_pool(url, 1).await?;
                 Ok(Store {
                     reader,
+                    group: GroupCommit::new(writer.clone()),
                     writer,
                     backend,
                 })
@@ -115,6 +119,7 @@ impl Store {
                     .map_err(StoreError::Connect)?;
                 Ok(Store {
                     reader: pool.clone(),
+                    group: GroupCommit::new(pool.clone()),
                     writer: pool,
                     backend,
                 })
@@ -149,6 +154,12 @@ impl Store {
     /// A write transaction: whole or absent.
     pub async fn begin(&self) -> Result<Transaction<'static, Any>, StoreError> {
         Ok(self.writer.begin().await?)
+    }
+
+    /// The group committer of the hot write paths: a write that shares its transaction and its
+    /// flush with the writes running at the same time ([`GroupCommit::run`]).
+    pub(crate) fn group(&self) -> &GroupCommit {
+        &self.group
     }
 
     /// A trivial round trip, for the health check.

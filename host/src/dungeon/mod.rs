@@ -16,6 +16,7 @@ pub(crate) mod maintenance;
 pub(crate) mod play;
 pub(crate) mod quote;
 mod routes;
+pub(crate) mod run_cache;
 pub(crate) mod run_key;
 pub(crate) mod store;
 mod turn_request;

@@ -14,7 +14,8 @@ use utoipa::ToSchema;
 
 use super::DungeonError;
 use super::game::{GameEvent, Run, TurnError};
-use super::store::{self, Advance, NewEvent, RunRow};
+use super::run_cache::RunCache;
+use super::store::{self, Advance, NewEvent, RunHead};
 use super::turn_request::TurnRequest;
 use crate::clock::Clock;
 use crate::clock::to_millis;
@@ -66,24 +67,31 @@ pub(crate) struct LastTurn {
     pub events: Vec<Value>,
 }
 
-/// Play one turn of `current`'s run (the row as read by the key check; reloaded after a race).
+/// Play one turn of `current`'s run (the head as read by the key check; reloaded after a
+/// race). The run's state comes from this node's [`RunCache`] when it holds the version the key
+/// check read, and from its row otherwise.
 pub(crate) async fn turn(
     store: &Store,
     clock: &dyn Clock,
     bus: &Bus,
-    current: RunRow,
+    runs: &RunCache,
+    current: RunHead,
     request: TurnRequest,
 ) -> Result<TurnResult, DungeonError> {
     let request = request.clipped();
     let run_id = current.id.clone();
     let run_id = run_id.as_str();
-    let mut first = Some(current);
+    let mut hint = Some(current);
     for _ in 0..RACE_RETRIES {
-        let row = match first.take() {
-            Some(row) => row,
-            None => store::load(store, run_id)
-                .await?
-                .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?,
+        let (row, loaded) = match hint.take() {
+            Some(head) => (head, None),
+            None => {
+                let row = store::load(store, run_id)
+                    .await?
+                    .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?;
+                let run = row.game()?;
+                (row.head, Some(run))
+            }
         };
         if let Some(number) = request.turn_number {
             let number = i64::try_from(number).unwrap_or(i64::MAX);
@@ -112,7 +120,10 @@ pub(crate) async fn turn(
         if !row.is_active() {
             return Err(ended(&row));
         }
-        let mut run = row.game()?;
+        let Some(mut run) = loaded.or_else(|| runs.take(run_id, row.version)) else {
+            // Not held here at this version: read the row.
+            continue;
+        };
         let action = request.to_action();
         let outcome = run.apply(&action);
         let (record, illegal) = match outcome {
@@ -173,13 +184,13 @@ pub(crate) async fn turn(
             Advance::Raced => continue,
             Advance::Written => {}
         }
-        if run.status().is_over() {
-            tracing::info!(
-                run_id,
-                status = run.status().as_str(),
-                score = run.score(),
-                "dungeon run ended"
-            );
+        let over = run.status().is_over();
+        let (status, score) = (run.status(), run.score());
+        if !over {
+            runs.put(run_id, row.version + 1, run);
+        }
+        if over {
+            tracing::info!(run_id, status = status.as_str(), score, "dungeon run ended");
         }
         let reply = reply_from_record(&record, false)?;
         return Ok(match illegal {
@@ -222,7 +233,7 @@ fn ended_event(run_id: &str, run: &Run) -> NewEvent {
     }
 }
 
-fn ended(row: &RunRow) -> DungeonError {
+fn ended(row: &RunHead) -> DungeonError {
     DungeonError::RunEnded {
         run_id: row.id.clone(),
         status: Some(row.status.as_str().to_owned()),

@@ -357,7 +357,14 @@ async fn turn(
     state.limits.dungeon_turns.check(&run_id).await?;
     let span = tracing::debug_span!("dungeon_turn", run_id);
     let result = tracing::Instrument::instrument(
-        play::turn(&state.store, &*state.clock, &state.events, key.row, request),
+        play::turn(
+            &state.store,
+            &*state.clock,
+            &state.events,
+            &state.caches.dungeon_runs,
+            key.row,
+            request,
+        ),
         span,
     )
     .await?;

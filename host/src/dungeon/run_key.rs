@@ -11,7 +11,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
 use super::DungeonError;
-use super::store::{self, RunRow};
+use super::store::{self, RunHead};
 use crate::crypto::{constant_time_eq, random_base58, sha256_hex};
 use crate::http::ApiError;
 use crate::state::AppState;
@@ -36,7 +36,7 @@ pub(crate) fn mint() -> MintedRunKey {
 #[derive(Debug, Clone)]
 pub(crate) struct RunKey {
     pub run_id: String,
-    pub row: RunRow,
+    pub row: RunHead,
 }
 
 impl RunKey {
@@ -71,19 +71,19 @@ impl FromRequestParts<AppState> for RunKey {
             return Err(required());
         };
         match store::load_by_key_hash(&state.store, &sha256_hex(key)).await? {
-            Some(row) if row.is_active() => {
+            Some(keyed) if keyed.head.is_active() => {
                 // A suspended account's runs stop playing (and so cannot win the day's prize).
-                if let Some(reason) = store::suspension_of_run(&state.store, &row.id).await? {
+                if let Some(reason) = keyed.suspension {
                     return Err(DungeonError::AccountSuspended(reason).into());
                 }
                 Ok(RunKey {
-                    run_id: row.id.clone(),
-                    row,
+                    run_id: keyed.head.id.clone(),
+                    row: keyed.head,
                 })
             }
-            Some(row) => Err(DungeonError::RunEnded {
-                run_id: row.id,
-                status: Some(row.status.as_str().to_owned()),
+            Some(keyed) => Err(DungeonError::RunEnded {
+                run_id: keyed.head.id,
+                status: Some(keyed.head.status.as_str().to_owned()),
             }
             .into()),
             None => Err(ApiError::Unauthorized(

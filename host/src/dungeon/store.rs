@@ -3,6 +3,8 @@
 //! A change to a run is one transaction: the run row moves forward only if nobody else moved
 //! it first, and its events are written with it; the bus hears of them after the commit.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::DungeonError;
@@ -18,9 +20,9 @@ pub(crate) const TURN: &str = "run:turn";
 pub(crate) const BROADCAST: &str = "run:broadcast";
 pub(crate) const ENDED: &str = "run:ended";
 
-/// A run as stored.
+/// A run as stored, without its game state: what a key check and a turn's checks read.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub(crate) struct RunRow {
+pub(crate) struct RunHead {
     pub id: String,
     pub dungeon_id: String,
     pub wallet: String,
@@ -31,12 +33,34 @@ pub(crate) struct RunRow {
     pub deepest_floor: i64,
     pub turn_number: i64,
     pub version: i64,
-    pub state: String,
     pub created_at: i64,
     pub last_action_at: i64,
     pub ended_at: Option<i64>,
 }
 
+impl RunHead {
+    pub(crate) fn is_active(&self) -> bool {
+        self.status == RunStatus::Active
+    }
+}
+
+/// A run as stored, with its serialized game state.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct RunRow {
+    #[sqlx(flatten)]
+    pub head: RunHead,
+    pub state: String,
+}
+
+impl std::ops::Deref for RunRow {
+    type Target = RunHead;
+
+    fn deref(&self) -> &RunHead {
+        &self.head
+    }
+}
+
+const HEAD_COLUMNS: &str = "r.id, r.dungeon_id, r.wallet, r.class, r.status, r.score, r.deepest_floor, r.turn_number, r.version, r.created_at, r.last_action_at, r.ended_at";
 const COLUMNS: &str = "id, dungeon_id, wallet, class, status, score, deepest_floor, turn_number, version, state, created_at, last_action_at, ended_at";
 
 impl RunRow {
@@ -44,52 +68,41 @@ impl RunRow {
     pub(crate) fn game(&self) -> Result<Run, DungeonError> {
         serde_json::from_str(&self.state).map_err(DungeonError::internal)
     }
-
-    pub(crate) fn is_active(&self) -> bool {
-        self.status == RunStatus::Active
-    }
 }
 
-pub(crate) async fn load(store: &Store, run_id: &str) -> Result<Option<RunRow>, DungeonError> {
-    load_where(store, "id", run_id).await
+/// A run a key opens: its head, and why its account is suspended if it is.
+#[derive(sqlx::FromRow)]
+pub(crate) struct KeyedRun {
+    #[sqlx(flatten)]
+    pub head: RunHead,
+    pub suspension: Option<String>,
 }
 
-/// The run a key hash belongs to (the run-key check reads the whole row, so a turn needs no
-/// second read).
+/// The run a key hash belongs to, with its account's suspension, in one read (a turn needs no
+/// other when this node holds the run's state, [`super::run_cache`]).
 pub(crate) async fn load_by_key_hash(
     store: &Store,
     hash: &str,
-) -> Result<Option<RunRow>, DungeonError> {
-    load_where(store, "key_hash", hash).await
-}
-
-/// Why the account that plays `run_id` is suspended, if it is.
-pub(crate) async fn suspension_of_run(
-    store: &Store,
-    run_id: &str,
-) -> Result<Option<String>, DungeonError> {
-    let row: Option<(Option<String>,)> = sqlx::query_as(
-        "SELECT a.suspension_reason FROM dungeon_runs r JOIN accounts a ON a.id = r.account_id
-         WHERE r.id = $1 AND a.suspended_at IS NOT NULL",
-    )
-    .bind(run_id)
-    .fetch_optional(store.read())
-    .await?;
-    Ok(row.map(|(reason,)| reason.unwrap_or_else(|| "no reason given".to_owned())))
-}
-
-/// The run whose unique `column` equals `value`.
-async fn load_where(
-    store: &Store,
-    column: &'static str,
-    value: &str,
-) -> Result<Option<RunRow>, DungeonError> {
+) -> Result<Option<KeyedRun>, DungeonError> {
     Ok(sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM dungeon_runs WHERE {column} = $1"
+        "SELECT {HEAD_COLUMNS},
+                CASE WHEN a.suspended_at IS NOT NULL
+                     THEN COALESCE(a.suspension_reason, 'no reason given') END AS suspension
+         FROM dungeon_runs r LEFT JOIN accounts a ON a.id = r.account_id
+         WHERE r.key_hash = $1"
     ))
-    .bind(value)
+    .bind(hash)
     .fetch_optional(store.read())
     .await?)
+}
+
+pub(crate) async fn load(store: &Store, run_id: &str) -> Result<Option<RunRow>, DungeonError> {
+    Ok(
+        sqlx::query_as(&format!("SELECT {COLUMNS} FROM dungeon_runs WHERE id = $1"))
+            .bind(run_id)
+            .fetch_optional(store.read())
+            .await?,
+    )
 }
 
 pub(crate) async fn list_for_account(
@@ -182,50 +195,104 @@ pub(crate) enum Advance {
     Raced,
 }
 
-/// Store `run` as the new state of `row` (if `row.version` is still current) together with
-/// `events`, then announce them.
+/// Store `run` as the new state of the run at `head` (if `head.version` is still current)
+/// together with `events`, then announce them. The write shares its transaction and its flush
+/// with the other turns of the moment ([`crate::db::GroupCommit`]); it is answered once durable.
 pub(crate) async fn advance(
     store: &Store,
     clock: &dyn Clock,
     bus: &Bus,
-    row: &RunRow,
+    head: &RunHead,
     run: &Run,
     events: Vec<NewEvent>,
 ) -> Result<Advance, DungeonError> {
-    let now = to_millis(clock.now());
-    let over = run.status().is_over();
-    let serialized = serde_json::to_string(run).map_err(DungeonError::internal)?;
-    let count = events.len() as i64;
-    let mut tx = store.begin().await?;
-    let updated: Option<(i64,)> = sqlx::query_as(
-        "UPDATE dungeon_runs SET state = $1, version = version + 1, status = $2, score = $3,
-             deepest_floor = $4, turn_number = $5, last_seq = last_seq + $6, last_action_at = $7,
-             ended_at = CASE WHEN $8 = 1 THEN $7 ELSE ended_at END
-         WHERE id = $9 AND version = $10
-         RETURNING last_seq",
-    )
-    .bind(&serialized)
-    .bind(run.status().as_str())
-    .bind(run.score())
-    .bind(i64::from(run.tally().deepest_floor))
-    .bind(run.turn_number() as i64)
-    .bind(count)
-    .bind(now)
-    .bind(i64::from(over))
-    .bind(&row.id)
-    .bind(row.version)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some((last_seq,)) = updated else {
-        return Ok(Advance::Raced);
-    };
-    let first = last_seq - count + 1;
-    for (offset, event) in events.iter().enumerate() {
-        insert_event(&mut tx, &row.id, first + offset as i64, event, now).await?;
+    let write = Arc::new(RunWrite {
+        run_id: head.id.clone(),
+        version: head.version,
+        state: serde_json::to_string(run).map_err(DungeonError::internal)?,
+        status: run.status().as_str(),
+        score: run.score(),
+        deepest_floor: i64::from(run.tally().deepest_floor),
+        turn_number: run.turn_number() as i64,
+        over: run.status().is_over(),
+        now: to_millis(clock.now()),
+        events: events
+            .into_iter()
+            .map(|event| (event.kind, event.turn_number, event.payload.to_string()))
+            .collect(),
+    });
+    let written = store
+        .group()
+        .run(Box::new(move |conn| {
+            let write = write.clone();
+            Box::pin(async move { write.apply(conn).await })
+        }))
+        .await?;
+    Ok(match written {
+        Some(last_seq) => {
+            announce(bus, &head.id, last_seq);
+            Advance::Written
+        }
+        None => Advance::Raced,
+    })
+}
+
+/// One turn's (or ending's) write: the run row moved forward under its version guard, and its
+/// events appended after the run's last sequence number.
+struct RunWrite {
+    run_id: String,
+    version: i64,
+    state: String,
+    status: &'static str,
+    score: i64,
+    deepest_floor: i64,
+    turn_number: i64,
+    over: bool,
+    now: i64,
+    events: Vec<(&'static str, Option<i64>, String)>,
+}
+
+impl RunWrite {
+    /// The run's new last sequence number, or `None` when its version had moved on.
+    async fn apply(&self, conn: &mut sqlx::AnyConnection) -> Result<Option<i64>, DungeonError> {
+        let count = self.events.len() as i64;
+        let updated: Option<(i64,)> = sqlx::query_as(
+            "UPDATE dungeon_runs SET state = $1, version = version + 1, status = $2, score = $3,
+                 deepest_floor = $4, turn_number = $5, last_seq = last_seq + $6, last_action_at = $7,
+                 ended_at = CASE WHEN $8 = 1 THEN $7 ELSE ended_at END
+             WHERE id = $9 AND version = $10
+             RETURNING last_seq",
+        )
+        .bind(&self.state)
+        .bind(self.status)
+        .bind(self.score)
+        .bind(self.deepest_floor)
+        .bind(self.turn_number)
+        .bind(count)
+        .bind(self.now)
+        .bind(i64::from(self.over))
+        .bind(&self.run_id)
+        .bind(self.version)
+        .fetch_optional(&mut *conn)
+        .await?;
+        let Some((last_seq,)) = updated else {
+            return Ok(None);
+        };
+        let first = last_seq - count + 1;
+        for (offset, (kind, turn_number, payload)) in self.events.iter().enumerate() {
+            insert_event(
+                &mut *conn,
+                &self.run_id,
+                first + offset as i64,
+                kind,
+                *turn_number,
+                payload,
+                self.now,
+            )
+            .await?;
+        }
+        Ok(Some(last_seq))
     }
-    tx.commit().await?;
-    announce(bus, &row.id, last_seq);
-    Ok(Advance::Written)
 }
 
 /// At most `max` events of the appended kind in the last `window_ms` (a rate per run).
@@ -286,17 +353,28 @@ pub(crate) async fn append(
             oldest_at: oldest.unwrap_or(now),
         });
     }
-    insert_event(&mut tx, run_id, seq, &event, now).await?;
+    insert_event(
+        &mut tx,
+        run_id,
+        seq,
+        event.kind,
+        event.turn_number,
+        &event.payload.to_string(),
+        now,
+    )
+    .await?;
     tx.commit().await?;
     announce(events, run_id, seq);
     Ok(Appended::Written(seq))
 }
 
 async fn insert_event(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    conn: &mut sqlx::AnyConnection,
     run_id: &str,
     seq: i64,
-    event: &NewEvent,
+    kind: &str,
+    turn_number: Option<i64>,
+    payload: &str,
     now: i64,
 ) -> Result<(), DungeonError> {
     sqlx::query(
@@ -305,11 +383,11 @@ async fn insert_event(
     )
     .bind(run_id)
     .bind(seq)
-    .bind(event.kind)
-    .bind(event.turn_number)
-    .bind(event.payload.to_string())
+    .bind(kind)
+    .bind(turn_number)
+    .bind(payload)
     .bind(now)
-    .execute(&mut **tx)
+    .execute(conn)
     .await?;
     Ok(())
 }

@@ -5,6 +5,8 @@
 //! retryable 202 and the same request succeeds later. The payment step is
 //! [`crate::chain::payment`], shared with the dungeon's paid entry.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -399,10 +401,12 @@ async fn register_in(
         .iter()
         .map(ToString::to_string)
         .collect();
-    // Cheap refusals first, so a doomed request never waits on the chain.
-    ensure_room(store, &tournament.id, &wallets, tournament.max_participants).await?;
-
     let paid = tournament.entry_fee_raw > 0;
+    if paid {
+        // Cheap refusals first, so a doomed request never waits on the chain. A free one needs
+        // no precheck: its write refuses a full tournament or a registered wallet the same way.
+        ensure_room(store, &tournament.id, &wallets, tournament.max_participants).await?;
+    }
     let claim = match (paid, &registration.signature) {
         (false, None) => None,
         (false, Some(_)) => {
@@ -525,7 +529,9 @@ async fn claimed(store: &Store, signature: &str) -> Result<bool, RegistrationErr
     Ok(row.is_some())
 }
 
-/// Write the registration whole: seats, the payment claim and every wallet, or nothing.
+/// Write the registration whole: seats, the payment claim and every wallet, or nothing. The
+/// write shares its transaction and its flush with the registrations of the moment
+/// ([`crate::db::GroupCommit`]) and is answered once durable.
 async fn commit(
     store: &Store,
     clock: &dyn Clock,
@@ -535,58 +541,91 @@ async fn commit(
     claim: Option<(String, WalletAddress, u64)>,
 ) -> Result<(), RegistrationError> {
     let now = clock.now();
-    let n = wallets.len() as i64;
-    let mut tx = store.begin().await?;
-    // Taking the seats first also takes the tournament row's lock, which orders concurrent
-    // registrations of one tournament on PostgreSQL (SQLite has a single writer anyway).
-    let seated = sqlx::query(
-        "UPDATE tournaments SET current_participants = current_participants + $1
-         WHERE id = $2 AND current_participants + $1 <= max_participants
-           AND status IN ('upcoming', 'live') AND end_date > $3
-           AND (registration_deadline IS NULL OR registration_deadline > $3)",
-    )
-    .bind(n)
-    .bind(tournament_id)
-    .bind(to_millis(now))
-    .execute(&mut *tx)
-    .await?;
-    if seated.rows_affected() != 1 {
-        drop(tx);
+    let write = Arc::new(RegistrationWrite {
+        tournament_id: tournament_id.to_owned(),
+        account_id: caller.map(|caller| caller.account_id.clone()),
+        wallets: wallets.to_vec(),
+        claim,
+        now: to_millis(now),
+    });
+    let seated = store
+        .group()
+        .run(Box::new(move |conn| {
+            let write = write.clone();
+            Box::pin(async move { write.apply(conn).await })
+        }))
+        .await?;
+    if !seated {
         let tournament = queries::get(store, tournament_id)
             .await?
             .ok_or_else(|| RegistrationError::NotFound(tournament_id.to_owned()))?;
         ensure_open(&tournament, now)?;
         return Err(RegistrationError::Full(tournament.max_participants));
     }
-    let signature = claim.as_ref().map(|(signature, _, _)| signature.clone());
-    if let Some((signature, payer, amount)) = &claim {
-        sqlx::query(
-            "INSERT INTO payment_claims (signature, purpose, reference, payer, amount_raw, claimed_at)
-             VALUES ($1, 'tournament', $2, $3, $4, $5)",
-        )
-        .bind(signature)
-        .bind(tournament_id)
-        .bind(payer.as_str())
-        .bind(i64::try_from(*amount).unwrap_or(i64::MAX))
-        .bind(to_millis(now))
-        .execute(&mut *tx)
-        .await
-        .on_unique(|| RegistrationError::SignatureUsed)?;
-    }
-    for wallet in wallets {
-        sqlx::query(
-            "INSERT INTO tournament_registrations (tournament_id, wallet, account_id, tx_signature, registered_at)
-             VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(tournament_id)
-        .bind(wallet)
-        .bind(caller.map(|c| c.account_id.as_str()))
-        .bind(signature.as_deref())
-        .bind(to_millis(now))
-        .execute(&mut *tx)
-        .await
-        .on_unique(|| RegistrationError::AlreadyRegistered(wallet.clone()))?;
-    }
-    tx.commit().await?;
     Ok(())
+}
+
+/// One registration's rows.
+struct RegistrationWrite {
+    tournament_id: String,
+    account_id: Option<String>,
+    wallets: Vec<String>,
+    claim: Option<(String, WalletAddress, u64)>,
+    now: i64,
+}
+
+impl RegistrationWrite {
+    /// False when the tournament had no seats left or was closed (nothing written).
+    async fn apply(&self, conn: &mut sqlx::AnyConnection) -> Result<bool, RegistrationError> {
+        let n = self.wallets.len() as i64;
+        // Taking the seats first also takes the tournament row's lock, which orders concurrent
+        // registrations of one tournament on PostgreSQL (SQLite has a single writer anyway).
+        let seated = sqlx::query(
+            "UPDATE tournaments SET current_participants = current_participants + $1
+             WHERE id = $2 AND current_participants + $1 <= max_participants
+               AND status IN ('upcoming', 'live') AND end_date > $3
+               AND (registration_deadline IS NULL OR registration_deadline > $3)",
+        )
+        .bind(n)
+        .bind(&self.tournament_id)
+        .bind(self.now)
+        .execute(&mut *conn)
+        .await?;
+        if seated.rows_affected() != 1 {
+            return Ok(false);
+        }
+        let signature = self
+            .claim
+            .as_ref()
+            .map(|(signature, _, _)| signature.as_str());
+        if let Some((signature, payer, amount)) = &self.claim {
+            sqlx::query(
+                "INSERT INTO payment_claims (signature, purpose, reference, payer, amount_raw, claimed_at)
+                 VALUES ($1, 'tournament', $2, $3, $4, $5)",
+            )
+            .bind(signature)
+            .bind(&self.tournament_id)
+            .bind(payer.as_str())
+            .bind(i64::try_from(*amount).unwrap_or(i64::MAX))
+            .bind(self.now)
+            .execute(&mut *conn)
+            .await
+            .on_unique(|| RegistrationError::SignatureUsed)?;
+        }
+        for wallet in &self.wallets {
+            sqlx::query(
+                "INSERT INTO tournament_registrations (tournament_id, wallet, account_id, tx_signature, registered_at)
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&self.tournament_id)
+            .bind(wallet)
+            .bind(self.account_id.as_deref())
+            .bind(signature)
+            .bind(self.now)
+            .execute(&mut *conn)
+            .await
+            .on_unique(|| RegistrationError::AlreadyRegistered(wallet.clone()))?;
+        }
+        Ok(true)
+    }
 }

@@ -64,6 +64,83 @@ async fn concurrent_turns_on_one_run_are_serialized_and_a_retried_turn_acts_once
 }
 
 #[tokio::test]
+async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run() {
+    let app = TestApp::spawn().await;
+    app.dungeon_noon();
+    let player = app.dungeon_player("cache@example.com", 63, 5_000_000).await;
+    let run = app.dungeon_run(&player, "fighter").await;
+    let run_id = run["runId"].as_str().expect("run").to_owned();
+    let key = run["registrationKey"].as_str().expect("key").to_owned();
+    let runs_cache = |app: &TestApp| {
+        app.state
+            .caches
+            .stats()
+            .into_iter()
+            .find(|(name, _)| *name == "dungeon_runs")
+            .map(|(_, counts)| counts)
+            .expect("dungeon_runs cache")
+    };
+    for number in 1..=5 {
+        let turn = app
+            .dungeon_turn(
+                &run_id,
+                &key,
+                json!({"action": "inventory", "turnNumber": number}),
+            )
+            .await;
+        assert_eq!(turn.status, 200, "{}", turn.body);
+    }
+    // The first turn read the row; the next four played on the state the node kept.
+    assert_eq!(runs_cache(&app), (4, 1));
+
+    // Another writer (a second node) plays turn 6 on the stored row: `examine` costs 1 AP.
+    let (state, version): (String, i64) =
+        sqlx::query_as("SELECT state, version FROM dungeon_runs WHERE id = $1")
+            .bind(&run_id)
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("row");
+    let mut game: crucible::dungeon::game::Run = serde_json::from_str(&state).expect("state");
+    let ap_before = game.view().player.ap;
+    game.apply(&crucible::dungeon::game::Action::new(
+        crucible::dungeon::game::ActionKind::Examine,
+        None,
+    ))
+    .expect("examine");
+    let moved = sqlx::query(
+        "UPDATE dungeon_runs SET state = $1, version = version + 1, turn_number = 6
+         WHERE id = $2 AND version = $3",
+    )
+    .bind(serde_json::to_string(&game).expect("json"))
+    .bind(&run_id)
+    .bind(version)
+    .execute(app.state.store.write())
+    .await
+    .expect("other writer");
+    assert_eq!(moved.rows_affected(), 1);
+
+    // This node's next turn builds on that write, not on the state it held.
+    let next = app
+        .dungeon_turn(
+            &run_id,
+            &key,
+            json!({"action": "inventory", "turnNumber": 7}),
+        )
+        .await;
+    assert_eq!(next.status, 200, "{}", next.body);
+    assert_eq!(next.body["turnNumber"], 7);
+    assert_eq!(next.body["player"]["ap"], ap_before - 1);
+    assert_eq!(runs_cache(&app), (4, 2));
+    let (stored,): (String,) = sqlx::query_as("SELECT state FROM dungeon_runs WHERE id = $1")
+        .bind(&run_id)
+        .fetch_one(app.state.store.read())
+        .await
+        .expect("row");
+    let stored: crucible::dungeon::game::Run = serde_json::from_str(&stored).expect("state");
+    assert_eq!(stored.turn_number(), 7);
+}
+
+#[tokio::test]
 async fn a_restart_loses_nothing_of_a_run() {
     let app = TestApp::spawn().await;
     app.dungeon_noon();

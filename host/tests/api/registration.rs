@@ -375,6 +375,85 @@ async fn concurrent_identical_registrations_register_once() {
 }
 
 #[tokio::test]
+async fn concurrent_registrations_share_transactions_and_each_gets_its_own_answer() {
+    let app = TestApp::spawn().await;
+    tournament(&app, "trn_group", 0, 60).await;
+    // 80 requests at once for 60 seats: every tenth repeats the wallet of the one before it,
+    // and three send two wallets of which the second is taken by a single registration.
+    let bodies: Vec<Value> = (0..80_u8)
+        .map(|n| match n {
+            _ if n % 10 == 9 => json!({"registeredWallet": wallet(n), "txSignature": null}),
+            70..=72 => {
+                json!({"registeredWallets": [wallet(100 + n), wallet(3)], "txSignature": null})
+            }
+            _ => json!({"registeredWallet": wallet(n + 1), "txSignature": null}),
+        })
+        .collect();
+    let answers = futures_util::future::join_all(
+        bodies
+            .iter()
+            .map(|body| register(&app, "trn_group", Auth::None, body.clone())),
+    )
+    .await;
+    let mut seated = 0;
+    for (body, answer) in bodies.iter().zip(&answers) {
+        match answer.status {
+            201 => seated += answer.body["count"].as_i64().expect("count"),
+            409 => {}
+            other => panic!("{body}: {other} {}", answer.body),
+        }
+    }
+    let (rows,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM tournament_registrations WHERE tournament_id = 'trn_group'",
+    )
+    .fetch_one(app.state.store.read())
+    .await
+    .expect("count");
+    // Every 201 is stored, nothing else is, and the seat count agrees with the rows.
+    assert_eq!(rows, seated);
+    assert_eq!(participants(&app, "trn_group").await, rows);
+    assert!(rows <= 60);
+    for n in 70..=72_u8 {
+        let (partial,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM tournament_registrations WHERE tournament_id = 'trn_group' AND wallet = $1",
+        )
+        .bind(wallet(100 + n))
+        .fetch_one(app.state.store.read())
+        .await
+        .expect("count");
+        assert_eq!(
+            partial, 0,
+            "a refused two-wallet request left no half behind"
+        );
+    }
+    let metrics = app
+        .client
+        .get(format!("{}/metrics", app.address))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    let count = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing:\n{metrics}"))
+    };
+    let (batches, writes) = (
+        count("crucible_group_commit_batches_total"),
+        count("crucible_group_commit_writes_total"),
+    );
+    assert!(writes >= 60, "{writes} writes");
+    assert!(
+        batches < writes,
+        "{writes} writes in {batches} transactions"
+    );
+}
+
+#[tokio::test]
 async fn registration_is_limited_per_ip_and_per_tournament() {
     let app = TestApp::spawn_with(|config| config.rate_limits = true).await;
     tournament(&app, "trn_rl", 0, 100).await;

@@ -1,0 +1,181 @@
+//! The hot write paths against the router's floor, measured in one run: a dungeon turn and a
+//! free registration over HTTP, each acknowledged only once durable, against an unknown path (a
+//! 404 straight from the router, the least any request can cost).
+//!
+//! The server runs on one core (a current-thread runtime; the process pinned to CPU 0 when
+//! `taskset` exists) and `wrk` loads it from the other core, 256 connections by default. Turns:
+//! `BENCH_RUNS` paid runs (512) entered over HTTP first, then every request plays `inventory`
+//! (free, so no run ends during the bench) on the next run in turn; each is a real turn — the
+//! run's version moves, its `run:turn` event is stored, watchers hear it. Registrations: one
+//! fresh wallet per request, anonymously, into an upcoming free tournament (a new tournament for
+//! every wrk run, so no wallet repeats). Rate limits are off: they are measured apart.
+//!
+//! `cargo bench --bench write_paths` (SQLite); with `TEST_DATABASE_URL=postgres://…` on
+//! PostgreSQL. Needs `wrk`. `BENCH_SECONDS` (10), `BENCH_CONCURRENCY` (256), `BENCH_ROUNDS` (3)
+//! and `BENCH_RUNS` (512) tune it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a bench that cannot go on should fail loudly"
+)]
+
+mod support;
+
+use std::io::Write;
+
+use support::env_number;
+use support::wrk::{self, Load, pin_to_cpu};
+
+/// Wallets written for the registration script: more than 256 clients register in one wrk run.
+const WALLETS: usize = 400_000;
+/// Upcoming tournaments made for the registration runs (wrk loads a script twice per run, and
+/// each warm-up is a run).
+const TOURNAMENTS: u64 = 64;
+
+fn main() {
+    let seconds = env_number("BENCH_SECONDS", 10);
+    let concurrency = env_number("BENCH_CONCURRENCY", 256);
+    let rounds = env_number("BENCH_ROUNDS", 3);
+    let runs = env_number("BENCH_RUNS", 512) as usize;
+    if !wrk::available("write_paths") {
+        std::process::exit(2);
+    }
+    let pinned = pin_to_cpu(0);
+    let server = support::serve_on_one_core();
+    let (base, state, backend) = server.parts();
+    let scripts = tempfile::tempdir().expect("scripts dir");
+
+    let runtime = support::runtime();
+    let keys = runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let started = std::time::Instant::now();
+        let keys = support::enter_runs(&client, &base, &state, "bench@example.com", runs).await;
+        println!(
+            "setup: {runs} paid runs entered over HTTP in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        let mut tx = state.store.begin().await.expect("tx");
+        for n in 0..TOURNAMENTS {
+            let mut new = support::live_tournament(&state, &format!("trn_write_{n}"), 10_000_000);
+            new.start_date = state.now() + chrono::Duration::days(1);
+            new.end_date = state.now() + chrono::Duration::days(2);
+            crucible::tournaments::queries::insert(&mut tx, &new, state.now())
+                .await
+                .expect("tournament");
+        }
+        tx.commit().await.expect("commit");
+        keys
+    });
+
+    let runs_file = scripts.path().join("runs.txt");
+    let mut file = std::fs::File::create(&runs_file).expect("runs file");
+    for (run_id, key) in &keys {
+        writeln!(file, "{run_id} {key}").expect("write");
+    }
+    let wallets_file = scripts.path().join("wallets.txt");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&wallets_file).expect("wallets"));
+    for _ in 0..WALLETS {
+        let key = crucible::chain::Keypair::generate();
+        writeln!(file, "{}", key.pubkey()).expect("write");
+    }
+    file.flush().expect("flush");
+    let counter = scripts.path().join("round.txt");
+    std::fs::write(&counter, "0").expect("counter");
+
+    let turn_script = scripts.path().join("turn.lua");
+    std::fs::write(
+        &turn_script,
+        format!(
+            r#"
+local runs = {{}}
+for line in io.lines("{runs}") do
+  local id, key = line:match("(%S+) (%S+)")
+  runs[#runs + 1] = {{ path = "/api/dungeons/runs/" .. id .. "/turn", auth = "Bearer " .. key }}
+end
+local n = 0
+local body = '{{"action":"inventory"}}'
+request = function()
+  n = n % #runs + 1
+  local run = runs[n]
+  return wrk.format("POST", run.path,
+    {{ ["Authorization"] = run.auth, ["Content-Type"] = "application/json" }}, body)
+end
+"#,
+            runs = runs_file.display()
+        ),
+    )
+    .expect("turn script");
+    let register_script = scripts.path().join("register.lua");
+    std::fs::write(
+        &register_script,
+        format!(
+            r#"
+local counter = io.open("{counter}", "r")
+local round = tonumber(counter:read("*l"))
+counter:close()
+counter = io.open("{counter}", "w")
+counter:write(tostring(round + 1))
+counter:close()
+local path = "/api/tournaments/trn_write_" .. (round % {tournaments}) .. "/register"
+local wallets = {{}}
+for line in io.lines("{wallets}") do wallets[#wallets + 1] = line end
+local n = 0
+request = function()
+  n = n % #wallets + 1
+  return wrk.format("POST", path, {{ ["Content-Type"] = "application/json" }},
+    '{{"registeredWallet":"' .. wallets[n] .. '","txSignature":null}}')
+end
+"#,
+            counter = counter.display(),
+            tournaments = TOURNAMENTS,
+            wallets = wallets_file.display(),
+        ),
+    )
+    .expect("register script");
+
+    println!(
+        "write paths, {backend}, server on 1 core{}, wrk -c{concurrency} -d{seconds}s from another core:",
+        if pinned { " (pinned)" } else { "" }
+    );
+    let floor = format!("{base}/api/no-such-path");
+    let loads = [
+        (
+            "unknown path (floor)",
+            Load {
+                url: &floor,
+                headers: &[],
+                script: None,
+            },
+        ),
+        (
+            "POST dungeon turn (inventory)",
+            Load {
+                url: &base,
+                headers: &[],
+                script: Some(&turn_script),
+            },
+        ),
+        (
+            "POST free registration (1 wallet)",
+            Load {
+                url: &base,
+                headers: &[],
+                script: Some(&register_script),
+            },
+        ),
+    ];
+    wrk::against_the_floor(&loads, concurrency, seconds, rounds);
+
+    runtime.block_on(async {
+        let (turns,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM dungeon_run_events WHERE kind = 'run:turn'")
+                .fetch_one(state.store.read())
+                .await
+                .expect("turns");
+        let (registered,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tournament_registrations")
+            .fetch_one(state.store.read())
+            .await
+            .expect("registrations");
+        println!("stored: {turns} turns, {registered} registrations");
+    });
+}

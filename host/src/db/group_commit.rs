@@ -1,0 +1,360 @@
+//! Group commit: concurrent writes share one transaction and one flush
+//! (docs/architecture.md, "Group commit").
+//!
+//! A hot write path hands its statements to [`GroupCommit::run`] as a closure over the
+//! connection. One committer task per [`Store`](super::Store) takes whatever is queued (at most
+//! [`MAX_BATCH`] items), runs each item inside one transaction behind its own savepoint, and
+//! commits once. Nobody is answered before that commit returns, so an acknowledged write is as
+//! durable as it was with a transaction of its own (`synchronous = FULL` on SQLite, the WAL flush
+//! on PostgreSQL), and a batch is whole or absent.
+//!
+//! Batches form by themselves: while one batch flushes, the next requests queue, so the batch
+//! grows with the load and a lone request is committed at once, never held back by a timer.
+//! Under load the committer yields to the runtime a few times before it starts a batch
+//! ([`GATHER_YIELDS`]), which lets the request tasks that are already running reach the queue —
+//! a delay of microseconds, and only when the last batch had company.
+//!
+//! An item that fails rolls back to its savepoint and the rest of its batch commits. Because a
+//! failure inside a batch might come from the batch itself (two nodes' batches locking rows in
+//! opposite orders on PostgreSQL), a failed item is run again alone before its caller hears the
+//! answer: a caller always gets the answer its write would have had in a transaction of its own.
+//! When the batch as a whole cannot commit (a full disk, a lost connection), every item is run
+//! again alone, one transaction each; none of them had been acknowledged.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use futures_util::future::BoxFuture;
+use sqlx::{AnyConnection, AnyPool};
+use tokio::sync::{mpsc, oneshot};
+
+/// The most items one transaction carries: large enough that a flush is shared by hundreds of
+/// writes, small enough that a batch's locks and its savepoints stay cheap.
+pub(crate) const MAX_BATCH: usize = 256;
+/// How many times the committer yields before a batch when the last one had company.
+const GATHER_YIELDS: usize = 2;
+/// Writes waiting for the committer at most; beyond it callers wait for room (backpressure).
+const QUEUE: usize = 4 * MAX_BATCH;
+
+/// One write: its statements, run against the batch's transaction. It may be run more than once
+/// (again alone, after its batch failed), each time in a fresh transaction.
+pub(crate) type Work<T, E> =
+    Box<dyn for<'c> FnMut(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, E>> + Send>;
+
+/// The group committer of one writer pool. Cheap to clone; the committer task starts with the
+/// first write, on the runtime that sends it.
+#[derive(Clone)]
+pub(crate) struct GroupCommit {
+    writer: AnyPool,
+    queue: Arc<OnceLock<mpsc::Sender<Box<dyn Item>>>>,
+    counts: Arc<Counts>,
+}
+
+/// Transactions committed and the writes they carried (`GET /metrics`).
+#[derive(Default)]
+struct Counts {
+    batches: AtomicU64,
+    writes: AtomicU64,
+}
+
+impl GroupCommit {
+    pub(crate) fn new(writer: AnyPool) -> Self {
+        GroupCommit {
+            writer,
+            queue: Arc::new(OnceLock::new()),
+            counts: Arc::default(),
+        }
+    }
+
+    /// Batches committed so far and the writes they carried: their ratio is the mean batch.
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        (
+            self.counts.batches.load(Ordering::Relaxed),
+            self.counts.writes.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Run `work` in the next batch and answer once that batch has committed: `Ok` only when
+    /// the write is durable, its own error when it failed (and then it changed nothing).
+    pub(crate) async fn run<T, E>(&self, work: Work<T, E>) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<sqlx::Error> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let item = Box::new(Pending {
+            work,
+            outcome: None,
+            reply,
+        });
+        let queue = self.queue.get_or_init(|| {
+            let (sender, receiver) = mpsc::channel(QUEUE);
+            tokio::spawn(commit_batches(
+                self.writer.clone(),
+                receiver,
+                self.counts.clone(),
+            ));
+            sender
+        });
+        if let Err(unsent) = queue.send(item).await {
+            // The committer's runtime is gone (a store outliving the runtime that first wrote
+            // through it): this write runs alone, here.
+            alone(&self.writer, unsent.0).await;
+        }
+        answer.await.unwrap_or_else(|_| Err(gone()))
+    }
+}
+
+/// A queued write with its type erased, so one batch can mix kinds of write.
+trait Item: Send {
+    /// Run the write on `conn`; true when it succeeded (its effects stay in the transaction).
+    fn apply<'c>(&'c mut self, conn: &'c mut AnyConnection) -> BoxFuture<'c, bool>;
+    /// Answer the caller with the outcome of the last [`Item::apply`] (its batch committed).
+    fn settle(self: Box<Self>);
+    /// Answer the caller with `error` (its transaction could not commit).
+    fn fail(self: Box<Self>, error: sqlx::Error);
+}
+
+struct Pending<T, E> {
+    work: Work<T, E>,
+    outcome: Option<Result<T, E>>,
+    reply: oneshot::Sender<Result<T, E>>,
+}
+
+impl<T, E> Item for Pending<T, E>
+where
+    T: Send + 'static,
+    E: From<sqlx::Error> + Send + 'static,
+{
+    fn apply<'c>(&'c mut self, conn: &'c mut AnyConnection) -> BoxFuture<'c, bool> {
+        Box::pin(async move {
+            let outcome = (self.work)(conn).await;
+            let ok = outcome.is_ok();
+            self.outcome = Some(outcome);
+            ok
+        })
+    }
+
+    fn settle(self: Box<Self>) {
+        let outcome = self.outcome.unwrap_or_else(|| Err(gone()));
+        // The caller may have gone (its request was cancelled); the write stands either way.
+        let _ = self.reply.send(outcome);
+    }
+
+    fn fail(self: Box<Self>, error: sqlx::Error) {
+        let _ = self.reply.send(Err(error.into()));
+    }
+}
+
+/// The answer of a write whose committer stopped before answering (its runtime shut down): the
+/// database is out of reach as far as the caller can tell, and nothing was acknowledged.
+fn gone<E: From<sqlx::Error>>() -> E {
+    sqlx::Error::WorkerCrashed.into()
+}
+
+/// The committer: one batch at a time, until every sender is gone.
+async fn commit_batches(
+    writer: AnyPool,
+    mut queue: mpsc::Receiver<Box<dyn Item>>,
+    counts: Arc<Counts>,
+) {
+    let mut last_batch = 0;
+    let mut batch: Vec<Box<dyn Item>> = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = queue.recv().await {
+        batch.push(first);
+        if last_batch > 1 {
+            for _ in 0..GATHER_YIELDS {
+                tokio::task::yield_now().await;
+            }
+        }
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        last_batch = batch.len();
+        counts.batches.fetch_add(1, Ordering::Relaxed);
+        counts
+            .writes
+            .fetch_add(last_batch as u64, Ordering::Relaxed);
+        commit(&writer, &mut batch).await;
+    }
+}
+
+/// Commit `batch` (emptying it): together when that works, otherwise each item alone.
+async fn commit(writer: &AnyPool, batch: &mut Vec<Box<dyn Item>>) {
+    if batch.len() == 1 {
+        if let Some(item) = batch.pop() {
+            alone(writer, item).await;
+        }
+        return;
+    }
+    match together(writer, batch).await {
+        Ok(failed) => {
+            let mut retry = Vec::new();
+            for (index, item) in batch.drain(..).enumerate() {
+                if failed.contains(&index) {
+                    retry.push(item);
+                } else {
+                    item.settle();
+                }
+            }
+            for item in retry {
+                alone(writer, item).await;
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, size = batch.len(), "a write batch could not commit; its writes run one by one");
+            for item in batch.drain(..) {
+                alone(writer, item).await;
+            }
+        }
+    }
+}
+
+/// Run every item of `batch` behind its own savepoint in one transaction and commit it; the
+/// positions of the items that failed (rolled back to their savepoints).
+async fn together(
+    writer: &AnyPool,
+    batch: &mut [Box<dyn Item>],
+) -> Result<Vec<usize>, sqlx::Error> {
+    let mut tx = writer.begin().await?;
+    let mut failed = Vec::new();
+    for (index, item) in batch.iter_mut().enumerate() {
+        sqlx::query("SAVEPOINT group_item")
+            .execute(&mut *tx)
+            .await?;
+        if !item.apply(&mut tx).await {
+            failed.push(index);
+            sqlx::query("ROLLBACK TO SAVEPOINT group_item")
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query("RELEASE SAVEPOINT group_item")
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(failed)
+}
+
+/// Run `item` in a transaction of its own and answer it.
+async fn alone(writer: &AnyPool, mut item: Box<dyn Item>) {
+    let attempt = async {
+        let mut tx = writer.begin().await?;
+        if item.apply(&mut tx).await {
+            tx.commit().await
+        } else {
+            tx.rollback().await
+        }
+    };
+    match attempt.await {
+        Ok(()) => item.settle(),
+        Err(error) => item.fail(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Store;
+
+    #[derive(Debug, thiserror::Error)]
+    enum TestError {
+        #[error(transparent)]
+        Sql(#[from] sqlx::Error),
+        #[error("refused")]
+        Refused,
+    }
+
+    async fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().expect("dir");
+        let url = crate::config::sqlite_url_in(dir.path());
+        let store = Store::connect(&url).await.expect("connect");
+        sqlx::query("CREATE TABLE items (id INTEGER PRIMARY KEY, note TEXT NOT NULL)")
+            .execute(store.write())
+            .await
+            .expect("table");
+        (dir, store)
+    }
+
+    /// Insert `id` twice when `twice` (the second insert fails after the first one wrote).
+    fn insert(id: i64, twice: bool) -> Work<i64, TestError> {
+        Box::new(move |conn| {
+            Box::pin(async move {
+                sqlx::query("INSERT INTO items (id, note) VALUES ($1, 'x')")
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await?;
+                if twice {
+                    sqlx::query("INSERT INTO items (id, note) VALUES ($1, 'x')")
+                        .bind(id)
+                        .execute(&mut *conn)
+                        .await?;
+                }
+                if id < 0 {
+                    return Err(TestError::Refused);
+                }
+                Ok(id)
+            })
+        })
+    }
+
+    async fn ids(store: &Store) -> Vec<i64> {
+        sqlx::query_as::<_, (i64,)>("SELECT id FROM items ORDER BY id")
+            .fetch_all(store.read())
+            .await
+            .expect("ids")
+            .into_iter()
+            .map(|(id,)| id)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn concurrent_writes_commit_and_a_failing_one_fails_alone() {
+        let (_dir, store) = store().await;
+        let group = GroupCommit::new(store.write().clone());
+        let mut calls = Vec::new();
+        for id in 1..=300_i64 {
+            let group = group.clone();
+            // 7 fails half-way (its first insert must not survive); -5 writes, then refuses.
+            let work = insert(if id == 5 { -5 } else { id }, id == 7);
+            calls.push(tokio::spawn(async move { group.run(work).await }));
+        }
+        let mut answers = Vec::new();
+        for call in calls {
+            answers.push(call.await.expect("task"));
+        }
+        assert!(matches!(answers[4], Err(TestError::Refused)));
+        assert!(matches!(answers[6], Err(TestError::Sql(_))));
+        let stored = ids(&store).await;
+        let expected: Vec<i64> = (1..=300).filter(|id| *id != 5 && *id != 7).collect();
+        assert_eq!(stored, expected);
+        let (batches, writes) = group.counts();
+        assert_eq!(writes, 300);
+        assert!(
+            batches < 30,
+            "300 concurrent writes took {batches} transactions"
+        );
+        for (index, answer) in answers.iter().enumerate() {
+            let id = index as i64 + 1;
+            if id != 5 && id != 7 {
+                assert_eq!(answer.as_ref().ok(), Some(&id));
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lone_write_is_answered_after_it_is_stored() {
+        let (_dir, store) = store().await;
+        let group = GroupCommit::new(store.write().clone());
+        assert_eq!(group.run(insert(1, false)).await.ok(), Some(1));
+        assert_eq!(ids(&store).await, vec![1]);
+        assert!(matches!(
+            group.run(insert(1, false)).await,
+            Err(TestError::Sql(_))
+        ));
+        assert_eq!(ids(&store).await, vec![1]);
+    }
+}

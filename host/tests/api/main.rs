@@ -27,6 +27,7 @@ mod cli;
 mod connections;
 mod contract_edges;
 mod contract_shapes;
+mod crash_batches;
 mod demo;
 mod dungeon;
 mod dungeon_ops;

@@ -133,6 +133,34 @@ end
     )
     .expect("register script");
 
+    // Each load answers what it should before it is loaded.
+    runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let (run_id, key) = &keys[0];
+        let turn = client
+            .post(format!("{base}/api/dungeons/runs/{run_id}/turn"))
+            .bearer_auth(key)
+            .json(&serde_json::json!({"action": "inventory"}))
+            .send()
+            .await
+            .expect("turn");
+        println!("  a turn answers {}", turn.status());
+        assert_eq!(turn.status(), 200, "{}", turn.text().await.unwrap_or_default());
+        let wallet = crucible::chain::Keypair::generate().pubkey().to_string();
+        let registered = client
+            .post(format!("{base}/api/tournaments/trn_write_{}/register", TOURNAMENTS - 1))
+            .json(&serde_json::json!({"registeredWallet": wallet, "txSignature": null}))
+            .send()
+            .await
+            .expect("register");
+        println!("  a registration answers {}", registered.status());
+        assert_eq!(
+            registered.status(),
+            201,
+            "{}",
+            registered.text().await.unwrap_or_default()
+        );
+    });
     println!(
         "write paths, {backend}, server on 1 core{}, wrk -c{concurrency} -d{seconds}s from another core:",
         if pinned { " (pinned)" } else { "" }

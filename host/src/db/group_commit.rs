@@ -21,6 +21,7 @@
 //! When the batch as a whole cannot commit (a full disk, a lost connection), every item is run
 //! again alone, one transaction each; none of them had been acknowledged.
 
+use std::any::{Any, TypeId};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -82,11 +83,29 @@ impl GroupCommit {
         E: From<sqlx::Error> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let item = Box::new(Pending {
+        self.enqueue(Box::new(Pending {
             work,
             outcome: None,
             reply,
-        });
+        }))
+        .await;
+        answer.await.unwrap_or_else(|_| Err(gone()))
+    }
+
+    /// Like [`GroupCommit::run`], for a kind of write whose writes of one batch share their
+    /// statements ([`BatchWrite::apply_all`]).
+    pub(crate) async fn write<W: BatchWrite>(&self, write: W) -> Result<W::Output, W::Error> {
+        let (reply, answer) = oneshot::channel();
+        self.enqueue(Box::new(Batched {
+            write: Arc::new(write),
+            outcome: None,
+            reply,
+        }))
+        .await;
+        answer.await.unwrap_or_else(|_| Err(gone()))
+    }
+
+    async fn enqueue(&self, item: Box<dyn Item>) {
         let queue = self.queue.get_or_init(|| {
             let (sender, receiver) = mpsc::channel(QUEUE);
             tokio::spawn(commit_batches(
@@ -101,8 +120,22 @@ impl GroupCommit {
             // through it): this write runs alone, here.
             alone(&self.writer, unsent.0).await;
         }
-        answer.await.unwrap_or_else(|_| Err(gone()))
     }
+}
+
+/// A kind of write whose writes in one batch share their statements: one `UPDATE … FROM
+/// (VALUES …)` for every dungeon turn of the batch instead of one per turn, say.
+pub(crate) trait BatchWrite: Send + Sync + Sized + 'static {
+    type Output: Send + 'static;
+    type Error: From<sqlx::Error> + Send + 'static;
+
+    /// Apply `writes` (a batch's writes of this kind, at least one) on `conn`: one outcome per
+    /// write, in order. A write whose outcome is an error must have written nothing; an `Err`
+    /// of the whole call fails the batch (its writes then run again one by one).
+    fn apply_all<'c>(
+        writes: &'c [Arc<Self>],
+        conn: &'c mut AnyConnection,
+    ) -> BoxFuture<'c, Result<Vec<Result<Self::Output, Self::Error>>, sqlx::Error>>;
 }
 
 /// A queued write with its type erased, so one batch can mix kinds of write.
@@ -113,7 +146,20 @@ trait Item: Send {
     fn settle(self: Box<Self>);
     /// Answer the caller with `error` (its transaction could not commit).
     fn fail(self: Box<Self>, error: sqlx::Error);
+    /// The kind of a [`BatchWrite`] and how to apply a group of them: writes of one kind are
+    /// applied together.
+    fn kind(&self) -> Option<(TypeId, ApplyGroup)> {
+        None
+    }
+    fn as_any(&mut self) -> &mut dyn Any;
 }
+
+/// Applies a group of items of one kind together; the positions of those that failed (and
+/// wrote nothing).
+type ApplyGroup = for<'c> fn(
+    &'c mut [Box<dyn Item>],
+    &'c mut AnyConnection,
+) -> BoxFuture<'c, Result<Vec<usize>, sqlx::Error>>;
 
 struct Pending<T, E> {
     work: Work<T, E>,
@@ -144,6 +190,81 @@ where
     fn fail(self: Box<Self>, error: sqlx::Error) {
         let _ = self.reply.send(Err(error.into()));
     }
+
+    fn as_any(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+struct Batched<W: BatchWrite> {
+    write: Arc<W>,
+    outcome: Option<Result<W::Output, W::Error>>,
+    reply: oneshot::Sender<Result<W::Output, W::Error>>,
+}
+
+impl<W: BatchWrite> Item for Batched<W> {
+    fn apply<'c>(&'c mut self, conn: &'c mut AnyConnection) -> BoxFuture<'c, bool> {
+        Box::pin(async move {
+            let outcome = match W::apply_all(std::slice::from_ref(&self.write), conn).await {
+                Ok(mut outcomes) => outcomes.pop().unwrap_or_else(|| Err(gone())),
+                Err(error) => Err(error.into()),
+            };
+            let ok = outcome.is_ok();
+            self.outcome = Some(outcome);
+            ok
+        })
+    }
+
+    fn settle(self: Box<Self>) {
+        let outcome = self.outcome.unwrap_or_else(|| Err(gone()));
+        let _ = self.reply.send(outcome);
+    }
+
+    fn fail(self: Box<Self>, error: sqlx::Error) {
+        let _ = self.reply.send(Err(error.into()));
+    }
+
+    fn kind(&self) -> Option<(TypeId, ApplyGroup)> {
+        Some((TypeId::of::<W>(), apply_group::<W>))
+    }
+
+    fn as_any(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// [`ApplyGroup`] for the writes of kind `W`: [`BatchWrite::apply_all`] on all of them, each
+/// item given its outcome.
+fn apply_group<'c, W: BatchWrite>(
+    group: &'c mut [Box<dyn Item>],
+    conn: &'c mut AnyConnection,
+) -> BoxFuture<'c, Result<Vec<usize>, sqlx::Error>> {
+    Box::pin(async move {
+        let mut writes = Vec::with_capacity(group.len());
+        for item in group.iter_mut() {
+            if let Some(batched) = item.as_any().downcast_mut::<Batched<W>>() {
+                writes.push(batched.write.clone());
+            }
+        }
+        let outcomes = W::apply_all(&writes, conn).await?;
+        if outcomes.len() != group.len() {
+            return Err(sqlx::Error::Protocol(format!(
+                "a batch of {} writes gave {} outcomes",
+                group.len(),
+                outcomes.len()
+            )));
+        }
+        let mut failed = Vec::new();
+        for (index, (item, outcome)) in group.iter_mut().zip(outcomes).enumerate() {
+            if outcome.is_err() {
+                failed.push(index);
+            }
+            if let Some(batched) = item.as_any().downcast_mut::<Batched<W>>() {
+                batched.outcome = Some(outcome);
+            }
+        }
+        Ok(failed)
+    })
 }
 
 /// The answer of a write whose committer stopped before answering (its runtime shut down): the
@@ -213,20 +334,35 @@ async fn commit(writer: &AnyPool, batch: &mut Vec<Box<dyn Item>>) {
     }
 }
 
-/// Run every item of `batch` behind its own savepoint in one transaction and commit it; the
-/// positions of the items that failed (rolled back to their savepoints).
+/// Run `batch` in one transaction and commit it: the writes of each [`BatchWrite`] kind
+/// together, every other item behind its own savepoint. The positions of the items that failed
+/// (and left nothing behind).
 async fn together(
     writer: &AnyPool,
     batch: &mut [Box<dyn Item>],
 ) -> Result<Vec<usize>, sqlx::Error> {
+    // Writes of one kind side by side (the order between callers' writes is free: they are
+    // concurrent, and all of them commit at once).
+    batch.sort_by_key(|item| item.kind().map(|(kind, _)| kind));
     let mut tx = writer.begin().await?;
     let mut failed = Vec::new();
-    for (index, item) in batch.iter_mut().enumerate() {
+    let mut start = 0;
+    while start < batch.len() {
+        if let Some((kind, apply)) = batch[start].kind() {
+            let len = batch[start..]
+                .iter()
+                .take_while(|item| item.kind().is_some_and(|(other, _)| other == kind))
+                .count();
+            let positions = apply(&mut batch[start..start + len], &mut tx).await?;
+            failed.extend(positions.into_iter().map(|position| start + position));
+            start += len;
+            continue;
+        }
         sqlx::query("SAVEPOINT group_item")
             .execute(&mut *tx)
             .await?;
-        if !item.apply(&mut tx).await {
-            failed.push(index);
+        if !batch[start].apply(&mut tx).await {
+            failed.push(start);
             sqlx::query("ROLLBACK TO SAVEPOINT group_item")
                 .execute(&mut *tx)
                 .await?;
@@ -234,6 +370,7 @@ async fn together(
         sqlx::query("RELEASE SAVEPOINT group_item")
             .execute(&mut *tx)
             .await?;
+        start += 1;
     }
     tx.commit().await?;
     Ok(failed)

@@ -3,7 +3,11 @@
 //! A change to a run is one transaction: the run row moves forward only if nobody else moved
 //! it first, and its events are written with it; the bus hears of them after the commit.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use sqlx::AnyConnection;
 
 use serde_json::Value;
 
@@ -11,7 +15,7 @@ use super::DungeonError;
 use super::game::{Run, RunStatus};
 use crate::clock::Clock;
 use crate::clock::to_millis;
-use crate::db::Store;
+use crate::db::{BatchWrite, Store};
 use crate::events::Bus;
 use crate::events::Event;
 
@@ -206,7 +210,7 @@ pub(crate) async fn advance(
     run: &Run,
     events: Vec<NewEvent>,
 ) -> Result<Advance, DungeonError> {
-    let write = Arc::new(RunWrite {
+    let write = RunWrite {
         run_id: head.id.clone(),
         version: head.version,
         state: serde_json::to_string(run).map_err(DungeonError::internal)?,
@@ -220,14 +224,8 @@ pub(crate) async fn advance(
             .into_iter()
             .map(|event| (event.kind, event.turn_number, event.payload.to_string()))
             .collect(),
-    });
-    let written = store
-        .group()
-        .run(Box::new(move |conn| {
-            let write = write.clone();
-            Box::pin(async move { write.apply(conn).await })
-        }))
-        .await?;
+    };
+    let written = store.group().write(write).await?;
     Ok(match written {
         Some(last_seq) => {
             announce(bus, &head.id, last_seq);
@@ -252,46 +250,120 @@ struct RunWrite {
     events: Vec<(&'static str, Option<i64>, String)>,
 }
 
-impl RunWrite {
+/// Rows per statement: 10 parameters a run, 6 an event, far below either database's limit.
+const ROWS_PER_STATEMENT: usize = 100;
+
+impl BatchWrite for RunWrite {
     /// The run's new last sequence number, or `None` when its version had moved on.
-    async fn apply(&self, conn: &mut sqlx::AnyConnection) -> Result<Option<i64>, DungeonError> {
-        let count = self.events.len() as i64;
-        let updated: Option<(i64,)> = sqlx::query_as(
-            "UPDATE dungeon_runs SET state = $1, version = version + 1, status = $2, score = $3,
-                 deepest_floor = $4, turn_number = $5, last_seq = last_seq + $6, last_action_at = $7,
-                 ended_at = CASE WHEN $8 = 1 THEN $7 ELSE ended_at END
-             WHERE id = $9 AND version = $10
-             RETURNING last_seq",
-        )
-        .bind(&self.state)
-        .bind(self.status)
-        .bind(self.score)
-        .bind(self.deepest_floor)
-        .bind(self.turn_number)
-        .bind(count)
-        .bind(self.now)
-        .bind(i64::from(self.over))
-        .bind(&self.run_id)
-        .bind(self.version)
-        .fetch_optional(&mut *conn)
-        .await?;
-        let Some((last_seq,)) = updated else {
-            return Ok(None);
-        };
-        let first = last_seq - count + 1;
-        for (offset, (kind, turn_number, payload)) in self.events.iter().enumerate() {
-            insert_event(
-                &mut *conn,
-                &self.run_id,
-                first + offset as i64,
-                kind,
-                *turn_number,
-                payload,
-                self.now,
-            )
-            .await?;
-        }
-        Ok(Some(last_seq))
+    type Output = Option<i64>;
+    type Error = DungeonError;
+
+    /// Every run of the batch moved by one `UPDATE … FROM (VALUES …)` (per hundred runs) under
+    /// each run's version guard, and every event of the runs that moved by one `INSERT`. Two
+    /// writes of one run in one batch read the same version at best, so only the first is
+    /// tried; the others lost the race.
+    fn apply_all<'c>(
+        writes: &'c [Arc<Self>],
+        conn: &'c mut AnyConnection,
+    ) -> BoxFuture<'c, Result<Vec<Result<Option<i64>, DungeonError>>, sqlx::Error>> {
+        Box::pin(async move {
+            let mut first_of_run: HashMap<&str, usize> = HashMap::new();
+            let tried: Vec<usize> = (0..writes.len())
+                .filter(|&index| {
+                    *first_of_run
+                        .entry(writes[index].run_id.as_str())
+                        .or_insert(index)
+                        == index
+                })
+                .collect();
+            let mut moved: HashMap<String, i64> = HashMap::new();
+            for chunk in tried.chunks(ROWS_PER_STATEMENT) {
+                let rows: Vec<String> = (0..chunk.len())
+                    .map(|row| {
+                        let base = row * 10;
+                        let params: Vec<String> =
+                            (1..=10).map(|n| format!("${}", base + n)).collect();
+                        format!("({})", params.join(", "))
+                    })
+                    .collect();
+                let sql = format!(
+                    "UPDATE dungeon_runs SET state = v.column3, version = version + 1,
+                         status = v.column4, score = v.column5, deepest_floor = v.column6,
+                         turn_number = v.column7, last_seq = last_seq + v.column8,
+                         last_action_at = v.column9,
+                         ended_at = CASE WHEN v.column10 = 1 THEN v.column9 ELSE ended_at END
+                     FROM (VALUES {}) AS v
+                     WHERE dungeon_runs.id = v.column1 AND dungeon_runs.version = v.column2
+                     RETURNING id, last_seq",
+                    rows.join(", ")
+                );
+                let mut query = sqlx::query_as::<_, (String, i64)>(&sql);
+                for &index in chunk {
+                    let write = &writes[index];
+                    query = query
+                        .bind(write.run_id.as_str())
+                        .bind(write.version)
+                        .bind(write.state.as_str())
+                        .bind(write.status)
+                        .bind(write.score)
+                        .bind(write.deepest_floor)
+                        .bind(write.turn_number)
+                        .bind(write.events.len() as i64)
+                        .bind(write.now)
+                        .bind(i64::from(write.over));
+                }
+                moved.extend(query.fetch_all(&mut *conn).await?);
+            }
+            let events: Vec<(&RunWrite, i64, usize)> = tried
+                .iter()
+                .filter_map(|&index| {
+                    let write = &*writes[index];
+                    let last_seq = *moved.get(&write.run_id)?;
+                    let first = last_seq - write.events.len() as i64 + 1;
+                    Some((0..write.events.len()).map(move |n| (write, first + n as i64, n)))
+                })
+                .flatten()
+                .collect();
+            for chunk in events.chunks(ROWS_PER_STATEMENT) {
+                let rows: Vec<String> = (0..chunk.len())
+                    .map(|row| {
+                        let base = row * 6;
+                        let params: Vec<String> =
+                            (1..=6).map(|n| format!("${}", base + n)).collect();
+                        format!("({})", params.join(", "))
+                    })
+                    .collect();
+                let sql = format!(
+                    "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at)
+                     VALUES {}",
+                    rows.join(", ")
+                );
+                let mut query = sqlx::query(&sql);
+                for (write, seq, n) in chunk {
+                    let (kind, turn_number, payload) = &write.events[*n];
+                    query = query
+                        .bind(write.run_id.as_str())
+                        .bind(*seq)
+                        .bind(*kind)
+                        .bind(*turn_number)
+                        .bind(payload.as_str())
+                        .bind(write.now);
+                }
+                query.execute(&mut *conn).await?;
+            }
+            Ok(writes
+                .iter()
+                .enumerate()
+                .map(|(index, write)| {
+                    let first = first_of_run.get(write.run_id.as_str()) == Some(&index);
+                    Ok(if first {
+                        moved.get(&write.run_id).copied()
+                    } else {
+                        None
+                    })
+                })
+                .collect())
+        })
     }
 }
 

@@ -145,6 +145,37 @@ async fn a_dungeon_run_played_on_one_node_is_watched_live_on_the_other() {
 }
 
 #[tokio::test]
+async fn turns_alternating_between_nodes_each_build_on_the_last() {
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = a.spawn_peer().await;
+    a.dungeon_noon();
+    b.dungeon_noon();
+    let player = a.dungeon_player("alternate@example.com", 22, 5_000_000).await;
+    let entered = a.dungeon_run(&player, "fighter").await;
+    let run_id = entered["runId"].as_str().expect("run id").to_owned();
+    let key = entered["registrationKey"].as_str().expect("key").to_owned();
+    // Each node keeps the run's state from its own last turn; the other node's turn in between
+    // must make it read the row again, or it would play on a state a turn old (and answer a
+    // turn number it was not sent).
+    for number in 1..=9_i64 {
+        let node = if number % 3 == 0 { &a } else { &b };
+        let turn = node
+            .dungeon_turn(&run_id, &key, json!({"action": "inventory", "turnNumber": number}))
+            .await;
+        assert_eq!(turn.status, 200, "{}", turn.body);
+        assert_eq!(turn.body["turnNumber"], number, "{}", turn.body);
+        assert_eq!(turn.body["replayed"], false);
+    }
+    let page = a
+        .get(&format!("/api/dungeons/runs/{run_id}"), Auth::None)
+        .await;
+    assert_eq!(page.body["events"].as_array().map(Vec::len), Some(9));
+}
+
+#[tokio::test]
 async fn a_key_revoked_on_one_node_is_refused_on_the_other_within_a_second() {
     if !on_postgres() {
         return;

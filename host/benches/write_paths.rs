@@ -144,11 +144,25 @@ end
             .send()
             .await
             .expect("turn");
-        println!("  a turn answers {}", turn.status());
-        assert_eq!(turn.status(), 200, "{}", turn.text().await.unwrap_or_default());
+        let status = turn.status();
+        let reply = turn.text().await.unwrap_or_default();
+        assert_eq!(status, 200, "{reply}");
+        let (state,): (String,) = sqlx::query_as("SELECT state FROM dungeon_runs WHERE id = $1")
+            .bind(run_id)
+            .fetch_one(state.store.read())
+            .await
+            .expect("state");
+        println!(
+            "  a turn answers {status}: {} bytes (the run's stored state: {} bytes)",
+            reply.len(),
+            state.len()
+        );
         let wallet = crucible::chain::Keypair::generate().pubkey().to_string();
         let registered = client
-            .post(format!("{base}/api/tournaments/trn_write_{}/register", TOURNAMENTS - 1))
+            .post(format!(
+                "{base}/api/tournaments/trn_write_{}/register",
+                TOURNAMENTS - 1
+            ))
             .json(&serde_json::json!({"registeredWallet": wallet, "txSignature": null}))
             .send()
             .await

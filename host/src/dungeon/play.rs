@@ -89,7 +89,7 @@ pub(crate) async fn turn(
                 let row = store::load(store, run_id)
                     .await?
                     .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?;
-                let run = row.game()?;
+                let run = store::game(store, &row).await?;
                 (row.head, Some(run))
             }
         };
@@ -176,6 +176,7 @@ pub(crate) async fn turn(
             kind: store::TURN,
             turn_number: illegal.is_none().then_some(run.turn_number() as i64),
             payload: record.clone(),
+            action: Some(serde_json::to_string(&action).map_err(DungeonError::internal)?),
         }];
         if run.status().is_over() {
             events.push(ended_event(run_id, &run));
@@ -222,6 +223,7 @@ fn ended_event(run_id: &str, run: &Run) -> NewEvent {
     NewEvent {
         kind: store::ENDED,
         turn_number: None,
+        action: None,
         payload: json!({
             "runId": run_id,
             "status": run.status(),
@@ -259,6 +261,7 @@ pub(crate) async fn broadcast(
     let event = NewEvent {
         kind: store::BROADCAST,
         turn_number: None,
+        action: None,
         payload: json!({
             "runId": run_id,
             "message": message,
@@ -298,7 +301,7 @@ pub(crate) async fn abandon(
         if !row.is_active() {
             return Ok(false);
         }
-        let mut run = row.game()?;
+        let mut run = store::game(store, &row).await?;
         let ended = run.abandon();
         if !ended
             .iter()

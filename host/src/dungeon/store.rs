@@ -12,7 +12,7 @@ use sqlx::AnyConnection;
 use serde_json::Value;
 
 use super::DungeonError;
-use super::game::{Run, RunStatus};
+use super::game::{Action, Run, RunStatus};
 use crate::clock::Clock;
 use crate::clock::to_millis;
 use crate::db::{BatchWrite, Store};
@@ -48,12 +48,15 @@ impl RunHead {
     }
 }
 
-/// A run as stored, with its serialized game state.
+/// A run as stored, with its game state's last snapshot: the state as of event `state_seq`
+/// (the turns after it, up to `last_seq`, are replayed from their events by [`game`]).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct RunRow {
     #[sqlx(flatten)]
     pub head: RunHead,
     pub state: String,
+    pub state_seq: i64,
+    pub last_seq: i64,
 }
 
 impl std::ops::Deref for RunRow {
@@ -65,13 +68,42 @@ impl std::ops::Deref for RunRow {
 }
 
 const HEAD_COLUMNS: &str = "r.id, r.dungeon_id, r.wallet, r.class, r.status, r.score, r.deepest_floor, r.turn_number, r.version, r.created_at, r.last_action_at, r.ended_at";
-const COLUMNS: &str = "id, dungeon_id, wallet, class, status, score, deepest_floor, turn_number, version, state, created_at, last_action_at, ended_at";
+const COLUMNS: &str = "id, dungeon_id, wallet, class, status, score, deepest_floor, turn_number, version, state, state_seq, last_seq, created_at, last_action_at, ended_at";
 
-impl RunRow {
-    /// The game run this row caches.
-    pub(crate) fn game(&self) -> Result<Run, DungeonError> {
-        serde_json::from_str(&self.state).map_err(DungeonError::internal)
+/// A snapshot of the state is stored every this many legal turns (and when the run ends): a
+/// turn writes a few hundred bytes instead of the whole state (about 14 KB), and a node that
+/// does not hold the run replays at most this many turns' actions.
+pub(crate) const SNAPSHOT_EVERY: u64 = 32;
+
+/// The game state of the run at `row`: its snapshot, and the actions of the turns stored after
+/// it (up to the row's own last event, so a turn committed since the row was read is not
+/// replayed into it) played again. The engine is deterministic: the same actions on the same
+/// state give the same state.
+pub(crate) async fn game(store: &Store, row: &RunRow) -> Result<Run, DungeonError> {
+    let mut run: Run = serde_json::from_str(&row.state).map_err(DungeonError::internal)?;
+    if row.state_seq >= row.last_seq {
+        return Ok(run);
     }
+    let actions: Vec<(Option<String>,)> = sqlx::query_as(
+        "SELECT action FROM dungeon_run_events
+         WHERE run_id = $1 AND seq > $2 AND seq <= $3 AND kind = $4 ORDER BY seq",
+    )
+    .bind(&row.id)
+    .bind(row.state_seq)
+    .bind(row.last_seq)
+    .bind(TURN)
+    .fetch_all(store.read())
+    .await?;
+    for (action,) in actions {
+        let action = action.ok_or_else(|| {
+            DungeonError::internal(anyhow::anyhow!("a turn of {} without its action", row.id))
+        })?;
+        let action: Action = serde_json::from_str(&action).map_err(DungeonError::internal)?;
+        // Legal or not, the turn was played (an illegal one charged its AP): replaying it does
+        // the same.
+        let _ = run.apply(&action);
+    }
+    Ok(run)
 }
 
 /// A run a key opens: its head, and why its account is suspended if it is.
@@ -190,6 +222,8 @@ pub(crate) struct NewEvent {
     pub kind: &'static str,
     pub turn_number: Option<i64>,
     pub payload: Value,
+    /// A turn's action as it was sent (JSON), replayed after the run's last snapshot.
+    pub action: Option<String>,
 }
 
 /// Why [`advance`] did not write.
@@ -213,7 +247,10 @@ pub(crate) async fn advance(
     let write = RunWrite {
         run_id: head.id.clone(),
         version: head.version,
-        state: serde_json::to_string(run).map_err(DungeonError::internal)?,
+        state: (run.status().is_over() || run.turn_number() % SNAPSHOT_EVERY == 0)
+            .then(|| serde_json::to_string(run))
+            .transpose()
+            .map_err(DungeonError::internal)?,
         status: run.status().as_str(),
         score: run.score(),
         deepest_floor: i64::from(run.tally().deepest_floor),
@@ -222,7 +259,12 @@ pub(crate) async fn advance(
         now: to_millis(clock.now()),
         events: events
             .into_iter()
-            .map(|event| (event.kind, event.turn_number, event.payload.to_string()))
+            .map(|event| StoredTurnEvent {
+                kind: event.kind,
+                turn_number: event.turn_number,
+                payload: event.payload.to_string(),
+                action: event.action,
+            })
             .collect(),
     };
     let written = store.group().write(write).await?;
@@ -240,17 +282,26 @@ pub(crate) async fn advance(
 struct RunWrite {
     run_id: String,
     version: i64,
-    state: String,
+    /// A new snapshot of the state, when this write takes one.
+    state: Option<String>,
     status: &'static str,
     score: i64,
     deepest_floor: i64,
     turn_number: i64,
     over: bool,
     now: i64,
-    events: Vec<(&'static str, Option<i64>, String)>,
+    events: Vec<StoredTurnEvent>,
 }
 
-/// Rows per statement: 10 parameters a run, 6 an event, far below either database's limit.
+/// An event as [`RunWrite`] stores it.
+struct StoredTurnEvent {
+    kind: &'static str,
+    turn_number: Option<i64>,
+    payload: String,
+    action: Option<String>,
+}
+
+/// Rows per statement: 10 parameters a run, 7 an event, far below either database's limit.
 const ROWS_PER_STATEMENT: usize = 100;
 
 impl BatchWrite for RunWrite {
@@ -287,7 +338,10 @@ impl BatchWrite for RunWrite {
                     })
                     .collect();
                 let sql = format!(
-                    "UPDATE dungeon_runs SET state = v.column3, version = version + 1,
+                    "UPDATE dungeon_runs SET state = COALESCE(v.column3, state),
+                         state_seq = CASE WHEN v.column3 IS NULL THEN state_seq
+                                          ELSE last_seq + v.column8 END,
+                         version = version + 1,
                          status = v.column4, score = v.column5, deepest_floor = v.column6,
                          turn_number = v.column7, last_seq = last_seq + v.column8,
                          last_action_at = v.column9,
@@ -303,7 +357,7 @@ impl BatchWrite for RunWrite {
                     query = query
                         .bind(write.run_id.as_str())
                         .bind(write.version)
-                        .bind(write.state.as_str())
+                        .bind(write.state.as_deref())
                         .bind(write.status)
                         .bind(write.score)
                         .bind(write.deepest_floor)
@@ -327,27 +381,28 @@ impl BatchWrite for RunWrite {
             for chunk in events.chunks(ROWS_PER_STATEMENT) {
                 let rows: Vec<String> = (0..chunk.len())
                     .map(|row| {
-                        let base = row * 6;
+                        let base = row * 7;
                         let params: Vec<String> =
-                            (1..=6).map(|n| format!("${}", base + n)).collect();
+                            (1..=7).map(|n| format!("${}", base + n)).collect();
                         format!("({})", params.join(", "))
                     })
                     .collect();
                 let sql = format!(
-                    "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at)
+                    "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at, action)
                      VALUES {}",
                     rows.join(", ")
                 );
                 let mut query = sqlx::query(&sql);
                 for (write, seq, n) in chunk {
-                    let (kind, turn_number, payload) = &write.events[*n];
+                    let event = &write.events[*n];
                     query = query
                         .bind(write.run_id.as_str())
                         .bind(*seq)
-                        .bind(*kind)
-                        .bind(*turn_number)
-                        .bind(payload.as_str())
-                        .bind(write.now);
+                        .bind(event.kind)
+                        .bind(event.turn_number)
+                        .bind(event.payload.as_str())
+                        .bind(write.now)
+                        .bind(event.action.as_deref());
                 }
                 query.execute(&mut *conn).await?;
             }

@@ -281,7 +281,8 @@ pub(crate) async fn run_page(
     let row = store::load(store, run_id)
         .await?
         .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?;
-    let current = serde_json::to_value(row.game()?.view()).map_err(DungeonError::internal)?;
+    let current = serde_json::to_value(store::game(store, &row).await?.view())
+        .map_err(DungeonError::internal)?;
     // One more than asked tells whether another page follows.
     let mut page = store::events_after(store, run_id, after_seq, limit + 1).await?;
     let more = page.len() as i64 > limit;
@@ -355,10 +356,10 @@ pub(crate) async fn credential(
         return Err(DungeonError::UnknownRun(run_id.to_owned()));
     };
     let key = sealer.open_text(&sealed).map_err(DungeonError::internal)?;
-    let run = store::load(store, run_id)
+    let row = store::load(store, run_id)
         .await?
-        .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?
-        .game()?;
+        .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?;
+    let run = store::game(store, &row).await?;
     let view = run.view();
     let urls = RunUrls::of(config, run_id);
     Ok(Credential {

@@ -275,23 +275,34 @@ async fn check(
 
     let mut turns = turns.lock().expect("turns");
     for ((run_id, _), seen) in runs.iter().zip(turns.iter_mut()) {
-        let (turn_number, last_seq, state): (i64, i64, String) =
-            sqlx::query_as("SELECT turn_number, last_seq, state FROM dungeon_runs WHERE id = $1")
-                .bind(run_id)
-                .fetch_one(&pool)
-                .await
-                .expect("run");
+        let (turn_number, last_seq, state, state_seq): (i64, i64, String, i64) = sqlx::query_as(
+            "SELECT turn_number, last_seq, state, state_seq FROM dungeon_runs WHERE id = $1",
+        )
+        .bind(run_id)
+        .fetch_one(&pool)
+        .await
+        .expect("run");
         assert!(
             turn_number >= seen.acknowledged && turn_number <= seen.sent.max(seen.acknowledged),
             "{run_id}: {turn_number} stored, {} acknowledged, {} sent",
             seen.acknowledged,
             seen.sent
         );
-        let game: crucible::dungeon::game::Run = serde_json::from_str(&state).expect("state");
+        // The snapshot and the turns stored after it add up to the row.
+        let snapshot: crucible::dungeon::game::Run = serde_json::from_str(&state).expect("state");
+        let (after,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM dungeon_run_events
+             WHERE run_id = $1 AND seq > $2 AND turn_number IS NOT NULL AND action IS NOT NULL",
+        )
+        .bind(run_id)
+        .bind(state_seq)
+        .fetch_one(&pool)
+        .await
+        .expect("turns after the snapshot");
         assert_eq!(
-            game.turn_number() as i64,
+            snapshot.turn_number() as i64 + after,
             turn_number,
-            "{run_id}: state and row agree"
+            "{run_id}: snapshot and row agree"
         );
         let events: Vec<(i64, Option<i64>)> = sqlx::query_as(
             "SELECT seq, turn_number FROM dungeon_run_events WHERE run_id = $1 ORDER BY seq",

@@ -80,7 +80,8 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
             .map(|(_, counts)| counts)
             .expect("dungeon_runs cache")
     };
-    for number in 1..=5 {
+    // 32 turns: the last stores a snapshot of the whole state (the others only their events).
+    for number in 1..=32 {
         let turn = app
             .dungeon_turn(
                 &run_id,
@@ -90,17 +91,20 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
             .await;
         assert_eq!(turn.status, 200, "{}", turn.body);
     }
-    // The first turn read the row; the next four played on the state the node kept.
-    assert_eq!(runs_cache(&app), (4, 1));
+    // The first turn read the row; the next 31 played on the state the node kept.
+    assert_eq!(runs_cache(&app), (31, 1));
 
-    // Another writer (a second node) plays turn 6 on the stored row: `examine` costs 1 AP.
-    let (state, version): (String, i64) =
-        sqlx::query_as("SELECT state, version FROM dungeon_runs WHERE id = $1")
-            .bind(&run_id)
-            .fetch_one(app.state.store.read())
-            .await
-            .expect("row");
+    // Another writer (a second node) plays turn 33 on the stored snapshot: `examine` costs 1 AP.
+    let (state, version, state_seq, last_seq): (String, i64, i64, i64) = sqlx::query_as(
+        "SELECT state, version, state_seq, last_seq FROM dungeon_runs WHERE id = $1",
+    )
+    .bind(&run_id)
+    .fetch_one(app.state.store.read())
+    .await
+    .expect("row");
+    assert_eq!((state_seq, last_seq), (32, 32), "turn 32 took a snapshot");
     let mut game: crucible::dungeon::game::Run = serde_json::from_str(&state).expect("state");
+    assert_eq!(game.turn_number(), 32);
     let ap_before = game.view().player.ap;
     game.apply(&crucible::dungeon::game::Action::new(
         crucible::dungeon::game::ActionKind::Examine,
@@ -108,7 +112,7 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
     ))
     .expect("examine");
     let moved = sqlx::query(
-        "UPDATE dungeon_runs SET state = $1, version = version + 1, turn_number = 6
+        "UPDATE dungeon_runs SET state = $1, version = version + 1, turn_number = 33
          WHERE id = $2 AND version = $3",
     )
     .bind(serde_json::to_string(&game).expect("json"))
@@ -124,20 +128,83 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
         .dungeon_turn(
             &run_id,
             &key,
-            json!({"action": "inventory", "turnNumber": 7}),
+            json!({"action": "inventory", "turnNumber": 34}),
         )
         .await;
     assert_eq!(next.status, 200, "{}", next.body);
-    assert_eq!(next.body["turnNumber"], 7);
+    assert_eq!(next.body["turnNumber"], 34);
     assert_eq!(next.body["player"]["ap"], ap_before - 1);
-    assert_eq!(runs_cache(&app), (4, 2));
-    let (stored,): (String,) = sqlx::query_as("SELECT state FROM dungeon_runs WHERE id = $1")
-        .bind(&run_id)
-        .fetch_one(app.state.store.read())
-        .await
-        .expect("row");
-    let stored: crucible::dungeon::game::Run = serde_json::from_str(&stored).expect("state");
-    assert_eq!(stored.turn_number(), 7);
+    assert_eq!(runs_cache(&app), (31, 2));
+    // A reader that does not hold the run replays the turns after the snapshot onto it.
+    let page = app
+        .get(&format!("/api/dungeons/runs/{run_id}"), Auth::None)
+        .await;
+    assert_eq!(page.body["state"]["turnNumber"], 34, "{}", page.body);
+    assert_eq!(page.body["state"]["player"]["ap"], ap_before - 1);
+}
+
+#[tokio::test]
+async fn a_run_read_back_after_a_restart_replays_its_turns_since_the_last_snapshot() {
+    use crucible::dungeon::game::agent::{Agent, GreedyAgent};
+    let app = TestApp::spawn().await;
+    app.dungeon_noon();
+    let player = app
+        .dungeon_player("replay@example.com", 64, 5_000_000)
+        .await;
+    let run = app.dungeon_run(&player, "rogue").await;
+    let run_id = run["runId"].as_str().expect("run").to_owned();
+    let key = run["registrationKey"].as_str().expect("key").to_owned();
+    // Real play (fights, moves, items, refusals), past one snapshot and into the next stretch.
+    let mut agent = GreedyAgent::new();
+    let mut last = app
+        .dungeon_turn(&run_id, &key, json!({"action": "examine", "turnNumber": 1}))
+        .await;
+    for _ in 0..45 {
+        let state = if last.status == 200 {
+            last.body.clone()
+        } else {
+            last.body["state"].clone()
+        };
+        let visible: crucible::dungeon::game::VisibleState =
+            serde_json::from_value(state).expect("state");
+        if visible.status.is_over() {
+            break;
+        }
+        let action = agent.decide(&visible);
+        last = app
+            .dungeon_turn(
+                &run_id,
+                &key,
+                json!({"action": action.action, "target": action.target,
+                       "turnNumber": visible.turn_number + 1}),
+            )
+            .await;
+        assert!(last.status == 200 || last.status == 400, "{}", last.body);
+    }
+    let mut expected = if last.status == 200 {
+        last.body.clone()
+    } else {
+        last.body["state"].clone()
+    };
+    for field in ["runId", "lastTurn", "replayed"] {
+        expected.as_object_mut().expect("state").remove(field);
+    }
+    let (state_seq, last_seq): (i64, i64) =
+        sqlx::query_as("SELECT state_seq, last_seq FROM dungeon_runs WHERE id = $1")
+            .bind(&run_id)
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("row");
+    assert!(
+        0 < state_seq && state_seq < last_seq,
+        "a snapshot was taken and turns followed it ({state_seq} of {last_seq})"
+    );
+    // A fresh node holds nothing: it rebuilds the run from the snapshot and the turns after it.
+    let app = app.restart().await;
+    let page = app
+        .get(&format!("/api/dungeons/runs/{run_id}"), Auth::None)
+        .await;
+    assert_eq!(page.body["state"], expected);
 }
 
 #[tokio::test]

@@ -153,7 +153,9 @@ async fn turns_alternating_between_nodes_each_build_on_the_last() {
     let b = a.spawn_peer().await;
     a.dungeon_noon();
     b.dungeon_noon();
-    let player = a.dungeon_player("alternate@example.com", 22, 5_000_000).await;
+    let player = a
+        .dungeon_player("alternate@example.com", 22, 5_000_000)
+        .await;
     let entered = a.dungeon_run(&player, "fighter").await;
     let run_id = entered["runId"].as_str().expect("run id").to_owned();
     let key = entered["registrationKey"].as_str().expect("key").to_owned();
@@ -163,7 +165,11 @@ async fn turns_alternating_between_nodes_each_build_on_the_last() {
     for number in 1..=9_i64 {
         let node = if number % 3 == 0 { &a } else { &b };
         let turn = node
-            .dungeon_turn(&run_id, &key, json!({"action": "inventory", "turnNumber": number}))
+            .dungeon_turn(
+                &run_id,
+                &key,
+                json!({"action": "inventory", "turnNumber": number}),
+            )
             .await;
         assert_eq!(turn.status, 200, "{}", turn.body);
         assert_eq!(turn.body["turnNumber"], number, "{}", turn.body);

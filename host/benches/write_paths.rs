@@ -12,7 +12,7 @@
 //!
 //! `cargo bench --bench write_paths` (SQLite); with `TEST_DATABASE_URL=postgres://…` on
 //! PostgreSQL. Needs `wrk`. `BENCH_SECONDS` (10), `BENCH_CONCURRENCY` (256), `BENCH_ROUNDS` (3)
-//! and `BENCH_RUNS` (512) tune it.
+//! and `BENCH_RUNS` (512) tune it; `BENCH_ONLY=turn` (or `registration`) loads one path alone.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -206,7 +206,18 @@ end
             },
         ),
     ];
-    wrk::against_the_floor(&loads, concurrency, seconds, rounds);
+    // `BENCH_ONLY=turn` (or `registration`) loads that path alone, for a profiler to watch.
+    match std::env::var("BENCH_ONLY") {
+        Ok(only) => {
+            let chosen: Vec<_> = loads
+                .into_iter()
+                .filter(|(name, _)| name.contains(only.as_str()))
+                .collect();
+            println!("  (only {only}; pid {})", std::process::id());
+            wrk::against_the_floor(&chosen, concurrency, seconds, rounds);
+        }
+        Err(_) => wrk::against_the_floor(&loads, concurrency, seconds, rounds),
+    }
 
     runtime.block_on(async {
         let (turns,): (i64,) =

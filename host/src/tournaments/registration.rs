@@ -5,7 +5,10 @@
 //! retryable 202 and the same request succeeds later. The payment step is
 //! [`crate::chain::payment`], shared with the dungeon's paid entry.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
 
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -24,7 +27,7 @@ use crate::chain::payment::{self, PaymentCheck, PaymentError};
 use crate::clock::Clock;
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::crypto::Sealer;
-use crate::db::Store;
+use crate::db::{BatchWrite, Store};
 use crate::db::{OnUnique, StoreError};
 use crate::domain::WalletAddress;
 use crate::events::Bus;
@@ -541,20 +544,26 @@ async fn commit(
     claim: Option<(String, WalletAddress, u64)>,
 ) -> Result<(), RegistrationError> {
     let now = clock.now();
-    let write = Arc::new(RegistrationWrite {
+    let write = RegistrationWrite {
         tournament_id: tournament_id.to_owned(),
         account_id: caller.map(|caller| caller.account_id.clone()),
         wallets: wallets.to_vec(),
         claim,
         now: to_millis(now),
-    });
-    let seated = store
-        .group()
-        .run(Box::new(move |conn| {
-            let write = write.clone();
-            Box::pin(async move { write.apply(conn).await })
-        }))
-        .await?;
+    };
+    let seated = if write.claim.is_some() {
+        // A paid one also claims its payment: its own statements, behind a savepoint.
+        let write = Arc::new(write);
+        store
+            .group()
+            .run(Box::new(move |conn| {
+                let write = write.clone();
+                Box::pin(async move { write.apply(conn).await })
+            }))
+            .await?
+    } else {
+        store.group().write(write).await?
+    };
     if !seated {
         let tournament = queries::get(store, tournament_id)
             .await?
@@ -572,6 +581,148 @@ struct RegistrationWrite {
     wallets: Vec<String>,
     claim: Option<(String, WalletAddress, u64)>,
     now: i64,
+}
+
+/// Free registrations of one batch share their statements, per tournament: one `UPDATE` that
+/// locks the tournament's row and reads its seats, one `INSERT … ON CONFLICT DO NOTHING` for
+/// every wallet, one `DELETE` of the wallets of the requests that cannot be whole (a wallet
+/// taken, or no seats left), and one `UPDATE` of the seat count.
+impl BatchWrite for RegistrationWrite {
+    /// False when the tournament had no seats left for the request or was closed.
+    type Output = bool;
+    type Error = RegistrationError;
+
+    fn apply_all<'c>(
+        writes: &'c [Arc<Self>],
+        conn: &'c mut sqlx::AnyConnection,
+    ) -> BoxFuture<'c, Result<Vec<Result<bool, RegistrationError>>, sqlx::Error>> {
+        Box::pin(async move {
+            let mut outcomes: Vec<Option<Result<bool, RegistrationError>>> =
+                (0..writes.len()).map(|_| None).collect();
+            let mut tournaments: Vec<&str> =
+                writes.iter().map(|w| w.tournament_id.as_str()).collect();
+            tournaments.sort_unstable();
+            tournaments.dedup();
+            // Tournaments in one order, so two nodes' batches never wait on each other's rows
+            // in a cycle.
+            for tournament_id in tournaments {
+                let members: Vec<usize> = (0..writes.len())
+                    .filter(|&index| writes[index].tournament_id == tournament_id)
+                    .collect();
+                let now = writes[members[0]].now;
+                let seats: Option<(i64, i64)> = sqlx::query_as(
+                    "UPDATE tournaments SET current_participants = current_participants
+                     WHERE id = $1 AND status IN ('upcoming', 'live') AND end_date > $2
+                       AND (registration_deadline IS NULL OR registration_deadline > $2)
+                     RETURNING current_participants, max_participants",
+                )
+                .bind(tournament_id)
+                .bind(now)
+                .fetch_optional(&mut *conn)
+                .await?;
+                let Some((mut seated, max)) = seats else {
+                    for &index in &members {
+                        outcomes[index] = Some(Ok(false));
+                    }
+                    continue;
+                };
+                let inserted = insert_wallets(conn, tournament_id, writes, &members).await?;
+                let mut undo: Vec<&str> = Vec::new();
+                for &index in &members {
+                    let write = &writes[index];
+                    let ours = |wallet: &String| inserted.get(wallet.as_str()) == Some(&index);
+                    let outcome = if let Some(taken) = write.wallets.iter().find(|w| !ours(w)) {
+                        Err(RegistrationError::AlreadyRegistered(taken.clone()))
+                    } else if seated + write.wallets.len() as i64 > max {
+                        Ok(false)
+                    } else {
+                        seated += write.wallets.len() as i64;
+                        Ok(true)
+                    };
+                    if !matches!(outcome, Ok(true)) {
+                        undo.extend(write.wallets.iter().filter(|w| ours(w)).map(String::as_str));
+                    }
+                    outcomes[index] = Some(outcome);
+                }
+                for chunk in undo.chunks(ROWS_PER_STATEMENT) {
+                    let list: Vec<String> =
+                        (0..chunk.len()).map(|n| format!("${}", n + 2)).collect();
+                    let sql = format!(
+                        "DELETE FROM tournament_registrations WHERE tournament_id = $1 AND wallet IN ({})",
+                        list.join(", ")
+                    );
+                    let mut query = sqlx::query(&sql).bind(tournament_id);
+                    for wallet in chunk {
+                        query = query.bind(*wallet);
+                    }
+                    query.execute(&mut *conn).await?;
+                }
+                sqlx::query("UPDATE tournaments SET current_participants = $1 WHERE id = $2")
+                    .bind(seated)
+                    .bind(tournament_id)
+                    .execute(&mut *conn)
+                    .await?;
+            }
+            Ok(outcomes
+                .into_iter()
+                .map(|outcome| outcome.unwrap_or(Ok(false)))
+                .collect())
+        })
+    }
+}
+
+/// Rows per statement: 3 parameters a wallet, far below either database's limit.
+const ROWS_PER_STATEMENT: usize = 200;
+
+/// Insert the wallets of `members` (writes for `tournament_id`) where they are not registered
+/// yet; which write each inserted wallet belongs to (a wallet two requests of the batch name
+/// goes to the first).
+async fn insert_wallets<'w>(
+    conn: &mut sqlx::AnyConnection,
+    tournament_id: &str,
+    writes: &'w [Arc<RegistrationWrite>],
+    members: &[usize],
+) -> Result<HashMap<&'w str, usize>, sqlx::Error> {
+    let mut owner: HashMap<&'w str, usize> = HashMap::new();
+    let mut rows: Vec<(&'w str, usize)> = Vec::new();
+    for &index in members {
+        for wallet in &writes[index].wallets {
+            if !owner.contains_key(wallet.as_str()) {
+                owner.insert(wallet.as_str(), index);
+                rows.push((wallet.as_str(), index));
+            }
+        }
+    }
+    let mut inserted = HashMap::new();
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+        let values: Vec<String> = (0..chunk.len())
+            .map(|row| {
+                let base = row * 3 + 1;
+                format!("($1, ${}, ${}, NULL, ${})", base + 1, base + 2, base + 3)
+            })
+            .collect();
+        let sql = format!(
+            "INSERT INTO tournament_registrations (tournament_id, wallet, account_id, tx_signature, registered_at)
+             VALUES {}
+             ON CONFLICT (tournament_id, wallet) DO NOTHING
+             RETURNING wallet",
+            values.join(", ")
+        );
+        let mut query = sqlx::query_as::<_, (String,)>(&sql).bind(tournament_id);
+        for (wallet, index) in chunk {
+            let write = &writes[*index];
+            query = query
+                .bind(*wallet)
+                .bind(write.account_id.as_deref())
+                .bind(write.now);
+        }
+        for (wallet,) in query.fetch_all(&mut *conn).await? {
+            if let Some((&name, &index)) = owner.get_key_value(wallet.as_str()) {
+                inserted.insert(name, index);
+            }
+        }
+    }
+    Ok(inserted)
 }
 
 impl RegistrationWrite {

@@ -123,6 +123,10 @@ impl GroupCommit {
     }
 }
 
+/// What [`BatchWrite::apply_all`] gives: one outcome per write, or the error that failed them
+/// all.
+pub(crate) type Outcomes<T, E> = Result<Vec<Result<T, E>>, sqlx::Error>;
+
 /// A kind of write whose writes in one batch share their statements: one `UPDATE … FROM
 /// (VALUES …)` for every dungeon turn of the batch instead of one per turn, say.
 pub(crate) trait BatchWrite: Send + Sync + Sized + 'static {
@@ -135,7 +139,7 @@ pub(crate) trait BatchWrite: Send + Sync + Sized + 'static {
     fn apply_all<'c>(
         writes: &'c [Arc<Self>],
         conn: &'c mut AnyConnection,
-    ) -> BoxFuture<'c, Result<Vec<Result<Self::Output, Self::Error>>, sqlx::Error>>;
+    ) -> BoxFuture<'c, Outcomes<Self::Output, Self::Error>>;
 }
 
 /// A queued write with its type erased, so one batch can mix kinds of write.

@@ -22,7 +22,7 @@ use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::Migrator;
 use sqlx::{Any, AnyPool, Executor, Transaction};
 
-pub(crate) use group_commit::{BatchWrite, GroupCommit};
+pub(crate) use group_commit::{BatchWrite, GroupCommit, Outcomes};
 pub use outage::Outage;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");

@@ -51,10 +51,11 @@ impl RunCache {
             .runs
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
-        if runs.len() >= CAPACITY && !runs.contains_key(run_id) {
-            if let Some(evicted) = runs.keys().next().cloned() {
-                runs.remove(&evicted);
-            }
+        if runs.len() >= CAPACITY
+            && !runs.contains_key(run_id)
+            && let Some(evicted) = runs.keys().next().cloned()
+        {
+            runs.remove(&evicted);
         }
         runs.insert(run_id.to_owned(), (version, run));
     }

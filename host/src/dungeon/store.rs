@@ -15,7 +15,7 @@ use super::DungeonError;
 use super::game::{Action, Run, RunStatus};
 use crate::clock::Clock;
 use crate::clock::to_millis;
-use crate::db::{BatchWrite, Store};
+use crate::db::{BatchWrite, Outcomes, Store};
 use crate::events::Bus;
 use crate::events::Event;
 
@@ -247,7 +247,7 @@ pub(crate) async fn advance(
     let write = RunWrite {
         run_id: head.id.clone(),
         version: head.version,
-        state: (run.status().is_over() || run.turn_number() % SNAPSHOT_EVERY == 0)
+        state: (run.status().is_over() || run.turn_number().is_multiple_of(SNAPSHOT_EVERY))
             .then(|| serde_json::to_string(run))
             .transpose()
             .map_err(DungeonError::internal)?,
@@ -316,7 +316,7 @@ impl BatchWrite for RunWrite {
     fn apply_all<'c>(
         writes: &'c [Arc<Self>],
         conn: &'c mut AnyConnection,
-    ) -> BoxFuture<'c, Result<Vec<Result<Option<i64>, DungeonError>>, sqlx::Error>> {
+    ) -> BoxFuture<'c, Outcomes<Option<i64>, DungeonError>> {
         Box::pin(async move {
             let mut first_of_run: HashMap<&str, usize> = HashMap::new();
             let tried: Vec<usize> = (0..writes.len())

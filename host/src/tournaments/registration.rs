@@ -27,7 +27,7 @@ use crate::chain::payment::{self, PaymentCheck, PaymentError};
 use crate::clock::Clock;
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::crypto::Sealer;
-use crate::db::{BatchWrite, Store};
+use crate::db::{BatchWrite, Outcomes, Store};
 use crate::db::{OnUnique, StoreError};
 use crate::domain::WalletAddress;
 use crate::events::Bus;
@@ -595,7 +595,7 @@ impl BatchWrite for RegistrationWrite {
     fn apply_all<'c>(
         writes: &'c [Arc<Self>],
         conn: &'c mut sqlx::AnyConnection,
-    ) -> BoxFuture<'c, Result<Vec<Result<bool, RegistrationError>>, sqlx::Error>> {
+    ) -> BoxFuture<'c, Outcomes<bool, RegistrationError>> {
         Box::pin(async move {
             let mut outcomes: Vec<Option<Result<bool, RegistrationError>>> =
                 (0..writes.len()).map(|_| None).collect();

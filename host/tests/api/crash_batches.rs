@@ -147,7 +147,7 @@ async fn a_node_killed_among_batches_keeps_every_acknowledged_write_and_no_half_
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
                     // Every third request registers two wallets at once.
-                    let wallets: Vec<String> = (0..1 + usize::from(n % 3 == 0))
+                    let wallets: Vec<String> = (0..1 + usize::from(n.is_multiple_of(3)))
                         .map(|_| crucible::chain::Keypair::generate().pubkey().to_string())
                         .collect();
                     let index = {
@@ -273,8 +273,8 @@ async fn check(
         "the seat count agrees with the rows"
     );
 
-    let mut turns = turns.lock().expect("turns");
-    for ((run_id, _), seen) in runs.iter().zip(turns.iter_mut()) {
+    let mut seen_turns = turns.lock().expect("turns").clone();
+    for ((run_id, _), seen) in runs.iter().zip(seen_turns.iter_mut()) {
         let (turn_number, last_seq, state, state_seq): (i64, i64, String, i64) = sqlx::query_as(
             "SELECT turn_number, last_seq, state, state_seq FROM dungeon_runs WHERE id = $1",
         )
@@ -327,5 +327,6 @@ async fn check(
         seen.acknowledged = turn_number;
         seen.sent = turn_number;
     }
+    *turns.lock().expect("turns") = seen_turns;
     pool.close().await;
 }

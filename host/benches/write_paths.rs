@@ -147,13 +147,14 @@ end
         let status = turn.status();
         let reply = turn.text().await.unwrap_or_default();
         assert_eq!(status, 200, "{reply}");
-        let (state,): (String,) = sqlx::query_as("SELECT state FROM dungeon_runs WHERE id = $1")
-            .bind(run_id)
-            .fetch_one(state.store.read())
-            .await
-            .expect("state");
+        let (state,): (String,) =
+            sqlx::query_as("SELECT state FROM dungeon_run_snapshots WHERE run_id = $1")
+                .bind(run_id)
+                .fetch_one(state.store.read())
+                .await
+                .expect("state");
         println!(
-            "  a turn answers {status}: {} bytes (the run's stored state: {} bytes)",
+            "  a turn answers {status}: {} bytes (the run's state snapshot: {} bytes)",
             reply.len(),
             state.len()
         );

@@ -404,8 +404,8 @@ pub(super) async fn open_run(
     sqlx::query(
         "INSERT INTO dungeon_runs (id, dungeon_id, account_id, wallet, class, quote_id, tx_signature,
              amount_raw, key_hash, key_sealed, status, score, deepest_floor, turn_number, version,
-             last_seq, state, created_at, last_action_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'active', $11, $12, 0, 0, 0, $13, $14, $14)",
+             last_seq, created_at, last_action_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'active', $11, $12, 0, 0, 0, $13, $13)",
     )
     .bind(&run_id)
     .bind(checked.day.id())
@@ -419,11 +419,15 @@ pub(super) async fn open_run(
     .bind(sealer.seal(key.key.as_bytes()))
     .bind(run.score())
     .bind(i64::from(run.tally().deepest_floor))
-    .bind(serde_json::to_string(&run).map_err(DungeonError::internal)?)
     .bind(now)
     .execute(&mut *tx)
     .await
     .on_unique(|| DungeonError::QuoteUsed(checked.quote_id.clone()))?;
+    sqlx::query("INSERT INTO dungeon_run_snapshots (run_id, seq, state) VALUES ($1, 0, $2)")
+        .bind(&run_id)
+        .bind(serde_json::to_string(&run).map_err(DungeonError::internal)?)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     let urls = RunUrls::of(config, &run_id);
     let skill = agent_skill_markdown(&SkillContext {

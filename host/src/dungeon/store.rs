@@ -68,7 +68,10 @@ impl std::ops::Deref for RunRow {
 }
 
 const HEAD_COLUMNS: &str = "r.id, r.dungeon_id, r.wallet, r.class, r.status, r.score, r.deepest_floor, r.turn_number, r.version, r.created_at, r.last_action_at, r.ended_at";
-const COLUMNS: &str = "id, dungeon_id, wallet, class, status, score, deepest_floor, turn_number, version, state, state_seq, last_seq, created_at, last_action_at, ended_at";
+/// A run's head, its snapshot (`state` as of `state_seq`) and its last sequence number, from
+/// `dungeon_runs r JOIN dungeon_run_snapshots s`.
+const COLUMNS: &str = "r.id, r.dungeon_id, r.wallet, r.class, r.status, r.score, r.deepest_floor, r.turn_number, r.version, s.state, s.seq AS state_seq, r.last_seq, r.created_at, r.last_action_at, r.ended_at";
+const FROM_RUNS: &str = "dungeon_runs r JOIN dungeon_run_snapshots s ON s.run_id = r.id";
 
 /// A snapshot of the state is stored every this many legal turns (and when the run ends): a
 /// turn writes a few hundred bytes instead of the whole state (about 14 KB), and a node that
@@ -133,12 +136,12 @@ pub(crate) async fn load_by_key_hash(
 }
 
 pub(crate) async fn load(store: &Store, run_id: &str) -> Result<Option<RunRow>, DungeonError> {
-    Ok(
-        sqlx::query_as(&format!("SELECT {COLUMNS} FROM dungeon_runs WHERE id = $1"))
-            .bind(run_id)
-            .fetch_optional(store.read())
-            .await?,
-    )
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM {FROM_RUNS} WHERE r.id = $1"
+    ))
+    .bind(run_id)
+    .fetch_optional(store.read())
+    .await?)
 }
 
 pub(crate) async fn list_for_account(
@@ -146,7 +149,7 @@ pub(crate) async fn list_for_account(
     account_id: &str,
 ) -> Result<Vec<RunRow>, DungeonError> {
     Ok(sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM dungeon_runs WHERE account_id = $1 ORDER BY created_at DESC, id LIMIT 500"
+        "SELECT {COLUMNS} FROM {FROM_RUNS} WHERE r.account_id = $1 ORDER BY r.created_at DESC, r.id LIMIT 500"
     ))
     .bind(account_id)
     .fetch_all(store.read())
@@ -301,7 +304,7 @@ struct StoredTurnEvent {
     action: Option<String>,
 }
 
-/// Rows per statement: 10 parameters a run, 7 an event, far below either database's limit.
+/// Rows per statement: 9 parameters a run, 7 an event, far below either database's limit.
 const ROWS_PER_STATEMENT: usize = 100;
 
 impl BatchWrite for RunWrite {
@@ -331,21 +334,18 @@ impl BatchWrite for RunWrite {
             for chunk in tried.chunks(ROWS_PER_STATEMENT) {
                 let rows: Vec<String> = (0..chunk.len())
                     .map(|row| {
-                        let base = row * 10;
+                        let base = row * 9;
                         let params: Vec<String> =
-                            (1..=10).map(|n| format!("${}", base + n)).collect();
+                            (1..=9).map(|n| format!("${}", base + n)).collect();
                         format!("({})", params.join(", "))
                     })
                     .collect();
                 let sql = format!(
-                    "UPDATE dungeon_runs SET state = COALESCE(v.column3, state),
-                         state_seq = CASE WHEN v.column3 IS NULL THEN state_seq
-                                          ELSE last_seq + v.column8 END,
-                         version = version + 1,
-                         status = v.column4, score = v.column5, deepest_floor = v.column6,
-                         turn_number = v.column7, last_seq = last_seq + v.column8,
-                         last_action_at = v.column9,
-                         ended_at = CASE WHEN v.column10 = 1 THEN v.column9 ELSE ended_at END
+                    "UPDATE dungeon_runs SET version = version + 1,
+                         status = v.column3, score = v.column4, deepest_floor = v.column5,
+                         turn_number = v.column6, last_seq = last_seq + v.column7,
+                         last_action_at = v.column8,
+                         ended_at = CASE WHEN v.column9 = 1 THEN v.column8 ELSE ended_at END
                      FROM (VALUES {}) AS v
                      WHERE dungeon_runs.id = v.column1 AND dungeon_runs.version = v.column2
                      RETURNING id, last_seq",
@@ -357,7 +357,6 @@ impl BatchWrite for RunWrite {
                     query = query
                         .bind(write.run_id.as_str())
                         .bind(write.version)
-                        .bind(write.state.as_deref())
                         .bind(write.status)
                         .bind(write.score)
                         .bind(write.deepest_floor)
@@ -367,6 +366,21 @@ impl BatchWrite for RunWrite {
                         .bind(i64::from(write.over));
                 }
                 moved.extend(query.fetch_all(&mut *conn).await?);
+            }
+            // The snapshots the batch takes, each as of its run's new last event.
+            for &index in &tried {
+                let write = &*writes[index];
+                let (Some(state), Some(last_seq)) = (&write.state, moved.get(&write.run_id)) else {
+                    continue;
+                };
+                sqlx::query(
+                    "UPDATE dungeon_run_snapshots SET seq = $1, state = $2 WHERE run_id = $3",
+                )
+                .bind(*last_seq)
+                .bind(state.as_str())
+                .bind(write.run_id.as_str())
+                .execute(&mut *conn)
+                .await?;
             }
             let events: Vec<(&RunWrite, i64, usize)> = tried
                 .iter()

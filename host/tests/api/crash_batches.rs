@@ -276,7 +276,8 @@ async fn check(
     let mut seen_turns = turns.lock().expect("turns").clone();
     for ((run_id, _), seen) in runs.iter().zip(seen_turns.iter_mut()) {
         let (turn_number, last_seq, state, state_seq): (i64, i64, String, i64) = sqlx::query_as(
-            "SELECT turn_number, last_seq, state, state_seq FROM dungeon_runs WHERE id = $1",
+            "SELECT r.turn_number, r.last_seq, s.state, s.seq
+             FROM dungeon_runs r JOIN dungeon_run_snapshots s ON s.run_id = r.id WHERE r.id = $1",
         )
         .bind(run_id)
         .fetch_one(&pool)

@@ -96,7 +96,8 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
 
     // Another writer (a second node) plays turn 33 on the stored snapshot: `examine` costs 1 AP.
     let (state, version, state_seq, last_seq): (String, i64, i64, i64) = sqlx::query_as(
-        "SELECT state, version, state_seq, last_seq FROM dungeon_runs WHERE id = $1",
+        "SELECT s.state, r.version, s.seq, r.last_seq
+         FROM dungeon_runs r JOIN dungeon_run_snapshots s ON s.run_id = r.id WHERE r.id = $1",
     )
     .bind(&run_id)
     .fetch_one(app.state.store.read())
@@ -112,16 +113,21 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
     ))
     .expect("examine");
     let moved = sqlx::query(
-        "UPDATE dungeon_runs SET state = $1, version = version + 1, turn_number = 33
-         WHERE id = $2 AND version = $3",
+        "UPDATE dungeon_runs SET version = version + 1, turn_number = 33
+         WHERE id = $1 AND version = $2",
     )
-    .bind(serde_json::to_string(&game).expect("json"))
     .bind(&run_id)
     .bind(version)
     .execute(app.state.store.write())
     .await
     .expect("other writer");
     assert_eq!(moved.rows_affected(), 1);
+    sqlx::query("UPDATE dungeon_run_snapshots SET state = $1 WHERE run_id = $2")
+        .bind(serde_json::to_string(&game).expect("json"))
+        .bind(&run_id)
+        .execute(app.state.store.write())
+        .await
+        .expect("other writer's snapshot");
 
     // This node's next turn builds on that write, not on the state it held.
     let next = app
@@ -189,12 +195,14 @@ async fn a_run_read_back_after_a_restart_replays_its_turns_since_the_last_snapsh
     for field in ["runId", "lastTurn", "replayed"] {
         expected.as_object_mut().expect("state").remove(field);
     }
-    let (state_seq, last_seq): (i64, i64) =
-        sqlx::query_as("SELECT state_seq, last_seq FROM dungeon_runs WHERE id = $1")
-            .bind(&run_id)
-            .fetch_one(app.state.store.read())
-            .await
-            .expect("row");
+    let (state_seq, last_seq): (i64, i64) = sqlx::query_as(
+        "SELECT s.seq, r.last_seq
+             FROM dungeon_runs r JOIN dungeon_run_snapshots s ON s.run_id = r.id WHERE r.id = $1",
+    )
+    .bind(&run_id)
+    .fetch_one(app.state.store.read())
+    .await
+    .expect("row");
     assert!(
         0 < state_seq && state_seq < last_seq,
         "a snapshot was taken and turns followed it ({state_seq} of {last_seq})"

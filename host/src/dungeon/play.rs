@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use super::DungeonError;
 use super::game::{GameEvent, Run, TurnError};
 use super::run_cache::RunCache;
-use super::store::{self, Advance, NewEvent, RunHead};
+use super::store::{self, Advance, Mover, NewEvent, RunHead};
 use super::turn_request::TurnRequest;
 use crate::clock::Clock;
 use crate::clock::to_millis;
@@ -67,29 +67,42 @@ pub(crate) struct LastTurn {
     pub events: Vec<Value>,
 }
 
-/// Play one turn of `current`'s run (the head as read by the key check; reloaded after a
-/// race). The run's state comes from this node's [`RunCache`] when it holds the version the key
-/// check read, and from its row otherwise.
+/// Play one turn of `current`'s run (the head as the key check read it, `fresh`, or as this
+/// node's last write left it; reloaded after a race). The run's state comes from this node's
+/// [`RunCache`] when it holds that version, and from the database otherwise. Nothing is refused
+/// on a head from memory alone: a turn that looks ahead of it, or a write its guards refuse
+/// (another writer moved the run, the account was suspended), reads the run again first.
 pub(crate) async fn turn(
     store: &Store,
     clock: &dyn Clock,
     bus: &Bus,
     runs: &RunCache,
     current: RunHead,
+    fresh: bool,
     request: TurnRequest,
 ) -> Result<TurnResult, DungeonError> {
     let request = request.clipped();
     let run_id = current.id.clone();
     let run_id = run_id.as_str();
     let mut hint = Some(current);
+    let mut fresh = fresh;
+    // The key check reads the account's suspension; a head from memory, or a write refused by
+    // its guards, asks again when the run is read.
+    let mut check_suspension = !fresh;
     for _ in 0..RACE_RETRIES {
         let (row, loaded) = match hint.take() {
             Some(head) => (head, None),
             None => {
+                if check_suspension
+                    && let Some(reason) = store::suspension_of_run(store, run_id).await?
+                {
+                    return Err(DungeonError::AccountSuspended(reason));
+                }
                 let row = store::load(store, run_id)
                     .await?
                     .ok_or_else(|| DungeonError::UnknownRun(run_id.to_owned()))?;
                 let run = store::game(store, &row).await?;
+                fresh = true;
                 (row.head, Some(run))
             }
         };
@@ -111,6 +124,10 @@ pub(crate) async fn turn(
                 return Ok(TurnResult::Played(reply_from_record(&record, true)?));
             }
             if number > row.turn_number + 1 {
+                if !fresh {
+                    // Another node may have played the turns in between: read the run.
+                    continue;
+                }
                 return Err(DungeonError::OutOfTurn(format!(
                     "`turnNumber` {number} is ahead of the run: the next turn is {}",
                     row.turn_number + 1
@@ -118,6 +135,9 @@ pub(crate) async fn turn(
             }
         }
         if !row.is_active() {
+            if !fresh {
+                continue;
+            }
             return Err(ended(&row));
         }
         let Some(mut run) = loaded.or_else(|| runs.take(run_id, row.version)) else {
@@ -181,14 +201,24 @@ pub(crate) async fn turn(
         if run.status().is_over() {
             events.push(ended_event(run_id, &run));
         }
-        match store::advance(store, clock, bus, &row, &run, events).await? {
-            Advance::Raced => continue,
+        match store::advance(store, clock, bus, &row, &run, events, Mover::Player).await? {
+            Advance::Raced => {
+                check_suspension = true;
+                continue;
+            }
             Advance::Written => {}
         }
         let over = run.status().is_over();
         let (status, score) = (run.status(), run.score());
         if !over {
-            runs.put(run_id, row.version + 1, run);
+            let head = RunHead {
+                version: row.version + 1,
+                turn_number: run.turn_number() as i64,
+                score,
+                deepest_floor: i64::from(run.tally().deepest_floor),
+                ..row
+            };
+            runs.put(head, run);
         }
         if over {
             tracing::info!(run_id, status = status.as_str(), score, "dungeon run ended");
@@ -316,6 +346,7 @@ pub(crate) async fn abandon(
             &row,
             &run,
             vec![ended_event(run_id, &run)],
+            Mover::Server,
         )
         .await?
         {

@@ -11,7 +11,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::entry::{self, EnterBody, EnterOutcome, EnterRequest, Entered, Quote};
 use super::play::{self, TurnReply, TurnResult};
-use super::run_key::RunKey;
+use super::run_key::{RunKey, TurnKey};
 use super::turn_request::TurnRequest;
 use super::views::{AccountRuns, Credential, DungeonList, DungeonView, Leaderboard, RunPage};
 use super::{DungeonError, views, watch};
@@ -349,7 +349,7 @@ async fn account_runs(
               (status = 401), (status = 403), (status = 404), (status = 409), (status = 429)))]
 async fn turn(
     State(state): State<AppState>,
-    key: RunKey,
+    TurnKey { key, fresh }: TurnKey,
     Path(run_id): Path<String>,
     Json(request): Json<TurnRequest>,
 ) -> Result<Response, ApiError> {
@@ -363,6 +363,7 @@ async fn turn(
             &state.events,
             &state.caches.dungeon_runs,
             key.row,
+            fresh,
             request,
         ),
         span,

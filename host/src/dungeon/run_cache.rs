@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::game::Run;
+use super::store::RunHead;
 
 /// Runs kept at most. A full cache drops an arbitrary entry: runs are played in bursts, and a
 /// miss costs one read and one parse.
@@ -20,20 +21,32 @@ const CAPACITY: usize = 4_096;
 
 #[derive(Default)]
 pub(crate) struct RunCache {
-    runs: Mutex<HashMap<String, (i64, Run)>>,
+    inner: Mutex<Inner>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
 
+#[derive(Default)]
+struct Inner {
+    /// By run id: the run's head and state as this node's last write left them (the head's
+    /// version is the entry's version).
+    runs: HashMap<String, (RunHead, Run)>,
+    /// Run keys this node has checked against the database (by the key's SHA-256), to their
+    /// run: a key belongs to one run for that run's life, so the pair never changes.
+    keys: HashMap<String, String>,
+}
+
 impl RunCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
     /// The cached state of `run_id` if it is the one at `version`, taken out of the cache.
     pub(crate) fn take(&self, run_id: &str, version: i64) -> Option<Run> {
-        let mut runs = self
-            .runs
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        let found = match runs.remove(run_id) {
-            Some((cached, run)) if cached == version => Some(run),
+        let found = match self.lock().runs.remove(run_id) {
+            Some((head, run)) if head.version == version => Some(run),
             _ => None,
         };
         let counter = if found.is_some() {
@@ -45,19 +58,35 @@ impl RunCache {
         found
     }
 
-    /// Keep `run` as the state of `run_id` at `version`.
-    pub(crate) fn put(&self, run_id: &str, version: i64, run: Run) {
-        let mut runs = self
-            .runs
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        if runs.len() >= CAPACITY
-            && !runs.contains_key(run_id)
-            && let Some(evicted) = runs.keys().next().cloned()
+    /// Keep `run` as the state of the run at `head` (its version included).
+    pub(crate) fn put(&self, head: RunHead, run: Run) {
+        let mut inner = self.lock();
+        if inner.runs.len() >= CAPACITY
+            && !inner.runs.contains_key(&head.id)
+            && let Some(evicted) = inner.runs.keys().next().cloned()
         {
-            runs.remove(&evicted);
+            inner.runs.remove(&evicted);
         }
-        runs.insert(run_id.to_owned(), (version, run));
+        inner.runs.insert(head.id.clone(), (head, run));
+    }
+
+    /// The head this node holds for the run of the key whose SHA-256 is `key_hash`, if the key
+    /// was checked here and the run is held: a hint, as of this node's last write (a turn's
+    /// version guard catches any write since).
+    pub(crate) fn head_for_key(&self, key_hash: &str) -> Option<RunHead> {
+        let inner = self.lock();
+        let run_id = inner.keys.get(key_hash)?;
+        inner.runs.get(run_id).map(|(head, _)| head.clone())
+    }
+
+    /// Remember that the key whose SHA-256 is `key_hash` opened `run_id` (checked against the
+    /// database just now).
+    pub(crate) fn remember_key(&self, key_hash: String, run_id: String) {
+        let mut inner = self.lock();
+        if inner.keys.len() >= 2 * CAPACITY {
+            inner.keys.clear();
+        }
+        inner.keys.insert(key_hash, run_id);
     }
 
     /// Turns that found their run here, and turns that read it (`GET /metrics`).
@@ -71,27 +100,44 @@ impl RunCache {
     /// Entries held (tests).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.runs.lock().map(|runs| runs.len()).unwrap_or(0)
+        self.lock().runs.len()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dungeon::game::{Class, DungeonMap};
+    use crate::dungeon::game::{Class, DungeonMap, RunStatus};
 
     fn run(seed: u64) -> Run {
         let map = DungeonMap::for_date(2026, 11, 26, "test");
         Run::new(&map, Class::Fighter, seed)
     }
 
+    fn head(id: &str, version: i64) -> RunHead {
+        RunHead {
+            id: id.to_owned(),
+            dungeon_id: "dgn_test".into(),
+            wallet: "wallet".into(),
+            class: "fighter".into(),
+            status: RunStatus::Active,
+            score: 0,
+            deepest_floor: 1,
+            turn_number: version,
+            version,
+            created_at: 0,
+            last_action_at: 0,
+            ended_at: None,
+        }
+    }
+
     #[test]
     fn only_the_version_it_was_stored_at_is_handed_out_and_only_once() {
         let cache = RunCache::default();
-        cache.put("run_1", 3, run(1));
+        cache.put(head("run_1", 3), run(1));
         assert!(cache.take("run_1", 2).is_none(), "an older version");
         assert!(cache.take("run_1", 3).is_none(), "a miss drops the entry");
-        cache.put("run_1", 3, run(1));
+        cache.put(head("run_1", 3), run(1));
         assert!(cache.take("run_1", 3).is_some());
         assert!(
             cache.take("run_1", 3).is_none(),
@@ -101,11 +147,25 @@ mod tests {
     }
 
     #[test]
+    fn a_key_leads_to_its_runs_head_only_once_checked_and_while_the_run_is_held() {
+        let cache = RunCache::default();
+        cache.put(head("run_1", 4), run(1));
+        assert!(cache.head_for_key("hash_1").is_none(), "never checked here");
+        cache.remember_key("hash_1".into(), "run_1".into());
+        assert_eq!(cache.head_for_key("hash_1").map(|h| h.version), Some(4));
+        assert!(cache.take("run_1", 4).is_some());
+        assert!(
+            cache.head_for_key("hash_1").is_none(),
+            "the run is being played"
+        );
+    }
+
+    #[test]
     fn a_full_cache_makes_room() {
         let cache = RunCache::default();
         let template = run(1);
         for n in 0..CAPACITY + 10 {
-            cache.put(&format!("run_{n}"), 1, template.clone());
+            cache.put(head(&format!("run_{n}"), 1), template.clone());
         }
         assert_eq!(cache.len(), CAPACITY);
     }

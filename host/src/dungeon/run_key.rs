@@ -92,3 +92,46 @@ impl FromRequestParts<AppState> for RunKey {
         }
     }
 }
+
+/// The run key of a turn: like [`RunKey`], but a key this node checked before, of a run it
+/// holds, is answered from memory (docs/architecture.md, "Group commit"). Such a head is a hint
+/// (`fresh` false): the turn's write is guarded by the run's version and by its account not
+/// being suspended, so a run moved or an account suspended since is caught there and read again.
+pub(crate) struct TurnKey {
+    pub key: RunKey,
+    /// Read from the database for this request (not from memory).
+    pub fresh: bool,
+}
+
+impl FromRequestParts<AppState> for TurnKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let hash = crate::auth::keys::bearer(&parts.headers)
+            .filter(|key| key.starts_with(PREFIX))
+            .map(sha256_hex);
+        if let Some(head) = hash
+            .as_deref()
+            .and_then(|hash| state.caches.dungeon_runs.head_for_key(hash))
+        {
+            return Ok(TurnKey {
+                key: RunKey {
+                    run_id: head.id.clone(),
+                    row: head,
+                },
+                fresh: false,
+            });
+        }
+        let key = RunKey::from_request_parts(parts, state).await?;
+        if let Some(hash) = hash {
+            state
+                .caches
+                .dungeon_runs
+                .remember_key(hash, key.run_id.clone());
+        }
+        Ok(TurnKey { key, fresh: true })
+    }
+}

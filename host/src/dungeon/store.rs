@@ -135,6 +135,21 @@ pub(crate) async fn load_by_key_hash(
     .await?)
 }
 
+/// Why the account that plays `run_id` is suspended, if it is.
+pub(crate) async fn suspension_of_run(
+    store: &Store,
+    run_id: &str,
+) -> Result<Option<String>, DungeonError> {
+    let row: Option<(Option<String>,)> = sqlx::query_as(
+        "SELECT a.suspension_reason FROM dungeon_runs r JOIN accounts a ON a.id = r.account_id
+         WHERE r.id = $1 AND a.suspended_at IS NOT NULL",
+    )
+    .bind(run_id)
+    .fetch_optional(store.read())
+    .await?;
+    Ok(row.map(|(reason,)| reason.unwrap_or_else(|| "no reason given".to_owned())))
+}
+
 pub(crate) async fn load(store: &Store, run_id: &str) -> Result<Option<RunRow>, DungeonError> {
     Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM {FROM_RUNS} WHERE r.id = $1"
@@ -236,6 +251,14 @@ pub(crate) enum Advance {
     Raced,
 }
 
+/// Who moves a run: its player (a turn, refused once the account is suspended) or the server
+/// (an abandonment, which ends a suspended account's run too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mover {
+    Player,
+    Server,
+}
+
 /// Store `run` as the new state of the run at `head` (if `head.version` is still current)
 /// together with `events`, then announce them. The write shares its transaction and its flush
 /// with the other turns of the moment ([`crate::db::GroupCommit`]); it is answered once durable.
@@ -246,10 +269,12 @@ pub(crate) async fn advance(
     head: &RunHead,
     run: &Run,
     events: Vec<NewEvent>,
+    mover: Mover,
 ) -> Result<Advance, DungeonError> {
     let write = RunWrite {
         run_id: head.id.clone(),
         version: head.version,
+        by_player: mover == Mover::Player,
         state: (run.status().is_over() || run.turn_number().is_multiple_of(SNAPSHOT_EVERY))
             .then(|| serde_json::to_string(run))
             .transpose()
@@ -285,6 +310,8 @@ pub(crate) async fn advance(
 struct RunWrite {
     run_id: String,
     version: i64,
+    /// A player's turn: refused when the run's account is suspended.
+    by_player: bool,
     /// A new snapshot of the state, when this write takes one.
     state: Option<String>,
     status: &'static str,
@@ -304,7 +331,7 @@ struct StoredTurnEvent {
     action: Option<String>,
 }
 
-/// Rows per statement: 9 parameters a run, 7 an event, far below either database's limit.
+/// Rows per statement: 10 parameters a run, 7 an event, far below either database's limit.
 const ROWS_PER_STATEMENT: usize = 100;
 
 impl BatchWrite for RunWrite {
@@ -334,9 +361,9 @@ impl BatchWrite for RunWrite {
             for chunk in tried.chunks(ROWS_PER_STATEMENT) {
                 let rows: Vec<String> = (0..chunk.len())
                     .map(|row| {
-                        let base = row * 9;
+                        let base = row * 10;
                         let params: Vec<String> =
-                            (1..=9).map(|n| format!("${}", base + n)).collect();
+                            (1..=10).map(|n| format!("${}", base + n)).collect();
                         format!("({})", params.join(", "))
                     })
                     .collect();
@@ -348,6 +375,9 @@ impl BatchWrite for RunWrite {
                          ended_at = CASE WHEN v.column9 = 1 THEN v.column8 ELSE ended_at END
                      FROM (VALUES {}) AS v
                      WHERE dungeon_runs.id = v.column1 AND dungeon_runs.version = v.column2
+                       AND (v.column10 = 0 OR NOT EXISTS (SELECT 1 FROM accounts a
+                                       WHERE a.id = dungeon_runs.account_id
+                                         AND a.suspended_at IS NOT NULL))
                      RETURNING id, last_seq",
                     rows.join(", ")
                 );
@@ -363,7 +393,8 @@ impl BatchWrite for RunWrite {
                         .bind(write.turn_number)
                         .bind(write.events.len() as i64)
                         .bind(write.now)
-                        .bind(i64::from(write.over));
+                        .bind(i64::from(write.over))
+                        .bind(i64::from(write.by_player));
                 }
                 moved.extend(query.fetch_all(&mut *conn).await?);
             }

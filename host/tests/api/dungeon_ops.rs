@@ -140,12 +140,51 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
     assert_eq!(next.status, 200, "{}", next.body);
     assert_eq!(next.body["turnNumber"], 34);
     assert_eq!(next.body["player"]["ap"], ap_before - 1);
-    assert_eq!(runs_cache(&app), (31, 2));
+    // The turn number it was sent was ahead of what the node held, so it read the run.
+    assert_eq!(runs_cache(&app), (31, 1));
+
+    // Once more, with a turn sent without a turn number: the node plays on the state it
+    // holds, the write's version guard refuses it, and it plays again on the row.
+    let (version,): (i64,) = sqlx::query_as("SELECT version FROM dungeon_runs WHERE id = $1")
+        .bind(&run_id)
+        .fetch_one(app.state.store.read())
+        .await
+        .expect("row");
+    sqlx::query("UPDATE dungeon_runs SET version = version + 1, turn_number = 35 WHERE id = $1")
+        .bind(&run_id)
+        .execute(app.state.store.write())
+        .await
+        .expect("other writer");
+    sqlx::query(
+        "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at, action)
+         SELECT id, last_seq + 1, 'run:turn', 35, '{}', 0, '{\"action\":\"inventory\"}'
+         FROM dungeon_runs WHERE id = $1",
+    )
+    .bind(&run_id)
+    .execute(app.state.store.write())
+    .await
+    .expect("its event");
+    sqlx::query("UPDATE dungeon_runs SET last_seq = last_seq + 1 WHERE id = $1 AND version = $2")
+        .bind(&run_id)
+        .bind(version + 1)
+        .execute(app.state.store.write())
+        .await
+        .expect("its sequence number");
+    let after = app
+        .dungeon_turn(&run_id, &key, json!({"action": "inventory"}))
+        .await;
+    assert_eq!(after.status, 200, "{}", after.body);
+    assert_eq!(after.body["turnNumber"], 36, "{}", after.body);
+    assert_eq!(
+        runs_cache(&app),
+        (32, 1),
+        "played once on what it held, refused"
+    );
     // A reader that does not hold the run replays the turns after the snapshot onto it.
     let page = app
         .get(&format!("/api/dungeons/runs/{run_id}"), Auth::None)
         .await;
-    assert_eq!(page.body["state"]["turnNumber"], 34, "{}", page.body);
+    assert_eq!(page.body["state"]["turnNumber"], 36, "{}", page.body);
     assert_eq!(page.body["state"]["player"]["ap"], ap_before - 1);
 }
 
@@ -401,6 +440,16 @@ async fn a_suspended_accounts_runs_stop_playing_and_win_nothing() {
     assert!(end.score > 0);
     let open = app.dungeon_run(&cheat, "fighter").await;
     app.dungeon_run(&honest, "fighter").await;
+    // A turn before the suspension: the node now holds this run and knows its key, so the turn
+    // after it is refused by the write's guard, not by a key check.
+    let before = app
+        .dungeon_turn(
+            open["runId"].as_str().expect("run"),
+            open["registrationKey"].as_str().expect("key"),
+            json!({"action": "inventory", "turnNumber": 1}),
+        )
+        .await;
+    assert_eq!(before.status, 200, "{}", before.body);
     let scheduler = crucible::scheduler::Scheduler::standard(
         &app.state.chain,
         &app.state.config,

@@ -85,8 +85,7 @@ impl GroupCommit {
         let (reply, answer) = oneshot::channel();
         self.enqueue(Box::new(Pending {
             work,
-            outcome: None,
-            reply,
+            answer: Answer::new(reply),
         }))
         .await;
         answer.await.unwrap_or_else(|_| Err(gone()))
@@ -98,8 +97,7 @@ impl GroupCommit {
         let (reply, answer) = oneshot::channel();
         self.enqueue(Box::new(Batched {
             write: Arc::new(write),
-            outcome: None,
-            reply,
+            answer: Answer::new(reply),
         }))
         .await;
         answer.await.unwrap_or_else(|_| Err(gone()))
@@ -165,10 +163,41 @@ type ApplyGroup = for<'c> fn(
     &'c mut AnyConnection,
 ) -> BoxFuture<'c, Result<Vec<usize>, sqlx::Error>>;
 
-struct Pending<T, E> {
-    work: Work<T, E>,
+/// A write's outcome until its batch commits, and where it goes then.
+struct Answer<T, E> {
     outcome: Option<Result<T, E>>,
     reply: oneshot::Sender<Result<T, E>>,
+}
+
+impl<T, E: From<sqlx::Error>> Answer<T, E> {
+    fn new(reply: oneshot::Sender<Result<T, E>>) -> Self {
+        Answer {
+            outcome: None,
+            reply,
+        }
+    }
+
+    /// Keep `outcome`; whether it succeeded.
+    fn record(&mut self, outcome: Result<T, E>) -> bool {
+        let ok = outcome.is_ok();
+        self.outcome = Some(outcome);
+        ok
+    }
+
+    fn settle(self) {
+        let outcome = self.outcome.unwrap_or_else(|| Err(gone()));
+        // The caller may have gone (its request was cancelled); the write stands either way.
+        let _ = self.reply.send(outcome);
+    }
+
+    fn fail(self, error: sqlx::Error) {
+        let _ = self.reply.send(Err(error.into()));
+    }
+}
+
+struct Pending<T, E> {
+    work: Work<T, E>,
+    answer: Answer<T, E>,
 }
 
 impl<T, E> Item for Pending<T, E>
@@ -179,20 +208,16 @@ where
     fn apply<'c>(&'c mut self, conn: &'c mut AnyConnection) -> BoxFuture<'c, bool> {
         Box::pin(async move {
             let outcome = (self.work)(conn).await;
-            let ok = outcome.is_ok();
-            self.outcome = Some(outcome);
-            ok
+            self.answer.record(outcome)
         })
     }
 
     fn settle(self: Box<Self>) {
-        let outcome = self.outcome.unwrap_or_else(|| Err(gone()));
-        // The caller may have gone (its request was cancelled); the write stands either way.
-        let _ = self.reply.send(outcome);
+        self.answer.settle();
     }
 
     fn fail(self: Box<Self>, error: sqlx::Error) {
-        let _ = self.reply.send(Err(error.into()));
+        self.answer.fail(error);
     }
 
     fn as_any(&mut self) -> &mut dyn Any {
@@ -202,8 +227,7 @@ where
 
 struct Batched<W: BatchWrite> {
     write: Arc<W>,
-    outcome: Option<Result<W::Output, W::Error>>,
-    reply: oneshot::Sender<Result<W::Output, W::Error>>,
+    answer: Answer<W::Output, W::Error>,
 }
 
 impl<W: BatchWrite> Item for Batched<W> {
@@ -213,19 +237,16 @@ impl<W: BatchWrite> Item for Batched<W> {
                 Ok(mut outcomes) => outcomes.pop().unwrap_or_else(|| Err(gone())),
                 Err(error) => Err(error.into()),
             };
-            let ok = outcome.is_ok();
-            self.outcome = Some(outcome);
-            ok
+            self.answer.record(outcome)
         })
     }
 
     fn settle(self: Box<Self>) {
-        let outcome = self.outcome.unwrap_or_else(|| Err(gone()));
-        let _ = self.reply.send(outcome);
+        self.answer.settle();
     }
 
     fn fail(self: Box<Self>, error: sqlx::Error) {
-        let _ = self.reply.send(Err(error.into()));
+        self.answer.fail(error);
     }
 
     fn kind(&self) -> Option<(TypeId, ApplyGroup)> {
@@ -264,7 +285,7 @@ fn apply_group<'c, W: BatchWrite>(
                 failed.push(index);
             }
             if let Some(batched) = item.as_any().downcast_mut::<Batched<W>>() {
-                batched.outcome = Some(outcome);
+                batched.answer.outcome = Some(outcome);
             }
         }
         Ok(failed)

@@ -174,26 +174,8 @@ async fn a_node_killed_among_batches_keeps_every_acknowledged_write_and_no_half_
             }));
         }
         tokio::time::sleep(Duration::from_millis(700 + 400 * kill as u64)).await;
-        let metrics = node
-            .client
-            .get(format!("{}/metrics", node.base))
-            .send()
-            .await
-            .expect("metrics")
-            .text()
-            .await
-            .expect("text");
-        let count = |name: &str| -> f64 {
-            metrics
-                .lines()
-                .find_map(|line| line.strip_prefix(&format!("{name} ")))
-                .and_then(|value| value.parse().ok())
-                .unwrap_or(0.0)
-        };
-        batched = batched.max(
-            count("crucible_group_commit_writes_total")
-                / count("crucible_group_commit_batches_total").max(1.0),
-        );
+        let (batches, writes) = crate::helpers::group_commit_counts(&node.client, &node.base).await;
+        batched = batched.max(writes as f64 / batches.max(1) as f64);
         // SIGKILL with requests and batches in flight.
         drop(node);
         stop.store(true, Ordering::Relaxed);

@@ -426,26 +426,7 @@ async fn concurrent_registrations_share_transactions_and_each_gets_its_own_answe
             "a refused two-wallet request left no half behind"
         );
     }
-    let metrics = app
-        .client
-        .get(format!("{}/metrics", app.address))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
-    let count = |name: &str| -> u64 {
-        metrics
-            .lines()
-            .find_map(|line| line.strip_prefix(&format!("{name} ")))
-            .and_then(|value| value.parse().ok())
-            .unwrap_or_else(|| panic!("{name} missing:\n{metrics}"))
-    };
-    let (batches, writes) = (
-        count("crucible_group_commit_batches_total"),
-        count("crucible_group_commit_writes_total"),
-    );
+    let (batches, writes) = crate::helpers::group_commit_counts(&app.client, &app.address).await;
     assert!(writes >= 60, "{writes} writes");
     assert!(
         batches < writes,

@@ -889,6 +889,30 @@ impl TestApp {
     }
 }
 
+/// The group committer's counters of the server at `base` (`GET /metrics`, from this machine):
+/// (transactions, the writes they carried).
+pub async fn group_commit_counts(client: &reqwest::Client, base: &str) -> (u64, u64) {
+    let metrics = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    let count = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing:\n{metrics}"))
+    };
+    (
+        count("crucible_group_commit_batches_total"),
+        count("crucible_group_commit_writes_total"),
+    )
+}
+
 /// The watch stream of a run, read from the real server socket until `run:ended` and the end of
 /// the stream: (id, event, data) in arrival order.
 pub async fn watch_to_end(mut response: reqwest::Response) -> Vec<(i64, String, Value)> {

@@ -249,6 +249,25 @@ async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreEr
         .map_err(StoreError::Connect)
 }
 
+/// The numbered placeholders of a multi-row statement: `rows` parenthesised groups of `per_row`,
+/// after the statement's first `skip` parameters. `value_rows(2, 3, 1)` is
+/// `($2, $3, $4), ($5, $6, $7)`: a `VALUES` list (or, one per row, an `IN` list).
+pub(crate) fn value_rows(rows: usize, per_row: usize, skip: usize) -> String {
+    let mut sql = String::with_capacity(rows * per_row * 5);
+    for row in 0..rows {
+        sql.push_str(if row == 0 { "(" } else { ", (" });
+        for column in 0..per_row {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(skip + row * per_row + column + 1).to_string());
+        }
+        sql.push(')');
+    }
+    sql
+}
+
 /// `From<sqlx::Error>` for service errors with a `Store(StoreError)` variant, so `?` works on a
 /// query inside a service that returns its own error.
 macro_rules! store_error_from_sqlx {
@@ -304,6 +323,13 @@ impl<T> OnUnique<T> for Result<T, sqlx::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn value_rows_number_every_placeholder_after_the_skipped_ones() {
+        assert_eq!(value_rows(2, 3, 1), "($2, $3, $4), ($5, $6, $7)");
+        assert_eq!(value_rows(1, 1, 0), "($1)");
+        assert_eq!(value_rows(0, 4, 0), "");
+    }
 
     #[test]
     fn backend_follows_the_url_scheme() {

@@ -15,7 +15,7 @@ use super::DungeonError;
 use super::game::{Action, Run, RunStatus};
 use crate::clock::Clock;
 use crate::clock::to_millis;
-use crate::db::{BatchWrite, Outcomes, Store};
+use crate::db::{BatchWrite, Outcomes, Store, value_rows};
 use crate::events::Bus;
 use crate::events::Event;
 
@@ -67,10 +67,16 @@ impl std::ops::Deref for RunRow {
     }
 }
 
-const HEAD_COLUMNS: &str = "r.id, r.dungeon_id, r.wallet, r.class, r.status, r.score, r.deepest_floor, r.turn_number, r.version, r.created_at, r.last_action_at, r.ended_at";
+/// A run's head, from `dungeon_runs r` (a macro, so [`COLUMNS`] extends it at compile time).
+macro_rules! head_columns {
+    () => {
+        "r.id, r.dungeon_id, r.wallet, r.class, r.status, r.score, r.deepest_floor, r.turn_number, r.version, r.created_at, r.last_action_at, r.ended_at"
+    };
+}
+const HEAD_COLUMNS: &str = head_columns!();
 /// A run's head, its snapshot (`state` as of `state_seq`) and its last sequence number, from
 /// `dungeon_runs r JOIN dungeon_run_snapshots s`.
-const COLUMNS: &str = "r.id, r.dungeon_id, r.wallet, r.class, r.status, r.score, r.deepest_floor, r.turn_number, r.version, s.state, s.seq AS state_seq, r.last_seq, r.created_at, r.last_action_at, r.ended_at";
+const COLUMNS: &str = concat!(head_columns!(), ", s.state, s.seq AS state_seq, r.last_seq");
 const FROM_RUNS: &str = "dungeon_runs r JOIN dungeon_run_snapshots s ON s.run_id = r.id";
 
 /// A snapshot of the state is stored every this many legal turns (and when the run ends): a
@@ -359,14 +365,6 @@ impl BatchWrite for RunWrite {
                 .collect();
             let mut moved: HashMap<String, i64> = HashMap::new();
             for chunk in tried.chunks(ROWS_PER_STATEMENT) {
-                let rows: Vec<String> = (0..chunk.len())
-                    .map(|row| {
-                        let base = row * 10;
-                        let params: Vec<String> =
-                            (1..=10).map(|n| format!("${}", base + n)).collect();
-                        format!("({})", params.join(", "))
-                    })
-                    .collect();
                 let sql = format!(
                     "UPDATE dungeon_runs SET version = version + 1,
                          status = v.column3, score = v.column4, deepest_floor = v.column5,
@@ -379,7 +377,7 @@ impl BatchWrite for RunWrite {
                                        WHERE a.id = dungeon_runs.account_id
                                          AND a.suspended_at IS NOT NULL))
                      RETURNING id, last_seq",
-                    rows.join(", ")
+                    value_rows(chunk.len(), 10, 0)
                 );
                 let mut query = sqlx::query_as::<_, (String, i64)>(&sql);
                 for &index in chunk {
@@ -424,18 +422,10 @@ impl BatchWrite for RunWrite {
                 .flatten()
                 .collect();
             for chunk in events.chunks(ROWS_PER_STATEMENT) {
-                let rows: Vec<String> = (0..chunk.len())
-                    .map(|row| {
-                        let base = row * 7;
-                        let params: Vec<String> =
-                            (1..=7).map(|n| format!("${}", base + n)).collect();
-                        format!("({})", params.join(", "))
-                    })
-                    .collect();
                 let sql = format!(
                     "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at, action)
                      VALUES {}",
-                    rows.join(", ")
+                    value_rows(chunk.len(), 7, 0)
                 );
                 let mut query = sqlx::query(&sql);
                 for (write, seq, n) in chunk {

@@ -27,7 +27,7 @@ use crate::chain::payment::{self, PaymentCheck, PaymentError};
 use crate::clock::Clock;
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::crypto::Sealer;
-use crate::db::{BatchWrite, Outcomes, Store};
+use crate::db::{BatchWrite, Outcomes, Store, value_rows};
 use crate::db::{OnUnique, StoreError};
 use crate::domain::WalletAddress;
 use crate::events::Bus;
@@ -645,11 +645,9 @@ impl BatchWrite for RegistrationWrite {
                     outcomes[index] = Some(outcome);
                 }
                 for chunk in undo.chunks(ROWS_PER_STATEMENT) {
-                    let list: Vec<String> =
-                        (0..chunk.len()).map(|n| format!("${}", n + 2)).collect();
                     let sql = format!(
                         "DELETE FROM tournament_registrations WHERE tournament_id = $1 AND wallet IN ({})",
-                        list.join(", ")
+                        value_rows(chunk.len(), 1, 1)
                     );
                     let mut query = sqlx::query(&sql).bind(tournament_id);
                     for wallet in chunk {
@@ -671,7 +669,7 @@ impl BatchWrite for RegistrationWrite {
     }
 }
 
-/// Rows per statement: 3 parameters a wallet, far below either database's limit.
+/// Rows per statement: 4 parameters a wallet, far below either database's limit.
 const ROWS_PER_STATEMENT: usize = 200;
 
 /// Insert the wallets of `members` (writes for `tournament_id`) where they are not registered
@@ -695,23 +693,18 @@ async fn insert_wallets<'w>(
     }
     let mut inserted = HashMap::new();
     for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-        let values: Vec<String> = (0..chunk.len())
-            .map(|row| {
-                let base = row * 3 + 1;
-                format!("($1, ${}, ${}, NULL, ${})", base + 1, base + 2, base + 3)
-            })
-            .collect();
         let sql = format!(
-            "INSERT INTO tournament_registrations (tournament_id, wallet, account_id, tx_signature, registered_at)
+            "INSERT INTO tournament_registrations (tournament_id, wallet, account_id, registered_at)
              VALUES {}
              ON CONFLICT (tournament_id, wallet) DO NOTHING
              RETURNING wallet",
-            values.join(", ")
+            value_rows(chunk.len(), 4, 0)
         );
-        let mut query = sqlx::query_as::<_, (String,)>(&sql).bind(tournament_id);
+        let mut query = sqlx::query_as::<_, (String,)>(&sql);
         for (wallet, index) in chunk {
             let write = &writes[*index];
             query = query
+                .bind(tournament_id)
                 .bind(*wallet)
                 .bind(write.account_id.as_deref())
                 .bind(write.now);

@@ -200,20 +200,14 @@ async fn node_id(server: &ServerProcess) -> String {
 }
 
 async fn dropped_ticks(server: &ServerProcess) -> u64 {
-    let text = server
-        .client
-        .get(format!("{}/metrics", server.base))
-        .bearer_auth("metrics-token")
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
-    text.lines()
-        .find_map(|line| line.strip_prefix(r#"crucible_agent_ticks_total{outcome="dropped"} "#))
-        .and_then(|n| n.parse().ok())
-        .expect("the dropped ticks counter")
+    crate::helpers::metric(
+        &server.client,
+        &server.base,
+        Some("metrics-token"),
+        r#"crucible_agent_ticks_total{outcome="dropped"}"#,
+    )
+    .await
+    .expect("the dropped ticks counter")
 }
 
 /// The agents `node` holds a tick claim on, with their last stored tick.

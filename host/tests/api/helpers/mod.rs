@@ -889,27 +889,38 @@ impl TestApp {
     }
 }
 
-/// The group committer's counters of the server at `base` (`GET /metrics`, from this machine):
-/// (transactions, the writes they carried).
-pub async fn group_commit_counts(client: &reqwest::Client, base: &str) -> (u64, u64) {
-    let metrics = client
-        .get(format!("{base}/metrics"))
+/// The value of the counter `series` (its name and labels, as `GET /metrics` prints them) on
+/// the server at `base`, with the metrics `token` when it needs one.
+pub async fn metric(
+    client: &reqwest::Client,
+    base: &str,
+    token: Option<&str>,
+    series: &str,
+) -> Option<u64> {
+    let mut request = client.get(format!("{base}/metrics"));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let text = request
         .send()
         .await
         .expect("metrics")
         .text()
         .await
         .expect("text");
-    let count = |name: &str| -> u64 {
-        metrics
-            .lines()
-            .find_map(|line| line.strip_prefix(&format!("{name} ")))
-            .and_then(|value| value.parse().ok())
-            .unwrap_or_else(|| panic!("{name} missing:\n{metrics}"))
-    };
+    text.lines()
+        .find_map(|line| line.strip_prefix(&format!("{series} ")))
+        .and_then(|value| value.parse().ok())
+}
+
+/// The group committer's counters of the server at `base` (from this machine): (transactions,
+/// the writes they carried).
+pub async fn group_commit_counts(client: &reqwest::Client, base: &str) -> (u64, u64) {
+    let batches = metric(client, base, None, "crucible_group_commit_batches_total").await;
+    let writes = metric(client, base, None, "crucible_group_commit_writes_total").await;
     (
-        count("crucible_group_commit_batches_total"),
-        count("crucible_group_commit_writes_total"),
+        batches.expect("crucible_group_commit_batches_total"),
+        writes.expect("crucible_group_commit_writes_total"),
     )
 }
 

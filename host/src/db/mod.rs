@@ -162,6 +162,12 @@ impl Store {
         &self.group
     }
 
+    /// Transactions the group committer has committed and the writes they carried (what
+    /// `GET /metrics` reports as `crucible_group_commit_*`).
+    pub fn group_commit_counts(&self) -> (u64, u64) {
+        self.group.counts()
+    }
+
     /// A trivial round trip, for the health check.
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.reader).await?;

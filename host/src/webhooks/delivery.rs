@@ -7,19 +7,25 @@
 //! So requests run as a pipeline, not in batches: a new row starts as soon as any request ends
 //! (or the next poll finds it due), never after the slowest of a batch; and each destination
 //! (scheme, host and port) has at most [`PER_DESTINATION`] requests in flight, so a receiver that
-//! hangs ties up its own slots only. A claim takes at most that many rows per URL, so a long
-//! queue for one receiver never hides the rows of others; a row whose destination is still full
-//! is handed back unsent.
+//! hangs ties up its own slots only.
+//!
+//! The database work is shared, so that it stays a small part of a delivery: one claim leases up
+//! to [`HELD`] rows (at most [`CLAIM_PER_URL`] of one URL, so a long queue for one receiver
+//! never hides the rows of others), which wait in the worker for a slot of their destination
+//! while the worker renews their leases; the keys they are signed with are read once per claim;
+//! and the outcomes of the attempts that end together are written in one statement and one
+//! flush ([`outbox::Record`]). A claimed row whose destination already has its fill waiting is
+//! handed back unsent.
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use super::egress;
-use super::outbox::{self, Claimed, Outcome};
+use super::outbox::{self, Claimed, KeyState, Outcome, Record};
 use super::schedule::{self, AfterFailure};
 use super::signing::{self, DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER};
 use crate::clock::Clock;
@@ -43,78 +49,239 @@ pub struct Delivering {
 }
 
 /// Requests in flight at once per worker.
-const IN_FLIGHT: usize = 32;
+const IN_FLIGHT: usize = 256;
 /// Requests in flight at once to one destination: a receiver that hangs holds these, no more.
-pub const PER_DESTINATION: usize = 4;
+pub const PER_DESTINATION: usize = 16;
+/// Rows of one URL one claim leases at most: a receiver with a long queue is served from the
+/// worker's memory, a claim per this many requests, not a claim per request.
+const CLAIM_PER_URL: usize = 256;
+/// Rows of one destination waiting in the worker at most; a claim's rows beyond it are handed
+/// back.
+const WAITING_PER_DESTINATION: usize = 2 * CLAIM_PER_URL;
+/// Rows the worker holds at most (in flight and waiting), and so the most one claim leases.
+const HELD: usize = 8 * IN_FLIGHT;
+/// URLs a claim is told to skip at most (those of destinations with their fill waiting).
+const MAX_SKIPPED_URLS: usize = 100;
 /// While requests are in flight, how often to look for rows that became due meanwhile.
 const POLL: Duration = Duration::from_millis(200);
 const USER_AGENT: &str = concat!("Crucible-Webhooks/", env!("CARGO_PKG_VERSION"));
 
+/// A claimed row with what it is signed with, waiting for a slot of its destination.
+struct Ready {
+    row: Claimed,
+    secret: Result<Arc<Vec<u8>>, Unsendable>,
+}
+
+/// The rows of one destination the worker holds.
+#[derive(Default)]
+struct Destination {
+    in_flight: usize,
+    waiting: VecDeque<Ready>,
+}
+
+/// What one call of [`deliver_due`] holds: its rows, by destination, and when it last claimed
+/// and renewed.
+struct Worker {
+    lease_owner: Arc<str>,
+    lease: chrono::Duration,
+    destinations: HashMap<String, Destination>,
+    /// Rows held, in flight or waiting.
+    held: usize,
+    /// Rows waiting for a slot.
+    waiting: usize,
+    /// Claim again once fewer than this many rows wait (about half of what the last claim
+    /// found; zero when it found nothing, and the next claim waits for the poll).
+    refill_below: usize,
+    last_claim: tokio::time::Instant,
+    last_renewal: tokio::time::Instant,
+}
+
 /// Deliver what is due now and return how many requests were sent, once nothing is due and
 /// nothing is in flight. Several workers (threads or nodes) may call this at once: each row is
-/// leased to one of them, for long enough to cover its attempt, and a lease left by a worker that
-/// died is taken over once it has run out.
+/// leased to one of them, and a lease left by a worker that died is taken over once it has run
+/// out. A live worker renews the leases of the rows it holds, so a row waiting in its memory for
+/// a slot is never taken over.
 pub async fn deliver_due(delivering: &Delivering) -> anyhow::Result<usize> {
-    // One lease owner per call: two calls, even in one process, never hold the same row. The
-    // node's name comes first, so a node shutting down can release what it holds.
-    let lease_owner = format!("{}:whw_{}", delivering.node_id, random_base58(8));
     let timeout = Duration::from_millis(delivering.config.webhook_timeout_ms);
-    let lease = chrono::Duration::from_std(timeout * 2)? + chrono::Duration::seconds(30);
+    let now = tokio::time::Instant::now();
+    let mut worker = Worker {
+        // One lease owner per call: two calls, even in one process, never hold the same row.
+        // The node's name comes first, so a node shutting down can release what it holds.
+        lease_owner: format!("{}:whw_{}", delivering.node_id, random_base58(8)).into(),
+        lease: chrono::Duration::from_std(timeout * 2)? + chrono::Duration::seconds(30),
+        destinations: HashMap::new(),
+        held: 0,
+        waiting: 0,
+        refill_below: usize::MAX,
+        last_claim: now,
+        last_renewal: now,
+    };
     drop_revoked(&delivering.store, &*delivering.clock).await?;
     let mut in_flight: JoinSet<(String, anyhow::Result<bool>)> = JoinSet::new();
-    let mut per_destination: HashMap<String, usize> = HashMap::new();
     let mut sent = 0;
     loop {
-        let free = IN_FLIGHT - in_flight.len();
-        if free > 0 {
-            let claimed = outbox::claim(
-                &delivering.store,
-                &lease_owner,
-                delivering.clock.now(),
-                lease,
-                free as i64,
-                PER_DESTINATION as i64,
-            )
-            .await?;
-            for row in claimed {
-                let destination = destination(&row.url);
-                let busy = per_destination.entry(destination.clone()).or_default();
-                if *busy >= PER_DESTINATION {
-                    // Due as it was: it is claimed again once this destination has a free slot.
-                    outbox::hand_back(&delivering.store, &row.id, &lease_owner).await?;
-                    continue;
-                }
-                *busy += 1;
-                let span = tracing::info_span!("webhook", delivery_id = %row.id, key_id = %row.key_id,
-                                               event = %row.event, attempt = row.attempts);
-                let (delivering, lease_owner) = (delivering.clone(), lease_owner.clone());
-                in_flight.spawn(
-                    async move {
-                        let result = attempt(&delivering, &lease_owner, row, timeout).await;
-                        (destination, result)
-                    }
-                    .instrument(span),
-                );
-            }
+        let polled = worker.last_claim.elapsed() >= POLL;
+        if worker.held < HELD && (worker.waiting < worker.refill_below || polled) {
+            worker.claim(delivering).await?;
         }
-        if in_flight.is_empty() {
+        if worker.held > 0 && worker.last_renewal.elapsed() >= (timeout / 2).max(POLL) {
+            worker.renew(delivering).await?;
+        }
+        worker.start(delivering, timeout, &mut in_flight);
+        if in_flight.is_empty() && worker.held == 0 {
             return Ok(sent);
         }
         // Whichever comes first: a request ends (its slot is free), or it is time to look for
         // rows that became due while every slot was taken by slow receivers.
         tokio::select! {
-            finished = in_flight.join_next() => {
+            finished = in_flight.join_next(), if !in_flight.is_empty() => {
                 if let Some(finished) = finished {
                     let (destination, result) = finished?;
-                    if let Some(busy) = per_destination.get_mut(&destination) {
-                        *busy = busy.saturating_sub(1);
-                    }
+                    worker.finished(&destination);
                     sent += usize::from(result?);
                 }
             }
             () = tokio::time::sleep(POLL) => {}
         }
     }
+}
+
+impl Worker {
+    /// Lease what is due, up to what the worker can still hold.
+    async fn claim(&mut self, delivering: &Delivering) -> anyhow::Result<()> {
+        // The URLs of destinations that have their fill waiting: their rows would be handed
+        // straight back.
+        let full: Vec<&str> = self
+            .destinations
+            .values()
+            .filter(|queue| queue.waiting.len() >= WAITING_PER_DESTINATION)
+            .flat_map(|queue| queue.waiting.iter().map(|ready| ready.row.url.as_str()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .take(MAX_SKIPPED_URLS)
+            .collect();
+        let claimed = outbox::claim(
+            &delivering.store,
+            &self.lease_owner,
+            delivering.clock.now(),
+            self.lease,
+            (HELD - self.held) as i64,
+            CLAIM_PER_URL as i64,
+            &full,
+        )
+        .await?;
+        self.last_claim = tokio::time::Instant::now();
+        let kept = hold(
+            delivering,
+            &self.lease_owner,
+            claimed,
+            &mut self.destinations,
+        )
+        .await?;
+        self.held += kept;
+        self.waiting += kept;
+        self.refill_below = if kept == 0 { 0 } else { kept / 2 + 1 };
+        Ok(())
+    }
+
+    /// Move the leases of every row still held forward.
+    async fn renew(&mut self, delivering: &Delivering) -> sqlx::Result<()> {
+        outbox::renew(
+            &delivering.store,
+            &self.lease_owner,
+            delivering.clock.now() + self.lease,
+        )
+        .await?;
+        self.last_renewal = tokio::time::Instant::now();
+        Ok(())
+    }
+
+    /// Start waiting rows while there are slots: one per destination in turn, so that no
+    /// destination's queue takes every slot of the worker.
+    fn start(
+        &mut self,
+        delivering: &Delivering,
+        timeout: Duration,
+        in_flight: &mut JoinSet<(String, anyhow::Result<bool>)>,
+    ) {
+        let mut started = true;
+        while started && in_flight.len() < IN_FLIGHT {
+            started = false;
+            for (destination, queue) in &mut self.destinations {
+                if in_flight.len() >= IN_FLIGHT || queue.in_flight >= PER_DESTINATION {
+                    continue;
+                }
+                let Some(ready) = queue.waiting.pop_front() else {
+                    continue;
+                };
+                queue.in_flight += 1;
+                self.waiting -= 1;
+                started = true;
+                let row = &ready.row;
+                let span = tracing::info_span!("webhook", delivery_id = %row.id, key_id = %row.key_id,
+                                               event = %row.event, attempt = row.attempts);
+                let (delivering, lease_owner) = (delivering.clone(), self.lease_owner.clone());
+                let destination = destination.clone();
+                in_flight.spawn(
+                    async move {
+                        let result = attempt(&delivering, lease_owner, ready, timeout).await;
+                        (destination, result)
+                    }
+                    .instrument(span),
+                );
+            }
+        }
+    }
+
+    /// A request to `destination` ended: its slot is free and its row no longer held.
+    fn finished(&mut self, destination: &str) {
+        if let Some(queue) = self.destinations.get_mut(destination) {
+            queue.in_flight = queue.in_flight.saturating_sub(1);
+            if queue.in_flight == 0 && queue.waiting.is_empty() {
+                self.destinations.remove(destination);
+            }
+        }
+        self.held -= 1;
+    }
+}
+
+/// Queue freshly claimed rows behind their destinations, with the secrets their keys sign with
+/// (each key read and opened once); rows whose destination already holds its fill are handed
+/// back. The number of rows kept.
+async fn hold(
+    delivering: &Delivering,
+    lease_owner: &str,
+    claimed: Vec<Claimed>,
+    destinations: &mut HashMap<String, Destination>,
+) -> anyhow::Result<usize> {
+    if claimed.is_empty() {
+        return Ok(0);
+    }
+    let secrets = signing_secrets(delivering, &claimed).await?;
+    let mut kept = 0;
+    let mut handed_back = Vec::new();
+    for row in claimed {
+        let queue = destinations.entry(destination(&row.url)).or_default();
+        if queue.waiting.len() >= WAITING_PER_DESTINATION {
+            // Due as it was: claimed again once this destination has room.
+            handed_back.push(row.id);
+            continue;
+        }
+        let secret = secrets
+            .get(&row.key_id)
+            .cloned()
+            .unwrap_or(Err(Unsendable::Drop(
+                "not sent: the API key no longer exists",
+            )));
+        queue.waiting.push_back(Ready { row, secret });
+        kept += 1;
+    }
+    if !handed_back.is_empty() {
+        let ids: Vec<&str> = handed_back.iter().map(String::as_str).collect();
+        outbox::hand_back(&delivering.store, &ids, lease_owner).await?;
+    }
+    destinations.retain(|_, queue| queue.in_flight > 0 || !queue.waiting.is_empty());
+    Ok(kept)
 }
 
 /// Where a URL's requests go, for the per-destination limit: scheme, host and port.
@@ -159,27 +326,27 @@ async fn drop_revoked(store: &Store, clock: &dyn Clock) -> sqlx::Result<()> {
 /// One attempt of a leased row; `Ok(true)` when a request went out.
 async fn attempt(
     delivering: &Delivering,
-    lease_owner: &str,
-    row: Claimed,
+    lease_owner: Arc<str>,
+    ready: Ready,
     timeout: Duration,
 ) -> anyhow::Result<bool> {
     let Delivering {
         store,
-        sealer,
         config,
         metrics,
         ..
     } = delivering;
     let clock = &*delivering.clock;
-    let secret = match signing_secret(store, clock, sealer, &row).await? {
+    let Ready { row, secret } = ready;
+    let secret = match secret {
         Ok(secret) => secret,
         Err(Unsendable::Drop(reason)) => {
             tracing::info!(reason, "webhook dropped");
             let outcome = Outcome::Dead {
                 status_code: None,
-                error: Some((NOT_SENT, reason)),
+                error: Some((NOT_SENT, reason.to_owned())),
             };
-            outbox::record(store, &row.id, lease_owner, clock.now(), outcome).await?;
+            record(store, &row, lease_owner, clock.now(), outcome).await?;
             return Ok(false);
         }
         Err(Unsendable::Retry(error)) => {
@@ -188,29 +355,51 @@ async fn attempt(
                 category: "signing",
                 summary: "the server could not sign this delivery; it will retry".into(),
             };
-            fail(store, clock, lease_owner, &row, None, &failure).await?;
+            fail(store, clock, lease_owner, &row, None, failure).await?;
             return Ok(false);
         }
     };
     let signed = signing::sign(&row.payload, &secret, clock.now().timestamp());
     match send(&row, &signed, timeout, config.webhook_allow_private).await {
         Ok(status_code) => {
-            tracing::info!(status_code, "webhook delivered");
+            // Per delivery at debug only: a busy node sends thousands a second, and each one is
+            // on record in the deliveries API and in the metrics.
+            tracing::debug!(status_code, "webhook delivered");
             metrics
                 .deliveries_sent
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let outcome = Outcome::Delivered { status_code };
-            outbox::record(store, &row.id, lease_owner, clock.now(), outcome).await?;
+            record(store, &row, lease_owner, clock.now(), outcome).await?;
         }
         Err((status_code, failure, detail)) => {
             tracing::warn!(status_code, category = failure.category, %detail, "webhook attempt failed");
             metrics
                 .deliveries_failed
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            fail(store, clock, lease_owner, &row, status_code, &failure).await?;
+            fail(store, clock, lease_owner, &row, status_code, failure).await?;
         }
     }
     Ok(true)
+}
+
+/// Record an attempt's outcome with those of the attempts ending at the same time.
+async fn record(
+    store: &Store,
+    row: &Claimed,
+    lease_owner: Arc<str>,
+    now: chrono::DateTime<chrono::Utc>,
+    outcome: Outcome,
+) -> sqlx::Result<()> {
+    let written = store
+        .group()
+        .write(Record::new(&row.id, lease_owner, now, outcome))
+        .await?;
+    if !written {
+        tracing::warn!(
+            "webhook outcome not recorded: the lease ran out and another worker holds the row"
+        );
+    }
+    Ok(())
 }
 
 /// The category of a delivery that was never sent (the key is gone, revoked or expired).
@@ -225,6 +414,7 @@ struct Failure {
 }
 
 /// Why a row cannot be signed now.
+#[derive(Clone)]
 enum Unsendable {
     /// For good: the key is gone, revoked or expired.
     Drop(&'static str),
@@ -232,44 +422,51 @@ enum Unsendable {
     Retry(String),
 }
 
-async fn signing_secret(
-    store: &Store,
-    clock: &dyn Clock,
-    sealer: &Sealer,
-    row: &Claimed,
-) -> sqlx::Result<Result<Vec<u8>, Unsendable>> {
-    let Some(key) = outbox::key_state(store, &row.key_id, clock.now()).await? else {
-        return Ok(Err(Unsendable::Drop(
-            "not sent: the API key no longer exists",
-        )));
-    };
+/// What each key of the claimed rows signs with, or why its rows cannot be signed now: every
+/// key read in one query and its secret opened once.
+async fn signing_secrets(
+    delivering: &Delivering,
+    claimed: &[Claimed],
+) -> sqlx::Result<HashMap<String, Result<Arc<Vec<u8>>, Unsendable>>> {
+    let mut key_ids: Vec<&str> = claimed.iter().map(|row| row.key_id.as_str()).collect();
+    key_ids.sort_unstable();
+    key_ids.dedup();
+    let states = outbox::key_states(&delivering.store, &key_ids, delivering.clock.now()).await?;
+    Ok(states
+        .into_iter()
+        .map(|(key_id, state)| (key_id, signing_secret(&delivering.sealer, state)))
+        .collect())
+}
+
+fn signing_secret(sealer: &Sealer, key: KeyState) -> Result<Arc<Vec<u8>>, Unsendable> {
     if key.revoked {
-        return Ok(Err(Unsendable::Drop("not sent: the API key was revoked")));
+        return Err(Unsendable::Drop("not sent: the API key was revoked"));
     }
     if key.expired {
-        return Ok(Err(Unsendable::Drop("not sent: the API key expired")));
+        return Err(Unsendable::Drop("not sent: the API key expired"));
     }
     let Some(sealed) = key.secret_sealed else {
-        return Ok(Err(Unsendable::Drop(
+        return Err(Unsendable::Drop(
             "not sent: the API key has no webhook secret",
-        )));
+        ));
     };
-    Ok(sealer
+    sealer
         .open(&sealed)
-        .map_err(|error| Unsendable::Retry(format!("cannot open the webhook secret: {error}"))))
+        .map(Arc::new)
+        .map_err(|error| Unsendable::Retry(format!("cannot open the webhook secret: {error}")))
 }
 
 /// Record a failed attempt: retry on the schedule, or dead-letter after 24 h.
 async fn fail(
     store: &Store,
     clock: &dyn Clock,
-    lease_owner: &str,
+    lease_owner: Arc<str>,
     row: &Claimed,
     status_code: Option<u16>,
-    failure: &Failure,
+    failure: Failure,
 ) -> sqlx::Result<()> {
     let now = clock.now();
-    let error = Some((failure.category, failure.summary.as_str()));
+    let error = Some((failure.category, failure.summary));
     let outcome =
         match schedule::after_failure(row.created_at, row.attempts, now, &mut rand::thread_rng()) {
             AfterFailure::RetryAt(retry_at) => Outcome::Retry {
@@ -285,8 +482,7 @@ async fn fail(
                 Outcome::Dead { status_code, error }
             }
         };
-    outbox::record(store, &row.id, lease_owner, now, outcome).await?;
-    Ok(())
+    record(store, row, lease_owner, now, outcome).await
 }
 
 /// The process's HTTP client: one connection pool for every delivery, redirects never followed

@@ -59,6 +59,16 @@ impl Event {
 /// Most deliveries [`recent_deliveries`] returns at once.
 pub(crate) const MAX_LISTED: i64 = 100;
 
+/// An event to queue: what happened, to whose account, and when.
+pub(crate) struct Queued<'a> {
+    pub account_id: &'a str,
+    pub event: Event,
+    /// A JSON object: the payload's `data`.
+    pub data: serde_json::Value,
+    /// The payload's `timestamp` and the row's creation time.
+    pub at: DateTime<Utc>,
+}
+
 /// Queue `event` with `data` for every live (unrevoked, unexpired) API key of the account — both
 /// families, `account` and `v1` — that has a webhook URL; one outbox row per key, in the caller's
 /// transaction, so the event exists iff the change that caused it committed. Returns rows queued.
@@ -72,30 +82,53 @@ pub async fn enqueue(
     data: serde_json::Value,
     now: DateTime<Utc>,
 ) -> sqlx::Result<u64> {
-    let event = event.as_str();
-    let subscribers = outbox::subscribers(conn, account_id, now).await?;
-    if subscribers.is_empty() {
+    let queued = Queued {
+        account_id,
+        event,
+        data,
+        at: now,
+    };
+    enqueue_all(conn, vec![queued]).await
+}
+
+/// [`enqueue`] for many events at once, as a batch of ticks queues them: the subscribers of
+/// every account involved are read in one query, and the rows are written a hundred per
+/// statement. Returns rows queued.
+pub(crate) async fn enqueue_all(
+    conn: &mut sqlx::AnyConnection,
+    events: Vec<Queued<'_>>,
+) -> sqlx::Result<u64> {
+    let Some(now) = events.iter().map(|queued| queued.at).max() else {
         return Ok(0);
-    }
-    let payload = signing::signed_payload(event, &rfc3339(now), &data);
-    for subscriber in &subscribers {
-        let id = new_id("whd");
-        outbox::insert(
-            conn,
-            outbox::NewDelivery {
-                id: &id,
-                account_id,
+    };
+    let mut accounts: Vec<&str> = events.iter().map(|queued| queued.account_id).collect();
+    accounts.sort_unstable();
+    accounts.dedup();
+    let subscribers = outbox::subscribers(conn, &accounts, now).await?;
+    let mut rows = Vec::new();
+    for queued in events {
+        let Some(keys) = subscribers.get(queued.account_id) else {
+            continue;
+        };
+        let event = queued.event.as_str();
+        let payload: std::sync::Arc<str> =
+            signing::signed_payload(event, &rfc3339(queued.at), &queued.data).into();
+        for subscriber in keys {
+            let id = new_id("whd");
+            tracing::debug!(delivery_id = %id, key_id = %subscriber.key_id, event, "webhook queued");
+            rows.push(outbox::NewDelivery {
+                id,
+                account_id: queued.account_id,
                 key_id: &subscriber.key_id,
                 event,
                 url: &subscriber.url,
-                payload: &payload,
-                now,
-            },
-        )
-        .await?;
-        tracing::debug!(delivery_id = %id, key_id = %subscriber.key_id, event, "webhook queued");
+                payload: payload.clone(),
+                at: queued.at,
+            });
+        }
     }
-    Ok(subscribers.len() as u64)
+    outbox::insert_all(conn, &rows).await?;
+    Ok(rows.len() as u64)
 }
 
 /// One delivery as its owner sees it (`GET /api/v1/webhooks/deliveries`).

@@ -1,70 +1,100 @@
 //! The outbox table `webhook_deliveries`: queueing rows, claiming due ones under a lease, and
-//! recording what each attempt did. Every state change here is one statement; none holds a
-//! transaction (or SQLite's single writer) across an HTTP request.
+//! recording what each attempt did. Every state change here is one statement (the outcomes of
+//! attempts that end together share one, [`Record`]); none holds a transaction (or SQLite's
+//! single writer) across an HTTP request.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
+use futures_util::future::BoxFuture;
 use sqlx::AnyConnection;
 
 use crate::clock::{from_millis, to_millis};
-use crate::db::Store;
+use crate::db::{BatchWrite, Outcomes, Store, value_rows};
 
 /// Longest error text kept per delivery.
 const MAX_ERROR_CHARS: usize = 500;
+/// Rows one statement names at most: well under SQLite's and PostgreSQL's parameter limits.
+const ROWS_PER_STATEMENT: usize = 100;
 
-/// A live key of the account that wants webhooks.
+/// A live key of an account that wants webhooks.
 pub(super) struct Subscriber {
     pub key_id: String,
     pub url: String,
 }
 
-/// The account's live (unrevoked, unexpired) keys of both families that have a webhook URL.
+/// The live (unrevoked, unexpired) keys of both families that have a webhook URL, of each of
+/// `accounts` that has any, oldest key first.
 pub(super) async fn subscribers(
     conn: &mut AnyConnection,
-    account_id: &str,
+    accounts: &[&str],
     now: DateTime<Utc>,
-) -> sqlx::Result<Vec<Subscriber>> {
-    let rows: Vec<(String, String)> = sqlx::query_as(
-        "SELECT id, webhook_url FROM api_keys
-         WHERE account_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)
-           AND webhook_url IS NOT NULL AND webhook_secret_sealed IS NOT NULL
-         ORDER BY created_at, id",
-    )
-    .bind(account_id)
-    .bind(to_millis(now))
-    .fetch_all(&mut *conn)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(key_id, url)| Subscriber { key_id, url })
-        .collect())
+) -> sqlx::Result<HashMap<String, Vec<Subscriber>>> {
+    let mut by_account: HashMap<String, Vec<Subscriber>> = HashMap::new();
+    for chunk in accounts.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "SELECT account_id, id, webhook_url FROM api_keys
+             WHERE account_id IN {} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1)
+               AND webhook_url IS NOT NULL AND webhook_secret_sealed IS NOT NULL
+             ORDER BY created_at, id",
+            value_rows(1, chunk.len(), 1)
+        );
+        let mut query = sqlx::query_as::<_, (String, String, String)>(&sql).bind(to_millis(now));
+        for account in chunk {
+            query = query.bind(*account);
+        }
+        for (account_id, key_id, url) in query.fetch_all(&mut *conn).await? {
+            by_account
+                .entry(account_id)
+                .or_default()
+                .push(Subscriber { key_id, url });
+        }
+    }
+    Ok(by_account)
 }
 
 /// A new pending row, due at once.
 pub(super) struct NewDelivery<'a> {
-    pub id: &'a str,
+    pub id: String,
     pub account_id: &'a str,
     pub key_id: &'a str,
     pub event: &'a str,
     pub url: &'a str,
-    pub payload: &'a str,
-    pub now: DateTime<Utc>,
+    /// Shared by the rows of one event: the same signed bytes for every key.
+    pub payload: Arc<str>,
+    pub at: DateTime<Utc>,
 }
 
-pub(super) async fn insert(conn: &mut AnyConnection, new: NewDelivery<'_>) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO webhook_deliveries (id, account_id, key_id, event, url, payload, status,
-                                         next_attempt_at, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7)",
-    )
-    .bind(new.id)
-    .bind(new.account_id)
-    .bind(new.key_id)
-    .bind(new.event)
-    .bind(new.url)
-    .bind(new.payload)
-    .bind(to_millis(new.now))
-    .execute(conn)
-    .await?;
+/// Columns [`insert_all`] binds per row.
+const INSERTED_COLUMNS: usize = 7;
+
+/// Write `rows`, a hundred per statement.
+pub(super) async fn insert_all(
+    conn: &mut AnyConnection,
+    rows: &[NewDelivery<'_>],
+) -> sqlx::Result<()> {
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO webhook_deliveries (id, account_id, key_id, event, url, payload,
+                                             next_attempt_at, status, created_at)
+             SELECT column1, column2, column3, column4, column5, column6, column7, 'pending', column7
+             FROM (VALUES {}) AS v",
+            value_rows(chunk.len(), INSERTED_COLUMNS, 0)
+        );
+        let mut query = sqlx::query(&sql);
+        for row in chunk {
+            query = query
+                .bind(row.id.as_str())
+                .bind(row.account_id)
+                .bind(row.key_id)
+                .bind(row.event)
+                .bind(row.url)
+                .bind(&*row.payload)
+                .bind(to_millis(row.at));
+        }
+        query.execute(&mut *conn).await?;
+    }
     Ok(())
 }
 
@@ -83,7 +113,8 @@ pub(super) struct Claimed {
 
 /// Lease up to `limit` due pending rows to `lease_owner` until `now + lease`, oldest due first,
 /// and at most `per_url` of them for one URL, so that a receiver with a long queue does not
-/// fill the claim and other tenants' rows are reached. A lease that ran out (its worker died
+/// fill the claim and other tenants' rows are reached; none of `skip_urls` (the worker holds
+/// all it can of them already). A lease that ran out (its worker died
 /// mid-attempt) is taken over. The attempt is counted here, so an attempt cut short by a crash
 /// still counts.
 pub(super) async fn claim(
@@ -93,31 +124,41 @@ pub(super) async fn claim(
     lease: Duration,
     limit: i64,
     per_url: i64,
+    skip_urls: &[&str],
 ) -> sqlx::Result<Vec<Claimed>> {
     // The conditions are checked again on the row being updated: on PostgreSQL a concurrent
     // claimer that picked the same row waits for the first one's update, then finds the row
     // leased and leaves it (row locks cannot be taken beside a window function). SQLite's single
     // writer serialises claimers anyway.
-    let sql = "UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
+    let skip = if skip_urls.is_empty() {
+        String::new()
+    } else {
+        format!("AND url NOT IN {}", value_rows(1, skip_urls.len(), 5))
+    };
+    let sql = format!(
+        "UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
          WHERE id IN (SELECT id FROM (
                           SELECT id, next_attempt_at,
                                  ROW_NUMBER() OVER (PARTITION BY url ORDER BY next_attempt_at, id) AS place
                           FROM webhook_deliveries
                           WHERE status = 'pending' AND next_attempt_at <= $3
-                            AND (lease_until IS NULL OR lease_until <= $3)) due
+                            AND (lease_until IS NULL OR lease_until <= $3) {skip}) due
                       WHERE place <= $5
                       ORDER BY next_attempt_at, id LIMIT $4)
            AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $3)
-         RETURNING id, key_id, event, url, payload, attempts, created_at";
+         RETURNING id, key_id, event, url, payload, attempts, created_at"
+    );
     type Row = (String, String, String, String, String, i64, i64);
-    let rows: Vec<Row> = sqlx::query_as(sql)
+    let mut query = sqlx::query_as::<_, Row>(&sql)
         .bind(lease_owner)
         .bind(to_millis(now + lease))
         .bind(to_millis(now))
         .bind(limit)
-        .bind(per_url)
-        .fetch_all(store.write())
-        .await?;
+        .bind(per_url);
+    for url in skip_urls {
+        query = query.bind(*url);
+    }
+    let rows = query.fetch_all(store.write()).await?;
     Ok(rows
         .into_iter()
         .map(
@@ -141,102 +182,209 @@ pub(super) struct KeyState {
     pub expired: bool,
 }
 
-pub(super) async fn key_state(
+/// The state of each of `key_ids` that still exists, read in one query: a claim's rows share
+/// few keys, and each is read once per claim instead of once per row.
+pub(super) async fn key_states(
     store: &Store,
-    key_id: &str,
+    key_ids: &[&str],
     now: DateTime<Utc>,
-) -> sqlx::Result<Option<KeyState>> {
-    let row: Option<(Option<String>, Option<i64>, Option<i64>)> = sqlx::query_as(
-        "SELECT webhook_secret_sealed, revoked_at, expires_at FROM api_keys WHERE id = $1",
-    )
-    .bind(key_id)
-    .fetch_optional(store.read())
-    .await?;
-    Ok(row.map(|(secret_sealed, revoked_at, expires_at)| KeyState {
-        secret_sealed,
-        revoked: revoked_at.is_some(),
-        expired: expires_at.is_some_and(|at| at <= to_millis(now)),
-    }))
+) -> sqlx::Result<HashMap<String, KeyState>> {
+    let mut states = HashMap::with_capacity(key_ids.len());
+    for chunk in key_ids.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "SELECT id, webhook_secret_sealed, revoked_at, expires_at FROM api_keys
+             WHERE id IN {}",
+            value_rows(1, chunk.len(), 0)
+        );
+        let mut query =
+            sqlx::query_as::<_, (String, Option<String>, Option<i64>, Option<i64>)>(&sql);
+        for id in chunk {
+            query = query.bind(*id);
+        }
+        for (id, secret_sealed, revoked_at, expires_at) in query.fetch_all(store.read()).await? {
+            let state = KeyState {
+                secret_sealed,
+                revoked: revoked_at.is_some(),
+                expired: expires_at.is_some_and(|at| at <= to_millis(now)),
+            };
+            states.insert(id, state);
+        }
+    }
+    Ok(states)
 }
 
 /// How an attempt ended, as recorded on the row.
-pub(super) enum Outcome<'a> {
+pub(super) enum Outcome {
     /// 2xx: done.
     Delivered { status_code: u16 },
     /// Failed; try again at `retry_at`. `error` is (category, what the owner is shown).
     Retry {
         status_code: Option<u16>,
-        error: Option<(&'a str, &'a str)>,
+        error: Option<(&'static str, String)>,
         retry_at: DateTime<Utc>,
     },
     /// Failed for good (24 h of failures, or the key was revoked): the dead letter.
     Dead {
         status_code: Option<u16>,
-        error: Option<(&'a str, &'a str)>,
+        error: Option<(&'static str, String)>,
     },
 }
 
-/// Record `outcome` and release the lease — only if `lease_owner` still holds it, so a worker
-/// whose lease ran out cannot overwrite what its successor recorded. Returns whether it did.
-pub(super) async fn record(
-    store: &Store,
-    id: &str,
-    lease_owner: &str,
-    now: DateTime<Utc>,
-    outcome: Outcome<'_>,
-) -> sqlx::Result<bool> {
-    let now = to_millis(now);
-    let (status, status_code, error, next_attempt_at, delivered_at, dead_at) = match outcome {
-        Outcome::Delivered { status_code } => {
-            ("delivered", Some(status_code), None, None, Some(now), None)
-        }
-        Outcome::Retry {
-            status_code,
-            error,
-            retry_at,
-        } => (
-            "pending",
-            status_code,
-            error,
-            Some(to_millis(retry_at)),
-            None,
-            None,
-        ),
-        Outcome::Dead { status_code, error } => ("dead", status_code, error, None, None, Some(now)),
-    };
-    let updated = sqlx::query(
-        "UPDATE webhook_deliveries
-         SET status = $1, last_status_code = $2, last_error = $3, last_error_category = $10,
-             next_attempt_at = COALESCE($4, next_attempt_at), delivered_at = $5, dead_at = $6,
-             last_attempt_at = $7, lease_owner = NULL, lease_until = NULL
-         WHERE id = $8 AND lease_owner = $9",
-    )
-    .bind(status)
-    .bind(status_code.map(i64::from))
-    .bind(error.map(|(_, text)| text.chars().take(MAX_ERROR_CHARS).collect::<String>()))
-    .bind(next_attempt_at)
-    .bind(delivered_at)
-    .bind(dead_at)
-    .bind(now)
-    .bind(id)
-    .bind(lease_owner)
-    .bind(error.map(|(category, _)| category))
-    .execute(store.write())
-    .await?;
-    Ok(updated.rows_affected() == 1)
+/// One attempt's outcome, to be recorded on its row with the outcomes of the attempts that
+/// ended at the same time ([`crate::db::GroupCommit`]): a busy worker writes its rows' states a
+/// few hundred at a time, in one statement and one flush.
+pub(super) struct Record {
+    id: String,
+    lease_owner: Arc<str>,
+    now: i64,
+    status: &'static str,
+    status_code: Option<i64>,
+    error: Option<String>,
+    category: Option<&'static str>,
+    next_attempt_at: Option<i64>,
+    delivered_at: Option<i64>,
+    dead_at: Option<i64>,
 }
 
-/// Give a claimed row back unsent (its destination had no free slot): the lease is released and
-/// the attempt the claim counted is taken back.
-pub(super) async fn hand_back(store: &Store, id: &str, lease_owner: &str) -> sqlx::Result<()> {
+impl Record {
+    pub(super) fn new(
+        id: &str,
+        lease_owner: Arc<str>,
+        now: DateTime<Utc>,
+        outcome: Outcome,
+    ) -> Self {
+        let now = to_millis(now);
+        let (status, status_code, error, next_attempt_at, delivered_at, dead_at) = match outcome {
+            Outcome::Delivered { status_code } => {
+                ("delivered", Some(status_code), None, None, Some(now), None)
+            }
+            Outcome::Retry {
+                status_code,
+                error,
+                retry_at,
+            } => (
+                "pending",
+                status_code,
+                error,
+                Some(to_millis(retry_at)),
+                None,
+                None,
+            ),
+            Outcome::Dead { status_code, error } => {
+                ("dead", status_code, error, None, None, Some(now))
+            }
+        };
+        let (category, error) = match error {
+            Some((category, text)) => (
+                Some(category),
+                Some(text.chars().take(MAX_ERROR_CHARS).collect()),
+            ),
+            None => (None, None),
+        };
+        Record {
+            id: id.to_owned(),
+            lease_owner,
+            now,
+            status,
+            status_code: status_code.map(i64::from),
+            error,
+            category,
+            next_attempt_at,
+            delivered_at,
+            dead_at,
+        }
+    }
+}
+
+impl BatchWrite for Record {
+    /// Whether the row was still leased to this attempt's worker (and so was written): a worker
+    /// whose lease ran out cannot overwrite what its successor recorded.
+    type Output = bool;
+    type Error = sqlx::Error;
+
+    /// Every outcome of the batch by one `UPDATE … FROM (VALUES …)` per hundred rows, each
+    /// guarded by its lease. The lease is released with it.
+    fn apply_all<'c>(
+        records: &'c [Arc<Self>],
+        conn: &'c mut AnyConnection,
+    ) -> BoxFuture<'c, Outcomes<bool, sqlx::Error>> {
+        Box::pin(async move {
+            let mut written: HashSet<String> = HashSet::with_capacity(records.len());
+            for chunk in records.chunks(ROWS_PER_STATEMENT) {
+                let sql = format!(
+                    "UPDATE webhook_deliveries
+                     SET status = v.column3, last_status_code = v.column4, last_error = v.column5,
+                         last_error_category = v.column6,
+                         next_attempt_at = COALESCE(v.column7, next_attempt_at),
+                         delivered_at = v.column8, dead_at = v.column9, last_attempt_at = v.column10,
+                         lease_owner = NULL, lease_until = NULL
+                     FROM (VALUES {}) AS v
+                     WHERE webhook_deliveries.id = v.column1 AND webhook_deliveries.lease_owner = v.column2
+                     RETURNING webhook_deliveries.id",
+                    value_rows(chunk.len(), 10, 0)
+                );
+                let mut query = sqlx::query_as::<_, (String,)>(&sql);
+                for record in chunk {
+                    query = query
+                        .bind(record.id.as_str())
+                        .bind(&*record.lease_owner)
+                        .bind(record.status)
+                        .bind(record.status_code)
+                        .bind(record.error.as_deref())
+                        .bind(record.category)
+                        .bind(record.next_attempt_at)
+                        .bind(record.delivered_at)
+                        .bind(record.dead_at)
+                        .bind(record.now);
+                }
+                written.extend(
+                    query
+                        .fetch_all(&mut *conn)
+                        .await?
+                        .into_iter()
+                        .map(|(id,)| id),
+                );
+            }
+            Ok(records
+                .iter()
+                .map(|record| Ok(written.contains(&record.id)))
+                .collect())
+        })
+    }
+}
+
+/// Move the lease of every row `lease_owner` still holds to `until`: a worker renews the
+/// leases of the rows waiting in its memory, so they are not taken over while it lives.
+pub(super) async fn renew(
+    store: &Store,
+    lease_owner: &str,
+    until: DateTime<Utc>,
+) -> sqlx::Result<()> {
     sqlx::query(
-        "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL, attempts = attempts - 1
-         WHERE id = $1 AND lease_owner = $2",
+        "UPDATE webhook_deliveries SET lease_until = $1 WHERE lease_owner = $2 AND status = 'pending'",
     )
-    .bind(id)
+    .bind(to_millis(until))
     .bind(lease_owner)
     .execute(store.write())
     .await?;
+    Ok(())
+}
+
+/// Give claimed rows back unsent (their destination had no room): the leases are released and
+/// the attempts the claim counted are taken back.
+pub(super) async fn hand_back(store: &Store, ids: &[&str], lease_owner: &str) -> sqlx::Result<()> {
+    for chunk in ids.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL, attempts = attempts - 1
+             WHERE lease_owner = $1 AND id IN {}",
+            value_rows(1, chunk.len(), 1)
+        );
+        let mut query = sqlx::query(&sql).bind(lease_owner);
+        for id in chunk {
+            query = query.bind(*id);
+        }
+        query.execute(store.write()).await?;
+    }
     Ok(())
 }
 

@@ -157,15 +157,30 @@ pub(crate) async fn mark_equity(
     now_ms: i64,
     equity: f64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO agent_equity (agent_id, hour_bucket, at, equity) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (agent_id, hour_bucket) DO NOTHING",
-    )
-    .bind(agent_id)
-    .bind(now_ms / 3_600_000)
-    .bind(now_ms)
-    .bind(equity)
-    .execute(conn)
-    .await?;
+    mark_equities(conn, &[(agent_id, equity)], now_ms).await
+}
+
+/// Marks one statement writes at most.
+const MARKS_PER_STATEMENT: usize = 200;
+
+/// [`mark_equity`] for a batch of agents, one statement per couple of hundred marks.
+pub(crate) async fn mark_equities(
+    conn: &mut sqlx::AnyConnection,
+    marks: &[(&str, f64)],
+    now_ms: i64,
+) -> sqlx::Result<()> {
+    for chunk in marks.chunks(MARKS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO agent_equity (agent_id, hour_bucket, at, equity)
+             SELECT column1, $1, $2, column2 FROM (VALUES {}) AS v WHERE true
+             ON CONFLICT (agent_id, hour_bucket) DO NOTHING",
+            crate::db::value_rows(chunk.len(), 2, 2)
+        );
+        let mut query = sqlx::query(&sql).bind(now_ms / 3_600_000).bind(now_ms);
+        for (agent_id, equity) in chunk {
+            query = query.bind(*agent_id).bind(*equity);
+        }
+        query.execute(&mut *conn).await?;
+    }
     Ok(())
 }

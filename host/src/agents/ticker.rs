@@ -275,10 +275,7 @@ pub(super) async fn claim(
                       WHERE status = 'active' AND next_tick_at <= $3 AND is_paper_trading = $5
                         AND (tick_lease_until IS NULL OR tick_lease_until <= $3)
                       ORDER BY next_tick_at, id LIMIT $4 {lock})
-         RETURNING id, account_id, class, strategy_component, base_token, quote_token, time_interval,
-                   max_allocation, personality, model_id, ledger, strategy_state, consecutive_faults,
-                   clock_origin_wall, clock_origin_market, next_tick_at, wallet_address, time_scale,
-                   model_tokens_per_day, model_tokens_day, model_tokens_used"
+         RETURNING {DUE_COLUMNS}"
     );
     let rows: Vec<DueRow> = sqlx::query_as(&sql)
         .bind(lease)
@@ -290,6 +287,47 @@ pub(super) async fn claim(
         .await?;
     let now = to_millis(now);
     Ok(rows.into_iter().map(|row| due_agent(row, now)).collect())
+}
+
+/// The columns of [`DueRow`], as a claim returns them.
+const DUE_COLUMNS: &str = "id, account_id, class, strategy_component, base_token, quote_token,
+    time_interval, max_allocation, personality, model_id, ledger, strategy_state,
+    consecutive_faults, clock_origin_wall, clock_origin_market, next_tick_at, wallet_address,
+    time_scale, model_tokens_per_day, model_tokens_day, model_tokens_used";
+
+/// The sandbox's share of a pass, for benchmarks: every active paper agent's strategy ticked
+/// as [`run_due`] ticks it (the same market and inputs, on one blocking thread), with nothing
+/// claimed, asked or stored. The agents ticked and the time their ticks took.
+pub async fn tick_without_storing(
+    ticking: &Ticking,
+) -> anyhow::Result<(usize, std::time::Duration)> {
+    let rows: Vec<DueRow> = sqlx::query_as(&format!(
+        "SELECT {DUE_COLUMNS} FROM agents WHERE status = 'active' AND is_paper_trading = 1"
+    ))
+    .fetch_all(ticking.store.read())
+    .await?;
+    let now = to_millis(ticking.now());
+    let due: Vec<DueAgent> = rows.into_iter().map(|row| due_agent(row, now)).collect();
+    let strategies = strategies_for(&ticking.store, &ticking.agents, &due).await;
+    let worker_state = ticking.clone();
+    let scale = ticking.config.time_scale;
+    let started = std::time::Instant::now();
+    let ticked = tokio::task::spawn_blocking(move || {
+        let sandbox = worker_state.agents.sandbox().ok();
+        for agent in &due {
+            let market_ts = tick::market_now(agent, now, scale);
+            std::hint::black_box(tick::prepare(
+                sandbox,
+                strategy_of(&strategies, agent),
+                worker_state.market.as_ref(),
+                agent,
+                market_ts,
+            ));
+        }
+        due.len()
+    })
+    .await?;
+    Ok((ticked, started.elapsed()))
 }
 
 fn due_agent(row: DueRow, now: i64) -> DueAgent {
@@ -490,7 +528,25 @@ async fn load_strategy(
     .map_err(|error| error.to_string())
 }
 
-/// Store a batch's results in one transaction.
+/// Agents one statement writes at most.
+const AGENTS_PER_STATEMENT: usize = 100;
+/// Columns the agents' `UPDATE` binds per agent (after the batch's time, `$1`).
+const AGENT_COLUMNS: usize = 17;
+
+/// One agent's row after its tick, as the batch's `UPDATE` writes it.
+struct Stored<'a> {
+    agent: &'a DueAgent,
+    result: &'a TickResult,
+    after: tick::AfterTick,
+    ledger: String,
+    tokens_day: String,
+    tokens_used: i64,
+    model_error: Option<Option<String>>,
+}
+
+/// Store a batch's results in one transaction, one statement per table per hundred or so rows:
+/// the agents' rows (each guarded by this claim's lease and the agent still being active), then,
+/// for the agents whose rows were written, their equity marks, trades, decisions and webhooks.
 async fn store(
     store: &Store,
     clock: &dyn Clock,
@@ -502,66 +558,39 @@ async fn store(
 ) -> anyhow::Result<()> {
     let now = clock.now();
     let now_ms = to_millis(now);
-    let scale = config.time_scale;
+    let rows = results
+        .iter()
+        .map(|(agent, result)| {
+            let after = tick::after_tick(agent, result.fault.as_deref(), now_ms, config.time_scale);
+            let (tokens_day, tokens_used, model_error) =
+                model_usage(agent, result.decision.as_ref(), now_ms);
+            Ok(Stored {
+                agent,
+                result,
+                after,
+                ledger: serde_json::to_string(&result.ledger)?,
+                tokens_day,
+                tokens_used,
+                model_error,
+            })
+        })
+        .collect::<serde_json::Result<Vec<_>>>()?;
     let mut tx = store.begin().await?;
-    // The batch's decisions, written together after the loop.
-    let mut decided: Vec<(String, String, i64, thinking::DecisionRecord)> = Vec::new();
-    for (agent, mut result) in results {
-        let tick::AfterTick {
-            consecutive_faults: faults,
-            status,
-            reason,
-            next_tick_at: next,
-        } = tick::after_tick(&agent, result.fault.as_deref(), now_ms, scale);
-        let broken = next.is_none();
-        let ledger = serde_json::to_string(&result.ledger)?;
-        let (tokens_day, tokens_used, last_error) =
-            model_usage(&agent, result.decision.as_ref(), now_ms);
-        let updated = sqlx::query(
-            "UPDATE agents SET ledger = $1, strategy_state = $2, last_price = COALESCE($3, last_price),
-                    last_tick_at = $4, ticks = ticks + 1, faults = faults + $5, consecutive_faults = $6,
-                    last_fault = COALESCE($7, last_fault), status = $8, status_reason = $9,
-                    next_tick_at = $10, tick_lease_owner = NULL, tick_lease_until = NULL, updated_at = $4,
-                    refused_orders = refused_orders + $13, last_refusal = COALESCE($14, last_refusal),
-                    model_tokens_day = $15, model_tokens_used = $16,
-                    model_last_error = CASE WHEN $17 = 1 THEN $18 ELSE model_last_error END
-             WHERE id = $11 AND tick_lease_owner = $12 AND status = 'active'",
-        )
-        .bind(ledger)
-        .bind(result.state.clone())
-        .bind(result.price)
-        .bind(now_ms)
-        .bind(i64::from(result.fault.is_some()))
-        .bind(faults)
-        .bind(result.fault.as_deref())
-        .bind(status)
-        .bind(reason.as_deref())
-        .bind(next)
-        .bind(&agent.id)
-        .bind(owner)
-        .bind(result.refusals.len() as i64)
-        .bind(result.refusals.last().map(String::as_str))
-        .bind(tokens_day)
-        .bind(tokens_used)
-        .bind(i64::from(last_error.is_some()))
-        .bind(last_error.flatten())
-        .execute(&mut *tx)
-        .await?;
-        if updated.rows_affected() == 0 {
+    let written = update_agents(&mut tx, owner, now_ms, &rows).await?;
+    let mut marks: Vec<(&str, f64)> = Vec::new();
+    let mut trade_ids: Vec<String> = Vec::new();
+    let mut fills: Vec<(&Stored<'_>, &tick::TradeFill)> = Vec::new();
+    let mut events: Vec<crate::webhooks::Queued<'_>> = Vec::new();
+    let mut decided: Vec<thinking::decisions::NewDecision<'_>> = Vec::new();
+    for row in &rows {
+        let (agent, result) = (row.agent, row.result);
+        if !written.contains(agent.id.as_str()) {
             // Stopped, or taken over by another node once this claim ran out (its token no
             // longer holds the agent), while ticking: the tick is dropped whole.
             metrics
                 .ticks_dropped
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             continue;
-        }
-        if let Some(decision) = result.decision.take() {
-            decided.push((
-                agent.id.clone(),
-                agent.settings.model_id.clone(),
-                result.market_ts,
-                decision,
-            ));
         }
         pass.ticked += 1;
         let counted = match result.fault {
@@ -573,66 +602,129 @@ async fn store(
             pass.faulted += 1;
             tracing::warn!(agent_id = agent.id, fault, "tick faulted");
         }
-        if broken {
+        if row.after.next_tick_at.is_none() {
             pass.broken += 1;
-            crate::webhooks::enqueue(
-                &mut tx,
-                &agent.account_id,
-                crate::webhooks::Event::AgentError,
-                json!({ "agentId": agent.id, "reason": reason, "at": rfc3339(now) }),
-                now,
-            )
-            .await?;
+            events.push(crate::webhooks::Queued {
+                account_id: &agent.account_id,
+                event: crate::webhooks::Event::AgentError,
+                data: json!({ "agentId": agent.id, "reason": row.after.reason, "at": rfc3339(now) }),
+                at: now,
+            });
         }
         if let Some(equity) = result.equity {
-            super::history::mark_equity(&mut tx, &agent.id, now_ms, equity).await?;
+            marks.push((&agent.id, equity));
         }
         for trade in &result.fills {
-            let trade_id = new_id("trd");
-            let fill = &trade.fill;
-            trades::record(
-                &mut tx,
-                &NewTrade {
-                    id: &trade_id,
-                    agent_id: &agent.id,
-                    account_id: &agent.account_id,
-                    executed_at: now,
-                    market_ts: result.market_ts,
-                    side: side_name(fill.side),
-                    base_token: &agent.settings.base,
-                    quote_token: &agent.settings.quote,
-                    base_raw: fill.base,
-                    amount: trades::whole_tokens(fill.base),
-                    notional_raw: fill.notional,
-                    fee_raw: fill.fee,
-                    price: fill.price,
-                    realized_pnl_raw: fill.realized_pnl,
-                    closed_trip: trade.closed_trip,
-                    won_trip: trade.won_trip,
-                    reason: fill.reason.as_deref(),
-                    tx_hash: &format!("paper_{trade_id}"),
-                    is_paper: true,
-                },
-            )
-            .await?;
-            pass.trades += 1;
+            trade_ids.push(new_id("trd"));
+            fills.push((row, trade));
+        }
+        if let Some(decision) = &result.decision {
+            decided.push(thinking::decisions::NewDecision {
+                agent_id: &agent.id,
+                model_id: &agent.settings.model_id,
+                decided_at: now_ms,
+                market_ts: result.market_ts,
+                record: decision,
+            });
         }
     }
-    let rows: Vec<thinking::decisions::NewDecision<'_>> = decided
+    let tx_hashes: Vec<String> = trade_ids.iter().map(|id| format!("paper_{id}")).collect();
+    let trades: Vec<NewTrade<'_>> = fills
         .iter()
-        .map(
-            |(agent_id, model_id, market_ts, record)| thinking::decisions::NewDecision {
-                agent_id,
-                model_id,
-                decided_at: now_ms,
-                market_ts: *market_ts,
-                record,
-            },
-        )
+        .zip(trade_ids.iter().zip(&tx_hashes))
+        .map(|((row, trade), (trade_id, tx_hash))| {
+            let (agent, fill) = (row.agent, &trade.fill);
+            NewTrade {
+                id: trade_id,
+                agent_id: &agent.id,
+                account_id: &agent.account_id,
+                executed_at: now,
+                market_ts: row.result.market_ts,
+                side: side_name(fill.side),
+                base_token: &agent.settings.base,
+                quote_token: &agent.settings.quote,
+                base_raw: fill.base,
+                amount: trades::whole_tokens(fill.base),
+                notional_raw: fill.notional,
+                fee_raw: fill.fee,
+                price: fill.price,
+                realized_pnl_raw: fill.realized_pnl,
+                closed_trip: trade.closed_trip,
+                won_trip: trade.won_trip,
+                reason: fill.reason.as_deref(),
+                tx_hash,
+                is_paper: true,
+            }
+        })
         .collect();
-    thinking::decisions::insert_all(&mut tx, &rows).await?;
+    pass.trades += trades.len();
+    super::history::mark_equities(&mut tx, &marks, now_ms).await?;
+    trades::insert_all(&mut tx, &trades).await?;
+    events.extend(trades.iter().map(trades::announcement));
+    crate::webhooks::enqueue_all(&mut tx, events).await?;
+    thinking::decisions::insert_all(&mut tx, &decided).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// Write the agents' rows of a batch, each only while this claim (`owner`) still holds the agent
+/// and it is still active; the ids of those written.
+async fn update_agents<'a>(
+    conn: &mut sqlx::AnyConnection,
+    owner: &str,
+    now_ms: i64,
+    rows: &[Stored<'a>],
+) -> sqlx::Result<std::collections::HashSet<String>> {
+    let mut written = std::collections::HashSet::with_capacity(rows.len());
+    for chunk in rows.chunks(AGENTS_PER_STATEMENT) {
+        let sql = format!(
+            "UPDATE agents SET ledger = v.column3, strategy_state = v.column4,
+                    last_price = COALESCE(v.column5, last_price), last_tick_at = $1, ticks = ticks + 1,
+                    faults = faults + v.column6, consecutive_faults = v.column7,
+                    last_fault = COALESCE(v.column8, last_fault), status = v.column9,
+                    status_reason = v.column10, next_tick_at = v.column11, tick_lease_owner = NULL,
+                    tick_lease_until = NULL, updated_at = $1,
+                    refused_orders = refused_orders + v.column12,
+                    last_refusal = COALESCE(v.column13, last_refusal),
+                    model_tokens_day = v.column14, model_tokens_used = v.column15,
+                    model_last_error = CASE WHEN v.column16 = 1 THEN v.column17 ELSE model_last_error END
+             FROM (VALUES {}) AS v
+             WHERE agents.id = v.column1 AND agents.tick_lease_owner = v.column2
+               AND agents.status = 'active'
+             RETURNING agents.id",
+            crate::db::value_rows(chunk.len(), AGENT_COLUMNS, 1)
+        );
+        let mut query = sqlx::query_as::<_, (String,)>(&sql).bind(now_ms);
+        for row in chunk {
+            let result = row.result;
+            query = query
+                .bind(row.agent.id.as_str())
+                .bind(owner)
+                .bind(row.ledger.as_str())
+                .bind(result.state.as_slice())
+                .bind(result.price)
+                .bind(i64::from(result.fault.is_some()))
+                .bind(row.after.consecutive_faults)
+                .bind(result.fault.as_deref())
+                .bind(row.after.status)
+                .bind(row.after.reason.as_deref())
+                .bind(row.after.next_tick_at)
+                .bind(result.refusals.len() as i64)
+                .bind(result.refusals.last().map(String::as_str))
+                .bind(row.tokens_day.as_str())
+                .bind(row.tokens_used)
+                .bind(i64::from(row.model_error.is_some()))
+                .bind(row.model_error.clone().flatten());
+        }
+        written.extend(
+            query
+                .fetch_all(&mut *conn)
+                .await?
+                .into_iter()
+                .map(|(id,)| id),
+        );
+    }
+    Ok(written)
 }
 
 pub(super) fn side_name(side: Side) -> &'static str {

@@ -52,34 +52,60 @@ pub(crate) async fn record(
     conn: &mut sqlx::AnyConnection,
     trade: &NewTrade<'_>,
 ) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO agent_trades (id, agent_id, executed_at, market_ts, side, base_token, base_raw,
-                                   notional_raw, fee_raw, price, realized_pnl_raw, closed_trip,
-                                   won_trip, reason, tx_hash)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
-    )
-    .bind(trade.id)
-    .bind(trade.agent_id)
-    .bind(to_millis(trade.executed_at))
-    .bind(trade.market_ts)
-    .bind(trade.side)
-    .bind(trade.base_token)
-    .bind(trade.base_raw)
-    .bind(trade.notional_raw)
-    .bind(trade.fee_raw)
-    .bind(trade.price)
-    .bind(trade.realized_pnl_raw)
-    .bind(i64::from(trade.closed_trip))
-    .bind(i64::from(trade.won_trip))
-    .bind(trade.reason)
-    .bind(trade.tx_hash)
-    .execute(&mut *conn)
-    .await?;
-    webhooks::enqueue(
-        conn,
-        trade.account_id,
-        Event::AgentTrade,
-        json!({
+    insert_all(conn, std::slice::from_ref(trade)).await?;
+    webhooks::enqueue_all(conn, vec![announcement(trade)]).await?;
+    Ok(())
+}
+
+/// Columns [`insert_all`] binds per trade.
+const COLUMNS_PER_ROW: usize = 15;
+/// Trades one statement writes at most.
+const ROWS_PER_STATEMENT: usize = 100;
+
+/// Store `trades`, a hundred per statement, without their webhooks: a batch of ticks queues
+/// those with its other events ([`announcement`]).
+pub(crate) async fn insert_all(
+    conn: &mut sqlx::AnyConnection,
+    trades: &[NewTrade<'_>],
+) -> sqlx::Result<()> {
+    for chunk in trades.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO agent_trades (id, agent_id, executed_at, market_ts, side, base_token, base_raw,
+                                       notional_raw, fee_raw, price, realized_pnl_raw, closed_trip,
+                                       won_trip, reason, tx_hash)
+             VALUES {}",
+            crate::db::value_rows(chunk.len(), COLUMNS_PER_ROW, 0)
+        );
+        let mut query = sqlx::query(&sql);
+        for trade in chunk {
+            query = query
+                .bind(trade.id)
+                .bind(trade.agent_id)
+                .bind(to_millis(trade.executed_at))
+                .bind(trade.market_ts)
+                .bind(trade.side)
+                .bind(trade.base_token)
+                .bind(trade.base_raw)
+                .bind(trade.notional_raw)
+                .bind(trade.fee_raw)
+                .bind(trade.price)
+                .bind(trade.realized_pnl_raw)
+                .bind(i64::from(trade.closed_trip))
+                .bind(i64::from(trade.won_trip))
+                .bind(trade.reason)
+                .bind(trade.tx_hash);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// The `agent.trade` webhook that announces `trade` to its owner.
+pub(crate) fn announcement<'a>(trade: &NewTrade<'a>) -> webhooks::Queued<'a> {
+    webhooks::Queued {
+        account_id: trade.account_id,
+        event: Event::AgentTrade,
+        data: json!({
             "agentId": trade.agent_id,
             "tradeId": trade.id,
             "type": trade.side.to_ascii_uppercase(),
@@ -94,8 +120,6 @@ pub(crate) async fn record(
             "isPaperTrading": trade.is_paper,
             "executedAt": rfc3339(trade.executed_at),
         }),
-        trade.executed_at,
-    )
-    .await?;
-    Ok(())
+        at: trade.executed_at,
+    }
 }

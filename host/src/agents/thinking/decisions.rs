@@ -76,23 +76,12 @@ pub(crate) async fn insert_all(
     decisions: &[NewDecision<'_>],
 ) -> sqlx::Result<()> {
     for chunk in decisions.chunks(ROWS_PER_STATEMENT) {
-        let mut sql = String::from(
+        let sql = format!(
             "INSERT INTO agent_decisions (id, agent_id, decided_at, market_ts, model_id, decided_by,
                  why, why_detail, action, fraction, reason, prompt_tokens, completion_tokens,
-                 latency_ms, prompt_hash, prompt, completion) VALUES ",
+                 latency_ms, prompt_hash, prompt, completion) VALUES {}",
+            crate::db::value_rows(chunk.len(), COLUMNS_PER_ROW, 0)
         );
-        for row in 0..chunk.len() {
-            let first = row * COLUMNS_PER_ROW + 1;
-            let params: Vec<String> = (first..first + COLUMNS_PER_ROW)
-                .map(|n| format!("${n}"))
-                .collect();
-            if row > 0 {
-                sql.push(',');
-            }
-            sql.push('(');
-            sql.push_str(&params.join(", "));
-            sql.push(')');
-        }
         let mut query = sqlx::query(&sql);
         for decision in chunk {
             let record = decision.record;

@@ -12,7 +12,7 @@ use base64::Engine;
 
 use super::{
     BLOCKHASH_LIFETIME_MS, CONFIRM_TIMEOUT, LAMPORTS_PER_SOL, LiveError, Outcome, PendingSwap,
-    Settled, SwapOrder, route_for, store_error, to_i64,
+    Settled, SwapOrder, route_for, to_i64,
 };
 use crate::agents::ticker::{Ticking, side_name};
 use crate::agents::trades::{self, NewTrade};
@@ -113,36 +113,81 @@ pub(super) async fn prepare_with(
         Direction::SellUsdc => Side::Buy,
         Direction::SellSol => Side::Sell,
     };
-    let columns = "INSERT INTO agent_live_swaps (signature, agent_id, status, side, amount_in,
-                       minimum_out, reason, market_ts, wire, last_valid_block_height, issued_at,
-                       created_at)";
-    let sql = match lease {
-        None => {
-            format!("{columns} VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $10)")
-        }
-        Some(_) => format!(
-            "{columns} SELECT $1, id, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $10 FROM agents
-              WHERE id = $2 AND tick_lease_owner = $11 AND status = 'active'"
-        ),
-    };
-    let mut insert = sqlx::query(&sql)
-        .bind(&signature)
-        .bind(agent_id)
-        .bind(side_name(side))
-        .bind(to_i64(order.amount_in))
-        .bind(to_i64(minimum_out))
-        .bind(order.reason.as_deref())
-        .bind(order.market_ts)
-        .bind(base64::engine::general_purpose::STANDARD.encode(&wire))
-        .bind(to_i64(last_valid))
-        .bind(issued_at);
-    if let Some(lease) = lease {
-        insert = insert.bind(lease);
-    }
-    if insert.execute(store.write()).await?.rows_affected() == 0 {
+    let pending = Arc::new(PendingWrite {
+        signature: signature.clone(),
+        agent_id: agent_id.to_owned(),
+        side: side_name(side),
+        amount_in: to_i64(order.amount_in),
+        minimum_out: to_i64(minimum_out),
+        reason: order.reason.clone(),
+        market_ts: order.market_ts,
+        wire: base64::engine::general_purpose::STANDARD.encode(&wire),
+        last_valid: to_i64(last_valid),
+        issued_at,
+        lease: lease.map(str::to_owned),
+    });
+    let recorded = store
+        .group()
+        .run(Box::new(move |conn| {
+            let pending = pending.clone();
+            Box::pin(async move { pending.apply(conn).await })
+        }))
+        .await?;
+    if !recorded {
         return Err(LiveError::LeaseLost(agent_id.to_owned()));
     }
     Ok(PendingSwap { signature, wire })
+}
+
+/// A signed swap recorded as pending, with the other writes of the moment
+/// ([`crate::db::GroupCommit`]): it is on disk before it can be sent.
+struct PendingWrite {
+    signature: String,
+    agent_id: String,
+    side: &'static str,
+    amount_in: i64,
+    minimum_out: i64,
+    reason: Option<String>,
+    market_ts: i64,
+    /// The signed transaction, base64.
+    wire: String,
+    last_valid: i64,
+    issued_at: i64,
+    /// The tick's claim: recorded only while it still holds the agent.
+    lease: Option<String>,
+}
+
+impl PendingWrite {
+    /// Whether the swap was recorded (not when the claim no longer holds the agent).
+    async fn apply(&self, conn: &mut sqlx::AnyConnection) -> Result<bool, LiveError> {
+        let columns = "INSERT INTO agent_live_swaps (signature, agent_id, status, side, amount_in,
+                           minimum_out, reason, market_ts, wire, last_valid_block_height, issued_at,
+                           created_at)";
+        let sql = match self.lease {
+            None => format!(
+                "{columns} VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $10)"
+            ),
+            Some(_) => format!(
+                "{columns} SELECT $1, id, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $10 FROM agents
+                  WHERE id = $2 AND tick_lease_owner = $11 AND status = 'active'"
+            ),
+        };
+        let mut insert = sqlx::query(&sql)
+            .bind(self.signature.as_str())
+            .bind(self.agent_id.as_str())
+            .bind(self.side)
+            .bind(self.amount_in)
+            .bind(self.minimum_out)
+            .bind(self.reason.as_deref())
+            .bind(self.market_ts)
+            .bind(self.wire.as_str())
+            .bind(self.last_valid)
+            .bind(self.issued_at);
+        if let Some(lease) = &self.lease {
+            insert = insert.bind(lease.as_str());
+        }
+        Ok(insert.execute(&mut *conn).await?.rows_affected() == 1)
+    }
 }
 
 /// Send a recorded swap and settle it from what the chain says.
@@ -298,33 +343,58 @@ async fn refuse(
     signature: &str,
     reason: &str,
 ) -> Result<Settled, LiveError> {
-    let now = to_millis(clock.now());
-    let mut tx = store.begin().await.map_err(store_error)?;
-    let updated = sqlx::query(
-        "UPDATE agent_live_swaps SET status = 'refused', error = $1, resolved_at = $2
-         WHERE signature = $3 AND status = 'pending'",
-    )
-    .bind(reason)
-    .bind(now)
-    .bind(signature)
-    .execute(&mut *tx)
-    .await?;
-    if updated.rows_affected() == 1 {
-        sqlx::query(
-            "UPDATE agents SET refused_orders = refused_orders + 1, last_refusal = $1 WHERE id = $2",
-        )
-        .bind(reason)
-        .bind(agent_id)
-        .execute(&mut *tx)
+    let refusal = Arc::new(Refusal {
+        agent_id: agent_id.to_owned(),
+        signature: signature.to_owned(),
+        reason: reason.to_owned(),
+        now: to_millis(clock.now()),
+    });
+    store
+        .group()
+        .run(Box::new(move |conn| {
+            let refusal = refusal.clone();
+            Box::pin(async move { refusal.apply(conn).await })
+        }))
         .await?;
-    }
-    tx.commit().await?;
     tracing::info!(agent_id, signature, reason, "live order refused");
     Ok(Settled::Refused(reason.to_owned()))
 }
 
+/// A swap's refusal as one write: the swap's status, and the agent's count of refused orders
+/// if it was still pending.
+struct Refusal {
+    agent_id: String,
+    signature: String,
+    reason: String,
+    now: i64,
+}
+
+impl Refusal {
+    async fn apply(&self, conn: &mut sqlx::AnyConnection) -> Result<(), LiveError> {
+        let updated = sqlx::query(
+            "UPDATE agent_live_swaps SET status = 'refused', error = $1, resolved_at = $2
+             WHERE signature = $3 AND status = 'pending'",
+        )
+        .bind(self.reason.as_str())
+        .bind(self.now)
+        .bind(self.signature.as_str())
+        .execute(&mut *conn)
+        .await?;
+        if updated.rows_affected() == 1 {
+            sqlx::query(
+                "UPDATE agents SET refused_orders = refused_orders + 1, last_refusal = $1 WHERE id = $2",
+            )
+            .bind(self.reason.as_str())
+            .bind(self.agent_id.as_str())
+            .execute(&mut *conn)
+            .await?;
+        }
+        Ok(())
+    }
+}
+
 /// A confirmed swap becomes the agent's trade (amounts as the chain recorded them) and its
-/// `agent.trade` webhook, in one transaction with the swap's settlement.
+/// `agent.trade` webhook, in one write with the swap's settlement.
 async fn record_fill(
     store: &Store,
     clock: &dyn Clock,
@@ -333,112 +403,149 @@ async fn record_fill(
     signature: &str,
     transaction: &serde_json::Value,
 ) -> Result<Settled, LiveError> {
-    let now = clock.now();
-    let now_ms = to_millis(now);
-    let mut tx = store.begin().await.map_err(store_error)?;
     let swap: Option<PendingRow> = sqlx::query_as(
         "SELECT s.side, s.reason, s.market_ts, a.account_id, a.base_token, a.quote_token, a.wallet_address
          FROM agent_live_swaps s JOIN agents a ON a.id = s.agent_id
          WHERE s.signature = $1 AND s.status = 'pending'",
     )
     .bind(signature)
-    .fetch_optional(&mut *tx)
+    .fetch_optional(store.read())
     .await?;
-    let Some(PendingRow {
-        side,
-        reason,
-        market_ts,
-        account_id,
-        base_token: base,
-        quote_token: quote,
-        wallet_address: wallet,
-    }) = swap
-    else {
-        // Settled already (by this node or another): one outcome per swap, as recorded.
-        let settled: Option<(String, Option<String>, Option<String>)> = sqlx::query_as(
-            "SELECT status, trade_id, error FROM agent_live_swaps WHERE signature = $1",
-        )
-        .bind(signature)
-        .fetch_optional(&mut *tx)
-        .await?;
-        return match settled {
-            Some((status, Some(trade_id), _)) if status == "filled" => {
-                Ok(Settled::Filled { trade_id })
-            }
-            Some((_, _, error)) => Ok(Settled::Refused(error.unwrap_or_default())),
-            None => Err(LiveError::Internal(format!(
-                "{signature} is not a recorded swap"
-            ))),
-        };
+    let Some(row) = swap else {
+        return settled(store, signature).await;
     };
-    let direction = if side == "buy" {
+    let direction = if row.side == "buy" {
         Direction::SellUsdc
     } else {
         Direction::SellSol
     };
-    let (amount_in, amount_out) =
-        route
-            .amounts(transaction, &wallet, direction)
-            .ok_or_else(|| {
-                LiveError::Internal(format!(
-                    "{signature} is confirmed but shows no swap of {wallet}"
-                ))
-            })?;
-    let trade_id = new_id("trd");
-    let updated = sqlx::query(
-        "UPDATE agent_live_swaps SET status = 'filled', trade_id = $1, resolved_at = $2
-         WHERE signature = $3 AND status = 'pending'",
-    )
-    .bind(&trade_id)
-    .bind(now_ms)
-    .bind(signature)
-    .execute(&mut *tx)
-    .await?;
-    if updated.rows_affected() != 1 {
-        return Ok(Settled::Filled { trade_id });
-    }
-    let (lamports, usdc_raw) = if side == "buy" {
+    let (amount_in, amount_out) = route
+        .amounts(transaction, &row.wallet_address, direction)
+        .ok_or_else(|| {
+            LiveError::Internal(format!(
+                "{signature} is confirmed but shows no swap of {}",
+                row.wallet_address
+            ))
+        })?;
+    let (lamports, usdc_raw) = if row.side == "buy" {
         (amount_out, amount_in)
     } else {
         (amount_in, amount_out)
     };
-    // The trade table's units: 6 decimals for both tokens (USDC's own on simnet).
-    let base_raw = to_i64(lamports / 1_000);
-    let notional = to_i64(usdc_raw);
-    let fee = to_i64(usdc_raw * pool::FEE_BPS / 10_000);
-    let price = if lamports > 0 {
-        (usdc_raw as f64 / UNIT) / (lamports as f64 / LAMPORTS_PER_SOL)
-    } else {
-        0.0
-    };
-    trades::record(
-        &mut tx,
-        &NewTrade {
-            id: &trade_id,
-            agent_id,
-            account_id: &account_id,
-            executed_at: now,
-            market_ts,
-            side: &side,
-            base_token: &base,
-            quote_token: &quote,
-            base_raw,
-            amount: lamports as f64 / LAMPORTS_PER_SOL,
-            notional_raw: notional,
-            fee_raw: fee,
-            price,
-            realized_pnl_raw: None,
-            closed_trip: false,
-            won_trip: false,
-            reason: reason.as_deref(),
-            tx_hash: signature,
-            is_paper: false,
+    let fill = Arc::new(Fill {
+        trade_id: new_id("trd"),
+        signature: signature.to_owned(),
+        agent_id: agent_id.to_owned(),
+        now: clock.now(),
+        // The trade table's units: 6 decimals for both tokens (USDC's own on simnet).
+        base_raw: to_i64(lamports / 1_000),
+        amount: lamports as f64 / LAMPORTS_PER_SOL,
+        notional_raw: to_i64(usdc_raw),
+        fee_raw: to_i64(usdc_raw * pool::FEE_BPS / 10_000),
+        price: if lamports > 0 {
+            (usdc_raw as f64 / UNIT) / (lamports as f64 / LAMPORTS_PER_SOL)
+        } else {
+            0.0
         },
-    )
-    .await?;
-    tx.commit().await?;
-    tracing::info!(agent_id, signature, trade_id, "live trade recorded");
-    Ok(Settled::Filled { trade_id })
+        row,
+    });
+    let write = fill.clone();
+    let recorded = store
+        .group()
+        .run(Box::new(move |conn| {
+            let write = write.clone();
+            Box::pin(async move { write.apply(conn).await })
+        }))
+        .await?;
+    if !recorded {
+        // Settled meanwhile (by this node or another): one outcome per swap, as recorded.
+        return settled(store, signature).await;
+    }
+    tracing::info!(
+        agent_id,
+        signature,
+        trade_id = fill.trade_id,
+        "live trade recorded"
+    );
+    Ok(Settled::Filled {
+        trade_id: fill.trade_id.clone(),
+    })
+}
+
+/// The outcome a swap that is no longer pending was settled with.
+async fn settled(store: &Store, signature: &str) -> Result<Settled, LiveError> {
+    let settled: Option<(String, Option<String>, Option<String>)> =
+        sqlx::query_as("SELECT status, trade_id, error FROM agent_live_swaps WHERE signature = $1")
+            .bind(signature)
+            .fetch_optional(store.read())
+            .await?;
+    match settled {
+        Some((status, Some(trade_id), _)) if status == "filled" => Ok(Settled::Filled { trade_id }),
+        Some((_, _, error)) => Ok(Settled::Refused(error.unwrap_or_default())),
+        None => Err(LiveError::Internal(format!(
+            "{signature} is not a recorded swap"
+        ))),
+    }
+}
+
+/// A confirmed swap's settlement as one write: the swap marked filled (only while pending), its
+/// trade and the trade's webhook.
+struct Fill {
+    trade_id: String,
+    signature: String,
+    agent_id: String,
+    now: chrono::DateTime<chrono::Utc>,
+    base_raw: i64,
+    amount: f64,
+    notional_raw: i64,
+    fee_raw: i64,
+    price: f64,
+    row: PendingRow,
+}
+
+impl Fill {
+    /// Whether this write settled the swap (not when it was no longer pending).
+    async fn apply(&self, conn: &mut sqlx::AnyConnection) -> Result<bool, LiveError> {
+        let updated = sqlx::query(
+            "UPDATE agent_live_swaps SET status = 'filled', trade_id = $1, resolved_at = $2
+             WHERE signature = $3 AND status = 'pending'",
+        )
+        .bind(self.trade_id.as_str())
+        .bind(to_millis(self.now))
+        .bind(self.signature.as_str())
+        .execute(&mut *conn)
+        .await?;
+        if updated.rows_affected() != 1 {
+            return Ok(false);
+        }
+        let row = &self.row;
+        trades::record(
+            conn,
+            &NewTrade {
+                id: &self.trade_id,
+                agent_id: &self.agent_id,
+                account_id: &row.account_id,
+                executed_at: self.now,
+                market_ts: row.market_ts,
+                side: &row.side,
+                base_token: &row.base_token,
+                quote_token: &row.quote_token,
+                base_raw: self.base_raw,
+                amount: self.amount,
+                notional_raw: self.notional_raw,
+                fee_raw: self.fee_raw,
+                price: self.price,
+                realized_pnl_raw: None,
+                closed_trip: false,
+                won_trip: false,
+                reason: row.reason.as_deref(),
+                tx_hash: &self.signature,
+                is_paper: false,
+            },
+        )
+        .await?;
+        Ok(true)
+    }
 }
 
 /// A pending swap and its agent, as a fill needs them.

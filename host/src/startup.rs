@@ -260,6 +260,7 @@ async fn assemble_state(
         chain: Arc::new(chain),
         events,
         streams: Arc::new(streams),
+        board_feeds: Default::default(),
         leaderboards: Default::default(),
         caches,
         agents,

@@ -91,6 +91,8 @@ pub struct Services {
     pub agents: Arc<crate::agents::Runtime>,
     /// Open server-sent event streams, capped per client and per node.
     pub streams: Arc<crate::http::streams::Streams>,
+    /// The live boards watched on this node, each rendered once for all its watchers.
+    pub board_feeds: Arc<crate::tournaments::board_feed::BoardFeeds>,
     /// Serialized leaderboards, rebuilt only when their tournament changed.
     pub leaderboards: Arc<crate::tournaments::leaderboard::Cache>,
     /// Key checks, accounts and public tournament answers kept until their data changes.

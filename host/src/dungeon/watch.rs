@@ -13,10 +13,9 @@ use std::time::Duration;
 
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
-use tokio::sync::broadcast::error::RecvError;
 
 use super::store::{self, StoredEvent};
-use crate::events::Event;
+use crate::events::Topic;
 use crate::http::streams::StreamSlot;
 use crate::state::AppState;
 
@@ -30,7 +29,9 @@ struct Watch {
     run_id: String,
     last_seq: i64,
     buffer: VecDeque<StoredEvent>,
-    events: tokio::sync::broadcast::Receiver<Event>,
+    /// Changes when the run stores more events (and only then: a watcher is not woken by the
+    /// turns of other runs).
+    wakes: tokio::sync::watch::Receiver<u64>,
     done: bool,
     /// This stream's place among the open ones; given back when the stream is dropped.
     slot: StreamSlot,
@@ -44,8 +45,8 @@ pub(super) fn stream(
     slot: StreamSlot,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let watch = Watch {
-        // Subscribed before the first read, so nothing written in between is missed.
-        events: state.events.subscribe(),
+        // Watching before the first read, so nothing written in between is missed.
+        wakes: state.events.watch(Topic::Run(run_id.clone())),
         state,
         run_id,
         last_seq,
@@ -107,25 +108,15 @@ impl Watch {
                     }
                 }
             }
-            loop {
-                let received = tokio::select! {
-                    () = self.slot.closing() => {
-                        // Said once; the next call ends the stream.
-                        self.done = true;
-                        return Some(crate::http::streams::reconnect_hint());
-                    }
-                    received = self.events.recv() => received,
-                };
-                match received {
-                    Ok(Event::DungeonRunEvent { run_id, seq })
-                        if run_id == self.run_id && seq > self.last_seq =>
-                    {
-                        break;
-                    }
-                    // Missed events (here, or from other nodes): read what is stored.
-                    Ok(Event::Resync) | Err(RecvError::Lagged(_)) => break,
-                    Ok(_) => {}
-                    Err(RecvError::Closed) => return None,
+            tokio::select! {
+                () = self.slot.closing() => {
+                    // Said once; the next call ends the stream.
+                    self.done = true;
+                    return Some(crate::http::streams::reconnect_hint());
+                }
+                woke = self.wakes.changed() => {
+                    // The run's topic outlives its watchers: gone only with the node.
+                    woke.ok()?;
                 }
             }
         }

@@ -8,11 +8,14 @@
 
 pub mod notify;
 pub mod relay;
+mod topics;
 
 use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
+
+pub(crate) use topics::Topic;
 
 /// Something a stream may want to push.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,6 +52,8 @@ pub struct Bus {
     /// Runs synchronously for every event announced here, before any subscriber hears it: the
     /// read caches forget what changed before this node can answer from them again.
     hook: Arc<OnceLock<EventHook>>,
+    /// What open streams watch instead of subscribing ([`Bus::watch`]).
+    topics: Arc<topics::Topics>,
 }
 
 /// What [`Bus::on_every_event`] runs.
@@ -76,6 +81,7 @@ impl Bus {
             sender,
             relay: Arc::default(),
             hook: Arc::default(),
+            topics: Arc::default(),
         }
     }
 
@@ -95,7 +101,15 @@ impl Bus {
         if let Some(hook) = self.hook.get() {
             hook(&event);
         }
+        self.topics.route(&event);
         let _ = self.sender.send(event);
+    }
+
+    /// Watch one topic: the receiver changes whenever an event about it is announced on this
+    /// node (published here or relayed from another), and on [`Event::Resync`]. What streams
+    /// held by many clients use instead of [`Bus::subscribe`], which wakes on every event.
+    pub(crate) fn watch(&self, topic: Topic) -> watch::Receiver<u64> {
+        self.topics.watch(topic)
     }
 
     /// Run `hook` for every event announced on this node, published here or relayed from

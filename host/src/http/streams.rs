@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use axum::response::IntoResponse;
 use tokio::sync::watch;
 
 use super::ApiError;
@@ -108,6 +109,56 @@ pub(crate) fn reconnect_hint() -> axum::response::sse::Event {
     axum::response::sse::Event::default()
         .retry(RECONNECT_AFTER)
         .comment("the server is shutting down; reconnect")
+}
+
+/// One whole server-sent event, ready to be written to any number of streams: `event`, its
+/// `id` if any, and `data` as one line of JSON (JSON text never holds a raw line break).
+pub(crate) fn sse_frame(
+    event: &str,
+    id: Option<&str>,
+    data: &impl serde::Serialize,
+) -> serde_json::Result<bytes::Bytes> {
+    let data = serde_json::to_string(data)?;
+    let mut frame = String::with_capacity(data.len() + event.len() + 32);
+    frame.push_str("event: ");
+    frame.push_str(event);
+    frame.push('\n');
+    if let Some(id) = id {
+        frame.push_str("id: ");
+        frame.push_str(id);
+        frame.push('\n');
+    }
+    frame.push_str("data: ");
+    frame.push_str(&data);
+    frame.push_str("\n\n");
+    Ok(bytes::Bytes::from(frame))
+}
+
+/// A keep-alive: a comment, which clients ignore.
+pub(crate) const SSE_KEEP_ALIVE: &[u8] = b":\n\n";
+
+/// [`reconnect_hint`] as raw bytes, for streams that write their frames themselves.
+pub(crate) fn reconnect_hint_frame() -> bytes::Bytes {
+    bytes::Bytes::from(format!(
+        "retry: {}\n: the server is shutting down; reconnect\n\n",
+        RECONNECT_AFTER.as_millis()
+    ))
+}
+
+/// A `text/event-stream` response whose body is `frames`, each written as it comes.
+pub(crate) fn sse_response(
+    frames: impl futures_util::Stream<Item = bytes::Bytes> + Send + 'static,
+) -> axum::response::Response {
+    use futures_util::StreamExt;
+    let body = axum::body::Body::from_stream(frames.map(Ok::<_, std::convert::Infallible>));
+    (
+        [
+            (axum::http::header::CONTENT_TYPE, "text/event-stream"),
+            (axum::http::header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 /// A stream's place, held by the stream itself for as long as it runs.

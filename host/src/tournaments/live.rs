@@ -2,47 +2,22 @@
 //! `leaderboard:update` on connect, every 30 seconds and whenever the board changes, and
 //! `tournament:ended` with the final standings when the window closes, then ends the stream.
 //! A reconnecting client simply gets the latest board again.
-
-use std::convert::Infallible;
-use std::time::Duration;
+//!
+//! The frames come from the tournament's feed ([`super::board_feed`]), rendered once for every
+//! watcher of the node; a stream only writes them.
 
 use axum::extract::State;
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use futures_util::Stream;
-use tokio::sync::broadcast::error::RecvError;
+use axum::response::Response;
+use bytes::Bytes;
+use tokio::sync::watch;
 
-use super::leaderboard;
-use super::model::{Status, Tournament};
+use super::board_feed::{BoardReads, Frame};
 use super::privacy::InviteParams;
-use super::queries;
-use crate::events::Event;
 use crate::http::ApiError;
 use crate::http::json::{Path, Query};
 use crate::http::rate_limit::{IpLimit, LivePolicy};
-use crate::http::streams::StreamSlot;
+use crate::http::streams::{SSE_KEEP_ALIVE, StreamSlot, reconnect_hint_frame, sse_response};
 use crate::state::AppState;
-
-/// How often the board is pushed even when nothing changed.
-pub(super) const PUSH_EVERY: Duration = Duration::from_secs(30);
-/// Entries per pushed board.
-const STREAM_PAGE: usize = 100;
-
-enum Phase {
-    Connect,
-    Running,
-    Ended,
-    Done,
-}
-
-struct Live {
-    state: AppState,
-    id: String,
-    events: tokio::sync::broadcast::Receiver<Event>,
-    ticker: tokio::time::Interval,
-    phase: Phase,
-    /// This stream's place among the open ones; given back when the stream is dropped.
-    slot: StreamSlot,
-}
 
 /// Live leaderboard stream: `leaderboard:update` events, then `tournament:ended` and close.
 #[utoipa::path(get, path = "/api/tournaments/{id}/live", operation_id = "watch_tournament_live",
@@ -56,137 +31,80 @@ pub(super) async fn live(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(invite): Query<InviteParams>,
-) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     super::routes::visible(&state, &id, invite.invite_code.as_deref()).await?;
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + PUSH_EVERY, PUSH_EVERY);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let live = Live {
-        events: state.events.subscribe(),
-        state,
-        id,
-        ticker,
-        phase: Phase::Connect,
-        slot,
+    let reads = BoardReads {
+        store: state.store.clone(),
+        clock: state.clock.clone(),
+        leaderboards: state.leaderboards.clone(),
+        events: state.events.clone(),
     };
-    let stream = futures_util::stream::unfold(live, |mut live| async move {
-        let event = live.next().await?;
-        Some((Ok(event), live))
+    let frames = state.board_feeds.watch(&reads, &id);
+    let pings = frames.borrow().pings;
+    let watcher = Watcher {
+        pings,
+        frames,
+        sent_board: 0,
+        slot,
+        done: false,
+    };
+    let stream = futures_util::stream::unfold(watcher, |mut watcher| async move {
+        let frame = watcher.next().await?;
+        Some((frame, watcher))
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    Ok(sse_response(stream))
 }
 
-impl Live {
-    async fn next(&mut self) -> Option<SseEvent> {
+/// One client's stream: what it has sent of its feed's frames.
+struct Watcher {
+    frames: watch::Receiver<Frame>,
+    /// The version of the last board sent (0: none yet).
+    sent_board: u64,
+    /// The keep-alives seen so far.
+    pings: u64,
+    /// This stream's place among the open ones; given back when the stream is dropped.
+    slot: StreamSlot,
+    done: bool,
+}
+
+impl Watcher {
+    /// The next frame to write, or `None` when the stream is over.
+    async fn next(&mut self) -> Option<Bytes> {
+        let mut feed_open = true;
         loop {
-            match self.phase {
-                Phase::Done => return None,
-                Phase::Connect => {
-                    self.phase = Phase::Running;
-                    if let Some(event) = self.board().await {
-                        return Some(event);
-                    }
+            if self.done {
+                return None;
+            }
+            let frame = self.frames.borrow_and_update().clone();
+            if frame.gone {
+                return None;
+            }
+            if !frame.board.is_empty() && frame.board_version != self.sent_board {
+                self.sent_board = frame.board_version;
+                return Some(frame.board);
+            }
+            if let Some(ended) = frame.ended {
+                self.done = true;
+                return Some(ended);
+            }
+            if frame.pings != self.pings {
+                self.pings = frame.pings;
+                return Some(Bytes::from_static(SSE_KEEP_ALIVE));
+            }
+            if !feed_open {
+                // The feed ended (the node is going away) with nothing more to say.
+                return None;
+            }
+            tokio::select! {
+                () = self.slot.closing() => {
+                    self.done = true;
+                    return Some(reconnect_hint_frame());
                 }
-                Phase::Ended => {
-                    self.phase = Phase::Done;
-                    return self.ended().await;
-                }
-                Phase::Running => {
-                    tokio::select! {
-                        () = self.slot.closing() => {
-                            self.phase = Phase::Done;
-                            return Some(crate::http::streams::reconnect_hint());
-                        }
-                        _ = self.ticker.tick() => {
-                            if let Some(event) = self.board().await {
-                                return Some(event);
-                            }
-                        }
-                        received = self.events.recv() => match received {
-                            Ok(Event::LeaderboardChanged { tournament_id }) if tournament_id == self.id => {
-                                if let Some(event) = self.board().await {
-                                    return Some(event);
-                                }
-                            }
-                            Ok(Event::TournamentEnded { tournament_id }) if tournament_id == self.id => {
-                                self.phase = Phase::Ended;
-                            }
-                            // Missed events (here, or from other nodes): the current board
-                            // says it all.
-                            Ok(Event::Resync) | Err(RecvError::Lagged(_)) => {
-                                if let Some(event) = self.board().await {
-                                    return Some(event);
-                                }
-                            }
-                            Ok(_) => {}
-                            Err(RecvError::Closed) => self.phase = Phase::Done,
-                        },
-                    }
+                changed = self.frames.changed() => {
+                    // Gone with the feed: what it handed out last is read once more above.
+                    feed_open = changed.is_ok();
                 }
             }
         }
-    }
-
-    /// The current board as `leaderboard:update`; if the tournament has already ended, the
-    /// stream moves on to `tournament:ended`.
-    async fn board(&mut self) -> Option<SseEvent> {
-        let tournament = match queries::get(&self.state.store, &self.id).await {
-            Ok(Some(tournament)) => tournament,
-            Ok(None) => {
-                self.phase = Phase::Done;
-                return None;
-            }
-            Err(error) => {
-                tracing::warn!(%error, tournament_id = self.id, "live stream cannot read the tournament");
-                return None;
-            }
-        };
-        if matches!(
-            Status::parse(&tournament.status),
-            Status::Ended | Status::Cancelled
-        ) {
-            self.phase = Phase::Ended;
-        }
-        let view = self.first_page(&tournament).await?;
-        let event = SseEvent::default()
-            .event("leaderboard:update")
-            .json_data(&view)
-            .ok()?;
-        Some(match tournament.last_snapshot_at {
-            Some(at) => event.id(at.to_string()),
-            None => event,
-        })
-    }
-
-    /// The board's first page as the stream sends it.
-    async fn first_page(&self, tournament: &Tournament) -> Option<leaderboard::LeaderboardView> {
-        let s = &self.state;
-        leaderboard::view(
-            &s.store,
-            &*s.clock,
-            &s.leaderboards,
-            tournament,
-            0,
-            STREAM_PAGE,
-        )
-        .await
-        .ok()
-    }
-
-    async fn ended(&mut self) -> Option<SseEvent> {
-        let tournament = queries::get(&self.state.store, &self.id)
-            .await
-            .ok()
-            .flatten()?;
-        let standings = self.first_page(&tournament).await?;
-        let payload = serde_json::json!({
-            "tournamentId": tournament.id,
-            "status": tournament.status_at(self.state.now()),
-            "endDate": crate::clock::rfc3339(crate::clock::from_millis(tournament.end_date)),
-            "standings": standings,
-        });
-        SseEvent::default()
-            .event("tournament:ended")
-            .json_data(payload)
-            .ok()
     }
 }

@@ -2,6 +2,7 @@
 //! recurring series, demo data, and the public read endpoints. Owns the `tournaments` table;
 //! never moves money itself (the chain module does).
 
+pub mod board_feed;
 pub(crate) mod cli;
 pub(crate) mod custodial_entry;
 pub(crate) mod demo;

@@ -313,6 +313,57 @@ async fn the_live_stream_sends_updates_then_tournament_ended_then_closes() {
 }
 
 #[tokio::test]
+async fn every_watcher_of_a_board_gets_each_update_from_one_feed_that_ends_with_them() {
+    let app = TestApp::spawn().await;
+    tournament(&app, "trn_many", -Duration::minutes(1), 1).await;
+    let [a, b, _] = three_wallets(&app).await;
+    app.register_free("trn_many", &a).await;
+    let mut watchers = Vec::new();
+    for _ in 0..12 {
+        let mut response = app
+            .client
+            .get(format!("{}/api/tournaments/trn_many/live", app.address))
+            .send()
+            .await
+            .expect("connect");
+        let mut buffer = String::new();
+        let first = read_events(&mut response, 1, &mut buffer).await;
+        assert_eq!(first[0].1["totalEntries"], 1);
+        watchers.push((response, buffer));
+    }
+    assert_eq!(
+        app.state.board_feeds.watched(),
+        1,
+        "one feed renders the board for every watcher"
+    );
+
+    app.register_free("trn_many", &b).await;
+    for (response, buffer) in &mut watchers {
+        let update = read_events(response, 1, buffer).await;
+        assert_eq!(update[0].0, "leaderboard:update");
+        assert_eq!(update[0].1["totalEntries"], 2, "every watcher got the new board");
+    }
+
+    // Once the last watcher leaves, so does the feed; the next one starts afresh.
+    drop(watchers);
+    let mut waited = 0;
+    while app.state.board_feeds.watched() > 0 && waited < 5_000 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        waited += 20;
+    }
+    assert_eq!(app.state.board_feeds.watched(), 0, "the feed ended with its watchers");
+    let mut response = app
+        .client
+        .get(format!("{}/api/tournaments/trn_many/live", app.address))
+        .send()
+        .await
+        .expect("reconnect");
+    let mut buffer = String::new();
+    let first = read_events(&mut response, 1, &mut buffer).await;
+    assert_eq!(first[0].1["totalEntries"], 2);
+}
+
+#[tokio::test]
 async fn live_connections_are_limited_to_twenty_a_minute_per_ip() {
     let app = TestApp::spawn_with(|config| config.rate_limits = true).await;
     tournament(&app, "trn_lim", -Duration::minutes(1), 1).await;

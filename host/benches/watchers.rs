@@ -1,0 +1,320 @@
+//! Many open event streams on one node: what each costs the server, and how long a board update
+//! takes to reach every watcher of the board.
+//!
+//! The server runs in this process on one core (pinned to CPU 0 when `taskset` exists); the
+//! watchers are a second process, this bench run again as a client (pinned to CPU 1), so the
+//! server's resident memory is read alone, before and after every stream is open. Most watchers
+//! watch one tournament's board (`/api/tournaments/{id}/live`), the rest dungeon runs
+//! (`/api/dungeons/runs/{id}/watch`). Then a wallet registers in the tournament through the API
+//! and each board watcher times the moment the new board (naming that wallet) reaches it.
+//!
+//! `cargo bench --bench watchers`; `BENCH_BOARD_WATCHERS` (default 90,000), `BENCH_RUN_WATCHERS`
+//! (10,000, spread over `BENCH_RUNS` runs, default 100), `BENCH_BOARD_WALLETS` (the board's
+//! size, default 20). Needs root (or a high enough hard limit) for the open files it raises.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a bench that cannot go on should fail loudly"
+)]
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::env_number;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Open files this bench needs at most: both ends of every stream live on this machine.
+const OPEN_FILES: u64 = 400_000;
+/// Source addresses the client spreads its connections over (each has ~28,000 ports).
+const SOURCES: u8 = 12;
+
+fn main() {
+    if std::env::var_os("WATCHERS_CLIENT").is_some() {
+        client::run();
+        return;
+    }
+    let board_watchers = env_number("BENCH_BOARD_WATCHERS", 90_000);
+    let run_watchers = env_number("BENCH_RUN_WATCHERS", 10_000);
+    let runs = env_number("BENCH_RUNS", 100) as usize;
+    let wallets = env_number("BENCH_BOARD_WALLETS", 20) as usize;
+    raise_open_files();
+    let pinned = support::wrk::pin_to_cpu(0);
+    let server = support::serve_on_one_core_with(|config| {
+        config.max_streams = 1_000_000;
+        config.max_streams_per_client = 1_000_000;
+    });
+    let (base, state, backend) = server.parts();
+    let runtime = support::runtime();
+    let run_ids: Vec<String> = runtime.block_on(async {
+        support::seed_tournament(&state, "trn_watch", wallets).await;
+        // Room for the wallet whose registration is the update.
+        sqlx::query(
+            "UPDATE tournaments SET max_participants = max_participants + 1 WHERE id = 'trn_watch'",
+        )
+        .execute(state.store.write())
+        .await
+        .expect("room");
+        let client = reqwest::Client::new();
+        support::enter_runs(&client, &base, &state, "watch@example.com", runs)
+            .await
+            .into_iter()
+            .map(|(run_id, _)| run_id)
+            .collect()
+    });
+    let board_frame = runtime.block_on(async {
+        // The size of one board frame, as the watchers get it.
+        let board: serde_json::Value = reqwest::get(format!(
+            "{base}/api/tournaments/trn_watch/leaderboard?limit=100"
+        ))
+        .await
+        .expect("board")
+        .json()
+        .await
+        .expect("json");
+        board.to_string().len()
+    });
+    let before = support::rss_mib();
+    let tcp_before = tcp_memory_pages();
+
+    let mut child = Command::new(std::env::current_exe().expect("exe"));
+    child
+        .env("WATCHERS_CLIENT", "1")
+        .env("WATCHERS_BASE", base.trim_start_matches("http://"))
+        .env("WATCHERS_BOARD", "/api/tournaments/trn_watch/live")
+        .env("WATCHERS_BOARD_COUNT", board_watchers.to_string())
+        .env("WATCHERS_RUN_COUNT", run_watchers.to_string())
+        .env(
+            "WATCHERS_RUNS",
+            run_ids
+                .iter()
+                .map(|id| format!("/api/dungeons/runs/{id}/watch"))
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = child.spawn().expect("client");
+    let _ = Command::new("taskset")
+        .args(["-a", "-p", "-c", "1", &child.id().to_string()])
+        .output();
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let connected = lines.next().expect("client line").expect("read");
+    // Let the streams settle (first frames written, buffers shrunk) before reading memory.
+    std::thread::sleep(Duration::from_secs(3));
+    let after = support::rss_mib();
+    let open = state.streams.count(None);
+    let per_stream_kib = (after - before) * 1024.0 / open as f64;
+    let tcp_after = tcp_memory_pages();
+
+    // A new wallet registers: every board watcher waits for a board that names it.
+    let marker = crucible::domain::WalletAddress::from_public_key(&[7u8; 32]);
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(stdin, "go {marker}").expect("go");
+    stdin.flush().expect("flush");
+    runtime.block_on(async {
+        let registered = reqwest::Client::new()
+            .post(format!("{base}/api/tournaments/trn_watch/register"))
+            .json(&json!({"registeredWallet": marker.as_str(), "txSignature": null}))
+            .send()
+            .await
+            .expect("register");
+        assert_eq!(registered.status(), 201, "the marker wallet registered");
+    });
+    let updated = lines.next().expect("client result").expect("read");
+    drop(stdin);
+    let _ = child.wait();
+
+    println!(
+        "watchers, {backend}{}: {connected}; server: {open} streams open, resident {before:.0} -> {after:.0} MiB \
+         = {per_stream_kib:.1} KiB per stream (the kernel's TCP buffers for both ends: {} MiB); \
+         board frame {board_frame} bytes of JSON ({wallets} entries); {updated}",
+        if pinned {
+            ", server pinned to CPU 0, watchers on CPU 1"
+        } else {
+            ""
+        },
+        tcp_after.saturating_sub(tcp_before) * 4 / 1024,
+    );
+}
+
+/// Raise this process's open-file limit (soft and hard) with `prlimit`; the client inherits it.
+fn raise_open_files() {
+    let limit = format!("--nofile={OPEN_FILES}:{OPEN_FILES}");
+    let raised = Command::new("prlimit")
+        .args(["--pid", &std::process::id().to_string(), &limit])
+        .status()
+        .is_ok_and(|status| status.success());
+    assert!(raised, "cannot raise the open-file limit to {OPEN_FILES}");
+}
+
+/// Pages the kernel holds for TCP buffers now (`/proc/net/sockstat`, `TCP: … mem N`).
+fn tcp_memory_pages() -> u64 {
+    std::fs::read_to_string("/proc/net/sockstat")
+        .ok()
+        .and_then(|stat| {
+            let line = stat.lines().find(|line| line.starts_with("TCP:"))?;
+            let mut words = line.split_whitespace();
+            words.find(|word| *word == "mem")?;
+            words.next()?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// The watchers: a process of its own, so its memory is not the server's.
+mod client {
+    use super::*;
+
+    pub fn run() {
+        let base: SocketAddr = std::env::var("WATCHERS_BASE")
+            .expect("base")
+            .parse()
+            .expect("address");
+        let board = std::env::var("WATCHERS_BOARD").expect("board path");
+        let boards: usize = std::env::var("WATCHERS_BOARD_COUNT")
+            .expect("count")
+            .parse()
+            .expect("number");
+        let run_count: usize = std::env::var("WATCHERS_RUN_COUNT")
+            .expect("count")
+            .parse()
+            .expect("number");
+        let runs: Vec<String> = std::env::var("WATCHERS_RUNS")
+            .expect("runs")
+            .split(',')
+            .map(str::to_owned)
+            .collect();
+        let runtime = support::runtime();
+        runtime.block_on(async move {
+            let (go, marker) = tokio::sync::watch::channel(None::<(Instant, Arc<[u8]>)>);
+            let (done, mut finished) = tokio::sync::mpsc::unbounded_channel::<Duration>();
+            let opening = Arc::new(tokio::sync::Semaphore::new(512));
+            let (opened, mut open) = tokio::sync::mpsc::unbounded_channel::<()>();
+            let started = Instant::now();
+            let total = boards + run_count;
+            for n in 0..total {
+                let path = if n < boards {
+                    board.clone()
+                } else {
+                    runs[n % runs.len()].clone()
+                };
+                let source = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + (n % SOURCES as usize) as u8));
+                let (opening, opened, marker, done) =
+                    (opening.clone(), opened.clone(), marker.clone(), done.clone());
+                let timed = n < boards;
+                tokio::spawn(async move {
+                    let permit = opening.acquire_owned().await.expect("semaphore");
+                    let mut stream = open_stream(source, base, &path).await;
+                    drop(permit);
+                    let _ = opened.send(());
+                    if timed {
+                        let elapsed = wait_for_marker(&mut stream, marker).await;
+                        let _ = done.send(elapsed);
+                    }
+                    // Hold the stream, reading what comes, until the bench ends.
+                    let mut sink = [0u8; 512];
+                    while let Ok(read) = stream.read(&mut sink).await {
+                        if read == 0 {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop((opened, done));
+            for _ in 0..total {
+                open.recv().await.expect("a stream opened");
+            }
+            println!(
+                "{total} streams opened in {:.1} s ({boards} on one board, {run_count} on {} dungeon runs)",
+                started.elapsed().as_secs_f64(),
+                runs.len()
+            );
+            let mut stdin = BufReader::new(std::io::stdin()).lines();
+            let line = tokio::task::spawn_blocking(move || stdin.next())
+                .await
+                .expect("stdin")
+                .expect("go line")
+                .expect("read");
+            let wallet = line.strip_prefix("go ").expect("go <wallet>").to_owned();
+            go.send_replace(Some((Instant::now(), Arc::from(wallet.into_bytes()))));
+            let mut times = Vec::with_capacity(boards);
+            let deadline = tokio::time::sleep(Duration::from_secs(30));
+            tokio::pin!(deadline);
+            while times.len() < boards {
+                tokio::select! {
+                    elapsed = finished.recv() => match elapsed {
+                        Some(elapsed) => times.push(elapsed),
+                        None => break,
+                    },
+                    () = &mut deadline => break,
+                }
+            }
+            times.sort();
+            let ms = |d: Option<&Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0);
+            println!(
+                "the update reached {}/{boards} board watchers: p50 {:.0} ms, p99 {:.0} ms, last {:.0} ms",
+                times.len(),
+                ms(times.get(times.len() / 2)),
+                ms(times.get(times.len() * 99 / 100)),
+                ms(times.last()),
+            );
+            std::process::exit(0);
+        });
+    }
+
+    /// Connect from `source`, ask for `path` and read until the response's status line.
+    async fn open_stream(source: IpAddr, server: SocketAddr, path: &str) -> tokio::net::TcpStream {
+        let mut tries = 0;
+        let mut stream = loop {
+            let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+            socket.bind(SocketAddr::new(source, 0)).expect("bind");
+            match socket.connect(server).await {
+                Ok(stream) => break stream,
+                Err(error) if tries < 20 => {
+                    tries += 1;
+                    let _ = error;
+                    tokio::time::sleep(Duration::from_millis(50 * tries)).await;
+                }
+                Err(error) => panic!("connect: {error}"),
+            }
+        };
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.expect("request");
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head).await.expect("status line");
+        assert_eq!(&head[9..12], b"200", "{}", String::from_utf8_lossy(&head));
+        stream
+    }
+
+    /// Read until the marker comes by; the time since the bench said go.
+    async fn wait_for_marker(
+        stream: &mut tokio::net::TcpStream,
+        mut marker: tokio::sync::watch::Receiver<Option<(Instant, Arc<[u8]>)>>,
+    ) -> Duration {
+        let (go, wanted) = marker
+            .wait_for(Option::is_some)
+            .await
+            .expect("go")
+            .clone()
+            .expect("set");
+        let mut window: Vec<u8> = Vec::with_capacity(4096 + wanted.len());
+        let mut chunk = [0u8; 4096];
+        loop {
+            let read = stream.read(&mut chunk).await.expect("read");
+            assert!(read > 0, "the stream ended before the update");
+            window.extend_from_slice(&chunk[..read]);
+            if window.windows(wanted.len()).any(|w| *w == *wanted) {
+                return go.elapsed();
+            }
+            // Keep only what could be the start of the marker.
+            let keep = window.len().min(wanted.len() - 1);
+            window.drain(..window.len() - keep);
+        }
+    }
+}

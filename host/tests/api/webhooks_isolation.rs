@@ -59,6 +59,43 @@ async fn a_hanging_receiver_holds_its_own_slots_and_no_one_elses() {
 }
 
 #[tokio::test]
+async fn rows_waiting_in_a_worker_for_a_slot_keep_their_lease_and_no_other_worker_sends_them() {
+    // Leases run 2 × 4 s + 30 s = 38 s; the worker renews what it holds every 2 s.
+    let app = TestApp::spawn_with(|config| config.webhook_timeout_ms = 4_000).await;
+    let hanging = Receiver::start(&[Reply::Slow(StdDuration::from_secs(30)); 40]).await;
+    let (account_id, session) = account(&app, "slow@example.com").await;
+    webhook_key(&app, &session, &hanging.url("/hook")).await;
+    let queued = crucible::webhooks::delivery::PER_DESTINATION + 4;
+    for n in 0..queued {
+        emit(&app, &account_id, Event::AgentTrade, json!({"n": n})).await;
+    }
+    let first = {
+        let state = app.state.clone();
+        tokio::spawn(async move { crucible::webhooks::deliver_due(&state.delivering()).await })
+    };
+    // Its destination's slots fill, the rest wait in the worker; then 20 s pass, the worker
+    // renews, and 20 s more: past the leases the claim took, within the renewed ones.
+    tokio::time::sleep(StdDuration::from_millis(300)).await;
+    assert_eq!(
+        hanging.received().len(),
+        crucible::webhooks::delivery::PER_DESTINATION
+    );
+    app.advance(Duration::seconds(20));
+    tokio::time::sleep(StdDuration::from_millis(2_400)).await;
+    app.advance(Duration::seconds(20));
+    let second = crucible::webhooks::deliver_due(&app.state.delivering())
+        .await
+        .expect("deliver");
+    assert_eq!(second, 0, "nothing the first worker holds was claimed again");
+    assert_eq!(
+        hanging.received().len(),
+        crucible::webhooks::delivery::PER_DESTINATION,
+        "no row was sent twice"
+    );
+    first.abort();
+}
+
+#[tokio::test]
 async fn an_owner_sees_a_category_and_a_short_reason_never_the_receivers_body() {
     let app = TestApp::spawn().await;
     let hook = hooked(

@@ -21,6 +21,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -85,8 +86,10 @@ struct Worker {
     lease_owner: Arc<str>,
     lease: chrono::Duration,
     destinations: HashMap<String, Destination>,
-    /// Rows held, in flight or waiting.
+    /// Rows held: waiting, in flight, or being recorded.
     held: usize,
+    /// Requests in flight.
+    requests: usize,
     /// Rows waiting for a slot.
     waiting: usize,
     /// Claim again once fewer than this many rows wait (about half of what the last claim
@@ -111,13 +114,18 @@ pub async fn deliver_due(delivering: &Delivering) -> anyhow::Result<usize> {
         lease: chrono::Duration::from_std(timeout * 2)? + chrono::Duration::seconds(30),
         destinations: HashMap::new(),
         held: 0,
+        requests: 0,
         waiting: 0,
         refill_below: usize::MAX,
         last_claim: now,
         last_renewal: now,
     };
     drop_revoked(&delivering.store, &*delivering.clock).await?;
-    let mut in_flight: JoinSet<(String, anyhow::Result<bool>)> = JoinSet::new();
+    // A task per attempt: its request, then the record of its outcome. Its slot is given back
+    // (through `freed`) as soon as the request ends, not once the outcome is on disk, so a
+    // destination's requests never wait for the database.
+    let mut attempts: JoinSet<anyhow::Result<bool>> = JoinSet::new();
+    let (slot_freed, mut freed) = mpsc::unbounded_channel::<String>();
     let mut sent = 0;
     loop {
         let polled = worker.last_claim.elapsed() >= POLL;
@@ -127,22 +135,37 @@ pub async fn deliver_due(delivering: &Delivering) -> anyhow::Result<usize> {
         if worker.held > 0 && worker.last_renewal.elapsed() >= (timeout / 2).max(POLL) {
             worker.renew(delivering).await?;
         }
-        worker.start(delivering, timeout, &mut in_flight);
-        if in_flight.is_empty() && worker.held == 0 {
+        worker.start(delivering, timeout, &mut attempts, &slot_freed);
+        if attempts.is_empty() && worker.held == 0 {
             return Ok(sent);
         }
-        // Whichever comes first: a request ends (its slot is free), or it is time to look for
-        // rows that became due while every slot was taken by slow receivers.
+        // Whichever comes first: a request ends (its slot is free), an attempt is recorded (its
+        // row is no longer held), or it is time to look for rows that became due while every
+        // slot was taken by slow receivers.
         tokio::select! {
-            finished = in_flight.join_next(), if !in_flight.is_empty() => {
+            Some(destination) = freed.recv() => worker.freed(&destination),
+            finished = attempts.join_next(), if !attempts.is_empty() => {
                 if let Some(finished) = finished {
-                    let (destination, result) = finished?;
-                    worker.finished(&destination);
-                    sent += usize::from(result?);
+                    worker.held -= 1;
+                    sent += usize::from(finished??);
                 }
             }
             () = tokio::time::sleep(POLL) => {}
         }
+    }
+}
+
+/// A request's place among its destination's slots, given back when dropped: after the request,
+/// or however its task ends.
+struct Slot {
+    destination: String,
+    freed: mpsc::UnboundedSender<String>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        // The worker is gone when nobody listens: nothing holds the slot any more.
+        let _ = self.freed.send(std::mem::take(&mut self.destination));
     }
 }
 
@@ -202,46 +225,48 @@ impl Worker {
         &mut self,
         delivering: &Delivering,
         timeout: Duration,
-        in_flight: &mut JoinSet<(String, anyhow::Result<bool>)>,
+        attempts: &mut JoinSet<anyhow::Result<bool>>,
+        freed: &mpsc::UnboundedSender<String>,
     ) {
         let mut started = true;
-        while started && in_flight.len() < IN_FLIGHT {
+        while started && self.requests < IN_FLIGHT {
             started = false;
             for (destination, queue) in &mut self.destinations {
-                if in_flight.len() >= IN_FLIGHT || queue.in_flight >= PER_DESTINATION {
+                if self.requests >= IN_FLIGHT || queue.in_flight >= PER_DESTINATION {
                     continue;
                 }
                 let Some(ready) = queue.waiting.pop_front() else {
                     continue;
                 };
                 queue.in_flight += 1;
+                self.requests += 1;
                 self.waiting -= 1;
                 started = true;
                 let row = &ready.row;
                 let span = tracing::info_span!("webhook", delivery_id = %row.id, key_id = %row.key_id,
                                                event = %row.event, attempt = row.attempts);
                 let (delivering, lease_owner) = (delivering.clone(), self.lease_owner.clone());
-                let destination = destination.clone();
-                in_flight.spawn(
-                    async move {
-                        let result = attempt(&delivering, lease_owner, ready, timeout).await;
-                        (destination, result)
-                    }
-                    .instrument(span),
+                let slot = Slot {
+                    destination: destination.clone(),
+                    freed: freed.clone(),
+                };
+                attempts.spawn(
+                    async move { attempt(&delivering, lease_owner, ready, slot, timeout).await }
+                        .instrument(span),
                 );
             }
         }
     }
 
-    /// A request to `destination` ended: its slot is free and its row no longer held.
-    fn finished(&mut self, destination: &str) {
+    /// A request to `destination` ended: its slot is free.
+    fn freed(&mut self, destination: &str) {
+        self.requests -= 1;
         if let Some(queue) = self.destinations.get_mut(destination) {
             queue.in_flight = queue.in_flight.saturating_sub(1);
             if queue.in_flight == 0 && queue.waiting.is_empty() {
                 self.destinations.remove(destination);
             }
         }
-        self.held -= 1;
     }
 }
 
@@ -328,6 +353,7 @@ async fn attempt(
     delivering: &Delivering,
     lease_owner: Arc<str>,
     ready: Ready,
+    slot: Slot,
     timeout: Duration,
 ) -> anyhow::Result<bool> {
     let Delivering {
@@ -341,6 +367,7 @@ async fn attempt(
     let secret = match secret {
         Ok(secret) => secret,
         Err(Unsendable::Drop(reason)) => {
+            drop(slot);
             tracing::info!(reason, "webhook dropped");
             let outcome = Outcome::Dead {
                 status_code: None,
@@ -350,6 +377,7 @@ async fn attempt(
             return Ok(false);
         }
         Err(Unsendable::Retry(error)) => {
+            drop(slot);
             tracing::error!(%error, "cannot sign webhook");
             let failure = Failure {
                 category: "signing",
@@ -360,7 +388,9 @@ async fn attempt(
         }
     };
     let signed = signing::sign(&row.payload, &secret, clock.now().timestamp());
-    match send(&row, &signed, timeout, config.webhook_allow_private).await {
+    let sent = send(&row, &signed, timeout, config.webhook_allow_private).await;
+    drop(slot);
+    match sent {
         Ok(status_code) => {
             // Per delivery at debug only: a busy node sends thousands a second, and each one is
             // on record in the deliveries API and in the metrics.

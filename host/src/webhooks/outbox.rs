@@ -11,10 +11,12 @@ use futures_util::future::BoxFuture;
 use sqlx::AnyConnection;
 
 use crate::clock::{from_millis, to_millis};
-use crate::db::{BatchWrite, Outcomes, Store, value_rows};
+use crate::db::{Backend, BatchWrite, Outcomes, Store, value_rows};
 
 /// Longest error text kept per delivery.
 const MAX_ERROR_CHARS: usize = 500;
+/// Due rows a claim reads at most per row it may take.
+const READ_PER_CLAIMED: i64 = 4;
 /// Rows one statement names at most: well under SQLite's and PostgreSQL's parameter limits.
 const ROWS_PER_STATEMENT: usize = 100;
 
@@ -126,26 +128,38 @@ pub(super) async fn claim(
     per_url: i64,
     skip_urls: &[&str],
 ) -> sqlx::Result<Vec<Claimed>> {
-    // The conditions are checked again on the row being updated: on PostgreSQL a concurrent
+    // On PostgreSQL the conditions are checked again on the row being updated: a concurrent
     // claimer that picked the same row waits for the first one's update, then finds the row
     // leased and leaves it (row locks cannot be taken beside a window function). SQLite's single
-    // writer serialises claimers anyway.
+    // writer runs the read and the update as one, and there the check would cost the whole
+    // backlog: its planner would walk every pending row through the status index instead of
+    // looking up the claimed ids.
+    let recheck = match store.backend() {
+        Backend::Postgres => {
+            "AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $3)"
+        }
+        Backend::Sqlite => "",
+    };
     let skip = if skip_urls.is_empty() {
         String::new()
     } else {
-        format!("AND url NOT IN {}", value_rows(1, skip_urls.len(), 5))
+        format!("AND url NOT IN {}", value_rows(1, skip_urls.len(), 6))
     };
+    // The due rows are read in order up to a bound (a few times the claim), never the whole
+    // backlog: a claim costs what it takes. The per-URL cap applies within what was read; the
+    // URLs the worker holds its fill of are skipped while reading, so a long queue of one
+    // receiver cannot fill the bound once the worker has all it can take of it.
     let sql = format!(
         "UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
          WHERE id IN (SELECT id FROM (
                           SELECT id, next_attempt_at,
                                  ROW_NUMBER() OVER (PARTITION BY url ORDER BY next_attempt_at, id) AS place
-                          FROM webhook_deliveries
-                          WHERE status = 'pending' AND next_attempt_at <= $3
-                            AND (lease_until IS NULL OR lease_until <= $3) {skip}) due
+                          FROM (SELECT id, url, next_attempt_at FROM webhook_deliveries
+                                WHERE status = 'pending' AND next_attempt_at <= $3
+                                  AND (lease_until IS NULL OR lease_until <= $3) {skip}
+                                ORDER BY next_attempt_at, id LIMIT $6) read) due
                       WHERE place <= $5
-                      ORDER BY next_attempt_at, id LIMIT $4)
-           AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $3)
+                      ORDER BY next_attempt_at, id LIMIT $4) {recheck}
          RETURNING id, key_id, event, url, payload, attempts, created_at"
     );
     type Row = (String, String, String, String, String, i64, i64);
@@ -154,7 +168,8 @@ pub(super) async fn claim(
         .bind(to_millis(now + lease))
         .bind(to_millis(now))
         .bind(limit)
-        .bind(per_url);
+        .bind(per_url)
+        .bind(limit.saturating_mul(READ_PER_CLAIMED));
     for url in skip_urls {
         query = query.bind(*url);
     }

@@ -160,16 +160,13 @@ pub(crate) async fn mark_equity(
     mark_equities(conn, &[(agent_id, equity)], now_ms).await
 }
 
-/// Marks one statement writes at most.
-const MARKS_PER_STATEMENT: usize = 200;
-
-/// [`mark_equity`] for a batch of agents, one statement per couple of hundred marks.
+/// [`mark_equity`] for a batch of agents, many marks per statement.
 pub(crate) async fn mark_equities(
     conn: &mut sqlx::AnyConnection,
     marks: &[(&str, f64)],
     now_ms: i64,
 ) -> sqlx::Result<()> {
-    for chunk in marks.chunks(MARKS_PER_STATEMENT) {
+    for chunk in marks.chunks(crate::db::rows_per_statement(2)) {
         let sql = format!(
             "INSERT INTO agent_equity (agent_id, hour_bucket, at, equity)
              SELECT column1, $1, $2, column2 FROM (VALUES {}) AS v WHERE true

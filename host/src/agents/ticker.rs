@@ -528,8 +528,6 @@ async fn load_strategy(
     .map_err(|error| error.to_string())
 }
 
-/// Agents one statement writes at most.
-const AGENTS_PER_STATEMENT: usize = 100;
 /// Columns the agents' `UPDATE` binds per agent (after the batch's time, `$1`).
 const AGENT_COLUMNS: usize = 17;
 
@@ -544,7 +542,8 @@ struct Stored<'a> {
     model_error: Option<Option<String>>,
 }
 
-/// Store a batch's results in one transaction, one statement per table per hundred or so rows:
+/// Store a batch's results in one transaction, a few statements per table
+/// (each as many rows as `db::rows_per_statement` allows):
 /// the agents' rows (each guarded by this claim's lease and the agent still being active), then,
 /// for the agents whose rows were written, their equity marks, trades, decisions and webhooks.
 async fn store(
@@ -676,7 +675,7 @@ async fn update_agents<'a>(
     rows: &[Stored<'a>],
 ) -> sqlx::Result<std::collections::HashSet<String>> {
     let mut written = std::collections::HashSet::with_capacity(rows.len());
-    for chunk in rows.chunks(AGENTS_PER_STATEMENT) {
+    for chunk in rows.chunks(crate::db::rows_per_statement(AGENT_COLUMNS)) {
         let sql = format!(
             "UPDATE agents SET ledger = v.column3, strategy_state = v.column4,
                     last_price = COALESCE(v.column5, last_price), last_tick_at = $1, ticks = ticks + 1,

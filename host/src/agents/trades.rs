@@ -59,16 +59,14 @@ pub(crate) async fn record(
 
 /// Columns [`insert_all`] binds per trade.
 const COLUMNS_PER_ROW: usize = 15;
-/// Trades one statement writes at most.
-const ROWS_PER_STATEMENT: usize = 100;
 
-/// Store `trades`, a hundred per statement, without their webhooks: a batch of ticks queues
+/// Store `trades`, many per statement, without their webhooks: a batch of ticks queues
 /// those with its other events ([`announcement`]).
 pub(crate) async fn insert_all(
     conn: &mut sqlx::AnyConnection,
     trades: &[NewTrade<'_>],
 ) -> sqlx::Result<()> {
-    for chunk in trades.chunks(ROWS_PER_STATEMENT) {
+    for chunk in trades.chunks(crate::db::rows_per_statement(COLUMNS_PER_ROW)) {
         let sql = format!(
             "INSERT INTO agent_trades (id, agent_id, executed_at, market_ts, side, base_token, base_raw,
                                        notional_raw, fee_raw, price, realized_pnl_raw, closed_trip,

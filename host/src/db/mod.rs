@@ -255,6 +255,22 @@ async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreEr
         .map_err(StoreError::Connect)
 }
 
+/// Parameters one multi-row statement binds at most.
+///
+/// Far below either database's limit, and small on purpose: SQLite finds a numbered parameter's
+/// name by walking the statement's list of names (`sqlite3_bind_parameter_name`, which sqlx calls
+/// for every parameter it binds), so binding a statement costs the square of its parameters. At
+/// 8,704 parameters (512 decisions of 17 columns) that walk took a third of the agent ticker's
+/// time; at a hundred or so it is noise, and a statement still carries several rows.
+const PARAMETERS_PER_STATEMENT: usize = 128;
+
+/// How many rows of `columns` parameters each one multi-row statement should carry (at least
+/// one): chunk the rows by this, and each statement stays at [`PARAMETERS_PER_STATEMENT`].
+pub(crate) const fn rows_per_statement(columns: usize) -> usize {
+    let rows = PARAMETERS_PER_STATEMENT / if columns == 0 { 1 } else { columns };
+    if rows == 0 { 1 } else { rows }
+}
+
 /// The numbered placeholders of a multi-row statement: `rows` parenthesised groups of `per_row`,
 /// after the statement's first `skip` parameters. `value_rows(2, 3, 1)` is
 /// `($2, $3, $4), ($5, $6, $7)`: a `VALUES` list (or, one per row, an `IN` list).
@@ -329,6 +345,14 @@ impl<T> OnUnique<T> for Result<T, sqlx::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_statement_carries_as_many_rows_as_its_parameters_allow() {
+        assert_eq!(rows_per_statement(17), 7);
+        assert_eq!(rows_per_statement(1), 128);
+        assert_eq!(rows_per_statement(1_000), 1);
+        assert_eq!(rows_per_statement(0), 128);
+    }
 
     #[test]
     fn value_rows_number_every_placeholder_after_the_skipped_ones() {

@@ -337,15 +337,17 @@ struct StoredTurnEvent {
     action: Option<String>,
 }
 
-/// Rows per statement: 10 parameters a run, 7 an event, far below either database's limit.
-const ROWS_PER_STATEMENT: usize = 100;
+/// Runs per statement: 10 parameters a run.
+const RUNS_PER_STATEMENT: usize = crate::db::rows_per_statement(10);
+/// Events per statement: 7 parameters an event.
+const EVENTS_PER_STATEMENT: usize = crate::db::rows_per_statement(7);
 
 impl BatchWrite for RunWrite {
     /// The run's new last sequence number, or `None` when its version had moved on.
     type Output = Option<i64>;
     type Error = DungeonError;
 
-    /// Every run of the batch moved by one `UPDATE … FROM (VALUES …)` (per hundred runs) under
+    /// Every run of the batch moved by one `UPDATE … FROM (VALUES …)` (a couple of dozen runs each) under
     /// each run's version guard, and every event of the runs that moved by one `INSERT`. Two
     /// writes of one run in one batch read the same version at best, so only the first is
     /// tried; the others lost the race.
@@ -364,7 +366,7 @@ impl BatchWrite for RunWrite {
                 })
                 .collect();
             let mut moved: HashMap<String, i64> = HashMap::new();
-            for chunk in tried.chunks(ROWS_PER_STATEMENT) {
+            for chunk in tried.chunks(RUNS_PER_STATEMENT) {
                 let sql = format!(
                     "UPDATE dungeon_runs SET version = version + 1,
                          status = v.column3, score = v.column4, deepest_floor = v.column5,
@@ -421,7 +423,7 @@ impl BatchWrite for RunWrite {
                 })
                 .flatten()
                 .collect();
-            for chunk in events.chunks(ROWS_PER_STATEMENT) {
+            for chunk in events.chunks(EVENTS_PER_STATEMENT) {
                 let sql = format!(
                     "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at, action)
                      VALUES {}",

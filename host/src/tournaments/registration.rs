@@ -669,8 +669,8 @@ impl BatchWrite for RegistrationWrite {
     }
 }
 
-/// Rows per statement: 4 parameters a wallet, far below either database's limit.
-const ROWS_PER_STATEMENT: usize = 200;
+/// Wallets per statement: 4 parameters a wallet.
+const ROWS_PER_STATEMENT: usize = crate::db::rows_per_statement(4);
 
 /// Insert the wallets of `members` (writes for `tournament_id`) where they are not registered
 /// yet; which write each inserted wallet belongs to (a wallet two requests of the batch name

@@ -92,7 +92,7 @@ pub async fn enqueue(
 }
 
 /// [`enqueue`] for many events at once, as a batch of ticks queues them: the subscribers of
-/// every account involved are read in one query, and the rows are written a hundred per
+/// every account involved are read in one query, and the rows are written a few dozen per
 /// statement. Returns rows queued.
 pub(crate) async fn enqueue_all(
     conn: &mut sqlx::AnyConnection,

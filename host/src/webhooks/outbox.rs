@@ -17,8 +17,10 @@ use crate::db::{Backend, BatchWrite, Outcomes, Store, value_rows};
 const MAX_ERROR_CHARS: usize = 500;
 /// Due rows a claim reads at most per row it may take.
 const READ_PER_CLAIMED: i64 = 4;
-/// Rows one statement names at most: well under SQLite's and PostgreSQL's parameter limits.
-const ROWS_PER_STATEMENT: usize = 100;
+/// Ids one statement names at most.
+const IDS_PER_STATEMENT: usize = crate::db::rows_per_statement(1);
+/// Columns [`Record`] binds per row.
+const RECORD_COLUMNS: usize = 10;
 
 /// A live key of an account that wants webhooks.
 pub(super) struct Subscriber {
@@ -34,7 +36,7 @@ pub(super) async fn subscribers(
     now: DateTime<Utc>,
 ) -> sqlx::Result<HashMap<String, Vec<Subscriber>>> {
     let mut by_account: HashMap<String, Vec<Subscriber>> = HashMap::new();
-    for chunk in accounts.chunks(ROWS_PER_STATEMENT) {
+    for chunk in accounts.chunks(IDS_PER_STATEMENT) {
         let sql = format!(
             "SELECT account_id, id, webhook_url FROM api_keys
              WHERE account_id IN {} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1)
@@ -71,12 +73,12 @@ pub(super) struct NewDelivery<'a> {
 /// Columns [`insert_all`] binds per row.
 const INSERTED_COLUMNS: usize = 7;
 
-/// Write `rows`, a hundred per statement.
+/// Write `rows`, a few dozen per statement.
 pub(super) async fn insert_all(
     conn: &mut AnyConnection,
     rows: &[NewDelivery<'_>],
 ) -> sqlx::Result<()> {
-    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+    for chunk in rows.chunks(crate::db::rows_per_statement(INSERTED_COLUMNS)) {
         let sql = format!(
             "INSERT INTO webhook_deliveries (id, account_id, key_id, event, url, payload,
                                              next_attempt_at, status, created_at)
@@ -205,7 +207,7 @@ pub(super) async fn key_states(
     now: DateTime<Utc>,
 ) -> sqlx::Result<HashMap<String, KeyState>> {
     let mut states = HashMap::with_capacity(key_ids.len());
-    for chunk in key_ids.chunks(ROWS_PER_STATEMENT) {
+    for chunk in key_ids.chunks(IDS_PER_STATEMENT) {
         let sql = format!(
             "SELECT id, webhook_secret_sealed, revoked_at, expires_at FROM api_keys
              WHERE id IN {}",
@@ -247,7 +249,7 @@ pub(super) enum Outcome {
 
 /// One attempt's outcome, to be recorded on its row with the outcomes of the attempts that
 /// ended at the same time ([`crate::db::GroupCommit`]): a busy worker writes its rows' states a
-/// few hundred at a time, in one statement and one flush.
+/// few hundred at a time, in a few statements and one flush.
 pub(super) struct Record {
     id: String,
     lease_owner: Arc<str>,
@@ -317,7 +319,7 @@ impl BatchWrite for Record {
     type Output = bool;
     type Error = sqlx::Error;
 
-    /// Every outcome of the batch by one `UPDATE … FROM (VALUES …)` per hundred rows, each
+    /// Every outcome of the batch by one `UPDATE … FROM (VALUES …)` per couple of dozen rows, each
     /// guarded by its lease. The lease is released with it.
     fn apply_all<'c>(
         records: &'c [Arc<Self>],
@@ -325,7 +327,7 @@ impl BatchWrite for Record {
     ) -> BoxFuture<'c, Outcomes<bool, sqlx::Error>> {
         Box::pin(async move {
             let mut written: HashSet<String> = HashSet::with_capacity(records.len());
-            for chunk in records.chunks(ROWS_PER_STATEMENT) {
+            for chunk in records.chunks(crate::db::rows_per_statement(RECORD_COLUMNS)) {
                 let sql = format!(
                     "UPDATE webhook_deliveries
                      SET status = v.column3, last_status_code = v.column4, last_error = v.column5,
@@ -336,7 +338,7 @@ impl BatchWrite for Record {
                      FROM (VALUES {}) AS v
                      WHERE webhook_deliveries.id = v.column1 AND webhook_deliveries.lease_owner = v.column2
                      RETURNING webhook_deliveries.id",
-                    value_rows(chunk.len(), 10, 0)
+                    value_rows(chunk.len(), RECORD_COLUMNS, 0)
                 );
                 let mut query = sqlx::query_as::<_, (String,)>(&sql);
                 for record in chunk {
@@ -388,7 +390,7 @@ pub(super) async fn renew(
 /// Give claimed rows back unsent (their destination had no room): the leases are released and
 /// the attempts the claim counted are taken back.
 pub(super) async fn hand_back(store: &Store, ids: &[&str], lease_owner: &str) -> sqlx::Result<()> {
-    for chunk in ids.chunks(ROWS_PER_STATEMENT) {
+    for chunk in ids.chunks(IDS_PER_STATEMENT) {
         let sql = format!(
             "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL, attempts = attempts - 1
              WHERE lease_owner = $1 AND id IN {}",

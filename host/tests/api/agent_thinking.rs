@@ -417,9 +417,11 @@ async fn a_spent_budget_and_a_missing_key_or_endpoint_leave_it_to_the_rule() {
         "neither agent reached the provider"
     );
     assert_eq!(other.decisions(&app, &keyless).await[0]["why"], "no_key");
-    assert_eq!(
-        other.decisions(&app, &nowhere).await[0]["why"],
-        "no_endpoint"
+    let unserved = &other.decisions(&app, &nowhere).await[0];
+    assert_eq!(unserved["why"], "no_endpoint");
+    assert!(
+        unserved["prompt"].is_null() && unserved["promptHash"].is_null(),
+        "no briefing is written for a model nobody serves here: {unserved}"
     );
     // A new UTC day restores the budget.
     app.advance(Span::hours(24));

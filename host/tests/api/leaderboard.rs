@@ -341,7 +341,10 @@ async fn every_watcher_of_a_board_gets_each_update_from_one_feed_that_ends_with_
     for (response, buffer) in &mut watchers {
         let update = read_events(response, 1, buffer).await;
         assert_eq!(update[0].0, "leaderboard:update");
-        assert_eq!(update[0].1["totalEntries"], 2, "every watcher got the new board");
+        assert_eq!(
+            update[0].1["totalEntries"], 2,
+            "every watcher got the new board"
+        );
     }
 
     // Once the last watcher leaves, so does the feed; the next one starts afresh.
@@ -351,7 +354,11 @@ async fn every_watcher_of_a_board_gets_each_update_from_one_feed_that_ends_with_
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         waited += 20;
     }
-    assert_eq!(app.state.board_feeds.watched(), 0, "the feed ended with its watchers");
+    assert_eq!(
+        app.state.board_feeds.watched(),
+        0,
+        "the feed ended with its watchers"
+    );
     let mut response = app
         .client
         .get(format!("{}/api/tournaments/trn_many/live", app.address))

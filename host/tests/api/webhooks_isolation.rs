@@ -86,7 +86,10 @@ async fn rows_waiting_in_a_worker_for_a_slot_keep_their_lease_and_no_other_worke
     let second = crucible::webhooks::deliver_due(&app.state.delivering())
         .await
         .expect("deliver");
-    assert_eq!(second, 0, "nothing the first worker holds was claimed again");
+    assert_eq!(
+        second, 0,
+        "nothing the first worker holds was claimed again"
+    );
     assert_eq!(
         hanging.received().len(),
         crucible::webhooks::delivery::PER_DESTINATION,

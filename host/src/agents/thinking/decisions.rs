@@ -66,8 +66,6 @@ pub(crate) struct NewDecision<'a> {
 
 /// Columns bound per decision.
 const COLUMNS_PER_ROW: usize = 17;
-/// Rows per statement: well under SQLite's 32,766 bound parameters.
-const ROWS_PER_STATEMENT: usize = 512;
 
 /// Store `decisions` in the caller's transaction, many rows per statement: a batch of ticks
 /// writes its decisions in one round trip, not one per agent.
@@ -75,7 +73,7 @@ pub(crate) async fn insert_all(
     conn: &mut sqlx::AnyConnection,
     decisions: &[NewDecision<'_>],
 ) -> sqlx::Result<()> {
-    for chunk in decisions.chunks(ROWS_PER_STATEMENT) {
+    for chunk in decisions.chunks(crate::db::rows_per_statement(COLUMNS_PER_ROW)) {
         let sql = format!(
             "INSERT INTO agent_decisions (id, agent_id, decided_at, market_ts, model_id, decided_by,
                  why, why_detail, action, fraction, reason, prompt_tokens, completion_tokens,

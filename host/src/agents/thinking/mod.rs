@@ -39,6 +39,12 @@ pub(crate) trait Oracle: Send + Sync {
         account_id: &'a str,
         request: &'a ModelRequest,
     ) -> Pin<Box<dyn Future<Output = Result<Completion, ModelError>> + Send + 'a>>;
+
+    /// Whether this node serves `vendor` at all. Asked before the briefing is written, so an
+    /// agent whose model nobody serves here costs its tick nothing more than the rule.
+    fn serves(&self, _vendor: &str) -> bool {
+        true
+    }
 }
 
 /// What asking an account's model touches: the model keys' rows, the sealer that opens them,
@@ -71,6 +77,10 @@ impl Oracle for ProviderOracle<'_> {
         request: &'a ModelRequest,
     ) -> Pin<Box<dyn Future<Output = Result<Completion, ModelError>> + Send + 'a>> {
         Box::pin(self.0.complete(account_id, request))
+    }
+
+    fn serves(&self, vendor: &str) -> bool {
+        self.0.models.endpoints().get(vendor).is_some()
     }
 }
 
@@ -146,6 +156,11 @@ pub(crate) async fn think(oracle: &dyn Oracle, question: Question<'_>) -> Though
         let error = ModelError::NoEndpoint(question.model_id.to_owned());
         return rule(why_of(&error), error.to_string(), empty);
     };
+    if !oracle.serves(vendor) {
+        // Nothing would be sent: no briefing is written (or stored) for it.
+        let error = ModelError::NoEndpoint(vendor.to_owned());
+        return rule(why_of(&error), error.to_string(), empty);
+    }
     if question.tokens_left == 0 {
         let error = ModelError::BudgetExhausted;
         return rule(why_of(&error), error.to_string(), empty);

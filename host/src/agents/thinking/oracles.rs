@@ -150,6 +150,10 @@ impl<O: Oracle> Oracle for Recording<O> {
             answer
         })
     }
+
+    fn serves(&self, vendor: &str) -> bool {
+        self.inner.serves(vendor)
+    }
 }
 
 /// Answers from a recording, in the order they were recorded for each prompt. A prompt the

@@ -319,8 +319,9 @@ mod client {
                 Err(error) => panic!("connect: {error}"),
             }
         };
-        let authorization =
-            key.map_or(String::new(), |key| format!("Authorization: Bearer {key}\r\n"));
+        let authorization = key.map_or(String::new(), |key| {
+            format!("Authorization: Bearer {key}\r\n")
+        });
         let request = format!(
             "GET {path} HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n{authorization}\r\n"
         );

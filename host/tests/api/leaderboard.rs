@@ -320,15 +320,8 @@ async fn every_watcher_of_a_board_gets_each_update_from_one_feed_that_ends_with_
     app.register_free("trn_many", &a).await;
     let mut watchers = Vec::new();
     for _ in 0..12 {
-        let mut response = app
-            .client
-            .get(format!("{}/api/tournaments/trn_many/live", app.address))
-            .send()
-            .await
-            .expect("connect");
-        let mut buffer = String::new();
-        let first = read_events(&mut response, 1, &mut buffer).await;
-        assert_eq!(first[0].1["totalEntries"], 1);
+        let (response, buffer, first) = watch_live(&app, "trn_many").await;
+        assert_eq!(first["totalEntries"], 1);
         watchers.push((response, buffer));
     }
     assert_eq!(
@@ -359,15 +352,26 @@ async fn every_watcher_of_a_board_gets_each_update_from_one_feed_that_ends_with_
         0,
         "the feed ended with its watchers"
     );
+    let (_response, _buffer, first) = watch_live(&app, "trn_many").await;
+    assert_eq!(first["totalEntries"], 2);
+}
+
+/// Open `tournament_id`'s live stream: the response, what was read past the first event, and the
+/// first event's board.
+async fn watch_live(app: &TestApp, tournament_id: &str) -> (reqwest::Response, String, Value) {
     let mut response = app
         .client
-        .get(format!("{}/api/tournaments/trn_many/live", app.address))
+        .get(format!(
+            "{}/api/tournaments/{tournament_id}/live",
+            app.address
+        ))
         .send()
         .await
-        .expect("reconnect");
+        .expect("connect");
     let mut buffer = String::new();
-    let first = read_events(&mut response, 1, &mut buffer).await;
-    assert_eq!(first[0].1["totalEntries"], 2);
+    let mut first = read_events(&mut response, 1, &mut buffer).await;
+    assert_eq!(first[0].0, "leaderboard:update");
+    (response, buffer, first.remove(0).1)
 }
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use super::Event;
 
 /// What a stream can watch.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Topic {
     /// A tournament's board: it changed, or the tournament ended.
     Board(String),
@@ -27,15 +27,29 @@ pub(crate) enum Topic {
 }
 
 impl Topic {
-    /// The topic `event` is about, if any.
-    fn of(event: &Event) -> Option<Topic> {
+    /// The map this topic's kind lives in, and its key.
+    fn split(&self) -> (Kind, &str) {
+        match self {
+            Topic::Board(id) => (Kind::Board, id),
+            Topic::Run(id) => (Kind::Run, id),
+        }
+    }
+
+    /// The topic `event` is about, if any, borrowed from the event: routing allocates nothing.
+    fn of(event: &Event) -> Option<(Kind, &str)> {
         match event {
             Event::LeaderboardChanged { tournament_id }
-            | Event::TournamentEnded { tournament_id } => Some(Topic::Board(tournament_id.clone())),
-            Event::DungeonRunEvent { run_id, .. } => Some(Topic::Run(run_id.clone())),
+            | Event::TournamentEnded { tournament_id } => Some((Kind::Board, tournament_id)),
+            Event::DungeonRunEvent { run_id, .. } => Some((Kind::Run, run_id)),
             _ => None,
         }
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Board,
+    Run,
 }
 
 /// The watched topics of this node.
@@ -46,11 +60,33 @@ pub(crate) struct Topics {
 
 #[derive(Debug, Default)]
 struct Watched {
-    /// Each topic's wake-up counter.
-    topics: HashMap<Topic, watch::Sender<u64>>,
+    /// Each board's wake-up counter, by tournament id.
+    boards: HashMap<String, watch::Sender<u64>>,
+    /// Each run's, by run id.
+    runs: HashMap<String, watch::Sender<u64>>,
     /// How many topics there were after the last sweep: the next sweep runs once there are
     /// twice as many, so sweeping costs a constant per topic created.
     swept_at: usize,
+}
+
+impl Watched {
+    fn of_kind(&mut self, kind: Kind) -> &mut HashMap<String, watch::Sender<u64>> {
+        match kind {
+            Kind::Board => &mut self.boards,
+            Kind::Run => &mut self.runs,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.boards.len() + self.runs.len()
+    }
+
+    /// Forget the topics nobody watches.
+    fn sweep(&mut self) {
+        self.boards.retain(|_, sender| sender.receiver_count() > 0);
+        self.runs.retain(|_, sender| sender.receiver_count() > 0);
+        self.swept_at = self.len();
+    }
 }
 
 impl Topics {
@@ -58,38 +94,39 @@ impl Topics {
     /// missed events, [`Event::Resync`]).
     pub(crate) fn watch(&self, topic: Topic) -> watch::Receiver<u64> {
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
-        if watched.topics.len() >= 2 * watched.swept_at.max(64) {
-            watched
-                .topics
-                .retain(|_, sender| sender.receiver_count() > 0);
-            watched.swept_at = watched.topics.len();
+        if watched.len() >= 2 * watched.swept_at.max(64) {
+            watched.sweep();
         }
-        watched
-            .topics
-            .entry(topic)
-            .or_insert_with(|| watch::Sender::new(0))
-            .subscribe()
+        let (kind, id) = topic.split();
+        let topics = watched.of_kind(kind);
+        match topics.get(id) {
+            Some(sender) => sender.subscribe(),
+            None => {
+                let sender = watch::Sender::new(0);
+                let receiver = sender.subscribe();
+                topics.insert(id.to_owned(), sender);
+                receiver
+            }
+        }
     }
 
     /// Wake the watchers of the topic `event` names; every watcher on [`Event::Resync`].
     pub(crate) fn route(&self, event: &Event) {
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         if *event == Event::Resync {
-            watched
-                .topics
-                .retain(|_, sender| sender.receiver_count() > 0);
-            watched.swept_at = watched.topics.len();
-            for sender in watched.topics.values() {
+            watched.sweep();
+            for sender in watched.boards.values().chain(watched.runs.values()) {
                 sender.send_modify(|wakes| *wakes += 1);
             }
             return;
         }
-        let Some(topic) = Topic::of(event) else {
+        let Some((kind, id)) = Topic::of(event) else {
             return;
         };
-        if let Some(sender) = watched.topics.get(&topic) {
+        let topics = watched.of_kind(kind);
+        if let Some(sender) = topics.get(id) {
             if sender.receiver_count() == 0 {
-                watched.topics.remove(&topic);
+                topics.remove(id);
             } else {
                 sender.send_modify(|wakes| *wakes += 1);
             }
@@ -99,11 +136,7 @@ impl Topics {
     /// Topics held now (watched, or not yet swept).
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.watched
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .topics
-            .len()
+        self.watched.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 }
 

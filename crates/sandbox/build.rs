@@ -34,6 +34,9 @@ const GUEST_BUILDS: &[GuestBuild] = &[
             "hostile-guest",
             "model-probe-guest",
             "v0-1-guest",
+            "overfit-guest",
+            "robust-guest",
+            "bad-params-guest",
         ],
         args: &[],
         outputs: &[
@@ -46,6 +49,9 @@ const GUEST_BUILDS: &[GuestBuild] = &[
             ("hostile_guest.wasm", "hostile_guest.wasm"),
             ("model_probe_guest.wasm", "model_probe_guest.wasm"),
             ("v0_1_guest.wasm", "v0_1_guest.wasm"),
+            ("overfit_guest.wasm", "overfit_guest.wasm"),
+            ("robust_guest.wasm", "robust_guest.wasm"),
+            ("bad_params_guest.wasm", "bad_params_guest.wasm"),
         ],
     },
     GuestBuild {

@@ -2,12 +2,70 @@
 // Buys when the fast EMA crosses over the slow one, sells on the opposite cross. Every tick runs
 // in a fresh instance: what must survive goes into the returned state (bytes; JSON here).
 //
+// Its numbers are tunable parameters (crucible:strategy@0.3.0): `fast` and `slow`, the EMA
+// periods (12 and 48 candles), and `size`, the fraction of equity a buy spends (0.5). `params`
+// declares them; `onTick` reads the tick's values from `ctx.params` (the agent's, or these
+// defaults).
+//
 // An agent with a personality also asks its language model to confirm each buy, with a
 // JSON-schema answer whose reason goes into the order's; when the model gives no answer (no key,
 // budget spent, timeout...), the rule decides alone. Sells never wait for the model. Without a
 // personality (backtests, the upload's dry tick) the model is never asked.
-import { log } from 'crucible:strategy/host@0.2.0';
-import { complete } from 'crucible:strategy/model@0.2.0';
+import { log } from 'crucible:strategy/host@0.3.0';
+import { complete } from 'crucible:strategy/model@0.3.0';
+
+// The tick's value of parameter `name` ({tag, val}, the WIT's param-value), or undefined.
+function paramValue(ctx, name) {
+  return (ctx.params ?? []).find((param) => param.name === name)?.value;
+}
+
+// An integer parameter from `min` to `max` (both included). `.spec` is its declaration (s64 is a
+// BigInt in the bindings); `.get(ctx)` the tick's value as a number, clamped into the range, or
+// the default when there is none or it is of another kind.
+function intParam(name, description, min, max, fallback) {
+  return {
+    name,
+    spec: {
+      name,
+      description,
+      kind: { tag: 'int', val: { min: BigInt(min), max: BigInt(max) } },
+      default: { tag: 'int', val: BigInt(fallback) },
+    },
+    get(ctx) {
+      const value = paramValue(ctx, name);
+      if (value?.tag !== 'int') return fallback;
+      return Math.min(Math.max(Number(value.val), min), max);
+    },
+  };
+}
+
+// A real parameter from `min` to `max` (both included), as `intParam`.
+function floatParam(name, description, min, max, fallback) {
+  return {
+    name,
+    spec: {
+      name,
+      description,
+      kind: { tag: 'float', val: { min, max } },
+      default: { tag: 'float', val: fallback },
+    },
+    get(ctx) {
+      const value = paramValue(ctx, name);
+      if (value?.tag !== 'float' || !Number.isFinite(value.val)) return fallback;
+      return Math.min(Math.max(value.val, min), max);
+    },
+  };
+}
+
+const FAST = intParam('fast', 'fast EMA period, candles', 3, 30, 12);
+const SLOW = intParam('slow', 'slow EMA period, candles', 20, 120, 48);
+const SIZE = floatParam('size', 'fraction of equity a buy spends (capped by max allocation)',
+  0.1, 1, 0.5);
+
+// The component's parameters (the WIT's `params` export): called once when the host loads it.
+export function params() {
+  return [FAST, SLOW, SIZE].map((param) => param.spec);
+}
 
 // The model gave no answer. `kind` is the WIT's model-error case: no-endpoint, no-key,
 // budget-exhausted, timeout, refused (with `status` and `reason`) or malformed (with `reason`).
@@ -37,7 +95,7 @@ function turn(message) {
   return { role, content };
 }
 
-// Ask the agent's model (crucible:strategy/model@0.2.0) for one completion: returns
+// Ask the agent's model (crucible:strategy/model@0.3.0) for one completion: returns
 // {text, promptTokens, completionTokens, latencyMs}, throws ModelError when there is no answer.
 // `jsonSchema` (an object) asks for an answer following it; `json: true` also parses the answer
 // (an answer that is not JSON is a `malformed` ModelError, so one catch covers it).
@@ -77,15 +135,17 @@ const CONFIRM = {
 
 // Why to buy now, or null when the agent's model declines.
 function buyReason(ctx, fast, slow) {
-  const rule = 'EMA 12/48 crossed up';
+  const [fastPeriod, slowPeriod] = [FAST.get(ctx), SLOW.get(ctx)];
+  const rule = `EMA ${fastPeriod}/${slowPeriod} crossed up`;
   if (!ctx.config.personality) return rule;
   const { base, quote, interval } = ctx.config;
   const s = ctx.signals;
   const price = ctx.candles.close[ctx.candles.close.length - 1];
   try {
     const { json } = askModel(
-      `${base}/${quote} on ${interval} candles, last close ${price.toFixed(4)}. EMA12 ` +
-        `${fast.toFixed(4)} just crossed over EMA48 ${slow.toFixed(4)}. Signals: sentiment ` +
+      `${base}/${quote} on ${interval} candles, last close ${price.toFixed(4)}. ` +
+        `EMA${fastPeriod} ${fast.toFixed(4)} just crossed over EMA${slowPeriod} ` +
+        `${slow.toFixed(4)}. Signals: sentiment ` +
         `${s.sentiment.toFixed(2)}, mention volume ${s.mentionVolume.toFixed(2)}x, exchange net flow ` +
         `${s.exchangeNetFlow.toFixed(4)}, whale net buy ${s.whaleNetBuy.toFixed(2)}, active wallets ` +
         `${(s.activeWalletsChange * 100).toFixed(1)}%. A momentum rule says buy now. Confirm or ` +
@@ -127,18 +187,20 @@ function load(bytes) {
 export function onTick(ctx) {
   const closes = ctx.candles.close;
   const memory = load(ctx.state);
-  const fast = ema(closes, 12);
-  const slow = ema(closes, 48);
+  const fast = ema(closes, FAST.get(ctx));
+  const slow = ema(closes, SLOW.get(ctx));
   const orders = [];
   if (fast !== null && slow !== null) {
     const above = fast > slow;
     const holding = ctx.portfolio.base > 0;
     if (holding && memory.fastAbove === true && !above) {
-      orders.push({ side: 'sell', size: { tag: 'all' }, reason: 'EMA 12/48 crossed down' });
+      const reason = `EMA ${FAST.get(ctx)}/${SLOW.get(ctx)} crossed down`;
+      orders.push({ side: 'sell', size: { tag: 'all' }, reason });
     } else if (!holding && memory.fastAbove === false && above) {
       const reason = buyReason(ctx, fast, slow);
       if (reason !== null) {
-        orders.push({ side: 'buy', size: { tag: 'fraction-of-equity', val: 0.5 }, reason });
+        const size = { tag: 'fraction-of-equity', val: SIZE.get(ctx) };
+        orders.push({ side: 'buy', size, reason });
       }
     }
     memory.fastAbove = above;

@@ -2,9 +2,11 @@
 //! from, with its build command in its README.
 //!
 //! Each project carries what it needs to build on its own: the WIT world (`wit/strategy.wit`,
-//! the current `crucible:strategy@0.2.0`),
+//! the current `crucible:strategy@0.3.0`),
 //! and for Python the `crucible_strategy` helper package (bundled into the component). A Rust
-//! project depends on the `crucible-sdk` of the checkout this binary was built from.
+//! project depends on the `crucible-sdk` of the checkout this binary was built from. Every
+//! template declares a tunable parameter and reads it (the SDK's `IntParam` in Rust and Python,
+//! the example's `intParam` in JavaScript), so a new project shows the pattern.
 
 use std::path::{Path, PathBuf};
 
@@ -57,6 +59,10 @@ const PYTHON: &[(&str, &str)] = &[
     (
         "crucible_strategy/orders.py",
         include_str!("../../sdk-python/src/crucible_strategy/orders.py"),
+    ),
+    (
+        "crucible_strategy/params.py",
+        include_str!("../../sdk-python/src/crucible_strategy/params.py"),
     ),
     (
         "crucible_strategy/state.py",
@@ -179,10 +185,10 @@ mod tests {
     #[test]
     fn each_language_gets_its_files_and_the_wit() {
         let root = tempfile::tempdir().expect("tempdir");
-        for (lang, entry) in [
-            (Lang::Rust, "src/lib.rs"),
-            (Lang::Python, "crucible_strategy/indicators.py"),
-            (Lang::Js, "app.js"),
+        for (lang, entry, declares) in [
+            (Lang::Rust, "src/lib.rs", "fn params()"),
+            (Lang::Python, "app.py", "def params(self)"),
+            (Lang::Js, "app.js", "export function params()"),
         ] {
             let dir = root.path().join(format!("{lang:?}"));
             let args = NewArgs {
@@ -191,11 +197,20 @@ mod tests {
                 dir: Some(dir.clone()),
             };
             assert_eq!(run(&args).expect("scaffold"), dir);
-            assert!(dir.join(entry).is_file(), "{lang:?}: {entry}");
+            // The strategy declares its parameters, as the 0.3.0 world asks.
+            let source = std::fs::read_to_string(dir.join(entry)).expect("entry");
+            assert!(source.contains(declares), "{lang:?}: {entry}");
+            if lang == Lang::Python {
+                for module in ["indicators", "orders", "state", "model", "params"] {
+                    let path = format!("crucible_strategy/{module}.py");
+                    assert!(dir.join(&path).is_file(), "{path}");
+                }
+            }
             let wit = std::fs::read_to_string(dir.join("wit/strategy.wit")).expect("wit");
-            // The current contract (0.2.0: `model` included), what the SDKs target.
-            assert!(wit.contains("package crucible:strategy@0.2.0"));
+            // The current contract (0.3.0: `model` and `params` included), what the SDKs target.
+            assert!(wit.contains("package crucible:strategy@0.3.0"));
             assert!(wit.contains("interface model"));
+            assert!(wit.contains("export params: func()"));
             let readme = std::fs::read_to_string(dir.join("README.md")).expect("readme");
             assert!(
                 readme.contains("trend-one") && !readme.contains("{{"),

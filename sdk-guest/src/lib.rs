@@ -54,18 +54,20 @@ extern crate alloc;
 pub mod costs;
 pub mod indicators;
 pub mod model;
+pub mod params;
 pub mod prelude;
 #[cfg(all(target_arch = "wasm32", not(feature = "std")))]
 mod runtime;
 mod types;
 
+pub use params::{ChoiceParam, FloatParam, IntParam, ParamKind, ParamSpec, ParamValue, Params};
 pub use types::{AgentConfig, Candles, Context, Level, Order, Portfolio, Side, Signals, Size};
 
 use alloc::string::String;
 use alloc::vec::Vec;
 use serde::{Serialize, de::DeserializeOwned};
 
-/// The generated bindings of `wit/strategy.wit` (`crucible:strategy@0.2.0`). Not part of the
+/// The generated bindings of `wit/strategy.wit` (`crucible:strategy@0.3.0`). Not part of the
 /// API: use the types above. A component imports only what it calls: one that never calls
 /// [`model::ask_model`] does not import `model`.
 #[doc(hidden)]
@@ -88,6 +90,12 @@ pub trait Strategy {
 
     /// Decide this tick's orders. An `Err` skips the tick and is recorded as a strategy fault.
     fn on_tick(ctx: &Context, state: &mut Self::State) -> Result<Vec<Order>, String>;
+
+    /// The tunable parameters (see [`params`]): what an operator may set when creating an agent
+    /// and what `crucible strategy optimize` searches. None by default.
+    fn params() -> Vec<ParamSpec> {
+        Vec::new()
+    }
 }
 
 /// Write a line to the agent's log (capped by the host: 1 KiB a line, 32 lines a tick).
@@ -116,6 +124,12 @@ pub fn __run<S: Strategy>(
     })
 }
 
+/// The declaration, as the host reads it. Used by [`export!`].
+#[doc(hidden)]
+pub fn __params<S: Strategy>() -> Vec<__bindings::crucible::strategy::types::ParamSpec> {
+    S::params().into_iter().map(params::spec_into_wit).collect()
+}
+
 /// Decode a state blob; empty or undecodable blobs give `Default` (a fresh start).
 ///
 /// Silently: logging from the SDK would make every component import `host.log`, and that
@@ -130,7 +144,7 @@ pub fn encode_state<T: Serialize>(state: &T) -> Vec<u8> {
     postcard::to_allocvec(state).unwrap_or_default()
 }
 
-/// Export a [`Strategy`] as the component's `on-tick`. One line per strategy crate:
+/// Export a [`Strategy`] as the component's `on-tick` and `params`. One line per strategy crate:
 /// `crucible_sdk::export!(MyStrategy);`
 #[macro_export]
 macro_rules! export {
@@ -146,6 +160,12 @@ macro_rules! export {
                     $crate::prelude::String,
                 > {
                     $crate::__run::<$strategy>(ctx)
+                }
+
+                fn params() -> $crate::prelude::Vec<
+                    $crate::__bindings::crucible::strategy::types::ParamSpec,
+                > {
+                    $crate::__params::<$strategy>()
                 }
             }
             $crate::__bindings::__export_strategy!(__CrucibleExport with_types_in $crate::__bindings);

@@ -1,6 +1,9 @@
 //! What a strategy uses every day, for `no_std` crates: `use crucible_sdk::prelude::*;`.
 
-pub use crate::{Context, Level, Order, Side, Size, Strategy, costs, indicators, log};
+pub use crate::{
+    ChoiceParam, Context, FloatParam, IntParam, Level, Order, ParamSpec, ParamValue, Side, Size,
+    Strategy, costs, indicators, log,
+};
 pub use alloc::borrow::ToOwned;
 pub use alloc::boxed::Box;
 pub use alloc::format;

@@ -168,3 +168,39 @@ unsafe extern "C" fn cabi_realloc(
 fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
     wasm32::unreachable()
 }
+
+/// `memcmp`, which the compiler calls to compare byte strings it cannot unroll (a parameter's
+/// name against another read at run time). `no_std` on `wasm32-wasip2` links no libc to provide
+/// it, and `compiler_builtins` leaves it to libc there.
+///
+/// The reads are volatile so the optimiser cannot recognise this loop as a `memcmp` and call
+/// itself.
+///
+/// # Safety
+/// `a` and `b` point to at least `n` readable bytes each.
+#[unsafe(no_mangle)]
+unsafe extern "C" fn memcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
+    let mut i = 0;
+    while i < n {
+        let (x, y) = unsafe {
+            (
+                core::ptr::read_volatile(a.add(i)),
+                core::ptr::read_volatile(b.add(i)),
+            )
+        };
+        if x != y {
+            return i32::from(x) - i32::from(y);
+        }
+        i += 1;
+    }
+    0
+}
+
+/// `bcmp`: `memcmp` when only equality matters (what `==` on slices calls).
+///
+/// # Safety
+/// As [`memcmp`].
+#[unsafe(no_mangle)]
+unsafe extern "C" fn bcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
+    unsafe { memcmp(a, b, n) }
+}

@@ -73,6 +73,9 @@ pub struct Context {
     pub candles: Candles,
     pub signals: Signals,
     pub portfolio: Portfolio,
+    /// The tunable parameters' values this tick (read them with
+    /// [`IntParam::get`](crate::IntParam::get) and friends).
+    pub params: crate::Params,
 }
 
 impl Context {
@@ -114,6 +117,7 @@ impl Context {
                 avg_entry_price: p.avg_entry_price,
                 equity: p.equity,
             },
+            params: crate::params::from_wit(ctx.params),
         };
         (context, ctx.state)
     }

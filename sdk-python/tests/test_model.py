@@ -2,7 +2,8 @@
 
 The componentize-py bindings exist only inside a build, so these tests install stand-ins with
 the same names and shapes as componentize-py 0.25.1 generates for
-``crucible:strategy/model@0.2.0`` (``wit_world.imports.model`` and ``componentize_py_types``).
+``crucible:strategy/model`` (the same in 0.2.0 and 0.3.0: ``wit_world.imports.model`` and
+``componentize_py_types``).
 """
 
 import sys
@@ -254,7 +255,7 @@ class WithoutTheModelImport(unittest.TestCase):
                     sys.modules.pop(name, None)
                 else:
                     sys.modules[name] = module
-        self.assertIn("crucible:strategy@0.2.0", str(caught.exception))
+        self.assertIn("crucible:strategy@0.3.0", str(caught.exception))
         self.assertNotIsInstance(caught.exception, ModelError)
 
 

@@ -16,7 +16,7 @@ use wasmtime::UpdateDeadline;
 use super::engine::{LoadedStrategy, Pre, Profile, Sandbox};
 use super::model::{ModelPort, ModelSession};
 use super::tick::{Failed, GuestOutput, ProfileLimits, Ran, TickInput, TickOutcome, epochs};
-use super::wit::v0_2;
+use super::wit::{v0_2, v0_3};
 
 /// Fuel a guest burns between two yields to the executor: about half a millisecond of guest
 /// time, so other ticks and requests on the same worker wait no longer than that.
@@ -38,9 +38,9 @@ impl Sandbox {
         input: &TickInput<'_>,
         model: Option<Arc<dyn ModelPort>>,
     ) -> TickOutcome {
-        let Pre::Model(pre) = &strategy.pre else {
+        if !strategy.uses_model() {
             return self.tick_as(agent_id, strategy, input);
-        };
+        }
         let models = match self.models() {
             Ok(models) => models,
             // Unreachable in practice: the component loaded on this engine.
@@ -88,20 +88,34 @@ impl Sandbox {
         {
             Err(e) => Err(super::TickFault::Instantiate(e.to_string())),
             Ok(()) => {
-                let ran: Ran = async {
-                    let instance = pre
-                        .instantiate_async(&mut store)
+                // Instantiate and call `on-tick` with the pre-instance of either version (each
+                // with its own generated types; the same code).
+                macro_rules! on_tick {
+                    ($pre:expr, $v:ident) => {
+                        async {
+                            let instance = $pre
+                                .instantiate_async(&mut store)
+                                .await
+                                .map_err(Failed::Instantiate)?;
+                            let ctx: $v::crucible::strategy::types::TickContext = input.into();
+                            let (ran,) = instance
+                                .func_on_tick()
+                                .call_async(&mut store, (&ctx,))
+                                .await
+                                .map_err(Failed::Call)?;
+                            Ok(ran.map(GuestOutput::from))
+                        }
                         .await
-                        .map_err(Failed::Instantiate)?;
-                    let ctx: v0_2::crucible::strategy::types::TickContext = input.into();
-                    let (ran,) = instance
-                        .func_on_tick()
-                        .call_async(&mut store, (&ctx,))
-                        .await
-                        .map_err(Failed::Call)?;
-                    Ok(ran.map(GuestOutput::from))
+                    };
                 }
-                .await;
+                let ran: Ran = match &strategy.pre {
+                    Pre::Model(pre) => on_tick!(pre, v0_2),
+                    Pre::Model3(pre) => on_tick!(pre, v0_3),
+                    // `uses_model` said it is one of the two.
+                    _ => Err(Failed::Instantiate(wasmtime::Error::msg(
+                        "not a component of the model engine",
+                    ))),
+                };
                 self.settle(ran, store.data(), &limits)
             }
         };

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crucible_market::{Candle, Interval, MarketError, MarketFeed, Pair};
+use crucible_optimize::params::{Param, ParamSpec};
 use crucible_paper::{Fill, Ledger, Metrics, OrderRequest, PaperConfig, PortfolioView};
 
 use super::engine::{LoadedStrategy, Sandbox};
@@ -47,6 +48,7 @@ impl BacktestSpec {
             max_allocation: 100.0,
             personality: String::new(),
             model_id: "crucible/backtest".to_string(),
+            params: Vec::new(),
         };
         BacktestSpec {
             pair,
@@ -155,6 +157,20 @@ pub struct Proposal<'a> {
     pub orders: Vec<OrderRequest>,
 }
 
+/// Every parameter `declared`, in its order: the value `given` names, or the default.
+fn whole_params(declared: &[ParamSpec], given: &[Param]) -> Vec<Param> {
+    declared
+        .iter()
+        .map(|spec| Param {
+            name: spec.name.clone(),
+            value: given
+                .iter()
+                .find(|p| p.name == spec.name)
+                .map_or_else(|| spec.default.clone(), |p| p.value.clone()),
+        })
+        .collect()
+}
+
 /// Run `strategy` over `spec`; `progress(done, total)` is called as ticks complete.
 pub fn run_backtest(
     sandbox: &Sandbox,
@@ -197,6 +213,11 @@ pub fn run_backtest_reviewed(
             "a backtest needs at least two candles".into(),
         ));
     }
+    // The strategy sees every parameter it declares: those the spec names, defaults for the rest.
+    let settings = AgentSettings {
+        params: whole_params(strategy.params(), &spec.settings.params),
+        ..spec.settings.clone()
+    };
     // Tick on each candle after the warm-up window (or on all but the first if history is short).
     let first = candles.len().saturating_sub(spec.ticks).max(1);
     let total = candles.len() - first;
@@ -222,7 +243,7 @@ pub fn run_backtest_reviewed(
         let signals = feed.signals(&spec.pair, now)?;
         let portfolio = ledger.view(price);
         let input = TickInput {
-            settings: &spec.settings,
+            settings: &settings,
             now,
             candles: window,
             signals,

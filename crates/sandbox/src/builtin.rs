@@ -15,6 +15,9 @@ static HOSTILE_STD: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile_st
 static WRONG_WORLD: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/wrong_world_guest.wasm"));
 static MODEL_PROBE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/model_probe_guest.wasm"));
 static V0_1: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/v0_1_guest.wasm"));
+static OVERFIT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/overfit_guest.wasm"));
+static ROBUST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/robust_guest.wasm"));
+static BAD_PARAMS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bad_params_guest.wasm"));
 
 /// The component of a class's built-in strategy.
 pub fn builtin_component(class: &str) -> Option<&'static [u8]> {
@@ -32,7 +35,9 @@ pub fn builtin_component(class: &str) -> Option<&'static [u8]> {
 /// Test fixtures: `hostile` (misbehaves as its agent's personality says; `no_std` like the
 /// built-in strategies), `hostile-std` (the same, linking Rust's `std`), `wrong-world`,
 /// `model-probe` (asks the model as its personality says: `ask N`, `schema`, `spin`) and
-/// `v0.1.0` (built against the archived `wit/v0.1.0` contract).
+/// `v0.1.0` (built against the archived `wit/v0.1.0` contract), `overfit` and `robust` (one
+/// parameter each: a meaningless one and one with a real effect, for the optimiser) and
+/// `bad-params` (a declaration the host refuses).
 /// Shipped in the binary because they are small and let operators check a deployment's limits.
 pub fn test_guest(name: &str) -> Option<&'static [u8]> {
     match name {
@@ -41,6 +46,9 @@ pub fn test_guest(name: &str) -> Option<&'static [u8]> {
         "wrong-world" => Some(WRONG_WORLD),
         "model-probe" => Some(MODEL_PROBE),
         "v0.1.0" => Some(V0_1),
+        "overfit" => Some(OVERFIT),
+        "robust" => Some(ROBUST),
+        "bad-params" => Some(BAD_PARAMS),
         _ => None,
     }
 }

@@ -9,8 +9,9 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 use super::cache::{ComponentCache, content_hash};
 use super::gate::Gate;
 use super::tick::TickState;
-use super::wit::{v0_1, v0_2};
+use super::wit::{v0_1, v0_2, v0_3};
 use super::{LoadError, SandboxConfig};
+use crucible_optimize::params::ParamSpec;
 
 /// The sandbox: engines and linkers shared by every strategy and tick. Cheap to share (`Arc`
 /// it); ticks on different threads run in parallel.
@@ -75,8 +76,12 @@ pub(super) enum Pre {
     /// Built against 0.2.0 without importing `model` (or importing nothing of ours): the
     /// synchronous engine.
     V2(v0_2::StrategyPre<TickState>),
+    /// Built against 0.3.0 without importing `model`: the synchronous engine.
+    V3(v0_3::StrategyPre<TickState>),
     /// Imports `model@0.2.0`: the asynchronous engine.
     Model(v0_2::StrategyPre<TickState>),
+    /// Imports `model@0.3.0`: the asynchronous engine.
+    Model3(v0_3::StrategyPre<TickState>),
 }
 
 /// A validated, compiled component ready to tick: its `InstancePre` and identity.
@@ -93,6 +98,8 @@ pub struct LoadedStrategy {
     pub wasi: bool,
     /// Time spent compiling or loading the artifact.
     pub load_time: Duration,
+    /// The tunable parameters the component declares (none before 0.3.0), checked at load.
+    pub(super) params: Arc<[ParamSpec]>,
 }
 
 impl LoadedStrategy {
@@ -108,15 +115,22 @@ impl LoadedStrategy {
     /// Whether the component imports `crucible:strategy/model`: it ticks on the asynchronous
     /// engine, through [`Sandbox::tick_async`] with the agent's [`ModelPort`](super::ModelPort).
     pub fn uses_model(&self) -> bool {
-        matches!(self.pre, Pre::Model(_))
+        matches!(self.pre, Pre::Model(_) | Pre::Model3(_))
     }
 
-    /// The contract version the component was built against (`"0.1.0"` or `"0.2.0"`).
+    /// The contract version the component was built against (`"0.1.0"`, `"0.2.0"` or
+    /// `"0.3.0"`).
     pub fn wit_version(&self) -> &'static str {
         match self.pre {
             Pre::V1(_) => "0.1.0",
             Pre::V2(_) | Pre::Model(_) => "0.2.0",
+            Pre::V3(_) | Pre::Model3(_) => "0.3.0",
         }
+    }
+
+    /// The tunable parameters the component declares, in its order (none before 0.3.0).
+    pub fn params(&self) -> &[ParamSpec] {
+        &self.params
     }
 }
 
@@ -256,7 +270,9 @@ impl Sandbox {
                 link!(linker, v0_1::crucible::strategy::types)?;
                 link!(linker, v0_1::crucible::strategy::host)?;
                 link!(linker, v0_2::crucible::strategy::types)?;
-                link!(linker, v0_2::crucible::strategy::host)
+                link!(linker, v0_2::crucible::strategy::host)?;
+                link!(linker, v0_3::crucible::strategy::types)?;
+                link!(linker, v0_3::crucible::strategy::host)
             },
             |linker| {
                 // WASI 0.2 (sync bindings: these ticks run on blocking threads), virtualised
@@ -289,7 +305,10 @@ impl Sandbox {
                 |linker| {
                     link!(linker, v0_2::crucible::strategy::types)?;
                     link!(linker, v0_2::crucible::strategy::host)?;
-                    link!(linker, v0_2::crucible::strategy::model)
+                    link!(linker, v0_2::crucible::strategy::model)?;
+                    link!(linker, v0_3::crucible::strategy::types)?;
+                    link!(linker, v0_3::crucible::strategy::host)?;
+                    link!(linker, v0_3::crucible::strategy::model)
                 },
                 |linker| {
                     wasmtime_wasi::p2::add_to_linker_async(linker)?;
@@ -356,19 +375,33 @@ impl Sandbox {
         }
         let instance_pre = lane.instance_pre(&component, imports.wasi)?;
         let wrong = |e: wasmtime::Error| LoadError::WrongWorld(format!("{e:#}"));
-        let pre = match (imports.model, imports.version) {
+        let version = imports
+            .version
+            .unwrap_or(if exports_params(&component, &lane.engine) {
+                Version::V3
+            } else {
+                Version::V2
+            });
+        let pre = match (imports.model, version) {
+            (true, Version::V3) => {
+                Pre::Model3(v0_3::StrategyPre::new(instance_pre).map_err(wrong)?)
+            }
             (true, _) => Pre::Model(v0_2::StrategyPre::new(instance_pre).map_err(wrong)?),
             (false, Version::V1) => Pre::V1(v0_1::StrategyPre::new(instance_pre).map_err(wrong)?),
             (false, Version::V2) => Pre::V2(v0_2::StrategyPre::new(instance_pre).map_err(wrong)?),
+            (false, Version::V3) => Pre::V3(v0_3::StrategyPre::new(instance_pre).map_err(wrong)?),
         };
-        Ok(LoadedStrategy {
+        let mut loaded = LoadedStrategy {
             pre,
             hash: hash.into(),
             size: bytes.len(),
             from_cache,
             wasi: imports.wasi,
             load_time,
-        })
+            params: Arc::from(Vec::new()),
+        };
+        loaded.params = self.declared_params(&loaded)?.into();
+        Ok(loaded)
     }
 
     fn compile_or_load(
@@ -396,17 +429,27 @@ impl Sandbox {
     }
 }
 
-/// The contract version a component's imports name (0.2.0 when it imports nothing of ours:
-/// `on-tick` is the same in both).
+/// The contract version a component was built against: named by its imports of our interfaces,
+/// or, when it imports none, by its exports (only 0.3.0 exports `params`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Version {
     V1,
     V2,
+    V3,
+}
+
+/// Whether the component exports a top-level `params` (the declaration of 0.3.0).
+fn exports_params(component: &Component, engine: &Engine) -> bool {
+    component
+        .component_type()
+        .exports(engine)
+        .any(|(name, _)| name == "params")
 }
 
 /// What a compiled component imports, checked against what this host provides.
 struct Imports {
-    version: Version,
+    /// `None` when it imports nothing of ours.
+    version: Option<Version>,
     wasi: bool,
     model: bool,
 }
@@ -419,7 +462,7 @@ impl Imports {
     /// [`Sandbox::load`], at upload too. Nothing unresolved is left for a tick to discover.
     fn of(component: &Component, engine: &Engine) -> Result<Self, LoadError> {
         let mut found = Imports {
-            version: Version::V2,
+            version: None,
             wasi: false,
             model: false,
         };
@@ -430,15 +473,18 @@ impl Imports {
                 let this = match at {
                     "0.1.0" => Version::V1,
                     "0.2.0" => Version::V2,
+                    "0.3.0" => Version::V3,
                     _ => {
                         return Err(LoadError::WrongWorld(format!(
-                            "it imports `{name}`; this host serves crucible:strategy 0.1.0 and 0.2.0"
+                            "it imports `{name}`; this host serves crucible:strategy 0.1.0, \
+                             0.2.0 and 0.3.0"
                         )));
                     }
                 };
                 if version.is_some_and(|v| v != this) {
                     return Err(LoadError::WrongWorld(
-                        "it imports interfaces of both crucible:strategy 0.1.0 and 0.2.0".into(),
+                        "it imports interfaces of more than one version of crucible:strategy"
+                            .into(),
                     ));
                 }
                 version = Some(this);
@@ -453,7 +499,7 @@ impl Imports {
             }
             found.wasi = true;
         }
-        found.version = version.unwrap_or(Version::V2);
+        found.version = version;
         Ok(found)
     }
 }

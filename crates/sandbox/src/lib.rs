@@ -13,8 +13,9 @@
 //! The built-in strategies and test guests are built for `wasm32-wasip2` by this crate's
 //! `build.rs` and embedded ([`builtin_component`], [`test_guest`]).
 //!
-//! Two versions of the contract are served side by side (`wit/README.md`): `0.1.0` and `0.2.0`,
-//! which adds the agent's language model. Components that never import `model` tick on the
+//! Three versions of the contract are served side by side (`wit/README.md`): `0.1.0`, `0.2.0`,
+//! which adds the agent's language model, and `0.3.0`, which adds tunable parameters (read once
+//! at load, [`LoadedStrategy::params`]; passed on every tick in [`AgentSettings::params`]). Components that never import `model` tick on the
 //! synchronous engine (the fast path); those that do tick on a second, asynchronous engine
 //! ([`Sandbox::tick_async`]) so a tick waiting for a model holds no OS thread. The sandbox knows
 //! nothing of providers: the host hands it a [`ModelPort`].
@@ -25,6 +26,7 @@ mod async_tick;
 mod backtest;
 mod builtin;
 mod cache;
+mod declare;
 mod engine;
 mod gate;
 mod model;
@@ -39,14 +41,16 @@ pub use backtest::{
     run_backtest_reviewed,
 };
 pub use builtin::{BUILTIN_CLASSES, builtin_component, test_guest};
+pub use crucible_optimize::params::{Param, ParamKind, ParamSpec, ParamValue};
 pub use engine::{LoadedStrategy, Profile, Sandbox};
 pub use model::{ModelCall, ModelFailure, ModelPort, ModelReply, ModelRole};
 pub use tick::{AgentSettings, LogLine, TickInput, TickOutcome};
 
 use std::path::PathBuf;
 
-/// Generated host bindings of both served versions of the contract. The types are identical
-/// (0.2.0 only adds the `model` interface); `tick` converts to and from each with one macro.
+/// Generated host bindings of every served version of the contract. 0.2.0 added the `model`
+/// interface and 0.3.0 tunable parameters (`params` export, `tick-context.params`); every other
+/// type is the same, so `tick` converts to and from each with one macro.
 pub(crate) mod wit {
     /// `wit/v0.1.0/strategy.wit`: `crucible:strategy@0.1.0`, kept so its components run unchanged.
     pub(crate) mod v0_1 {
@@ -57,10 +61,24 @@ pub(crate) mod wit {
         });
     }
 
-    /// `wit/strategy.wit`: `crucible:strategy@0.2.0` (wit-parser reads only the `*.wit` files of
-    /// `wit/` itself, so the archived `v0.1.0/` beside it is not part of this package).
-    /// `model.complete` is an async host function: a tick waiting for the model yields its thread.
+    /// `wit/v0.2.0/strategy.wit`: `crucible:strategy@0.2.0`, kept so its components run
+    /// unchanged. `model.complete` is an async host function: a tick waiting for the model
+    /// yields its thread.
     pub(crate) mod v0_2 {
+        wasmtime::component::bindgen!({
+            path: "../../wit/v0.2.0",
+            world: "strategy",
+            imports: {
+                "crucible:strategy/model.complete": async | trappable,
+                default: trappable,
+            },
+        });
+    }
+
+    /// `wit/strategy.wit`: `crucible:strategy@0.3.0`, the current version (wit-parser reads only
+    /// the `*.wit` files of `wit/` itself, so the archived versions beside it are not part of
+    /// this package).
+    pub(crate) mod v0_3 {
         wasmtime::component::bindgen!({
             path: "../../wit",
             world: "strategy",
@@ -194,9 +212,12 @@ pub enum LoadError {
     Invalid(String),
     /// A component of another world or contract version.
     #[error(
-        "component does not target crucible:strategy/strategy (0.1.0 or 0.2.0, the versions this host serves): {0}"
+        "component does not target crucible:strategy/strategy (0.1.0, 0.2.0 or 0.3.0, the versions this host serves): {0}"
     )]
     WrongWorld(String),
+    /// Its `params` export failed, or declared parameters the host refuses.
+    #[error("the component's parameter declaration: {0}")]
+    Params(String),
     /// The on-disk cache of compiled components failed.
     #[error("component cache: {0}")]
     Cache(#[from] std::io::Error),

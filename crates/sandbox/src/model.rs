@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::tick::TickState;
-use super::wit::v0_2::crucible::strategy::model as w;
 
 /// Who wrote a turn of the conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,50 +132,56 @@ impl ModelSession {
     }
 }
 
-impl w::Host for TickState {
-    async fn complete(
-        &mut self,
-        request: w::Request,
-    ) -> wasmtime::Result<Result<w::Completion, w::ModelError>> {
-        let call = ModelCall {
-            messages: request
-                .messages
-                .into_iter()
-                .map(|m| {
-                    let role = match m.role {
-                        w::Role::User => ModelRole::User,
-                        w::Role::Assistant => ModelRole::Assistant,
+/// `model.complete` of a contract version (0.2.0 and 0.3.0 share its types).
+macro_rules! model_host {
+    ($v:ident) => {
+        const _: () = {
+            use super::wit::$v::crucible::strategy::model as w;
+
+            impl w::Host for TickState {
+                async fn complete(
+                    &mut self,
+                    request: w::Request,
+                ) -> wasmtime::Result<Result<w::Completion, w::ModelError>> {
+                    let call = ModelCall {
+                        messages: request
+                            .messages
+                            .into_iter()
+                            .map(|m| {
+                                let role = match m.role {
+                                    w::Role::User => ModelRole::User,
+                                    w::Role::Assistant => ModelRole::Assistant,
+                                };
+                                (role, m.content)
+                            })
+                            .collect(),
+                        max_tokens: request.max_tokens,
+                        temperature: request.temperature,
+                        json_schema: request.json_schema,
                     };
-                    (role, m.content)
-                })
-                .collect(),
-            max_tokens: request.max_tokens,
-            temperature: request.temperature,
-            json_schema: request.json_schema,
+                    let answer = self.model.ask(call).await;
+                    Ok(answer
+                        .map(|reply| w::Completion {
+                            text: reply.text,
+                            prompt_tokens: reply.prompt_tokens,
+                            completion_tokens: reply.completion_tokens,
+                            latency_ms: reply.latency_ms,
+                        })
+                        .map_err(|failure| match failure {
+                            ModelFailure::NoEndpoint => w::ModelError::NoEndpoint,
+                            ModelFailure::NoKey => w::ModelError::NoKey,
+                            ModelFailure::BudgetExhausted => w::ModelError::BudgetExhausted,
+                            ModelFailure::Timeout => w::ModelError::Timeout,
+                            ModelFailure::Refused { status, reason } => {
+                                w::ModelError::Refused(w::Refusal { status, reason })
+                            }
+                            ModelFailure::Malformed(detail) => w::ModelError::Malformed(detail),
+                        }))
+                }
+            }
         };
-        let answer = self.model.ask(call).await;
-        Ok(answer.map(to_completion).map_err(to_model_error))
-    }
+    };
 }
 
-fn to_completion(reply: ModelReply) -> w::Completion {
-    w::Completion {
-        text: reply.text,
-        prompt_tokens: reply.prompt_tokens,
-        completion_tokens: reply.completion_tokens,
-        latency_ms: reply.latency_ms,
-    }
-}
-
-fn to_model_error(failure: ModelFailure) -> w::ModelError {
-    match failure {
-        ModelFailure::NoEndpoint => w::ModelError::NoEndpoint,
-        ModelFailure::NoKey => w::ModelError::NoKey,
-        ModelFailure::BudgetExhausted => w::ModelError::BudgetExhausted,
-        ModelFailure::Timeout => w::ModelError::Timeout,
-        ModelFailure::Refused { status, reason } => {
-            w::ModelError::Refused(w::Refusal { status, reason })
-        }
-        ModelFailure::Malformed(detail) => w::ModelError::Malformed(detail),
-    }
-}
+model_host!(v0_2);
+model_host!(v0_3);

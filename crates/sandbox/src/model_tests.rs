@@ -107,6 +107,7 @@ impl Agent {
                 max_allocation: 100.0,
                 personality: personality.into(),
                 model_id: "test/probe".into(),
+                params: Vec::new(),
             },
             candles: market
                 .candles(&pair, Interval::H1, end, 50)
@@ -196,7 +197,7 @@ fn built_in_strategies_do_not_import_the_model_and_stay_on_the_fast_path() {
         );
         assert!(!imports_model(bytes), "{class}");
         let loaded = sandbox.load(bytes).expect("load");
-        assert_eq!(loaded.wit_version(), "0.2.0", "{class}");
+        assert_eq!(loaded.wit_version(), "0.3.0", "{class}");
         assert!(!loaded.uses_model(), "{class}");
         assert_eq!(loaded.profile(), Profile::Bare, "{class}");
     }

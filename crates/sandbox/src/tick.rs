@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crucible_market::{Candle, Signals};
+use crucible_optimize::params::ParamValue;
 use crucible_paper::{OrderRequest, OrderSize, PortfolioView, Side};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, ResourceLimiter, Store, Trap};
@@ -14,11 +15,12 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 use super::engine::{EPOCH_TICK, LoadedStrategy, Pre, Profile, Sandbox};
 use super::model::ModelSession;
 use super::wasi::{self, WasiSeed};
-use super::wit::{v0_1, v0_2};
+use super::wit::{v0_1, v0_2, v0_3};
 use super::{SandboxConfig, TickFault};
 
-/// The agent settings a strategy sees (the WIT `agent-config`).
-#[derive(Debug, Clone, PartialEq)]
+/// The agent settings a strategy sees (the WIT `agent-config`, and the parameters of 0.3.0's
+/// `tick-context`).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentSettings {
     /// The agent's class (`fighter`, ...).
     pub class: String,
@@ -34,6 +36,9 @@ pub struct AgentSettings {
     pub personality: String,
     /// The agent's language model (`vendor/model`).
     pub model_id: String,
+    /// Every parameter the component declares, at the agent's value or the default, in
+    /// declaration order (`tick-context.params` of 0.3.0; older components never see them).
+    pub params: Vec<crucible_optimize::params::Param>,
 }
 
 /// Everything one tick needs.
@@ -200,6 +205,12 @@ enum GuestSize {
 /// `tick-output` read back. The versions share every type, so this is the same code for each.
 macro_rules! per_version {
     ($v:ident) => {
+        per_version!($v, |_input| {});
+    };
+    ($v:ident, with_params) => {
+        per_version!($v, |input| { params: params_into_wit!($v, input) });
+    };
+    ($v:ident, |$input:ident| { $($extra:tt)* }) => {
         const _: () = {
             use $v::crucible::strategy::{host, types as w};
 
@@ -218,7 +229,8 @@ macro_rules! per_version {
             }
 
             impl From<&TickInput<'_>> for w::TickContext {
-                fn from(input: &TickInput<'_>) -> Self {
+                fn from($input: &TickInput<'_>) -> Self {
+                    let input = $input;
                     let s = input.settings;
                     let c = input.candles;
                     w::TickContext {
@@ -254,6 +266,7 @@ macro_rules! per_version {
                             equity: input.portfolio.equity,
                         },
                         state: input.state.to_vec(),
+                        $($extra)*
                     }
                 }
             }
@@ -285,8 +298,29 @@ macro_rules! per_version {
     };
 }
 
+/// `tick-context.params` of a version that has them.
+macro_rules! params_into_wit {
+    ($v:ident, $input:ident) => {{
+        use $v::crucible::strategy::types as w;
+        $input
+            .settings
+            .params
+            .iter()
+            .map(|p| w::Param {
+                name: p.name.clone(),
+                value: match &p.value {
+                    ParamValue::Int(i) => w::ParamValue::Int(*i),
+                    ParamValue::Float(f) => w::ParamValue::Float(*f),
+                    ParamValue::Choice(c) => w::ParamValue::Choice(c.clone()),
+                },
+            })
+            .collect()
+    }};
+}
+
 per_version!(v0_1);
 per_version!(v0_2);
+per_version!(v0_3, with_params);
 
 /// The tick's log: `host.log` calls and the lines a WASI guest writes to stdout/stderr, under
 /// one set of caps (lines kept, bytes per line, calls before a flood).
@@ -538,7 +572,8 @@ impl Sandbox {
         match &strategy.pre {
             Pre::V1(pre) => self.tick_sync(agent_id, strategy, input, on_tick!(pre)),
             Pre::V2(pre) => self.tick_sync(agent_id, strategy, input, on_tick!(pre)),
-            Pre::Model(_) => {
+            Pre::V3(pre) => self.tick_sync(agent_id, strategy, input, on_tick!(pre)),
+            Pre::Model(_) | Pre::Model3(_) => {
                 wasmtime_wasi::runtime::in_tokio(self.tick_async(agent_id, strategy, input, None))
             }
         }

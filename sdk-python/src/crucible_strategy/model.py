@@ -1,4 +1,5 @@
-"""Ask the agent's language model: ``ask_model`` over ``crucible:strategy/model@0.2.0``.
+"""Ask the agent's language model: ``ask_model`` over the ``model`` interface of
+``crucible:strategy`` (in the world since 0.2.0; ``wit/strategy.wit`` is 0.3.0).
 
 The host sends the agent's personality first, as the system message, then the turns given here,
 to the agent's model; it meters calls (a per-tick limit) and tokens (a daily budget). Any call
@@ -111,7 +112,7 @@ def _bindings() -> Any:
         # condition the strategy should fall back from, so it is not a ModelError.
         raise ImportError(
             "the component's bindings have no model interface: build against "
-            "crucible:strategy@0.2.0 (wit/strategy.wit)"
+            "crucible:strategy@0.3.0 (wit/strategy.wit) or @0.2.0 (wit/v0.2.0)"
         ) from error
     return model
 

@@ -1,9 +1,16 @@
 //! Ranger: social sentiment. Smooths the sentiment signal (EMA kept in state) and rides the
-//! crowd when it is bullish with normal or rising mention volume; leaves when the mood turns.
+//! crowd with `size` = 50 % of equity when the mood is bullish (over `enter` = 0.2) with normal
+//! or rising mention volume (at least `min_mentions` = 0.9 of usual); leaves when the mood
+//! turns (under `leave` = -0.05).
 //!
 //! Sentiment is weak, noisy information (`docs/markets.md`): cost-aware, the ranger smooths it
-//! over half a day at every interval (so it holds for days, not candles) and asks for a stronger
-//! mood, and a clearer turn, where a round trip costs more than a candle's typical move.
+//! over half a day (`half_life_hours` = 12) at every interval (so it holds for days, not
+//! candles) and asks for a stronger mood, and a clearer turn, where a round trip costs more than
+//! a candle's typical move (`cost_margin` = 0.1 of mood per round trip's cost in candle
+//! volatilities, at most two).
+//!
+//! The names in backticks with a value are its tunable parameters (`Ranger::params`); the
+//! values given are their defaults, so an agent that sets none trades as before.
 
 #![cfg_attr(target_arch = "wasm32", no_std)]
 
@@ -20,13 +27,65 @@ pub struct Ranger;
 
 /// Half-life of the smoothed mood: sentiment speaks about the next hours, its noise lasts as
 /// long, so the mood averages half a day.
-const HALF_LIFE_MINUTES: f64 = 12.0 * 60.0;
+const HALF_LIFE_HOURS: FloatParam = FloatParam::new(
+    "half_life_hours",
+    "half-life of the smoothed sentiment, hours (the same at every interval)",
+    1.0,
+    48.0,
+    12.0,
+);
+const ENTER: FloatParam = FloatParam::new(
+    "enter",
+    "smoothed sentiment (-1 to 1) to enter above, before the cost margin",
+    0.0,
+    0.8,
+    0.2,
+);
+const LEAVE: FloatParam = FloatParam::new(
+    "leave",
+    "smoothed sentiment (-1 to 1) to leave below, before the cost margin",
+    -0.5,
+    0.2,
+    -0.05,
+);
+const COST_MARGIN: FloatParam = FloatParam::new(
+    "cost_margin",
+    "sentiment added to enter (and taken from leave) per round trip's cost in candle volatilities",
+    0.0,
+    0.5,
+    0.1,
+);
+const MIN_MENTIONS: FloatParam = FloatParam::new(
+    "min_mentions",
+    "mention volume (x its recent average) needed to enter",
+    0.0,
+    2.0,
+    0.9,
+);
+const SIZE: FloatParam = FloatParam::new(
+    "size",
+    "entry size, fraction of equity (capped by the agent's max allocation)",
+    0.1,
+    1.0,
+    0.5,
+);
 
 impl Strategy for Ranger {
     type State = State;
 
+    fn params() -> Vec<ParamSpec> {
+        vec![
+            HALF_LIFE_HOURS.spec(),
+            ENTER.spec(),
+            LEAVE.spec(),
+            COST_MARGIN.spec(),
+            MIN_MENTIONS.spec(),
+            SIZE.spec(),
+        ]
+    }
+
     fn on_tick(ctx: &Context, state: &mut State) -> Result<Vec<Order>, String> {
-        let alpha = costs::smoothing(&ctx.config.interval, HALF_LIFE_MINUTES);
+        let alpha = costs::smoothing(&ctx.config.interval, HALF_LIFE_HOURS.get(ctx) * 60.0);
         let s = ctx.signals.sentiment;
         let mood = match state.mood {
             Some(mood) => mood + alpha * (s - mood),
@@ -37,12 +96,14 @@ impl Strategy for Ranger {
             return Ok(Vec::new());
         };
         let cost = costs::cost_in_sigmas(sigma, 2.0);
-        let enter = 0.2 + 0.1 * cost;
-        let leave = -0.05 - 0.1 * cost;
+        let margin = COST_MARGIN.get(ctx);
+        let enter = ENTER.get(ctx) + margin * cost;
+        let leave = LEAVE.get(ctx) - margin * cost;
 
         let mut orders = Vec::new();
-        if !ctx.in_position() && mood > enter && ctx.signals.mention_volume > 0.9 {
-            orders.push(Order::buy(0.5).because(format!("crowd bullish ({mood:.2})")));
+        if !ctx.in_position() && mood > enter && ctx.signals.mention_volume > MIN_MENTIONS.get(ctx)
+        {
+            orders.push(Order::buy(SIZE.get(ctx)).because(format!("crowd bullish ({mood:.2})")));
         } else if ctx.in_position() && mood < leave {
             orders.push(Order::sell_all().because(format!("crowd turned ({mood:.2})")));
         }
@@ -51,3 +112,92 @@ impl Strategy for Ranger {
 }
 
 crucible_sdk::export!(Ranger);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crucible_sdk::ParamKind;
+
+    /// What the host checks at upload: names `[a-z][a-z0-9_]*` (at most 48 bytes) and unique,
+    /// descriptions of at most 200 bytes, defaults within their ranges.
+    #[test]
+    fn params_are_well_formed() {
+        let specs = Ranger::params();
+        assert!((3..=7).contains(&specs.len()));
+        for (i, spec) in specs.iter().enumerate() {
+            assert!(
+                spec.name.len() <= 48
+                    && spec.name.starts_with(|c: char| c.is_ascii_lowercase())
+                    && spec
+                        .name
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                "{}",
+                spec.name
+            );
+            assert!(!spec.description.is_empty() && spec.description.len() <= 200);
+            assert!(
+                specs[..i].iter().all(|s| s.name != spec.name),
+                "{}",
+                spec.name
+            );
+            let fits = match (&spec.kind, &spec.default) {
+                (ParamKind::Int { min, max }, ParamValue::Int(v)) => {
+                    min < max && (min..=max).contains(&v)
+                }
+                (ParamKind::Float { min, max }, ParamValue::Float(v)) => {
+                    min < max && (min..=max).contains(&v)
+                }
+                _ => false,
+            };
+            assert!(fits, "{}", spec.name);
+        }
+    }
+
+    /// A first hourly tick (no mood yet: it is this tick's sentiment) on candles swinging ±2 %,
+    /// so a round trip costs 0.15 candle volatilities and the entry asks for 0.215.
+    fn bullish(sentiment: f64) -> Context {
+        let mut ctx = Context::default();
+        ctx.config.interval = "1h".into();
+        ctx.candles.close = (0..60)
+            .map(|i| if i % 2 == 0 { 100.0 } else { 102.0 })
+            .collect();
+        ctx.signals.sentiment = sentiment;
+        ctx.signals.mention_volume = 1.0;
+        ctx
+    }
+
+    #[test]
+    fn the_entry_threshold_and_size_are_the_parameters() {
+        let ctx = bullish(0.25);
+        let orders = Ranger::on_tick(&ctx, &mut State::default()).unwrap();
+        assert_eq!(orders.len(), 1);
+        assert_eq!(orders[0].size, Size::FractionOfEquity(0.5));
+        let sized = ctx.clone().with_param("size", ParamValue::Float(0.3));
+        let orders = Ranger::on_tick(&sized, &mut State::default()).unwrap();
+        assert_eq!(orders[0].size, Size::FractionOfEquity(0.3));
+        // A more demanding entry, or more mentions asked for, stays out.
+        for (name, value) in [("enter", 0.3), ("cost_margin", 0.5), ("min_mentions", 1.2)] {
+            let ctx = ctx.clone().with_param(name, ParamValue::Float(value));
+            assert!(
+                Ranger::on_tick(&ctx, &mut State::default())
+                    .unwrap()
+                    .is_empty(),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_longer_half_life_moves_the_mood_less() {
+        let ctx = bullish(1.0);
+        let mut fast = State { mood: Some(0.0) };
+        Ranger::on_tick(&ctx, &mut fast).unwrap();
+        let slow_ctx = ctx.with_param("half_life_hours", ParamValue::Float(48.0));
+        let mut slow = State { mood: Some(0.0) };
+        Ranger::on_tick(&slow_ctx, &mut slow).unwrap();
+        // 1 - 0.5^(1/12) and 1 - 0.5^(1/48) of the way to 1.
+        assert!((fast.mood.unwrap() - (1.0 - 0.5f64.powf(1.0 / 12.0))).abs() < 1e-12);
+        assert!((slow.mood.unwrap() - (1.0 - 0.5f64.powf(1.0 / 48.0))).abs() < 1e-12);
+    }
+}

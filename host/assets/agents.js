@@ -42,6 +42,58 @@
     loadStrategies();
   }
 
+  // ---- the strategy parameters of the creation form ----
+  // Whatever class and strategy are chosen, the form offers what that component declares
+  // (GET /api/v1/public/strategies/params): an empty field keeps the declared default.
+  async function loadParams() {
+    const holder = document.getElementById("agent-params");
+    const klass = document.getElementById("agent-class");
+    const strategy = document.getElementById("agent-strategy");
+    if (!holder || !klass || !strategy) return;
+    const asked = klass.value + " " + strategy.value;
+    holder.dataset.asked = asked;
+    const query = "?class=" + encodeURIComponent(klass.value) + "&type=" + encodeURIComponent(strategy.value);
+    const result = await C.api("GET", "/web-api/v1/public/strategies/params" + query);
+    // A later choice may have been made while this one was asked about.
+    if (holder.dataset.asked !== asked) return;
+    const legend = C.el("legend", { text: "Strategy parameters" });
+    if (result.status !== 200) {
+      holder.replaceChildren(legend, C.el("p", { class: "error", text: C.human(result).text }));
+      return;
+    }
+    const params = (result.body.data && result.body.data.params) || [];
+    if (params.length === 0) {
+      holder.replaceChildren(legend, C.el("p", { class: "muted", text: "This strategy declares no parameters." }));
+      return;
+    }
+    holder.replaceChildren(legend,
+      C.el("p", { class: "muted", text: "Leave a field empty to keep the strategy's default." }),
+      ...params.map(paramField));
+  }
+
+  function paramField(p) {
+    const id = "param-" + p.name;
+    const name = "strategy.params." + p.name;
+    const shown = String(p.default);
+    let input;
+    let range;
+    if (p.kind === "choice") {
+      range = "one of " + p.choices.join(", ");
+      input = C.el("select", { id: id, name: name, "data-type": "optional" },
+        [C.el("option", { value: "", text: "Default (" + shown + ")" })].concat(p.choices.map(function (c) {
+          return C.el("option", { value: c, text: c });
+        })));
+    } else {
+      range = p.min + " to " + p.max;
+      input = C.el("input", {
+        id: id, name: name, type: "number", min: String(p.min), max: String(p.max),
+        step: p.kind === "int" ? "1" : "any", placeholder: shown, "data-type": "number",
+      });
+    }
+    const words = p.name + (p.description ? ": " + p.description : "") + " (" + range + "; default " + shown + ")";
+    return C.el("div", { class: "field" }, [C.el("label", { for: id, text: words }), input]);
+  }
+
   async function loadStrategies() {
     const holder = document.getElementById("strategies-list");
     if (!holder) return;
@@ -368,6 +420,11 @@
     }
     const uploadForm = document.getElementById("upload-strategy");
     if (uploadForm) uploadForm.addEventListener("submit", upload);
+    for (const id of ["agent-class", "agent-strategy"]) {
+      const select = document.getElementById(id);
+      if (select) select.addEventListener("change", loadParams);
+    }
+    loadParams();
     loadList();
   });
 })();

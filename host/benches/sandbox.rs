@@ -32,6 +32,7 @@ fn settings() -> AgentSettings {
         max_allocation: 100.0,
         personality: String::new(),
         model_id: "bench/fighter".into(),
+        params: Vec::new(),
     }
 }
 
@@ -67,6 +68,7 @@ fn native_context(
             avg_entry_price: view.avg_entry_price,
             equity: view.equity,
         },
+        params: crucible_sdk::Params::default(),
     }
 }
 

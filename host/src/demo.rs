@@ -61,6 +61,7 @@ pub(crate) async fn seed_agents(state: AppState) {
         &state.chain,
         &state.sealer,
         &state.config,
+        &state.agents,
         &free_for_all,
     )
     .await

@@ -38,6 +38,9 @@ pub mod master_key;
 pub mod mcp;
 pub mod metrics;
 pub mod models;
+/// Strategy optimisation, its own crate (`crucible-optimize`): parameter spaces, samplers,
+/// walk-forward folds and the overfitting statistics, knowing nothing of WebAssembly.
+pub use crucible_optimize as optimize;
 /// Paper trading, its own crate (`crucible-paper`): pure balances, fills and metrics.
 pub use crucible_paper as paper;
 pub mod redact;
@@ -53,6 +56,7 @@ pub mod strategy_cli;
 pub mod strategy_eval;
 mod strategy_model;
 pub mod strategy_new;
+mod strategy_optimize;
 pub mod telemetry;
 pub mod tournaments;
 pub mod usdc;

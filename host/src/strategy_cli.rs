@@ -29,6 +29,10 @@ pub(crate) enum StrategyCommand {
     /// Every class over every interval and many seeds, and a replay of real candles: median and
     /// quartile returns against buy-and-hold, Sharpe, drawdown, trades and fees.
     Evaluate(crate::strategy_eval::EvaluateArgs),
+    /// Search a strategy's declared parameters, judged out of sample: walk-forward folds over
+    /// several market seeds and the real candles, the probability of backtest overfitting and
+    /// the deflated Sharpe ratio of the winner.
+    Optimize(crate::strategy_optimize::OptimizeArgs),
     /// Validate a component: size, format, world; prints its hash and compile time.
     Check(CheckArgs),
     /// Create a strategy project to start from: `--lang rust|python|js`.
@@ -129,6 +133,21 @@ pub(crate) fn run(args: StrategyArgs) -> anyhow::Result<()> {
                 .join()
                 .unwrap_or_else(|_| bail!("the evaluation thread panicked"))
         }),
+        StrategyCommand::Optimize(a) => std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let mut config = cli_sandbox_config(&a.data_dir)?;
+                    // Every job ticks at once: the instance pool must hold them all.
+                    let jobs = a.jobs.unwrap_or_else(|| {
+                        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+                    });
+                    config.max_concurrent_ticks = config.max_concurrent_ticks.max(jobs as u32);
+                    let sandbox = Sandbox::new(config)?;
+                    crate::strategy_optimize::run(&a, &sandbox)
+                })
+                .join()
+                .unwrap_or_else(|_| bail!("the optimisation thread panicked"))
+        }),
         StrategyCommand::Check(a) => check(a),
         StrategyCommand::New(a) => {
             let dir = crate::strategy_new::run(&a)?;
@@ -155,6 +174,10 @@ fn check(args: CheckArgs) -> anyhow::Result<()> {
         "  world    crucible:strategy/strategy@{} (exports on-tick, imports {imports})",
         loaded.wit_version()
     );
+    if !loaded.params().is_empty() {
+        let names: Vec<&str> = loaded.params().iter().map(|p| p.name.as_str()).collect();
+        println!("  params   {}", names.join(", "));
+    }
     println!("  size     {} bytes", loaded.size);
     println!("  sha256   {}", loaded.hash);
     let how = if loaded.from_cache {

@@ -42,6 +42,7 @@ pub(crate) async fn seed(
     chain: &Chain,
     sealer: &Sealer,
     config: &Config,
+    agents: &std::sync::Arc<super::Runtime>,
     tournament_id: &str,
 ) -> anyhow::Result<usize> {
     let Some(simnet) = chain.simnet() else {
@@ -61,6 +62,7 @@ pub(crate) async fn seed(
                     events,
                     sealer,
                     config,
+                    agents,
                     &account_id,
                     demo_agent(class)?,
                 )

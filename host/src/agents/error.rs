@@ -12,7 +12,8 @@ pub(crate) enum AgentError {
     /// A value the caller sent is not acceptable; `field` names what to fix.
     #[error("{message}")]
     Invalid {
-        field: &'static str,
+        /// A dotted path: `strategy.type`, or `strategy.params.<name>` for a parameter.
+        field: std::borrow::Cow<'static, str>,
         message: String,
     },
     /// Another agent (of any account) has this username already: 409 (docs/api.md, "Families,
@@ -50,9 +51,12 @@ pub(crate) enum AgentError {
 }
 
 impl AgentError {
-    pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(
+        field: impl Into<std::borrow::Cow<'static, str>>,
+        message: impl Into<String>,
+    ) -> Self {
         AgentError::Invalid {
-            field,
+            field: field.into(),
             message: message.into(),
         }
     }

@@ -16,6 +16,7 @@ pub(crate) mod history;
 pub mod live;
 mod model;
 pub(crate) mod new_agent;
+pub(crate) mod params;
 pub(crate) mod performance;
 mod runtime;
 pub(crate) mod service;

@@ -37,7 +37,7 @@ pub(super) const COLUMNS: &str = "id, account_id, name, username, class, model_i
      wallet_address, status, status_reason, ledger, ticks, faults, last_fault, \
      last_tick_at, last_price, started_at, stopped_at, created_at, live_sol_lamports, live_usdc_raw, \
      live_equity, live_initial_equity, refused_orders, last_refusal, model_tokens_per_day, \
-     model_tokens_day, model_tokens_used, model_last_error";
+     model_tokens_day, model_tokens_used, model_last_error, strategy_params";
 
 /// An agent row (without its strategy state blob, which only ticks read).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -79,6 +79,7 @@ pub(crate) struct Agent {
     pub model_tokens_day: Option<String>,
     pub model_tokens_used: i64,
     pub model_last_error: Option<String>,
+    pub strategy_params: Option<String>,
 }
 
 impl Agent {
@@ -145,6 +146,7 @@ impl Agent {
                 },
                 time_interval: self.time_interval.clone(),
                 max_allocation: self.max_allocation,
+                params: super::params::stored(self.strategy_params.as_deref()),
             },
             personality: self.personality.clone(),
             is_paper_trading: self.is_paper_trading != 0,
@@ -203,6 +205,10 @@ pub(crate) struct StrategyView {
     pub token_pair: TokenPair,
     pub time_interval: String,
     pub max_allocation: f64,
+    /// The parameter values chosen at creation (`strategy.params`); the strategy's declared
+    /// defaults apply to the parameters not named here.
+    #[schema(value_type = Object)]
+    pub params: serde_json::Map<String, serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::domain::{HttpUrl, Label};
 use crate::market::{Interval, Pair};
+use crate::optimize::params::MAX_PARAMS;
 use crate::sandbox::BUILTIN_CLASSES;
 
 /// A validated agent to create.
@@ -18,6 +19,9 @@ pub(crate) struct NewAgent {
     pub class: String,
     pub model_id: String,
     pub strategy: StrategyChoice,
+    /// `strategy.params`: values for the component's declared parameters, checked against the
+    /// declaration by the service (the parser cannot see the component).
+    pub params: Map<String, Value>,
     pub pair: Pair,
     pub interval: Interval,
     pub max_allocation: f64,
@@ -98,6 +102,22 @@ pub(crate) fn parse(body: &Value, known_pair: impl Fn(&Pair) -> bool) -> Result<
         ..e
     })?)?;
     let pair = token_pair(strategy.get("tokenPair"), &known_pair)?;
+    let params = match optional(strategy, "params") {
+        None => Map::new(),
+        Some(Value::Object(params)) if params.len() <= MAX_PARAMS => params.clone(),
+        Some(Value::Object(_)) => {
+            return Err(invalid(
+                "strategy.params",
+                format!("`strategy.params` names at most {MAX_PARAMS} parameters"),
+            ));
+        }
+        Some(_) => {
+            return Err(invalid(
+                "strategy.params",
+                "`strategy.params` must be an object of parameter values, e.g. {\"fast\": 12}",
+            ));
+        }
+    };
     let interval = match optional(strategy, "timeInterval") {
         None => DEFAULT_INTERVAL,
         Some(Value::String(raw)) => raw.parse().map_err(|_| {
@@ -187,6 +207,7 @@ pub(crate) fn parse(body: &Value, known_pair: impl Fn(&Pair) -> bool) -> Result<
         class,
         model_id,
         strategy: choice,
+        params,
         pair,
         interval,
         max_allocation,
@@ -248,6 +269,22 @@ impl utoipa::PartialSchema for NewAgentBody {
                     .maximum(Some(100.0))
                     .description(Some(
                         "Percent of the wallet one order may use (default 100)",
+                    )),
+            )
+            .property(
+                "params",
+                ObjectBuilder::new()
+                    .schema_type(nullable(Type::Object))
+                    .max_properties(Some(MAX_PARAMS))
+                    .additional_properties(Some(ObjectBuilder::new().schema_type(
+                        SchemaType::from_iter([Type::Integer, Type::Number, Type::String]),
+                    )))
+                    .description(Some(
+                        "Values for the strategy's tunable parameters, by name (what the \
+                         component declares: GET /api/v1/public/strategies/params). Parameters \
+                         not named keep their defaults; an unknown name, a value of the wrong \
+                         kind or out of range is 400 `VALIDATION_ERROR` naming \
+                         `strategy.params.<name>`",
                     )),
             );
         let label =
@@ -375,7 +412,7 @@ fn model_id(raw: &str) -> Result<String, Invalid> {
     }
 }
 
-fn strategy_type(raw: &str) -> Result<StrategyChoice, Invalid> {
+pub(crate) fn strategy_type(raw: &str) -> Result<StrategyChoice, Invalid> {
     if raw == "builtin" {
         return Ok(StrategyChoice::Builtin);
     }

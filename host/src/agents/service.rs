@@ -7,7 +7,7 @@ use serde_json::json;
 use super::AgentError;
 use super::model::{AgentStatus, COLUMNS, PAPER_CAPITAL};
 use super::new_agent::{NewAgent, StrategyChoice};
-use super::{Agent, funding, strategies};
+use super::{Agent, Runtime, funding, strategies};
 use crate::chain::Chain;
 use crate::clock::Clock;
 use crate::clock::{rfc3339, to_millis};
@@ -18,6 +18,7 @@ use crate::db::OnUnique;
 use crate::db::Store;
 use crate::events::Bus;
 use crate::paper::{Ledger, PaperConfig};
+use std::sync::Arc;
 
 /// Create an agent for the account: a custodial wallet, a fresh paper account, status
 /// `unfunded` until the wallet holds the fee reserve.
@@ -27,6 +28,7 @@ pub(crate) async fn create(
     events: &Bus,
     sealer: &Sealer,
     config: &Config,
+    agents: &Arc<Runtime>,
     account_id: &str,
     new: NewAgent,
 ) -> Result<Agent, AgentError> {
@@ -44,6 +46,8 @@ pub(crate) async fn create(
             Some(id.clone())
         }
     };
+    let params =
+        super::params::check_chosen(store, agents, &new.class, &new.strategy, &new.params).await?;
     let now = clock.now();
     let agent_id = new_id("agt");
     let ledger = Ledger::new(
@@ -78,8 +82,8 @@ pub(crate) async fn create(
         "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id, strategy_type,
                              strategy_component, base_token, quote_token, time_interval, max_allocation,
                              personality, is_paper_trading, avatar_url, wallet_address, status, ledger,
-                             created_at, updated_at, model_tokens_per_day)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $19, $15, $16, 'unfunded', $17, $18, $18, $20)",
+                             created_at, updated_at, model_tokens_per_day, strategy_params)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $19, $15, $16, 'unfunded', $17, $18, $18, $20, $21)",
     )
     .bind(&agent_id)
     .bind(account_id)
@@ -101,6 +105,7 @@ pub(crate) async fn create(
     .bind(to_millis(now))
     .bind(i64::from(new.is_paper_trading))
     .bind(new.tokens_per_day.map(|tokens| tokens as i64))
+    .bind(params.as_deref())
     .execute(&mut *tx)
     .await
     .on_unique(|| AgentError::UsernameTaken(new.username.clone()))?;

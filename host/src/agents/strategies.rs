@@ -275,6 +275,8 @@ impl DryRun {
             max_allocation: 100.0,
             personality: String::new(),
             model_id: "crucible/dry-run".into(),
+            // What an agent that chose no values gets.
+            params: crate::optimize::params::defaults(loaded.params()),
         };
         let capital = super::PAPER_CAPITAL;
         let outcome = sandbox.tick_as(

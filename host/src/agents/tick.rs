@@ -16,6 +16,8 @@ pub(crate) struct DueAgent {
     pub id: String,
     pub account_id: String,
     pub settings: AgentSettings,
+    /// The parameter values its operator chose (`strategy.params`), as stored.
+    pub chosen_params: serde_json::Map<String, serde_json::Value>,
     pub strategy_component: Option<String>,
     pub ledger: String,
     pub state: Vec<u8>,
@@ -465,7 +467,9 @@ mod tests {
                 max_allocation: 100.0,
                 personality: String::new(),
                 model_id: "x/y".into(),
+                params: Vec::new(),
             },
+            chosen_params: Default::default(),
             strategy_component: None,
             ledger: String::new(),
             state: Vec::new(),

@@ -119,6 +119,7 @@ struct DueRow {
     model_tokens_per_day: Option<i64>,
     model_tokens_day: Option<String>,
     model_tokens_used: i64,
+    strategy_params: Option<String>,
 }
 
 /// Batches ticked at once. Most of a batch's time is spent waiting for its agents' models
@@ -165,12 +166,12 @@ pub async fn run_due(ticking: &Ticking, owner: &str) -> anyhow::Result<TickPass>
 async fn tick_batch(
     ticking: &Ticking,
     owner: &str,
-    due: Vec<DueAgent>,
+    mut due: Vec<DueAgent>,
     sandbox_turn: &tokio::sync::Semaphore,
 ) -> anyhow::Result<TickPass> {
     let mut pass = TickPass::default();
     let turn = sandbox_turn.acquire().await?;
-    let strategies = strategies_for(&ticking.store, &ticking.agents, &due).await;
+    let strategies = strategies_for(&ticking.store, &ticking.agents, &mut due).await;
     let now = to_millis(ticking.now());
     let scale = ticking.config.time_scale;
     // Components that ask the model tick on the async engine, waiting on no thread; the
@@ -293,7 +294,7 @@ pub(super) async fn claim(
 const DUE_COLUMNS: &str = "id, account_id, class, strategy_component, base_token, quote_token,
     time_interval, max_allocation, personality, model_id, ledger, strategy_state,
     consecutive_faults, clock_origin_wall, clock_origin_market, next_tick_at, wallet_address,
-    time_scale, model_tokens_per_day, model_tokens_day, model_tokens_used";
+    time_scale, model_tokens_per_day, model_tokens_day, model_tokens_used, strategy_params";
 
 /// The sandbox's share of a pass, for benchmarks: every active paper agent's strategy ticked
 /// as [`run_due`] ticks it (the same market and inputs, on one blocking thread), with nothing
@@ -307,8 +308,8 @@ pub async fn tick_without_storing(
     .fetch_all(ticking.store.read())
     .await?;
     let now = to_millis(ticking.now());
-    let due: Vec<DueAgent> = rows.into_iter().map(|row| due_agent(row, now)).collect();
-    let strategies = strategies_for(&ticking.store, &ticking.agents, &due).await;
+    let mut due: Vec<DueAgent> = rows.into_iter().map(|row| due_agent(row, now)).collect();
+    let strategies = strategies_for(&ticking.store, &ticking.agents, &mut due).await;
     let worker_state = ticking.clone();
     let scale = ticking.config.time_scale;
     let started = std::time::Instant::now();
@@ -342,7 +343,10 @@ fn due_agent(row: DueRow, now: i64) -> DueAgent {
             max_allocation: row.max_allocation,
             personality: row.personality,
             model_id: row.model_id,
+            // Filled in against the component's declaration once it is loaded (`with_params`).
+            params: Vec::new(),
         },
+        chosen_params: super::params::stored(row.strategy_params.as_deref()),
         strategy_component: row.strategy_component,
         ledger: row.ledger,
         state: row.strategy_state.unwrap_or_default(),
@@ -484,16 +488,23 @@ pub(super) fn strategy_key(agent: &DueAgent) -> String {
 }
 
 /// Load (or take from memory) every component the batch needs; a failure is that agents' fault.
+/// Each agent's parameters are made whole against its component's declaration.
 pub(super) async fn strategies_for(
     store: &Store,
     agents: &Arc<Runtime>,
-    due: &[DueAgent],
+    due: &mut [DueAgent],
 ) -> HashMap<String, Result<Arc<LoadedStrategy>, String>> {
     let mut loaded = HashMap::new();
-    for agent in due {
-        if let Entry::Vacant(slot) = loaded.entry(strategy_key(agent)) {
-            let strategy = load_strategy(store, agents, agent, slot.key()).await;
-            slot.insert(strategy.map(Arc::new));
+    for agent in due.iter_mut() {
+        let strategy = match loaded.entry(strategy_key(agent)) {
+            Entry::Occupied(slot) => slot.into_mut(),
+            Entry::Vacant(slot) => {
+                let strategy = load_strategy(store, agents, agent, slot.key()).await;
+                slot.insert(strategy.map(Arc::new))
+            }
+        };
+        if let Ok(strategy) = strategy {
+            super::params::fill(agent, strategy);
         }
     }
     loaded

@@ -18,6 +18,7 @@ use super::extract::{
 use crate::agents::entry::{self, Entered, EntryError};
 use crate::agents::history::{EquityPoint, TradeView};
 use crate::agents::new_agent::NewAgentBody;
+use crate::agents::params::DeclaredView;
 use crate::agents::performance::{self, Performance, Period};
 use crate::agents::strategies::StrategyView as UploadedStrategy;
 use crate::agents::thinking::{DecisionView, ModelAccess};
@@ -42,6 +43,7 @@ pub(super) fn router(upload_limit: usize) -> OpenApiRouter<AppState> {
         .routes(routes!(equity))
         .routes(routes!(decisions))
         .routes(routes!(enter_tournament))
+        .routes(routes!(strategy_params))
         .routes((schemas, paths, strategies))
 }
 
@@ -50,7 +52,7 @@ impl From<AgentError> for V1Error {
     fn from(error: AgentError) -> Self {
         match error {
             AgentError::NotFound(agent_id) => V1Error::AgentNotFound(agent_id),
-            AgentError::Invalid { field, message } => V1Error::field(field, message),
+            AgentError::Invalid { field, message } => V1Error::field(&field, message),
             AgentError::UsernameTaken(_) => V1Error::Conflict(error.to_string()),
             AgentError::InsufficientFunds { .. } => V1Error::InsufficientFunds(error.to_string()),
             AgentError::BalanceUnavailable => V1Error::Unavailable(error.to_string()),
@@ -110,6 +112,7 @@ async fn create(
         &state.events,
         &state.sealer,
         &state.config,
+        &state.agents,
         key.account_id(),
         new,
     )
@@ -564,4 +567,40 @@ async fn list_strategies(
     State(state): State<AppState>,
 ) -> Result<axum::Json<V1Ok<Vec<UploadedStrategy>>>, V1Error> {
     Ok(ok(strategies::list(&state.store, key.account_id()).await?))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct StrategyParamsQuery {
+    /// `builtin` (the class's strategy, the default) or `custom:<strategyId>` (one of the
+    /// account's uploads).
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    kind: Option<String>,
+    /// The agent class (`fighter`, `ranger`, `mage`, `defender`, `gambler`, `rogue`); for
+    /// `builtin`, whose strategy it names.
+    class: String,
+}
+
+/// The tunable parameters a strategy declares: what `strategy.params` of a new agent may set.
+#[utoipa::path(get, path = "/public/strategies/params", operation_id = "v1_strategy_params",
+    security(("v1Key" = [])), tag = "v1", params(StrategyParamsQuery),
+    responses((status = 200, body = V1Ok<DeclaredView>),
+              (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody), (status = 429, body = V1ErrorBody),
+              (status = 503, body = V1ErrorBody)))]
+async fn strategy_params(
+    key: V1Key<AgentsRead>,
+    State(state): State<AppState>,
+    Query(query): Query<StrategyParamsQuery>,
+) -> Result<axum::Json<V1Ok<DeclaredView>>, V1Error> {
+    let view = crate::agents::params::declared_view(
+        &state.store,
+        &state.agents,
+        key.account_id(),
+        query.kind.as_deref().unwrap_or("builtin"),
+        &query.class,
+    )
+    .await?;
+    Ok(ok(view))
 }

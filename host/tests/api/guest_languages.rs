@@ -65,6 +65,7 @@ fn settings(personality: &str) -> AgentSettings {
         max_allocation: 100.0,
         personality: personality.into(),
         model_id: "test/python".into(),
+        params: Vec::new(),
     }
 }
 

@@ -67,6 +67,8 @@ mod simnet_pool;
 mod simnet_signatures;
 mod spend_limits;
 mod strategies_classes;
+mod strategy_optimize;
+mod strategy_params;
 mod tournament_flows;
 mod tournaments;
 mod v1_agents;

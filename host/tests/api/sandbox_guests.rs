@@ -64,6 +64,7 @@ fn settings(personality: &str) -> AgentSettings {
         max_allocation: 100.0,
         personality: personality.into(),
         model_id: "test/hostile".into(),
+        params: Vec::new(),
     }
 }
 

@@ -50,6 +50,7 @@ impl Fixture {
             max_allocation: 100.0,
             personality: personality.into(),
             model_id: "test/wasi".into(),
+            params: Vec::new(),
         };
         let ledger = Ledger::new(10_000.0, PaperConfig::default());
         let input = TickInput {

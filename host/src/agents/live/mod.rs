@@ -158,12 +158,12 @@ pub(crate) async fn run_due(
 ) -> anyhow::Result<()> {
     loop {
         let lease = crate::leases::token(owner);
-        let due = ticker::claim(ticking, &lease, true).await?;
+        let mut due = ticker::claim(ticking, &lease, true).await?;
         if due.is_empty() {
             return Ok(());
         }
         let lease = lease.as_str();
-        let strategies = ticker::strategies_for(&ticking.store, &ticking.agents, &due).await;
+        let strategies = ticker::strategies_for(&ticking.store, &ticking.agents, &mut due).await;
         let outcomes: Vec<(String, Result<Outcome, LiveError>)> = stream::iter(due)
             .map(|agent| {
                 let strategy = strategies

@@ -125,6 +125,11 @@ pub(crate) async fn list(State(web): State<Web>, visitor: Visitor) -> Response {
                     input #agent-model name="modelId" required list="model-suggestions" placeholder="openai/gpt-4o" autocomplete="off";
                     datalist #model-suggestions { @for model in model_suggestions(&web) { option value=(model) {} } } }
                 (strategy_choices(&uploaded))
+                // Filled by agents.js with what the chosen class and strategy declare.
+                fieldset #agent-params data-field="strategy.params" aria-live="polite" {
+                    legend { "Strategy parameters" }
+                    p.muted { "Loading the strategy's parameters…" }
+                }
                 fieldset data-field="strategy.tokenPair" {
                     legend { "Token pair" }
                     label { "Base " input name="strategy.tokenPair.base" required value="SOL" size="6"; }

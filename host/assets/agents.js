@@ -178,8 +178,10 @@
     status.className = "badge " + agent.status;
     text("agent-reason", agent.statusReason || "");
     text("agent-class", agent.class + " · " + agent.modelId + " · @" + agent.username);
+    const chosen = Object.entries(agent.strategy.params || {}).map(function (pair) { return pair[0] + "=" + pair[1]; });
     text("agent-strategy", agent.strategy.type + " · " + agent.strategy.tokenPair.base + "/" + agent.strategy.tokenPair.quote +
-      " · every " + agent.strategy.timeInterval + " · up to " + agent.strategy.maxAllocation + " %");
+      " · every " + agent.strategy.timeInterval + " · up to " + agent.strategy.maxAllocation + " % · " +
+      (chosen.length ? "parameters " + chosen.join(", ") : "default parameters"));
     text("agent-mode", agent.isPaperTrading ? "paper trading" : "live (swaps on chain)");
     text("agent-wallet", agent.walletAddress);
     text("agent-ticks", agent.ticks);

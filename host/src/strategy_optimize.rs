@@ -7,6 +7,8 @@
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
@@ -123,6 +125,8 @@ pub(crate) struct Backtests<'a> {
     days: u32,
     paper: PaperConfig,
     paths: Vec<Path>,
+    /// Strategy ticks run, for the throughput line on stderr.
+    ticks: AtomicU64,
 }
 
 impl Backtests<'_> {
@@ -175,6 +179,7 @@ impl Objective for Backtests<'_> {
         };
         let report = run_backtest(self.sandbox, self.strategy, feed, &spec, &mut |_, _| {})
             .map_err(|e| e.to_string())?;
+        self.ticks.fetch_add(report.ticks as u64, Ordering::Relaxed);
         // A trade at a tick's time belongs to the bar that tick closed (equity[k + 1] is the
         // equity after tick k, at that tick's time).
         let times: Vec<i64> = report.equity.iter().map(|(ts, _)| *ts).collect();
@@ -275,6 +280,7 @@ pub(crate) fn run(args: &OptimizeArgs, sandbox: &Sandbox) -> anyhow::Result<()> 
             max_allocation_pct: args.max_allocation,
         },
         paths,
+        ticks: AtomicU64::new(0),
     };
     let jobs = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
@@ -297,10 +303,20 @@ pub(crate) fn run(args: &OptimizeArgs, sandbox: &Sandbox) -> anyhow::Result<()> 
         pbo_splits: args.pbo_splits,
     };
     let progress = ProgressLine::new(std::io::stderr().is_terminal(), loss);
+    let started = Instant::now();
     let report = run_study(strategy.params(), &backtests, &config, &|p| {
         progress.show(p)
     })?;
     progress.finish();
+    // Timings go to stderr: the report itself stays byte-identical from run to run.
+    let took = started.elapsed().as_secs_f64().max(1e-9);
+    let ticks = backtests.ticks.load(Ordering::Relaxed);
+    eprintln!(
+        "{} trials in {took:.1} s on {jobs} jobs: {:.2} trials/s, {:.0} strategy ticks/s",
+        report.trials,
+        report.trials as f64 / took,
+        ticks as f64 / took,
+    );
     let winner_params = to_json(&report.winner.params);
     if args.json {
         let output = Output {

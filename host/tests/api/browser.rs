@@ -373,6 +373,16 @@ async fn browser_a_signed_in_operator_runs_an_agent_without_any_key_then_mints_a
     // Hourly: the cost-aware gambler trades a few times a day, not every few 5m candles.
     browser.click("#agent-interval option[value='1h']").await;
     browser.click("#agent-strategy option[value=builtin]").await;
+    // The form offers what the gambler's strategy declares, with ranges and defaults; a value
+    // set here goes with the agent, the rest keep their defaults.
+    let offered = browser
+        .wait_text("#agent-params", LONG, |text| text.contains("trail_atr"))
+        .await;
+    assert!(
+        offered.contains("1 to 12") && offered.contains("default 6"),
+        "{offered}"
+    );
+    browser.fill("#param-size", "0.5").await;
     browser.fill("#agent-model", "not-a-slug").await;
     browser.click("#create-agent button[type=submit]").await;
     let complaint = browser
@@ -390,6 +400,11 @@ async fn browser_a_signed_in_operator_runs_an_agent_without_any_key_then_mints_a
         .wait_text("#agent-status", LONG, |text| text == "unfunded")
         .await;
     browser.wait_text("h1", LONG, |text| text == "Walker").await;
+    browser
+        .wait_text("#agent-strategy", LONG, |text| {
+            text.contains("parameters size=0.5")
+        })
+        .await;
 
     // Fund it on simnet and start it.
     fund_and_start_in_page(&browser).await;

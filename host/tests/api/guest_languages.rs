@@ -18,7 +18,8 @@ use crucible::market::{Interval, MarketFeed, Pair, SimulatedMarket};
 use crucible::paper::{Ledger, PaperConfig, Side};
 use crucible::sandbox::{
     AgentSettings, BacktestSpec, LoadedStrategy, ModelCall, ModelFailure, ModelPort, ModelReply,
-    ModelRole, Profile, Sandbox, SandboxConfig, TickFault, TickInput, TickOutcome, run_backtest,
+    ModelRole, Param, ParamValue, Profile, Sandbox, SandboxConfig, TickFault, TickInput,
+    TickOutcome, run_backtest,
 };
 use serde_json::json;
 
@@ -286,6 +287,7 @@ fn the_python_example_backtests_30_days_with_trades_and_no_failed_ticks() {
     );
     assert_eq!(report.ticks, 30 * 24);
     assert!(!report.trades.is_empty(), "the example trades in 30 days");
+    assert_parameters_change_the_run(&sandbox, &strategy, &market, &spec, report.trades.len());
     assert!(
         report.trades.iter().all(|t| t.fill.reason.is_some()),
         "every trade says why"
@@ -362,6 +364,46 @@ fn the_javascript_example_backtests_30_days_with_trades_and_no_failed_ticks() {
         report.faults
     );
     assert!(!report.trades.is_empty(), "the example trades in 30 days");
+    assert_parameters_change_the_run(&sandbox, &strategy, &market, &spec, report.trades.len());
+}
+
+/// The example declares its parameters (contract 0.3.0), and a value other than the default
+/// changes what it does over the same market.
+fn assert_parameters_change_the_run(
+    sandbox: &Sandbox,
+    strategy: &LoadedStrategy,
+    market: &SimulatedMarket,
+    spec: &BacktestSpec,
+    default_trades: usize,
+) {
+    assert_eq!(strategy.wit_version(), "0.3.0");
+    let names: Vec<&str> = strategy.params().iter().map(|p| p.name.as_str()).collect();
+    assert!(
+        names.contains(&"fast") && names.contains(&"slow"),
+        "{names:?}"
+    );
+    let mut tuned = spec.clone();
+    tuned.settings.params = vec![
+        Param {
+            name: "fast".into(),
+            value: ParamValue::Int(3),
+        },
+        Param {
+            name: "slow".into(),
+            value: ParamValue::Int(24),
+        },
+    ];
+    let report = run_backtest(sandbox, strategy, market, &tuned, &mut |_, _| {}).expect("run");
+    assert!(
+        report.faults.is_empty(),
+        "failed ticks: {:?}",
+        report.faults
+    );
+    assert_ne!(
+        report.trades.len(),
+        default_trades,
+        "faster averages trade more often"
+    );
 }
 
 #[test]
@@ -369,6 +411,9 @@ fn the_javascript_example_backtests_30_days_with_trades_and_no_failed_ticks() {
 fn python_clock_and_random_replay_exactly_per_agent_and_tick() {
     let sandbox = sandbox();
     let guest = sandbox.load(&probe()).expect(NEEDS);
+    // The probe stands for components built against 0.2.0, which keep running unchanged.
+    assert_eq!(guest.wit_version(), "0.2.0");
+    assert!(guest.params().is_empty());
     let first = lines(&probe_tick(&sandbox, &guest, "agent-1", 0, "clock"));
     let again = lines(&probe_tick(&sandbox, &guest, "agent-1", 0, "clock"));
     assert_eq!(

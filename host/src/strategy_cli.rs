@@ -43,9 +43,8 @@ pub(crate) enum StrategyCommand {
 pub(crate) struct BacktestArgs {
     /// A class (fighter, ranger, mage, defender, gambler, rogue) or a path to a `.wasm` component.
     pub strategy: String,
-    /// Token pair.
-    #[arg(long, default_value = "SOL/USDC")]
-    pub pair: String,
+    #[command(flatten)]
+    pub market: MarketArgs,
     /// Candle interval: 5m, 15m, 1h, 4h, 1d.
     #[arg(long, default_value = "1h")]
     pub interval: String,
@@ -64,12 +63,6 @@ pub(crate) struct BacktestArgs {
     /// Starting paper capital, quote tokens.
     #[arg(long, default_value_t = 10_000.0)]
     pub capital: f64,
-    /// Fee, basis points.
-    #[arg(long, default_value_t = 10)]
-    pub fee_bps: u32,
-    /// Slippage, basis points.
-    #[arg(long, default_value_t = 5)]
-    pub slippage_bps: u32,
     /// Trades to list (most recent).
     #[arg(long, default_value_t = 10)]
     pub show_trades: usize,
@@ -103,6 +96,20 @@ impl From<BreakdownArg> for Breakdown {
             BreakdownArg::Month => Breakdown::Month,
         }
     }
+}
+
+/// The simulated pair and the paper fill model's costs, as every backtesting command takes them.
+#[derive(Debug, Args)]
+pub(crate) struct MarketArgs {
+    /// Token pair.
+    #[arg(long, default_value = "SOL/USDC")]
+    pub pair: String,
+    /// Fee, basis points.
+    #[arg(long, default_value_t = 10)]
+    pub fee_bps: u32,
+    /// Slippage, basis points.
+    #[arg(long, default_value_t = 5)]
+    pub slippage_bps: u32,
 }
 
 #[derive(Debug, Args)]
@@ -189,27 +196,30 @@ fn check(args: CheckArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The component a command names: a class's built-in one (and the class), or a `.wasm` file's
+/// bytes.
+pub(crate) fn component_of(strategy: &str) -> anyhow::Result<(Vec<u8>, Option<String>)> {
+    match builtin_component(strategy) {
+        Some(bytes) => Ok((bytes.to_vec(), Some(strategy.to_owned()))),
+        None if strategy.ends_with(".wasm") || std::path::Path::new(strategy).exists() => {
+            let bytes = std::fs::read(strategy).with_context(|| format!("read {strategy}"))?;
+            Ok((bytes, None))
+        }
+        None => bail!(
+            "`{strategy}` is neither a class ({}) nor a .wasm file",
+            BUILTIN_CLASSES.join(", ")
+        ),
+    }
+}
+
 fn backtest(args: BacktestArgs) -> anyhow::Result<()> {
-    let pair: Pair = args.pair.parse()?;
+    let pair: Pair = args.market.pair.parse()?;
     let interval: Interval = args.interval.parse()?;
     if !(1.0..=100.0).contains(&args.max_allocation) {
         bail!("--max-allocation must be between 1 and 100");
     }
-    let (bytes, class) = match builtin_component(&args.strategy) {
-        Some(bytes) => (bytes.to_vec(), args.strategy.clone()),
-        None if args.strategy.ends_with(".wasm")
-            || std::path::Path::new(&args.strategy).exists() =>
-        {
-            let bytes =
-                std::fs::read(&args.strategy).with_context(|| format!("read {}", args.strategy))?;
-            (bytes, "custom".to_string())
-        }
-        None => bail!(
-            "`{}` is neither a class ({}) nor a .wasm file",
-            args.strategy,
-            BUILTIN_CLASSES.join(", ")
-        ),
-    };
+    let (bytes, class) = component_of(&args.strategy)?;
+    let class = class.unwrap_or_else(|| "custom".to_owned());
     let sandbox = Sandbox::new(cli_sandbox_config(&args.data_dir)?)?;
     let strategy = sandbox.load(&bytes)?;
 
@@ -235,8 +245,8 @@ fn backtest(args: BacktestArgs) -> anyhow::Result<()> {
     spec.settings.max_allocation = args.max_allocation;
     spec.initial_quote = args.capital;
     spec.paper = PaperConfig {
-        fee_bps: args.fee_bps,
-        slippage_bps: args.slippage_bps,
+        fee_bps: args.market.fee_bps,
+        slippage_bps: args.market.slippage_bps,
         max_allocation_pct: args.max_allocation,
     };
 

@@ -32,15 +32,8 @@ pub(crate) struct EvaluateArgs {
     /// Days per backtest.
     #[arg(long, default_value_t = 90)]
     pub days: u32,
-    /// Simulated pair.
-    #[arg(long, default_value = "SOL/USDC")]
-    pub pair: String,
-    /// Fee, basis points.
-    #[arg(long, default_value_t = 10)]
-    pub fee_bps: u32,
-    /// Slippage, basis points.
-    #[arg(long, default_value_t = 5)]
-    pub slippage_bps: u32,
+    #[command(flatten)]
+    pub market: crate::strategy_cli::MarketArgs,
     /// Intervals to evaluate, comma-separated (the real replay runs at those of 5m and 1h).
     #[arg(long, value_delimiter = ',', default_value = "5m,1h,4h")]
     pub intervals: Vec<String>,
@@ -498,10 +491,10 @@ pub(crate) fn run(args: &EvaluateArgs, sandbox: &Sandbox) -> anyhow::Result<()> 
     let plan = Plan {
         seeds: args.seeds,
         days: args.days,
-        pair: args.pair.parse()?,
+        pair: args.market.pair.parse()?,
         paper: PaperConfig {
-            fee_bps: args.fee_bps,
-            slippage_bps: args.slippage_bps,
+            fee_bps: args.market.fee_bps,
+            slippage_bps: args.market.slippage_bps,
             max_allocation_pct: 100.0,
         },
         intervals: args
@@ -526,7 +519,7 @@ pub(crate) fn run(args: &EvaluateArgs, sandbox: &Sandbox) -> anyhow::Result<()> 
     let rows = rows(&runs);
     println!(
         "Simulated {} (seeds 1–{}, {} days each) and real BTC/USDT replays; fee {} bps, slippage {} bps.\n",
-        plan.pair, plan.seeds, plan.days, args.fee_bps, args.slippage_bps
+        plan.pair, plan.seeds, plan.days, args.market.fee_bps, args.market.slippage_bps
     );
     print!("{}", table(&rows));
     println!();

@@ -20,9 +20,7 @@ use crate::optimize::{
     Loss, Objective, PathRun, Progress, Report, SamplerKind, Scheme, StudyConfig, run_study,
 };
 use crate::paper::PaperConfig;
-use crate::sandbox::{
-    BUILTIN_CLASSES, BacktestSpec, LoadedStrategy, Sandbox, builtin_component, run_backtest,
-};
+use crate::sandbox::{BUILTIN_CLASSES, BacktestSpec, LoadedStrategy, Sandbox, run_backtest};
 use crate::strategy_eval::REAL_INTERVALS;
 
 /// Candles every backtest warms up on before its first tick (what an agent's tick sees).
@@ -74,15 +72,8 @@ pub(crate) struct OptimizeArgs {
     /// Days of simulated market per path.
     #[arg(long, default_value_t = 90)]
     pub days: u32,
-    /// Simulated pair.
-    #[arg(long, default_value = "SOL/USDC")]
-    pub pair: String,
-    /// Fee, basis points.
-    #[arg(long, default_value_t = 10)]
-    pub fee_bps: u32,
-    /// Slippage, basis points.
-    #[arg(long, default_value_t = 5)]
-    pub slippage_bps: u32,
+    #[command(flatten)]
+    pub market: crate::strategy_cli::MarketArgs,
     /// maxAllocation, percent of equity.
     #[arg(long, default_value_t = 100.0)]
     pub max_allocation: f64,
@@ -216,7 +207,7 @@ struct Output<'a> {
 /// Run `crucible strategy optimize`.
 pub(crate) fn run(args: &OptimizeArgs, sandbox: &Sandbox) -> anyhow::Result<()> {
     let interval: Interval = args.interval.parse()?;
-    let pair: Pair = args.pair.parse()?;
+    let pair: Pair = args.market.pair.parse()?;
     if !(1.0..=100.0).contains(&args.max_allocation) {
         bail!("--max-allocation must be between 1 and 100");
     }
@@ -224,21 +215,9 @@ pub(crate) fn run(args: &OptimizeArgs, sandbox: &Sandbox) -> anyhow::Result<()> 
         .loss
         .parse()
         .map_err(|e| anyhow::anyhow!("--loss: {e}"))?;
-    let (bytes, class) = match builtin_component(&args.strategy) {
-        Some(bytes) => (bytes.to_vec(), args.strategy.clone()),
-        None if args.strategy.ends_with(".wasm")
-            || std::path::Path::new(&args.strategy).exists() =>
-        {
-            let bytes =
-                std::fs::read(&args.strategy).with_context(|| format!("read {}", args.strategy))?;
-            (bytes, "fighter".to_owned())
-        }
-        None => bail!(
-            "`{}` is neither a class ({}) nor a .wasm file",
-            args.strategy,
-            BUILTIN_CLASSES.join(", ")
-        ),
-    };
+    let (bytes, builtin_class) = crate::strategy_cli::component_of(&args.strategy)?;
+    let is_builtin = builtin_class.is_some();
+    let class = builtin_class.unwrap_or_else(|| "fighter".to_owned());
     let class = args.class.clone().unwrap_or(class);
     if !BUILTIN_CLASSES.contains(&class.as_str()) {
         bail!("--class must be one of {}", BUILTIN_CLASSES.join(", "));
@@ -275,8 +254,8 @@ pub(crate) fn run(args: &OptimizeArgs, sandbox: &Sandbox) -> anyhow::Result<()> 
         interval,
         days: args.days,
         paper: PaperConfig {
-            fee_bps: args.fee_bps,
-            slippage_bps: args.slippage_bps,
+            fee_bps: args.market.fee_bps,
+            slippage_bps: args.market.slippage_bps,
             max_allocation_pct: args.max_allocation,
         },
         paths,
@@ -326,8 +305,8 @@ pub(crate) fn run(args: &OptimizeArgs, sandbox: &Sandbox) -> anyhow::Result<()> 
             interval: interval.as_str(),
             days: args.days,
             pair: format!("{}/{}", pair.base, pair.quote),
-            fee_bps: args.fee_bps,
-            slippage_bps: args.slippage_bps,
+            fee_bps: args.market.fee_bps,
+            slippage_bps: args.market.slippage_bps,
             winner_params,
             report: &report,
         };
@@ -341,8 +320,8 @@ pub(crate) fn run(args: &OptimizeArgs, sandbox: &Sandbox) -> anyhow::Result<()> 
         format_args!("{}/{}", pair.base, pair.quote),
         interval.as_str(),
         args.days,
-        args.fee_bps,
-        args.slippage_bps,
+        args.market.fee_bps,
+        args.market.slippage_bps,
     );
     println!("component sha256 {}", strategy.hash);
     println!();
@@ -351,7 +330,7 @@ pub(crate) fn run(args: &OptimizeArgs, sandbox: &Sandbox) -> anyhow::Result<()> 
     println!("Create an agent with the winner (POST /api/v1/public/agents/create):");
     println!(
         "  \"strategy\": {{\"type\": \"{}\", \"timeInterval\": \"{}\", \"params\": {}}}",
-        if builtin_component(&args.strategy).is_some() {
+        if is_builtin {
             "builtin".to_owned()
         } else {
             format!("custom:{}", strategy.hash)

@@ -223,6 +223,60 @@ impl Context {
     }
 }
 
+/// Check a declaration by the rules the host applies when it loads a component (it refuses the
+/// upload otherwise): at most 32 parameters; names `[a-z][a-z0-9_]*` of at most 48 bytes, each
+/// declared once; descriptions of at most 200 bytes; a non-empty, finite range or 1 to 64
+/// distinct choices of 1 to 48 bytes; a default of the parameter's kind, within it. For a
+/// strategy's native tests: `assert_eq!(check(&MyStrategy::params()), Ok(()))`.
+pub fn check(specs: &[ParamSpec]) -> Result<(), String> {
+    if specs.len() > 32 {
+        return Err(alloc::format!("{} parameters; at most 32", specs.len()));
+    }
+    for (i, spec) in specs.iter().enumerate() {
+        let name = spec.name.as_str();
+        let mut bytes = name.bytes();
+        let well_named = name.len() <= 48
+            && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
+            && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !well_named {
+            return Err(alloc::format!(
+                "`{name}`: names are [a-z][a-z0-9_]*, at most 48 bytes"
+            ));
+        }
+        if specs[..i].iter().any(|s| s.name == spec.name) {
+            return Err(alloc::format!("`{name}` is declared twice"));
+        }
+        if spec.description.len() > 200 {
+            return Err(alloc::format!(
+                "`{name}`: its description is over 200 bytes"
+            ));
+        }
+        let fits = match (&spec.kind, &spec.default) {
+            (ParamKind::Int { min, max }, ParamValue::Int(v)) => {
+                min <= max && (min..=max).contains(&v)
+            }
+            (ParamKind::Float { min, max }, ParamValue::Float(v)) => {
+                min.is_finite() && max.is_finite() && min <= max && (min..=max).contains(&v)
+            }
+            (ParamKind::Choice(choices), ParamValue::Choice(v)) => {
+                (1..=64).contains(&choices.len())
+                    && choices
+                        .iter()
+                        .enumerate()
+                        .all(|(j, c)| (1..=48).contains(&c.len()) && !choices[..j].contains(c))
+                    && choices.contains(v)
+            }
+            _ => false,
+        };
+        if !fits {
+            return Err(alloc::format!(
+                "`{name}`: its range or choices are malformed, or its default is outside them"
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn from_wit(params: Vec<wit::Param>) -> Params {
     Params(
         params
@@ -284,5 +338,17 @@ mod tests {
         assert_eq!(FAST.get(&ctx), 9);
         assert_eq!(MODE.get(&ctx), "trend");
         assert_eq!(FAST.spec().default, ParamValue::Int(9));
+    }
+
+    #[test]
+    fn declarations_are_checked_as_the_host_does() {
+        assert_eq!(check(&[FAST.spec(), BAND.spec(), MODE.spec()]), Ok(()));
+        let twice = IntParam::new("fast", "", 1, 5, 2);
+        assert!(check(&[FAST.spec(), twice.spec()]).is_err());
+        assert!(check(&[IntParam::new("Fast", "", 1, 5, 2).spec()]).is_err());
+        assert!(check(&[IntParam::new("fast", "", 1, 5, 9).spec()]).is_err());
+        assert!(check(&[FloatParam::new("band", "", 2.0, 1.0, 1.5).spec()]).is_err());
+        assert!(check(&[ChoiceParam::new("mode", "", &["a", "a"], "a").spec()]).is_err());
+        assert!(check(&[ChoiceParam::new("mode", "", &["a"], "b").spec()]).is_err());
     }
 }

@@ -147,42 +147,13 @@ crucible_sdk::export!(Gambler);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crucible_sdk::ParamKind;
 
-    /// What the host checks at upload: names `[a-z][a-z0-9_]*` (at most 48 bytes) and unique,
-    /// descriptions of at most 200 bytes, defaults within their ranges.
+    /// The host refuses a component whose declaration breaks its rules.
     #[test]
     fn params_are_well_formed() {
         let specs = Gambler::params();
         assert!((3..=7).contains(&specs.len()));
-        for (i, spec) in specs.iter().enumerate() {
-            assert!(
-                spec.name.len() <= 48
-                    && spec.name.starts_with(|c: char| c.is_ascii_lowercase())
-                    && spec
-                        .name
-                        .chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
-                "{}",
-                spec.name
-            );
-            assert!(!spec.description.is_empty() && spec.description.len() <= 200);
-            assert!(
-                specs[..i].iter().all(|s| s.name != spec.name),
-                "{}",
-                spec.name
-            );
-            let fits = match (&spec.kind, &spec.default) {
-                (ParamKind::Int { min, max }, ParamValue::Int(v)) => {
-                    min < max && (min..=max).contains(&v)
-                }
-                (ParamKind::Float { min, max }, ParamValue::Float(v)) => {
-                    min < max && (min..=max).contains(&v)
-                }
-                _ => false,
-            };
-            assert!(fits, "{}", spec.name);
-        }
+        assert_eq!(crucible_sdk::params::check(&specs), Ok(()));
     }
 
     /// Hourly candles closing at 110 with a range of 2 (ATR 2), in a position whose peak was 120.

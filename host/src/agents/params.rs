@@ -15,7 +15,7 @@ use super::new_agent::StrategyChoice;
 use super::runtime::Runtime;
 use super::tick::DueAgent;
 use crate::db::Store;
-use crate::optimize::params::{ParamSpec, resolve_json, resolve_lenient};
+use crate::optimize::params::{MAX_NAME_BYTES, ParamSpec, resolve_json, resolve_lenient};
 use crate::sandbox::LoadedStrategy;
 
 /// The values as stored (`agents.strategy_params`); none when there are none or they no longer
@@ -51,8 +51,17 @@ pub(crate) async fn check_chosen(
         return Ok(None);
     }
     let declared = declared(store, agents, class, strategy).await?;
-    resolve_json(&declared, chosen)
-        .map_err(|e| AgentError::invalid(format!("strategy.params.{}", e.name), e.reason))?;
+    resolve_json(&declared, chosen).map_err(|e| {
+        // A name no declaration could hold is not echoed back at length.
+        if e.name.len() > MAX_NAME_BYTES {
+            AgentError::invalid(
+                "strategy.params",
+                format!("`strategy.params` names a parameter longer than {MAX_NAME_BYTES} bytes; no strategy declares one"),
+            )
+        } else {
+            AgentError::invalid(format!("strategy.params.{}", e.name), e.reason)
+        }
+    })?;
     serde_json::to_string(chosen)
         .map(Some)
         .map_err(AgentError::internal)

@@ -77,6 +77,7 @@ async fn a_strategy_declares_its_parameters_and_agents_choose_values_within_them
         (json!({ name: "12" }), field(name)),
         (json!({"no_such_param": 1}), field("no_such_param")),
         (json!([1, 2]), "strategy.params".to_owned()),
+        (json!({ "x".repeat(500): 1 }), "strategy.params".to_owned()),
         (json!("fast=12"), "strategy.params".to_owned()),
     ] {
         let refused = app

@@ -37,6 +37,8 @@ fn main() {
         tokio::spawn(app.run_until_stopped(std::future::pending()));
         let ids = seed(&state, agents).await;
         println!("live swaps on simnet, {agents} agents × {swaps} swaps, one core, {backend}");
+        let simnet = state.chain.simnet().expect("the embedded simnet").clone();
+        let (batches_before, writes_before) = simnet.write_batches();
         let started = Instant::now();
         let results = join_all(ids.iter().map(|id| {
             let state = state.clone();
@@ -76,6 +78,12 @@ fn main() {
             "{filled} swaps filled of {} in {seconds:.2} s: {:.0} swaps/s",
             agents * swaps,
             filled as f64 / seconds
+        );
+        let (batches, writes) = simnet.write_batches();
+        let (batches, writes) = (batches - batches_before, writes - writes_before);
+        println!(
+            "simnet ledger: {writes} writes in {batches} commits ({:.1} writes per commit)",
+            writes as f64 / batches.max(1) as f64
         );
     });
 }

@@ -37,6 +37,7 @@ mod rent;
 pub mod rpc;
 mod signatures;
 pub mod storage;
+mod writer;
 
 #[cfg(test)]
 mod proptests;
@@ -171,20 +172,101 @@ pub enum Commitment {
 /// and whatever else reads or airdrops.
 pub struct Simnet {
     store: Storage,
+    shared: Arc<Shared>,
+    /// Every write to the ledger goes through it: one batch at a time, many writes a batch
+    /// (`writer.rs`).
+    writer: writer::Writer,
+}
+
+/// What reads and the ledger's writer both need: the clock, the mint, finality and the stream
+/// of executed transactions.
+pub(crate) struct Shared {
     clock: Arc<dyn Clock>,
     finality_ms: i64,
     mint: Pubkey,
-    /// One ledger writer at a time in this process (reads of balances and the writes that
-    /// follow must not interleave, on PostgreSQL as on SQLite).
-    writer: tokio::sync::Mutex<()>,
     events: tokio::sync::broadcast::Sender<Arc<Executed>>,
+}
+
+impl Shared {
+    /// Now on the simnet's clock (ms since the Unix epoch).
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    pub(crate) fn publish(
+        &self,
+        signature: &str,
+        slot: i64,
+        executed_at: i64,
+        err: Option<Value>,
+        message: &Message,
+        trace: &Trace,
+    ) {
+        let writable = (0..message.account_keys.len())
+            .filter(|&i| message.is_writable(i))
+            .map(|i| message.account_keys[i])
+            .collect();
+        // No subscriber is not an error: the ledger is the record, events only wake streams.
+        let _ = self.events.send(Arc::new(Executed {
+            signature: signature.to_owned(),
+            slot: u64::try_from(slot).unwrap_or_default(),
+            executed_at,
+            err,
+            keys: message.account_keys.clone(),
+            writable,
+            logs: trace.logs.clone(),
+        }));
+    }
+
+    /// The block height now: the stored slot counter plus the slots that have passed on the
+    /// clock since the newest blockhash was issued. Issuing a blockhash stores those idle
+    /// slots (see [`Simnet::latest_blockhash`]), so the height never goes back; a blockhash is
+    /// valid while this is at most its `lastValidBlockHeight`.
+    pub(crate) async fn block_height(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+    ) -> Result<i64, SimnetError> {
+        let counter = ledger::current(&mut *conn, "slot").await?;
+        Ok(counter + self.idle_slots(conn).await?)
+    }
+
+    /// Whole slots since the newest blockhash was issued (0 before the first one).
+    pub(crate) async fn idle_slots(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+    ) -> Result<i64, SimnetError> {
+        let newest: Option<(i64,)> =
+            sqlx::query_as("SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
+                .fetch_optional(&mut *conn)
+                .await?;
+        Ok(newest.map_or(0, |(issued_at,)| {
+            (self.now_ms() - issued_at).max(0) / SLOT_MS
+        }))
+    }
+
+    /// The rule a real cluster applies, and the one the `lastValidBlockHeight` of
+    /// `getLatestBlockhash` promises: once the height has passed it, a transaction naming
+    /// this blockhash can never land, which is what lets a sender safely sign a replacement.
+    pub(crate) async fn blockhash_valid(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        blockhash: &[u8; 32],
+    ) -> Result<bool, SimnetError> {
+        let issued: Option<(i64,)> =
+            sqlx::query_as("SELECT slot FROM simnet_blockhashes WHERE hash = $1")
+                .bind(bs58::encode(blockhash).into_string())
+                .fetch_optional(&mut *conn)
+                .await?;
+        let height = self.block_height(conn).await?;
+        Ok(issued.is_some_and(|(slot,)| height <= slot + RECENT_BLOCKHASHES))
+    }
 }
 
 impl std::fmt::Debug for Simnet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Simnet")
-            .field("finality_ms", &self.finality_ms)
-            .field("mint", &self.mint)
+            .field("finality_ms", &self.shared.finality_ms)
+            .field("mint", &self.shared.mint)
             .finish_non_exhaustive()
     }
 }
@@ -237,59 +319,43 @@ impl Simnet {
             ledger::save(&mut tx, &mint, &account).await?;
         }
         tx.commit().await?;
-        Ok(Simnet {
-            store,
+        let shared = Arc::new(Shared {
             clock,
             finality_ms: i64::try_from(finality_ms).unwrap_or(i64::MAX),
             mint,
-            writer: tokio::sync::Mutex::new(()),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
+        });
+        Ok(Simnet {
+            writer: writer::Writer::start(store.clone(), shared.clone()),
+            store,
+            shared,
         })
+    }
+
+    /// Batches the ledger's writer has run, and the writes (transactions, airdrops, new
+    /// blockhashes) they carried: each batch is one commit.
+    pub fn write_batches(&self) -> (u64, u64) {
+        self.writer.counts()
     }
 
     /// The stablecoin the faucet mints.
     pub fn stablecoin_mint(&self) -> Pubkey {
-        self.mint
+        self.shared.mint
     }
 
     /// Every transaction this process lands from now on.
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<Executed>> {
-        self.events.subscribe()
+        self.shared.events.subscribe()
     }
 
     /// How long after executing a transaction becomes final (ms).
     pub fn finality_ms(&self) -> i64 {
-        self.finality_ms
+        self.shared.finality_ms
     }
 
     /// Now on the simnet's clock (ms since the Unix epoch).
     pub fn now_ms(&self) -> i64 {
-        self.clock.now_ms()
-    }
-
-    fn publish(
-        &self,
-        signature: &str,
-        slot: i64,
-        executed_at: i64,
-        err: Option<Value>,
-        message: &Message,
-        trace: &Trace,
-    ) {
-        let writable = (0..message.account_keys.len())
-            .filter(|&i| message.is_writable(i))
-            .map(|i| message.account_keys[i])
-            .collect();
-        // No subscriber is not an error: the ledger is the record, events only wake streams.
-        let _ = self.events.send(Arc::new(Executed {
-            signature: signature.to_owned(),
-            slot: u64::try_from(slot).unwrap_or_default(),
-            executed_at,
-            err,
-            keys: message.account_keys.clone(),
-            writable,
-            logs: trace.logs.clone(),
-        }));
+        self.shared.now_ms()
     }
 
     /// Where and when each signature landed (`None`: not on the ledger).
@@ -318,109 +384,16 @@ impl Simnet {
     /// The current slot, which is also the block height (the simnet skips no slots).
     pub async fn slot(&self) -> Result<u64, SimnetError> {
         let mut conn = self.store.read().acquire().await?;
-        let height = self.block_height(&mut conn).await?;
+        let height = self.shared.block_height(&mut conn).await?;
         Ok(u64::try_from(height).unwrap_or_default())
-    }
-
-    /// The block height now: the stored slot counter plus the slots that have passed on the
-    /// clock since the newest blockhash was issued. Issuing a blockhash stores those idle
-    /// slots (see [`Simnet::latest_blockhash`]), so the height never goes back; a blockhash is
-    /// valid while this is at most its `lastValidBlockHeight`.
-    async fn block_height(&self, conn: &mut sqlx::AnyConnection) -> Result<i64, SimnetError> {
-        let counter = ledger::current(&mut *conn, "slot").await?;
-        Ok(counter + self.idle_slots(conn).await?)
-    }
-
-    /// Whole slots since the newest blockhash was issued (0 before the first one).
-    async fn idle_slots(&self, conn: &mut sqlx::AnyConnection) -> Result<i64, SimnetError> {
-        let newest: Option<(i64,)> =
-            sqlx::query_as("SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
-                .fetch_optional(&mut *conn)
-                .await?;
-        Ok(newest.map_or(0, |(issued_at,)| {
-            (self.now_ms() - issued_at).max(0) / SLOT_MS
-        }))
-    }
-
-    /// Start a write to the ledger: one at a time in this process (the mutex) and, on
-    /// PostgreSQL, across every node sharing the database (a transaction-scoped advisory lock,
-    /// released at commit or rollback). The simnet is one leader: two nodes must never execute
-    /// against the same balances, or both could spend them.
-    async fn begin_write(
-        &self,
-    ) -> Result<
-        (
-            tokio::sync::MutexGuard<'_, ()>,
-            sqlx::Transaction<'static, sqlx::Any>,
-        ),
-        SimnetError,
-    > {
-        let writer = self.writer.lock().await;
-        let mut tx = self.store.begin().await?;
-        if self.store.backend() == Backend::Postgres {
-            sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                .bind(LEDGER_LOCK)
-                .execute(&mut *tx)
-                .await?;
-        }
-        Ok((writer, tx))
     }
 
     /// The newest blockhash (a new one at most every slot) and its last valid block height.
     pub async fn latest_blockhash(&self) -> Result<(String, u64, u64), SimnetError> {
-        let (_writer, mut tx) = self.begin_write().await?;
-        let now = self.now_ms();
-        let newest: Option<(String, i64, i64)> = sqlx::query_as(
-            "SELECT hash, slot, issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1",
-        )
-        .fetch_optional(&mut *tx)
-        .await?;
-        // Reused only within its slot: while the clock has not moved a slot on and no
-        // transaction has landed since (each lands in a slot of its own), so a client sending
-        // many transactions never receives a blockhash that is already near its end.
-        let current_slot = ledger::current(&mut tx, "slot").await?;
-        let (hash, slot) = match newest {
-            Some((hash, slot, issued_at))
-                if (0..SLOT_MS).contains(&(now - issued_at)) && slot == current_slot =>
-            {
-                (hash, slot)
-            }
-            _ => {
-                // The slots that passed since the newest blockhash become real (at least the
-                // one this blockhash opens), so the height never goes back from what
-                // `block_height` reported and moves one block per slot of the clock.
-                let passed = self.idle_slots(&mut tx).await?.max(1);
-                sqlx::query("UPDATE simnet_counters SET value = value + $1 WHERE name = 'slot'")
-                    .bind(passed)
-                    .execute(&mut *tx)
-                    .await?;
-                let seq = ledger::next(&mut tx, "blockhash_seq").await?;
-                let slot = ledger::current(&mut tx, "slot").await?;
-                let mut salt = [0u8; 16];
-                rand::rngs::OsRng.fill_bytes(&mut salt);
-                let mut hasher = Sha256::new();
-                hasher.update(seq.to_le_bytes());
-                hasher.update(now.to_le_bytes());
-                hasher.update(salt);
-                let hash = bs58::encode(hasher.finalize()).into_string();
-                sqlx::query(
-                    "INSERT INTO simnet_blockhashes (hash, seq, slot, issued_at) VALUES ($1, $2, $3, $4)",
-                )
-                .bind(&hash)
-                .bind(seq)
-                .bind(slot)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-                // Keep a margin beyond the validity window; older hashes can never be used.
-                sqlx::query("DELETE FROM simnet_blockhashes WHERE seq < $1")
-                    .bind(seq - 2 * RECENT_BLOCKHASHES)
-                    .execute(&mut *tx)
-                    .await?;
-                (hash, slot)
-            }
-        };
-        tx.commit().await?;
+        let (hash, slot) = self
+            .writer
+            .write(|conn, shared| Box::pin(issue_blockhash(conn, shared)))
+            .await?;
         let slot = u64::try_from(slot).unwrap_or_default();
         Ok((hash, slot + RECENT_BLOCKHASHES as u64, slot))
     }
@@ -465,7 +438,7 @@ impl Simnet {
         addresses: &[Pubkey],
     ) -> Result<Vec<(u64, u64)>, SimnetError> {
         let mut conn = self.store.read().acquire().await?;
-        let newest = self.block_height(&mut conn).await?;
+        let newest = self.shared.block_height(&mut conn).await?;
         let since = newest - RECENT_BLOCKHASHES;
         let rows: Vec<(i64, String)> = if addresses.is_empty() {
             sqlx::query_as(
@@ -578,77 +551,9 @@ impl Simnet {
     /// recorded.
     pub async fn send(&self, wire: &[u8], skip_preflight: bool) -> Result<String, SimnetError> {
         let transaction = Self::decode_transaction(wire, true)?;
-        let signature = transaction.signature();
-        let message = &transaction.message;
-
-        let (_writer, mut tx) = self.begin_write().await?;
-        if ledger::transaction(&mut tx, &signature).await?.is_some() {
-            return Err(SimnetError::preflight(
-                "This transaction has already been processed",
-                json!("AlreadyProcessed"),
-                &Trace::default(),
-            ));
-        }
-        if !self
-            .blockhash_valid(&mut tx, &message.recent_blockhash)
-            .await?
-        {
-            return Err(SimnetError::preflight(
-                "Blockhash not found",
-                json!("BlockhashNotFound"),
-                &Trace::default(),
-            ));
-        }
-        let pre = ledger::load(&mut tx, &message.account_keys).await?;
-        let processed = executor::process(message, &pre).map_err(|r| SimnetError::refused(&r))?;
-        let err = processed.failure.as_ref().map(|f| f.to_json());
-        if let Some(failure) = &processed.failure
-            && !skip_preflight
-        {
-            return Err(SimnetError::preflight(
-                failure.message(),
-                failure.to_json(),
-                &processed.trace,
-            ));
-        }
-        let signatures: Vec<String> = transaction
-            .signatures
-            .iter()
-            .map(|s| bs58::encode(s).into_string())
-            .collect();
-        let rendered = render::transaction(
-            &signatures,
-            message,
-            &pre,
-            &processed.post,
-            processed.fee,
-            err.as_ref(),
-            &processed.trace,
-        );
-        let slot = ledger::next(&mut tx, "slot").await?;
-        let executed_at = self.now_ms();
-        ledger::insert_transaction(
-            &mut tx,
-            &signature,
-            slot,
-            executed_at,
-            err.as_ref().map(Value::to_string),
-            &rendered,
-        )
-        .await?;
-        signatures::record(&mut tx, &signature, slot, &message.account_keys).await?;
-        ledger::save_changes(&mut tx, &pre, &processed.post).await?;
-        tx.commit().await?;
-        tracing::debug!(%signature, slot, failed = err.is_some(), "simnet transaction");
-        self.publish(
-            &signature,
-            slot,
-            executed_at,
-            err,
-            message,
-            &processed.trace,
-        );
-        Ok(signature)
+        self.writer
+            .write(move |conn, shared| Box::pin(land(conn, shared, transaction, skip_preflight)))
+            .await
     }
 
     /// `simulateTransaction`: run a transaction against the current ledger and record
@@ -681,8 +586,9 @@ impl Simnet {
         };
         let message = &transaction.message;
         let mut tx = self.store.read().begin().await?;
-        let slot = u64::try_from(self.block_height(&mut tx).await?).unwrap_or_default();
+        let slot = u64::try_from(self.shared.block_height(&mut tx).await?).unwrap_or_default();
         let outcome = if !self
+            .shared
             .blockhash_valid(&mut tx, &message.recent_blockhash)
             .await?
         {
@@ -719,23 +625,6 @@ impl Simnet {
         Ok(transaction)
     }
 
-    /// The rule a real cluster applies, and the one the `lastValidBlockHeight` of
-    /// `getLatestBlockhash` promises: once the height has passed it, a transaction naming
-    /// this blockhash can never land, which is what lets a sender safely sign a replacement.
-    async fn blockhash_valid(
-        &self,
-        conn: &mut sqlx::AnyConnection,
-        blockhash: &[u8; 32],
-    ) -> Result<bool, SimnetError> {
-        let issued: Option<(i64,)> =
-            sqlx::query_as("SELECT slot FROM simnet_blockhashes WHERE hash = $1")
-                .bind(bs58::encode(blockhash).into_string())
-                .fetch_optional(&mut *conn)
-                .await?;
-        let height = self.block_height(conn).await?;
-        Ok(issued.is_some_and(|(slot,)| height <= slot + RECENT_BLOCKHASHES))
-    }
-
     /// `isBlockhashValid` for a base58 blockhash (false for anything that is not one).
     pub async fn is_blockhash_valid(&self, blockhash: &str) -> Result<bool, SimnetError> {
         let Some(bytes) = bs58::decode(blockhash)
@@ -746,7 +635,7 @@ impl Simnet {
             return Ok(false);
         };
         let mut conn = self.store.read().acquire().await?;
-        self.blockhash_valid(&mut conn, &bytes).await
+        self.shared.blockhash_valid(&mut conn, &bytes).await
     }
 
     /// Credit `lamports` of SOL and `stablecoin` raw units (into the associated token account,
@@ -764,7 +653,7 @@ impl Simnet {
         }
         let faucet = faucet();
         let token_program = tx::token_program();
-        let ata = tx::associated_token_address(address, &self.mint, &token_program);
+        let ata = tx::associated_token_address(address, &self.shared.mint, &token_program);
         let mut ixs = vec![tx::instructions::system_transfer(
             &faucet, address, lamports,
         )];
@@ -775,97 +664,35 @@ impl Simnet {
             ixs.push(tx::message::Instruction {
                 program_id: token_program,
                 accounts: vec![
-                    tx::message::AccountMeta::writable(self.mint, false),
+                    tx::message::AccountMeta::writable(self.shared.mint, false),
                     tx::message::AccountMeta::writable(ata, false),
                     tx::message::AccountMeta::readonly(faucet, true),
                 ],
                 data,
             });
         }
-        let (_writer, mut tx) = self.begin_write().await?;
-        let slot = ledger::next(&mut tx, "slot").await?;
-        let (blockhash,): (String,) =
-            sqlx::query_as("SELECT hash FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
-                .fetch_optional(&mut *tx)
-                .await?
-                .unwrap_or_else(|| (bs58::encode([0u8; 32]).into_string(),));
-        let blockhash: [u8; 32] = bs58::decode(&blockhash)
-            .into_vec()
-            .ok()
-            .and_then(|b| b.try_into().ok())
-            .unwrap_or_default();
-        let message = Message::new_legacy(&ixs, &faucet, blockhash);
-        let pre = ledger::load(&mut tx, &message.account_keys).await?;
-        let mut post = pre.clone();
-        let target = post.entry(*address).or_insert(Account::wallet(0));
-        target.lamports = target
-            .lamports
-            .checked_add(lamports)
-            .ok_or_else(|| SimnetError::params("the balance would overflow"))?;
-        if stablecoin > 0 {
-            let account = post.entry(ata).or_insert(Account {
-                lamports: executor::TOKEN_ACCOUNT_RENT,
-                kind: Kind::Token {
-                    program: token_program,
-                    mint: self.mint,
-                    owner: *address,
-                    amount: 0,
-                    decimals: STABLECOIN_DECIMALS,
-                },
-            });
-            match &mut account.kind {
-                Kind::Token { amount, .. } => {
-                    *amount = amount
-                        .checked_add(stablecoin)
-                        .ok_or_else(|| SimnetError::params("the balance would overflow"))?;
-                }
-                _ => return Err(SimnetError::params(format!("{ata} is not a token account"))),
-            }
-            if let Some(Account {
-                kind: Kind::Mint { supply, .. },
-                ..
-            }) = post.get_mut(&self.mint)
-            {
-                *supply = supply.saturating_add(stablecoin);
-            }
-        }
-        // The faucet's transfer obeys rent like any other: a new account gets at least the
-        // exempt minimum or the airdrop is refused, as `solana-test-validator` refuses it.
-        if let Err(short) = rent::check(&message, &pre, &post) {
-            return Err(SimnetError::preflight(
-                short.message(),
-                short.to_json(),
-                &Trace::default(),
-            ));
-        }
-        let mut trace = Trace::default();
-        for program in ixs.iter().map(|ix| ix.program_id) {
-            trace.logs.push(format!("Program {program} invoke [1]"));
-            trace.logs.push(format!("Program {program} success"));
-        }
-        let mut signature = [0u8; 64];
-        rand::rngs::OsRng.fill_bytes(&mut signature);
-        let signature = bs58::encode(signature).into_string();
-        let rendered = render::transaction(
-            std::slice::from_ref(&signature),
-            &message,
-            &pre,
-            &post,
-            0,
-            None,
-            &trace,
-        );
-        let executed_at = self.now_ms();
-        ledger::insert_transaction(&mut tx, &signature, slot, executed_at, None, &rendered).await?;
-        signatures::record(&mut tx, &signature, slot, &message.account_keys).await?;
-        ledger::save_changes(&mut tx, &pre, &post).await?;
-        tx.commit().await?;
-        self.publish(&signature, slot, executed_at, None, &message, &trace);
-        Ok(signature)
+        let mint = self.shared.mint;
+        let address = *address;
+        self.writer
+            .write(move |conn, shared| {
+                Box::pin(credit(
+                    conn,
+                    shared,
+                    Credit {
+                        address,
+                        ata,
+                        mint,
+                        lamports,
+                        stablecoin,
+                        ixs,
+                    },
+                ))
+            })
+            .await
     }
 
     fn is_final(&self, executed_at: i64) -> bool {
-        self.now_ms().saturating_sub(executed_at) >= self.finality_ms
+        self.now_ms().saturating_sub(executed_at) >= self.shared.finality_ms
     }
 
     /// `getSignatureStatuses` entries (null for unknown signatures).
@@ -920,4 +747,257 @@ impl Simnet {
         value["blockTime"] = json!(executed_at.div_euclid(1000));
         Ok(value)
     }
+}
+
+/// The newest blockhash, or a new one when the clock or a landed transaction has moved past its
+/// slot: one write of the ledger (`Simnet::latest_blockhash`).
+async fn issue_blockhash(
+    conn: &mut sqlx::AnyConnection,
+    shared: &Shared,
+) -> Result<writer::Done<(String, i64)>, SimnetError> {
+    let now = shared.now_ms();
+    let newest: Option<(String, i64, i64)> = sqlx::query_as(
+        "SELECT hash, slot, issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1",
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    // Reused only within its slot: while the clock has not moved a slot on and no
+    // transaction has landed since (each lands in a slot of its own), so a client sending
+    // many transactions never receives a blockhash that is already near its end.
+    let current_slot = ledger::current(&mut *conn, "slot").await?;
+    let (hash, slot) = match newest {
+        Some((hash, slot, issued_at))
+            if (0..SLOT_MS).contains(&(now - issued_at)) && slot == current_slot =>
+        {
+            (hash, slot)
+        }
+        _ => {
+            // The slots that passed since the newest blockhash become real (at least the
+            // one this blockhash opens), so the height never goes back from what
+            // `block_height` reported and moves one block per slot of the clock.
+            let passed = shared.idle_slots(&mut *conn).await?.max(1);
+            sqlx::query("UPDATE simnet_counters SET value = value + $1 WHERE name = 'slot'")
+                .bind(passed)
+                .execute(&mut *conn)
+                .await?;
+            let seq = ledger::next(&mut *conn, "blockhash_seq").await?;
+            let slot = ledger::current(&mut *conn, "slot").await?;
+            let mut salt = [0u8; 16];
+            rand::rngs::OsRng.fill_bytes(&mut salt);
+            let mut hasher = Sha256::new();
+            hasher.update(seq.to_le_bytes());
+            hasher.update(now.to_le_bytes());
+            hasher.update(salt);
+            let hash = bs58::encode(hasher.finalize()).into_string();
+            sqlx::query(
+                    "INSERT INTO simnet_blockhashes (hash, seq, slot, issued_at) VALUES ($1, $2, $3, $4)",
+                )
+                .bind(&hash)
+                .bind(seq)
+                .bind(slot)
+                .bind(now)
+                .execute(&mut *conn)
+                .await?;
+            // Keep a margin beyond the validity window; older hashes can never be used.
+            sqlx::query("DELETE FROM simnet_blockhashes WHERE seq < $1")
+                .bind(seq - 2 * RECENT_BLOCKHASHES)
+                .execute(&mut *conn)
+                .await?;
+            (hash, slot)
+        }
+    };
+    Ok(writer::Done::new((hash, slot)))
+}
+
+/// Execute a decoded transaction and record it: one write of the ledger (`Simnet::send`).
+async fn land(
+    conn: &mut sqlx::AnyConnection,
+    shared: &Shared,
+    transaction: Transaction,
+    skip_preflight: bool,
+) -> Result<writer::Done<String>, SimnetError> {
+    let signature = transaction.signature();
+    let message = &transaction.message;
+    if ledger::transaction(&mut *conn, &signature).await?.is_some() {
+        return Err(SimnetError::preflight(
+            "This transaction has already been processed",
+            json!("AlreadyProcessed"),
+            &Trace::default(),
+        ));
+    }
+    if !shared
+        .blockhash_valid(&mut *conn, &message.recent_blockhash)
+        .await?
+    {
+        return Err(SimnetError::preflight(
+            "Blockhash not found",
+            json!("BlockhashNotFound"),
+            &Trace::default(),
+        ));
+    }
+    let pre = ledger::load(&mut *conn, &message.account_keys).await?;
+    let processed = executor::process(message, &pre).map_err(|r| SimnetError::refused(&r))?;
+    let err = processed.failure.as_ref().map(|f| f.to_json());
+    if let Some(failure) = &processed.failure
+        && !skip_preflight
+    {
+        return Err(SimnetError::preflight(
+            failure.message(),
+            failure.to_json(),
+            &processed.trace,
+        ));
+    }
+    let signatures: Vec<String> = transaction
+        .signatures
+        .iter()
+        .map(|s| bs58::encode(s).into_string())
+        .collect();
+    let rendered = render::transaction(
+        &signatures,
+        message,
+        &pre,
+        &processed.post,
+        processed.fee,
+        err.as_ref(),
+        &processed.trace,
+    );
+    let slot = ledger::next(&mut *conn, "slot").await?;
+    let executed_at = shared.now_ms();
+    ledger::insert_transaction(
+        &mut *conn,
+        &signature,
+        slot,
+        executed_at,
+        err.as_ref().map(Value::to_string),
+        &rendered,
+    )
+    .await?;
+    signatures::record(&mut *conn, &signature, slot, &message.account_keys).await?;
+    ledger::save_changes(&mut *conn, &pre, &processed.post).await?;
+    let announced = signature.clone();
+    let trace = processed.trace;
+    Ok(writer::Done {
+        value: signature,
+        after: Some(Box::new(move |shared: &Shared| {
+            tracing::debug!(signature = %announced, slot, failed = err.is_some(), "simnet transaction");
+            shared.publish(
+                &announced,
+                slot,
+                executed_at,
+                err,
+                &transaction.message,
+                &trace,
+            );
+        })),
+    })
+}
+
+/// An airdrop's accounts and amounts (`Simnet::airdrop`).
+struct Credit {
+    address: Pubkey,
+    ata: Pubkey,
+    mint: Pubkey,
+    lamports: u64,
+    stablecoin: u64,
+    ixs: Vec<tx::message::Instruction>,
+}
+
+/// Credit an airdrop and record it as a faucet transaction: one write of the ledger.
+async fn credit(
+    conn: &mut sqlx::AnyConnection,
+    shared: &Shared,
+    credit: Credit,
+) -> Result<writer::Done<String>, SimnetError> {
+    let Credit {
+        address,
+        ata,
+        mint,
+        lamports,
+        stablecoin,
+        ixs,
+    } = credit;
+    let faucet = faucet();
+    let token_program = tx::token_program();
+    let slot = ledger::next(&mut *conn, "slot").await?;
+    let (blockhash,): (String,) =
+        sqlx::query_as("SELECT hash FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(&mut *conn)
+            .await?
+            .unwrap_or_else(|| (bs58::encode([0u8; 32]).into_string(),));
+    let blockhash: [u8; 32] = bs58::decode(&blockhash)
+        .into_vec()
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .unwrap_or_default();
+    let message = Message::new_legacy(&ixs, &faucet, blockhash);
+    let pre = ledger::load(&mut *conn, &message.account_keys).await?;
+    let mut post = pre.clone();
+    let target = post.entry(address).or_insert(Account::wallet(0));
+    target.lamports = target
+        .lamports
+        .checked_add(lamports)
+        .ok_or_else(|| SimnetError::params("the balance would overflow"))?;
+    if stablecoin > 0 {
+        let account = post.entry(ata).or_insert(Account {
+            lamports: executor::TOKEN_ACCOUNT_RENT,
+            kind: Kind::Token {
+                program: token_program,
+                mint: mint,
+                owner: address,
+                amount: 0,
+                decimals: STABLECOIN_DECIMALS,
+            },
+        });
+        match &mut account.kind {
+            Kind::Token { amount, .. } => {
+                *amount = amount
+                    .checked_add(stablecoin)
+                    .ok_or_else(|| SimnetError::params("the balance would overflow"))?;
+            }
+            _ => return Err(SimnetError::params(format!("{ata} is not a token account"))),
+        }
+        if let Some(Account {
+            kind: Kind::Mint { supply, .. },
+            ..
+        }) = post.get_mut(&mint)
+        {
+            *supply = supply.saturating_add(stablecoin);
+        }
+    }
+    // The faucet's transfer obeys rent like any other: a new account gets at least the
+    // exempt minimum or the airdrop is refused, as `solana-test-validator` refuses it.
+    if let Err(short) = rent::check(&message, &pre, &post) {
+        return Err(SimnetError::preflight(
+            short.message(),
+            short.to_json(),
+            &Trace::default(),
+        ));
+    }
+    let mut trace = Trace::default();
+    for program in ixs.iter().map(|ix| ix.program_id) {
+        trace.logs.push(format!("Program {program} invoke [1]"));
+        trace.logs.push(format!("Program {program} success"));
+    }
+    let mut signature = [0u8; 64];
+    rand::rngs::OsRng.fill_bytes(&mut signature);
+    let signature = bs58::encode(signature).into_string();
+    let rendered = render::transaction(
+        std::slice::from_ref(&signature),
+        &message,
+        &pre,
+        &post,
+        0,
+        None,
+        &trace,
+    );
+    let executed_at = shared.now_ms();
+    ledger::insert_transaction(&mut *conn, &signature, slot, executed_at, None, &rendered).await?;
+    signatures::record(&mut *conn, &signature, slot, &message.account_keys).await?;
+    ledger::save_changes(&mut *conn, &pre, &post).await?;
+    Ok(writer::Done {
+        value: signature.clone(),
+        after: Some(Box::new(move |shared: &Shared| {
+            shared.publish(&signature, slot, executed_at, None, &message, &trace);
+        })),
+    })
 }

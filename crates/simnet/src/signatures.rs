@@ -143,7 +143,7 @@ impl Simnet {
         let until = slot_of(&mut conn, query.until.as_deref()).await?;
         // Only what is final at `commitment` is listed, like `getTransaction`.
         let executed_by = match query.commitment {
-            Commitment::Finalized => self.now_ms().saturating_sub(self.finality_ms),
+            Commitment::Finalized => self.now_ms().saturating_sub(self.shared.finality_ms),
             Commitment::Confirmed => i64::MAX,
         };
         let rows: Vec<(String, i64, i64, Option<String>, String)> = sqlx::query_as(

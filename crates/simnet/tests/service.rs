@@ -240,3 +240,85 @@ async fn the_schema_can_be_created_again_and_a_reopened_ledger_keeps_its_state()
         .expect("token accounts");
     assert_eq!(tokens.len(), 1);
 }
+
+/// Writes sent at once share batches (`writer.rs`): every one is answered for what it did, a
+/// refused one changes nothing and fails alone, a transaction sent twice lands once, and the
+/// ledger adds up as if each had had a transaction of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_sent_at_once_land_whole_and_a_refused_one_fails_alone() {
+    let (simnet, _now) = simnet().await;
+    let payee = Pubkey([9; 32]);
+    let payers: Vec<Keypair> = (10..42u8).map(|i| Keypair::from_secret([i; 32])).collect();
+    let mut airdrops = Vec::new();
+    for payer in &payers {
+        let (simnet, address) = (simnet.clone(), payer.pubkey());
+        airdrops.push(tokio::spawn(async move {
+            simnet.airdrop(&address, 2_000_000_000, 0).await
+        }));
+    }
+    for airdrop in airdrops {
+        airdrop.await.expect("task").expect("airdrop");
+    }
+    let mut wires = Vec::new();
+    for payer in &payers {
+        wires.push(transfer(&simnet, payer, &payee, 1_000_000_000).await);
+    }
+    // One overdraft (an account with nothing), and the first transfer a second time.
+    let broke = Keypair::from_secret([99; 32]);
+    let overdraft = transfer(&simnet, &broke, &payee, 1).await;
+    let duplicate = wires[0].clone();
+
+    let send = |wire: String| {
+        let simnet = simnet.clone();
+        tokio::spawn(async move {
+            call(
+                &simnet,
+                "sendTransaction",
+                json!([wire, {"encoding": "base64"}]),
+            )
+            .await
+        })
+    };
+    let mut sent = Vec::new();
+    for (_, wire) in &wires {
+        sent.push(send(wire.clone()));
+    }
+    let refused = send(overdraft.1.clone());
+    let again = send(duplicate.1.clone());
+
+    let mut landed = 0;
+    for (reply, (signature, _)) in sent.into_iter().zip(&wires) {
+        let reply = reply.await.expect("task");
+        if reply.get("error").is_none() {
+            assert_eq!(reply["result"], json!(signature));
+            landed += 1;
+        } else {
+            // Only the first transfer may lose the race to its own duplicate.
+            assert_eq!(signature, &duplicate.0, "{reply}");
+        }
+    }
+    let again = again.await.expect("task");
+    let refused = refused.await.expect("task");
+    assert!(
+        refused.get("error").is_some(),
+        "an overdraft is refused: {refused}"
+    );
+    // Of the two sends of the same transaction, exactly one landed.
+    let duplicate_landed = usize::from(again.get("error").is_none());
+    assert_eq!(landed + duplicate_landed, payers.len(), "{again}");
+    if duplicate_landed == 0 {
+        let message = again["error"]["message"].as_str().expect("message");
+        assert!(message.contains("already been processed"), "{message}");
+    }
+
+    let balance = result(&simnet, "getBalance", json!([payee.to_string()])).await;
+    assert_eq!(balance["value"], 1_000_000_000 * payers.len() as u64);
+    let broke_balance = result(&simnet, "getBalance", json!([broke.pubkey().to_string()])).await;
+    assert_eq!(
+        broke_balance["value"], 0,
+        "the refused transfer charged nothing"
+    );
+    // Every airdrop and transfer is on the ledger once.
+    let count = result(&simnet, "getTransactionCount", json!([])).await;
+    assert_eq!(count, json!(2 * payers.len()));
+}

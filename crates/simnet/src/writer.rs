@@ -1,0 +1,230 @@
+//! Group commit for the ledger: every write (a transaction landing, an airdrop, a new blockhash)
+//! is a job sent to one writer task, which runs the jobs waiting at that moment in one database
+//! transaction, each behind a savepoint of its own, and commits them with one flush.
+//!
+//! - A job is answered only once its batch is durable; a job that fails (a preflight refusal,
+//!   an already-processed signature) rolls back to its savepoint and fails alone, the rest of
+//!   its batch commits.
+//! - Jobs run one after another, in the order they arrived, each seeing the writes of those
+//!   before it: the same serial ledger as one transaction per write, with fewer flushes.
+//! - A lone job runs at once (a batch is whatever is waiting, never a timer), so a quiet
+//!   simnet is not slowed.
+//! - What a job announces (its `Executed` event) is announced after the commit, in batch order.
+//! - The batch runs on a task of its own: a caller that stops waiting does not stop it, and a
+//!   job that panics fails its batch, not the writer.
+//!
+//! On PostgreSQL a batch holds the ledger's advisory lock, as each write did: one leader among
+//! the nodes sharing the database.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sqlx::{Acquire as _, AnyConnection};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{Backend, LEDGER_LOCK, Shared, SimnetError, Storage};
+
+/// A boxed future borrowing the batch's connection.
+pub(crate) type Fut<'c, T> = Pin<Box<dyn Future<Output = T> + Send + 'c>>;
+
+/// What a job leaves for after its batch commits (announcing the transaction it landed).
+pub(crate) type AfterCommit = Box<dyn FnOnce(&Shared) + Send>;
+
+/// A job's result, and what to do once it is durable.
+pub(crate) struct Done<T> {
+    pub(crate) value: T,
+    pub(crate) after: Option<AfterCommit>,
+}
+
+impl<T> Done<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Done { value, after: None }
+    }
+}
+
+/// Most jobs one batch runs: bounds how long the first of them waits for the commit.
+const MAX_BATCH: usize = 256;
+
+/// Jobs queued for the writer before senders wait for room.
+const QUEUE: usize = 4096;
+
+/// A queued job, its result type erased.
+trait Pending: Send {
+    /// Run against the batch's transaction; false when the job failed (its savepoint is then
+    /// rolled back).
+    fn run<'c>(&'c mut self, conn: &'c mut AnyConnection, shared: &'c Shared) -> Fut<'c, bool>;
+    /// Answer the caller once the batch committed, or failed as a whole.
+    fn finish(self: Box<Self>, shared: &Shared, batch: &Result<(), String>);
+}
+
+struct Job<T, F> {
+    work: Option<F>,
+    outcome: Option<Result<Done<T>, SimnetError>>,
+    reply: oneshot::Sender<Result<T, SimnetError>>,
+}
+
+impl<T, F> Pending for Job<T, F>
+where
+    T: Send + 'static,
+    F: for<'c> FnOnce(&'c mut AnyConnection, &'c Shared) -> Fut<'c, Result<Done<T>, SimnetError>>
+        + Send
+        + 'static,
+{
+    fn run<'c>(&'c mut self, conn: &'c mut AnyConnection, shared: &'c Shared) -> Fut<'c, bool> {
+        Box::pin(async move {
+            let Some(work) = self.work.take() else {
+                return false;
+            };
+            let outcome = work(conn, shared).await;
+            let ran = outcome.is_ok();
+            self.outcome = Some(outcome);
+            ran
+        })
+    }
+
+    fn finish(self: Box<Self>, shared: &Shared, batch: &Result<(), String>) {
+        let answer = match (self.outcome, batch) {
+            // A job that failed fails alone, whatever became of its batch.
+            (Some(Err(error)), _) => Err(error),
+            (Some(Ok(done)), Ok(())) => {
+                if let Some(after) = done.after {
+                    after(shared);
+                }
+                Ok(done.value)
+            }
+            (_, Err(why)) => Err(batch_failed(why)),
+            (None, Ok(())) => Err(batch_failed("the job was not run")),
+        };
+        // A caller that stopped waiting is not an error: its write stands or fell with the batch.
+        let _ = self.reply.send(answer);
+    }
+}
+
+fn batch_failed(why: &str) -> SimnetError {
+    SimnetError::Store(sqlx::Error::Protocol(format!(
+        "the ledger's write did not commit: {why}"
+    )))
+}
+
+/// The handle writes are sent through.
+pub(crate) struct Writer {
+    queue: mpsc::Sender<Box<dyn Pending>>,
+    counts: Arc<Counts>,
+}
+
+/// Batches committed and the writes they carried, for benchmarks and metrics.
+#[derive(Default)]
+struct Counts {
+    batches: AtomicU64,
+    writes: AtomicU64,
+}
+
+impl Writer {
+    /// Start the writer task on the current runtime; it ends with the last handle.
+    pub(crate) fn start(store: Storage, shared: Arc<Shared>) -> Self {
+        let (queue, mut jobs) = mpsc::channel::<Box<dyn Pending>>(QUEUE);
+        let counts = Arc::new(Counts::default());
+        let counted = counts.clone();
+        tokio::spawn(async move {
+            while let Some(first) = jobs.recv().await {
+                let mut batch = vec![first];
+                while batch.len() < MAX_BATCH {
+                    match jobs.try_recv() {
+                        Ok(job) => batch.push(job),
+                        Err(_) => break,
+                    }
+                }
+                counted.batches.fetch_add(1, Ordering::Relaxed);
+                counted
+                    .writes
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                // On a task of its own, so a panicking job costs its batch (its callers see the
+                // writer gone), never the writer.
+                let batch = tokio::spawn(run_batch(store.clone(), shared.clone(), batch));
+                if let Err(error) = batch.await {
+                    tracing::error!(%error, "a simnet ledger batch panicked; its writes were rolled back");
+                }
+            }
+        });
+        Writer { queue, counts }
+    }
+
+    /// Batches run so far, and the writes they carried.
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        (
+            self.counts.batches.load(Ordering::Relaxed),
+            self.counts.writes.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Run `work` in the next batch; its result once the batch is durable.
+    pub(crate) async fn write<T, F>(&self, work: F) -> Result<T, SimnetError>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(
+                &'c mut AnyConnection,
+                &'c Shared,
+            ) -> Fut<'c, Result<Done<T>, SimnetError>>
+            + Send
+            + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            work: Some(work),
+            outcome: None,
+            reply,
+        };
+        if self.queue.send(Box::new(job)).await.is_err() {
+            return Err(batch_failed("the ledger's writer has stopped"));
+        }
+        answer
+            .await
+            .unwrap_or_else(|_| Err(batch_failed("its batch was abandoned")))
+    }
+}
+
+/// One batch: one transaction, a savepoint per job (none for a lone job), one commit; then
+/// every job answered.
+async fn run_batch(store: Storage, shared: Arc<Shared>, mut batch: Vec<Box<dyn Pending>>) {
+    let outcome = commit_batch(&store, &shared, &mut batch)
+        .await
+        .map_err(|error| error.to_string());
+    for job in batch {
+        job.finish(&shared, &outcome);
+    }
+}
+
+async fn commit_batch(
+    store: &Storage,
+    shared: &Shared,
+    batch: &mut [Box<dyn Pending>],
+) -> Result<(), SimnetError> {
+    let mut tx = store.begin().await?;
+    if store.backend() == Backend::Postgres {
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(LEDGER_LOCK)
+            .execute(&mut *tx)
+            .await?;
+    }
+    if let [job] = batch {
+        // Alone, the job's failure is the transaction's: nothing of it is kept.
+        if job.run(&mut *tx, shared).await {
+            tx.commit().await?;
+        } else {
+            tx.rollback().await?;
+        }
+        return Ok(());
+    }
+    for job in batch.iter_mut() {
+        let mut savepoint = tx.begin().await?;
+        if job.run(&mut *savepoint, shared).await {
+            savepoint.commit().await?;
+        } else {
+            savepoint.rollback().await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}

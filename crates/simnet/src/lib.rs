@@ -942,7 +942,7 @@ async fn credit(
             lamports: executor::TOKEN_ACCOUNT_RENT,
             kind: Kind::Token {
                 program: token_program,
-                mint: mint,
+                mint,
                 owner: address,
                 amount: 0,
                 decimals: STABLECOIN_DECIMALS,

@@ -210,7 +210,7 @@ async fn commit_batch(
     }
     if let [job] = batch {
         // Alone, the job's failure is the transaction's: nothing of it is kept.
-        if job.run(&mut *tx, shared).await {
+        if job.run(&mut tx, shared).await {
             tx.commit().await?;
         } else {
             tx.rollback().await?;
@@ -219,7 +219,7 @@ async fn commit_batch(
     }
     for job in batch.iter_mut() {
         let mut savepoint = tx.begin().await?;
-        if job.run(&mut *savepoint, shared).await {
+        if job.run(&mut savepoint, shared).await {
             savepoint.commit().await?;
         } else {
             savepoint.rollback().await?;

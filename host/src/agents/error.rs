@@ -16,6 +16,10 @@ pub(crate) enum AgentError {
         field: std::borrow::Cow<'static, str>,
         message: String,
     },
+    /// No uploaded strategy by that id among the caller's (never says whether another account
+    /// has it).
+    #[error("{0}")]
+    StrategyNotFound(String),
     /// Another agent (of any account) has this username already: 409 (docs/api.md, "Families,
     /// credentials and the answers they share"), not a malformed value.
     #[error("the username `{0}` is taken")]

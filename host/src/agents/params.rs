@@ -123,8 +123,20 @@ pub(crate) struct ParamView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub choices: Option<Vec<String>>,
     /// The value an agent gets when it names none.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = value_schema)]
     pub default: Value,
+}
+
+/// A parameter's value: an integer, a number or a string, by its kind.
+fn value_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{SchemaType, Type};
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([
+            Type::Integer,
+            Type::Number,
+            Type::String,
+        ]))
+        .build()
 }
 
 impl From<&ParamSpec> for ParamView {
@@ -184,10 +196,9 @@ pub(crate) async fn declared_view(
     if let StrategyChoice::Custom(id) = &strategy
         && !super::strategies::owned_by(store, account_id, id).await?
     {
-        return Err(AgentError::invalid(
-            "type",
-            format!("no uploaded strategy `{id}` on this account"),
-        ));
+        return Err(AgentError::StrategyNotFound(format!(
+            "no uploaded strategy `{id}` on this account"
+        )));
     }
     let declared = declared(store, agents, class, &strategy).await?;
     Ok(DeclaredView {

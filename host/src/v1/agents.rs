@@ -52,6 +52,7 @@ impl From<AgentError> for V1Error {
     fn from(error: AgentError) -> Self {
         match error {
             AgentError::NotFound(agent_id) => V1Error::AgentNotFound(agent_id),
+            AgentError::StrategyNotFound(message) => V1Error::NotFound(message),
             AgentError::Invalid { field, message } => V1Error::field(&field, message),
             AgentError::UsernameTaken(_) => V1Error::Conflict(error.to_string()),
             AgentError::InsufficientFunds { .. } => V1Error::InsufficientFunds(error.to_string()),
@@ -575,10 +576,11 @@ struct StrategyParamsQuery {
     /// `builtin` (the class's strategy, the default) or `custom:<strategyId>` (one of the
     /// account's uploads).
     #[serde(rename = "type")]
-    #[param(rename = "type")]
+    #[param(rename = "type", pattern = "^(builtin|custom:[0-9a-f]{64})$")]
     kind: Option<String>,
     /// The agent class (`fighter`, `ranger`, `mage`, `defender`, `gambler`, `rogue`); for
     /// `builtin`, whose strategy it names.
+    #[param(pattern = "^(fighter|ranger|mage|defender|gambler|rogue)$")]
     class: String,
 }
 
@@ -587,7 +589,9 @@ struct StrategyParamsQuery {
     security(("v1Key" = [])), tag = "v1", params(StrategyParamsQuery),
     responses((status = 200, body = V1Ok<DeclaredView>),
               (status = 400, body = V1ErrorBody), (status = 401, body = V1ErrorBody),
-              (status = 403, body = V1ErrorBody), (status = 429, body = V1ErrorBody),
+              (status = 403, body = V1ErrorBody),
+              (status = 404, body = V1ErrorBody, description = "No uploaded strategy by that id on this account (`NOT_FOUND`)"),
+              (status = 429, body = V1ErrorBody),
               (status = 503, body = V1ErrorBody)))]
 async fn strategy_params(
     key: V1Key<AgentsRead>,

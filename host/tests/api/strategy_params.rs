@@ -140,7 +140,7 @@ async fn a_strategy_declares_its_parameters_and_agents_choose_values_within_them
         refused.body
     );
 
-    // Asking about an unknown class, or another account's upload, is refused.
+    // An unknown class is refused; another account's upload is not found, as a missing one.
     let bad_class = app
         .get(
             "/api/v1/public/strategies/params?class=wizard",
@@ -156,8 +156,8 @@ async fn a_strategy_declares_its_parameters_and_agents_choose_values_within_them
             Auth::XApiKey(&stranger_key),
         )
         .await;
-    assert_eq!(foreign.status, 400, "{}", foreign.body);
-    assert_eq!(foreign.body["error"]["details"]["field"], "type");
+    assert_eq!(foreign.status, 404, "{}", foreign.body);
+    assert_eq!(v1_code(&foreign), "NOT_FOUND");
 }
 
 #[tokio::test]

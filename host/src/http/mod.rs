@@ -75,6 +75,9 @@ pub(crate) fn router(state: AppState) -> Router {
         // Added after the limit above: the v1 family answers in its own error envelope and
         // sets its own body limits (strategy uploads are larger).
         .nest("/api/v1", v1_routes)
+        // `/api/v1/` (what a client makes of `/api/v1/x/..`) is the family's too, not the
+        // platform's: the nest above matches `/api/v1` and what follows a non-empty segment.
+        .route("/api/v1/", axum::routing::any(crate::v1::no_route))
         .route("/metrics", get(crate::metrics::scrape))
         // Route-level: runs once a route matched, so it can name the template.
         .layer(axum::middleware::from_fn(crate::metrics::label_route))

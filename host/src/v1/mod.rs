@@ -57,6 +57,11 @@ async fn not_found(uri: Uri) -> V1Error {
     V1Error::NotFound(format!("no route for {}", uri.path()))
 }
 
+/// The family's 404 for a path the router mounts outside the nest (`/api/v1/`).
+pub(crate) async fn no_route(uri: Uri) -> axum::response::Response {
+    axum::response::IntoResponse::into_response(not_found(uri).await)
+}
+
 async fn method_not_allowed(method: Method, uri: Uri) -> V1Error {
     V1Error::MethodNotAllowed(format!("{} is not allowed on {}", method, uri.path()))
 }

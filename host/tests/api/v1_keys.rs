@@ -120,6 +120,24 @@ async fn unknown_routes_wrong_methods_and_bad_json_answer_in_the_v1_envelope() {
     let unknown = app.get("/api/v1/public/nothing", Auth::XApiKey(&key)).await;
     assert_eq!(unknown.status, 404);
     assert_eq!(v1_code(&unknown), "NOT_FOUND");
+    // The family's root, and what a client makes of `..` in a v1 path, are the family's too.
+    for (method, path) in [
+        ("GET", "/api/v1"),
+        ("GET", "/api/v1/"),
+        ("DELETE", "/api/v1/api-keys/.."),
+    ] {
+        let root = app.request(method, path, Auth::XApiKey(&key), None).await;
+        assert!(
+            root.status == 404 || root.status == 405,
+            "{method} {path}: {}",
+            root.status
+        );
+        assert_eq!(
+            root.body["success"], false,
+            "{method} {path}: {}",
+            root.body
+        );
+    }
 
     let wrong_method = app
         .request(

@@ -74,32 +74,17 @@ pub(crate) async fn declared(
     class: &str,
     strategy: &StrategyChoice,
 ) -> Result<Vec<ParamSpec>, AgentError> {
-    let bytes = match strategy {
+    let component = match strategy {
         StrategyChoice::Builtin => None,
-        StrategyChoice::Custom(id) => match super::strategies::bytes(store, id).await {
-            Ok(Some(bytes)) => Some((id.clone(), bytes)),
-            Ok(None) => {
-                return Err(AgentError::invalid(
-                    "strategy.type",
-                    format!("no uploaded strategy `{id}`"),
-                ));
-            }
-            Err(error) => return Err(AgentError::internal(error)),
-        },
+        StrategyChoice::Custom(id) => Some(id.as_str()),
     };
-    let runtime = agents.clone();
-    let class = class.to_owned();
-    let loaded = tokio::task::spawn_blocking(move || match bytes {
-        None => runtime.builtin(&class),
-        Some((id, bytes)) => runtime.custom(&id, &bytes),
-    })
-    .await
-    .map_err(AgentError::internal)?
-    .map_err(|e| {
-        AgentError::Busy(format!(
-            "the strategy could not be loaded to check its parameters: {e}"
-        ))
-    })?;
+    let loaded = super::strategies::load(store, agents, class, component)
+        .await
+        .map_err(|e| {
+            AgentError::Busy(format!(
+                "the strategy could not be loaded to check its parameters: {e}"
+            ))
+        })?;
     Ok(loaded.params().to_vec())
 }
 

@@ -372,6 +372,40 @@ pub(crate) async fn owned_by(
 }
 
 /// The bytes of component `id`.
+/// The component of `class`'s built-in strategy, or the uploaded `component`, from this node's
+/// memory or loaded now: an upload's bytes from the database, compiled off the async runtime.
+pub(crate) async fn load(
+    store: &Store,
+    agents: &Arc<Runtime>,
+    class: &str,
+    component: Option<&str>,
+) -> Result<LoadedStrategy, String> {
+    let key = match component {
+        Some(id) => format!("custom:{id}"),
+        None => format!("builtin:{class}"),
+    };
+    if let Some(strategy) = agents.cached(&key) {
+        return Ok(strategy);
+    }
+    let bytes = match component {
+        None => None,
+        Some(id) => match bytes(store, id).await {
+            Ok(Some(bytes)) => Some((id.to_owned(), bytes)),
+            Ok(None) => return Err(format!("uploaded strategy {id} is missing")),
+            Err(error) => return Err(format!("{error:#}")),
+        },
+    };
+    let runtime = agents.clone();
+    let class = class.to_owned();
+    tokio::task::spawn_blocking(move || match bytes {
+        None => runtime.builtin(&class),
+        Some((id, bytes)) => runtime.custom(&id, &bytes),
+    })
+    .await
+    .map_err(|error| error.to_string())?
+    .map_err(|error| error.to_string())
+}
+
 pub(crate) async fn bytes(store: &Store, id: &str) -> anyhow::Result<Option<Vec<u8>>> {
     let row: Option<(Vec<u8>,)> =
         sqlx::query_as("SELECT bytes FROM strategy_components WHERE id = $1")

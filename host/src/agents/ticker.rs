@@ -499,7 +499,13 @@ pub(super) async fn strategies_for(
         let strategy = match loaded.entry(strategy_key(agent)) {
             Entry::Occupied(slot) => slot.into_mut(),
             Entry::Vacant(slot) => {
-                let strategy = load_strategy(store, agents, agent, slot.key()).await;
+                let strategy = super::strategies::load(
+                    store,
+                    agents,
+                    &agent.settings.class,
+                    agent.strategy_component.as_deref(),
+                )
+                .await;
                 slot.insert(strategy.map(Arc::new))
             }
         };
@@ -508,35 +514,6 @@ pub(super) async fn strategies_for(
         }
     }
     loaded
-}
-
-async fn load_strategy(
-    store: &Store,
-    agents: &Arc<Runtime>,
-    agent: &DueAgent,
-    key: &str,
-) -> Result<LoadedStrategy, String> {
-    if let Some(strategy) = agents.cached(key) {
-        return Ok(strategy);
-    }
-    // An uploaded component's bytes come from the database; compiling happens off the runtime.
-    let bytes = match &agent.strategy_component {
-        None => None,
-        Some(id) => match super::strategies::bytes(store, id).await {
-            Ok(Some(bytes)) => Some((id.clone(), bytes)),
-            Ok(None) => return Err(format!("uploaded strategy {id} is missing")),
-            Err(error) => return Err(format!("{error:#}")),
-        },
-    };
-    let runtime = agents.clone();
-    let class = agent.settings.class.clone();
-    tokio::task::spawn_blocking(move || match bytes {
-        None => runtime.builtin(&class),
-        Some((id, bytes)) => runtime.custom(&id, &bytes),
-    })
-    .await
-    .map_err(|error| error.to_string())?
-    .map_err(|error| error.to_string())
 }
 
 /// Columns the agents' `UPDATE` binds per agent (after the batch's time, `$1`).

@@ -1,4 +1,6 @@
-//! Live agents' swaps per second on simnet, everything on one core: per swap the agent's key is
+//! Live agents' swaps per second on simnet, everything on one core (the process, its runtime
+//! and the database's worker threads pinned to CPU 0 when `taskset` exists; unpinned, the
+//! database's threads wake across cores and a swap costs more): per swap the agent's key is
 //! opened, the pool read, the swap built and signed, recorded as pending, sent over JSON-RPC,
 //! confirmed, read back with `getTransaction` and recorded as a trade with its webhook — the
 //! path a live tick takes for each order ([`crucible::agents::live`]).
@@ -27,6 +29,8 @@ use support::env_number;
 fn main() {
     let agents = env_number("BENCH_AGENTS", 16) as usize;
     let swaps = env_number("BENCH_SWAPS", 50) as usize;
+    // Before any thread starts, so every thread the bench starts inherits the core.
+    let pinned = support::wrk::pin_to_cpu(0);
     let dir = tempfile::tempdir().expect("tempdir");
     let (url, backend) = support::database_url(dir.path());
     let runtime = support::runtime();
@@ -36,7 +40,14 @@ fn main() {
         let state = app.state().clone();
         tokio::spawn(app.run_until_stopped(std::future::pending()));
         let ids = seed(&state, agents).await;
-        println!("live swaps on simnet, {agents} agents × {swaps} swaps, one core, {backend}");
+        println!(
+            "live swaps on simnet, {agents} agents × {swaps} swaps, {}, {backend}",
+            if pinned {
+                "pinned to CPU 0"
+            } else {
+                "not pinned (no taskset)"
+            }
+        );
         let simnet = state.chain.simnet().expect("the embedded simnet").clone();
         let (batches_before, writes_before) = simnet.write_batches();
         let started = Instant::now();

@@ -63,3 +63,10 @@ pub mod usdc;
 pub mod v1;
 pub mod web;
 pub mod webhooks;
+
+/// Every binary built on this crate (the server, its tests and benches) allocates with
+/// mimalloc: the server's hot paths allocate many small, short-lived buffers (a request's JSON,
+/// a batch's statements), and under load glibc's allocator spent a sixth of the request thread's
+/// time in `malloc`, `free` and their consolidation (`perf`, docs/architecture.md "Group commit").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

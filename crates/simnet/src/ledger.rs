@@ -76,24 +76,58 @@ fn decode(row: Row) -> Option<(Pubkey, Account)> {
     ))
 }
 
-/// Load the given accounts (absent ones are simply missing from the map).
+/// Load the given accounts (absent ones are simply missing from the map): one statement for
+/// every [`KEYS_PER_STATEMENT`] keys, not one per key (a swap names a dozen accounts, and each
+/// statement is a round trip to the database's worker).
 pub(crate) async fn load(
     conn: &mut AnyConnection,
     keys: &[Pubkey],
 ) -> Result<Accounts, SimnetError> {
     let mut accounts = HashMap::with_capacity(keys.len());
-    for key in keys {
-        let row: Option<Row> = sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM simnet_accounts WHERE address = $1"
-        ))
-        .bind(key.to_string())
-        .fetch_optional(&mut *conn)
-        .await?;
-        if let Some((address, account)) = row.and_then(decode) {
-            accounts.insert(address, account);
+    let mut wanted: Vec<String> = keys.iter().map(Pubkey::to_string).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    for chunk in wanted.chunks(KEYS_PER_STATEMENT) {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM simnet_accounts WHERE address IN ({})",
+            placeholders(chunk.len(), 1, 0)
+        );
+        let mut query = sqlx::query_as::<_, Row>(&sql);
+        for key in chunk {
+            query = query.bind(key.as_str());
+        }
+        for row in query.fetch_all(&mut *conn).await? {
+            if let Some((address, account)) = decode(row) {
+                accounts.insert(address, account);
+            }
         }
     }
     Ok(accounts)
+}
+
+/// Keys one `IN` list carries at most.
+pub(crate) const KEYS_PER_STATEMENT: usize = 128;
+/// Accounts one multi-row upsert carries at most: 8 parameters each, 128 a statement (binding
+/// a numbered parameter walks the statement's list of names, so a statement stays short).
+const ACCOUNTS_PER_STATEMENT: usize = 16;
+
+/// The numbered placeholders of a multi-row statement: `rows` parenthesised groups of
+/// `per_row`, after the statement's first `skip` parameters. `placeholders(2, 3, 1)` is
+/// `($2, $3, $4), ($5, $6, $7)`: a `VALUES` list (or, one per row, an `IN` list).
+pub(crate) fn placeholders(rows: usize, per_row: usize, skip: usize) -> String {
+    let mut sql = String::with_capacity(rows * per_row * 5);
+    for row in 0..rows {
+        sql.push_str(if row == 0 { "(" } else { ", (" });
+        for column in 0..per_row {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(skip + row * per_row + column + 1).to_string());
+        }
+        sql.push(')');
+    }
+    sql
 }
 
 /// Token accounts of `owner`, optionally restricted to a mint or a program.
@@ -116,31 +150,98 @@ pub(crate) async fn token_accounts(
 }
 
 /// Write every account of `after` that differs from `before`, and delete those `after` no
-/// longer has (a closed account ceases to exist, as on Solana).
+/// longer has (a closed account ceases to exist, as on Solana): one upsert for the changed
+/// accounts and one `DELETE` for the closed ones, in address order (two writers on
+/// PostgreSQL never lock the same rows in opposite orders).
 pub(crate) async fn save_changes(
     conn: &mut AnyConnection,
     before: &Accounts,
     after: &Accounts,
 ) -> Result<(), SimnetError> {
-    for (key, account) in after {
-        if before.get(key) != Some(account) {
-            save(conn, key, account).await?;
+    let mut changed: Vec<(&Pubkey, &Account)> = after
+        .iter()
+        .filter(|(key, account)| before.get(key) != Some(account))
+        .collect();
+    changed.sort_unstable_by_key(|(key, _)| **key);
+    save_all(conn, &changed).await?;
+    let mut closed: Vec<String> = before
+        .keys()
+        .filter(|key| !after.contains_key(key))
+        .map(Pubkey::to_string)
+        .collect();
+    closed.sort_unstable();
+    for chunk in closed.chunks(KEYS_PER_STATEMENT) {
+        let sql = format!(
+            "DELETE FROM simnet_accounts WHERE address IN ({})",
+            placeholders(chunk.len(), 1, 0)
+        );
+        let mut query = sqlx::query(&sql);
+        for key in chunk {
+            query = query.bind(key.as_str());
         }
-    }
-    for key in before.keys().filter(|key| !after.contains_key(key)) {
-        sqlx::query("DELETE FROM simnet_accounts WHERE address = $1")
-            .bind(key.to_string())
-            .execute(&mut *conn)
-            .await?;
+        query.execute(&mut *conn).await?;
     }
     Ok(())
 }
 
+/// Store one account as it is now.
 pub(crate) async fn save(
     conn: &mut AnyConnection,
     key: &Pubkey,
     account: &Account,
 ) -> Result<(), SimnetError> {
+    save_all(conn, &[(key, account)]).await
+}
+
+/// Store `accounts` as they are now, a few dozen per statement.
+async fn save_all(
+    conn: &mut AnyConnection,
+    accounts: &[(&Pubkey, &Account)],
+) -> Result<(), SimnetError> {
+    for chunk in accounts.chunks(ACCOUNTS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO simnet_accounts ({COLUMNS}) VALUES {} \
+             ON CONFLICT (address) DO UPDATE SET lamports = excluded.lamports, kind = excluded.kind, \
+             program = excluded.program, mint = excluded.mint, owner = excluded.owner, \
+             amount = excluded.amount, decimals = excluded.decimals",
+            placeholders(chunk.len(), 8, 0)
+        );
+        let mut query = sqlx::query(&sql);
+        for (key, account) in chunk {
+            let Columns {
+                kind,
+                program,
+                mint,
+                owner,
+                amount,
+                decimals,
+            } = columns(account);
+            query = query
+                .bind(key.to_string())
+                .bind(to_db(account.lamports)?)
+                .bind(kind)
+                .bind(program)
+                .bind(mint)
+                .bind(owner)
+                .bind(to_db(amount)?)
+                .bind(i64::from(decimals));
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// An account's stored columns after its address and lamports.
+struct Columns {
+    kind: &'static str,
+    program: Option<String>,
+    mint: Option<String>,
+    owner: Option<String>,
+    amount: u64,
+    decimals: u8,
+}
+
+fn columns(account: &Account) -> Columns {
     let (kind, program, mint, owner, amount, decimals) = match &account.kind {
         Kind::Wallet => ("wallet", None, None, None, 0, 0),
         Kind::Mint {
@@ -200,32 +301,25 @@ pub(crate) async fn save(
             0,
         ),
     };
-    sqlx::query(&format!(
-        "INSERT INTO simnet_accounts ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-         ON CONFLICT (address) DO UPDATE SET lamports = excluded.lamports, kind = excluded.kind, \
-         program = excluded.program, mint = excluded.mint, owner = excluded.owner, \
-         amount = excluded.amount, decimals = excluded.decimals"
-    ))
-    .bind(key.to_string())
-    .bind(to_db(account.lamports)?)
-    .bind(kind)
-    .bind(program)
-    .bind(mint)
-    .bind(owner)
-    .bind(to_db(amount)?)
-    .bind(i64::from(decimals))
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
+    Columns {
+        kind,
+        program,
+        mint,
+        owner,
+        amount,
+        decimals,
+    }
 }
 
 /// Increment a counter and return its new value.
 pub(crate) async fn next(conn: &mut AnyConnection, name: &str) -> Result<i64, SimnetError> {
-    sqlx::query("UPDATE simnet_counters SET value = value + 1 WHERE name = $1")
-        .bind(name)
-        .execute(&mut *conn)
-        .await?;
-    current(conn, name).await
+    let (value,): (i64,) = sqlx::query_as(
+        "UPDATE simnet_counters SET value = value + 1 WHERE name = $1 RETURNING value",
+    )
+    .bind(name)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(value)
 }
 
 pub(crate) async fn current(conn: &mut AnyConnection, name: &str) -> Result<i64, SimnetError> {
@@ -249,6 +343,33 @@ pub(crate) async fn transaction(
     .bind(signature)
     .fetch_optional(&mut *conn)
     .await?)
+}
+
+/// Where and how a transaction landed: slot, execution time (ms), `meta.err` JSON.
+pub(crate) type Landing = (i64, i64, Option<String>);
+
+/// The landings of `signatures` that the ledger has, by signature, in one statement per
+/// [`KEYS_PER_STATEMENT`] (without the rendered transactions, which status checks never need).
+pub(crate) async fn landings(
+    conn: &mut AnyConnection,
+    signatures: &[&str],
+) -> Result<HashMap<String, Landing>, SimnetError> {
+    let mut found = HashMap::with_capacity(signatures.len());
+    for chunk in signatures.chunks(KEYS_PER_STATEMENT) {
+        let sql = format!(
+            "SELECT signature, slot, executed_at, err FROM simnet_transactions
+             WHERE signature IN ({})",
+            placeholders(chunk.len(), 1, 0)
+        );
+        let mut query = sqlx::query_as::<_, (String, i64, i64, Option<String>)>(&sql);
+        for signature in chunk {
+            query = query.bind(*signature);
+        }
+        for (signature, slot, executed_at, err) in query.fetch_all(&mut *conn).await? {
+            found.insert(signature, (slot, executed_at, err));
+        }
+    }
+    Ok(found)
 }
 
 pub(crate) async fn insert_transaction(

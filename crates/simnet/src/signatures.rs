@@ -84,23 +84,29 @@ pub(crate) async fn record(
     slot: i64,
     keys: &[Pubkey],
 ) -> Result<(), SimnetError> {
-    let mut seen: Vec<&Pubkey> = Vec::with_capacity(keys.len());
-    for key in keys {
-        if seen.contains(&key) {
-            continue;
+    let mut addresses: Vec<String> = keys.iter().map(Pubkey::to_string).collect();
+    addresses.sort_unstable();
+    addresses.dedup();
+    // One statement for the transaction's accounts (a few dozen at most), not one each.
+    for chunk in addresses.chunks(ADDRESSES_PER_STATEMENT) {
+        let rows: Vec<String> = (0..chunk.len())
+            .map(|n| format!("(${}, $1, $2)", n + 3))
+            .collect();
+        let sql = format!(
+            "INSERT INTO simnet_address_signatures (address, slot, signature) VALUES {}",
+            rows.join(", ")
+        );
+        let mut query = sqlx::query(&sql).bind(slot).bind(signature);
+        for address in chunk {
+            query = query.bind(address.as_str());
         }
-        seen.push(key);
-        sqlx::query(
-            "INSERT INTO simnet_address_signatures (address, slot, signature) VALUES ($1, $2, $3)",
-        )
-        .bind(key.to_string())
-        .bind(slot)
-        .bind(signature)
-        .execute(&mut *conn)
-        .await?;
+        query.execute(&mut *conn).await?;
     }
     Ok(())
 }
+
+/// Addresses one insert carries at most.
+const ADDRESSES_PER_STATEMENT: usize = 64;
 
 async fn slot_of(
     conn: &mut AnyConnection,

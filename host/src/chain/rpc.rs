@@ -336,6 +336,33 @@ impl RpcClient {
             })
     }
 
+    /// `getMultipleAccounts` in `encoding`: one entry per address (at most
+    /// [`Self::MULTIPLE_ACCOUNTS_LIMIT`]), `None` where the account does not exist. The accounts
+    /// are read at one slot, so they are consistent with each other.
+    pub(crate) async fn get_multiple_accounts(
+        &self,
+        addresses: &[&str],
+        encoding: &str,
+    ) -> Result<Vec<Option<Value>>, ChainError> {
+        let accounts: WithContext<Vec<Option<Value>>> = self
+            .call(
+                "getMultipleAccounts",
+                json!([addresses, {"encoding": encoding, "commitment": "confirmed"}]),
+            )
+            .await?;
+        if accounts.value.len() != addresses.len() {
+            return Err(ChainError::Decode {
+                method: "getMultipleAccounts".to_owned(),
+                detail: format!(
+                    "{} accounts answered for {} addresses",
+                    accounts.value.len(),
+                    addresses.len()
+                ),
+            });
+        }
+        Ok(accounts.value)
+    }
+
     /// `getAccountInfo` in `encoding` (`base64` or `jsonParsed`): the account object
     /// (`lamports`, `owner`, `data`, …), `None` when the account does not exist.
     pub(crate) async fn get_account_info(

@@ -60,23 +60,33 @@ impl PoolView {
     }
 }
 
-/// Read the pool's state account and its vaults.
+/// Read the pool's state account and its vaults: one `getMultipleAccounts` for the three at one
+/// slot (the vaults where the pool program derives them); a pool whose state names other vaults
+/// has them read by a second call.
 pub(crate) async fn read_pool(rpc: &RpcClient) -> Result<PoolView, SwapError> {
     let a = PoolAddresses::sol_usdc();
     let no_pool = |detail: String| SwapError::NoPool {
         url: rpc.url().to_owned(),
         detail,
     };
-    let info = match rpc.get_account_info(&a.pool.to_string(), "base64").await {
-        Ok(Some(info)) => info,
-        Ok(None) => {
-            return Err(no_pool(format!(
-                "the pool account {} does not exist",
-                a.pool
-            )));
-        }
+    let (pool, sol_vault, usdc_vault) = (
+        a.pool.to_string(),
+        a.sol_vault.to_string(),
+        a.usdc_vault.to_string(),
+    );
+    let mut accounts = match rpc
+        .get_multiple_accounts(&[&pool, &sol_vault, &usdc_vault], "jsonParsed")
+        .await
+    {
+        Ok(accounts) => accounts.into_iter(),
         Err(ChainError::Rpc { message, .. }) => return Err(no_pool(message)),
         Err(other) => return Err(other.into()),
+    };
+    let Some(info) = accounts.next().flatten() else {
+        return Err(no_pool(format!(
+            "the pool account {} does not exist",
+            a.pool
+        )));
     };
     if info["owner"].as_str() != Some(pool::POOL_PROGRAM) {
         return Err(no_pool(format!(
@@ -85,16 +95,28 @@ pub(crate) async fn read_pool(rpc: &RpcClient) -> Result<PoolView, SwapError> {
             pool::POOL_PROGRAM
         )));
     }
+    // An account nobody parses comes back in base64 under `jsonParsed`, as from a node.
     let state = info["data"][0]
         .as_str()
         .and_then(|data| base64::engine::general_purpose::STANDARD.decode(data).ok())
         .and_then(|bytes| PoolState::from_bytes(&bytes))
         .ok_or_else(|| no_pool(format!("{} does not hold a pool state", a.pool)))?;
-    let lamports = rpc.get_balance(&state.sol_vault.to_string()).await?;
-    let vault = rpc
-        .get_account_info(&state.usdc_vault.to_string(), "jsonParsed")
-        .await?
-        .ok_or_else(|| no_pool("the pool's USDC vault does not exist".to_owned()))?;
+    let (sol, vault) = if state.sol_vault == a.sol_vault && state.usdc_vault == a.usdc_vault {
+        (accounts.next().flatten(), accounts.next().flatten())
+    } else {
+        let (sol_vault, usdc_vault) = (state.sol_vault.to_string(), state.usdc_vault.to_string());
+        let mut vaults = rpc
+            .get_multiple_accounts(&[&sol_vault, &usdc_vault], "jsonParsed")
+            .await?
+            .into_iter();
+        (vaults.next().flatten(), vaults.next().flatten())
+    };
+    // A vault that does not exist holds nothing, as `getBalance` would say.
+    let lamports = sol
+        .as_ref()
+        .and_then(|account| account["lamports"].as_u64())
+        .unwrap_or(0);
+    let vault = vault.ok_or_else(|| no_pool("the pool's USDC vault does not exist".to_owned()))?;
     let amount = &vault["data"]["parsed"]["info"]["tokenAmount"];
     let usdc_raw = amount["amount"].as_str().and_then(|a| a.parse().ok());
     let decimals = amount["decimals"]
@@ -102,7 +124,7 @@ pub(crate) async fn read_pool(rpc: &RpcClient) -> Result<PoolView, SwapError> {
         .and_then(|d| u8::try_from(d).ok());
     let (Some(usdc_raw), Some(usdc_decimals)) = (usdc_raw, decimals) else {
         return Err(SwapError::Chain(ChainError::Decode {
-            method: "getAccountInfo".to_owned(),
+            method: "getMultipleAccounts".to_owned(),
             detail: "the USDC vault is not a parsed token account".to_owned(),
         }));
     };
@@ -255,16 +277,17 @@ pub(crate) async fn confirmed(
 ) -> Result<Option<Value>, SwapError> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        if let Some(status) = rpc.get_signature_status(signature).await? {
-            if let Some(error) = status.err {
+        // `getTransaction` at `confirmed` answers only once the transaction is confirmed, and
+        // carries its outcome (`meta.err`): one call where a status check and a read were two.
+        if let Some(transaction) = rpc.get_transaction(signature, "confirmed").await? {
+            let error = &transaction["meta"]["err"];
+            if !error.is_null() {
                 return Err(SwapError::Failed {
                     signature: signature.to_owned(),
-                    error,
+                    error: error.clone(),
                 });
             }
-            if status.confirmation_status.is_some() {
-                return Ok(rpc.get_transaction(signature, "confirmed").await?);
-            }
+            return Ok(Some(transaction));
         }
         if tokio::time::Instant::now() >= deadline {
             return Ok(None);

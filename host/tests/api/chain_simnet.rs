@@ -631,3 +631,49 @@ async fn the_ledger_and_finality_survive_a_restart() {
         .await;
     assert_eq!(statuses["value"][0]["confirmationStatus"], "confirmed");
 }
+
+/// Lists are answered entry by entry, in order, however the simnet reads them: a signature or
+/// an account named twice is answered twice, an unknown one is null, and a transaction that
+/// landed reports its slot and outcome.
+#[tokio::test]
+async fn list_reads_answer_every_entry_in_order_even_when_one_repeats() {
+    let app = TestApp::spawn().await;
+    let a = Keypair::generate();
+    let b = Keypair::generate();
+    let airdropped = app
+        .rpc_result(
+            "requestAirdrop",
+            json!([a.pubkey().to_string(), 5_000_000_000_u64]),
+        )
+        .await;
+    let signature = airdropped
+        .as_str()
+        .expect("an airdrop's signature")
+        .to_owned();
+    let unknown = bs58::encode([7u8; 64]).into_string();
+    let statuses = app
+        .rpc_result(
+            "getSignatureStatuses",
+            json!([[signature, unknown, signature], {"searchTransactionHistory": true}]),
+        )
+        .await;
+    let value = statuses["value"].as_array().expect("statuses");
+    assert_eq!(value.len(), 3, "{statuses}");
+    assert!(value[1].is_null(), "{statuses}");
+    assert_eq!(value[0], value[2], "{statuses}");
+    assert_eq!(value[0]["err"], Value::Null, "{statuses}");
+    assert!(value[0]["slot"].as_u64().is_some(), "{statuses}");
+
+    let (a, b) = (a.pubkey().to_string(), b.pubkey().to_string());
+    let accounts = app
+        .rpc_result(
+            "getMultipleAccounts",
+            json!([[a, b, a], {"encoding": "base64"}]),
+        )
+        .await;
+    let value = accounts["value"].as_array().expect("accounts");
+    assert_eq!(value.len(), 3, "{accounts}");
+    assert!(value[1].is_null(), "{accounts}");
+    assert_eq!(value[0]["lamports"], 5_000_000_000_u64, "{accounts}");
+    assert_eq!(value[0], value[2], "{accounts}");
+}

@@ -412,11 +412,19 @@ async fn the_wallet_cli_swaps_through_the_pool_and_refuses_a_cluster_without_it(
         .await
         .expect("bind");
     let node_url = format!("http://{}", node.local_addr().expect("addr"));
+    // Every account it is asked about is missing: `null` for one, a `null` each for a list.
     let real_cluster = axum::Router::new().route(
         "/",
-        axum::routing::post(|| async {
-            axum::Json(json!({"jsonrpc": "2.0", "id": 1,
-                              "result": {"context": {"slot": 1}, "value": null}}))
+        axum::routing::post(|axum::Json(request): axum::Json<Value>| async move {
+            let value = match request["method"].as_str() {
+                Some("getMultipleAccounts") => {
+                    let asked = request["params"][0].as_array().map_or(0, Vec::len);
+                    Value::Array(vec![Value::Null; asked])
+                }
+                _ => Value::Null,
+            };
+            axum::Json(json!({"jsonrpc": "2.0", "id": request["id"],
+                              "result": {"context": {"slot": 1}, "value": value}}))
         }),
     );
     tokio::spawn(async move { axum::serve(node, real_cluster).await });

@@ -302,7 +302,7 @@ pub(crate) async fn broadcast(
         max: BROADCASTS_PER_MINUTE,
         window_ms: 60_000,
     };
-    match store::append(store, clock, events, run_id, event, limit).await? {
+    match store::append_broadcast(store, clock, events, run_id, event, limit).await? {
         store::Appended::Written(seq) => Ok(seq),
         store::Appended::Ended => Err(DungeonError::RunEnded {
             run_id: run_id.to_owned(),

@@ -22,6 +22,10 @@ use crate::events::Event;
 /// Event kinds of the watch stream.
 pub(crate) const TURN: &str = "run:turn";
 pub(crate) const BROADCAST: &str = "run:broadcast";
+/// A run's broadcasts since a time: the kind is written out (not bound) so the planner can use
+/// the partial index of broadcasts.
+const BROADCASTS_IN_WINDOW: &str = "SELECT COUNT(*), MIN(created_at) FROM dungeon_run_events
+     WHERE run_id = $1 AND kind = 'run:broadcast' AND created_at > $2";
 pub(crate) const ENDED: &str = "run:ended";
 
 /// A run as stored, without its game state: what a key check and a turn's checks read.
@@ -477,13 +481,18 @@ pub(crate) enum Appended {
     Limited { oldest_at: i64 },
 }
 
-/// Append one event to an active run (broadcasts), outside the turn pipeline, at most
-/// `limit.max` of its kind per window.
+/// Append a broadcast to an active run, outside the turn pipeline, at most `limit.max` per
+/// window.
+///
+/// The window is counted on a partial index that holds broadcasts only
+/// (`dungeon_run_events_broadcasts`, migration 0038), so a turn's event, which is most of what
+/// the table receives, never writes to it; the query names the kind as a literal, which is what
+/// lets the planner use a partial index.
 ///
 /// The limit is checked inside the transaction, after the run's row is updated: that update
 /// takes the row's write lock (PostgreSQL) or the database's (SQLite), so concurrent appends to
 /// one run count one after the other and the window can never be overfilled.
-pub(crate) async fn append(
+pub(crate) async fn append_broadcast(
     store: &Store,
     clock: &dyn Clock,
     events: &Bus,
@@ -491,6 +500,12 @@ pub(crate) async fn append(
     event: NewEvent,
     limit: WindowLimit,
 ) -> Result<Appended, DungeonError> {
+    if event.kind != BROADCAST {
+        return Err(DungeonError::internal(anyhow::anyhow!(
+            "only broadcasts are appended outside a turn, not `{}`",
+            event.kind
+        )));
+    }
     let now = to_millis(clock.now());
     let mut tx = store.begin().await?;
     let updated: Option<(i64,)> = sqlx::query_as(
@@ -502,15 +517,11 @@ pub(crate) async fn append(
     let Some((seq,)) = updated else {
         return Ok(Appended::Ended);
     };
-    let (count, oldest): (i64, Option<i64>) = sqlx::query_as(
-        "SELECT COUNT(*), MIN(created_at) FROM dungeon_run_events
-         WHERE run_id = $1 AND kind = $2 AND created_at > $3",
-    )
-    .bind(run_id)
-    .bind(event.kind)
-    .bind(now - limit.window_ms)
-    .fetch_one(&mut *tx)
-    .await?;
+    let (count, oldest): (i64, Option<i64>) = sqlx::query_as(BROADCASTS_IN_WINDOW)
+        .bind(run_id)
+        .bind(now - limit.window_ms)
+        .fetch_one(&mut *tx)
+        .await?;
     if count >= limit.max {
         // Dropping the transaction rolls the sequence bump back.
         return Ok(Appended::Limited {
@@ -581,5 +592,30 @@ mod tests {
         }
         assert!(RunStatus::try_from("paused".to_owned()).is_err());
         assert!(RunStatus::try_from("Active".to_owned()).is_err());
+    }
+
+    /// The broadcast window is counted on the partial index of broadcasts, not by walking the
+    /// run's events (a turn's event is never in that index).
+    #[tokio::test]
+    async fn the_broadcast_window_reads_the_partial_index() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::connect(&crate::config::sqlite_url_in(dir.path()))
+            .await
+            .expect("open");
+        store.migrate().await.expect("migrate");
+        let plan: Vec<(i64, i64, i64, String)> =
+            sqlx::query_as(&format!("EXPLAIN QUERY PLAN {BROADCASTS_IN_WINDOW}"))
+                .bind("run_x")
+                .bind(0_i64)
+                .fetch_all(store.read())
+                .await
+                .expect("plan");
+        let details: Vec<&str> = plan.iter().map(|(.., detail)| detail.as_str()).collect();
+        assert!(
+            details
+                .iter()
+                .any(|detail| detail.contains("dungeon_run_events_broadcasts")),
+            "{details:?}"
+        );
     }
 }

@@ -225,23 +225,16 @@ async fn save_all(
         );
         let mut query = sqlx::query(&sql);
         for (key, account) in chunk {
-            let Columns {
-                kind,
-                program,
-                mint,
-                owner,
-                amount,
-                decimals,
-            } = columns(account);
+            let stored = columns(account);
             query = query
                 .bind(key.to_string())
                 .bind(to_db(account.lamports)?)
-                .bind(kind)
-                .bind(program)
-                .bind(mint)
-                .bind(owner)
-                .bind(to_db(amount)?)
-                .bind(i64::from(decimals));
+                .bind(stored.kind)
+                .bind(stored.program)
+                .bind(stored.mint)
+                .bind(stored.owner)
+                .bind(to_db(stored.amount)?)
+                .bind(i64::from(stored.decimals));
         }
         query.execute(&mut *conn).await?;
     }

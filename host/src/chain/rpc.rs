@@ -284,24 +284,9 @@ impl RpcClient {
     pub async fn get_balances(&self, addresses: &[&str]) -> Result<Vec<u64>, ChainError> {
         let mut balances = Vec::with_capacity(addresses.len());
         for chunk in addresses.chunks(Self::MULTIPLE_ACCOUNTS_LIMIT) {
-            let accounts: WithContext<Vec<Option<Value>>> = self
-                .call(
-                    "getMultipleAccounts",
-                    json!([chunk, {"encoding": "base64", "commitment": "confirmed",
-                                   "dataSlice": {"offset": 0, "length": 0}}]),
-                )
-                .await?;
-            if accounts.value.len() != chunk.len() {
-                return Err(ChainError::Decode {
-                    method: "getMultipleAccounts".to_owned(),
-                    detail: format!(
-                        "{} accounts answered for {} addresses",
-                        accounts.value.len(),
-                        chunk.len()
-                    ),
-                });
-            }
-            for account in accounts.value {
+            let config = json!({"encoding": "base64", "commitment": "confirmed",
+                                "dataSlice": {"offset": 0, "length": 0}});
+            for account in self.multiple_accounts(chunk, config).await? {
                 balances.push(
                     account
                         .as_ref()
@@ -344,11 +329,22 @@ impl RpcClient {
         addresses: &[&str],
         encoding: &str,
     ) -> Result<Vec<Option<Value>>, ChainError> {
+        self.multiple_accounts(
+            addresses,
+            json!({"encoding": encoding, "commitment": "confirmed"}),
+        )
+        .await
+    }
+
+    /// One `getMultipleAccounts` call with `config`: an entry per address, or a decode error
+    /// when the node answers a different number.
+    async fn multiple_accounts(
+        &self,
+        addresses: &[&str],
+        config: Value,
+    ) -> Result<Vec<Option<Value>>, ChainError> {
         let accounts: WithContext<Vec<Option<Value>>> = self
-            .call(
-                "getMultipleAccounts",
-                json!([addresses, {"encoding": encoding, "commitment": "confirmed"}]),
-            )
+            .call("getMultipleAccounts", json!([addresses, config]))
             .await?;
         if accounts.value.len() != addresses.len() {
             return Err(ChainError::Decode {

@@ -224,6 +224,11 @@ fn pool_options() -> AnyPoolOptions {
 async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreError> {
     pool_options()
         .max_connections(max_connections)
+        // A pool checks a connection before handing it out with a `ping`, by default: a round
+        // trip to the connection's worker thread, as dear as the statement itself. An embedded
+        // SQLite connection cannot lose its server, and a failed write is caught on release
+        // (`pool_options`), so the check only doubles the cost of every pooled statement.
+        .test_before_acquire(false)
         .after_connect(|conn, _meta| {
             Box::pin(async move {
                 // WAL lets readers proceed while the single writer commits. FULL sync makes

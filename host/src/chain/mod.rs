@@ -180,7 +180,10 @@ impl Chain {
             }
         }
         Ok(Chain {
-            rpc: RpcClient::new(rpc_url)?,
+            rpc: match &simnet {
+                Some(simnet) => RpcClient::embedded(rpc_url, simnet.clone())?,
+                None => RpcClient::new(rpc_url)?,
+            },
             simnet,
             stablecoin_mint,
             escrow,

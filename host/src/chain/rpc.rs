@@ -1,7 +1,10 @@
 //! A small Solana JSON-RPC client over HTTP (reqwest): the methods Crucible needs, typed answers,
-//! a timeout per request and a few retries on transport errors. The same client talks to the
-//! embedded simnet (`/simnet/rpc`), devnet or mainnet.
+//! a timeout per request and a few retries on transport errors. The same client talks to devnet,
+//! mainnet, or the server's own embedded simnet — that one in process: the same JSON-RPC
+//! requests and replies, handed to the simnet's dispatcher instead of sent to its own
+//! `/simnet/rpc` over a loopback socket (docs/simnet.md, "The server's own calls").
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -27,6 +30,8 @@ pub struct RpcClient {
     url: String,
     http: reqwest::Client,
     next_id: AtomicU64,
+    /// The node, when it is this server's embedded simnet: calls are answered in process.
+    embedded: Option<Arc<super::Simnet>>,
 }
 
 #[derive(Deserialize)]
@@ -89,6 +94,19 @@ impl RpcClient {
             url: url.into(),
             http,
             next_id: AtomicU64::new(1),
+            embedded: None,
+        })
+    }
+
+    /// A client of this server's embedded `simnet`, whose HTTP address is `url` (what the
+    /// client names as its node; its calls never leave the process).
+    pub(crate) fn embedded(
+        url: impl Into<String>,
+        simnet: Arc<super::Simnet>,
+    ) -> Result<Self, ChainError> {
+        Ok(RpcClient {
+            embedded: Some(simnet),
+            ..RpcClient::new(url)?
         })
     }
 
@@ -104,6 +122,49 @@ impl RpcClient {
     ) -> Result<T, ChainError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let envelope = match &self.embedded {
+            Some(simnet) => self.call_embedded(simnet, method, body).await?,
+            None => self.call_http(method, &body).await?,
+        };
+        if let Some(error) = envelope.error {
+            return Err(ChainError::Rpc {
+                method: method.to_owned(),
+                code: error.code,
+                message: error.into_message(),
+            });
+        }
+        serde_json::from_value(envelope.result.unwrap_or(Value::Null)).map_err(|e| {
+            ChainError::Decode {
+                method: method.to_owned(),
+                detail: e.to_string(),
+            }
+        })
+    }
+
+    /// One call answered by the embedded simnet's dispatcher, bounded as an HTTP call is.
+    async fn call_embedded(
+        &self,
+        simnet: &super::Simnet,
+        method: &str,
+        body: Value,
+    ) -> Result<Envelope, ChainError> {
+        let reply = tokio::time::timeout(
+            CALL_TIMEOUT,
+            crucible_simnet::rpc::handle_json(simnet, body),
+        )
+        .await
+        .map_err(|_| ChainError::Transport {
+            url: crate::redact::url(&self.url),
+            detail: format!("the simnet did not answer `{method}` within {CALL_TIMEOUT:?}"),
+        })?;
+        serde_json::from_value(reply).map_err(|e| ChainError::Decode {
+            method: method.to_owned(),
+            detail: e.to_string(),
+        })
+    }
+
+    /// One call over HTTP, retried on transport errors.
+    async fn call_http(&self, method: &str, body: &Value) -> Result<Envelope, ChainError> {
         let deadline = std::time::Instant::now() + CALL_TIMEOUT;
         let mut attempt = 0;
         let envelope: Envelope = loop {
@@ -113,7 +174,7 @@ impl RpcClient {
                 .http
                 .post(&self.url)
                 .timeout(left)
-                .json(&body)
+                .json(body)
                 .send()
                 .await;
             let outcome: Result<(), String> = match sent {
@@ -145,19 +206,7 @@ impl RpcClient {
                 tokio::time::sleep(pause).await;
             }
         };
-        if let Some(error) = envelope.error {
-            return Err(ChainError::Rpc {
-                method: method.to_owned(),
-                code: error.code,
-                message: error.into_message(),
-            });
-        }
-        serde_json::from_value(envelope.result.unwrap_or(Value::Null)).map_err(|e| {
-            ChainError::Decode {
-                method: method.to_owned(),
-                detail: e.to_string(),
-            }
-        })
+        Ok(envelope)
     }
 
     /// The status of one signature, searching the whole history; `None` if the node never saw it.
@@ -435,5 +484,62 @@ impl RpcClient {
             None => json!([address, lamports]),
         };
         self.call("requestAirdrop", params).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    async fn embedded() -> RpcClient {
+        let storage = crucible_simnet::Storage::in_memory()
+            .await
+            .expect("in-memory ledger");
+        let clock: Arc<dyn crucible_simnet::Clock> = Arc::new(crucible_simnet::SystemClock);
+        let simnet = super::super::Simnet::open(
+            storage,
+            clock,
+            0,
+            crucible_simnet::default_stablecoin_mint(),
+        )
+        .await
+        .expect("simnet");
+        // Nothing listens at this address: a call that left the process would fail.
+        RpcClient::embedded("http://127.0.0.1:9/simnet/rpc", Arc::new(simnet)).expect("client")
+    }
+
+    /// The embedded simnet answers in process, with the answers an HTTP node gives: results
+    /// decoded into the client's types, refusals as `ChainError::Rpc` with the node's code.
+    #[tokio::test]
+    async fn the_embedded_simnet_answers_in_process_as_a_node_does() {
+        let rpc = embedded().await;
+        let address = "7EcDhSYGxXyscszYEp35KHN8vvw3svAuLKTzXwCFLtV";
+        assert_eq!(rpc.get_balance(address).await.expect("balance"), 0);
+        rpc.request_airdrop(address, 5_000_000, None)
+            .await
+            .expect("airdrop");
+        assert_eq!(
+            rpc.get_balances(&[address, "11111111111111111111111111111111"])
+                .await
+                .expect("balances"),
+            vec![5_000_000, 0]
+        );
+        assert_ne!(
+            rpc.get_latest_blockhash().await.expect("blockhash"),
+            [0; 32]
+        );
+        match rpc.send_transaction(b"not a transaction").await {
+            Err(ChainError::Rpc { method, code, .. }) => {
+                assert_eq!(method, "sendTransaction");
+                assert_eq!(code, -32602, "invalid params, as a node answers");
+            }
+            other => panic!("a garbage transaction must be refused: {other:?}"),
+        }
+        match rpc.call::<Value>("noSuchMethod", json!([])).await {
+            Err(ChainError::Rpc { code, .. }) => assert_eq!(code, -32601),
+            other => panic!("an unknown method must be refused: {other:?}"),
+        }
     }
 }

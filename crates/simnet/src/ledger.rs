@@ -7,11 +7,11 @@
 use std::collections::HashMap;
 
 use crucible_solana::tx::Pubkey;
-use sqlx::AnyConnection;
 
 use crate::SimnetError;
 use crate::executor::{Account, Accounts, Kind};
 use crate::pool::POOL_PROGRAM;
+use crate::sql::{self, Conn};
 
 pub(crate) fn to_db(value: u64) -> Result<i64, SimnetError> {
     i64::try_from(value)
@@ -80,10 +80,7 @@ fn decode(row: Row) -> Option<(Pubkey, Account)> {
 /// every [`KEYS_PER_STATEMENT`] keys, not one per key (a swap names a dozen accounts, and each
 /// statement is a round trip to the database's worker), each key read by primary key
 /// ([`point_reads`]).
-pub(crate) async fn load(
-    conn: &mut AnyConnection,
-    keys: &[Pubkey],
-) -> Result<Accounts, SimnetError> {
+pub(crate) async fn load(conn: &mut Conn<'_>, keys: &[Pubkey]) -> Result<Accounts, SimnetError> {
     let mut accounts = HashMap::with_capacity(keys.len());
     let mut wanted: Vec<String> = keys.iter().map(Pubkey::to_string).collect();
     wanted.sort_unstable();
@@ -93,11 +90,11 @@ pub(crate) async fn load(
             &format!("SELECT {COLUMNS} FROM simnet_accounts WHERE address = "),
             chunk.len(),
         );
-        let mut query = sqlx::query_as::<_, Row>(&sql);
+        let mut query = sql::query(&sql);
         for key in chunk {
             query = query.bind(key.as_str());
         }
-        for row in query.fetch_all(&mut *conn).await? {
+        for row in query.fetch_all::<Row>(conn).await? {
             if let Some((address, account)) = decode(row) {
                 accounts.insert(address, account);
             }
@@ -153,20 +150,21 @@ pub(crate) fn placeholders(rows: usize, per_row: usize, skip: usize) -> String {
 
 /// Token accounts of `owner`, optionally restricted to a mint or a program.
 pub(crate) async fn token_accounts(
-    conn: &mut AnyConnection,
+    conn: &mut Conn<'_>,
     owner: &Pubkey,
     mint: Option<&Pubkey>,
     program: Option<&Pubkey>,
 ) -> Result<Vec<(Pubkey, Account)>, SimnetError> {
-    let rows: Vec<Row> = sqlx::query_as(&format!(
+    let sql = format!(
         "SELECT {COLUMNS} FROM simnet_accounts WHERE owner = $1 AND kind = 'token' \
          AND ($2 = '' OR mint = $2) AND ($3 = '' OR program = $3) ORDER BY address"
-    ))
-    .bind(owner.to_string())
-    .bind(mint.map(Pubkey::to_string).unwrap_or_default())
-    .bind(program.map(Pubkey::to_string).unwrap_or_default())
-    .fetch_all(&mut *conn)
-    .await?;
+    );
+    let rows: Vec<Row> = sql::query(&sql)
+        .bind(owner.to_string())
+        .bind(mint.map(Pubkey::to_string).unwrap_or_default())
+        .bind(program.map(Pubkey::to_string).unwrap_or_default())
+        .fetch_all(conn)
+        .await?;
     Ok(rows.into_iter().filter_map(decode).collect())
 }
 
@@ -175,7 +173,7 @@ pub(crate) async fn token_accounts(
 /// accounts and one `DELETE` for the closed ones, in address order (two writers on
 /// PostgreSQL never lock the same rows in opposite orders).
 pub(crate) async fn save_changes(
-    conn: &mut AnyConnection,
+    conn: &mut Conn<'_>,
     before: &Accounts,
     after: &Accounts,
 ) -> Result<(), SimnetError> {
@@ -193,9 +191,9 @@ pub(crate) async fn save_changes(
     closed.sort_unstable();
     // Closing an account is rare: one statement each, by primary key.
     for key in &closed {
-        sqlx::query("DELETE FROM simnet_accounts WHERE address = $1")
+        sql::query("DELETE FROM simnet_accounts WHERE address = $1")
             .bind(key.as_str())
-            .execute(&mut *conn)
+            .execute(conn)
             .await?;
     }
     Ok(())
@@ -203,7 +201,7 @@ pub(crate) async fn save_changes(
 
 /// Store one account as it is now.
 pub(crate) async fn save(
-    conn: &mut AnyConnection,
+    conn: &mut Conn<'_>,
     key: &Pubkey,
     account: &Account,
 ) -> Result<(), SimnetError> {
@@ -212,7 +210,7 @@ pub(crate) async fn save(
 
 /// Store `accounts` as they are now, a few dozen per statement.
 async fn save_all(
-    conn: &mut AnyConnection,
+    conn: &mut Conn<'_>,
     accounts: &[(&Pubkey, &Account)],
 ) -> Result<(), SimnetError> {
     for chunk in accounts.chunks(ACCOUNTS_PER_STATEMENT) {
@@ -223,7 +221,7 @@ async fn save_all(
              amount = excluded.amount, decimals = excluded.decimals",
             placeholders(chunk.len(), 8, 0)
         );
-        let mut query = sqlx::query(&sql);
+        let mut query = sql::query(&sql);
         for (key, account) in chunk {
             let stored = columns(account);
             query = query
@@ -236,7 +234,7 @@ async fn save_all(
                 .bind(to_db(stored.amount)?)
                 .bind(i64::from(stored.decimals));
         }
-        query.execute(&mut *conn).await?;
+        query.execute(conn).await?;
     }
     Ok(())
 }
@@ -322,20 +320,19 @@ fn columns(account: &Account) -> Columns {
 }
 
 /// Increment a counter and return its new value.
-pub(crate) async fn next(conn: &mut AnyConnection, name: &str) -> Result<i64, SimnetError> {
-    let (value,): (i64,) = sqlx::query_as(
-        "UPDATE simnet_counters SET value = value + 1 WHERE name = $1 RETURNING value",
-    )
-    .bind(name)
-    .fetch_one(&mut *conn)
-    .await?;
+pub(crate) async fn next(conn: &mut Conn<'_>, name: &str) -> Result<i64, SimnetError> {
+    let (value,): (i64,) =
+        sql::query("UPDATE simnet_counters SET value = value + 1 WHERE name = $1 RETURNING value")
+            .bind(name)
+            .fetch_one(conn)
+            .await?;
     Ok(value)
 }
 
-pub(crate) async fn current(conn: &mut AnyConnection, name: &str) -> Result<i64, SimnetError> {
-    let (value,): (i64,) = sqlx::query_as("SELECT value FROM simnet_counters WHERE name = $1")
+pub(crate) async fn current(conn: &mut Conn<'_>, name: &str) -> Result<i64, SimnetError> {
+    let (value,): (i64,) = sql::query("SELECT value FROM simnet_counters WHERE name = $1")
         .bind(name)
-        .fetch_one(&mut *conn)
+        .fetch_one(conn)
         .await?;
     Ok(value)
 }
@@ -344,15 +341,15 @@ pub(crate) async fn current(conn: &mut AnyConnection, name: &str) -> Result<i64,
 pub(crate) type StoredTransaction = (i64, i64, Option<String>, String);
 
 pub(crate) async fn transaction(
-    conn: &mut AnyConnection,
+    conn: &mut Conn<'_>,
     signature: &str,
 ) -> Result<Option<StoredTransaction>, SimnetError> {
-    Ok(sqlx::query_as(
+    sql::query(
         "SELECT slot, executed_at, err, rendered FROM simnet_transactions WHERE signature = $1",
     )
     .bind(signature)
-    .fetch_optional(&mut *conn)
-    .await?)
+    .fetch_optional(conn)
+    .await
 }
 
 /// Where and how a transaction landed: slot, execution time (ms), `meta.err` JSON.
@@ -361,7 +358,7 @@ pub(crate) type Landing = (i64, i64, Option<String>);
 /// The landings of `signatures` that the ledger has, by signature, in one statement per
 /// [`KEYS_PER_STATEMENT`] (without the rendered transactions, which status checks never need).
 pub(crate) async fn landings(
-    conn: &mut AnyConnection,
+    conn: &mut Conn<'_>,
     signatures: &[&str],
 ) -> Result<HashMap<String, Landing>, SimnetError> {
     let mut found = HashMap::with_capacity(signatures.len());
@@ -370,11 +367,12 @@ pub(crate) async fn landings(
             "SELECT signature, slot, executed_at, err FROM simnet_transactions WHERE signature = ",
             chunk.len(),
         );
-        let mut query = sqlx::query_as::<_, (String, i64, i64, Option<String>)>(&sql);
+        let mut query = sql::query(&sql);
         for signature in chunk {
             query = query.bind(*signature);
         }
-        for (signature, slot, executed_at, err) in query.fetch_all(&mut *conn).await? {
+        let rows: Vec<(String, i64, i64, Option<String>)> = query.fetch_all(conn).await?;
+        for (signature, slot, executed_at, err) in rows {
             found.insert(signature, (slot, executed_at, err));
         }
     }
@@ -382,14 +380,14 @@ pub(crate) async fn landings(
 }
 
 pub(crate) async fn insert_transaction(
-    conn: &mut AnyConnection,
+    conn: &mut Conn<'_>,
     signature: &str,
     slot: i64,
     executed_at: i64,
     err: Option<String>,
     rendered: &serde_json::Value,
 ) -> Result<(), SimnetError> {
-    sqlx::query(
+    sql::query(
         "INSERT INTO simnet_transactions (signature, slot, executed_at, err, rendered) \
          VALUES ($1, $2, $3, $4, $5)",
     )
@@ -398,7 +396,7 @@ pub(crate) async fn insert_transaction(
     .bind(executed_at)
     .bind(err)
     .bind(rendered.to_string())
-    .execute(&mut *conn)
+    .execute(conn)
     .await?;
     Ok(())
 }

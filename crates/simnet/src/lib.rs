@@ -36,6 +36,7 @@ pub mod render;
 mod rent;
 pub mod rpc;
 mod signatures;
+mod sql;
 pub mod storage;
 mod writer;
 
@@ -50,6 +51,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use executor::{Account, Kind, Refusal, Trace};
+use sql::Conn;
 
 pub use clock::{Clock, SystemClock};
 pub use storage::{Backend, Storage};
@@ -116,6 +118,9 @@ pub enum SimnetError {
     /// The database failed (the ledger is unchanged: every write is one transaction).
     #[error(transparent)]
     Store(#[from] sqlx::Error),
+    /// The ledger's SQLite file failed under a statement run in place (unchanged likewise).
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
 }
 
 impl SimnetError {
@@ -224,22 +229,16 @@ impl Shared {
     /// clock since the newest blockhash was issued. Issuing a blockhash stores those idle
     /// slots (see [`Simnet::latest_blockhash`]), so the height never goes back; a blockhash is
     /// valid while this is at most its `lastValidBlockHeight`.
-    pub(crate) async fn block_height(
-        &self,
-        conn: &mut sqlx::AnyConnection,
-    ) -> Result<i64, SimnetError> {
-        let counter = ledger::current(&mut *conn, "slot").await?;
+    pub(crate) async fn block_height(&self, conn: &mut Conn<'_>) -> Result<i64, SimnetError> {
+        let counter = ledger::current(conn, "slot").await?;
         Ok(counter + self.idle_slots(conn).await?)
     }
 
     /// Whole slots since the newest blockhash was issued (0 before the first one).
-    pub(crate) async fn idle_slots(
-        &self,
-        conn: &mut sqlx::AnyConnection,
-    ) -> Result<i64, SimnetError> {
+    pub(crate) async fn idle_slots(&self, conn: &mut Conn<'_>) -> Result<i64, SimnetError> {
         let newest: Option<(i64,)> =
-            sqlx::query_as("SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
-                .fetch_optional(&mut *conn)
+            sql::query("SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
+                .fetch_optional(conn)
                 .await?;
         Ok(self.slots_since(newest.map(|(issued_at,)| issued_at)))
     }
@@ -249,18 +248,18 @@ impl Shared {
     /// this blockhash can never land, which is what lets a sender safely sign a replacement.
     pub(crate) async fn blockhash_valid(
         &self,
-        conn: &mut sqlx::AnyConnection,
+        conn: &mut Conn<'_>,
         blockhash: &[u8; 32],
     ) -> Result<bool, SimnetError> {
         // The blockhash's slot, the slot counter and the newest blockhash's issue time in one
         // statement (the same figures `block_height` reads in two).
-        let (issued, counter, newest): (Option<i64>, i64, Option<i64>) = sqlx::query_as(
+        let (issued, counter, newest): (Option<i64>, i64, Option<i64>) = sql::query(
             "SELECT (SELECT slot FROM simnet_blockhashes WHERE hash = $1),
                     (SELECT value FROM simnet_counters WHERE name = 'slot'),
                     (SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1)",
         )
         .bind(bs58::encode(blockhash).into_string())
-        .fetch_one(&mut *conn)
+        .fetch_one(conn)
         .await?;
         let height = counter + self.slots_since(newest);
         Ok(issued.is_some_and(|slot| height <= slot + RECENT_BLOCKHASHES))
@@ -293,14 +292,16 @@ impl Simnet {
     ) -> Result<Self, SimnetError> {
         let mut tx = store.begin().await?;
         for name in ["slot", "blockhash_seq"] {
-            sqlx::query(
+            sql::query(
                 "INSERT INTO simnet_counters (name, value) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING",
             )
             .bind(name)
-            .execute(&mut *tx)
+            .execute(&mut Conn::Any(&mut tx))
             .await?;
         }
-        let existing = ledger::load(&mut tx, &[mint]).await?.remove(&mint);
+        let existing = ledger::load(&mut Conn::Any(&mut tx), &[mint])
+            .await?
+            .remove(&mint);
         // Mints stored before they recorded an authority: the faucet has always minted this one.
         if let Some(
             mut account @ Account {
@@ -314,7 +315,7 @@ impl Simnet {
             if let Kind::Mint { authority, .. } = &mut account.kind {
                 *authority = Some(faucet());
             }
-            ledger::save(&mut tx, &mint, &account).await?;
+            ledger::save(&mut Conn::Any(&mut tx), &mint, &account).await?;
         }
         if existing.is_none() {
             let account = Account {
@@ -326,7 +327,7 @@ impl Simnet {
                     authority: Some(faucet()),
                 },
             };
-            ledger::save(&mut tx, &mint, &account).await?;
+            ledger::save(&mut Conn::Any(&mut tx), &mint, &account).await?;
         }
         tx.commit().await?;
         let shared = Arc::new(Shared {
@@ -373,14 +374,15 @@ impl Simnet {
         &self,
         signatures: &[String],
     ) -> Result<Vec<Option<pubsub::Landed>>, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
         let mut out = Vec::with_capacity(signatures.len());
         for signature in signatures {
-            let row: Option<(i64, i64, Option<String>)> = sqlx::query_as(
+            let row: Option<(i64, i64, Option<String>)> = sql::query(
                 "SELECT slot, executed_at, err FROM simnet_transactions WHERE signature = $1",
             )
             .bind(signature)
-            .fetch_optional(&mut *conn)
+            .fetch_optional(conn)
             .await?;
             out.push(row.map(|(slot, executed_at, err)| pubsub::Landed {
                 slot: u64::try_from(slot).unwrap_or_default(),
@@ -393,8 +395,9 @@ impl Simnet {
 
     /// The current slot, which is also the block height (the simnet skips no slots).
     pub async fn slot(&self) -> Result<u64, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        let height = self.shared.block_height(&mut conn).await?;
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
+        let height = self.shared.block_height(conn).await?;
         Ok(u64::try_from(height).unwrap_or_default())
     }
 
@@ -410,8 +413,9 @@ impl Simnet {
 
     /// The SOL balance of `address` in lamports (0 when it does not exist).
     pub async fn balance(&self, address: &Pubkey) -> Result<u64, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        Ok(ledger::load(&mut conn, &[*address])
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
+        Ok(ledger::load(conn, &[*address])
             .await?
             .get(address)
             .map_or(0, |a| a.lamports))
@@ -419,8 +423,9 @@ impl Simnet {
 
     /// One account as stored, `None` when it does not exist.
     pub async fn account(&self, address: &Pubkey) -> Result<Option<Account>, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        Ok(ledger::load(&mut conn, &[*address]).await?.remove(address))
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
+        Ok(ledger::load(conn, &[*address]).await?.remove(address))
     }
 
     /// Several accounts read in one snapshot, in the order asked (`None` where absent).
@@ -428,11 +433,12 @@ impl Simnet {
         // One statement reads up to `ledger::KEYS_PER_STATEMENT` keys at one snapshot; more
         // take a read transaction, so the answer is still one snapshot.
         let found = if keys.len() <= ledger::KEYS_PER_STATEMENT {
-            let mut conn = self.store.read().acquire().await?;
-            ledger::load(&mut conn, keys).await?
+            let mut reader = self.store.reader().await?;
+            let conn = &mut reader.conn()?;
+            ledger::load(conn, keys).await?
         } else {
             let mut tx = self.store.read().begin().await?;
-            let found = ledger::load(&mut tx, keys).await?;
+            let found = ledger::load(&mut Conn::Any(&mut tx), keys).await?;
             tx.commit().await?;
             found
         };
@@ -442,9 +448,10 @@ impl Simnet {
 
     /// How many transactions have landed (`getTransactionCount`, `getEpochInfo`).
     pub async fn transaction_count(&self) -> Result<u64, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM simnet_transactions")
-            .fetch_one(&mut *conn)
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
+        let (count,): (i64,) = sql::query("SELECT COUNT(*) FROM simnet_transactions")
+            .fetch_one(conn)
             .await?;
         Ok(u64::try_from(count).unwrap_or_default())
     }
@@ -456,27 +463,28 @@ impl Simnet {
         &self,
         addresses: &[Pubkey],
     ) -> Result<Vec<(u64, u64)>, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        let newest = self.shared.block_height(&mut conn).await?;
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
+        let newest = self.shared.block_height(conn).await?;
         let since = newest - RECENT_BLOCKHASHES;
         let rows: Vec<(i64, String)> = if addresses.is_empty() {
-            sqlx::query_as(
+            sql::query(
                 "SELECT slot, rendered FROM simnet_transactions WHERE slot > $1 ORDER BY slot",
             )
             .bind(since)
-            .fetch_all(&mut *conn)
+            .fetch_all(conn)
             .await?
         } else {
             let mut rows = Vec::new();
             for address in addresses {
-                let some: Vec<(i64, String)> = sqlx::query_as(
+                let some: Vec<(i64, String)> = sql::query(
                     "SELECT t.slot, t.rendered FROM simnet_address_signatures s
                      JOIN simnet_transactions t ON t.signature = s.signature
                      WHERE s.address = $1 AND s.slot > $2",
                 )
                 .bind(address.to_string())
                 .bind(since)
-                .fetch_all(&mut *conn)
+                .fetch_all(conn)
                 .await?;
                 rows.extend(some);
             }
@@ -499,8 +507,9 @@ impl Simnet {
     /// statement); `None` until the pool exists.
     pub async fn pool_reserves(&self) -> Result<Option<PoolReserves>, SimnetError> {
         let a = crate::pool::PoolAddresses::sol_usdc();
-        let mut conn = self.store.read().acquire().await?;
-        let accounts = ledger::load(&mut conn, &[a.pool, a.sol_vault, a.usdc_vault]).await?;
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
+        let accounts = ledger::load(conn, &[a.pool, a.sol_vault, a.usdc_vault]).await?;
         let (Some(pool), Some(sol_vault), Some(usdc_vault)) = (
             accounts.get(&a.pool),
             accounts.get(&a.sol_vault),
@@ -533,8 +542,9 @@ impl Simnet {
     ) -> Result<Option<(u64, u64, u8)>, SimnetError> {
         let a = crate::pool::PoolAddresses::sol_usdc();
         let slot = i64::try_from(slot).unwrap_or(i64::MAX);
-        let mut conn = self.store.read().acquire().await?;
-        let last: Option<(String,)> = sqlx::query_as(
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
+        let last: Option<(String,)> = sql::query(
             "SELECT t.rendered FROM simnet_address_signatures s
              JOIN simnet_transactions t ON t.signature = s.signature
              WHERE s.address = $1 AND s.slot < $2 AND t.err IS NULL
@@ -542,7 +552,7 @@ impl Simnet {
         )
         .bind(a.usdc_vault.to_string())
         .bind(slot)
-        .fetch_optional(&mut *conn)
+        .fetch_optional(conn)
         .await?;
         let Some((rendered,)) = last else {
             return Ok(None);
@@ -559,8 +569,9 @@ impl Simnet {
         mint: Option<&Pubkey>,
         program: Option<&Pubkey>,
     ) -> Result<Vec<(Pubkey, Account)>, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        ledger::token_accounts(&mut conn, owner, mint, program).await
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
+        ledger::token_accounts(conn, owner, mint, program).await
     }
 
     /// Execute a signed wire transaction. With `skip_preflight`, a transaction whose
@@ -603,16 +614,18 @@ impl Simnet {
             None
         };
         let message = &transaction.message;
+        // One read transaction: the height, the blockhash and the accounts of one snapshot.
         let mut tx = self.store.read().begin().await?;
-        let slot = u64::try_from(self.shared.block_height(&mut tx).await?).unwrap_or_default();
+        let conn = &mut Conn::Any(&mut tx);
+        let slot = u64::try_from(self.shared.block_height(conn).await?).unwrap_or_default();
         let outcome = if !self
             .shared
-            .blockhash_valid(&mut tx, &message.recent_blockhash)
+            .blockhash_valid(conn, &message.recent_blockhash)
             .await?
         {
             (Some(json!("BlockhashNotFound")), Trace::default())
         } else {
-            let pre = ledger::load(&mut tx, &message.account_keys).await?;
+            let pre = ledger::load(conn, &message.account_keys).await?;
             match executor::process(message, &pre) {
                 Ok(processed) => (processed.failure.map(|f| f.to_json()), processed.trace),
                 Err(refusal) => (Some(refusal.to_json()), Trace::default()),
@@ -652,8 +665,9 @@ impl Simnet {
         else {
             return Ok(false);
         };
-        let mut conn = self.store.read().acquire().await?;
-        self.shared.blockhash_valid(&mut conn, &bytes).await
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
+        self.shared.blockhash_valid(conn, &bytes).await
     }
 
     /// Credit `lamports` of SOL and `stablecoin` raw units (into the associated token account,
@@ -715,9 +729,10 @@ impl Simnet {
 
     /// `getSignatureStatuses` entries (null for unknown signatures).
     pub async fn statuses(&self, signatures: &[String]) -> Result<Vec<Value>, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
         let wanted: Vec<&str> = signatures.iter().map(String::as_str).collect();
-        let landed = ledger::landings(&mut conn, &wanted).await?;
+        let landed = ledger::landings(conn, &wanted).await?;
         let mut out = Vec::with_capacity(signatures.len());
         for signature in signatures {
             // `get`, not `remove`: a signature may be asked about twice in one request.
@@ -751,9 +766,9 @@ impl Simnet {
         signature: &str,
         commitment: Commitment,
     ) -> Result<Value, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        let Some((slot, executed_at, _, rendered)) =
-            ledger::transaction(&mut conn, signature).await?
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
+        let Some((slot, executed_at, _, rendered)) = ledger::transaction(conn, signature).await?
         else {
             return Ok(Value::Null);
         };
@@ -771,7 +786,7 @@ impl Simnet {
 /// The newest blockhash, or a new one when the clock or a landed transaction has moved past its
 /// slot: one write of the ledger (`Simnet::latest_blockhash`).
 async fn issue_blockhash(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut Conn<'_>,
     shared: &Shared,
 ) -> Result<writer::Done<(String, i64)>, SimnetError> {
     let now = shared.now_ms();
@@ -781,14 +796,14 @@ async fn issue_blockhash(
         Option<i64>,
         Option<i64>,
         i64,
-    ) = sqlx::query_as(
+    ) = sql::query(
         "SELECT b.hash, b.slot, b.issued_at, c.value
          FROM simnet_counters c
          LEFT JOIN (SELECT hash, slot, issued_at FROM simnet_blockhashes
                     ORDER BY seq DESC LIMIT 1) b ON 1 = 1
          WHERE c.name = 'slot'",
     )
-    .fetch_one(&mut *conn)
+    .fetch_one(conn)
     .await?;
     // Reused only within its slot: while the clock has not moved a slot on and no
     // transaction has landed since (each lands in a slot of its own), so a client sending
@@ -804,13 +819,13 @@ async fn issue_blockhash(
             // one this blockhash opens), so the height never goes back from what
             // `block_height` reported and moves one block per slot of the clock.
             let passed = shared.slots_since(issued_at).max(1);
-            let (slot,): (i64,) = sqlx::query_as(
+            let (slot,): (i64,) = sql::query(
                 "UPDATE simnet_counters SET value = value + $1 WHERE name = 'slot' RETURNING value",
             )
             .bind(passed)
-            .fetch_one(&mut *conn)
+            .fetch_one(conn)
             .await?;
-            let seq = ledger::next(&mut *conn, "blockhash_seq").await?;
+            let seq = ledger::next(conn, "blockhash_seq").await?;
             let mut salt = [0u8; 16];
             rand::rngs::OsRng.fill_bytes(&mut salt);
             let mut hasher = Sha256::new();
@@ -818,22 +833,22 @@ async fn issue_blockhash(
             hasher.update(now.to_le_bytes());
             hasher.update(salt);
             let hash = bs58::encode(hasher.finalize()).into_string();
-            sqlx::query(
+            sql::query(
                     "INSERT INTO simnet_blockhashes (hash, seq, slot, issued_at) VALUES ($1, $2, $3, $4)",
                 )
                 .bind(&hash)
                 .bind(seq)
                 .bind(slot)
                 .bind(now)
-                .execute(&mut *conn)
+                .execute(conn)
                 .await?;
             // Keep a margin beyond the validity window; older hashes can never be used. Swept
             // every few blockhashes rather than each time: a few more rows, one statement less
             // per blockhash.
             if seq % PRUNE_EVERY == 0 {
-                sqlx::query("DELETE FROM simnet_blockhashes WHERE seq < $1")
+                sql::query("DELETE FROM simnet_blockhashes WHERE seq < $1")
                     .bind(seq - 2 * RECENT_BLOCKHASHES)
-                    .execute(&mut *conn)
+                    .execute(conn)
                     .await?;
             }
             (hash, slot)
@@ -844,14 +859,14 @@ async fn issue_blockhash(
 
 /// Execute a decoded transaction and record it: one write of the ledger (`Simnet::send`).
 async fn land(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut Conn<'_>,
     shared: &Shared,
     transaction: Transaction,
     skip_preflight: bool,
 ) -> Result<writer::Done<String>, SimnetError> {
     let signature = transaction.signature();
     let message = &transaction.message;
-    if !ledger::landings(&mut *conn, &[signature.as_str()])
+    if !ledger::landings(conn, &[signature.as_str()])
         .await?
         .is_empty()
     {
@@ -862,7 +877,7 @@ async fn land(
         ));
     }
     if !shared
-        .blockhash_valid(&mut *conn, &message.recent_blockhash)
+        .blockhash_valid(conn, &message.recent_blockhash)
         .await?
     {
         return Err(SimnetError::preflight(
@@ -871,7 +886,7 @@ async fn land(
             &Trace::default(),
         ));
     }
-    let pre = ledger::load(&mut *conn, &message.account_keys).await?;
+    let pre = ledger::load(conn, &message.account_keys).await?;
     let processed = executor::process(message, &pre).map_err(|r| SimnetError::refused(&r))?;
     let err = processed.failure.as_ref().map(|f| f.to_json());
     if let Some(failure) = &processed.failure
@@ -897,7 +912,7 @@ async fn land(
         err.as_ref(),
         &processed.trace,
     );
-    let slot = ledger::next(&mut *conn, "slot").await?;
+    let slot = ledger::next(conn, "slot").await?;
     let executed_at = shared.now_ms();
     ledger::insert_transaction(
         &mut *conn,
@@ -908,8 +923,8 @@ async fn land(
         &rendered,
     )
     .await?;
-    signatures::record(&mut *conn, &signature, slot, &message.account_keys).await?;
-    ledger::save_changes(&mut *conn, &pre, &processed.post).await?;
+    signatures::record(conn, &signature, slot, &message.account_keys).await?;
+    ledger::save_changes(conn, &pre, &processed.post).await?;
     let announced = signature.clone();
     let trace = processed.trace;
     Ok(writer::Done {
@@ -940,7 +955,7 @@ struct Credit {
 
 /// Credit an airdrop and record it as a faucet transaction: one write of the ledger.
 async fn credit(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut Conn<'_>,
     shared: &Shared,
     credit: Credit,
 ) -> Result<writer::Done<String>, SimnetError> {
@@ -954,10 +969,10 @@ async fn credit(
     } = credit;
     let faucet = faucet();
     let token_program = tx::token_program();
-    let slot = ledger::next(&mut *conn, "slot").await?;
+    let slot = ledger::next(conn, "slot").await?;
     let (blockhash,): (String,) =
-        sqlx::query_as("SELECT hash FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
-            .fetch_optional(&mut *conn)
+        sql::query("SELECT hash FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(conn)
             .await?
             .unwrap_or_else(|| (bs58::encode([0u8; 32]).into_string(),));
     let blockhash: [u8; 32] = bs58::decode(&blockhash)
@@ -966,7 +981,7 @@ async fn credit(
         .and_then(|b| b.try_into().ok())
         .unwrap_or_default();
     let message = Message::new_legacy(&ixs, &faucet, blockhash);
-    let pre = ledger::load(&mut *conn, &message.account_keys).await?;
+    let pre = ledger::load(conn, &message.account_keys).await?;
     let mut post = pre.clone();
     let target = post.entry(address).or_insert(Account::wallet(0));
     target.lamports = target
@@ -1027,9 +1042,9 @@ async fn credit(
         &trace,
     );
     let executed_at = shared.now_ms();
-    ledger::insert_transaction(&mut *conn, &signature, slot, executed_at, None, &rendered).await?;
-    signatures::record(&mut *conn, &signature, slot, &message.account_keys).await?;
-    ledger::save_changes(&mut *conn, &pre, &post).await?;
+    ledger::insert_transaction(conn, &signature, slot, executed_at, None, &rendered).await?;
+    signatures::record(conn, &signature, slot, &message.account_keys).await?;
+    ledger::save_changes(conn, &pre, &post).await?;
     Ok(writer::Done {
         value: signature.clone(),
         after: Some(Box::new(move |shared: &Shared| {

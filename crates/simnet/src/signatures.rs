@@ -9,8 +9,8 @@
 
 use crucible_solana::tx::Pubkey;
 use serde_json::{Value, json};
-use sqlx::AnyConnection;
 
+use crate::sql::{self, Conn};
 use crate::{Commitment, Simnet, SimnetError, ledger};
 
 /// The most signatures one call returns, as on a real node.
@@ -79,7 +79,7 @@ impl Query {
 
 /// Index a landed transaction under each of its account keys.
 pub(crate) async fn record(
-    conn: &mut AnyConnection,
+    conn: &mut Conn<'_>,
     signature: &str,
     slot: i64,
     keys: &[Pubkey],
@@ -96,11 +96,11 @@ pub(crate) async fn record(
             "INSERT INTO simnet_address_signatures (address, slot, signature) VALUES {}",
             rows.join(", ")
         );
-        let mut query = sqlx::query(&sql).bind(slot).bind(signature);
+        let mut query = sql::query(&sql).bind(slot).bind(signature);
         for address in chunk {
             query = query.bind(address.as_str());
         }
-        query.execute(&mut *conn).await?;
+        query.execute(conn).await?;
     }
     Ok(())
 }
@@ -108,10 +108,7 @@ pub(crate) async fn record(
 /// Addresses one insert carries at most.
 const ADDRESSES_PER_STATEMENT: usize = 64;
 
-async fn slot_of(
-    conn: &mut AnyConnection,
-    signature: Option<&str>,
-) -> Result<Option<i64>, SimnetError> {
+async fn slot_of(conn: &mut Conn<'_>, signature: Option<&str>) -> Result<Option<i64>, SimnetError> {
     match signature {
         None => Ok(None),
         Some(s) => Ok(ledger::transaction(conn, s).await?.map(|(slot, ..)| slot)),
@@ -144,15 +141,16 @@ impl Simnet {
         &self,
         query: &Query,
     ) -> Result<Vec<Value>, SimnetError> {
-        let mut conn = self.store.read().acquire().await?;
-        let before = slot_of(&mut conn, query.before.as_deref()).await?;
-        let until = slot_of(&mut conn, query.until.as_deref()).await?;
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
+        let before = slot_of(conn, query.before.as_deref()).await?;
+        let until = slot_of(conn, query.until.as_deref()).await?;
         // Only what is final at `commitment` is listed, like `getTransaction`.
         let executed_by = match query.commitment {
             Commitment::Finalized => self.now_ms().saturating_sub(self.shared.finality_ms),
             Commitment::Confirmed => i64::MAX,
         };
-        let rows: Vec<(String, i64, i64, Option<String>, String)> = sqlx::query_as(
+        let rows: Vec<(String, i64, i64, Option<String>, String)> = sql::query(
             "SELECT t.signature, t.slot, t.executed_at, t.err, t.rendered
              FROM simnet_address_signatures a JOIN simnet_transactions t ON t.signature = a.signature
              WHERE a.address = $1 AND a.slot < $2 AND a.slot > $3 AND t.executed_at <= $4
@@ -163,7 +161,7 @@ impl Simnet {
         .bind(until.unwrap_or(-1))
         .bind(executed_by)
         .bind(i64::try_from(query.limit).unwrap_or(1000))
-        .fetch_all(&mut *conn)
+        .fetch_all(conn)
         .await?;
         Ok(rows
             .into_iter()

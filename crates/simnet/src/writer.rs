@@ -14,17 +14,21 @@
 //!   job that panics fails its batch, not the writer.
 //!
 //! On PostgreSQL a batch holds the ledger's advisory lock, as each write did: one leader among
-//! the nodes sharing the database.
+//! the nodes sharing the database. On a SQLite file the batch runs in place on the ledger's own
+//! connection ([`crate::sql`]) while it holds the writer pool's one connection, the process's
+//! write lock; only its commit, which waits for the disk, goes to a blocking thread.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sqlx::{Acquire as _, AnyConnection};
+use sqlx::Acquire as _;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Backend, LEDGER_LOCK, Shared, SimnetError, Storage};
+use crate::sql::Conn;
+use crate::storage::Local;
 
 /// A boxed future borrowing the batch's connection.
 pub(crate) type Fut<'c, T> = Pin<Box<dyn Future<Output = T> + Send + 'c>>;
@@ -54,7 +58,7 @@ const QUEUE: usize = 4096;
 trait Pending: Send {
     /// Run against the batch's transaction; false when the job failed (its savepoint is then
     /// rolled back).
-    fn run<'c>(&'c mut self, conn: &'c mut AnyConnection, shared: &'c Shared) -> Fut<'c, bool>;
+    fn run<'c, 'd>(&'c mut self, conn: &'c mut Conn<'d>, shared: &'c Shared) -> Fut<'c, bool>;
     /// Answer the caller once the batch committed, or failed as a whole.
     fn finish(self: Box<Self>, shared: &Shared, batch: &Result<(), String>);
 }
@@ -68,11 +72,11 @@ struct Job<T, F> {
 impl<T, F> Pending for Job<T, F>
 where
     T: Send + 'static,
-    F: for<'c> FnOnce(&'c mut AnyConnection, &'c Shared) -> Fut<'c, Result<Done<T>, SimnetError>>
+    F: for<'c, 'd> FnOnce(&'c mut Conn<'d>, &'c Shared) -> Fut<'c, Result<Done<T>, SimnetError>>
         + Send
         + 'static,
 {
-    fn run<'c>(&'c mut self, conn: &'c mut AnyConnection, shared: &'c Shared) -> Fut<'c, bool> {
+    fn run<'c, 'd>(&'c mut self, conn: &'c mut Conn<'d>, shared: &'c Shared) -> Fut<'c, bool> {
         Box::pin(async move {
             let Some(work) = self.work.take() else {
                 return false;
@@ -163,8 +167,8 @@ impl Writer {
     pub(crate) async fn write<T, F>(&self, work: F) -> Result<T, SimnetError>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(
-                &'c mut AnyConnection,
+        F: for<'c, 'd> FnOnce(
+                &'c mut Conn<'d>,
                 &'c Shared,
             ) -> Fut<'c, Result<Done<T>, SimnetError>>
             + Send
@@ -201,6 +205,9 @@ async fn commit_batch(
     shared: &Shared,
     batch: &mut [Box<dyn Pending>],
 ) -> Result<(), SimnetError> {
+    if let Some(local) = store.local() {
+        return commit_in_place(store, local, shared, batch).await;
+    }
     let mut tx = store.begin().await?;
     if store.backend() == Backend::Postgres {
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
@@ -210,7 +217,7 @@ async fn commit_batch(
     }
     if let [job] = batch {
         // Alone, the job's failure is the transaction's: nothing of it is kept.
-        if job.run(&mut tx, shared).await {
+        if job.run(&mut Conn::Any(&mut tx), shared).await {
             tx.commit().await?;
         } else {
             tx.rollback().await?;
@@ -219,7 +226,7 @@ async fn commit_batch(
     }
     for job in batch.iter_mut() {
         let mut savepoint = tx.begin().await?;
-        if job.run(&mut savepoint, shared).await {
+        if job.run(&mut Conn::Any(&mut savepoint), shared).await {
             savepoint.commit().await?;
         } else {
             savepoint.rollback().await?;
@@ -227,4 +234,48 @@ async fn commit_batch(
     }
     tx.commit().await?;
     Ok(())
+}
+
+/// [`commit_batch`] on a SQLite file: the same transaction and savepoints, run in place on the
+/// ledger's writer connection. A failure anywhere leaves nothing: the connection is rolled back
+/// when it goes back ([`crate::storage::Lent`]).
+async fn commit_in_place(
+    store: &Storage,
+    local: &std::sync::Arc<Local>,
+    shared: &Shared,
+    batch: &mut [Box<dyn Pending>],
+) -> Result<(), SimnetError> {
+    let _write_lock = store.write_lock().await?;
+    let mut lent = local.lend_writer()?;
+    lent.conn_mut()?.execute_batch("BEGIN IMMEDIATE")?;
+    if let [job] = batch {
+        // Alone, the job's failure is the transaction's: nothing of it is kept.
+        if !job.run(&mut Conn::Local(lent.conn_mut()?), shared).await {
+            lent.conn_mut()?.execute_batch("ROLLBACK")?;
+            return Ok(());
+        }
+    } else {
+        for job in batch.iter_mut() {
+            lent.conn_mut()?.execute_batch("SAVEPOINT job")?;
+            let ran = job.run(&mut Conn::Local(lent.conn_mut()?), shared).await;
+            let conn = lent.conn_mut()?;
+            if !ran {
+                conn.execute_batch("ROLLBACK TO job")?;
+            }
+            conn.execute_batch("RELEASE job")?;
+        }
+    }
+    // The commit waits for the disk (`synchronous = FULL`): on a blocking thread, so the
+    // runtime goes on serving meanwhile. The write lock is held until it returns.
+    let Some(conn) = lent.take() else {
+        return Err(batch_failed("the ledger's connection is away"));
+    };
+    let (conn, committed) = tokio::task::spawn_blocking(move || {
+        let committed = conn.execute_batch("COMMIT");
+        (conn, committed)
+    })
+    .await
+    .map_err(|error| batch_failed(&error.to_string()))?;
+    lent.put(conn);
+    Ok(committed?)
 }

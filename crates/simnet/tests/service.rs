@@ -322,3 +322,105 @@ async fn writes_sent_at_once_land_whole_and_a_refused_one_fails_alone() {
     let count = result(&simnet, "getTransactionCount", json!([])).await;
     assert_eq!(count, json!(2 * payers.len()));
 }
+
+/// A ledger in a SQLite file, as a server keeps it: the hot statements run in place on the
+/// ledger's own connections while sqlx's pools stay the way in for everything else. Transfers
+/// sent at once share batches (one of them a duplicate that must fail alone), every answer is
+/// what the file holds, and a reopened ledger has all of it.
+#[tokio::test]
+async fn a_ledger_in_a_sqlite_file_runs_in_place_and_keeps_every_landing() {
+    use sqlx::any::{AnyPoolOptions, install_default_drivers};
+
+    install_default_drivers();
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("ledger.db");
+    let url = format!("sqlite://{}?mode=rwc", path.display());
+    let pools = || async {
+        let writer = AnyPoolOptions::new()
+            .max_connections(1)
+            .connect(&url)
+            .await
+            .expect("writer pool");
+        sqlx::query("PRAGMA journal_mode = WAL")
+            .execute(&writer)
+            .await
+            .expect("wal");
+        let reader = AnyPoolOptions::new()
+            .max_connections(4)
+            .connect(&url)
+            .await
+            .expect("reader pool");
+        (reader, writer)
+    };
+    let (reader, writer) = pools().await;
+    let storage = Storage::with_sqlite_file(reader, writer, &path);
+    storage.create_schema().await.expect("schema");
+    let open = |storage: Storage| async move {
+        let clock = || 1_700_000_000_000_i64;
+        Arc::new(
+            Simnet::open(storage, Arc::new(clock), 0, default_stablecoin_mint())
+                .await
+                .expect("open"),
+        )
+    };
+    let simnet = open(storage.clone()).await;
+    let payer = Keypair::from_secret([7; 32]);
+    let payee = Pubkey([8; 32]);
+    simnet
+        .airdrop(&payer.pubkey(), 10_000_000_000, 0)
+        .await
+        .expect("airdrop");
+
+    let mut wires = Vec::new();
+    for n in 0..16 {
+        wires.push(transfer(&simnet, &payer, &payee, 1_000_000 + n).await.1);
+    }
+    // The first transfer twice: a node lands it once and refuses the copy.
+    wires.push(wires[0].clone());
+    let sends: Vec<_> = wires
+        .into_iter()
+        .map(|wire| {
+            let simnet = simnet.clone();
+            tokio::spawn(async move {
+                call(
+                    &simnet,
+                    "sendTransaction",
+                    json!([wire, {"encoding": "base64"}]),
+                )
+                .await
+            })
+        })
+        .collect();
+    let mut landed = 0;
+    let mut refused = 0;
+    for send in sends {
+        let reply = send.await.expect("send task");
+        if reply.get("result").is_some() {
+            landed += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    assert_eq!((landed, refused), (16, 1));
+    let expected: u64 = (0..16).map(|n| 1_000_000 + n).sum();
+    assert_eq!(simnet.balance(&payee).await.expect("balance"), expected);
+    let (batches, writes) = simnet.write_batches();
+    assert!(
+        writes > batches,
+        "sent at once, writes share batches: {writes} in {batches}"
+    );
+
+    // What the file holds, read through sqlx, and again after a reopen.
+    let (count,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM simnet_address_signatures WHERE address = $1")
+            .bind(payee.to_string())
+            .fetch_one(storage.read())
+            .await
+            .expect("count");
+    assert_eq!(count, 16);
+    drop(simnet);
+    storage.close().await;
+    let (reader, writer) = pools().await;
+    let reopened = open(Storage::with_sqlite_file(reader, writer, &path)).await;
+    assert_eq!(reopened.balance(&payee).await.expect("balance"), expected);
+}

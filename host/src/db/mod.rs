@@ -77,6 +77,8 @@ pub struct Store {
     writer: AnyPool,
     backend: Backend,
     group: GroupCommit,
+    /// The database file, on SQLite (none in memory).
+    sqlite_file: Option<std::path::PathBuf>,
 }
 
 impl fmt::Debug for Store {
@@ -101,6 +103,7 @@ impl Store {
                     group: GroupCommit::new(writer.clone()),
                     writer,
                     backend,
+                    sqlite_file: sqlite_file(url),
                 })
             }
             Backend::Postgres => {
@@ -122,6 +125,7 @@ impl Store {
                     group: GroupCommit::new(pool.clone()),
                     writer: pool,
                     backend,
+                    sqlite_file: None,
                 })
             }
         }
@@ -144,6 +148,11 @@ impl Store {
     /// The pool for reads.
     pub fn read(&self) -> &AnyPool {
         &self.reader
+    }
+
+    /// The SQLite database's file, once opened (`None` on PostgreSQL and in memory).
+    pub(crate) fn sqlite_file(&self) -> Option<&std::path::Path> {
+        self.sqlite_file.as_deref()
     }
 
     /// The pool for single-statement writes (one connection on SQLite).
@@ -219,6 +228,17 @@ fn pool_options() -> AnyPoolOptions {
                 Ok(clean)
             })
         })
+}
+
+/// The file a SQLite URL names, once it exists (an in-memory database has none).
+fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    use std::str::FromStr as _;
+    if url.contains("mode=memory") {
+        return None;
+    }
+    let options = sqlx::sqlite::SqliteConnectOptions::from_str(url).ok()?;
+    let path = options.get_filename();
+    path.is_file().then(|| path.to_path_buf())
 }
 
 async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreError> {

@@ -29,13 +29,22 @@ pub(crate) async fn open(
     Simnet::open(storage_of(store), Arc::new(clock), finality_ms, mint).await
 }
 
-/// The simnet's handle on the server's database: the same pools (reads, the single writer).
+/// The simnet's handle on the server's database: the same pools (reads, the single writer),
+/// and on a SQLite file the file itself, for the ledger's statements run in place (its writes
+/// still hold the writer pool's one connection, the server's write lock).
 pub(crate) fn storage_of(store: &Store) -> crucible_simnet::Storage {
-    let backend = match store.backend() {
-        Backend::Sqlite => crucible_simnet::Backend::Sqlite,
-        Backend::Postgres => crucible_simnet::Backend::Postgres,
-    };
-    crucible_simnet::Storage::new(store.read().clone(), store.write().clone(), backend)
+    let (reader, writer) = (store.read().clone(), store.write().clone());
+    match (store.backend(), store.sqlite_file()) {
+        (Backend::Sqlite, Some(file)) => {
+            crucible_simnet::Storage::with_sqlite_file(reader, writer, file)
+        }
+        (Backend::Sqlite, None) => {
+            crucible_simnet::Storage::new(reader, writer, crucible_simnet::Backend::Sqlite)
+        }
+        (Backend::Postgres, _) => {
+            crucible_simnet::Storage::new(reader, writer, crucible_simnet::Backend::Postgres)
+        }
+    }
 }
 
 #[cfg(test)]

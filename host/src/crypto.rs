@@ -20,7 +20,7 @@ pub(crate) const MASTER_KEY_FILE: &str = "master.key";
 pub fn random_base58(n: usize) -> String {
     let mut bytes = vec![0u8; n];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
-    bs58::encode(bytes).into_string()
+    crucible_solana::base58::encode(&bytes)
 }
 
 /// A random identifier with a readable prefix, e.g. `acc_3mJr7…`.

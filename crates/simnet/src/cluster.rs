@@ -10,7 +10,7 @@ pub(crate) const SLOTS_PER_EPOCH: u64 = 432_000;
 
 /// `getGenesisHash`.
 pub(crate) fn genesis_hash() -> String {
-    bs58::encode(Sha256::digest(b"crucible simnet genesis")).into_string()
+    crucible_solana::base58::encode(&Sha256::digest(b"crucible simnet genesis"))
 }
 
 /// `getIdentity`: the simnet's one (and leader) node.

@@ -258,7 +258,7 @@ impl Shared {
                     (SELECT value FROM simnet_counters WHERE name = 'slot'),
                     (SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1)",
         )
-        .bind(bs58::encode(blockhash).into_string())
+        .bind(crucible_solana::base58::encode(blockhash))
         .fetch_one(conn)
         .await?;
         let height = counter + self.slots_since(newest);
@@ -832,7 +832,7 @@ async fn issue_blockhash(
             hasher.update(seq.to_le_bytes());
             hasher.update(now.to_le_bytes());
             hasher.update(salt);
-            let hash = bs58::encode(hasher.finalize()).into_string();
+            let hash = crucible_solana::base58::encode(&hasher.finalize());
             sql::query(
                     "INSERT INTO simnet_blockhashes (hash, seq, slot, issued_at) VALUES ($1, $2, $3, $4)",
                 )
@@ -901,7 +901,7 @@ async fn land(
     let signatures: Vec<String> = transaction
         .signatures
         .iter()
-        .map(|s| bs58::encode(s).into_string())
+        .map(|s| crucible_solana::base58::encode(s))
         .collect();
     let rendered = render::transaction(
         &signatures,
@@ -974,7 +974,7 @@ async fn credit(
         sql::query("SELECT hash FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
             .fetch_optional(conn)
             .await?
-            .unwrap_or_else(|| (bs58::encode([0u8; 32]).into_string(),));
+            .unwrap_or_else(|| (crucible_solana::base58::encode(&[0u8; 32]),));
     let blockhash: [u8; 32] = bs58::decode(&blockhash)
         .into_vec()
         .ok()
@@ -1031,7 +1031,7 @@ async fn credit(
     }
     let mut signature = [0u8; 64];
     rand::rngs::OsRng.fill_bytes(&mut signature);
-    let signature = bs58::encode(signature).into_string();
+    let signature = crucible_solana::base58::encode(&signature);
     let rendered = render::transaction(
         std::slice::from_ref(&signature),
         &message,

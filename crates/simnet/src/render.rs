@@ -70,7 +70,7 @@ pub(crate) fn transaction(
     let mut message_json = json!({
         "accountKeys": account_keys,
         "instructions": instructions,
-        "recentBlockhash": bs58::encode(message.recent_blockhash).into_string(),
+        "recentBlockhash": crucible_solana::base58::encode(&message.recent_blockhash),
     });
     let version = match message.version {
         MessageVersion::Legacy => json!("legacy"),
@@ -244,7 +244,7 @@ fn instruction(message: &Message, ix: &CompiledInstruction, output: Option<u64>)
     json!({
         "programId": program.to_string(),
         "accounts": (0..ix.accounts.len()).map(key).collect::<Vec<_>>(),
-        "data": bs58::encode(&ix.data).into_string(),
+        "data": crucible_solana::base58::encode(&ix.data),
         "stackHeight": null,
     })
 }

@@ -207,7 +207,7 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
                 .map_err(|e| SimnetError::params(format!("invalid message: {e}")))?;
             let fee = executor::fee(&message).map_err(|e| SimnetError::params(e.to_string()))?;
             // A node answers null for a message whose blockhash it no longer knows.
-            let blockhash = bs58::encode(message.recent_blockhash).into_string();
+            let blockhash = crucible_solana::base58::encode(&message.recent_blockhash);
             let value = if simnet.is_blockhash_valid(&blockhash).await? {
                 json!(fee)
             } else {

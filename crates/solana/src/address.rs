@@ -24,12 +24,12 @@ impl WalletAddress {
             ));
         }
         // Leading-zero or padded spellings decode to the same key; keep one spelling per key.
-        Ok(WalletAddress(bs58::encode(bytes).into_string()))
+        Ok(WalletAddress(crate::base58::encode(&bytes)))
     }
 
     /// The address of an ed25519 public key (or any 32 bytes).
     pub fn from_public_key(bytes: &[u8; 32]) -> Self {
-        WalletAddress(bs58::encode(bytes).into_string())
+        WalletAddress(crate::base58::encode(bytes))
     }
 
     /// The canonical base58 spelling.

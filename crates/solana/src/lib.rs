@@ -12,6 +12,7 @@
 #![warn(unreachable_pub)]
 
 pub mod address;
+pub mod base58;
 pub mod keypair;
 pub mod rpc;
 pub mod tx;

@@ -237,7 +237,7 @@ impl PreparedSwap {
         wire[1..65].copy_from_slice(&signature);
         Ok(SignedSwap {
             wire,
-            signature: bs58::encode(signature).into_string(),
+            signature: crucible_solana::base58::encode(&signature),
         })
     }
 

@@ -353,7 +353,7 @@ impl Transaction {
     pub fn signature(&self) -> String {
         self.signatures
             .first()
-            .map(|s| bs58::encode(s).into_string())
+            .map(|s| crate::base58::encode(s))
             .unwrap_or_default()
     }
 

@@ -39,7 +39,7 @@ impl Pubkey {
 
 impl fmt::Display for Pubkey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&bs58::encode(self.0).into_string())
+        f.write_str(&crate::base58::encode(&self.0))
     }
 }
 

@@ -198,7 +198,7 @@ fn binary(
                     "Encoded binary (base 58) data should be less than 128 bytes, please use Base64 encoding.",
                 ));
             }
-            json!([crucible_solana::base58::encode(&cut), "base58"])
+            json!([crucible_solana::base58::encode(cut), "base58"])
         }
         _ => json!([
             base64::engine::general_purpose::STANDARD.encode(cut),

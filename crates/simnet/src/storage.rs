@@ -195,35 +195,39 @@ const CACHED_STATEMENTS: usize = 256;
 
 impl Local {
     fn lend_reader(self: &Arc<Self>) -> Result<Lent, SimnetError> {
-        let kept = self
-            .readers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        Ok(Lent {
-            conn: Some(match kept {
-                Some(conn) => conn,
-                None => open(&self.path, READER_CACHE_KIB)?,
-            }),
-            home: self.clone(),
-            writer: false,
-        })
+        self.lend(false)
     }
 
     /// The writer connection, lent to one batch at a time (the caller holds the write lock).
     pub(crate) fn lend_writer(self: &Arc<Self>) -> Result<Lent, SimnetError> {
-        let kept = self
-            .writer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        self.lend(true)
+    }
+
+    /// A kept connection of the role, or a new one.
+    fn lend(self: &Arc<Self>, writer: bool) -> Result<Lent, SimnetError> {
+        let (kept, cache_kib) = if writer {
+            let kept = self
+                .writer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            (kept, WRITER_CACHE_KIB)
+        } else {
+            let kept = self
+                .readers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop();
+            (kept, READER_CACHE_KIB)
+        };
+        let conn = match kept {
+            Some(conn) => conn,
+            None => open(&self.path, cache_kib)?,
+        };
         Ok(Lent {
-            conn: Some(match kept {
-                Some(conn) => conn,
-                None => open(&self.path, WRITER_CACHE_KIB)?,
-            }),
+            conn: Some(conn),
             home: self.clone(),
-            writer: true,
+            writer,
         })
     }
 }

@@ -67,6 +67,20 @@ async fn transfer(simnet: &Simnet, from: &Keypair, to: &Pubkey, lamports: u64) -
     )
 }
 
+/// `sendTransaction` of a base64 wire transaction on a task of its own (so several share the
+/// ledger's batches); the JSON-RPC reply.
+fn spawn_send(simnet: &Arc<Simnet>, wire: String) -> tokio::task::JoinHandle<Value> {
+    let simnet = simnet.clone();
+    tokio::spawn(async move {
+        call(
+            &simnet,
+            "sendTransaction",
+            json!([wire, {"encoding": "base64"}]),
+        )
+        .await
+    })
+}
+
 #[tokio::test]
 async fn a_transfer_is_confirmed_at_once_and_finalized_on_the_clock() {
     let (simnet, now) = simnet().await;
@@ -268,17 +282,7 @@ async fn writes_sent_at_once_land_whole_and_a_refused_one_fails_alone() {
     let overdraft = transfer(&simnet, &broke, &payee, 1).await;
     let duplicate = wires[0].clone();
 
-    let send = |wire: String| {
-        let simnet = simnet.clone();
-        tokio::spawn(async move {
-            call(
-                &simnet,
-                "sendTransaction",
-                json!([wire, {"encoding": "base64"}]),
-            )
-            .await
-        })
-    };
+    let send = |wire: String| spawn_send(&simnet, wire);
     let mut sent = Vec::new();
     for (_, wire) in &wires {
         sent.push(send(wire.clone()));
@@ -379,17 +383,7 @@ async fn a_ledger_in_a_sqlite_file_runs_in_place_and_keeps_every_landing() {
     wires.push(wires[0].clone());
     let sends: Vec<_> = wires
         .into_iter()
-        .map(|wire| {
-            let simnet = simnet.clone();
-            tokio::spawn(async move {
-                call(
-                    &simnet,
-                    "sendTransaction",
-                    json!([wire, {"encoding": "base64"}]),
-                )
-                .await
-            })
-        })
+        .map(|wire| spawn_send(&simnet, wire))
         .collect();
     let mut landed = 0;
     let mut refused = 0;

@@ -42,10 +42,12 @@ pub async fn signing_key(
     sealer: &Sealer,
     address: &WalletAddress,
 ) -> anyhow::Result<Option<SigningKey>> {
+    // In place on a SQLite file: every live swap signs with one (docs/architecture.md,
+    // "Statements in place").
     let sealed: Option<(String,)> =
-        sqlx::query_as("SELECT secret_sealed FROM custodial_wallets WHERE address = $1")
+        crucible_sql::query("SELECT secret_sealed FROM custodial_wallets WHERE address = $1")
             .bind(address.as_str())
-            .fetch_optional(store.read())
+            .fetch_optional(&mut store.reader().await?.conn()?)
             .await?;
     let Some((sealed,)) = sealed else {
         return Ok(None);

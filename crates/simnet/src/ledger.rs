@@ -350,6 +350,7 @@ pub(crate) async fn transaction(
     .bind(signature)
     .fetch_optional(conn)
     .await
+    .map_err(SimnetError::from)
 }
 
 /// Where and how a transaction landed: slot, execution time (ms), `meta.err` JSON.

@@ -36,7 +36,7 @@ pub mod render;
 mod rent;
 pub mod rpc;
 mod signatures;
-mod sql;
+use crucible_sql as sql;
 pub mod storage;
 mod writer;
 
@@ -54,6 +54,7 @@ use executor::{Account, Kind, Refusal, Trace};
 use sql::Conn;
 
 pub use clock::{Clock, SystemClock};
+pub use crucible_sql::SqliteFile;
 pub use storage::{Backend, Storage};
 
 /// A transaction that landed, as the PubSub subscriptions need it ([`pubsub`]).
@@ -118,9 +119,6 @@ pub enum SimnetError {
     /// The database failed (the ledger is unchanged: every write is one transaction).
     #[error(transparent)]
     Store(#[from] sqlx::Error),
-    /// The ledger's SQLite file failed under a statement run in place (unchanged likewise).
-    #[error(transparent)]
-    Sqlite(#[from] rusqlite::Error),
 }
 
 impl SimnetError {

@@ -67,10 +67,6 @@ pub(crate) fn error_to_reply(id: Value, method: &str, error: SimnetError) -> Val
             tracing::error!(error = %e, method, "simnet storage error");
             error_reply(id, -32603, "Internal error")
         }
-        SimnetError::Sqlite(e) => {
-            tracing::error!(error = %e, method, "simnet storage error");
-            error_reply(id, -32603, "Internal error")
-        }
     }
 }
 

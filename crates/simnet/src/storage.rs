@@ -9,16 +9,14 @@
 //! accounts, statuses and transactions — run in place on connections of the ledger's own
 //! ([`crate::sql`]); everything else, and every statement on PostgreSQL, goes through sqlx.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
-use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyPool, Transaction};
 
+use crucible_sql::{Reader, SqliteFile};
+
 use crate::SimnetError;
-use crate::sql::Conn;
 
 /// The simnet's tables, as the server's migrations leave them (`migrations/*/0002_simnet.sql`,
 /// `0015_flows.sql`, `0025_simnet_clients.sql`); a test in the server compares the two.
@@ -41,7 +39,7 @@ pub struct Storage {
     writer: AnyPool,
     backend: Backend,
     /// A SQLite file's connections for statements in place.
-    local: Option<Arc<Local>>,
+    local: Option<SqliteFile>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -65,19 +63,16 @@ impl Storage {
         }
     }
 
-    /// The pools of the SQLite file at `path` (opened in WAL mode by whoever made them), with
-    /// the ledger's hot statements run in place on connections of its own to the same file.
+    /// The pools of a SQLite file (opened in WAL mode by whoever made them), with the ledger's
+    /// hot statements run in place on `file`'s connections. A server hands over the
+    /// [`SqliteFile`] its own statements run on, so the two share one writer connection.
     ///
     /// The writer pool stays the file's write lock: a batch of the ledger's writes holds the
     /// pool's one connection while it writes on its own, so it never meets another writer of
     /// the process.
-    pub fn with_sqlite_file(reader: AnyPool, writer: AnyPool, path: impl Into<PathBuf>) -> Self {
+    pub fn with_sqlite_file(reader: AnyPool, writer: AnyPool, file: SqliteFile) -> Self {
         Storage {
-            local: Some(Arc::new(Local {
-                path: path.into(),
-                writer: Mutex::new(None),
-                readers: Mutex::new(Vec::new()),
-            })),
+            local: Some(file),
             ..Storage::new(reader, writer, Backend::Sqlite)
         }
     }
@@ -140,169 +135,17 @@ impl Storage {
     /// A connection for a few reads: in place on a SQLite file, from the read pool otherwise.
     /// Each statement sees the newest committed ledger.
     pub(crate) async fn reader(&self) -> Result<Reader, SimnetError> {
-        Ok(match &self.local {
-            Some(local) => Reader::Local(local.lend_reader()?),
-            None => Reader::Any(self.reader.acquire().await?),
-        })
+        Ok(Reader::lend(&self.reader, self.local.as_ref()).await?)
     }
 
     /// The SQLite file's own connections, when statements run in place.
-    pub(crate) fn local(&self) -> Option<&Arc<Local>> {
+    pub(crate) fn local(&self) -> Option<&SqliteFile> {
         self.local.as_ref()
     }
 
-    /// The writer pool's connection, held as the write lock of a batch run in place.
-    pub(crate) async fn write_lock(&self) -> Result<PoolConnection<Any>, SimnetError> {
-        Ok(self.writer.acquire().await?)
+    /// The pool for write transactions (on SQLite its one connection is the process's write
+    /// lock, held by batches run in place too).
+    pub(crate) fn writer(&self) -> &AnyPool {
+        &self.writer
     }
-}
-
-/// A connection lent for reads.
-pub(crate) enum Reader {
-    Any(PoolConnection<Any>),
-    Local(Lent),
-}
-
-impl Reader {
-    pub(crate) fn conn(&mut self) -> Result<Conn<'_>, SimnetError> {
-        Ok(match self {
-            Reader::Any(conn) => Conn::Any(&mut *conn),
-            Reader::Local(lent) => Conn::Local(lent.conn_mut()?),
-        })
-    }
-}
-
-/// A SQLite file's connections of the ledger's own: one writer, and readers lent one at a time
-/// (a read holds one only while its statements run, on the calling thread, so there are about
-/// as many as threads read at once).
-pub(crate) struct Local {
-    path: PathBuf,
-    writer: Mutex<Option<rusqlite::Connection>>,
-    readers: Mutex<Vec<rusqlite::Connection>>,
-}
-
-/// Readers kept for reuse; more are opened when more read at once, and closed after.
-const KEPT_READERS: usize = 8;
-
-/// Page cache of the writer, which keeps what it wrote, and of each reader, whose cache SQLite
-/// empties whenever another connection has committed (reads go through a memory map anyway).
-const WRITER_CACHE_KIB: u32 = 16 * 1024;
-const READER_CACHE_KIB: u32 = 2 * 1024;
-
-/// Prepared statements each connection keeps (reads of sets come in every size up to
-/// [`crate::ledger::KEYS_PER_STATEMENT`]).
-const CACHED_STATEMENTS: usize = 256;
-
-impl Local {
-    fn lend_reader(self: &Arc<Self>) -> Result<Lent, SimnetError> {
-        self.lend(false)
-    }
-
-    /// The writer connection, lent to one batch at a time (the caller holds the write lock).
-    pub(crate) fn lend_writer(self: &Arc<Self>) -> Result<Lent, SimnetError> {
-        self.lend(true)
-    }
-
-    /// A kept connection of the role, or a new one.
-    fn lend(self: &Arc<Self>, writer: bool) -> Result<Lent, SimnetError> {
-        let (kept, cache_kib) = if writer {
-            let kept = self
-                .writer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-            (kept, WRITER_CACHE_KIB)
-        } else {
-            let kept = self
-                .readers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop();
-            (kept, READER_CACHE_KIB)
-        };
-        let conn = match kept {
-            Some(conn) => conn,
-            None => open(&self.path, cache_kib)?,
-        };
-        Ok(Lent {
-            conn: Some(conn),
-            home: self.clone(),
-            writer,
-        })
-    }
-}
-
-/// A lent connection, back to its [`Local`] when dropped — rolled back first if a failure left
-/// it inside a transaction, and closed if even that fails.
-pub(crate) struct Lent {
-    conn: Option<rusqlite::Connection>,
-    home: Arc<Local>,
-    writer: bool,
-}
-
-impl Lent {
-    /// The connection, unless [`Lent::take`] has it.
-    pub(crate) fn conn_mut(&mut self) -> Result<&mut rusqlite::Connection, SimnetError> {
-        self.conn.as_mut().ok_or_else(|| {
-            SimnetError::Store(sqlx::Error::Protocol(
-                "the ledger's connection is away (its commit did not return)".into(),
-            ))
-        })
-    }
-
-    /// Take the connection out, for a blocking thread; [`Lent::put`] returns it.
-    pub(crate) fn take(&mut self) -> Option<rusqlite::Connection> {
-        self.conn.take()
-    }
-
-    pub(crate) fn put(&mut self, conn: rusqlite::Connection) {
-        self.conn = Some(conn);
-    }
-}
-
-impl Drop for Lent {
-    fn drop(&mut self) {
-        let Some(conn) = self.conn.take() else {
-            return;
-        };
-        if !conn.is_autocommit() && conn.execute_batch("ROLLBACK").is_err() {
-            return;
-        }
-        if self.writer {
-            *self
-                .home
-                .writer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(conn);
-        } else {
-            let mut readers = self
-                .home
-                .readers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if readers.len() < KEPT_READERS {
-                readers.push(conn);
-            }
-        }
-    }
-}
-
-/// Open a connection of the ledger's own on the SQLite file at `path`, with the server's
-/// settings: `synchronous = FULL` (a commit survives power loss), foreign keys, a wait
-/// instead of `SQLITE_BUSY`, the statement journal in memory and reads through a memory map.
-fn open(path: &Path, cache_kib: u32) -> rusqlite::Result<rusqlite::Connection> {
-    let conn = rusqlite::Connection::open_with_flags(
-        path,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.busy_timeout(Duration::from_secs(5))?;
-    conn.execute_batch(&format!(
-        "PRAGMA synchronous = FULL;
-         PRAGMA foreign_keys = ON;
-         PRAGMA temp_store = MEMORY;
-         PRAGMA cache_size = -{cache_kib};
-         PRAGMA mmap_size = 268435456;"
-    ))?;
-    conn.set_prepared_statement_cache_capacity(CACHED_STATEMENTS);
-    Ok(conn)
 }

@@ -23,12 +23,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sqlx::Acquire as _;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Backend, LEDGER_LOCK, Shared, SimnetError, Storage};
-use crate::sql::Conn;
-use crate::storage::Local;
+use crate::sql::{self, Conn};
+use crucible_sql::Transaction;
 
 /// A boxed future borrowing the batch's connection.
 pub(crate) type Fut<'c, T> = Pin<Box<dyn Future<Output = T> + Send + 'c>>;
@@ -205,19 +204,16 @@ async fn commit_batch(
     shared: &Shared,
     batch: &mut [Box<dyn Pending>],
 ) -> Result<(), SimnetError> {
-    if let Some(local) = store.local() {
-        return commit_in_place(store, local, shared, batch).await;
-    }
-    let mut tx = store.begin().await?;
+    let mut tx = Transaction::begin(store.writer(), store.local()).await?;
     if store.backend() == Backend::Postgres {
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        sql::query("SELECT pg_advisory_xact_lock($1)")
             .bind(LEDGER_LOCK)
-            .execute(&mut *tx)
+            .execute(&mut tx.conn()?)
             .await?;
     }
     if let [job] = batch {
         // Alone, the job's failure is the transaction's: nothing of it is kept.
-        if job.run(&mut Conn::Any(&mut tx), shared).await {
+        if job.run(&mut tx.conn()?, shared).await {
             tx.commit().await?;
         } else {
             tx.rollback().await?;
@@ -225,57 +221,14 @@ async fn commit_batch(
         return Ok(());
     }
     for job in batch.iter_mut() {
-        let mut savepoint = tx.begin().await?;
-        if job.run(&mut Conn::Any(&mut savepoint), shared).await {
-            savepoint.commit().await?;
-        } else {
-            savepoint.rollback().await?;
+        tx.savepoint("job").await?;
+        if !job.run(&mut tx.conn()?, shared).await {
+            tx.rollback_to("job").await?;
         }
+        tx.release("job").await?;
     }
+    // On a SQLite file the commit, which waits for the disk, runs on a blocking thread while
+    // the runtime goes on; the write lock is held until it returns.
     tx.commit().await?;
     Ok(())
-}
-
-/// [`commit_batch`] on a SQLite file: the same transaction and savepoints, run in place on the
-/// ledger's writer connection. A failure anywhere leaves nothing: the connection is rolled back
-/// when it goes back ([`crate::storage::Lent`]).
-async fn commit_in_place(
-    store: &Storage,
-    local: &std::sync::Arc<Local>,
-    shared: &Shared,
-    batch: &mut [Box<dyn Pending>],
-) -> Result<(), SimnetError> {
-    let _write_lock = store.write_lock().await?;
-    let mut lent = local.lend_writer()?;
-    lent.conn_mut()?.execute_batch("BEGIN IMMEDIATE")?;
-    if let [job] = batch {
-        // Alone, the job's failure is the transaction's: nothing of it is kept.
-        if !job.run(&mut Conn::Local(lent.conn_mut()?), shared).await {
-            lent.conn_mut()?.execute_batch("ROLLBACK")?;
-            return Ok(());
-        }
-    } else {
-        for job in batch.iter_mut() {
-            lent.conn_mut()?.execute_batch("SAVEPOINT job")?;
-            let ran = job.run(&mut Conn::Local(lent.conn_mut()?), shared).await;
-            let conn = lent.conn_mut()?;
-            if !ran {
-                conn.execute_batch("ROLLBACK TO job")?;
-            }
-            conn.execute_batch("RELEASE job")?;
-        }
-    }
-    // The commit waits for the disk (`synchronous = FULL`): on a blocking thread, so the
-    // runtime goes on serving meanwhile. The write lock is held until it returns.
-    let Some(conn) = lent.take() else {
-        return Err(batch_failed("the ledger's connection is away"));
-    };
-    let (conn, committed) = tokio::task::spawn_blocking(move || {
-        let committed = conn.execute_batch("COMMIT");
-        (conn, committed)
-    })
-    .await
-    .map_err(|error| batch_failed(&error.to_string()))?;
-    lent.put(conn);
-    Ok(committed?)
 }

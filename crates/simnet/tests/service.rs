@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use crucible_simnet::pubsub::Session;
-use crucible_simnet::{Simnet, Storage, default_stablecoin_mint, rpc};
+use crucible_simnet::{Simnet, SqliteFile, Storage, default_stablecoin_mint, rpc};
 use crucible_solana::Keypair;
 use crucible_solana::tx::{Message, Pubkey, Transaction, instructions};
 use serde_json::{Value, json};
@@ -357,7 +357,7 @@ async fn a_ledger_in_a_sqlite_file_runs_in_place_and_keeps_every_landing() {
         (reader, writer)
     };
     let (reader, writer) = pools().await;
-    let storage = Storage::with_sqlite_file(reader, writer, &path);
+    let storage = Storage::with_sqlite_file(reader, writer, SqliteFile::new(&path));
     storage.create_schema().await.expect("schema");
     let open = |storage: Storage| async move {
         let clock = || 1_700_000_000_000_i64;
@@ -415,6 +415,11 @@ async fn a_ledger_in_a_sqlite_file_runs_in_place_and_keeps_every_landing() {
     drop(simnet);
     storage.close().await;
     let (reader, writer) = pools().await;
-    let reopened = open(Storage::with_sqlite_file(reader, writer, &path)).await;
+    let reopened = open(Storage::with_sqlite_file(
+        reader,
+        writer,
+        SqliteFile::new(&path),
+    ))
+    .await;
     assert_eq!(reopened.balance(&payee).await.expect("balance"), expected);
 }

@@ -157,12 +157,17 @@ pub(crate) async fn mark_equity(
     now_ms: i64,
     equity: f64,
 ) -> sqlx::Result<()> {
-    mark_equities(conn, &[(agent_id, equity)], now_ms).await
+    mark_equities(
+        &mut crucible_sql::Conn::Any(conn),
+        &[(agent_id, equity)],
+        now_ms,
+    )
+    .await
 }
 
 /// [`mark_equity`] for a batch of agents, many marks per statement.
 pub(crate) async fn mark_equities(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crucible_sql::Conn<'_>,
     marks: &[(&str, f64)],
     now_ms: i64,
 ) -> sqlx::Result<()> {
@@ -173,11 +178,13 @@ pub(crate) async fn mark_equities(
              ON CONFLICT (agent_id, hour_bucket) DO NOTHING",
             crate::db::value_rows(chunk.len(), 2, 2)
         );
-        let mut query = sqlx::query(&sql).bind(now_ms / 3_600_000).bind(now_ms);
+        let mut query = crucible_sql::query(&sql)
+            .bind(now_ms / 3_600_000)
+            .bind(now_ms);
         for (agent_id, equity) in chunk {
             query = query.bind(*agent_id).bind(*equity);
         }
-        query.execute(&mut *conn).await?;
+        query.execute(conn).await?;
     }
     Ok(())
 }

@@ -96,7 +96,6 @@ impl TickPass {
 }
 
 /// The columns a tick reads, as claimed.
-#[derive(sqlx::FromRow)]
 struct DueRow {
     id: String,
     account_id: String,
@@ -121,6 +120,31 @@ struct DueRow {
     model_tokens_used: i64,
     strategy_params: Option<String>,
 }
+
+crucible_sql::from_row!(DueRow {
+    id,
+    account_id,
+    class,
+    strategy_component,
+    base_token,
+    quote_token,
+    time_interval,
+    max_allocation,
+    personality,
+    model_id,
+    ledger,
+    strategy_state,
+    consecutive_faults,
+    clock_origin_wall,
+    clock_origin_market,
+    next_tick_at,
+    wallet_address,
+    time_scale,
+    model_tokens_per_day,
+    model_tokens_day,
+    model_tokens_used,
+    strategy_params,
+});
 
 /// Batches ticked at once. Most of a batch's time is spent waiting for its agents' models
 /// (up to the model timeout); with batches in flight side by side, slow models do not add up
@@ -278,14 +302,18 @@ pub(super) async fn claim(
                       ORDER BY next_tick_at, id LIMIT $4 {lock})
          RETURNING {DUE_COLUMNS}"
     );
-    let rows: Vec<DueRow> = sqlx::query_as(&sql)
+    // In place on a SQLite file: a claim returns a row per agent, each a hand-off through sqlx
+    // (docs/architecture.md, "Statements in place").
+    let mut tx = store.begin_in_place().await?;
+    let rows: Vec<DueRow> = crucible_sql::query(&sql)
         .bind(lease)
         .bind(to_millis(now + ticking.config.leases.ticks))
         .bind(to_millis(now))
         .bind(BATCH)
         .bind(i64::from(!live))
-        .fetch_all(store.write())
+        .fetch_all(&mut tx.conn()?)
         .await?;
+    tx.commit().await?;
     let now = to_millis(now);
     Ok(rows.into_iter().map(|row| due_agent(row, now)).collect())
 }
@@ -302,11 +330,13 @@ const DUE_COLUMNS: &str = "id, account_id, class, strategy_component, base_token
 pub async fn tick_without_storing(
     ticking: &Ticking,
 ) -> anyhow::Result<(usize, std::time::Duration)> {
-    let rows: Vec<DueRow> = sqlx::query_as(&format!(
+    let mut reader = ticking.store.reader().await?;
+    let rows: Vec<DueRow> = crucible_sql::query(&format!(
         "SELECT {DUE_COLUMNS} FROM agents WHERE status = 'active' AND is_paper_trading = 1"
     ))
-    .fetch_all(ticking.store.read())
+    .fetch_all(&mut reader.conn()?)
     .await?;
+    drop(reader);
     let now = to_millis(ticking.now());
     let mut due: Vec<DueAgent> = rows.into_iter().map(|row| due_agent(row, now)).collect();
     let strategies = strategies_for(&ticking.store, &ticking.agents, &mut due).await;
@@ -562,8 +592,9 @@ async fn store(
             })
         })
         .collect::<serde_json::Result<Vec<_>>>()?;
-    let mut tx = store.begin().await?;
-    let written = update_agents(&mut tx, owner, now_ms, &rows).await?;
+    // In place on a SQLite file (docs/architecture.md, "Statements in place").
+    let mut tx = store.begin_in_place().await?;
+    let written = update_agents(&mut tx.conn()?, owner, now_ms, &rows).await?;
     let mut marks: Vec<(&str, f64)> = Vec::new();
     let mut trade_ids: Vec<String> = Vec::new();
     let mut fills: Vec<(&Stored<'_>, &tick::TradeFill)> = Vec::new();
@@ -645,11 +676,11 @@ async fn store(
         })
         .collect();
     pass.trades += trades.len();
-    super::history::mark_equities(&mut tx, &marks, now_ms).await?;
-    trades::insert_all(&mut tx, &trades).await?;
+    super::history::mark_equities(&mut tx.conn()?, &marks, now_ms).await?;
+    trades::insert_all(&mut tx.conn()?, &trades).await?;
     events.extend(trades.iter().map(trades::announcement));
-    crate::webhooks::enqueue_all(&mut tx, events).await?;
-    thinking::decisions::insert_all(&mut tx, &decided).await?;
+    crate::webhooks::enqueue_all(&mut tx.conn()?, events).await?;
+    thinking::decisions::insert_all(&mut tx.conn()?, &decided).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -657,7 +688,7 @@ async fn store(
 /// Write the agents' rows of a batch, each only while this claim (`owner`) still holds the agent
 /// and it is still active; the ids of those written.
 async fn update_agents<'a>(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crucible_sql::Conn<'_>,
     owner: &str,
     now_ms: i64,
     rows: &[Stored<'a>],
@@ -681,7 +712,7 @@ async fn update_agents<'a>(
              RETURNING agents.id",
             crate::db::value_rows(chunk.len(), AGENT_COLUMNS, 1)
         );
-        let mut query = sqlx::query_as::<_, (String,)>(&sql).bind(now_ms);
+        let mut query = crucible_sql::query(&sql).bind(now_ms);
         for row in chunk {
             let result = row.result;
             query = query
@@ -703,13 +734,8 @@ async fn update_agents<'a>(
                 .bind(i64::from(row.model_error.is_some()))
                 .bind(row.model_error.clone().flatten());
         }
-        written.extend(
-            query
-                .fetch_all(&mut *conn)
-                .await?
-                .into_iter()
-                .map(|(id,)| id),
-        );
+        let ids: Vec<(String,)> = query.fetch_all(conn).await?;
+        written.extend(ids.into_iter().map(|(id,)| id));
     }
     Ok(written)
 }

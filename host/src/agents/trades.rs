@@ -49,7 +49,7 @@ pub(crate) struct NewTrade<'a> {
 
 /// Store `trade` and queue its `agent.trade` webhook for the owner's subscribers.
 pub(crate) async fn record(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crucible_sql::Conn<'_>,
     trade: &NewTrade<'_>,
 ) -> sqlx::Result<()> {
     insert_all(conn, std::slice::from_ref(trade)).await?;
@@ -63,7 +63,7 @@ const COLUMNS_PER_ROW: usize = 15;
 /// Store `trades`, many per statement, without their webhooks: a batch of ticks queues
 /// those with its other events ([`announcement`]).
 pub(crate) async fn insert_all(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crucible_sql::Conn<'_>,
     trades: &[NewTrade<'_>],
 ) -> sqlx::Result<()> {
     for chunk in trades.chunks(crate::db::rows_per_statement(COLUMNS_PER_ROW)) {
@@ -74,7 +74,7 @@ pub(crate) async fn insert_all(
              VALUES {}",
             crate::db::value_rows(chunk.len(), COLUMNS_PER_ROW, 0)
         );
-        let mut query = sqlx::query(&sql);
+        let mut query = crucible_sql::query(&sql);
         for trade in chunk {
             query = query
                 .bind(trade.id)
@@ -93,7 +93,7 @@ pub(crate) async fn insert_all(
                 .bind(trade.reason)
                 .bind(trade.tx_hash);
         }
-        query.execute(&mut *conn).await?;
+        query.execute(conn).await?;
     }
     Ok(())
 }

@@ -20,13 +20,21 @@
 //! answer: a caller always gets the answer its write would have had in a transaction of its own.
 //! When the batch as a whole cannot commit (a full disk, a lost connection), every item is run
 //! again alone, one transaction each; none of them had been acknowledged.
+//!
+//! On a SQLite file a batch runs in place ([`crucible_sql`]): its statements on the file's
+//! writer connection, on the committer's task, while it holds the writer pool's one connection
+//! as the process's write lock; only the commit goes to a blocking thread. Through sqlx every
+//! statement would be a hand-off to the connection's worker thread and back.
 
 use std::any::{Any, TypeId};
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
+use crucible_sql::{Conn, SqliteFile, Transaction};
 use futures_util::future::BoxFuture;
-use sqlx::{AnyConnection, AnyPool};
+use sqlx::AnyPool;
 use tokio::sync::{mpsc, oneshot};
 
 /// The most items one transaction carries: large enough that a flush is shared by hundreds of
@@ -36,17 +44,19 @@ pub(crate) const MAX_BATCH: usize = 256;
 const GATHER_YIELDS: usize = 2;
 /// Writes waiting for the committer at most; beyond it callers wait for room (backpressure).
 const QUEUE: usize = 4 * MAX_BATCH;
+/// How often, at most, the committer has a SQLite file's WAL copied into the file.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
 /// One write: its statements, run against the batch's transaction. It may be run more than once
 /// (again alone, after its batch failed), each time in a fresh transaction.
 pub(crate) type Work<T, E> =
-    Box<dyn for<'c> FnMut(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, E>> + Send>;
+    Box<dyn for<'c, 'd> FnMut(&'c mut Conn<'d>) -> BoxFuture<'c, Result<T, E>> + Send>;
 
 /// The group committer of one writer pool. Cheap to clone; the committer task starts with the
 /// first write, on the runtime that sends it.
 #[derive(Clone)]
 pub(crate) struct GroupCommit {
-    writer: AnyPool,
+    writer: Writer,
     queue: Arc<OnceLock<mpsc::Sender<Box<dyn Item>>>>,
     counts: Arc<Counts>,
 }
@@ -58,10 +68,24 @@ struct Counts {
     writes: AtomicU64,
 }
 
+/// Where batches are written: the writer pool, and on a SQLite file the file's connections.
+#[derive(Clone)]
+struct Writer {
+    pool: AnyPool,
+    file: Option<SqliteFile>,
+}
+
+impl Writer {
+    async fn begin(&self) -> Result<Transaction, sqlx::Error> {
+        Transaction::begin(&self.pool, self.file.as_ref()).await
+    }
+}
+
 impl GroupCommit {
-    pub(crate) fn new(writer: AnyPool) -> Self {
+    /// The committer of `writer`'s writes; on a SQLite file, `file` runs them in place.
+    pub(crate) fn new(writer: AnyPool, file: Option<SqliteFile>) -> Self {
         GroupCommit {
-            writer,
+            writer: Writer { pool: writer, file },
             queue: Arc::new(OnceLock::new()),
             counts: Arc::default(),
         }
@@ -134,16 +158,16 @@ pub(crate) trait BatchWrite: Send + Sync + Sized + 'static {
     /// Apply `writes` (a batch's writes of this kind, at least one) on `conn`: one outcome per
     /// write, in order. A write whose outcome is an error must have written nothing; an `Err`
     /// of the whole call fails the batch (its writes then run again one by one).
-    fn apply_all<'c>(
+    fn apply_all<'c, 'd>(
         writes: &'c [Arc<Self>],
-        conn: &'c mut AnyConnection,
+        conn: &'c mut Conn<'d>,
     ) -> BoxFuture<'c, Outcomes<Self::Output, Self::Error>>;
 }
 
 /// A queued write with its type erased, so one batch can mix kinds of write.
 trait Item: Send {
     /// Run the write on `conn`; true when it succeeded (its effects stay in the transaction).
-    fn apply<'c>(&'c mut self, conn: &'c mut AnyConnection) -> BoxFuture<'c, bool>;
+    fn apply<'c, 'd>(&'c mut self, conn: &'c mut Conn<'d>) -> BoxFuture<'c, bool>;
     /// Answer the caller with the outcome of the last [`Item::apply`] (its batch committed).
     fn settle(self: Box<Self>);
     /// Answer the caller with `error` (its transaction could not commit).
@@ -158,9 +182,9 @@ trait Item: Send {
 
 /// Applies a group of items of one kind together; the positions of those that failed (and
 /// wrote nothing).
-type ApplyGroup = for<'c> fn(
+type ApplyGroup = for<'c, 'd> fn(
     &'c mut [Box<dyn Item>],
-    &'c mut AnyConnection,
+    &'c mut Conn<'d>,
 ) -> BoxFuture<'c, Result<Vec<usize>, sqlx::Error>>;
 
 /// A write's outcome until its batch commits, and where it goes then.
@@ -205,7 +229,7 @@ where
     T: Send + 'static,
     E: From<sqlx::Error> + Send + 'static,
 {
-    fn apply<'c>(&'c mut self, conn: &'c mut AnyConnection) -> BoxFuture<'c, bool> {
+    fn apply<'c, 'd>(&'c mut self, conn: &'c mut Conn<'d>) -> BoxFuture<'c, bool> {
         Box::pin(async move {
             let outcome = (self.work)(conn).await;
             self.answer.record(outcome)
@@ -231,7 +255,7 @@ struct Batched<W: BatchWrite> {
 }
 
 impl<W: BatchWrite> Item for Batched<W> {
-    fn apply<'c>(&'c mut self, conn: &'c mut AnyConnection) -> BoxFuture<'c, bool> {
+    fn apply<'c, 'd>(&'c mut self, conn: &'c mut Conn<'d>) -> BoxFuture<'c, bool> {
         Box::pin(async move {
             let outcome = match W::apply_all(std::slice::from_ref(&self.write), conn).await {
                 Ok(mut outcomes) => outcomes.pop().unwrap_or_else(|| Err(gone())),
@@ -260,9 +284,9 @@ impl<W: BatchWrite> Item for Batched<W> {
 
 /// [`ApplyGroup`] for the writes of kind `W`: [`BatchWrite::apply_all`] on all of them, each
 /// item given its outcome.
-fn apply_group<'c, W: BatchWrite>(
+fn apply_group<'c, 'd, W: BatchWrite>(
     group: &'c mut [Box<dyn Item>],
-    conn: &'c mut AnyConnection,
+    conn: &'c mut Conn<'d>,
 ) -> BoxFuture<'c, Result<Vec<usize>, sqlx::Error>> {
     Box::pin(async move {
         let mut writes = Vec::with_capacity(group.len());
@@ -300,12 +324,13 @@ fn gone<E: From<sqlx::Error>>() -> E {
 
 /// The committer: one batch at a time, until every sender is gone.
 async fn commit_batches(
-    writer: AnyPool,
+    writer: Writer,
     mut queue: mpsc::Receiver<Box<dyn Item>>,
     counts: Arc<Counts>,
 ) {
     let mut last_batch = 0;
     let mut batch: Vec<Box<dyn Item>> = Vec::with_capacity(MAX_BATCH);
+    let mut checkpoints = Checkpoints::new(writer.file.clone());
     while let Some(first) = queue.recv().await {
         batch.push(first);
         if last_batch > 1 {
@@ -325,11 +350,52 @@ async fn commit_batches(
             .writes
             .fetch_add(last_batch as u64, Ordering::Relaxed);
         commit(&writer, &mut batch).await;
+        checkpoints.after_batch();
+    }
+}
+
+/// A SQLite file's checkpoints, run beside the writers: at most one at a time and one every
+/// [`CHECKPOINT_EVERY`] while writes come, on a blocking thread ([`SqliteFile::checkpoint`]).
+/// Left to SQLite, the commit that fills the WAL past its threshold would copy it while holding
+/// the write lock, and every write behind it would wait; the connections' own threshold
+/// (`wal_autocheckpoint`, `db/mod.rs`) stays as the backstop. Checkpointing once a second
+/// instead of every 4 MiB of WAL also copies a page rewritten by many batches (a run's row, an
+/// index page) once.
+struct Checkpoints {
+    file: Option<SqliteFile>,
+    last: Instant,
+    running: Arc<AtomicBool>,
+}
+
+impl Checkpoints {
+    fn new(file: Option<SqliteFile>) -> Self {
+        Checkpoints {
+            file,
+            last: Instant::now(),
+            running: Arc::default(),
+        }
+    }
+
+    fn after_batch(&mut self) {
+        let Some(file) = &self.file else {
+            return;
+        };
+        if self.last.elapsed() < CHECKPOINT_EVERY || self.running.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.last = Instant::now();
+        let (file, running) = (file.clone(), self.running.clone());
+        tokio::task::spawn_blocking(move || {
+            if let Err(error) = file.checkpoint() {
+                tracing::warn!(%error, "a WAL checkpoint failed; the next one tries again");
+            }
+            running.store(false, Ordering::Release);
+        });
     }
 }
 
 /// Commit `batch` (emptying it): together when that works, otherwise each item alone.
-async fn commit(writer: &AnyPool, batch: &mut Vec<Box<dyn Item>>) {
+async fn commit(writer: &Writer, batch: &mut Vec<Box<dyn Item>>) {
     if batch.len() == 1 {
         if let Some(item) = batch.pop() {
             alone(writer, item).await;
@@ -362,10 +428,7 @@ async fn commit(writer: &AnyPool, batch: &mut Vec<Box<dyn Item>>) {
 /// Run `batch` in one transaction and commit it: the writes of each [`BatchWrite`] kind
 /// together, every other item behind its own savepoint. The positions of the items that failed
 /// (and left nothing behind).
-async fn together(
-    writer: &AnyPool,
-    batch: &mut [Box<dyn Item>],
-) -> Result<Vec<usize>, sqlx::Error> {
+async fn together(writer: &Writer, batch: &mut [Box<dyn Item>]) -> Result<Vec<usize>, sqlx::Error> {
     // Writes of one kind side by side (the order between callers' writes is free: they are
     // concurrent, and all of them commit at once).
     batch.sort_by_key(|item| item.kind().map(|(kind, _)| kind));
@@ -378,23 +441,17 @@ async fn together(
                 .iter()
                 .take_while(|item| item.kind().is_some_and(|(other, _)| other == kind))
                 .count();
-            let positions = apply(&mut batch[start..start + len], &mut tx).await?;
+            let positions = apply(&mut batch[start..start + len], &mut tx.conn()?).await?;
             failed.extend(positions.into_iter().map(|position| start + position));
             start += len;
             continue;
         }
-        sqlx::query("SAVEPOINT group_item")
-            .execute(&mut *tx)
-            .await?;
-        if !batch[start].apply(&mut tx).await {
+        tx.savepoint("group_item").await?;
+        if !batch[start].apply(&mut tx.conn()?).await {
             failed.push(start);
-            sqlx::query("ROLLBACK TO SAVEPOINT group_item")
-                .execute(&mut *tx)
-                .await?;
+            tx.rollback_to("group_item").await?;
         }
-        sqlx::query("RELEASE SAVEPOINT group_item")
-            .execute(&mut *tx)
-            .await?;
+        tx.release("group_item").await?;
         start += 1;
     }
     tx.commit().await?;
@@ -402,10 +459,10 @@ async fn together(
 }
 
 /// Run `item` in a transaction of its own and answer it.
-async fn alone(writer: &AnyPool, mut item: Box<dyn Item>) {
+async fn alone(writer: &Writer, mut item: Box<dyn Item>) {
     let attempt = async {
         let mut tx = writer.begin().await?;
-        if item.apply(&mut tx).await {
+        if item.apply(&mut tx.conn()?).await {
             tx.commit().await
         } else {
             tx.rollback().await
@@ -445,14 +502,14 @@ mod tests {
     fn insert(id: i64, twice: bool) -> Work<i64, TestError> {
         Box::new(move |conn| {
             Box::pin(async move {
-                sqlx::query("INSERT INTO items (id, note) VALUES ($1, 'x')")
+                crucible_sql::query("INSERT INTO items (id, note) VALUES ($1, 'x')")
                     .bind(id)
-                    .execute(&mut *conn)
+                    .execute(conn)
                     .await?;
                 if twice {
-                    sqlx::query("INSERT INTO items (id, note) VALUES ($1, 'x')")
+                    crucible_sql::query("INSERT INTO items (id, note) VALUES ($1, 'x')")
                         .bind(id)
-                        .execute(&mut *conn)
+                        .execute(conn)
                         .await?;
                 }
                 if id < 0 {
@@ -475,8 +532,17 @@ mod tests {
 
     #[tokio::test]
     async fn concurrent_writes_commit_and_a_failing_one_fails_alone() {
+        // In place on the file, and through sqlx's writer pool (as on PostgreSQL).
+        for in_place in [true, false] {
+            concurrent_writes(in_place).await;
+        }
+    }
+
+    async fn concurrent_writes(in_place: bool) {
         let (_dir, store) = store().await;
-        let group = GroupCommit::new(store.write().clone());
+        assert!(store.sqlite_file().is_some());
+        let file = store.sqlite_file().cloned().filter(|_| in_place);
+        let group = GroupCommit::new(store.write().clone(), file);
         let mut calls = Vec::new();
         for id in 1..=300_i64 {
             let group = group.clone();
@@ -510,7 +576,7 @@ mod tests {
     #[tokio::test]
     async fn a_lone_write_is_answered_after_it_is_stored() {
         let (_dir, store) = store().await;
-        let group = GroupCommit::new(store.write().clone());
+        let group = store.group();
         assert_eq!(group.run(insert(1, false)).await.ok(), Some(1));
         assert_eq!(ids(&store).await, vec![1]);
         assert!(matches!(

@@ -18,6 +18,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crucible_sql::{Reader, SqliteFile};
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::Migrator;
 use sqlx::{Any, AnyPool, Executor, Transaction};
@@ -77,8 +78,8 @@ pub struct Store {
     writer: AnyPool,
     backend: Backend,
     group: GroupCommit,
-    /// The database file, on SQLite (none in memory).
-    sqlite_file: Option<std::path::PathBuf>,
+    /// The SQLite file, whose hot statements run in place (none in memory or on PostgreSQL).
+    sqlite_file: Option<SqliteFile>,
 }
 
 impl fmt::Debug for Store {
@@ -98,12 +99,13 @@ impl Store {
             Backend::Sqlite => {
                 let reader = sqlite_pool(url, 8).await?;
                 let writer = sqlite_pool(url, 1).await?;
+                let file = sqlite_file(url).map(SqliteFile::new);
                 Ok(Store {
                     reader,
-                    group: GroupCommit::new(writer.clone()),
+                    group: GroupCommit::new(writer.clone(), file.clone()),
                     writer,
                     backend,
-                    sqlite_file: sqlite_file(url),
+                    sqlite_file: file,
                 })
             }
             Backend::Postgres => {
@@ -122,7 +124,7 @@ impl Store {
                     .map_err(StoreError::Connect)?;
                 Ok(Store {
                     reader: pool.clone(),
-                    group: GroupCommit::new(pool.clone()),
+                    group: GroupCommit::new(pool.clone(), None),
                     writer: pool,
                     backend,
                     sqlite_file: None,
@@ -151,8 +153,15 @@ impl Store {
     }
 
     /// The SQLite database's file, once opened (`None` on PostgreSQL and in memory).
-    pub(crate) fn sqlite_file(&self) -> Option<&std::path::Path> {
-        self.sqlite_file.as_deref()
+    /// The SQLite file's own connections, for statements in place.
+    pub(crate) fn sqlite_file(&self) -> Option<&SqliteFile> {
+        self.sqlite_file.as_ref()
+    }
+
+    /// A connection for a few reads: in place on a SQLite file, from the read pool otherwise
+    /// (docs/architecture.md, "Statements in place").
+    pub(crate) async fn reader(&self) -> Result<Reader, sqlx::Error> {
+        Reader::lend(&self.reader, self.sqlite_file.as_ref()).await
     }
 
     /// The pool for single-statement writes (one connection on SQLite).
@@ -163,6 +172,13 @@ impl Store {
     /// A write transaction: whole or absent.
     pub async fn begin(&self) -> Result<Transaction<'static, Any>, StoreError> {
         Ok(self.writer.begin().await?)
+    }
+
+    /// A write transaction whose statements run in place on a SQLite file (docs/architecture.md,
+    /// "Statements in place"), through the writer pool otherwise. For hot paths whose
+    /// statements are written with [`crucible_sql::query`].
+    pub(crate) async fn begin_in_place(&self) -> Result<crucible_sql::Transaction, sqlx::Error> {
+        crucible_sql::Transaction::begin(&self.writer, self.sqlite_file.as_ref()).await
     }
 
     /// The group committer of the hot write paths: a write that shares its transaction and its
@@ -260,7 +276,11 @@ async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreEr
                 // a statement journal (the undo log of one statement inside a transaction, which
                 // group-committed batches use for every multi-row statement) kept in memory
                 // instead of a temporary file written through system calls; a larger page
-                // cache; and reads through a memory map instead of a `pread` a page.
+                // cache; reads through a memory map instead of a `pread` a page; and a WAL
+                // checkpoint left to SQLite only past 64 MiB of WAL, as a backstop: the group
+                // committer has the WAL copied into the file once a second beside the writers
+                // (`group_commit.rs`, `Checkpoints`), where SQLite's default (every 4 MiB) copied
+                // it inside the commit that crossed the line, holding every writer up.
                 for pragma in [
                     "PRAGMA journal_mode = WAL",
                     "PRAGMA synchronous = FULL",
@@ -269,6 +289,7 @@ async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreEr
                     "PRAGMA temp_store = MEMORY",
                     "PRAGMA cache_size = -32768",
                     "PRAGMA mmap_size = 268435456",
+                    "PRAGMA wal_autocheckpoint = 16384",
                 ] {
                     conn.execute(pragma).await?;
                 }

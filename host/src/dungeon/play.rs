@@ -121,7 +121,7 @@ pub(crate) async fn turn(
                             "turn {number} of {run_id} has no record"
                         ))
                     })?;
-                return Ok(TurnResult::Played(reply_from_record(&record, true)?));
+                return Ok(TurnResult::Played(reply_from_record(record, true)?));
             }
             if number > row.turn_number + 1 {
                 if !fresh {
@@ -195,7 +195,7 @@ pub(crate) async fn turn(
         let mut events = vec![NewEvent {
             kind: store::TURN,
             turn_number: illegal.is_none().then_some(run.turn_number() as i64),
-            payload: record.clone(),
+            payload: record.to_string(),
             action: Some(serde_json::to_string(&action).map_err(DungeonError::internal)?),
         }];
         if run.status().is_over() {
@@ -223,7 +223,7 @@ pub(crate) async fn turn(
         if over {
             tracing::info!(run_id, status = status.as_str(), score, "dungeon run ended");
         }
-        let reply = reply_from_record(&record, false)?;
+        let reply = reply_from_record(record, false)?;
         return Ok(match illegal {
             None => TurnResult::Played(reply),
             Some(message) => TurnResult::Illegal { message, reply },
@@ -235,15 +235,17 @@ pub(crate) async fn turn(
 }
 
 /// The reply to a turn from its `run:turn` record.
-fn reply_from_record(record: &Value, replayed: bool) -> Result<TurnReply, DungeonError> {
-    let Value::Object(state) = record["state"].clone() else {
+/// Taken apart, not copied: the state is most of a turn's reply.
+fn reply_from_record(mut record: Value, replayed: bool) -> Result<TurnReply, DungeonError> {
+    let Some(Value::Object(state)) = record.get_mut("state").map(Value::take) else {
         return Err(DungeonError::internal(anyhow::anyhow!(
             "a turn record without its state"
         )));
     };
+    let run_id = record["runId"].as_str().unwrap_or_default().to_owned();
     Ok(TurnReply {
         state,
-        run_id: record["runId"].as_str().unwrap_or_default().to_owned(),
+        run_id,
         last_turn: LastTurn::deserialize(record).map_err(DungeonError::internal)?,
         replayed,
     })
@@ -261,7 +263,8 @@ fn ended_event(run_id: &str, run: &Run) -> NewEvent {
             "deepestFloor": run.tally().deepest_floor,
             "turnNumber": run.turn_number(),
             "cleared": run.status() == super::game::RunStatus::Cleared,
-        }),
+        })
+        .to_string(),
     }
 }
 
@@ -296,7 +299,8 @@ pub(crate) async fn broadcast(
             "runId": run_id,
             "message": message,
             "at": crate::clock::rfc3339(clock.now()),
-        }),
+        })
+        .to_string(),
     };
     let limit = store::WindowLimit {
         max: BROADCASTS_PER_MINUTE,

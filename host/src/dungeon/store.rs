@@ -4,10 +4,10 @@
 //! it first, and its events are written with it; the bus hears of them after the commit.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use crucible_sql::{self as sql, Conn};
 use futures_util::future::BoxFuture;
-use sqlx::AnyConnection;
 
 use serde_json::Value;
 
@@ -120,9 +120,7 @@ pub(crate) async fn game(store: &Store, row: &RunRow) -> Result<Run, DungeonErro
 }
 
 /// A run a key opens: its head, and why its account is suspended if it is.
-#[derive(sqlx::FromRow)]
 pub(crate) struct KeyedRun {
-    #[sqlx(flatten)]
     pub head: RunHead,
     pub suspension: Option<String>,
 }
@@ -133,17 +131,67 @@ pub(crate) async fn load_by_key_hash(
     store: &Store,
     hash: &str,
 ) -> Result<Option<KeyedRun>, DungeonError> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {HEAD_COLUMNS},
-                CASE WHEN a.suspended_at IS NOT NULL
-                     THEN COALESCE(a.suspension_reason, 'no reason given') END AS suspension
-         FROM dungeon_runs r LEFT JOIN accounts a ON a.id = r.account_id
-         WHERE r.key_hash = $1"
-    ))
-    .bind(hash)
-    .fetch_optional(store.read())
-    .await?)
+    // Every turn starts here: run in place on a SQLite file (docs/architecture.md,
+    // "Statements in place"), with the statement's text made once.
+    static BY_KEY_HASH: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {HEAD_COLUMNS},
+                    CASE WHEN a.suspended_at IS NOT NULL
+                         THEN COALESCE(a.suspension_reason, 'no reason given') END AS suspension
+             FROM dungeon_runs r LEFT JOIN accounts a ON a.id = r.account_id
+             WHERE r.key_hash = $1"
+        )
+    });
+    let mut reader = store.reader().await?;
+    let row: Option<KeyedRow> = sql::query(&BY_KEY_HASH)
+        .bind(hash)
+        .fetch_optional(&mut reader.conn()?)
+        .await?;
+    drop(reader);
+    row.map(|row| {
+        let (id, dungeon_id, wallet, class, status, score, deepest_floor, turn_number) =
+            (row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7);
+        let (version, created_at, last_action_at, ended_at, suspension) =
+            (row.8, row.9, row.10, row.11, row.12);
+        let status = RunStatus::try_from(status)
+            .map_err(|error| DungeonError::internal(anyhow::anyhow!("{error}")))?;
+        Ok(KeyedRun {
+            head: RunHead {
+                id,
+                dungeon_id,
+                wallet,
+                class,
+                status,
+                score,
+                deepest_floor,
+                turn_number,
+                version,
+                created_at,
+                last_action_at,
+                ended_at,
+            },
+            suspension,
+        })
+    })
+    .transpose()
 }
+
+/// [`HEAD_COLUMNS`] and the account's suspension, as a row decodes them.
+type KeyedRow = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    Option<i64>,
+    Option<String>,
+);
 
 /// Why the account that plays `run_id` is suspended, if it is.
 pub(crate) async fn suspension_of_run(
@@ -249,7 +297,8 @@ pub(crate) async fn turn_record(
 pub(crate) struct NewEvent {
     pub kind: &'static str,
     pub turn_number: Option<i64>,
-    pub payload: Value,
+    /// The event's JSON, serialized.
+    pub payload: String,
     /// A turn's action as it was sent (JSON), replayed after the run's last snapshot.
     pub action: Option<String>,
 }
@@ -300,7 +349,7 @@ pub(crate) async fn advance(
             .map(|event| StoredTurnEvent {
                 kind: event.kind,
                 turn_number: event.turn_number,
-                payload: event.payload.to_string(),
+                payload: event.payload,
                 action: event.action,
             })
             .collect(),
@@ -355,9 +404,9 @@ impl BatchWrite for RunWrite {
     /// each run's version guard, and every event of the runs that moved by one `INSERT`. Two
     /// writes of one run in one batch read the same version at best, so only the first is
     /// tried; the others lost the race.
-    fn apply_all<'c>(
+    fn apply_all<'c, 'd>(
         writes: &'c [Arc<Self>],
-        conn: &'c mut AnyConnection,
+        conn: &'c mut Conn<'d>,
     ) -> BoxFuture<'c, Outcomes<Option<i64>, DungeonError>> {
         Box::pin(async move {
             let mut first_of_run: HashMap<&str, usize> = HashMap::new();
@@ -385,7 +434,7 @@ impl BatchWrite for RunWrite {
                      RETURNING id, last_seq",
                     value_rows(chunk.len(), 10, 0)
                 );
-                let mut query = sqlx::query_as::<_, (String, i64)>(&sql);
+                let mut query = sql::query(&sql);
                 for &index in chunk {
                     let write = &writes[index];
                     query = query
@@ -400,7 +449,8 @@ impl BatchWrite for RunWrite {
                         .bind(i64::from(write.over))
                         .bind(i64::from(write.by_player));
                 }
-                moved.extend(query.fetch_all(&mut *conn).await?);
+                let rows: Vec<(String, i64)> = query.fetch_all(conn).await?;
+                moved.extend(rows);
             }
             // The snapshots the batch takes, each as of its run's new last event.
             for &index in &tried {
@@ -408,13 +458,13 @@ impl BatchWrite for RunWrite {
                 let (Some(state), Some(last_seq)) = (&write.state, moved.get(&write.run_id)) else {
                     continue;
                 };
-                sqlx::query(
+                sql::query(
                     "UPDATE dungeon_run_snapshots SET seq = $1, state = $2 WHERE run_id = $3",
                 )
                 .bind(*last_seq)
                 .bind(state.as_str())
                 .bind(write.run_id.as_str())
-                .execute(&mut *conn)
+                .execute(conn)
                 .await?;
             }
             let events: Vec<(&RunWrite, i64, usize)> = tried
@@ -433,7 +483,7 @@ impl BatchWrite for RunWrite {
                      VALUES {}",
                     value_rows(chunk.len(), 7, 0)
                 );
-                let mut query = sqlx::query(&sql);
+                let mut query = sql::query(&sql);
                 for (write, seq, n) in chunk {
                     let event = &write.events[*n];
                     query = query
@@ -445,7 +495,7 @@ impl BatchWrite for RunWrite {
                         .bind(write.now)
                         .bind(event.action.as_deref());
                 }
-                query.execute(&mut *conn).await?;
+                query.execute(conn).await?;
             }
             Ok(writes
                 .iter()
@@ -534,7 +584,7 @@ pub(crate) async fn append_broadcast(
         seq,
         event.kind,
         event.turn_number,
-        &event.payload.to_string(),
+        &event.payload,
         now,
     )
     .await?;

@@ -91,6 +91,34 @@ pub struct Tournament {
     pub standings_revision: i64,
 }
 
+// In [`COLUMNS`]' order, for reads in place.
+crucible_sql::from_row!(Tournament {
+    id,
+    name,
+    description,
+    kind,
+    visibility,
+    status,
+    entry_fee_raw,
+    max_participants,
+    current_participants,
+    escrow_wallet,
+    payout_split,
+    rake_bps,
+    is_paper_trading,
+    start_date,
+    end_date,
+    registration_deadline,
+    last_snapshot_at,
+    created_at,
+    transfer_policy,
+    evaluation_metric,
+    invite_code_hash,
+    min_participants,
+    cancellation_reason,
+    standings_revision,
+});
+
 /// Columns of [`Tournament`], for `SELECT`s.
 pub(crate) const COLUMNS: &str = "id, name, description, type, visibility, status, entry_fee_raw, max_participants, \
      current_participants, escrow_wallet, payout_split, rake_bps, is_paper_trading, start_date, end_date, \

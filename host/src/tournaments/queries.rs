@@ -1,5 +1,7 @@
 //! Reading and creating tournaments.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 
@@ -148,10 +150,14 @@ pub async fn insert(
     Ok(true)
 }
 
+/// One tournament by id: in place on a SQLite file, as every registration reads it
+/// (docs/architecture.md, "Statements in place").
 pub(crate) async fn get(store: &Store, id: &str) -> sqlx::Result<Option<Tournament>> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM tournaments WHERE id = $1"))
+    static BY_ID: LazyLock<String> =
+        LazyLock::new(|| format!("SELECT {COLUMNS} FROM tournaments WHERE id = $1"));
+    crucible_sql::query(&BY_ID)
         .bind(id)
-        .fetch_optional(store.read())
+        .fetch_optional(&mut store.reader().await?.conn()?)
         .await
 }
 

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crucible_sql::{self as sql, Conn};
 use futures_util::future::BoxFuture;
 
 use serde::Deserialize;
@@ -592,9 +593,9 @@ impl BatchWrite for RegistrationWrite {
     type Output = bool;
     type Error = RegistrationError;
 
-    fn apply_all<'c>(
+    fn apply_all<'c, 'd>(
         writes: &'c [Arc<Self>],
-        conn: &'c mut sqlx::AnyConnection,
+        conn: &'c mut Conn<'d>,
     ) -> BoxFuture<'c, Outcomes<bool, RegistrationError>> {
         Box::pin(async move {
             let mut outcomes: Vec<Option<Result<bool, RegistrationError>>> =
@@ -610,7 +611,7 @@ impl BatchWrite for RegistrationWrite {
                     .filter(|&index| writes[index].tournament_id == tournament_id)
                     .collect();
                 let now = writes[members[0]].now;
-                let seats: Option<(i64, i64)> = sqlx::query_as(
+                let seats: Option<(i64, i64)> = sql::query(
                     "UPDATE tournaments SET current_participants = current_participants
                      WHERE id = $1 AND status IN ('upcoming', 'live') AND end_date > $2
                        AND (registration_deadline IS NULL OR registration_deadline > $2)
@@ -618,7 +619,7 @@ impl BatchWrite for RegistrationWrite {
                 )
                 .bind(tournament_id)
                 .bind(now)
-                .fetch_optional(&mut *conn)
+                .fetch_optional(conn)
                 .await?;
                 let Some((mut seated, max)) = seats else {
                     for &index in &members {
@@ -649,16 +650,16 @@ impl BatchWrite for RegistrationWrite {
                         "DELETE FROM tournament_registrations WHERE tournament_id = $1 AND wallet IN ({})",
                         value_rows(chunk.len(), 1, 1)
                     );
-                    let mut query = sqlx::query(&sql).bind(tournament_id);
+                    let mut query = sql::query(&sql).bind(tournament_id);
                     for wallet in chunk {
                         query = query.bind(*wallet);
                     }
-                    query.execute(&mut *conn).await?;
+                    query.execute(conn).await?;
                 }
-                sqlx::query("UPDATE tournaments SET current_participants = $1 WHERE id = $2")
+                sql::query("UPDATE tournaments SET current_participants = $1 WHERE id = $2")
                     .bind(seated)
                     .bind(tournament_id)
-                    .execute(&mut *conn)
+                    .execute(conn)
                     .await?;
             }
             Ok(outcomes
@@ -676,7 +677,7 @@ const ROWS_PER_STATEMENT: usize = crate::db::rows_per_statement(4);
 /// yet; which write each inserted wallet belongs to (a wallet two requests of the batch name
 /// goes to the first).
 async fn insert_wallets<'w>(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut Conn<'_>,
     tournament_id: &str,
     writes: &'w [Arc<RegistrationWrite>],
     members: &[usize],
@@ -700,7 +701,7 @@ async fn insert_wallets<'w>(
              RETURNING wallet",
             value_rows(chunk.len(), 4, 0)
         );
-        let mut query = sqlx::query_as::<_, (String,)>(&sql);
+        let mut query = sql::query(&sql);
         for (wallet, index) in chunk {
             let write = &writes[*index];
             query = query
@@ -709,7 +710,8 @@ async fn insert_wallets<'w>(
                 .bind(write.account_id.as_deref())
                 .bind(write.now);
         }
-        for (wallet,) in query.fetch_all(&mut *conn).await? {
+        let returned: Vec<(String,)> = query.fetch_all(conn).await?;
+        for (wallet,) in returned {
             if let Some((&name, &index)) = owner.get_key_value(wallet.as_str()) {
                 inserted.insert(name, index);
             }
@@ -720,22 +722,22 @@ async fn insert_wallets<'w>(
 
 impl RegistrationWrite {
     /// False when the tournament had no seats left or was closed (nothing written).
-    async fn apply(&self, conn: &mut sqlx::AnyConnection) -> Result<bool, RegistrationError> {
+    async fn apply(&self, conn: &mut Conn<'_>) -> Result<bool, RegistrationError> {
         let n = self.wallets.len() as i64;
         // Taking the seats first also takes the tournament row's lock, which orders concurrent
         // registrations of one tournament on PostgreSQL (SQLite has a single writer anyway).
-        let seated = sqlx::query(
+        let seated = sql::query(
             "UPDATE tournaments SET current_participants = current_participants + $1
              WHERE id = $2 AND current_participants + $1 <= max_participants
                AND status IN ('upcoming', 'live') AND end_date > $3
                AND (registration_deadline IS NULL OR registration_deadline > $3)",
         )
         .bind(n)
-        .bind(&self.tournament_id)
+        .bind(self.tournament_id.as_str())
         .bind(self.now)
-        .execute(&mut *conn)
+        .execute(conn)
         .await?;
-        if seated.rows_affected() != 1 {
+        if seated != 1 {
             return Ok(false);
         }
         let signature = self
@@ -743,30 +745,30 @@ impl RegistrationWrite {
             .as_ref()
             .map(|(signature, _, _)| signature.as_str());
         if let Some((signature, payer, amount)) = &self.claim {
-            sqlx::query(
+            sql::query(
                 "INSERT INTO payment_claims (signature, purpose, reference, payer, amount_raw, claimed_at)
                  VALUES ($1, 'tournament', $2, $3, $4, $5)",
             )
             .bind(signature)
-            .bind(&self.tournament_id)
+            .bind(self.tournament_id.as_str())
             .bind(payer.as_str())
             .bind(i64::try_from(*amount).unwrap_or(i64::MAX))
             .bind(self.now)
-            .execute(&mut *conn)
+            .execute(conn)
             .await
             .on_unique(|| RegistrationError::SignatureUsed)?;
         }
         for wallet in &self.wallets {
-            sqlx::query(
+            sql::query(
                 "INSERT INTO tournament_registrations (tournament_id, wallet, account_id, tx_signature, registered_at)
                  VALUES ($1, $2, $3, $4, $5)",
             )
-            .bind(&self.tournament_id)
+            .bind(self.tournament_id.as_str())
             .bind(wallet)
             .bind(self.account_id.as_deref())
             .bind(signature)
             .bind(self.now)
-            .execute(&mut *conn)
+            .execute(conn)
             .await
             .on_unique(|| RegistrationError::AlreadyRegistered(wallet.clone()))?;
         }

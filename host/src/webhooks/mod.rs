@@ -88,14 +88,14 @@ pub async fn enqueue(
         data,
         at: now,
     };
-    enqueue_all(conn, vec![queued]).await
+    enqueue_all(&mut crucible_sql::Conn::Any(conn), vec![queued]).await
 }
 
 /// [`enqueue`] for many events at once, as a batch of ticks queues them: the subscribers of
 /// every account involved are read in one query, and the rows are written a few dozen per
 /// statement. Returns rows queued.
 pub(crate) async fn enqueue_all(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crucible_sql::Conn<'_>,
     events: Vec<Queued<'_>>,
 ) -> sqlx::Result<u64> {
     let Some(now) = events.iter().map(|queued| queued.at).max() else {

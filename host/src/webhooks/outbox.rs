@@ -7,8 +7,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
+use crucible_sql::{self as sql, Conn};
 use futures_util::future::BoxFuture;
-use sqlx::AnyConnection;
 
 use crate::clock::{from_millis, to_millis};
 use crate::db::{Backend, BatchWrite, Outcomes, Store, value_rows};
@@ -31,7 +31,7 @@ pub(super) struct Subscriber {
 /// The live (unrevoked, unexpired) keys of both families that have a webhook URL, of each of
 /// `accounts` that has any, oldest key first.
 pub(super) async fn subscribers(
-    conn: &mut AnyConnection,
+    conn: &mut Conn<'_>,
     accounts: &[&str],
     now: DateTime<Utc>,
 ) -> sqlx::Result<HashMap<String, Vec<Subscriber>>> {
@@ -44,11 +44,12 @@ pub(super) async fn subscribers(
              ORDER BY created_at, id",
             value_rows(1, chunk.len(), 1)
         );
-        let mut query = sqlx::query_as::<_, (String, String, String)>(&sql).bind(to_millis(now));
+        let mut query = sql::query(&sql).bind(to_millis(now));
         for account in chunk {
             query = query.bind(*account);
         }
-        for (account_id, key_id, url) in query.fetch_all(&mut *conn).await? {
+        let rows: Vec<(String, String, String)> = query.fetch_all(conn).await?;
+        for (account_id, key_id, url) in rows {
             by_account
                 .entry(account_id)
                 .or_default()
@@ -74,10 +75,7 @@ pub(super) struct NewDelivery<'a> {
 const INSERTED_COLUMNS: usize = 7;
 
 /// Write `rows`, a few dozen per statement.
-pub(super) async fn insert_all(
-    conn: &mut AnyConnection,
-    rows: &[NewDelivery<'_>],
-) -> sqlx::Result<()> {
+pub(super) async fn insert_all(conn: &mut Conn<'_>, rows: &[NewDelivery<'_>]) -> sqlx::Result<()> {
     for chunk in rows.chunks(crate::db::rows_per_statement(INSERTED_COLUMNS)) {
         let sql = format!(
             "INSERT INTO webhook_deliveries (id, account_id, key_id, event, url, payload,
@@ -86,7 +84,7 @@ pub(super) async fn insert_all(
              FROM (VALUES {}) AS v",
             value_rows(chunk.len(), INSERTED_COLUMNS, 0)
         );
-        let mut query = sqlx::query(&sql);
+        let mut query = sql::query(&sql);
         for row in chunk {
             query = query
                 .bind(row.id.as_str())
@@ -97,7 +95,7 @@ pub(super) async fn insert_all(
                 .bind(&*row.payload)
                 .bind(to_millis(row.at));
         }
-        query.execute(&mut *conn).await?;
+        query.execute(conn).await?;
     }
     Ok(())
 }
@@ -165,7 +163,7 @@ pub(super) async fn claim(
          RETURNING id, key_id, event, url, payload, attempts, created_at"
     );
     type Row = (String, String, String, String, String, i64, i64);
-    let mut query = sqlx::query_as::<_, Row>(&sql)
+    let mut query = sql::query(&sql)
         .bind(lease_owner)
         .bind(to_millis(now + lease))
         .bind(to_millis(now))
@@ -175,7 +173,11 @@ pub(super) async fn claim(
     for url in skip_urls {
         query = query.bind(*url);
     }
-    let rows = query.fetch_all(store.write()).await?;
+    // In place on a SQLite file: a claim returns up to a couple of thousand rows, each a
+    // hand-off through sqlx (docs/architecture.md, "Statements in place").
+    let mut tx = store.begin_in_place().await?;
+    let rows: Vec<Row> = query.fetch_all(&mut tx.conn()?).await?;
+    tx.commit().await?;
     Ok(rows
         .into_iter()
         .map(
@@ -199,6 +201,9 @@ pub(super) struct KeyState {
     pub expired: bool,
 }
 
+/// A key's id, sealed webhook secret, revocation and expiry.
+type KeyRow = (String, Option<String>, Option<i64>, Option<i64>);
+
 /// The state of each of `key_ids` that still exists, read in one query: a claim's rows share
 /// few keys, and each is read once per claim instead of once per row.
 pub(super) async fn key_states(
@@ -213,12 +218,12 @@ pub(super) async fn key_states(
              WHERE id IN {}",
             value_rows(1, chunk.len(), 0)
         );
-        let mut query =
-            sqlx::query_as::<_, (String, Option<String>, Option<i64>, Option<i64>)>(&sql);
+        let mut query = sql::query(&sql);
         for id in chunk {
             query = query.bind(*id);
         }
-        for (id, secret_sealed, revoked_at, expires_at) in query.fetch_all(store.read()).await? {
+        let rows: Vec<KeyRow> = query.fetch_all(&mut store.reader().await?.conn()?).await?;
+        for (id, secret_sealed, revoked_at, expires_at) in rows {
             let state = KeyState {
                 secret_sealed,
                 revoked: revoked_at.is_some(),
@@ -321,9 +326,9 @@ impl BatchWrite for Record {
 
     /// Every outcome of the batch by one `UPDATE … FROM (VALUES …)` per couple of dozen rows, each
     /// guarded by its lease. The lease is released with it.
-    fn apply_all<'c>(
+    fn apply_all<'c, 'd>(
         records: &'c [Arc<Self>],
-        conn: &'c mut AnyConnection,
+        conn: &'c mut Conn<'d>,
     ) -> BoxFuture<'c, Outcomes<bool, sqlx::Error>> {
         Box::pin(async move {
             let mut written: HashSet<String> = HashSet::with_capacity(records.len());
@@ -340,7 +345,7 @@ impl BatchWrite for Record {
                      RETURNING webhook_deliveries.id",
                     value_rows(chunk.len(), RECORD_COLUMNS, 0)
                 );
-                let mut query = sqlx::query_as::<_, (String,)>(&sql);
+                let mut query = sql::query(&sql);
                 for record in chunk {
                     query = query
                         .bind(record.id.as_str())
@@ -354,13 +359,8 @@ impl BatchWrite for Record {
                         .bind(record.dead_at)
                         .bind(record.now);
                 }
-                written.extend(
-                    query
-                        .fetch_all(&mut *conn)
-                        .await?
-                        .into_iter()
-                        .map(|(id,)| id),
-                );
+                let ids: Vec<(String,)> = query.fetch_all(conn).await?;
+                written.extend(ids.into_iter().map(|(id,)| id));
             }
             Ok(records
                 .iter()

@@ -632,7 +632,8 @@ async fn store(
             market_ts: stored.market_ts,
             record,
         };
-        super::thinking::decisions::insert_all(&mut tx, &[decision]).await?;
+        super::thinking::decisions::insert_all(&mut crucible_sql::Conn::Any(&mut tx), &[decision])
+            .await?;
     }
     outcome.ticked = true;
     if let Some(fault) = &stored.fault {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use base64::Engine;
+use crucible_sql::{self as sql, Conn};
 
 use super::{
     BLOCKHASH_LIFETIME_MS, CONFIRM_TIMEOUT, LAMPORTS_PER_SOL, LiveError, Outcome, PendingSwap,
@@ -81,11 +82,10 @@ pub(super) async fn prepare_with(
     order: &SwapOrder,
     lease: Option<&str>,
 ) -> Result<PendingSwap, LiveError> {
-    let wallet: Option<(String,)> =
-        sqlx::query_as("SELECT wallet_address FROM agents WHERE id = $1")
-            .bind(agent_id)
-            .fetch_optional(store.read())
-            .await?;
+    let wallet: Option<(String,)> = sql::query("SELECT wallet_address FROM agents WHERE id = $1")
+        .bind(agent_id)
+        .fetch_optional(&mut store.reader().await?.conn()?)
+        .await?;
     let (wallet,) = wallet.ok_or_else(|| LiveError::NoAgent(agent_id.to_owned()))?;
     let address = WalletAddress::parse(&wallet).map_err(LiveError::Internal)?;
     let key = crate::custodial::signing_key(store, sealer, &address)
@@ -159,7 +159,7 @@ struct PendingWrite {
 
 impl PendingWrite {
     /// Whether the swap was recorded (not when the claim no longer holds the agent).
-    async fn apply(&self, conn: &mut sqlx::AnyConnection) -> Result<bool, LiveError> {
+    async fn apply(&self, conn: &mut Conn<'_>) -> Result<bool, LiveError> {
         let columns = "INSERT INTO agent_live_swaps (signature, agent_id, status, side, amount_in,
                            minimum_out, reason, market_ts, wire, last_valid_block_height, issued_at,
                            created_at)";
@@ -172,7 +172,7 @@ impl PendingWrite {
                   WHERE id = $2 AND tick_lease_owner = $11 AND status = 'active'"
             ),
         };
-        let mut insert = sqlx::query(&sql)
+        let mut insert = sql::query(&sql)
             .bind(self.signature.as_str())
             .bind(self.agent_id.as_str())
             .bind(self.side)
@@ -186,7 +186,7 @@ impl PendingWrite {
         if let Some(lease) = &self.lease {
             insert = insert.bind(lease.as_str());
         }
-        Ok(insert.execute(&mut *conn).await?.rows_affected() == 1)
+        Ok(insert.execute(conn).await? == 1)
     }
 }
 
@@ -288,12 +288,12 @@ pub(super) async fn settle_pending(
     let Ticking { store, chain, .. } = ticking;
     let route = route_of(ticking)?;
     let clock = &*ticking.clock;
-    let pending: Vec<(String, i64)> = sqlx::query_as(
+    let pending: Vec<(String, i64)> = sql::query(
         "SELECT signature, issued_at FROM agent_live_swaps
          WHERE agent_id = $1 AND status = 'pending' ORDER BY created_at, signature",
     )
     .bind(agent_id)
-    .fetch_all(store.read())
+    .fetch_all(&mut store.reader().await?.conn()?)
     .await?;
     let mut unknown = 0;
     for (signature, issued_at) in pending {
@@ -370,23 +370,23 @@ struct Refusal {
 }
 
 impl Refusal {
-    async fn apply(&self, conn: &mut sqlx::AnyConnection) -> Result<(), LiveError> {
-        let updated = sqlx::query(
+    async fn apply(&self, conn: &mut Conn<'_>) -> Result<(), LiveError> {
+        let updated = sql::query(
             "UPDATE agent_live_swaps SET status = 'refused', error = $1, resolved_at = $2
              WHERE signature = $3 AND status = 'pending'",
         )
         .bind(self.reason.as_str())
         .bind(self.now)
         .bind(self.signature.as_str())
-        .execute(&mut *conn)
+        .execute(conn)
         .await?;
-        if updated.rows_affected() == 1 {
-            sqlx::query(
+        if updated == 1 {
+            sql::query(
                 "UPDATE agents SET refused_orders = refused_orders + 1, last_refusal = $1 WHERE id = $2",
             )
             .bind(self.reason.as_str())
             .bind(self.agent_id.as_str())
-            .execute(&mut *conn)
+            .execute(conn)
             .await?;
         }
         Ok(())
@@ -403,13 +403,13 @@ async fn record_fill(
     signature: &str,
     transaction: &serde_json::Value,
 ) -> Result<Settled, LiveError> {
-    let swap: Option<PendingRow> = sqlx::query_as(
+    let swap: Option<PendingRow> = sql::query(
         "SELECT s.side, s.reason, s.market_ts, a.account_id, a.base_token, a.quote_token, a.wallet_address
          FROM agent_live_swaps s JOIN agents a ON a.id = s.agent_id
          WHERE s.signature = $1 AND s.status = 'pending'",
     )
     .bind(signature)
-    .fetch_optional(store.read())
+    .fetch_optional(&mut store.reader().await?.conn()?)
     .await?;
     let Some(row) = swap else {
         return settled(store, signature).await;
@@ -505,17 +505,17 @@ struct Fill {
 
 impl Fill {
     /// Whether this write settled the swap (not when it was no longer pending).
-    async fn apply(&self, conn: &mut sqlx::AnyConnection) -> Result<bool, LiveError> {
-        let updated = sqlx::query(
+    async fn apply(&self, conn: &mut Conn<'_>) -> Result<bool, LiveError> {
+        let updated = sql::query(
             "UPDATE agent_live_swaps SET status = 'filled', trade_id = $1, resolved_at = $2
              WHERE signature = $3 AND status = 'pending'",
         )
         .bind(self.trade_id.as_str())
         .bind(to_millis(self.now))
         .bind(self.signature.as_str())
-        .execute(&mut *conn)
+        .execute(conn)
         .await?;
-        if updated.rows_affected() != 1 {
+        if updated != 1 {
             return Ok(false);
         }
         let row = &self.row;
@@ -549,7 +549,6 @@ impl Fill {
 }
 
 /// A pending swap and its agent, as a fill needs them.
-#[derive(sqlx::FromRow)]
 struct PendingRow {
     side: String,
     reason: Option<String>,
@@ -559,3 +558,13 @@ struct PendingRow {
     quote_token: String,
     wallet_address: String,
 }
+
+crucible_sql::from_row!(PendingRow {
+    side,
+    reason,
+    market_ts,
+    account_id,
+    base_token,
+    quote_token,
+    wallet_address,
+});

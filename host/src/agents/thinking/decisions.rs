@@ -70,7 +70,7 @@ const COLUMNS_PER_ROW: usize = 17;
 /// Store `decisions` in the caller's transaction, many rows per statement: a batch of ticks
 /// writes its decisions in one round trip, not one per agent.
 pub(crate) async fn insert_all(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crucible_sql::Conn<'_>,
     decisions: &[NewDecision<'_>],
 ) -> sqlx::Result<()> {
     for chunk in decisions.chunks(crate::db::rows_per_statement(COLUMNS_PER_ROW)) {
@@ -80,7 +80,7 @@ pub(crate) async fn insert_all(
                  latency_ms, prompt_hash, prompt, completion) VALUES {}",
             crate::db::value_rows(chunk.len(), COLUMNS_PER_ROW, 0)
         );
-        let mut query = sqlx::query(&sql);
+        let mut query = crucible_sql::query(&sql);
         for decision in chunk {
             let record = decision.record;
             let (why, why_detail) = match &record.why {
@@ -110,7 +110,7 @@ pub(crate) async fn insert_all(
                 .bind(keep(&record.prompt))
                 .bind(keep(&record.completion));
         }
-        query.execute(&mut *conn).await?;
+        query.execute(conn).await?;
     }
     Ok(())
 }

@@ -36,7 +36,7 @@ pub(crate) fn storage_of(store: &Store) -> crucible_simnet::Storage {
     let (reader, writer) = (store.read().clone(), store.write().clone());
     match (store.backend(), store.sqlite_file()) {
         (Backend::Sqlite, Some(file)) => {
-            crucible_simnet::Storage::with_sqlite_file(reader, writer, file)
+            crucible_simnet::Storage::with_sqlite_file(reader, writer, file.clone())
         }
         (Backend::Sqlite, None) => {
             crucible_simnet::Storage::new(reader, writer, crucible_simnet::Backend::Sqlite)

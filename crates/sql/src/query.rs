@@ -1,17 +1,7 @@
-//! One way to run the ledger's statements on either database: through sqlx on PostgreSQL (and
-//! on a private in-memory SQLite), and in place on a SQLite file — on the calling thread, with
-//! rusqlite on a connection of the ledger's own ([`crate::storage`]).
-//!
-//! Why in place: sqlx runs each SQLite connection on a worker thread of its own, so every
-//! statement is a hand-off to that thread and back, and every row it returns another one. On
-//! one core that is two context switches a row; measured side by side, 10–14 µs a statement
-//! through sqlx against 0.5–2.3 µs in place (docs/simnet.md, "Statements in place"). A ledger
-//! statement is a primary-key read or a small write: in place it costs less than the hand-off.
-//!
-//! Statements are written once, with PostgreSQL's `$1, $2, …` placeholders; in place they run
-//! as SQLite's `?1, ?2, …` (the same numbers, so a statement may name them in any order).
-//! Rows decode into tuples of `i64`, `String` and their `Option`s ([`FromRow`]), as with
-//! sqlx's `query_as`.
+//! The statement: one text with PostgreSQL's `$1, $2, …` placeholders, run through sqlx or in
+//! place (as SQLite's `?1, ?2, …`: the same numbers, so a statement may name them in any
+//! order). Rows decode into tuples of `i64`, `f64`, `String` and their `Option`s ([`FromRow`]),
+//! as with sqlx's `query_as`.
 
 use std::borrow::Cow;
 
@@ -19,20 +9,57 @@ use rusqlite::types::{ToSql, ToSqlOutput, Value as SqliteValue};
 use sqlx::any::AnyRow;
 use sqlx::{Any, AnyConnection, Row as _};
 
-use crate::SimnetError;
+use crate::error::from_sqlite;
 
 /// A connection statements run on: sqlx's, or a SQLite connection used in place.
-pub(crate) enum Conn<'c> {
+pub enum Conn<'c> {
+    /// Through sqlx: PostgreSQL, an in-memory SQLite database, a pooled connection.
     Any(&'c mut AnyConnection),
+    /// In place on a SQLite file, on the calling thread.
     Local(&'c mut rusqlite::Connection),
 }
 
 /// A bound value. Nulls carry their type: PostgreSQL types every parameter.
 #[derive(Debug, Clone)]
-pub(crate) enum Param<'q> {
+#[expect(missing_docs, reason = "each variant is the SQL value it names")]
+pub enum Param<'q> {
     Int(i64),
+    Real(f64),
     Text(Cow<'q, str>),
+    Blob(Cow<'q, [u8]>),
+    NullInt,
+    NullReal,
     NullText,
+}
+
+impl From<Option<f64>> for Param<'_> {
+    fn from(value: Option<f64>) -> Self {
+        value.map_or(Param::NullReal, Param::Real)
+    }
+}
+
+impl<'q> From<&'q [u8]> for Param<'q> {
+    fn from(value: &'q [u8]) -> Self {
+        Param::Blob(Cow::Borrowed(value))
+    }
+}
+
+impl From<Option<i64>> for Param<'_> {
+    fn from(value: Option<i64>) -> Self {
+        value.map_or(Param::NullInt, Param::Int)
+    }
+}
+
+impl From<bool> for Param<'_> {
+    fn from(value: bool) -> Self {
+        Param::Int(i64::from(value))
+    }
+}
+
+impl From<f64> for Param<'_> {
+    fn from(value: f64) -> Self {
+        Param::Real(value)
+    }
 }
 
 impl From<i64> for Param<'_> {
@@ -75,15 +102,21 @@ impl ToSql for Param<'_> {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         Ok(match self {
             Param::Int(value) => ToSqlOutput::Owned(SqliteValue::Integer(*value)),
+            Param::Real(value) => ToSqlOutput::Owned(SqliteValue::Real(*value)),
             Param::Text(text) => ToSqlOutput::Borrowed(text.as_ref().into()),
-            Param::NullText => ToSqlOutput::Owned(SqliteValue::Null),
+            Param::Blob(bytes) => ToSqlOutput::Borrowed(bytes.as_ref().into()),
+            Param::NullInt | Param::NullReal | Param::NullText => {
+                ToSqlOutput::Owned(SqliteValue::Null)
+            }
         })
     }
 }
 
 /// A column a row decodes into, from either kind of row.
-pub(crate) trait Column: Sized + Send {
+pub trait Column: Sized + Send {
+    /// The column at `index` of a row sqlx returned.
     fn from_any(row: &AnyRow, index: usize) -> Result<Self, sqlx::Error>;
+    /// The column at `index` of a row read in place.
     fn from_local(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self>;
 }
 
@@ -101,8 +134,10 @@ where
 }
 
 /// A row as a tuple of columns.
-pub(crate) trait FromRow: Sized + Send {
+pub trait FromRow: Sized + Send {
+    /// A row sqlx returned.
     fn from_any(row: &AnyRow) -> Result<Self, sqlx::Error>;
+    /// A row read in place.
     fn from_local(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self>;
 }
 
@@ -128,16 +163,53 @@ tuple_rows!(A 0, B 1, C 2, D 3, E 4);
 tuple_rows!(A 0, B 1, C 2, D 3, E 4, F 5);
 tuple_rows!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 tuple_rows!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_rows!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_rows!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_rows!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_rows!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+tuple_rows!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+tuple_rows!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+
+/// [`FromRow`] for a struct whose fields are the statement's columns, in order:
+/// `crucible_sql::from_row!(DueRow { id, account_id, ledger });`.
+#[macro_export]
+macro_rules! from_row {
+    ($row:ty { $($field:ident),+ $(,)? }) => {
+        impl $crate::FromRow for $row {
+            fn from_any(row: &$crate::__private::AnyRow) -> Result<Self, $crate::__private::SqlxError> {
+                let mut index = 0usize;
+                $(
+                    let $field = $crate::Column::from_any(row, index)?;
+                    index += 1;
+                )+
+                let _ = index;
+                Ok(Self { $($field),+ })
+            }
+
+            fn from_local(
+                row: &$crate::__private::SqliteRow<'_>,
+            ) -> Result<Self, $crate::__private::SqliteError> {
+                let mut index = 0usize;
+                $(
+                    let $field = $crate::Column::from_local(row, index)?;
+                    index += 1;
+                )+
+                let _ = index;
+                Ok(Self { $($field),+ })
+            }
+        }
+    };
+}
 
 /// A statement and its parameters, run with [`Query::execute`] or fetched as rows.
 #[derive(Debug)]
-pub(crate) struct Query<'q> {
+pub struct Query<'q> {
     sql: &'q str,
     params: Vec<Param<'q>>,
 }
 
 /// A statement (`$N` placeholders) to bind and run.
-pub(crate) fn query(sql: &str) -> Query<'_> {
+pub fn query(sql: &str) -> Query<'_> {
     Query {
         sql,
         params: Vec::new(),
@@ -146,24 +218,21 @@ pub(crate) fn query(sql: &str) -> Query<'_> {
 
 impl<'q> Query<'q> {
     /// Bind the next parameter (`$1` first).
-    pub(crate) fn bind(mut self, value: impl Into<Param<'q>>) -> Self {
+    pub fn bind(mut self, value: impl Into<Param<'q>>) -> Self {
         self.params.push(value.into());
         self
     }
 
     /// Run the statement; the rows it changed.
-    pub(crate) async fn execute(self, conn: &mut Conn<'_>) -> Result<u64, SimnetError> {
+    pub async fn execute(self, conn: &mut Conn<'_>) -> Result<u64, sqlx::Error> {
         match conn {
             Conn::Any(conn) => Ok(self.any().execute(&mut **conn).await?.rows_affected()),
-            Conn::Local(conn) => Ok(self.execute_local(conn)?),
+            Conn::Local(conn) => self.execute_local(conn).map_err(from_sqlite),
         }
     }
 
     /// Every row, in order.
-    pub(crate) async fn fetch_all<T: FromRow>(
-        self,
-        conn: &mut Conn<'_>,
-    ) -> Result<Vec<T>, SimnetError> {
+    pub async fn fetch_all<T: FromRow>(self, conn: &mut Conn<'_>) -> Result<Vec<T>, sqlx::Error> {
         match conn {
             Conn::Any(conn) => {
                 let rows = self.any().fetch_all(&mut **conn).await?;
@@ -172,29 +241,29 @@ impl<'q> Query<'q> {
                     .map(T::from_any)
                     .collect::<Result<_, sqlx::Error>>()?)
             }
-            Conn::Local(conn) => Ok(self.fetch_local(conn, usize::MAX)?),
+            Conn::Local(conn) => self.fetch_local(conn, usize::MAX).map_err(from_sqlite),
         }
     }
 
     /// The first row, if any.
-    pub(crate) async fn fetch_optional<T: FromRow>(
+    pub async fn fetch_optional<T: FromRow>(
         self,
         conn: &mut Conn<'_>,
-    ) -> Result<Option<T>, SimnetError> {
+    ) -> Result<Option<T>, sqlx::Error> {
         match conn {
             Conn::Any(conn) => Ok(match self.any().fetch_optional(&mut **conn).await? {
                 Some(row) => Some(T::from_any(&row)?),
                 None => None,
             }),
-            Conn::Local(conn) => Ok(self.fetch_local(conn, 1)?.pop()),
+            Conn::Local(conn) => Ok(self.fetch_local(conn, 1).map_err(from_sqlite)?.pop()),
         }
     }
 
     /// The first row; an error when there is none.
-    pub(crate) async fn fetch_one<T: FromRow>(self, conn: &mut Conn<'_>) -> Result<T, SimnetError> {
+    pub async fn fetch_one<T: FromRow>(self, conn: &mut Conn<'_>) -> Result<T, sqlx::Error> {
         self.fetch_optional(conn)
             .await?
-            .ok_or(SimnetError::Store(sqlx::Error::RowNotFound))
+            .ok_or(sqlx::Error::RowNotFound)
     }
 
     fn any(&self) -> sqlx::query::Query<'_, Any, sqlx::any::AnyArguments<'_>> {
@@ -202,7 +271,11 @@ impl<'q> Query<'q> {
         for param in &self.params {
             query = match param {
                 Param::Int(value) => query.bind(*value),
+                Param::Real(value) => query.bind(*value),
                 Param::Text(text) => query.bind(text.as_ref()),
+                Param::Blob(bytes) => query.bind(bytes.as_ref()),
+                Param::NullInt => query.bind(None::<i64>),
+                Param::NullReal => query.bind(None::<f64>),
                 Param::NullText => query.bind(None::<String>),
             };
         }
@@ -246,8 +319,8 @@ impl<'q> Query<'q> {
     }
 }
 
-/// `sql` with its `$N` placeholders as SQLite's `?N` (the same numbers). The ledger's
-/// statements carry no `$` inside string literals.
+/// `sql` with its `$N` placeholders as SQLite's `?N` (the same numbers). Statements carry no
+/// `$` inside string literals.
 fn numbered(sql: &str) -> Cow<'_, str> {
     if !sql.contains('$') {
         return Cow::Borrowed(sql);
@@ -267,6 +340,25 @@ fn numbered(sql: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct Named {
+        k: String,
+        n: i64,
+        note: Option<String>,
+    }
+
+    crate::from_row!(Named { k, n, note });
+
+    #[tokio::test]
+    async fn a_struct_reads_its_columns_in_order() {
+        let mut local = rusqlite::Connection::open_in_memory().expect("sqlite");
+        let mut conn = Conn::Local(&mut local);
+        let row: Named = query("SELECT 'a', 7, NULL")
+            .fetch_one(&mut conn)
+            .await
+            .expect("row");
+        assert_eq!((row.k.as_str(), row.n, row.note), ("a", 7, None));
+    }
 
     #[test]
     fn placeholders_keep_their_numbers() {

@@ -281,8 +281,13 @@ pub(crate) async fn turn_record(
     run_id: &str,
     turn_number: i64,
 ) -> Result<Option<Value>, DungeonError> {
+    // No index holds turn numbers (migration 0039): the run's events are walked along the
+    // primary key from the earliest place turn N can be, since each legal turn before it has an
+    // event of its own.
     let row: Option<(String,)> = sqlx::query_as(
-        "SELECT payload FROM dungeon_run_events WHERE run_id = $1 AND turn_number = $2 AND kind = $3",
+        "SELECT payload FROM dungeon_run_events
+         WHERE run_id = $1 AND seq >= $2 AND turn_number = $2 AND kind = $3
+         ORDER BY seq LIMIT 1",
     )
     .bind(run_id)
     .bind(turn_number)

@@ -553,4 +553,24 @@ async fn turns_are_idempotent_illegal_ones_cost_one_ap_and_broadcasts_are_capped
     }
     assert!(!text.contains("id: 8\n"), "{text}");
     assert!(text.contains("event: run:broadcast"), "{text}");
+
+    // Retried after an illegal action and broadcasts moved the event numbers past the turn
+    // numbers (turn 2 is event 3, turn 3 event 10): each answers its own stored record.
+    let third = app
+        .dungeon_turn(run_id, key, json!({"action": "inventory", "turnNumber": 3}))
+        .await;
+    assert_eq!(third.status, 200, "{}", third.body);
+    for (number, played) in [(2, &next), (3, &third)] {
+        let again = app
+            .dungeon_turn(
+                run_id,
+                key,
+                json!({"action": "inventory", "turnNumber": number}),
+            )
+            .await;
+        assert_eq!(again.status, 200, "{}", again.body);
+        assert_eq!(again.body["replayed"], true);
+        assert_eq!(again.body["turnNumber"], number);
+        assert_eq!(again.body["lastTurn"], played.body["lastTurn"]);
+    }
 }

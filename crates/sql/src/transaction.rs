@@ -109,3 +109,100 @@ impl Reader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlx::any::{AnyPoolOptions, install_default_drivers};
+
+    /// A SQLite file with a table, its writer pool (one connection, the write lock) and reader
+    /// pool, and the file's own connections.
+    async fn file() -> (tempfile::TempDir, AnyPool, AnyPool, SqliteFile) {
+        install_default_drivers();
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("db.sqlite");
+        let url = format!("sqlite://{}?mode=rwc", path.display());
+        let writer = AnyPoolOptions::new()
+            .max_connections(1)
+            .connect(&url)
+            .await
+            .expect("writer");
+        sqlx::query("PRAGMA journal_mode = WAL")
+            .execute(&writer)
+            .await
+            .expect("wal");
+        sqlx::query("CREATE TABLE t (n BIGINT PRIMARY KEY)")
+            .execute(&writer)
+            .await
+            .expect("table");
+        let reader = AnyPoolOptions::new()
+            .max_connections(2)
+            .connect(&url)
+            .await
+            .expect("reader");
+        (dir, writer, reader, SqliteFile::new(path))
+    }
+
+    async fn insert(tx: &mut Transaction, n: i64) -> Result<u64, sqlx::Error> {
+        query("INSERT INTO t (n) VALUES ($1)")
+            .bind(n)
+            .execute(&mut tx.conn()?)
+            .await
+    }
+
+    async fn stored(reader: &AnyPool, file: Option<&SqliteFile>) -> Vec<i64> {
+        let mut reader = Reader::lend(reader, file).await.expect("reader");
+        let rows: Vec<(i64,)> = query("SELECT n FROM t ORDER BY n")
+            .fetch_all(&mut reader.conn().expect("conn"))
+            .await
+            .expect("rows");
+        rows.into_iter().map(|(n,)| n).collect()
+    }
+
+    #[tokio::test]
+    async fn savepoints_commits_and_rollbacks_behave_alike_in_place_and_through_the_pool() {
+        for in_place in [true, false] {
+            let (_dir, writer, reader, file) = file().await;
+            let file = in_place.then_some(&file);
+            let mut tx = Transaction::begin(&writer, file).await.expect("begin");
+            insert(&mut tx, 1).await.expect("1");
+            tx.savepoint("item").await.expect("savepoint");
+            insert(&mut tx, 2).await.expect("2");
+            // A duplicate fails as sqlx reports it, whichever way it ran.
+            let duplicate = insert(&mut tx, 2).await.expect_err("duplicate");
+            let sqlx::Error::Database(db) = duplicate else {
+                panic!("not a database error: {duplicate}");
+            };
+            assert!(db.is_unique_violation(), "in place: {in_place}");
+            tx.rollback_to("item").await.expect("rollback to");
+            tx.release("item").await.expect("release");
+            insert(&mut tx, 3).await.expect("3");
+            // Nothing is seen before the commit.
+            assert_eq!(stored(&reader, file).await, Vec::<i64>::new());
+            tx.commit().await.expect("commit");
+            assert_eq!(
+                stored(&reader, file).await,
+                vec![1, 3],
+                "in place: {in_place}"
+            );
+
+            let mut tx = Transaction::begin(&writer, file).await.expect("begin");
+            insert(&mut tx, 4).await.expect("4");
+            tx.rollback().await.expect("rollback");
+            let mut tx = Transaction::begin(&writer, file).await.expect("begin");
+            insert(&mut tx, 5).await.expect("5");
+            // Dropped without a commit (a failure between statements): nothing of it stays,
+            // and the write lock is free again.
+            drop(tx);
+            let tx = Transaction::begin(&writer, file)
+                .await
+                .expect("begin again");
+            tx.commit().await.expect("empty commit");
+            assert_eq!(
+                stored(&reader, file).await,
+                vec![1, 3],
+                "in place: {in_place}"
+            );
+        }
+    }
+}

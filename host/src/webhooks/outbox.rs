@@ -15,7 +15,11 @@ use crate::db::{Backend, BatchWrite, Outcomes, Store, value_rows};
 
 /// Longest error text kept per delivery.
 const MAX_ERROR_CHARS: usize = 500;
-/// Due rows a claim reads at most per row it may take.
+/// Due rows a claim reads at most, per row one receiver's share of it may hold (`per_url`, or
+/// the claim's whole `limit` when that is smaller). Reading past that only finds more rows of
+/// receivers whose share is already full: with one busy receiver, a claim bounded by its whole
+/// limit (8,192 rows read to take 256) sorted 32 rows for each it took. A claim that takes less
+/// than the worker can hold is followed by the next one as its rows drain.
 const READ_PER_CLAIMED: i64 = 4;
 /// Ids one statement names at most.
 const IDS_PER_STATEMENT: usize = crate::db::rows_per_statement(1);
@@ -145,7 +149,8 @@ pub(super) async fn claim(
     } else {
         format!("AND url NOT IN {}", value_rows(1, skip_urls.len(), 6))
     };
-    // The due rows are read in order up to a bound (a few times the claim), never the whole
+    // The due rows are read in order up to a bound (a few times one receiver's share of the
+    // claim, [`READ_PER_CLAIMED`]), never the whole
     // backlog: a claim costs what it takes. The per-URL cap applies within what was read; the
     // URLs the worker holds its fill of are skipped while reading, so a long queue of one
     // receiver cannot fill the bound once the worker has all it can take of it.
@@ -169,7 +174,7 @@ pub(super) async fn claim(
         .bind(to_millis(now))
         .bind(limit)
         .bind(per_url)
-        .bind(limit.saturating_mul(READ_PER_CLAIMED));
+        .bind(limit.min(per_url).saturating_mul(READ_PER_CLAIMED));
     for url in skip_urls {
         query = query.bind(*url);
     }

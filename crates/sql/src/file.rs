@@ -42,6 +42,11 @@ const KEPT_READERS: usize = 8;
 const WRITER_CACHE_KIB: u32 = 16 * 1024;
 const READER_CACHE_KIB: u32 = 2 * 1024;
 
+/// WAL pages past which SQLite checkpoints inside the commit that crossed them (64 MiB): a
+/// backstop only, for connections whose owner runs [`SqliteFile::checkpoint`] beside the writers.
+/// A server opening its own connections to the file sets the same.
+pub const WAL_AUTOCHECKPOINT_PAGES: u32 = 16384;
+
 /// Prepared statements each connection keeps (sets are read in many sizes).
 const CACHED_STATEMENTS: usize = 256;
 
@@ -55,11 +60,6 @@ impl SqliteFile {
                 readers: Mutex::new(Vec::new()),
             }),
         }
-    }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.inner.path
     }
 
     /// A connection for reads; each statement sees the newest committed data.
@@ -93,26 +93,22 @@ impl SqliteFile {
 
     /// A kept connection of the role, or a new one.
     fn lend(&self, writer: bool) -> Result<Lent, sqlx::Error> {
-        let (kept, cache_kib) = if writer {
-            let kept = self
-                .inner
-                .writer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-            (kept, WRITER_CACHE_KIB)
+        let inner = &self.inner;
+        let kept = if writer {
+            lock(&inner.writer).take()
         } else {
-            let kept = self
-                .inner
-                .readers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop();
-            (kept, READER_CACHE_KIB)
+            lock(&inner.readers).pop()
         };
         let conn = match kept {
             Some(conn) => conn,
-            None => open(&self.inner.path, cache_kib).map_err(from_sqlite)?,
+            None => {
+                let cache_kib = if writer {
+                    WRITER_CACHE_KIB
+                } else {
+                    READER_CACHE_KIB
+                };
+                open(&inner.path, cache_kib).map_err(from_sqlite)?
+            }
         };
         Ok(Lent {
             conn: Some(conn),
@@ -169,22 +165,20 @@ impl Drop for Lent {
             return;
         }
         if self.writer {
-            *self
-                .home
-                .writer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(conn);
+            *lock(&self.home.writer) = Some(conn);
         } else {
-            let mut readers = self
-                .home
-                .readers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut readers = lock(&self.home.readers);
             if readers.len() < KEPT_READERS {
                 readers.push(conn);
             }
         }
     }
+}
+
+/// A kept-connections lock; a panic while it was held cannot leave it half-changed (a `take`,
+/// a `pop` or a `push`), so a poisoned one is used as it is.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Open a connection of the caller's own on the SQLite file at `path`, with the server's
@@ -203,7 +197,7 @@ fn open(path: &Path, cache_kib: u32) -> rusqlite::Result<rusqlite::Connection> {
          PRAGMA temp_store = MEMORY;
          PRAGMA cache_size = -{cache_kib};
          PRAGMA mmap_size = 268435456;
-         PRAGMA wal_autocheckpoint = 16384;"
+         PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES};"
     ))?;
     conn.set_prepared_statement_cache_capacity(CACHED_STATEMENTS);
     Ok(conn)

@@ -25,7 +25,7 @@ mod file;
 mod query;
 mod transaction;
 
-pub use file::{Lent, SqliteFile};
+pub use file::{Lent, SqliteFile, WAL_AUTOCHECKPOINT_PAGES};
 pub use query::{Column, Conn, FromRow, Param, Query, query};
 pub use transaction::{Reader, Transaction};
 

@@ -289,10 +289,14 @@ async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreEr
                     "PRAGMA temp_store = MEMORY",
                     "PRAGMA cache_size = -32768",
                     "PRAGMA mmap_size = 268435456",
-                    "PRAGMA wal_autocheckpoint = 16384",
                 ] {
                     conn.execute(pragma).await?;
                 }
+                let backstop = format!(
+                    "PRAGMA wal_autocheckpoint = {}",
+                    crucible_sql::WAL_AUTOCHECKPOINT_PAGES
+                );
+                conn.execute(backstop.as_str()).await?;
                 Ok(())
             })
         })

@@ -149,10 +149,21 @@ pub(crate) async fn load_by_key_hash(
         .await?;
     drop(reader);
     row.map(|row| {
-        let (id, dungeon_id, wallet, class, status, score, deepest_floor, turn_number) =
-            (row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7);
-        let (version, created_at, last_action_at, ended_at, suspension) =
-            (row.8, row.9, row.10, row.11, row.12);
+        let (
+            id,
+            dungeon_id,
+            wallet,
+            class,
+            status,
+            score,
+            deepest_floor,
+            turn_number,
+            version,
+            created_at,
+            last_action_at,
+            ended_at,
+            suspension,
+        ) = row;
         let status = RunStatus::try_from(status)
             .map_err(|error| DungeonError::internal(anyhow::anyhow!("{error}")))?;
         Ok(KeyedRun {

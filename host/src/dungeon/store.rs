@@ -149,39 +149,24 @@ pub(crate) async fn load_by_key_hash(
         .await?;
     drop(reader);
     row.map(|row| {
-        let (
-            id,
-            dungeon_id,
-            wallet,
-            class,
-            status,
-            score,
-            deepest_floor,
-            turn_number,
-            version,
-            created_at,
-            last_action_at,
-            ended_at,
-            suspension,
-        ) = row;
-        let status = RunStatus::try_from(status)
+        let status = RunStatus::try_from(row.4)
             .map_err(|error| DungeonError::internal(anyhow::anyhow!("{error}")))?;
         Ok(KeyedRun {
             head: RunHead {
-                id,
-                dungeon_id,
-                wallet,
-                class,
+                id: row.0,
+                dungeon_id: row.1,
+                wallet: row.2,
+                class: row.3,
                 status,
-                score,
-                deepest_floor,
-                turn_number,
-                version,
-                created_at,
-                last_action_at,
-                ended_at,
+                score: row.5,
+                deepest_floor: row.6,
+                turn_number: row.7,
+                version: row.8,
+                created_at: row.9,
+                last_action_at: row.10,
+                ended_at: row.11,
             },
-            suspension,
+            suspension: row.12,
         })
     })
     .transpose()

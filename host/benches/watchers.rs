@@ -10,9 +10,11 @@
 //!
 //! `cargo bench --bench watchers`; `BENCH_BOARD_WATCHERS` (default 90,000), `BENCH_RUN_WATCHERS`
 //! (10,000, spread over `BENCH_RUNS` runs, default 100), `BENCH_BOARD_WALLETS` (the board's
-//! size, default 20). Each stream is an open file of both processes: the bench raises the limit
-//! (it needs CAP_SYS_RESOURCE beyond the hard limit) and otherwise opens as many streams as the
-//! hard limit allows, saying so.
+//! size, default 20), `BENCH_PROTOCOL` (`http2`, the default: the watchers share HTTP/2
+//! connections, as many streams on each as the server allows, the way browsers behind an HTTP/2
+//! proxy and the proxy itself watch; or `http1`: a socket per stream). Over HTTP/1.1 each stream
+//! is an open file of both processes: the bench raises the limit (it needs CAP_SYS_RESOURCE
+//! beyond the hard limit) and otherwise opens as many streams as the hard limit allows, saying so.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -35,6 +37,33 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const OPEN_FILES: u64 = 400_000;
 /// Source addresses the client spreads its connections over (each has ~28,000 ports).
 const SOURCES: u8 = 12;
+/// Streams the watchers put on one HTTP/2 connection: as many as the server allows.
+const STREAMS_PER_H2_CONNECTION: usize = 256;
+
+/// How the watchers reach the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+impl Protocol {
+    fn from_env() -> Self {
+        match std::env::var("BENCH_PROTOCOL").as_deref() {
+            Ok("http1") => Self::Http1,
+            Ok("http2") | Err(_) => Self::Http2,
+            Ok(other) => panic!("BENCH_PROTOCOL is http1 or http2, not {other}"),
+        }
+    }
+
+    /// Sockets each process needs for `streams` streams.
+    fn sockets(self, streams: u64) -> u64 {
+        match self {
+            Self::Http1 => streams,
+            Self::Http2 => streams.div_ceil(STREAMS_PER_H2_CONNECTION as u64),
+        }
+    }
+}
 
 fn main() {
     if std::env::var_os("WATCHERS_CLIENT").is_some() {
@@ -45,11 +74,12 @@ fn main() {
     let mut run_watchers = env_number("BENCH_RUN_WATCHERS", 10_000);
     let runs = env_number("BENCH_RUNS", 100) as usize;
     let wallets = env_number("BENCH_BOARD_WALLETS", 20) as usize;
+    let protocol = Protocol::from_env();
     let open_files = raise_open_files();
-    // Each stream is one socket in this process (and one in the client's): leave room for the
+    // Each socket is an open file in this process (and in the client's): leave room for the
     // database, the listener and the rest.
     let room = open_files.saturating_sub(1_000);
-    if board_watchers + run_watchers > room {
+    if protocol.sockets(board_watchers + run_watchers) > room {
         let scale = room as f64 / (board_watchers + run_watchers) as f64;
         board_watchers = (board_watchers as f64 * scale) as u64;
         run_watchers = (run_watchers as f64 * scale) as u64;
@@ -95,6 +125,14 @@ fn main() {
     let mut child = Command::new(std::env::current_exe().expect("exe"));
     child
         .env("WATCHERS_CLIENT", "1")
+        .env(
+            "BENCH_PROTOCOL",
+            if protocol == Protocol::Http2 {
+                "http2"
+            } else {
+                "http1"
+            },
+        )
         .env("WATCHERS_BASE", base.trim_start_matches("http://"))
         .env("WATCHERS_BOARD", "/api/tournaments/trn_watch/live")
         .env("WATCHERS_BOARD_COUNT", board_watchers.to_string())
@@ -141,7 +179,7 @@ fn main() {
     let _ = child.wait();
 
     println!(
-        "watchers, {backend}{}: {connected}; server: {open} streams open, resident {before:.0} -> {after:.0} MiB \
+        "watchers, {backend}, {protocol:?}{}: {connected}; server: {open} streams open, resident {before:.0} -> {after:.0} MiB \
          = {per_stream_kib:.1} KiB per stream (the kernel's TCP buffers for both ends: {} MiB); \
          board frame {board_frame} bytes of JSON ({wallets} entries); {updated}",
         if pinned {
@@ -224,6 +262,19 @@ mod client {
             let (opened, mut open) = tokio::sync::mpsc::unbounded_channel::<()>();
             let started = Instant::now();
             let total = boards + run_count;
+            let connections = match Protocol::from_env() {
+                Protocol::Http1 => None,
+                Protocol::Http2 => {
+                    let count = total.div_ceil(STREAMS_PER_H2_CONNECTION);
+                    let mut all = Vec::with_capacity(count);
+                    for n in 0..count {
+                        let source =
+                            IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + (n % SOURCES as usize) as u8));
+                        all.push(h2_connection(source, base).await);
+                    }
+                    Some(all)
+                }
+            };
             for n in 0..total {
                 // A run's watchers show its key, as a player's spectators do.
                 let (path, key) = if n < boards {
@@ -238,9 +289,17 @@ mod client {
                 let (opening, opened, marker, done) =
                     (opening.clone(), opened.clone(), marker.clone(), done.clone());
                 let timed = n < boards;
+                let connection = connections.as_ref().map(|all| {
+                    all[(n / STREAMS_PER_H2_CONNECTION) % all.len()].clone()
+                });
                 tokio::spawn(async move {
                     let permit = opening.acquire_owned().await.expect("semaphore");
-                    let mut stream = open_stream(source, base, &path, key.as_deref()).await;
+                    let mut stream = match connection {
+                        Some(connection) => {
+                            Watch::open_h2(connection, &path, key.as_deref()).await
+                        }
+                        None => Watch::open_h1(source, base, &path, key.as_deref()).await,
+                    };
                     drop(permit);
                     let _ = opened.send(());
                     if timed {
@@ -248,12 +307,7 @@ mod client {
                         let _ = done.send(elapsed);
                     }
                     // Hold the stream, reading what comes, until the bench ends.
-                    let mut sink = [0u8; 512];
-                    while let Ok(read) = stream.read(&mut sink).await {
-                        if read == 0 {
-                            break;
-                        }
-                    }
+                    while stream.next_chunk().await.is_some() {}
                 });
             }
             drop((opened, done));
@@ -298,19 +352,14 @@ mod client {
         });
     }
 
-    /// Connect from `source`, ask for `path` and read until the response's status line.
-    async fn open_stream(
-        source: IpAddr,
-        server: SocketAddr,
-        path: &str,
-        key: Option<&str>,
-    ) -> tokio::net::TcpStream {
+    /// Connect from `source`, retrying while the server's backlog is full.
+    async fn connect(source: IpAddr, server: SocketAddr) -> tokio::net::TcpStream {
         let mut tries = 0;
-        let mut stream = loop {
+        loop {
             let socket = tokio::net::TcpSocket::new_v4().expect("socket");
             socket.bind(SocketAddr::new(source, 0)).expect("bind");
             match socket.connect(server).await {
-                Ok(stream) => break stream,
+                Ok(stream) => return stream,
                 Err(error) if tries < 20 => {
                     tries += 1;
                     let _ = error;
@@ -318,23 +367,98 @@ mod client {
                 }
                 Err(error) => panic!("connect: {error}"),
             }
-        };
-        let authorization = key.map_or(String::new(), |key| {
-            format!("Authorization: Bearer {key}\r\n")
-        });
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n{authorization}\r\n"
-        );
-        stream.write_all(request.as_bytes()).await.expect("request");
-        let mut head = [0u8; 12];
-        stream.read_exact(&mut head).await.expect("status line");
-        assert_eq!(&head[9..12], b"200", "{}", String::from_utf8_lossy(&head));
-        stream
+        }
+    }
+
+    type H2Sender = hyper::client::conn::http2::SendRequest<http_body_util::Empty<bytes::Bytes>>;
+
+    /// An HTTP/2 connection (prior knowledge) whose windows never hold the server back: every
+    /// stream on it gets the whole board at once.
+    async fn h2_connection(source: IpAddr, server: SocketAddr) -> H2Sender {
+        let stream = connect(source, server).await;
+        let (sender, connection) =
+            hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                .initial_connection_window_size(1 << 30)
+                .initial_stream_window_size(1 << 20)
+                .handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .expect("HTTP/2 handshake");
+        tokio::spawn(connection);
+        sender
+    }
+
+    /// One open event stream.
+    enum Watch {
+        Http1(tokio::net::TcpStream),
+        Http2(hyper::body::Incoming),
+    }
+
+    impl Watch {
+        /// Ask for `path` on a socket of its own and read until the response's status line.
+        async fn open_h1(
+            source: IpAddr,
+            server: SocketAddr,
+            path: &str,
+            key: Option<&str>,
+        ) -> Self {
+            let mut stream = connect(source, server).await;
+            let authorization = key.map_or(String::new(), |key| {
+                format!("Authorization: Bearer {key}\r\n")
+            });
+            let request = format!(
+                "GET {path} HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n{authorization}\r\n"
+            );
+            stream.write_all(request.as_bytes()).await.expect("request");
+            let mut head = [0u8; 12];
+            stream.read_exact(&mut head).await.expect("status line");
+            assert_eq!(&head[9..12], b"200", "{}", String::from_utf8_lossy(&head));
+            Self::Http1(stream)
+        }
+
+        /// Ask for `path` as one more stream of `connection`.
+        async fn open_h2(mut connection: H2Sender, path: &str, key: Option<&str>) -> Self {
+            let mut request = hyper::Request::get(format!("http://bench{path}"))
+                .header("accept", "text/event-stream");
+            if let Some(key) = key {
+                request = request.header("authorization", format!("Bearer {key}"));
+            }
+            let request = request
+                .body(http_body_util::Empty::new())
+                .expect("request");
+            connection.ready().await.expect("connection ready");
+            let response = connection.send_request(request).await.expect("response");
+            assert_eq!(response.status(), 200);
+            Self::Http2(response.into_body())
+        }
+
+        /// What came next, or `None` once the stream ended.
+        async fn next_chunk(&mut self) -> Option<bytes::Bytes> {
+            match self {
+                Self::Http1(stream) => {
+                    let mut chunk = [0u8; 4096];
+                    match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => None,
+                        Ok(read) => Some(bytes::Bytes::copy_from_slice(&chunk[..read])),
+                    }
+                }
+                Self::Http2(body) => loop {
+                    use http_body_util::BodyExt;
+                    match body.frame().await? {
+                        Ok(frame) => {
+                            if let Ok(data) = frame.into_data() {
+                                return Some(data);
+                            }
+                        }
+                        Err(_) => return None,
+                    }
+                },
+            }
+        }
     }
 
     /// Read until the marker comes by; the time since the bench said go.
     async fn wait_for_marker(
-        stream: &mut tokio::net::TcpStream,
+        stream: &mut Watch,
         mut marker: tokio::sync::watch::Receiver<Option<(Instant, Arc<[u8]>)>>,
     ) -> Duration {
         let (go, wanted) = marker
@@ -344,11 +468,12 @@ mod client {
             .clone()
             .expect("set");
         let mut window: Vec<u8> = Vec::with_capacity(4096 + wanted.len());
-        let mut chunk = [0u8; 4096];
         loop {
-            let read = stream.read(&mut chunk).await.expect("read");
-            assert!(read > 0, "the stream ended before the update");
-            window.extend_from_slice(&chunk[..read]);
+            let chunk = stream
+                .next_chunk()
+                .await
+                .expect("the stream ended before the update");
+            window.extend_from_slice(&chunk);
             // Frames are ASCII JSON: the standard library's substring search is far quicker
             // than comparing every window, and the client must not be what is measured.
             if String::from_utf8_lossy(&window).contains(&*String::from_utf8_lossy(&wanted)) {

@@ -219,3 +219,115 @@ async fn shutdown_closes_open_streams_and_returns() {
         ]
     );
 }
+
+/// An HTTP/2 connection (prior knowledge, as a proxy speaks to its upstream) to `app`.
+async fn h2_connection(
+    app: &TestApp,
+) -> hyper::client::conn::http2::SendRequest<http_body_util::Empty<bytes::Bytes>> {
+    let stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://"))
+        .await
+        .expect("connect");
+    let (sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .expect("HTTP/2 handshake");
+    tokio::spawn(connection);
+    sender
+}
+
+fn h2_get(path: &str, client: &str) -> hyper::Request<http_body_util::Empty<bytes::Bytes>> {
+    hyper::Request::get(format!("http://bench{path}"))
+        .header("x-forwarded-for", client)
+        .body(http_body_util::Empty::new())
+        .expect("request")
+}
+
+#[tokio::test]
+async fn one_http2_connection_carries_many_event_streams_and_requests_within_the_caps() {
+    use http_body_util::BodyExt;
+
+    let app = TestApp::spawn_with(|config| {
+        config.max_streams_per_client = 3;
+        config.trusted_proxies = 1;
+    })
+    .await;
+    app.create_tournament(app.new_tournament("trn_h2", 0, 10, -chrono::Duration::minutes(1), 2))
+        .await;
+    let mut sender = h2_connection(&app).await;
+    let mut streams = Vec::new();
+    for _ in 0..3 {
+        sender.ready().await.expect("ready");
+        let response = sender
+            .send_request(h2_get("/api/tournaments/trn_h2/live", "203.0.113.7"))
+            .await
+            .expect("response");
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.version(), hyper::Version::HTTP_2);
+        let mut body = response.into_body();
+        let first = body
+            .frame()
+            .await
+            .expect("a frame")
+            .expect("data")
+            .into_data()
+            .expect("data frame");
+        assert!(
+            String::from_utf8_lossy(&first).contains("leaderboard:update"),
+            "each stream starts with the board"
+        );
+        streams.push(body);
+    }
+    assert_eq!(
+        app.state.streams.count(None),
+        3,
+        "three streams open on one socket"
+    );
+    // The client's cap counts streams, not sockets.
+    let fourth = sender
+        .send_request(h2_get("/api/tournaments/trn_h2/live", "203.0.113.7"))
+        .await
+        .expect("response");
+    assert_eq!(fourth.status(), 429);
+    // The same connection still answers ordinary requests while its streams are open.
+    let health = sender
+        .send_request(h2_get("/api/health", "203.0.113.7"))
+        .await
+        .expect("response");
+    assert_eq!(health.status(), 200);
+    let body = health.into_body().collect().await.expect("body").to_bytes();
+    let body: serde_json::Value = serde_json::from_slice(&body).expect("json");
+    assert!(body.get("status").is_some(), "{body}");
+    // Ending a stream (a reset, as a closed browser tab sends) gives its place back.
+    drop(streams.pop());
+    for _ in 0..100 {
+        if app.state.streams.count(None) < 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(app.state.streams.count(None), 2);
+    let again = sender
+        .send_request(h2_get("/api/tournaments/trn_h2/live", "203.0.113.7"))
+        .await
+        .expect("response");
+    assert_eq!(again.status(), 200);
+    // HTTP/1.1 on another socket is served as before.
+    assert_eq!(app.get("/api/health", Auth::None).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_client_that_stops_inside_the_http2_preface_is_cut_off() {
+    let app = TestApp::spawn_with(|config| config.header_read_timeout_ms = 500).await;
+    let mut stalled = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://"))
+        .await
+        .expect("connect");
+    stalled.write_all(b"PRI * HTTP/2.0\r\n").await.expect("write");
+    let closed = wait_for_close(&mut stalled, Duration::from_secs(5)).await;
+    assert!(
+        closed.is_some_and(|after| after >= Duration::from_millis(400)),
+        "closed once the header timeout passed: {closed:?}"
+    );
+    assert_eq!(app.get("/api/health", Auth::None).await.status, 200);
+}

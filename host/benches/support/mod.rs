@@ -170,6 +170,19 @@ pub fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
 }
 
 /// Resident memory of this process in MiB (Linux).
+/// CPU time this process has used so far (user and system, every thread; 10 ms steps).
+#[allow(dead_code, reason = "not every bench reads it")]
+pub fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // After the command's name (in parentheses, which may hold spaces): state is field 3,
+    // utime and stime fields 14 and 15, in clock ticks (100 a second on Linux).
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |n: usize| fields.get(n - 3).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    Duration::from_millis((ticks(14) + ticks(15)) * 10)
+}
+
 pub fn rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()

@@ -30,12 +30,13 @@ pub(crate) const BROADCASTS_PER_MINUTE: i64 = 5;
 /// Attempts at a contended run before giving up with 409.
 const RACE_RETRIES: usize = 16;
 
-/// What a turn request produced.
+/// What a turn request produced: its answer, already JSON.
 pub(crate) enum TurnResult {
-    /// A legal turn (played now, or replayed from the record): the reply body.
-    Played(TurnReply),
-    /// Not legal: the message, and the state after the 1 AP charge.
-    Illegal { message: String, reply: TurnReply },
+    /// A legal turn (played now, or replayed from the record): the 200 body, a [`TurnReply`].
+    Played(String),
+    /// Not legal (1 AP charged, the turn number did not advance): the 400 body, an
+    /// [`IllegalTurn`].
+    Illegal(String),
 }
 
 /// The reply to a turn: the whole visible state, plus what the turn did.
@@ -51,6 +52,16 @@ pub(crate) struct TurnReply {
     pub last_turn: LastTurn,
     /// True when this `turnNumber` had been played already: the answer comes from the record.
     pub replayed: bool,
+}
+
+/// The 400 body of an illegal action: the error form plus what is legal now, and the state
+/// after the 1 AP charge.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct IllegalTurn {
+    pub error: String,
+    pub available_actions: Value,
+    pub state: TurnReply,
 }
 
 /// What a turn did, as its `run:turn` event records it.
@@ -121,7 +132,10 @@ pub(crate) async fn turn(
                             "turn {number} of {run_id} has no record"
                         ))
                     })?;
-                return Ok(TurnResult::Played(reply_from_record(record, true)?));
+                let reply = reply_from_record(record, true)?;
+                return serde_json::to_string(&reply)
+                    .map(TurnResult::Played)
+                    .map_err(DungeonError::internal);
             }
             if number > row.turn_number + 1 {
                 if !fresh {
@@ -146,18 +160,22 @@ pub(crate) async fn turn(
         };
         let action = request.to_action();
         let outcome = run.apply(&action);
-        let (record, illegal) = match outcome {
+        let (written, illegal) = match outcome {
             Ok(outcome) => (
-                json!({
-                    "runId": run_id,
-                    "turnNumber": outcome.turn_number,
-                    "action": outcome.action,
-                    "target": outcome.target,
-                    "legal": true,
-                    "apSpent": outcome.ap_spent,
-                    "events": outcome.events,
-                    "state": run.view(),
-                }),
+                TurnJson::new(
+                    run_id,
+                    &LastTurnHead {
+                        turn_number: outcome.turn_number,
+                        action: outcome.action,
+                        target: outcome.target.as_deref(),
+                        legal: true,
+                        ap_spent: i64::from(outcome.ap_spent),
+                    },
+                    None,
+                    &outcome.events,
+                    &run.view(),
+                )
+                .map_err(DungeonError::internal)?,
                 None,
             ),
             Err(TurnError::Illegal {
@@ -175,27 +193,29 @@ pub(crate) async fn turn(
                         names.join(", ")
                     }
                 );
-                (
-                    json!({
-                        "runId": run_id,
-                        "turnNumber": run.turn_number(),
-                        "action": name,
-                        "target": action.target,
-                        "legal": false,
-                        "reason": reason,
-                        "apSpent": super::game::ILLEGAL_ACTION_AP,
-                        "events": events,
-                        "state": run.view(),
-                    }),
-                    Some(message),
+                let view = run.view();
+                let written = TurnJson::new(
+                    run_id,
+                    &LastTurnHead {
+                        turn_number: run.turn_number(),
+                        action: name.as_str(),
+                        target: action.target.as_deref(),
+                        legal: false,
+                        ap_spent: i64::from(super::game::ILLEGAL_ACTION_AP),
+                    },
+                    Some(&reason),
+                    &events,
+                    &view,
                 )
+                .map_err(DungeonError::internal)?;
+                (written, Some((message, view.available_actions)))
             }
             Err(TurnError::RunOver { .. }) => return Err(ended(&row)),
         };
         let mut events = vec![NewEvent {
             kind: store::TURN,
             turn_number: illegal.is_none().then_some(run.turn_number() as i64),
-            payload: record.to_string(),
+            payload: written.record,
             action: Some(serde_json::to_string(&action).map_err(DungeonError::internal)?),
         }];
         if run.status().is_over() {
@@ -223,15 +243,83 @@ pub(crate) async fn turn(
         if over {
             tracing::info!(run_id, status = status.as_str(), score, "dungeon run ended");
         }
-        let reply = reply_from_record(record, false)?;
-        return Ok(match illegal {
-            None => TurnResult::Played(reply),
-            Some(message) => TurnResult::Illegal { message, reply },
-        });
+        return match illegal {
+            None => Ok(TurnResult::Played(written.reply)),
+            Some((message, available)) => refusal(&message, &available, &written.reply)
+                .map(TurnResult::Illegal)
+                .map_err(DungeonError::internal),
+        };
     }
     Err(DungeonError::OutOfTurn(
         "this run is being played by several requests at once; send one turn at a time".into(),
     ))
+}
+
+/// [`LastTurn`] without its events: the fields a turn's record and its reply share.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LastTurnHead<'a, A> {
+    turn_number: u64,
+    action: A,
+    target: Option<&'a str>,
+    legal: bool,
+    ap_spent: i64,
+}
+
+/// A turn just played, as JSON: its `run:turn` record and its reply ([`TurnReply`]), spliced
+/// from pieces each serialized once. The state is most of both, and serializing it into a
+/// `Value`, then the record, then the reply again took a fifth of a turn's time.
+struct TurnJson {
+    record: String,
+    reply: String,
+}
+
+impl TurnJson {
+    fn new<A: Serialize>(
+        run_id: &str,
+        head: &LastTurnHead<'_, A>,
+        reason: Option<&str>,
+        events: &[GameEvent],
+        state: &super::game::VisibleState,
+    ) -> serde_json::Result<Self> {
+        let run_id = serde_json::to_string(run_id)?;
+        let head = serde_json::to_string(head)?;
+        let events = serde_json::to_string(events)?;
+        let state = serde_json::to_string(state)?;
+        let (head_fields, state_fields) = (object_fields(&head), object_fields(&state));
+        let reason = match reason {
+            Some(reason) => format!(",\"reason\":{}", serde_json::to_string(reason)?),
+            None => String::new(),
+        };
+        let record = format!(
+            "{{\"runId\":{run_id},{head_fields}{reason},\"events\":{events},\"state\":{state}}}"
+        );
+        let reply = format!(
+            "{{{state_fields},\"runId\":{run_id},\"lastTurn\":{{{head_fields},\"events\":{events}}},\"replayed\":false}}"
+        );
+        Ok(Self { record, reply })
+    }
+}
+
+/// The 400 body of an illegal action ([`IllegalTurn`]) around its `reply`.
+fn refusal(
+    message: &str,
+    available: &[super::game::ActionKind],
+    reply: &str,
+) -> serde_json::Result<String> {
+    Ok(format!(
+        "{{\"error\":{},\"availableActions\":{},\"state\":{reply}}}",
+        serde_json::to_string(message)?,
+        serde_json::to_string(available)?,
+    ))
+}
+
+/// What is between an object's braces: `"a":1,"b":2` of `{"a":1,"b":2}`.
+fn object_fields(object: &str) -> &str {
+    object
+        .strip_prefix('{')
+        .and_then(|fields| fields.strip_suffix('}'))
+        .unwrap_or_default()
 }
 
 /// The reply to a turn from its `run:turn` record.
@@ -364,4 +452,111 @@ pub(crate) async fn abandon(
     Err(DungeonError::OutOfTurn(format!(
         "run {run_id} kept changing while being abandoned"
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dungeon::game::{Action, ActionKind, Class, DungeonMap};
+
+    fn run() -> Run {
+        let map = DungeonMap::for_date(2026, 11, 26, "test");
+        Run::new(&map, Class::Fighter, 7)
+    }
+
+    /// The reply as serde would write it from the record, the form a replayed turn answers.
+    fn reply_through_serde(record: &str) -> Value {
+        let record: Value = serde_json::from_str(record).expect("the record is JSON");
+        serde_json::to_value(reply_from_record(record, false).expect("a reply")).expect("json")
+    }
+
+    #[test]
+    fn a_played_turns_record_and_reply_are_the_same_json_as_serde_writes() {
+        let mut run = run();
+        let exit = run.view().room.exits[0].direction.clone();
+        let action = Action::new(ActionKind::Move, Some(&exit));
+        let outcome = run.apply(&action).expect("a legal action");
+        let written = TurnJson::new(
+            "run_1",
+            &LastTurnHead {
+                turn_number: outcome.turn_number,
+                action: outcome.action,
+                target: outcome.target.as_deref(),
+                legal: true,
+                ap_spent: i64::from(outcome.ap_spent),
+            },
+            None,
+            &outcome.events,
+            &run.view(),
+        )
+        .expect("json");
+        let record: Value = serde_json::from_str(&written.record).expect("record");
+        assert_eq!(
+            record,
+            json!({
+                "runId": "run_1",
+                "turnNumber": outcome.turn_number,
+                "action": outcome.action,
+                "target": outcome.target,
+                "legal": true,
+                "apSpent": outcome.ap_spent,
+                "events": outcome.events,
+                "state": run.view(),
+            })
+        );
+        let reply: Value = serde_json::from_str(&written.reply).expect("reply");
+        assert_eq!(reply, reply_through_serde(&written.record));
+        assert_eq!(reply["replayed"], false);
+        assert_eq!(reply["lastTurn"]["turnNumber"], 1);
+        assert_eq!(reply["turnNumber"], 1, "the state's fields at the top");
+    }
+
+    #[test]
+    fn an_illegal_turns_refusal_is_the_documented_body() {
+        let mut run = run();
+        let action = Action {
+            action: "dance".into(),
+            target: Some("the \"moon\"".into()),
+        };
+        let Err(TurnError::Illegal {
+            action: name,
+            reason,
+            events,
+            ..
+        }) = run.apply(&action)
+        else {
+            panic!("dancing is not an action");
+        };
+        let view = run.view();
+        let written = TurnJson::new(
+            "run_1",
+            &LastTurnHead {
+                turn_number: run.turn_number(),
+                action: name.as_str(),
+                target: action.target.as_deref(),
+                legal: false,
+                ap_spent: i64::from(super::super::game::ILLEGAL_ACTION_AP),
+            },
+            Some(&reason),
+            &events,
+            &view,
+        )
+        .expect("json");
+        let record: Value = serde_json::from_str(&written.record).expect("record");
+        assert_eq!(record["reason"], reason.as_str());
+        assert_eq!(record["target"], "the \"moon\"");
+        let body = refusal("not legal", &view.available_actions, &written.reply).expect("body");
+        let body: Value = serde_json::from_str(&body).expect("refusal");
+        let through_serde = serde_json::to_value(IllegalTurn {
+            error: "not legal".into(),
+            available_actions: serde_json::to_value(&view.available_actions).expect("json"),
+            state: reply_from_record(record, false).expect("reply"),
+        })
+        .expect("json");
+        assert_eq!(body, through_serde);
+        assert!(
+            body["state"]["lastTurn"].get("reason").is_none(),
+            "the reason is the record's, not the reply's"
+        );
+    }
 }

@@ -431,9 +431,7 @@ mod client {
             if let Some(key) = key {
                 request = request.header("authorization", format!("Bearer {key}"));
             }
-            let request = request
-                .body(http_body_util::Empty::new())
-                .expect("request");
+            let request = request.body(http_body_util::Empty::new()).expect("request");
             connection.ready().await.expect("connection ready");
             let response = connection.send_request(request).await.expect("response");
             assert_eq!(response.status(), 200);

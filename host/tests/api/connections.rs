@@ -323,7 +323,10 @@ async fn a_client_that_stops_inside_the_http2_preface_is_cut_off() {
     let mut stalled = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://"))
         .await
         .expect("connect");
-    stalled.write_all(b"PRI * HTTP/2.0\r\n").await.expect("write");
+    stalled
+        .write_all(b"PRI * HTTP/2.0\r\n")
+        .await
+        .expect("write");
     let closed = wait_for_close(&mut stalled, Duration::from_secs(5)).await;
     assert!(
         closed.is_some_and(|after| after >= Duration::from_millis(400)),

@@ -164,6 +164,14 @@ async fn shutdown_closes_open_streams_and_returns() {
     let mut response = response;
     let first = response.chunk().await.expect("bytes").expect("an event");
     assert!(String::from_utf8_lossy(&first).contains("leaderboard:update"));
+    // The same stream over HTTP/2, on a connection that must be drained as well.
+    let mut h2 = h2_connection(&address).await;
+    let h2_response = h2
+        .send_request(h2_get(&format!("/api/tournaments/{id}/live"), "127.0.0.1"))
+        .await
+        .expect("HTTP/2 stream");
+    assert_eq!(h2_response.status(), 200);
+    let mut h2_body = h2_response.into_body();
 
     // Work this node holds, and work another node holds.
     for (job, owner) in [
@@ -195,6 +203,24 @@ async fn shutdown_closes_open_streams_and_returns() {
         tail.contains("retry: 2000"),
         "the last frame tells the client when to reconnect: {tail:?}"
     );
+    let mut h2_tail = String::new();
+    let h2_ended = tokio::time::timeout(Duration::from_secs(5), async {
+        use http_body_util::BodyExt;
+        while let Some(Ok(frame)) = h2_body.frame().await {
+            if let Ok(data) = frame.into_data() {
+                h2_tail.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    })
+    .await;
+    assert!(
+        h2_ended.is_ok(),
+        "the HTTP/2 stream was closed by the shutdown too"
+    );
+    assert!(
+        h2_tail.contains("retry: 2000"),
+        "and told when to reconnect: {h2_tail:?}"
+    );
     tokio::time::timeout(Duration::from_secs(5), server)
         .await
         .expect("the server stopped")
@@ -222,9 +248,9 @@ async fn shutdown_closes_open_streams_and_returns() {
 
 /// An HTTP/2 connection (prior knowledge, as a proxy speaks to its upstream) to `app`.
 async fn h2_connection(
-    app: &TestApp,
+    address: &str,
 ) -> hyper::client::conn::http2::SendRequest<http_body_util::Empty<bytes::Bytes>> {
-    let stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://"))
+    let stream = tokio::net::TcpStream::connect(address.trim_start_matches("http://"))
         .await
         .expect("connect");
     let (sender, connection) = hyper::client::conn::http2::handshake(
@@ -255,7 +281,7 @@ async fn one_http2_connection_carries_many_event_streams_and_requests_within_the
     .await;
     app.create_tournament(app.new_tournament("trn_h2", 0, 10, -chrono::Duration::minutes(1), 2))
         .await;
-    let mut sender = h2_connection(&app).await;
+    let mut sender = h2_connection(&app.address).await;
     let mut streams = Vec::new();
     for _ in 0..3 {
         sender.ready().await.expect("ready");

@@ -162,20 +162,7 @@ pub(crate) async fn turn(
         let outcome = run.apply(&action);
         let (written, illegal) = match outcome {
             Ok(outcome) => (
-                TurnJson::new(
-                    run_id,
-                    &LastTurnHead {
-                        turn_number: outcome.turn_number,
-                        action: outcome.action,
-                        target: outcome.target.as_deref(),
-                        legal: true,
-                        ap_spent: i64::from(outcome.ap_spent),
-                    },
-                    None,
-                    &outcome.events,
-                    &run.view(),
-                )
-                .map_err(DungeonError::internal)?,
+                TurnJson::played(run_id, &outcome, &run.view()).map_err(DungeonError::internal)?,
                 None,
             ),
             Err(TurnError::Illegal {
@@ -275,6 +262,22 @@ struct TurnJson {
 }
 
 impl TurnJson {
+    /// A legal turn's.
+    fn played(
+        run_id: &str,
+        outcome: &super::game::TurnOutcome,
+        state: &super::game::VisibleState,
+    ) -> serde_json::Result<Self> {
+        let head = LastTurnHead {
+            turn_number: outcome.turn_number,
+            action: outcome.action,
+            target: outcome.target.as_deref(),
+            legal: true,
+            ap_spent: i64::from(outcome.ap_spent),
+        };
+        Self::new(run_id, &head, None, &outcome.events, state)
+    }
+
     fn new<A: Serialize>(
         run_id: &str,
         head: &LastTurnHead<'_, A>,
@@ -476,20 +479,7 @@ mod tests {
         let exit = run.view().room.exits[0].direction.clone();
         let action = Action::new(ActionKind::Move, Some(&exit));
         let outcome = run.apply(&action).expect("a legal action");
-        let written = TurnJson::new(
-            "run_1",
-            &LastTurnHead {
-                turn_number: outcome.turn_number,
-                action: outcome.action,
-                target: outcome.target.as_deref(),
-                legal: true,
-                ap_spent: i64::from(outcome.ap_spent),
-            },
-            None,
-            &outcome.events,
-            &run.view(),
-        )
-        .expect("json");
+        let written = TurnJson::played("run_1", &outcome, &run.view()).expect("json");
         let record: Value = serde_json::from_str(&written.record).expect("record");
         assert_eq!(
             record,

@@ -4,6 +4,7 @@
 pub(crate) mod compression;
 mod deadline;
 pub(crate) mod error;
+mod idle;
 pub(crate) mod json;
 pub(crate) mod openapi;
 pub mod rate_limit;

@@ -11,14 +11,17 @@
 //!   them — on a new connection and between requests on a kept-alive one — or the connection is
 //!   closed. Without this, a client that sends one byte at a time (slowloris) or connects and says
 //!   nothing holds a socket and a task forever.
-//! - HTTP/2 connections carry at most [`H2_STREAMS_PER_CONNECTION`] requests at once, and are
-//!   pinged when quiet: a peer that does not answer within [`H2_PING_TIMEOUT`] is dropped.
+//! - HTTP/2 connections carry at most [`H2_STREAMS_PER_CONNECTION`] requests at once, are
+//!   pinged when quiet (a peer that does not answer within [`H2_PING_TIMEOUT`] is dropped), and
+//!   are closed once `header_read_timeout` passes with no request in flight and none begun, as an
+//!   HTTP/1.1 connection is between requests ([`super::idle`]).
 //! - On shutdown the listener closes first, then every connection finishes the request it is
 //!   serving (open streams are told to end, see [`super::streams`]) and closes, for at most
 //!   `drain_timeout`; what is still open then is dropped.
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -28,6 +31,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tower::Service;
+
+use super::idle::{Activity, Counted};
 
 /// Requests one HTTP/2 connection may have open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`).
 /// Every stream is still one of the node's and its client's event-stream places.
@@ -87,13 +92,19 @@ pub(crate) async fn serve(
         tokio::spawn(async move {
             match protocol(&stream, limits.header_read_timeout).await {
                 Some(Protocol::Http2) => {
+                    let activity = Arc::new(Activity::default());
+                    let service = Counted {
+                        inner: service,
+                        activity: activity.clone(),
+                    };
                     let connection = http2::Builder::new(TokioExecutor::new())
                         .timer(TokioTimer::new())
                         .max_concurrent_streams(H2_STREAMS_PER_CONNECTION)
                         .keep_alive_interval(H2_PING_INTERVAL)
                         .keep_alive_timeout(H2_PING_TIMEOUT)
                         .serve_connection(TokioIo::new(stream), service);
-                    drive(connection, drain_signal, peer).await;
+                    let idle = Some((activity, limits.header_read_timeout));
+                    drive(connection, drain_signal, peer, idle).await;
                 }
                 Some(Protocol::Http1) => {
                     let connection = http1::Builder::new()
@@ -104,7 +115,7 @@ pub(crate) async fn serve(
                         // connection; once upgraded, the socket belongs to its handler, which
                         // ends it on shutdown itself.
                         .with_upgrades();
-                    drive(connection, drain_signal, peer).await;
+                    drive(connection, drain_signal, peer, None).await;
                 }
                 // Closed, or nothing said within the header timeout: dropped unserved.
                 None => {}
@@ -187,16 +198,39 @@ where
     }
 }
 
-/// Serve `connection` to its end, or until the node drains, then let it finish gracefully.
-async fn drive<C, E>(connection: C, mut drain_signal: watch::Receiver<bool>, peer: SocketAddr)
-where
+/// Serve `connection` to its end, or until the node drains or (with `idle`) the connection
+/// has had nothing to do for a whole timeout, then let it finish gracefully.
+async fn drive<C, E>(
+    connection: C,
+    mut drain_signal: watch::Receiver<bool>,
+    peer: SocketAddr,
+    idle: Option<(Arc<Activity>, Duration)>,
+) where
     C: Graceful<Output = Result<(), E>>,
     E: std::fmt::Display,
 {
+    let idle = async {
+        let Some((activity, timeout)) = idle else {
+            return std::future::pending().await;
+        };
+        let mut begun = 0;
+        loop {
+            tokio::time::sleep(timeout).await;
+            let (idle, now) = activity.idle_since(begun);
+            if idle {
+                return;
+            }
+            begun = now;
+        }
+    };
     let mut connection = std::pin::pin!(connection);
     let outcome = tokio::select! {
         outcome = connection.as_mut() => outcome,
         _ = drain_signal.changed() => {
+            connection.as_mut().finish();
+            connection.await
+        }
+        () = idle => {
             connection.as_mut().finish();
             connection.await
         }

@@ -246,10 +246,20 @@ async fn shutdown_closes_open_streams_and_returns() {
     );
 }
 
-/// An HTTP/2 connection (prior knowledge, as a proxy speaks to its upstream) to `app`.
+/// An HTTP/2 connection (prior knowledge, as a proxy speaks to its upstream) to `address`.
 async fn h2_connection(
     address: &str,
 ) -> hyper::client::conn::http2::SendRequest<http_body_util::Empty<bytes::Bytes>> {
+    h2_connection_watched(address).await.0
+}
+
+/// [`h2_connection`], and the task driving it, which ends when the server closes it.
+async fn h2_connection_watched(
+    address: &str,
+) -> (
+    hyper::client::conn::http2::SendRequest<http_body_util::Empty<bytes::Bytes>>,
+    tokio::task::JoinHandle<Result<(), hyper::Error>>,
+) {
     let stream = tokio::net::TcpStream::connect(address.trim_start_matches("http://"))
         .await
         .expect("connect");
@@ -259,8 +269,7 @@ async fn h2_connection(
     )
     .await
     .expect("HTTP/2 handshake");
-    tokio::spawn(connection);
-    sender
+    (sender, tokio::spawn(connection))
 }
 
 fn h2_get(path: &str, client: &str) -> hyper::Request<http_body_util::Empty<bytes::Bytes>> {
@@ -359,4 +368,37 @@ async fn a_client_that_stops_inside_the_http2_preface_is_cut_off() {
         "closed once the header timeout passed: {closed:?}"
     );
     assert_eq!(app.get("/api/health", Auth::None).await.status, 200);
+}
+
+#[tokio::test]
+async fn an_http2_connection_with_nothing_in_flight_is_closed_after_the_header_timeout() {
+    let app = TestApp::spawn_with(|config| config.header_read_timeout_ms = 500).await;
+    app.create_tournament(app.new_tournament("trn_idle", 0, 10, -chrono::Duration::minutes(1), 2))
+        .await;
+    let (_quiet, quiet_ended) = h2_connection_watched(&app.address).await;
+    let (mut busy, busy_ended) = h2_connection_watched(&app.address).await;
+    let stream = busy
+        .send_request(h2_get("/api/tournaments/trn_idle/live", "127.0.0.1"))
+        .await
+        .expect("stream");
+    assert_eq!(stream.status(), 200);
+    let started = Instant::now();
+    let quiet = tokio::time::timeout(Duration::from_secs(5), quiet_ended).await;
+    assert!(
+        quiet.is_ok(),
+        "a connection that asks nothing is closed once the header timeout passes"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    // Three timeouts on, the connection whose event stream is open is still served.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert!(
+        !busy_ended.is_finished(),
+        "an open stream keeps its connection"
+    );
+    let health = busy
+        .send_request(h2_get("/api/health", "127.0.0.1"))
+        .await
+        .expect("still answering");
+    assert_eq!(health.status(), 200);
+    drop(stream);
 }

@@ -181,16 +181,12 @@ pub(crate) async fn turn(
                     }
                 );
                 let view = run.view();
-                let written = TurnJson::new(
+                let written = TurnJson::refused(
                     run_id,
-                    &LastTurnHead {
-                        turn_number: run.turn_number(),
-                        action: name.as_str(),
-                        target: action.target.as_deref(),
-                        legal: false,
-                        ap_spent: i64::from(super::game::ILLEGAL_ACTION_AP),
-                    },
-                    Some(&reason),
+                    run.turn_number(),
+                    &name,
+                    &action,
+                    &reason,
                     &events,
                     &view,
                 )
@@ -276,6 +272,27 @@ impl TurnJson {
             ap_spent: i64::from(outcome.ap_spent),
         };
         Self::new(run_id, &head, None, &outcome.events, state)
+    }
+
+    /// An illegal action's (1 AP charged at `turn_number`, which did not advance): `name` as
+    /// sent, aimed at `action`'s target, refused for `reason`.
+    fn refused(
+        run_id: &str,
+        turn_number: u64,
+        name: &str,
+        action: &super::game::Action,
+        reason: &str,
+        events: &[GameEvent],
+        state: &super::game::VisibleState,
+    ) -> serde_json::Result<Self> {
+        let head = LastTurnHead {
+            turn_number,
+            action: name,
+            target: action.target.as_deref(),
+            legal: false,
+            ap_spent: i64::from(super::game::ILLEGAL_ACTION_AP),
+        };
+        Self::new(run_id, &head, Some(reason), events, state)
     }
 
     fn new<A: Serialize>(
@@ -518,16 +535,12 @@ mod tests {
             panic!("dancing is not an action");
         };
         let view = run.view();
-        let written = TurnJson::new(
+        let written = TurnJson::refused(
             "run_1",
-            &LastTurnHead {
-                turn_number: run.turn_number(),
-                action: name.as_str(),
-                target: action.target.as_deref(),
-                legal: false,
-                ap_spent: i64::from(super::super::game::ILLEGAL_ACTION_AP),
-            },
-            Some(&reason),
+            run.turn_number(),
+            &name,
+            &action,
+            &reason,
             &events,
             &view,
         )

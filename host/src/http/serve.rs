@@ -36,11 +36,11 @@ use super::idle::{Activity, Counted};
 
 /// Requests one HTTP/2 connection may have open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`).
 /// Every stream is still one of the node's and its client's event-stream places.
-pub(crate) const H2_STREAMS_PER_CONNECTION: u32 = 256;
+const H2_STREAMS_PER_CONNECTION: u32 = 256;
 /// How long an HTTP/2 connection may be quiet before it is pinged.
 const H2_PING_INTERVAL: Duration = Duration::from_secs(20);
 /// How long a ping may go unanswered before the connection is dropped.
-pub(crate) const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
+const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
 /// What an HTTP/2 client sends first (RFC 9113, section 3.4).
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 

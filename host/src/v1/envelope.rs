@@ -91,14 +91,15 @@ pub(super) fn page(index: Option<&str>, size: Option<&str>) -> Result<(i64, i64)
     Ok((index, size))
 }
 
-/// A query parameter that must be a whole number in `range`: `default` when it is absent or
-/// empty, `None` when it is anything else.
+/// A query parameter that must be a whole number in `range`: `default` when it is absent,
+/// `None` when it is anything else — an empty value (`?pageSize=`) included, as the document
+/// declares these parameters integers.
 pub(super) fn whole_number(
     raw: Option<&str>,
     default: i64,
     range: RangeInclusive<i64>,
 ) -> Option<i64> {
-    match raw.filter(|s| !s.is_empty()) {
+    match raw {
         None => Some(default),
         Some(raw) => raw.parse::<i64>().ok().filter(|n| range.contains(n)),
     }
@@ -115,6 +116,8 @@ mod tests {
         assert!(page(Some("-1"), None).is_err());
         assert!(page(None, Some("51")).is_err());
         assert!(page(None, Some("ten")).is_err());
+        assert!(page(Some(""), None).is_err(), "an empty value is not a number");
+        assert!(page(None, Some("")).is_err());
     }
 
     #[test]

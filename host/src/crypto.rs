@@ -28,6 +28,23 @@ pub(crate) fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", random_base58(16))
 }
 
+/// A random identifier that sorts by `at_ms` (Unix milliseconds), e.g. `dec_1Bx3kq9vW…`: the
+/// time as 8 base-58 digits (the alphabet is in ASCII order, so a fixed width sorts as the
+/// number does), then 12 random bytes. For rows inserted many at a time and keyed by their id:
+/// a random id puts each new key on a random page of the key's index, a time-ordered one puts
+/// them all on its last.
+pub(crate) fn ordered_id(prefix: &str, at_ms: i64) -> String {
+    const ALPHABET: &[u8; 58] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+    let mut time = [b'1'; 8];
+    let mut rest = u64::try_from(at_ms).unwrap_or(0);
+    for digit in time.iter_mut().rev() {
+        *digit = ALPHABET[(rest % 58) as usize];
+        rest /= 58;
+    }
+    let time = std::str::from_utf8(&time).unwrap_or_default();
+    format!("{prefix}_{time}{}", random_base58(12))
+}
+
 /// Lower-case hex SHA-256: how bearer secrets (sessions, API keys, run keys) are stored and found.
 pub fn sha256_hex(data: impl AsRef<[u8]>) -> String {
     hex::encode(Sha256::digest(data.as_ref()))
@@ -167,6 +184,17 @@ fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ordered_ids_sort_by_their_time() {
+        let times = [0, 57, 58, 1_764_000_000_000, 1_764_000_000_001, 99_999_999_999_999];
+        let ids: Vec<String> = times.iter().map(|&t| ordered_id("dec", t)).collect();
+        for pair in ids.windows(2) {
+            assert!(pair[0][..12] < pair[1][..12], "{} before {}", pair[0], pair[1]);
+        }
+        assert!(ids.iter().all(|id| id.starts_with("dec_") && id.len() >= 4 + 8 + 12));
+        assert_ne!(ordered_id("dec", 5), ordered_id("dec", 5), "the rest is random");
+    }
 
     #[test]
     fn sealed_keys_and_texts_open_typed() {

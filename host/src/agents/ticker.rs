@@ -27,7 +27,7 @@ use crate::clock::Clock;
 use crate::clock::{rfc3339, to_millis};
 use crate::config::Config;
 use crate::crypto::Sealer;
-use crate::crypto::new_id;
+use crate::crypto::ordered_id;
 use crate::db::Backend;
 use crate::db::Store;
 use crate::market::MarketFeed;
@@ -633,7 +633,7 @@ async fn store(
             marks.push((&agent.id, equity));
         }
         for trade in &result.fills {
-            trade_ids.push(new_id("trd"));
+            trade_ids.push(ordered_id("trd", now_ms));
             fills.push((row, trade));
         }
         if let Some(decision) = &result.decision {

@@ -20,8 +20,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::clock::{from_millis, rfc3339};
-use crate::crypto::new_id;
+use crate::clock::{from_millis, rfc3339, to_millis};
+use crate::crypto::ordered_id;
 use crate::db::Store;
 
 pub use delivery::{Delivering, deliver_due};
@@ -114,7 +114,7 @@ pub(crate) async fn enqueue_all(
         let payload: std::sync::Arc<str> =
             signing::signed_payload(event, &rfc3339(queued.at), &queued.data).into();
         for subscriber in keys {
-            let id = new_id("whd");
+            let id = ordered_id("whd", to_millis(queued.at));
             tracing::debug!(delivery_id = %id, key_id = %subscriber.key_id, event, "webhook queued");
             rows.push(outbox::NewDelivery {
                 id,

@@ -9,7 +9,7 @@ use super::briefing::PastDecision;
 use super::verdict::{Action, Verdict};
 use crate::agents::AgentError;
 use crate::clock::{from_millis, rfc3339};
-use crate::crypto::new_id;
+use crate::crypto::ordered_id;
 use crate::db::Store;
 
 /// Longest prompt or completion kept with a decision, in bytes.
@@ -92,7 +92,7 @@ pub(crate) async fn insert_all(
                     .map(|t| super::verdict::cut(t, MAX_TEXT_BYTES).to_owned())
             };
             query = query
-                .bind(new_id("dec"))
+                .bind(ordered_id("dec", decision.decided_at))
                 .bind(decision.agent_id.to_owned())
                 .bind(decision.decided_at)
                 .bind(decision.market_ts)

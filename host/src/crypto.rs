@@ -187,13 +187,32 @@ mod tests {
 
     #[test]
     fn ordered_ids_sort_by_their_time() {
-        let times = [0, 57, 58, 1_764_000_000_000, 1_764_000_000_001, 99_999_999_999_999];
+        let times = [
+            0,
+            57,
+            58,
+            1_764_000_000_000,
+            1_764_000_000_001,
+            99_999_999_999_999,
+        ];
         let ids: Vec<String> = times.iter().map(|&t| ordered_id("dec", t)).collect();
         for pair in ids.windows(2) {
-            assert!(pair[0][..12] < pair[1][..12], "{} before {}", pair[0], pair[1]);
+            assert!(
+                pair[0][..12] < pair[1][..12],
+                "{} before {}",
+                pair[0],
+                pair[1]
+            );
         }
-        assert!(ids.iter().all(|id| id.starts_with("dec_") && id.len() >= 4 + 8 + 12));
-        assert_ne!(ordered_id("dec", 5), ordered_id("dec", 5), "the rest is random");
+        assert!(
+            ids.iter()
+                .all(|id| id.starts_with("dec_") && id.len() >= 4 + 8 + 12)
+        );
+        assert_ne!(
+            ordered_id("dec", 5),
+            ordered_id("dec", 5),
+            "the rest is random"
+        );
     }
 
     #[test]

@@ -116,7 +116,10 @@ mod tests {
         assert!(page(Some("-1"), None).is_err());
         assert!(page(None, Some("51")).is_err());
         assert!(page(None, Some("ten")).is_err());
-        assert!(page(Some(""), None).is_err(), "an empty value is not a number");
+        assert!(
+            page(Some(""), None).is_err(),
+            "an empty value is not a number"
+        );
         assert!(page(None, Some("")).is_err());
     }
 

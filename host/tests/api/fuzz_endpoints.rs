@@ -308,3 +308,34 @@ fn platform_answer(
     }
     Ok(())
 }
+
+/// A NUL character (`%00`) in an id or a text parameter: PostgreSQL's text cannot hold it and
+/// refuses the statement, which is the request's fault (400 in the platform form), never a 500;
+/// SQLite stores such text, so there an unknown id stays 404. Found by the dungeon fuzzer above.
+#[tokio::test]
+async fn a_nul_character_in_a_request_is_refused_not_a_server_error() {
+    let app = TestApp::spawn().await;
+    for path in [
+        "/api/dungeons/runs/%00",
+        "/api/dungeons/%00/leaderboard",
+        "/api/tournaments/%00",
+        "/api/tournaments/trn_%00/leaderboard",
+        "/api/tournaments/trn_%00/trades",
+        "/api/tournaments/%00/performance",
+        "/api/tournaments?search=%00",
+        "/api/tournaments?type=%00",
+    ] {
+        let response = app.get(path, Auth::None).await;
+        assert!(
+            matches!(response.status, 400 | 404),
+            "GET {path} answered {}: {}",
+            response.status,
+            response.body
+        );
+        assert!(
+            response.body["error"].is_string(),
+            "GET {path}: {}",
+            response.body
+        );
+    }
+}

@@ -34,14 +34,14 @@ pub(crate) fn new_id(prefix: &str) -> String {
 /// a random id puts each new key on a random page of the key's index, a time-ordered one puts
 /// them all on its last.
 pub(crate) fn ordered_id(prefix: &str, at_ms: i64) -> String {
-    const ALPHABET: &[u8; 58] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
-    let mut time = [b'1'; 8];
+    use crucible_solana::base58::ALPHABET;
+    let mut digits = [0u8; 8];
     let mut rest = u64::try_from(at_ms).unwrap_or(0);
-    for digit in time.iter_mut().rev() {
+    for digit in digits.iter_mut().rev() {
         *digit = ALPHABET[(rest % 58) as usize];
         rest /= 58;
     }
-    let time = std::str::from_utf8(&time).unwrap_or_default();
+    let time: String = digits.iter().map(|&digit| char::from(digit)).collect();
     format!("{prefix}_{time}{}", random_base58(12))
 }
 

@@ -9,7 +9,8 @@
 //! over eight limbs instead of some 700 byte steps. The output is the same as `bs58::encode`
 //! (a property test compares them), leading zero bytes included (one `1` each).
 
-const ALPHABET: &[u8; 58] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+/// The base-58 digits, in ASCII order (so fixed-width numbers sort as they compare).
+pub const ALPHABET: &[u8; 58] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 
 /// 58⁵, the largest power of 58 below 2³².
 const FIVE_DIGITS: u64 = 58 * 58 * 58 * 58 * 58;

@@ -373,6 +373,17 @@ pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
     }
 }
 
+/// True when PostgreSQL refused a value because it holds a NUL character, which its text types
+/// cannot store (SQLSTATE 22021, "invalid byte sequence for encoding UTF8: 0x00"): an id in a
+/// path, a query parameter or a JSON string a request sent (`%00`, `\u0000`). SQLite stores
+/// such text, so there the same value is answered as any other (an unknown id is not found).
+pub(crate) fn is_nul_refused(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| code == "22021"),
+        _ => false,
+    }
+}
+
 /// Turns the database's unique-constraint answer into the caller's own error in one call, so a
 /// service says what a duplicate *means* (a taken username, a used signature) where it inserts:
 /// `insert.await.on_unique(|| MyError::Taken(name))?`. Every other error converts as usual.

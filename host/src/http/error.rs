@@ -86,7 +86,9 @@ pub(crate) const UNAVAILABLE_RETRY_AFTER: u64 = 5;
 
 impl From<sqlx::Error> for ApiError {
     fn from(error: sqlx::Error) -> Self {
-        if refuses_nul(&error) {
+        // Nothing was written (the statement failed, its transaction rolls back): the
+        // request's fault, not the server's.
+        if crate::db::is_nul_refused(&error) {
             return ApiError::BadRequest(NUL_REFUSED.into());
         }
         match crate::db::Outage::of(&error) {
@@ -101,19 +103,6 @@ impl From<sqlx::Error> for ApiError {
 
 /// What a request whose text holds a NUL character is told.
 const NUL_REFUSED: &str = "text must not contain the NUL character (U+0000)";
-
-/// True when PostgreSQL refused a value because it holds a NUL character, which its text types
-/// cannot store (SQLSTATE 22021, "invalid byte sequence for encoding UTF8: 0x00"): an id in a
-/// path, a query parameter or a JSON string the request sent (`%00`, `\u0000`). Nothing was
-/// written — the statement failed and its transaction rolls back — so it is the request's
-/// fault (400), not the server's. SQLite stores such text, so there the same request is
-/// answered as any other (an unknown id is 404).
-fn refuses_nul(error: &sqlx::Error) -> bool {
-    match error {
-        sqlx::Error::Database(db) => db.code().is_some_and(|code| code == "22021"),
-        _ => false,
-    }
-}
 
 impl From<crate::db::StoreError> for ApiError {
     fn from(error: crate::db::StoreError) -> Self {

@@ -6,7 +6,8 @@
 //! round is one `ticker::run_due` (claim 256 → sandbox ticks → one transaction per batch, one
 //! statement per table), on one core's worth of runtime, against the same agents ticked in the
 //! sandbox alone just before (`ticker::tick_without_storing`): the ratio is what the database
-//! work leaves of the sandbox's rate.
+//! work leaves of the sandbox's rate. Each round also reports the rows and the bytes the
+//! database wrote per tick: the bytes stay put when the machine's speed moves, the rates do not.
 //!
 //! `cargo bench --bench agent_ticks`; `TEST_DATABASE_URL=postgres://…` for PostgreSQL;
 //! `BENCH_AGENTS` and `BENCH_ROUNDS` tune it.
@@ -25,6 +26,7 @@ use chrono::{Duration, Utc};
 use crucible::agents::ticker;
 use crucible::clock::{ManualClock, to_millis};
 use crucible::config::Config;
+use crucible::db::Backend;
 use crucible::startup::Application;
 use crucible::state::AppState;
 use support::env_number;
@@ -53,7 +55,9 @@ fn main() {
             "agent ticker, {agents} active agents on 5m, {backend}; each round ticks them in the \
              sandbox alone (nothing claimed or stored), then runs the ticker's pass over them"
         );
-        println!("round | ticks | seconds | ticks/s | sandbox only ticks/s | ratio | writes/tick | trades");
+        println!(
+            "round | ticks | seconds | ticks/s | sandbox only ticks/s | ratio | writes/tick | KiB/tick | trades"
+        );
         let mut rates = Vec::new();
         let mut ratios = Vec::new();
         for round in 1..=rounds {
@@ -62,16 +66,19 @@ fn main() {
             assert_eq!(dry, agents, "every agent ticked in the sandbox");
             let sandbox_rate = dry as f64 / dry_time.as_secs_f64();
             let before = writes(&state).await;
+            let bytes_before = bytes_written(&state).await;
             let started = Instant::now();
             let pass = ticker::run_due(&ticking, "bench").await.expect("ticks");
             let seconds = started.elapsed().as_secs_f64();
+            let bytes = bytes_written(&state).await - bytes_before;
             let after = writes(&state).await;
             assert_eq!(pass.ticked, agents, "every agent ticked once");
             let rate = pass.ticked as f64 / seconds;
             // Per tick: the agent row update, plus the rows the tick inserted.
             let per_tick = 1.0 + (after - before) as f64 / pass.ticked as f64;
+            let kib_per_tick = bytes as f64 / 1024.0 / pass.ticked as f64;
             println!(
-                "{round:>5} | {:>5} | {seconds:>7.2} | {rate:>7.0} | {sandbox_rate:>20.0} | {:>4.0} % | {per_tick:>11.2} | {}",
+                "{round:>5} | {:>5} | {seconds:>7.2} | {rate:>7.0} | {sandbox_rate:>20.0} | {:>4.0} % | {per_tick:>11.2} | {kib_per_tick:>8.1} | {}",
                 pass.ticked,
                 100.0 * rate / sandbox_rate,
                 pass.trades
@@ -108,6 +115,30 @@ async fn writes(state: &AppState) -> i64 {
         total += count;
     }
     total
+}
+
+/// Bytes the database has written so far, a measure of a tick's database work that does not
+/// move with the machine's speed. SQLite: what this process has handed to `write` (`wchar`
+/// of `/proc/self/io`): the WAL's frames, and the file's pages when a commit checkpoints —
+/// nothing else of the bench writes. PostgreSQL: the bytes of WAL the server has generated
+/// (`pg_stat_wal`, PostgreSQL 14 and later), the ticks' and any other database's meanwhile.
+async fn bytes_written(state: &AppState) -> u64 {
+    match state.store.backend() {
+        Backend::Postgres => {
+            let (bytes,): (String,) = sqlx::query_as("SELECT wal_bytes::text FROM pg_stat_wal")
+                .fetch_one(state.store.read())
+                .await
+                .expect("pg_stat_wal");
+            bytes.parse().expect("wal bytes")
+        }
+        Backend::Sqlite => {
+            let io = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+            io.lines()
+                .find_map(|line| line.strip_prefix("wchar:"))
+                .and_then(|bytes| bytes.trim().parse().ok())
+                .unwrap_or(0)
+        }
+    }
 }
 
 /// One operator account with `agents` active agents, all due now.

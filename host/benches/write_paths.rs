@@ -12,7 +12,8 @@
 //!
 //! `cargo bench --bench write_paths` (SQLite); with `TEST_DATABASE_URL=postgres://…` on
 //! PostgreSQL. Needs `wrk`. `BENCH_SECONDS` (10), `BENCH_CONCURRENCY` (256), `BENCH_ROUNDS` (3)
-//! and `BENCH_RUNS` (512) tune it; `BENCH_ONLY=turn` (or `registration`) loads one path alone.
+//! and `BENCH_RUNS` (512) tune it; `BENCH_ONLY=turn` (or `registration`) loads one path alone;
+//! `BENCH_VERBOSE=1` prints each wrk report whole (its latency distribution).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -89,6 +89,10 @@ pub fn wrk(load: &Load<'_>, concurrency: u64, seconds: u64) -> Run {
         .output()
         .expect("wrk");
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    if std::env::var_os("BENCH_VERBOSE").is_some() {
+        // wrk's own report: the latency distribution beyond the two percentiles kept.
+        println!("{text}");
+    }
     parse(&text).unwrap_or_else(|| panic!("unexpected wrk output:\n{text}"))
 }
 

@@ -41,8 +41,13 @@ pub(crate) fn ordered_id(prefix: &str, at_ms: i64) -> String {
         *digit = ALPHABET[(rest % 58) as usize];
         rest /= 58;
     }
-    let time: String = digits.iter().map(|&digit| char::from(digit)).collect();
-    format!("{prefix}_{time}{}", random_base58(12))
+    let random = random_base58(12);
+    let mut id = String::with_capacity(prefix.len() + 1 + digits.len() + random.len());
+    id.push_str(prefix);
+    id.push('_');
+    id.extend(digits.iter().map(|&digit| char::from(digit)));
+    id.push_str(&random);
+    id
 }
 
 /// Lower-case hex SHA-256: how bearer secrets (sessions, API keys, run keys) are stored and found.

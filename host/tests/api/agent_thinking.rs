@@ -878,3 +878,131 @@ async fn a_components_backtest_records_and_replays_its_own_calls() {
     replayed["decisions"]["source"] = Value::Null;
     assert_eq!(recorded, replayed);
 }
+
+/// An agent's status, stored ticks and decisions, read from its row.
+async fn stored_ticks(app: &TestApp, agent_id: &str) -> (String, i64, i64) {
+    let (status, ticks): (String, i64) =
+        sqlx::query_as("SELECT status, ticks FROM agents WHERE id = $1")
+            .bind(agent_id)
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("agent");
+    let (decisions,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM agent_decisions WHERE agent_id = $1")
+            .bind(agent_id)
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("decisions");
+    (status, ticks, decisions)
+}
+
+/// Wait until the provider has been asked `calls` times.
+async fn asked(provider: &FakeProvider, calls: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while provider.seen().len() < calls {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the model was not asked"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_tick_in_flight_is_dropped_whole_when_its_agent_is_stopped_or_restarted_meanwhile() {
+    // Each tick waits for its model (1.5 s, then the rule decides): time to stop the agents.
+    let provider = FakeProvider::openai(vec![
+        Reply::Silent(Duration::from_secs(3)),
+        Reply::Silent(Duration::from_secs(3)),
+    ])
+    .await;
+    let app = TestApp::spawn_with(|config| {
+        config.model_endpoints = vec![provider.endpoint("openai")];
+        config.model_timeout_ms = 1_500;
+    })
+    .await;
+    app.dungeon_noon();
+    let op = operator(&app, "inflight@example.com").await;
+    op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
+    let stopped = op
+        .agent(&app, "stopped", "openai/gpt-test", json!({}))
+        .await;
+    let restarted = op
+        .agent(&app, "restarted", "openai/gpt-test", json!({}))
+        .await;
+
+    let ticking = app.state.ticking();
+    let pass =
+        tokio::spawn(async move { crucible::agents::ticker::run_due(&ticking, "test:a").await });
+    asked(&provider, 2).await;
+    let stop = |id: &str| format!("/api/v1/public/agents/{id}/stop");
+    for id in [&stopped, &restarted] {
+        let response = app.post(&stop(id), Auth::XApiKey(&op.key), json!({})).await;
+        assert_eq!(response.status, 200, "{}", response.body);
+    }
+    app.advance(Span::seconds(1));
+    let start = app
+        .post(
+            &format!("/api/v1/public/agents/{restarted}/start"),
+            Auth::XApiKey(&op.key),
+            json!({}),
+        )
+        .await;
+    assert_eq!(start.status, 200, "{}", start.body);
+    let pass = pass.await.expect("task").expect("pass");
+    assert_eq!(pass.ticked, 0, "both ticks were dropped: {pass:?}");
+    assert_eq!(stored_ticks(&app, &stopped).await, ("idle".into(), 0, 0));
+    assert_eq!(
+        stored_ticks(&app, &restarted).await,
+        ("active".into(), 0, 0)
+    );
+
+    // The restarted agent is due from its start, and its next tick is stored.
+    provider.then([buy_half()]);
+    assert_eq!(app.run_scheduler().await.agent_ticks.ticked, 1);
+    assert_eq!(
+        stored_ticks(&app, &restarted).await,
+        ("active".into(), 1, 1)
+    );
+    assert_eq!(stored_ticks(&app, &stopped).await, ("idle".into(), 0, 0));
+}
+
+#[tokio::test]
+async fn two_passes_at_once_store_each_due_tick_once() {
+    // Every tick waits for its model, so both passes hold their batches at the same time.
+    let provider = FakeProvider::openai(
+        (0..6)
+            .map(|_| Reply::Silent(Duration::from_secs(2)))
+            .collect(),
+    )
+    .await;
+    let app = TestApp::spawn_with(|config| {
+        config.model_endpoints = vec![provider.endpoint("openai")];
+        config.model_timeout_ms = 800;
+    })
+    .await;
+    app.dungeon_noon();
+    let op = operator(&app, "twice@example.com").await;
+    op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
+    let mut agents = Vec::new();
+    for name in ["first", "second", "third"] {
+        agents.push(op.agent(&app, name, "openai/gpt-test", json!({})).await);
+    }
+
+    // Two schedulers at once: two nodes on PostgreSQL, or a second pass on one node.
+    let ticking = app.state.ticking();
+    let (a, b) = tokio::join!(
+        crucible::agents::ticker::run_due(&ticking, "test:a"),
+        crucible::agents::ticker::run_due(&ticking, "test:b"),
+    );
+    let (a, b) = (a.expect("pass a"), b.expect("pass b"));
+    assert_eq!(a.ticked + b.ticked, 3, "{a:?} {b:?}");
+    for id in &agents {
+        assert_eq!(
+            stored_ticks(&app, id).await,
+            ("active".into(), 1, 1),
+            "{id}"
+        );
+    }
+    assert_eq!(app.run_scheduler().await.agent_ticks.ticked, 0, "none due");
+}

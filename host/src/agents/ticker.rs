@@ -283,6 +283,10 @@ async fn tick_batch(
     })
     .await?;
     drop(turn);
+    // Let the next batch take the sandbox before this one stores: the store's statements run
+    // in place on this thread without yielding, so on a runtime of one thread the next
+    // batch's ticks would otherwise reach the blocking pool only once they are done.
+    tokio::task::yield_now().await;
     let sandbox = ticking.agents.sandbox().ok();
     let asked: Vec<(DueAgent, Prepared)> = stream::iter(asking)
         .map(|agent| {

@@ -109,6 +109,21 @@ impl Operator {
     }
 }
 
+/// A node whose OpenAI endpoint is `provider` and whose model calls time out after
+/// `timeout_ms`, at noon (budgets count tokens per UTC day: a test's ticks must not straddle
+/// midnight), with an operator `email` whose account key is set there.
+async fn node_asking(provider: &FakeProvider, timeout_ms: u64, email: &str) -> (TestApp, Operator) {
+    let app = TestApp::spawn_with(|config| {
+        config.model_endpoints = vec![provider.endpoint("openai")];
+        config.model_timeout_ms = timeout_ms;
+    })
+    .await;
+    app.dungeon_noon();
+    let op = operator(&app, email).await;
+    op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
+    (app, op)
+}
+
 /// One tick for every due agent, then an hour on.
 async fn tick(app: &TestApp) {
     tick_by(app, Span::hours(1)).await;
@@ -296,15 +311,7 @@ async fn garbage_a_timeout_a_429_and_a_spent_budget_leave_it_to_the_rule() {
         ),
     ])
     .await;
-    let app = TestApp::spawn_with(|config| {
-        config.model_endpoints = vec![provider.endpoint("openai")];
-        config.model_timeout_ms = 500;
-    })
-    .await;
-    // Budgets count tokens per UTC day: the test's ticks must not straddle midnight.
-    app.dungeon_noon();
-    let op = operator(&app, "failing@example.com").await;
-    op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
+    let (app, op) = node_asking(&provider, 500, "failing@example.com").await;
     // Ticks every 5 minutes, within the 10 minutes a 429 backs its vendor off at most.
     let five_minutes = json!({"strategy": {"type": "builtin",
         "tokenPair": {"base": "SOL", "quote": "USDC"}, "timeInterval": "5m"}});
@@ -916,14 +923,7 @@ async fn a_tick_in_flight_is_dropped_whole_when_its_agent_is_stopped_or_restarte
         Reply::Silent(Duration::from_secs(3)),
     ])
     .await;
-    let app = TestApp::spawn_with(|config| {
-        config.model_endpoints = vec![provider.endpoint("openai")];
-        config.model_timeout_ms = 1_500;
-    })
-    .await;
-    app.dungeon_noon();
-    let op = operator(&app, "inflight@example.com").await;
-    op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
+    let (app, op) = node_asking(&provider, 1_500, "inflight@example.com").await;
     let stopped = op
         .agent(&app, "stopped", "openai/gpt-test", json!({}))
         .await;
@@ -976,14 +976,7 @@ async fn two_passes_at_once_store_each_due_tick_once() {
             .collect(),
     )
     .await;
-    let app = TestApp::spawn_with(|config| {
-        config.model_endpoints = vec![provider.endpoint("openai")];
-        config.model_timeout_ms = 800;
-    })
-    .await;
-    app.dungeon_noon();
-    let op = operator(&app, "twice@example.com").await;
-    op.put_model_key(&app, "openai", ACCOUNT_KEY).await;
+    let (app, op) = node_asking(&provider, 800, "twice@example.com").await;
     let mut agents = Vec::new();
     for name in ["first", "second", "third"] {
         agents.push(op.agent(&app, name, "openai/gpt-test", json!({})).await);

@@ -206,9 +206,9 @@ enum Fence {
     Lease(String),
     /// ... still due at the time it was claimed at (`next_tick_at` unchanged): storing a tick
     /// moves it on, stopping an agent clears it and starting one sets it to the start's time
-    /// (after the claim, unless the two fall in one millisecond), so a tick whose agent was ticked, stopped or restarted since the
-    /// claim is dropped whole, whoever claimed it. Two passes that read the same agent store it
-    /// once: the second store finds it moved.
+    /// (after the claim, unless the two fall in one millisecond), so a tick whose agent was
+    /// ticked, stopped or restarted since the claim is dropped whole, whoever claimed it. Two
+    /// passes that read the same agent store it once: the second store finds it moved.
     Unmoved,
 }
 

@@ -19,6 +19,16 @@ pub enum Conn<'c> {
     Local(&'c mut rusqlite::Connection),
 }
 
+impl Conn<'_> {
+    /// True on PostgreSQL, where every statement is a round trip to the server.
+    pub fn is_postgres(&self) -> bool {
+        match self {
+            Conn::Any(conn) => conn.backend_name() == <sqlx::Postgres as sqlx::Database>::NAME,
+            Conn::Local(_) => false,
+        }
+    }
+}
+
 /// A bound value. Nulls carry their type: PostgreSQL types every parameter.
 #[derive(Debug, Clone)]
 #[expect(missing_docs, reason = "each variant is the SQL value it names")]

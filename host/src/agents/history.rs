@@ -2,6 +2,7 @@
 //! strategy's reason and, for a live agent, the swap's transaction signature; and its equity
 //! marks over time (the first tick of each hour), for charts.
 
+use crucible_sql::Rows;
 use serde::Serialize;
 
 use super::AgentError;
@@ -171,20 +172,21 @@ pub(crate) async fn mark_equities(
     marks: &[(&str, f64)],
     now_ms: i64,
 ) -> sqlx::Result<()> {
-    for chunk in marks.chunks(crate::db::rows_per_statement(2)) {
+    for chunk in marks.chunks(Rows::per_statement(conn, crate::db::rows_per_statement(2))) {
+        let mut rows = Rows::new(conn, &["text", "float8"]);
+        for (agent_id, equity) in chunk {
+            rows.push([(*agent_id).into(), (*equity).into()]);
+        }
         let sql = format!(
             "INSERT INTO agent_equity (agent_id, hour_bucket, at, equity)
-             SELECT column1, $1, $2, column2 FROM (VALUES {}) AS v WHERE true
+             SELECT column1, $1, $2, column2 FROM {} AS v WHERE true
              ON CONFLICT (agent_id, hour_bucket) DO NOTHING",
-            crate::db::value_rows(chunk.len(), 2, 2)
+            rows.table(2)
         );
-        let mut query = crucible_sql::query(&sql)
+        let query = crucible_sql::query(&sql)
             .bind(now_ms / 3_600_000)
             .bind(now_ms);
-        for (agent_id, equity) in chunk {
-            query = query.bind(*agent_id).bind(*equity);
-        }
-        query.execute(conn).await?;
+        rows.bind(query).execute(conn).await?;
     }
     Ok(())
 }

@@ -37,6 +37,7 @@ use crate::metrics::Metrics;
 use crate::models::Models;
 use crate::paper::Side;
 use crate::sandbox::{AgentSettings, LoadedStrategy};
+use crucible_sql::Rows;
 
 /// What ticking agents touches: their rows, the clock, the sandbox and the loaded strategies,
 /// the market their strategies read, the models they ask (with keys the sealer opens), the
@@ -787,42 +788,62 @@ async fn update_agents<'a>(
     rows: &[Stored<'a>],
 ) -> sqlx::Result<std::collections::HashSet<String>> {
     let mut written = std::collections::HashSet::with_capacity(rows.len());
-    for chunk in rows.chunks(crate::db::rows_per_statement(AGENT_COLUMNS)) {
-        let sql = update_agents_sql(fence, chunk.len());
-        let mut query = crucible_sql::query(&sql).bind(now_ms);
+    let types = match fence {
+        Fence::Lease(_) => &AGENT_TYPES_LEASED,
+        Fence::Unmoved => &AGENT_TYPES_UNMOVED,
+    };
+    let per_statement = crate::db::rows_per_statement(AGENT_COLUMNS);
+    for chunk in rows.chunks(Rows::per_statement(conn, per_statement)) {
+        let mut values = Rows::new(conn, types);
         for row in chunk {
             let result = row.result;
-            query = query.bind(row.agent.id.as_str());
-            query = match fence {
-                Fence::Lease(owner) => query.bind(owner.as_str()),
-                Fence::Unmoved => query.bind(row.agent.next_tick_at),
-            };
-            query = query
-                .bind(row.ledger.as_str())
-                .bind(result.state.as_slice())
-                .bind(result.price)
-                .bind(i64::from(result.fault.is_some()))
-                .bind(row.after.consecutive_faults)
-                .bind(result.fault.as_deref())
-                .bind(row.after.status)
-                .bind(row.after.reason.as_deref())
-                .bind(row.after.next_tick_at)
-                .bind(result.refusals.len() as i64)
-                .bind(result.refusals.last().map(String::as_str))
-                .bind(row.tokens_day.as_str())
-                .bind(row.tokens_used)
-                .bind(i64::from(row.model_error.is_some()))
-                .bind(row.model_error.clone().flatten());
+            values.push([
+                row.agent.id.as_str().into(),
+                match fence {
+                    Fence::Lease(owner) => owner.as_str().into(),
+                    Fence::Unmoved => row.agent.next_tick_at.into(),
+                },
+                row.ledger.as_str().into(),
+                result.state.as_slice().into(),
+                result.price.into(),
+                result.fault.is_some().into(),
+                row.after.consecutive_faults.into(),
+                result.fault.as_deref().into(),
+                row.after.status.into(),
+                row.after.reason.as_deref().into(),
+                row.after.next_tick_at.into(),
+                (result.refusals.len() as i64).into(),
+                result.refusals.last().map(String::as_str).into(),
+                row.tokens_day.as_str().into(),
+                row.tokens_used.into(),
+                row.model_error.is_some().into(),
+                row.model_error.clone().flatten().into(),
+            ]);
         }
+        let sql = update_agents_sql(fence, &values.table(1));
+        let query = values.bind(crucible_sql::query(&sql).bind(now_ms));
         let ids: Vec<(String,)> = query.fetch_all(conn).await?;
         written.extend(ids.into_iter().map(|(id,)| id));
     }
     Ok(written)
 }
 
-/// The statement [`update_agents`] runs for `rows` agents: each found by its id (the `VALUES`
-/// row's first column), written only while it is active and `fence` holds.
-fn update_agents_sql(fence: &Fence, rows: usize) -> String {
+/// The PostgreSQL types of an agent's row in [`update_agents`], leased and unmoved: the second
+/// column is the fence (the lease's owner, or the `next_tick_at` the claim read).
+const AGENT_TYPES_LEASED: [&str; AGENT_COLUMNS] = agent_types("text");
+const AGENT_TYPES_UNMOVED: [&str; AGENT_COLUMNS] = agent_types("int8");
+
+const fn agent_types(fence: &'static str) -> [&'static str; AGENT_COLUMNS] {
+    [
+        "text", fence, "text", "bytea", "float8", "int8", "int8", "text", "text", "text", "int8",
+        "int8", "text", "text", "int8", "int8", "text",
+    ]
+}
+
+/// The statement [`update_agents`] runs for the agents of `rows` (a table, [`Rows::table`]):
+/// each found by its id (the row's first column), written only while it is active and `fence`
+/// holds.
+fn update_agents_sql(fence: &Fence, rows: &str) -> String {
     let held = match fence {
         Fence::Lease(_) => "agents.tick_lease_owner = v.column2 AND agents.status = 'active'",
         // `+`: neither is a key to search by. With them, SQLite would read the batch off the due
@@ -841,10 +862,9 @@ fn update_agents_sql(fence: &Fence, rows: usize) -> String {
                 last_refusal = COALESCE(v.column13, last_refusal),
                 model_tokens_day = v.column14, model_tokens_used = v.column15,
                 model_last_error = CASE WHEN v.column16 = 1 THEN v.column17 ELSE model_last_error END
-         FROM (VALUES {}) AS v
+         FROM {rows} AS v
          WHERE agents.id = v.column1 AND {held}
-         RETURNING agents.id",
-        crate::db::value_rows(rows, AGENT_COLUMNS, 1)
+         RETURNING agents.id"
     )
 }
 
@@ -880,7 +900,8 @@ mod tests {
     #[tokio::test]
     async fn the_store_finds_each_agent_by_its_id() {
         for fence in [Fence::Lease("node:ticker:x".into()), Fence::Unmoved] {
-            let details = plan(&update_agents_sql(&fence, 3), 1 + 3 * AGENT_COLUMNS).await;
+            let rows = format!("(VALUES {})", crate::db::value_rows(3, AGENT_COLUMNS, 1));
+            let details = plan(&update_agents_sql(&fence, &rows), 1 + 3 * AGENT_COLUMNS).await;
             assert!(
                 details
                     .iter()

@@ -3,6 +3,7 @@
 //! both come through here, so the two can never disagree on what a trade says.
 
 use chrono::{DateTime, Utc};
+use crucible_sql::Rows;
 use serde_json::json;
 
 use crate::clock::{rfc3339, to_millis};
@@ -57,8 +58,11 @@ pub(crate) async fn record(
     Ok(())
 }
 
-/// Columns [`insert_all`] binds per trade.
-const COLUMNS_PER_ROW: usize = 15;
+/// The PostgreSQL types of a trade's columns in [`insert_all`].
+const TRADE_TYPES: [&str; 15] = [
+    "text", "text", "int8", "int8", "text", "text", "int8", "int8", "int8", "float8", "int8",
+    "int8", "int8", "text", "text",
+];
 
 /// Store `trades`, many per statement, without their webhooks: a batch of ticks queues
 /// those with its other events ([`announcement`]).
@@ -66,34 +70,36 @@ pub(crate) async fn insert_all(
     conn: &mut crucible_sql::Conn<'_>,
     trades: &[NewTrade<'_>],
 ) -> sqlx::Result<()> {
-    for chunk in trades.chunks(crate::db::rows_per_statement(COLUMNS_PER_ROW)) {
+    let per_statement = crate::db::rows_per_statement(TRADE_TYPES.len());
+    for chunk in trades.chunks(Rows::per_statement(conn, per_statement)) {
+        let mut rows = Rows::new(conn, &TRADE_TYPES);
+        for trade in chunk {
+            rows.push([
+                trade.id.into(),
+                trade.agent_id.into(),
+                to_millis(trade.executed_at).into(),
+                trade.market_ts.into(),
+                trade.side.into(),
+                trade.base_token.into(),
+                trade.base_raw.into(),
+                trade.notional_raw.into(),
+                trade.fee_raw.into(),
+                trade.price.into(),
+                trade.realized_pnl_raw.into(),
+                trade.closed_trip.into(),
+                trade.won_trip.into(),
+                trade.reason.into(),
+                trade.tx_hash.into(),
+            ]);
+        }
         let sql = format!(
             "INSERT INTO agent_trades (id, agent_id, executed_at, market_ts, side, base_token, base_raw,
                                        notional_raw, fee_raw, price, realized_pnl_raw, closed_trip,
                                        won_trip, reason, tx_hash)
-             VALUES {}",
-            crate::db::value_rows(chunk.len(), COLUMNS_PER_ROW, 0)
+             {}",
+            rows.insert(0)
         );
-        let mut query = crucible_sql::query(&sql);
-        for trade in chunk {
-            query = query
-                .bind(trade.id)
-                .bind(trade.agent_id)
-                .bind(to_millis(trade.executed_at))
-                .bind(trade.market_ts)
-                .bind(trade.side)
-                .bind(trade.base_token)
-                .bind(trade.base_raw)
-                .bind(trade.notional_raw)
-                .bind(trade.fee_raw)
-                .bind(trade.price)
-                .bind(trade.realized_pnl_raw)
-                .bind(i64::from(trade.closed_trip))
-                .bind(i64::from(trade.won_trip))
-                .bind(trade.reason)
-                .bind(trade.tx_hash);
-        }
-        query.execute(conn).await?;
+        rows.bind(crucible_sql::query(&sql)).execute(conn).await?;
     }
     Ok(())
 }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-use crucible_sql::{self as sql, Conn};
+use crucible_sql::{self as sql, Conn, Rows};
 use futures_util::future::BoxFuture;
 
 use serde_json::Value;
@@ -15,7 +15,7 @@ use super::DungeonError;
 use super::game::{Action, Run, RunStatus};
 use crate::clock::Clock;
 use crate::clock::to_millis;
-use crate::db::{BatchWrite, Outcomes, Store, value_rows};
+use crate::db::{BatchWrite, Outcomes, Store};
 use crate::events::Bus;
 use crate::events::Event;
 
@@ -391,10 +391,21 @@ struct StoredTurnEvent {
     action: Option<String>,
 }
 
-/// Runs per statement: 10 parameters a run.
-const RUNS_PER_STATEMENT: usize = crate::db::rows_per_statement(10);
-/// Events per statement: 7 parameters an event.
-const EVENTS_PER_STATEMENT: usize = crate::db::rows_per_statement(7);
+/// A run's columns in a turn batch's `UPDATE`: id, version, status, score, deepest floor, turn
+/// number, events appended, time, over, by the player.
+const RUN_TYPES: [&str; 10] = [
+    "text", "int8", "text", "int8", "int8", "int8", "int8", "int8", "int8", "int8",
+];
+/// Runs per statement on SQLite ([`Rows`]).
+const RUNS_PER_STATEMENT: usize = crate::db::rows_per_statement(RUN_TYPES.len());
+/// A snapshot's columns: run, sequence number, state.
+const SNAPSHOT_TYPES: [&str; 3] = ["text", "int8", "text"];
+/// Snapshots per statement on SQLite ([`Rows`]).
+const SNAPSHOTS_PER_STATEMENT: usize = crate::db::rows_per_statement(SNAPSHOT_TYPES.len());
+/// An event's columns: run, sequence number, kind, turn number, payload, time, action.
+const EVENT_TYPES: [&str; 7] = ["text", "int8", "text", "int8", "text", "int8", "text"];
+/// Events per statement on SQLite ([`Rows`]).
+const EVENTS_PER_STATEMENT: usize = crate::db::rows_per_statement(EVENT_TYPES.len());
 
 impl BatchWrite for RunWrite {
     /// The run's new last sequence number, or `None` when its version had moved on.
@@ -420,53 +431,63 @@ impl BatchWrite for RunWrite {
                 })
                 .collect();
             let mut moved: HashMap<String, i64> = HashMap::new();
-            for chunk in tried.chunks(RUNS_PER_STATEMENT) {
+            for chunk in tried.chunks(Rows::per_statement(conn, RUNS_PER_STATEMENT)) {
+                let mut runs = Rows::new(conn, &RUN_TYPES);
+                for &index in chunk {
+                    let write = &writes[index];
+                    runs.push([
+                        write.run_id.as_str().into(),
+                        write.version.into(),
+                        write.status.into(),
+                        write.score.into(),
+                        write.deepest_floor.into(),
+                        write.turn_number.into(),
+                        (write.events.len() as i64).into(),
+                        write.now.into(),
+                        write.over.into(),
+                        write.by_player.into(),
+                    ]);
+                }
                 let sql = format!(
                     "UPDATE dungeon_runs SET version = version + 1,
                          status = v.column3, score = v.column4, deepest_floor = v.column5,
                          turn_number = v.column6, last_seq = last_seq + v.column7,
                          last_action_at = v.column8,
                          ended_at = CASE WHEN v.column9 = 1 THEN v.column8 ELSE ended_at END
-                     FROM (VALUES {}) AS v
+                     FROM {} AS v
                      WHERE dungeon_runs.id = v.column1 AND dungeon_runs.version = v.column2
                        AND (v.column10 = 0 OR NOT EXISTS (SELECT 1 FROM accounts a
                                        WHERE a.id = dungeon_runs.account_id
                                          AND a.suspended_at IS NOT NULL))
                      RETURNING id, last_seq",
-                    value_rows(chunk.len(), 10, 0)
+                    runs.table(0)
                 );
-                let mut query = sql::query(&sql);
-                for &index in chunk {
-                    let write = &writes[index];
-                    query = query
-                        .bind(write.run_id.as_str())
-                        .bind(write.version)
-                        .bind(write.status)
-                        .bind(write.score)
-                        .bind(write.deepest_floor)
-                        .bind(write.turn_number)
-                        .bind(write.events.len() as i64)
-                        .bind(write.now)
-                        .bind(i64::from(write.over))
-                        .bind(i64::from(write.by_player));
-                }
-                let rows: Vec<(String, i64)> = query.fetch_all(conn).await?;
+                let rows: Vec<(String, i64)> = runs.bind(sql::query(&sql)).fetch_all(conn).await?;
                 moved.extend(rows);
             }
             // The snapshots the batch takes, each as of its run's new last event.
-            for &index in &tried {
-                let write = &*writes[index];
-                let (Some(state), Some(last_seq)) = (&write.state, moved.get(&write.run_id)) else {
-                    continue;
-                };
-                sql::query(
-                    "UPDATE dungeon_run_snapshots SET seq = $1, state = $2 WHERE run_id = $3",
-                )
-                .bind(*last_seq)
-                .bind(state.as_str())
-                .bind(write.run_id.as_str())
-                .execute(conn)
-                .await?;
+            let snapshots: Vec<(&RunWrite, &String, i64)> = tried
+                .iter()
+                .filter_map(|&index| {
+                    let write = &*writes[index];
+                    Some((write, write.state.as_ref()?, *moved.get(&write.run_id)?))
+                })
+                .collect();
+            for chunk in snapshots.chunks(Rows::per_statement(conn, SNAPSHOTS_PER_STATEMENT)) {
+                let mut rows = Rows::new(conn, &SNAPSHOT_TYPES);
+                for (write, state, last_seq) in chunk {
+                    rows.push([
+                        write.run_id.as_str().into(),
+                        (*last_seq).into(),
+                        state.as_str().into(),
+                    ]);
+                }
+                let sql = format!(
+                    "UPDATE dungeon_run_snapshots SET seq = v.column2, state = v.column3
+                     FROM {} AS v WHERE dungeon_run_snapshots.run_id = v.column1",
+                    rows.table(0)
+                );
+                rows.bind(sql::query(&sql)).execute(conn).await?;
             }
             let events: Vec<(&RunWrite, i64, usize)> = tried
                 .iter()
@@ -478,25 +499,26 @@ impl BatchWrite for RunWrite {
                 })
                 .flatten()
                 .collect();
-            for chunk in events.chunks(EVENTS_PER_STATEMENT) {
-                let sql = format!(
-                    "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at, action)
-                     VALUES {}",
-                    value_rows(chunk.len(), 7, 0)
-                );
-                let mut query = sql::query(&sql);
+            for chunk in events.chunks(Rows::per_statement(conn, EVENTS_PER_STATEMENT)) {
+                let mut rows = Rows::new(conn, &EVENT_TYPES);
                 for (write, seq, n) in chunk {
                     let event = &write.events[*n];
-                    query = query
-                        .bind(write.run_id.as_str())
-                        .bind(*seq)
-                        .bind(event.kind)
-                        .bind(event.turn_number)
-                        .bind(event.payload.as_str())
-                        .bind(write.now)
-                        .bind(event.action.as_deref());
+                    rows.push([
+                        write.run_id.as_str().into(),
+                        (*seq).into(),
+                        event.kind.into(),
+                        event.turn_number.into(),
+                        event.payload.as_str().into(),
+                        write.now.into(),
+                        event.action.as_deref().into(),
+                    ]);
                 }
-                query.execute(conn).await?;
+                let sql = format!(
+                    "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at, action)
+                     {}",
+                    rows.insert(0)
+                );
+                rows.bind(sql::query(&sql)).execute(conn).await?;
             }
             Ok(writes
                 .iter()

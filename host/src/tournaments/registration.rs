@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crucible_sql::{self as sql, Conn};
+use crucible_sql::{self as sql, Conn, Rows};
 use futures_util::future::BoxFuture;
 
 use serde::Deserialize;
@@ -28,7 +28,7 @@ use crate::chain::payment::{self, PaymentCheck, PaymentError};
 use crate::clock::Clock;
 use crate::clock::{from_millis, rfc3339, to_millis};
 use crate::crypto::Sealer;
-use crate::db::{BatchWrite, Outcomes, Store, value_rows};
+use crate::db::{BatchWrite, Outcomes, Store};
 use crate::db::{OnUnique, StoreError};
 use crate::domain::WalletAddress;
 use crate::events::Bus;
@@ -645,16 +645,20 @@ impl BatchWrite for RegistrationWrite {
                     }
                     outcomes[index] = Some(outcome);
                 }
-                for chunk in undo.chunks(ROWS_PER_STATEMENT) {
-                    let sql = format!(
-                        "DELETE FROM tournament_registrations WHERE tournament_id = $1 AND wallet IN ({})",
-                        value_rows(chunk.len(), 1, 1)
-                    );
-                    let mut query = sql::query(&sql).bind(tournament_id);
+                for chunk in undo.chunks(Rows::per_statement(conn, WALLETS_PER_STATEMENT)) {
+                    let mut wallets = Rows::new(conn, &["text"]);
                     for wallet in chunk {
-                        query = query.bind(*wallet);
+                        wallets.push([(*wallet).into()]);
                     }
-                    query.execute(conn).await?;
+                    let sql = format!(
+                        "DELETE FROM tournament_registrations
+                         WHERE tournament_id = $1 AND wallet IN (SELECT column1 FROM {} AS v)",
+                        wallets.table(1)
+                    );
+                    wallets
+                        .bind(sql::query(&sql).bind(tournament_id))
+                        .execute(conn)
+                        .await?;
                 }
                 sql::query("UPDATE tournaments SET current_participants = $1 WHERE id = $2")
                     .bind(seated)
@@ -670,8 +674,12 @@ impl BatchWrite for RegistrationWrite {
     }
 }
 
-/// Wallets per statement: 4 parameters a wallet.
-const ROWS_PER_STATEMENT: usize = crate::db::rows_per_statement(4);
+/// A registration's columns: tournament, wallet, account, time.
+const REGISTRATION_TYPES: [&str; 4] = ["text", "text", "text", "int8"];
+/// Registrations per statement on SQLite ([`Rows`]).
+const ROWS_PER_STATEMENT: usize = crate::db::rows_per_statement(REGISTRATION_TYPES.len());
+/// Wallets per `DELETE` on SQLite.
+const WALLETS_PER_STATEMENT: usize = crate::db::rows_per_statement(1);
 
 /// Insert the wallets of `members` (writes for `tournament_id`) where they are not registered
 /// yet; which write each inserted wallet belongs to (a wallet two requests of the batch name
@@ -693,23 +701,25 @@ async fn insert_wallets<'w>(
         }
     }
     let mut inserted = HashMap::new();
-    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-        let sql = format!(
-            "INSERT INTO tournament_registrations (tournament_id, wallet, account_id, registered_at)
-             VALUES {}
-             ON CONFLICT (tournament_id, wallet) DO NOTHING
-             RETURNING wallet",
-            value_rows(chunk.len(), 4, 0)
-        );
-        let mut query = sql::query(&sql);
+    for chunk in rows.chunks(Rows::per_statement(conn, ROWS_PER_STATEMENT)) {
+        let mut values = Rows::new(conn, &REGISTRATION_TYPES);
         for (wallet, index) in chunk {
             let write = &writes[*index];
-            query = query
-                .bind(tournament_id)
-                .bind(*wallet)
-                .bind(write.account_id.as_deref())
-                .bind(write.now);
+            values.push([
+                tournament_id.into(),
+                (*wallet).into(),
+                write.account_id.as_deref().into(),
+                write.now.into(),
+            ]);
         }
+        let sql = format!(
+            "INSERT INTO tournament_registrations (tournament_id, wallet, account_id, registered_at)
+             {}
+             ON CONFLICT (tournament_id, wallet) DO NOTHING
+             RETURNING wallet",
+            values.insert(0)
+        );
+        let query = values.bind(sql::query(&sql));
         let returned: Vec<(String,)> = query.fetch_all(conn).await?;
         for (wallet,) in returned {
             if let Some((&name, &index)) = owner.get_key_value(wallet.as_str()) {

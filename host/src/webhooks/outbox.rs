@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use crucible_sql::{self as sql, Conn};
+use crucible_sql::{self as sql, Conn, Rows};
 use futures_util::future::BoxFuture;
 
 use crate::clock::{from_millis, to_millis};
@@ -75,31 +75,33 @@ pub(super) struct NewDelivery<'a> {
     pub at: DateTime<Utc>,
 }
 
-/// Columns [`insert_all`] binds per row.
-const INSERTED_COLUMNS: usize = 7;
+/// The PostgreSQL types of a delivery's columns in [`insert_all`].
+const INSERTED_TYPES: [&str; 7] = ["text", "text", "text", "text", "text", "text", "int8"];
 
 /// Write `rows`, a few dozen per statement.
 pub(super) async fn insert_all(conn: &mut Conn<'_>, rows: &[NewDelivery<'_>]) -> sqlx::Result<()> {
-    for chunk in rows.chunks(crate::db::rows_per_statement(INSERTED_COLUMNS)) {
+    let per_statement = crate::db::rows_per_statement(INSERTED_TYPES.len());
+    for chunk in rows.chunks(Rows::per_statement(conn, per_statement)) {
+        let mut values = Rows::new(conn, &INSERTED_TYPES);
+        for row in chunk {
+            values.push([
+                row.id.as_str().into(),
+                row.account_id.into(),
+                row.key_id.into(),
+                row.event.into(),
+                row.url.into(),
+                (&*row.payload).into(),
+                to_millis(row.at).into(),
+            ]);
+        }
         let sql = format!(
             "INSERT INTO webhook_deliveries (id, account_id, key_id, event, url, payload,
                                              next_attempt_at, status, created_at)
              SELECT column1, column2, column3, column4, column5, column6, column7, 'pending', column7
-             FROM (VALUES {}) AS v",
-            value_rows(chunk.len(), INSERTED_COLUMNS, 0)
+             FROM {} AS v",
+            values.table(0)
         );
-        let mut query = sql::query(&sql);
-        for row in chunk {
-            query = query
-                .bind(row.id.as_str())
-                .bind(row.account_id)
-                .bind(row.key_id)
-                .bind(row.event)
-                .bind(row.url)
-                .bind(&*row.payload)
-                .bind(to_millis(row.at));
-        }
-        query.execute(conn).await?;
+        values.bind(sql::query(&sql)).execute(conn).await?;
     }
     Ok(())
 }

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use crucible_sql::{Conn, SqliteFile, Transaction};
 use futures_util::future::BoxFuture;
 use sqlx::AnyPool;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 
 /// The most items one transaction carries: large enough that a flush is shared by hundreds of
 /// writes, small enough that a batch's locks and its savepoints stay cheap.
@@ -57,6 +57,8 @@ pub(crate) type Work<T, E> =
 #[derive(Clone)]
 pub(crate) struct GroupCommit {
     writer: Writer,
+    /// Batches that may be in flight at once ([`GroupCommit::with_lanes`]).
+    lanes: usize,
     queue: Arc<OnceLock<mpsc::Sender<Box<dyn Item>>>>,
     counts: Arc<Counts>,
 }
@@ -84,8 +86,17 @@ impl Writer {
 impl GroupCommit {
     /// The committer of `writer`'s writes; on a SQLite file, `file` runs them in place.
     pub(crate) fn new(writer: AnyPool, file: Option<SqliteFile>) -> Self {
+        Self::with_lanes(writer, file, 1)
+    }
+
+    /// A committer with up to `lanes` batches in flight at once, each in a transaction of its
+    /// own. On PostgreSQL a batch spends most of its time in round trips and in the server's
+    /// flush, during which the next batch can run its statements on another connection (and
+    /// the server flushes their commits together); on SQLite, one writer, one lane.
+    pub(crate) fn with_lanes(writer: AnyPool, file: Option<SqliteFile>, lanes: usize) -> Self {
         GroupCommit {
             writer: Writer { pool: writer, file },
+            lanes: lanes.max(1),
             queue: Arc::new(OnceLock::new()),
             counts: Arc::default(),
         }
@@ -134,6 +145,7 @@ impl GroupCommit {
                 self.writer.clone(),
                 receiver,
                 self.counts.clone(),
+                self.lanes,
             ));
             sender
         });
@@ -327,11 +339,17 @@ async fn commit_batches(
     writer: Writer,
     mut queue: mpsc::Receiver<Box<dyn Item>>,
     counts: Arc<Counts>,
+    lanes: usize,
 ) {
     let mut last_batch = 0;
     let mut batch: Vec<Box<dyn Item>> = Vec::with_capacity(MAX_BATCH);
     let mut checkpoints = Checkpoints::new(writer.file.clone());
+    let free_lanes = Arc::new(Semaphore::new(lanes));
     while let Some(first) = queue.recv().await {
+        // A batch is gathered once a lane is free, so it takes what queued meanwhile.
+        let Ok(lane) = free_lanes.clone().acquire_owned().await else {
+            return;
+        };
         batch.push(first);
         if last_batch > 1 {
             for _ in 0..GATHER_YIELDS {
@@ -349,18 +367,21 @@ async fn commit_batches(
         counts
             .writes
             .fetch_add(last_batch as u64, Ordering::Relaxed);
-        commit(&writer, &mut batch).await;
-        checkpoints.after_batch();
+        if lanes == 1 {
+            commit(&writer, &mut batch).await;
+            checkpoints.after_batch();
+            drop(lane);
+        } else {
+            let mut flying = std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH));
+            let writer = writer.clone();
+            tokio::spawn(async move {
+                commit(&writer, &mut flying).await;
+                drop(lane);
+            });
+        }
     }
 }
 
-/// A SQLite file's checkpoints, run beside the writers: at most one at a time and one every
-/// [`CHECKPOINT_EVERY`] while writes come, on a blocking thread ([`SqliteFile::checkpoint`]).
-/// Left to SQLite, the commit that fills the WAL past its threshold would copy it while holding
-/// the write lock, and every write behind it would wait; the connections' own threshold
-/// (`wal_autocheckpoint`, `db/mod.rs`) stays as the backstop. Checkpointing once a second
-/// instead of every 4 MiB of WAL also copies a page rewritten by many batches (a run's row, an
-/// index page) once.
 struct Checkpoints {
     file: Option<SqliteFile>,
     last: Instant,
@@ -532,17 +553,18 @@ mod tests {
 
     #[tokio::test]
     async fn concurrent_writes_commit_and_a_failing_one_fails_alone() {
-        // In place on the file, and through sqlx's writer pool (as on PostgreSQL).
-        for in_place in [true, false] {
-            concurrent_writes(in_place).await;
+        // In place on the file, through sqlx's writer pool, and with three batches in flight
+        // at once (as on PostgreSQL; here they take the one writer connection in turn).
+        for (in_place, lanes) in [(true, 1), (false, 1), (false, 3)] {
+            concurrent_writes(in_place, lanes).await;
         }
     }
 
-    async fn concurrent_writes(in_place: bool) {
+    async fn concurrent_writes(in_place: bool, lanes: usize) {
         let (_dir, store) = store().await;
         assert!(store.sqlite_file().is_some());
         let file = store.sqlite_file().cloned().filter(|_| in_place);
-        let group = GroupCommit::new(store.write().clone(), file);
+        let group = GroupCommit::with_lanes(store.write().clone(), file, lanes);
         let mut calls = Vec::new();
         for id in 1..=300_i64 {
             let group = group.clone();

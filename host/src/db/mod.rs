@@ -124,7 +124,7 @@ impl Store {
                     .map_err(StoreError::Connect)?;
                 Ok(Store {
                     reader: pool.clone(),
-                    group: GroupCommit::new(pool.clone(), None),
+                    group: GroupCommit::with_lanes(pool.clone(), None, POSTGRES_LANES),
                     writer: pool,
                     backend,
                     sqlite_file: None,
@@ -206,6 +206,9 @@ impl Store {
     }
 }
 
+/// Write batches in flight at once on PostgreSQL, each on a connection of the pool's 16.
+const POSTGRES_LANES: usize = 4;
+
 /// Every PostgreSQL session's settings: the server drops a session whose node stopped
 /// answering, so a node cut off from the database (its packets dropped, not refused) cannot hold
 /// row locks past its leases and keep the other nodes from taking its work over
@@ -232,9 +235,25 @@ const POSTGRES_SESSION: &[&str] = &[
 /// then lost (the fault harness found it, docs/operations.md). Closing such a connection makes
 /// the pool open a fresh one. A connection released while its dropped transaction's rollback is
 /// still queued is closed too; that only happens on error paths and costs one reconnect.
+/// How long a pooled connection may sit idle before it is pinged when taken again.
+const PING_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
+
 fn pool_options() -> AnyPoolOptions {
     AnyPoolOptions::new()
         .acquire_timeout(Duration::from_secs(10))
+        // sqlx pings every connection it hands out by default: on PostgreSQL a round trip
+        // before each statement taken from the pool (a third of a pooled read's). One that
+        // was in use a moment ago is known to be alive; one idle longer may have been cut (a
+        // restarted database, a dropped link) and is pinged first, and replaced if it fails.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_WHEN_IDLE_FOR {
+                    sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
         .after_release(|conn, _meta| {
             Box::pin(async move {
                 let clean = !sqlx::Connection::is_in_transaction(conn);

@@ -111,6 +111,19 @@ impl Store {
             Backend::Postgres => {
                 let pool = pool_options()
                     .max_connections(16)
+                    // sqlx pings every connection it hands out by default: a round trip before
+                    // each pooled statement. One in use a moment ago is known to be alive; one
+                    // idle longer may have been cut (a restarted database, a dropped link) and
+                    // is pinged first, and replaced when that fails.
+                    .test_before_acquire(false)
+                    .before_acquire(|conn, meta| {
+                        Box::pin(async move {
+                            if meta.idle_for >= PING_WHEN_IDLE_FOR {
+                                sqlx::Connection::ping(conn).await?;
+                            }
+                            Ok(true)
+                        })
+                    })
                     .after_connect(|conn, _meta| {
                         Box::pin(async move {
                             for setting in POSTGRES_SESSION {
@@ -235,25 +248,12 @@ const POSTGRES_SESSION: &[&str] = &[
 /// then lost (the fault harness found it, docs/operations.md). Closing such a connection makes
 /// the pool open a fresh one. A connection released while its dropped transaction's rollback is
 /// still queued is closed too; that only happens on error paths and costs one reconnect.
-/// How long a pooled connection may sit idle before it is pinged when taken again.
+/// How long a pooled PostgreSQL connection may sit idle before it is pinged when taken again.
 const PING_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
 
 fn pool_options() -> AnyPoolOptions {
     AnyPoolOptions::new()
         .acquire_timeout(Duration::from_secs(10))
-        // sqlx pings every connection it hands out by default: on PostgreSQL a round trip
-        // before each statement taken from the pool (a third of a pooled read's). One that
-        // was in use a moment ago is known to be alive; one idle longer may have been cut (a
-        // restarted database, a dropped link) and is pinged first, and replaced if it fails.
-        .test_before_acquire(false)
-        .before_acquire(|conn, meta| {
-            Box::pin(async move {
-                if meta.idle_for >= PING_WHEN_IDLE_FOR {
-                    sqlx::Connection::ping(conn).await?;
-                }
-                Ok(true)
-            })
-        })
         .after_release(|conn, _meta| {
             Box::pin(async move {
                 let clean = !sqlx::Connection::is_in_transaction(conn);

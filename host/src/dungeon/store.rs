@@ -422,7 +422,7 @@ impl BatchWrite for RunWrite {
     ) -> BoxFuture<'c, Outcomes<Option<i64>, DungeonError>> {
         Box::pin(async move {
             let mut first_of_run: HashMap<&str, usize> = HashMap::new();
-            let tried: Vec<usize> = (0..writes.len())
+            let mut tried: Vec<usize> = (0..writes.len())
                 .filter(|&index| {
                     *first_of_run
                         .entry(writes[index].run_id.as_str())
@@ -430,6 +430,9 @@ impl BatchWrite for RunWrite {
                         == index
                 })
                 .collect();
+            // Runs in one order, so two batches in flight at once (PostgreSQL's lanes, or two
+            // nodes) never wait on each other's rows in a cycle.
+            tried.sort_unstable_by(|a, b| writes[*a].run_id.cmp(&writes[*b].run_id));
             let mut moved: HashMap<String, i64> = HashMap::new();
             for chunk in tried.chunks(Rows::per_statement(conn, RUNS_PER_STATEMENT)) {
                 let mut runs = Rows::new(conn, &RUN_TYPES);

@@ -66,6 +66,7 @@ mod simnet_clients;
 mod simnet_pool;
 mod simnet_signatures;
 mod spend_limits;
+mod store_rows;
 mod strategies_classes;
 mod strategy_optimize;
 mod strategy_params;

@@ -55,19 +55,10 @@ fn values() -> Vec<[Param<'static>; 5]> {
     ]
 }
 
-async fn stored(conn: &mut Conn<'_>) -> Vec<Row> {
-    query("SELECT id, n, x, note FROM rows_test ORDER BY n")
-        .fetch_all(conn)
-        .await
-        .expect("read")
-}
-
-#[tokio::test]
-async fn a_batch_of_rows_reads_back_exactly_as_bound() {
-    let dir = tempfile::tempdir().expect("dir");
-    let mut any = connection(dir.path()).await;
+/// A fresh table holding [`values`], inserted as one batch.
+async fn table_with_values(dir: &std::path::Path) -> sqlx::AnyConnection {
+    let mut any = connection(dir).await;
     let mut conn = Conn::Any(&mut any);
-
     let mut rows = Rows::new(&conn, &TYPES);
     for row in values() {
         rows.push(row);
@@ -81,6 +72,21 @@ async fn a_batch_of_rows_reads_back_exactly_as_bound() {
         .execute(&mut conn)
         .await
         .expect("insert");
+    any
+}
+
+async fn stored(conn: &mut Conn<'_>) -> Vec<Row> {
+    query("SELECT id, n, x, note FROM rows_test ORDER BY n")
+        .fetch_all(conn)
+        .await
+        .expect("read")
+}
+
+#[tokio::test]
+async fn a_batch_of_rows_reads_back_exactly_as_bound() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut any = table_with_values(dir.path()).await;
+    let mut conn = Conn::Any(&mut any);
 
     let expected: Vec<Row> = vec![
         ("plain".into(), -9_007_199_254_740_993, Some(-1.5e-7), None),
@@ -104,20 +110,8 @@ async fn a_batch_of_rows_reads_back_exactly_as_bound() {
 #[tokio::test]
 async fn an_update_from_a_batch_of_rows_matches_each_by_its_key() {
     let dir = tempfile::tempdir().expect("dir");
-    let mut any = connection(dir.path()).await;
+    let mut any = table_with_values(dir.path()).await;
     let mut conn = Conn::Any(&mut any);
-    let mut rows = Rows::new(&conn, &TYPES);
-    for row in values() {
-        rows.push(row);
-    }
-    let sql = format!(
-        "INSERT INTO rows_test (id, n, x, b, note) {}",
-        rows.insert(0)
-    );
-    rows.bind(query(&sql))
-        .execute(&mut conn)
-        .await
-        .expect("insert");
 
     // Two of the three rows get a new count and note; a row for an unknown id changes nothing.
     let mut updates = Rows::new(&conn, &["text", "int8", "text"]);

@@ -340,24 +340,8 @@ pub(crate) const fn rows_per_statement(columns: usize) -> usize {
     if rows == 0 { 1 } else { rows }
 }
 
-/// The numbered placeholders of a multi-row statement: `rows` parenthesised groups of `per_row`,
-/// after the statement's first `skip` parameters. `value_rows(2, 3, 1)` is
-/// `($2, $3, $4), ($5, $6, $7)`: a `VALUES` list (or, one per row, an `IN` list).
-pub(crate) fn value_rows(rows: usize, per_row: usize, skip: usize) -> String {
-    let mut sql = String::with_capacity(rows * per_row * 5);
-    for row in 0..rows {
-        sql.push_str(if row == 0 { "(" } else { ", (" });
-        for column in 0..per_row {
-            if column > 0 {
-                sql.push_str(", ");
-            }
-            sql.push('$');
-            sql.push_str(&(skip + row * per_row + column + 1).to_string());
-        }
-        sql.push(')');
-    }
-    sql
-}
+/// The numbered placeholders of a multi-row statement (`crucible_sql::value_rows`).
+pub(crate) use crucible_sql::value_rows;
 
 /// `From<sqlx::Error>` for service errors with a `Store(StoreError)` variant, so `?` works on a
 /// query inside a service that returns its own error.

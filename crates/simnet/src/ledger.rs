@@ -129,24 +129,8 @@ pub(crate) fn point_reads(select: &str, rows: usize) -> String {
     sql
 }
 
-/// The numbered placeholders of a multi-row statement: `rows` parenthesised groups of
-/// `per_row`, after the statement's first `skip` parameters. `placeholders(2, 3, 1)` is
-/// `($2, $3, $4), ($5, $6, $7)`: a `VALUES` list (or, one per row, an `IN` list).
-pub(crate) fn placeholders(rows: usize, per_row: usize, skip: usize) -> String {
-    let mut sql = String::with_capacity(rows * per_row * 5);
-    for row in 0..rows {
-        sql.push_str(if row == 0 { "(" } else { ", (" });
-        for column in 0..per_row {
-            if column > 0 {
-                sql.push_str(", ");
-            }
-            sql.push('$');
-            sql.push_str(&(skip + row * per_row + column + 1).to_string());
-        }
-        sql.push(')');
-    }
-    sql
-}
+/// The numbered placeholders of a multi-row statement (`crucible_sql::value_rows`).
+pub(crate) use crucible_sql::value_rows as placeholders;
 
 /// Token accounts of `owner`, optionally restricted to a mint or a program.
 pub(crate) async fn token_accounts(

@@ -37,6 +37,10 @@ pub struct Caches {
     /// Serialized public tournament answers (lists, details, leaderboard pages) by path and
     /// query, for callers without credentials.
     pub public: ReadCache<crate::http::compression::Compressible>,
+    /// Tournaments as a registration reads them, by id: only what never changes after a
+    /// tournament is created is trusted from here (its registering write checks status and
+    /// seats again), so a stale entry costs a refusal's re-read, never a wrong seat.
+    pub(crate) tournaments: ReadCache<crate::tournaments::model::Tournament>,
     /// Dungeon runs this node played last, parsed, each at the version it was written at (it
     /// needs no events: a turn checks the version it reads).
     pub(crate) dungeon_runs: crate::dungeon::run_cache::RunCache,
@@ -47,7 +51,8 @@ impl Caches {
         Caches {
             keys: ReadCache::new(clock.clone(), enabled, MAX_AGE, CAPACITY),
             accounts: ReadCache::new(clock.clone(), enabled, MAX_AGE, CAPACITY),
-            public: ReadCache::new(clock, enabled, MAX_AGE, CAPACITY),
+            public: ReadCache::new(clock.clone(), enabled, MAX_AGE, CAPACITY),
+            tournaments: ReadCache::new(clock, enabled, MAX_AGE, CAPACITY),
             dungeon_runs: Default::default(),
         }
     }
@@ -60,9 +65,12 @@ impl Caches {
                 self.accounts.invalidate_all();
             }
             Event::AccountChanged { .. } => self.accounts.invalidate_all(),
-            Event::LeaderboardChanged { .. }
-            | Event::TournamentEnded { .. }
-            | Event::TournamentsChanged => self.public.invalidate_all(),
+            // Every registration announces a board change: the tournaments' own entries stay.
+            Event::LeaderboardChanged { .. } => self.public.invalidate_all(),
+            Event::TournamentEnded { .. } | Event::TournamentsChanged => {
+                self.public.invalidate_all();
+                self.tournaments.invalidate_all();
+            }
             Event::DungeonRunEvent { .. } => {}
             // Events of other nodes may have been missed: nothing cached can be trusted.
             Event::Resync => self.invalidate_all(),
@@ -70,11 +78,12 @@ impl Caches {
     }
 
     /// Hits and misses per cache, by name (`GET /metrics`).
-    pub fn stats(&self) -> [(&'static str, (u64, u64)); 4] {
+    pub fn stats(&self) -> [(&'static str, (u64, u64)); 5] {
         [
             ("keys", self.keys.hits_and_misses()),
             ("accounts", self.accounts.hits_and_misses()),
             ("public", self.public.hits_and_misses()),
+            ("tournaments", self.tournaments.hits_and_misses()),
             ("dungeon_runs", self.dungeon_runs.hits_and_misses()),
         ]
     }
@@ -83,5 +92,6 @@ impl Caches {
         self.keys.invalidate_all();
         self.accounts.invalidate_all();
         self.public.invalidate_all();
+        self.tournaments.invalidate_all();
     }
 }

@@ -5,11 +5,14 @@
 //! The code is shown once, to the host who creates the tournament; only its SHA-256 is stored,
 //! as with API keys, so a copy of the database does not hand out invitations.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::model::Tournament;
 use super::queries;
+use crate::cache::ReadCache;
 use crate::clock::Clock;
 use crate::crypto::{random_base58, sha256_hex};
 use crate::db::Store;
@@ -54,6 +57,38 @@ pub(crate) async fn find_visible(
     Ok(queries::get(store, id)
         .await?
         .filter(|tournament| admits(tournament, code)))
+}
+
+/// [`find_visible`] for a registration, from `cache` when this node read the tournament lately
+/// (the per-request read was most of a free registration's database work on PostgreSQL). A
+/// cached tournament is trusted only for what never changes once it exists (visibility and
+/// invite code, fee, escrow wallet, dates, seat cap): its status and free seats may be stale,
+/// and the registering write checks both again, so a stale entry costs a refusal that re-reads
+/// the row, never a seat in a closed tournament. Unknown ids are not remembered.
+pub(crate) async fn find_registrable(
+    store: &Store,
+    cache: &ReadCache<Tournament>,
+    clock: &dyn Clock,
+    id: &str,
+    code: Option<&str>,
+) -> sqlx::Result<Option<Arc<Tournament>>> {
+    let found = cache
+        .get_or_load(id, async {
+            match queries::get(store, id).await {
+                Ok(Some(tournament)) => {
+                    let stale_at = tournament.next_change_after(clock.now());
+                    Ok((tournament, stale_at))
+                }
+                Ok(None) => Err(None),
+                Err(error) => Err(Some(error)),
+            }
+        })
+        .await;
+    match found {
+        Ok(tournament) => Ok(Some(tournament).filter(|tournament| admits(tournament, code))),
+        Err(None) => Ok(None),
+        Err(Some(error)) => Err(error),
+    }
 }
 
 /// A page of the tournament list as anyone may read it (the public and v1 lists): private

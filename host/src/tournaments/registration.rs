@@ -22,6 +22,7 @@ use super::queries;
 use crate::account::AccountError;
 use crate::api_keys::spend::{self, PayFrom};
 use crate::auth::Caller;
+use crate::cache::ReadCache;
 use crate::chain::Chain;
 use crate::chain::ExpectedPayment;
 use crate::chain::payment::{self, PaymentCheck, PaymentError};
@@ -253,21 +254,28 @@ pub(crate) enum Outcome {
     },
 }
 
-/// Register the request's wallets. `client` names who sent it (the account, else the IP) for
-/// the per-client limit of each tournament, which counts only well-formed requests for a
-/// tournament the client may see: junk from one client never uses up anyone else's budget.
-/// `None` (the server entering an agent it already checked) is not counted.
+/// The per-tournament registration limit and who it counts: the account, else the IP.
+pub(crate) struct ClientLimit<'a> {
+    pub limits: &'a RateLimits,
+    pub client: &'a str,
+}
+
+/// Register the request's wallets. `limit` counts the request against its client's budget for
+/// the tournament, only once it is well-formed and for a tournament the client may see: junk
+/// from one client never uses up anyone else's budget. `None` (the server entering an agent it
+/// already checked) is not counted. The tournament may come from `tournaments`
+/// ([`super::privacy::find_registrable`]).
 pub(crate) async fn register(
     store: &Store,
     clock: &dyn Clock,
     events: &Bus,
     chain: &Chain,
     sealer: &Sealer,
-    limits: &RateLimits,
+    tournaments: &ReadCache<Tournament>,
     tournament_id: &str,
     caller: Option<&Caller>,
     request: RegisterRequest,
-    client: Option<&str>,
+    limit: Option<ClientLimit<'_>>,
 ) -> Result<Outcome, EntryError> {
     let registration = request.parse()?;
     // Who may pay from the embedded wallet is settled before anything else is looked at.
@@ -275,11 +283,16 @@ pub(crate) async fn register(
         Some(PayFrom::Embedded) => Some(spend::spender(store, caller).await?),
         None => None,
     };
-    let tournament =
-        super::privacy::find_visible(store, tournament_id, registration.invite_code.as_deref())
-            .await?
-            .ok_or_else(|| RegistrationError::NotFound(tournament_id.to_owned()))?;
-    if let Some(client) = client {
+    let tournament = super::privacy::find_registrable(
+        store,
+        tournaments,
+        clock,
+        tournament_id,
+        registration.invite_code.as_deref(),
+    )
+    .await?
+    .ok_or_else(|| RegistrationError::NotFound(tournament_id.to_owned()))?;
+    if let Some(ClientLimit { limits, client }) = limit {
         limits
             .registrations_per_tournament
             .check(&format!("{}|{client}", tournament.id))

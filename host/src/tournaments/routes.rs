@@ -339,7 +339,11 @@ async fn register(
         Some(caller) => format!("account:{}", caller.account_id),
         None => format!("ip:{}", client_ip.limit_key()),
     };
-    match registration::register(&state.store, &*state.clock, &state.events, &state.chain, &state.sealer, &state.limits, &id, auth.0.as_ref(), body, Some(&client)).await? {
+    let limit = registration::ClientLimit {
+        limits: &state.limits,
+        client: &client,
+    };
+    match registration::register(&state.store, &*state.clock, &state.events, &state.chain, &state.sealer, &state.caches.tournaments, &id, auth.0.as_ref(), body, Some(limit)).await? {
         Outcome::Registered { count } => {
             Ok((StatusCode::CREATED, axum::Json(Registered { count })).into_response())
         }

@@ -64,6 +64,70 @@ async fn public_tournament_answers_come_from_memory_until_a_change_is_announced(
     assert_eq!(app.get(detail, Auth::None).await.body["name"], "Quietly");
 }
 
+/// A registration reads its tournament from memory, trusting it only for what never changes:
+/// a tournament cancelled or filled behind the node's back (no event announced it) refuses the
+/// next registration all the same, with the answer a fresh read gives, and writes nothing.
+#[tokio::test]
+async fn a_registration_checks_again_what_its_cached_tournament_may_have_missed() {
+    let app = TestApp::spawn().await;
+    app.create_tournament(app.new_tournament("trn_seats", 0, 3, Duration::hours(1), 24))
+        .await;
+    let register = |wallet: String| {
+        let app = &app;
+        async move {
+            app.post(
+                "/api/tournaments/trn_seats/register",
+                Auth::None,
+                json!({"registeredWallet": wallet, "txSignature": null}),
+            )
+            .await
+        }
+    };
+    let first = register(Keypair::generate().pubkey().to_string()).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    assert!(!app.state.caches.tournaments.is_empty(), "the tournament is in memory");
+
+    // Filled behind the node's back: refused as full, nothing written.
+    sqlx::query("UPDATE tournaments SET current_participants = 3 WHERE id = 'trn_seats'")
+        .execute(app.state.store.write())
+        .await
+        .expect("fill");
+    let full = register(Keypair::generate().pubkey().to_string()).await;
+    assert_eq!(full.status, 409, "{}", full.body);
+    // Cancelled behind its back: refused as closed (410, as a fresh read answers).
+    sqlx::query(
+        "UPDATE tournaments SET status = 'cancelled', current_participants = 1
+         WHERE id = 'trn_seats'",
+    )
+    .execute(app.state.store.write())
+    .await
+    .expect("cancel");
+    let closed = register(Keypair::generate().pubkey().to_string()).await;
+    assert_eq!(closed.status, 410, "{}", closed.body);
+    let (registered, seated): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM tournament_registrations WHERE tournament_id = 'trn_seats'),
+                current_participants FROM tournaments WHERE id = 'trn_seats'",
+    )
+    .fetch_one(app.state.store.read())
+    .await
+    .expect("count");
+    assert_eq!((registered, seated), (1, 1), "the refused ones wrote nothing");
+
+    // An unknown id is not remembered: a tournament created after a 404 registers at once.
+    let early = app
+        .post(
+            "/api/tournaments/trn_later/register",
+            Auth::None,
+            json!({"registeredWallet": Keypair::generate().pubkey().to_string(), "txSignature": null}),
+        )
+        .await;
+    assert_eq!(early.status, 404, "{}", early.body);
+    app.create_tournament(app.new_tournament("trn_later", 0, 3, Duration::hours(1), 24))
+        .await;
+    app.register_free("trn_later", &Keypair::generate().pubkey().to_string())
+        .await;
+}
+
 #[tokio::test]
 async fn a_cached_key_is_refused_the_moment_it_is_revoked() {
     let app = TestApp::spawn().await;

@@ -11,6 +11,7 @@ use crate::agents::AgentError;
 use crate::clock::{from_millis, rfc3339};
 use crate::crypto::ordered_id;
 use crate::db::Store;
+use crucible_sql::Rows;
 
 /// Longest prompt or completion kept with a decision, in bytes.
 const MAX_TEXT_BYTES: usize = 8 * 1024;
@@ -64,53 +65,60 @@ pub(crate) struct NewDecision<'a> {
     pub record: &'a DecisionRecord,
 }
 
-/// Columns bound per decision.
-const COLUMNS_PER_ROW: usize = 17;
+/// The PostgreSQL types of a decision's columns, in [`insert_all`]'s order.
+const DECISION_TYPES: [&str; 17] = [
+    "text", "text", "int8", "int8", "text", "text", "text", "text", "text", "float8", "text",
+    "int8", "int8", "int8", "text", "text", "text",
+];
 
-/// Store `decisions` in the caller's transaction, many rows per statement: a batch of ticks
-/// writes its decisions in one round trip, not one per agent.
+/// Store `decisions` in the caller's transaction, many rows per statement (every row in one on
+/// PostgreSQL, [`Rows`]): a batch of ticks writes its decisions in one round trip, not one per
+/// agent.
 pub(crate) async fn insert_all(
     conn: &mut crucible_sql::Conn<'_>,
     decisions: &[NewDecision<'_>],
 ) -> sqlx::Result<()> {
-    for chunk in decisions.chunks(crate::db::rows_per_statement(COLUMNS_PER_ROW)) {
-        let sql = format!(
-            "INSERT INTO agent_decisions (id, agent_id, decided_at, market_ts, model_id, decided_by,
-                 why, why_detail, action, fraction, reason, prompt_tokens, completion_tokens,
-                 latency_ms, prompt_hash, prompt, completion) VALUES {}",
-            crate::db::value_rows(chunk.len(), COLUMNS_PER_ROW, 0)
-        );
-        let mut query = crucible_sql::query(&sql);
+    let per_statement = crate::db::rows_per_statement(DECISION_TYPES.len());
+    for chunk in decisions.chunks(Rows::per_statement(conn, per_statement)) {
+        let mut rows = Rows::new(conn, &DECISION_TYPES);
         for decision in chunk {
             let record = decision.record;
             let (why, why_detail) = match &record.why {
-                Some((kind, detail)) => (Some(*kind), Some(detail.clone())),
+                Some((kind, detail)) => (Some(*kind), Some(detail.as_str())),
                 None => (None, None),
             };
             let keep = |text: &Option<String>| {
                 text.as_deref()
                     .map(|t| super::verdict::cut(t, MAX_TEXT_BYTES).to_owned())
             };
-            query = query
-                .bind(ordered_id("dec", decision.decided_at))
-                .bind(decision.agent_id.to_owned())
-                .bind(decision.decided_at)
-                .bind(decision.market_ts)
-                .bind(decision.model_id.to_owned())
-                .bind(record.decided_by.as_str())
-                .bind(why)
-                .bind(why_detail)
-                .bind(record.verdict.action.as_str())
-                .bind(record.verdict.fraction)
-                .bind(record.verdict.reason.clone())
-                .bind(record.prompt_tokens as i64)
-                .bind(record.completion_tokens as i64)
-                .bind(record.latency_ms.map(|ms| ms as i64))
-                .bind(record.prompt_hash.clone())
-                .bind(keep(&record.prompt))
-                .bind(keep(&record.completion));
+            rows.push([
+                ordered_id("dec", decision.decided_at).into(),
+                decision.agent_id.into(),
+                decision.decided_at.into(),
+                decision.market_ts.into(),
+                decision.model_id.into(),
+                record.decided_by.as_str().into(),
+                why.into(),
+                why_detail.into(),
+                record.verdict.action.as_str().into(),
+                record.verdict.fraction.into(),
+                record.verdict.reason.as_deref().into(),
+                (record.prompt_tokens as i64).into(),
+                (record.completion_tokens as i64).into(),
+                record.latency_ms.map(|ms| ms as i64).into(),
+                record.prompt_hash.as_deref().into(),
+                keep(&record.prompt).into(),
+                keep(&record.completion).into(),
+            ]);
         }
-        query.execute(conn).await?;
+        let sql = format!(
+            "INSERT INTO agent_decisions (id, agent_id, decided_at, market_ts, model_id, decided_by,
+                 why, why_detail, action, fraction, reason, prompt_tokens, completion_tokens,
+                 latency_ms, prompt_hash, prompt, completion)
+             {}",
+            rows.insert(0)
+        );
+        rows.bind(crucible_sql::query(&sql)).execute(conn).await?;
     }
     Ok(())
 }

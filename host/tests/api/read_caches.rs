@@ -85,7 +85,10 @@ async fn a_registration_checks_again_what_its_cached_tournament_may_have_missed(
     };
     let first = register(Keypair::generate().pubkey().to_string()).await;
     assert_eq!(first.status, 201, "{}", first.body);
-    assert!(!app.state.caches.tournaments.is_empty(), "the tournament is in memory");
+    assert!(
+        !app.state.caches.tournaments.is_empty(),
+        "the tournament is in memory"
+    );
 
     // Filled behind the node's back: refused as full, nothing written.
     sqlx::query("UPDATE tournaments SET current_participants = 3 WHERE id = 'trn_seats'")
@@ -111,7 +114,11 @@ async fn a_registration_checks_again_what_its_cached_tournament_may_have_missed(
     .fetch_one(app.state.store.read())
     .await
     .expect("count");
-    assert_eq!((registered, seated), (1, 1), "the refused ones wrote nothing");
+    assert_eq!(
+        (registered, seated),
+        (1, 1),
+        "the refused ones wrote nothing"
+    );
 
     // An unknown id is not remembered: a tournament created after a 404 registers at once.
     let early = app

@@ -85,9 +85,13 @@ async fn a_registration_checks_again_what_its_cached_tournament_may_have_missed(
     };
     let first = register(Keypair::generate().pubkey().to_string()).await;
     assert_eq!(first.status, 201, "{}", first.body);
+    let second = register(Keypair::generate().pubkey().to_string()).await;
+    assert_eq!(second.status, 201, "{}", second.body);
+    let tournaments = app.state.caches.stats()[3];
+    assert_eq!(tournaments.0, "tournaments");
     assert!(
-        !app.state.caches.tournaments.is_empty(),
-        "the tournament is in memory"
+        tournaments.1.0 >= 1,
+        "the second registration read its tournament from memory: {tournaments:?}"
     );
 
     // Filled behind the node's back: refused as full, nothing written.
@@ -99,7 +103,7 @@ async fn a_registration_checks_again_what_its_cached_tournament_may_have_missed(
     assert_eq!(full.status, 409, "{}", full.body);
     // Cancelled behind its back: refused as closed (410, as a fresh read answers).
     sqlx::query(
-        "UPDATE tournaments SET status = 'cancelled', current_participants = 1
+        "UPDATE tournaments SET status = 'cancelled', current_participants = 2
          WHERE id = 'trn_seats'",
     )
     .execute(app.state.store.write())
@@ -116,7 +120,7 @@ async fn a_registration_checks_again_what_its_cached_tournament_may_have_missed(
     .expect("count");
     assert_eq!(
         (registered, seated),
-        (1, 1),
+        (2, 2),
         "the refused ones wrote nothing"
     );
 

@@ -820,15 +820,7 @@ async fn update_agents<'a>(
                 row.model_error.clone().flatten().into(),
             ]);
         }
-        let table = values.table(1);
-        // On PostgreSQL the batch's keys also as an array, which the primary key answers
-        // whatever the planner believes of the table (see `update_agents_sql`).
-        let keys = if conn.is_postgres() {
-            keys_as_array(&table)
-        } else {
-            String::new()
-        };
-        let sql = update_agents_sql(fence, &table, &keys);
+        let sql = update_agents_sql(fence, &values.table(1), conn.is_postgres());
         let query = values.bind(crucible_sql::query(&sql).bind(now_ms));
         let ids: Vec<(String,)> = query.fetch_all(conn).await?;
         written.extend(ids.into_iter().map(|(id,)| id));
@@ -850,16 +842,16 @@ const fn agent_types(fence: &'static str) -> [&'static str; AGENT_COLUMNS] {
 
 /// The statement [`update_agents`] runs for the agents of `rows` (a table, [`Rows::table`]):
 /// each found by its id (the row's first column), written only while it is active and `fence`
-/// holds; `keys`, a further condition on the agents' ids (or nothing).
+/// holds.
 ///
 /// On PostgreSQL a batch's rows are JSON, which the planner takes for 100 rows whatever it
 /// holds, and before the agents table's statistics exist (a fresh batch of agents, autovacuum
 /// not yet by) it takes "status = 'active'" for a handful of agents: it then read every active
 /// agent off the due index and hashed them, per statement (28 ms a batch of 256 among 20,000
 /// agents, growing with them, against 6 ms by id). So the status is written as no index can
-/// answer (`|| ''`) and the batch's ids come again as an array (`keys`), which the primary key
-/// answers: each agent is found by its id with statistics or without.
-fn update_agents_sql(fence: &Fence, rows: &str, keys: &str) -> String {
+/// answer (`|| ''`) and, on PostgreSQL, the batch's ids come again as an array, which the
+/// primary key answers: each agent is found by its id with statistics or without.
+fn update_agents_sql(fence: &Fence, rows: &str, postgres: bool) -> String {
     let held = match fence {
         Fence::Lease(_) => {
             "agents.tick_lease_owner = v.column2 AND (agents.status || '') = 'active'"
@@ -868,6 +860,11 @@ fn update_agents_sql(fence: &Fence, rows: &str, keys: &str) -> String {
         // index (status, kind, `next_tick_at`), one scan of every active agent per statement,
         // instead of finding each agent by its id.
         Fence::Unmoved => "+agents.next_tick_at = v.column2 AND +agents.status = 'active'",
+    };
+    let keys = if postgres {
+        format!(" AND agents.id = ANY(ARRAY(SELECT k.column1 FROM {rows} AS k))")
+    } else {
+        String::new()
     };
     format!(
         "UPDATE agents SET ledger = v.column3, strategy_state = v.column4,
@@ -884,12 +881,6 @@ fn update_agents_sql(fence: &Fence, rows: &str, keys: &str) -> String {
          WHERE agents.id = v.column1 AND {held}{keys}
          RETURNING agents.id"
     )
-}
-
-/// [`update_agents_sql`]'s `keys` on PostgreSQL: the ids of `rows` (a batch's table) as an
-/// array the primary key answers.
-fn keys_as_array(rows: &str) -> String {
-    format!(" AND agents.id = ANY(ARRAY(SELECT k.column1 FROM {rows} AS k))")
 }
 
 pub(super) fn side_name(side: Side) -> &'static str {
@@ -925,7 +916,11 @@ mod tests {
     async fn the_store_finds_each_agent_by_its_id() {
         for fence in [Fence::Lease("node:ticker:x".into()), Fence::Unmoved] {
             let rows = format!("(VALUES {})", crate::db::value_rows(3, AGENT_COLUMNS, 1));
-            let details = plan(&update_agents_sql(&fence, &rows, ""), 1 + 3 * AGENT_COLUMNS).await;
+            let details = plan(
+                &update_agents_sql(&fence, &rows, false),
+                1 + 3 * AGENT_COLUMNS,
+            )
+            .await;
             assert!(
                 details
                     .iter()
@@ -1019,9 +1014,7 @@ mod tests {
                 None::<&str>.into(),
             ]);
         }
-        let table = rows.table(1);
-        let keys = keys_as_array(&table);
-        let sql = update_agents_sql(&Fence::Lease("lease".into()), &table, &keys);
+        let sql = update_agents_sql(&Fence::Lease("lease".into()), &rows.table(1), true);
         let explain = format!("EXPLAIN {sql}");
         let plan: Vec<(String,)> = rows
             .bind(crucible_sql::query(&explain).bind(0_i64))

@@ -422,6 +422,117 @@ async fn a_node_killed_mid_tick_leaves_the_tick_to_the_other_after_its_lease() {
     assert_eq!(ticks_of(&b, &key, &agent_id).await, 1);
 }
 
+/// `count` copies of `agent_id` (same account, class and ledger; handles `many_<n>`), each
+/// asking `model_id`: rule-only copies are claimed by row locks, copies whose model may be
+/// asked by a lease (docs/architecture.md, "A tick").
+async fn copies_of(node: &TestApp, agent_id: &str, range: std::ops::Range<i64>, model_id: &str) {
+    sqlx::query(
+        "INSERT INTO agents (id, account_id, name, username, username_key, class, model_id,
+                             strategy_type, base_token, quote_token, time_interval,
+                             max_allocation, wallet_address, status, ledger, clock_origin_wall,
+                             clock_origin_market, next_tick_at, started_at, created_at, updated_at)
+         SELECT 'agt_many_' || lpad(n::text, 4, '0'), account_id, 'many ' || n, 'many_' || n,
+                'many_' || n, class, $2, strategy_type, base_token, quote_token, time_interval,
+                max_allocation, 'wmany' || n, status, ledger, clock_origin_wall,
+                clock_origin_market, next_tick_at, started_at, created_at, updated_at
+         FROM agents CROSS JOIN generate_series($3::bigint, $4::bigint) AS n WHERE agents.id = $1",
+    )
+    .bind(agent_id)
+    .bind(model_id)
+    .bind(range.start)
+    .bind(range.end - 1)
+    .execute(node.state.store.write())
+    .await
+    .expect("copies");
+}
+
+/// Agents (id order) and their tick counts.
+async fn tick_counts(node: &TestApp) -> Vec<(String, i64)> {
+    sqlx::query_as("SELECT id, ticks FROM agents ORDER BY id")
+        .fetch_all(node.state.store.read())
+        .await
+        .expect("ticks")
+}
+
+/// Two nodes passing over many agents at once, batches claimed by row locks (agents whose model
+/// cannot be asked) and by leases (those whose model may be: a served vendor, tokens left)
+/// side by side: every agent ticks exactly once per interval, and no claim outlives its batch.
+#[tokio::test]
+async fn many_agents_tick_once_each_when_both_nodes_claim_by_locks_and_leases() {
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = a.spawn_peer().await;
+    let (_, agent_id) = started_agent(&a, "many@example.com").await;
+    // Ids sort the rule-only copies first: the first batches are locked, later ones leased,
+    // one of them mixed (leased).
+    copies_of(&a, &agent_id, 0..400, "unserved/rule").await;
+    copies_of(&a, &agent_id, 400..700, "openai/gpt-test").await;
+    for hour in 1..=3 {
+        let (on_a, on_b) = tokio::join!(a.run_scheduler(), b.run_scheduler());
+        assert_eq!(
+            on_a.agent_ticks.ticked + on_b.agent_ticks.ticked,
+            701,
+            "hour {hour}: every agent once between the two nodes ({} on A, {} on B)",
+            on_a.agent_ticks.ticked,
+            on_b.agent_ticks.ticked
+        );
+        let counts = tick_counts(&a).await;
+        assert_eq!(counts.len(), 701);
+        assert!(
+            counts.iter().all(|(_, ticks)| *ticks == hour),
+            "hour {hour}: {:?}",
+            counts.iter().find(|(_, ticks)| *ticks != hour)
+        );
+        let (held,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM agents WHERE tick_lease_owner IS NOT NULL")
+                .fetch_one(a.state.store.read())
+                .await
+                .expect("held");
+        assert_eq!(held, 0, "hour {hour}: every lease ended with its batch");
+        a.advance(Duration::hours(1));
+    }
+}
+
+/// A batch's row locks are its claim: another node's pass goes by the agents while the batch's
+/// session holds them (a node mid-tick), and ticks them once that session ends — a node that
+/// dies loses its locks with its connection, not the tick.
+#[tokio::test]
+async fn an_agent_locked_by_a_batch_is_passed_by_until_its_session_ends() {
+    if !on_postgres() {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = a.spawn_peer().await;
+    let (key, agent_id) = started_agent(&a, "locked@example.com").await;
+    sqlx::query("UPDATE agents SET model_id = 'unserved/rule' WHERE id = $1")
+        .bind(&agent_id)
+        .execute(a.state.store.write())
+        .await
+        .expect("rule only");
+    let mut batch = a.state.store.begin().await.expect("a batch's transaction");
+    sqlx::query("SELECT id FROM agents WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(&agent_id)
+        .fetch_one(&mut *batch)
+        .await
+        .expect("locked");
+    assert_eq!(
+        b.run_scheduler().await.agent_ticks.ticked,
+        0,
+        "the lock holds"
+    );
+    drop(batch);
+    a.kill().await;
+    assert_eq!(
+        b.run_scheduler().await.agent_ticks.ticked,
+        1,
+        "B takes it over"
+    );
+    assert_eq!(b.run_scheduler().await.agent_ticks.ticked, 0, "once");
+    assert_eq!(ticks_of(&b, &key, &agent_id).await, 1);
+}
+
 #[tokio::test]
 async fn a_node_killed_mid_payout_leaves_it_to_the_other_which_pays_once() {
     use crate::payouts::{payout_row, pending_payout, transfers_to, usdc};

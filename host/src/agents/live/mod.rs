@@ -158,7 +158,7 @@ pub(crate) async fn run_due(
 ) -> anyhow::Result<()> {
     loop {
         let lease = crate::leases::token(owner);
-        let mut due = ticker::claim(ticking, &lease, true).await?;
+        let mut due = ticker::claim_live(ticking, &lease).await?;
         if due.is_empty() {
             return Ok(());
         }

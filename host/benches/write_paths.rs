@@ -13,7 +13,10 @@
 //! `cargo bench --bench write_paths` (SQLite); with `TEST_DATABASE_URL=postgres://…` on
 //! PostgreSQL. Needs `wrk`. `BENCH_SECONDS` (10), `BENCH_CONCURRENCY` (256), `BENCH_ROUNDS` (3)
 //! and `BENCH_RUNS` (512) tune it; `BENCH_ONLY=turn` (or `registration`) loads one path alone;
-//! `BENCH_VERBOSE=1` prints each wrk report whole (its latency distribution).
+//! `BENCH_VERBOSE=1` prints each wrk report whole (its latency distribution). Then each path is
+//! loaded again below saturation: the same clients paced to ask together for
+//! `BENCH_PACED_SHARE` (0.22; 0 skips it) of the floor's rate, for the tail at that load
+//! (`support::wrk::paced_against_the_floor`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -218,7 +221,18 @@ end
             println!("  (only {only}; pid {})", std::process::id());
             wrk::against_the_floor(&chosen, concurrency, seconds, rounds);
         }
-        Err(_) => wrk::against_the_floor(&loads, concurrency, seconds, rounds),
+        Err(_) => {
+            wrk::against_the_floor(&loads, concurrency, seconds, rounds);
+            // The tail below saturation: the same clients asking together for a share of the
+            // floor (22 %: a little over the target, as pacing lands a little either side).
+            let share = std::env::var("BENCH_PACED_SHARE")
+                .ok()
+                .and_then(|share| share.parse::<f64>().ok())
+                .unwrap_or(0.22);
+            if share > 0.0 {
+                wrk::paced_against_the_floor(&loads, concurrency, seconds, share, scripts.path());
+            }
+        }
     }
 
     runtime.block_on(async {

@@ -68,6 +68,80 @@ pub fn against_the_floor(loads: &[(&str, Load<'_>)], concurrency: u64, seconds: 
     }
 }
 
+/// The tail at a given load, where [`against_the_floor`] gives it at saturation: there every one
+/// of the clients has a request waiting all the time, so the mean latency is simply the clients
+/// over the rate (Little's law: 256 clients at 13,000 answers/s wait 20 ms on average however
+/// the server is built). Here the same clients are paced so that together they ask for `share`
+/// of the floor's rate (the floor measured just before, in the same run): each waits a random
+/// pause after every answer (uniform, its mean set so the clients' cycles add up to the rate,
+/// and random so they do not fall into step), and the tail is what a request meets at that
+/// load. Prints, per load after the floor, the rate reached (as a share of the floor) and the
+/// latency percentiles.
+pub fn paced_against_the_floor(
+    loads: &[(&str, Load<'_>)],
+    concurrency: u64,
+    seconds: u64,
+    share: f64,
+    scripts: &std::path::Path,
+) {
+    let Some(((_, floor_load), rest)) = loads.split_first() else {
+        return;
+    };
+    let floor = wrk(floor_load, concurrency, seconds).requests_per_second;
+    let target = share * floor;
+    println!(
+        "paced: {concurrency} clients asking together for {:.0} % of the floor \
+         ({floor:.0} req/s now): {target:.0} req/s",
+        share * 100.0
+    );
+    for (n, (name, load)) in rest.iter().enumerate() {
+        // Each client's cycle (its answer's wait, then its pause) must last
+        // `concurrency / target`; a short run first tells how much of it the answer takes.
+        let cycle_ms = concurrency as f64 * 1000.0 / target;
+        let paced = |pause_ms: f64, seconds: u64| {
+            let script = scripts.join(format!("paced_{n}.lua"));
+            std::fs::write(&script, pacing_script(load.script, pause_ms)).expect("paced script");
+            let load = Load {
+                url: load.url,
+                headers: load.headers,
+                script: Some(&script),
+            };
+            wrk(&load, concurrency, seconds)
+        };
+        let probe = paced(cycle_ms, 3);
+        let answer_ms =
+            (concurrency as f64 * 1000.0 / probe.requests_per_second - cycle_ms).max(0.0);
+        let run = paced((cycle_ms - answer_ms).max(0.0), seconds);
+        println!(
+            "  {name:<40} {:>9.0} req/s  {:>5.1} % of the floor  p50 {:.2} ms  p99 {:.2} ms{}",
+            run.requests_per_second,
+            100.0 * run.requests_per_second / floor,
+            run.p50_ms,
+            run.p99_ms,
+            run.errors,
+        );
+    }
+}
+
+/// A wrk script that runs `script` (when there is one) and pauses each connection a random
+/// `0..2 × mean_ms` after every answer (wrk's `delay`, whole milliseconds: the fraction is
+/// dithered).
+fn pacing_script(script: Option<&std::path::Path>, mean_ms: f64) -> String {
+    let run = script.map_or(String::new(), |path| {
+        format!("dofile(\"{}\")\n", path.display())
+    });
+    format!(
+        "{run}math.randomseed(os.time())
+function delay()
+  local pause = math.random() * 2 * {mean_ms}
+  local whole = math.floor(pause)
+  if math.random() < pause - whole then whole = whole + 1 end
+  return whole
+end
+"
+    )
+}
+
 /// Pin this process (and the threads it starts later) to `cpu`, so wrk gets the other core.
 pub fn pin_to_cpu(cpu: usize) -> bool {
     Command::new("taskset")

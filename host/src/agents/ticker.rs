@@ -297,10 +297,8 @@ impl Claim {
                 || matches!(loaded.get(&strategy_key(agent)), Some(Ok(s)) if s.uses_model())
                 || may_ask_model(ticking, agent)
         };
-        if self.holding.is_none() || !self.due.iter().any(slow) {
-            return Ok(());
-        }
-        let Some(mut tx) = self.holding.take() else {
+        let slow_batch = self.due.iter().any(slow);
+        let Some(mut tx) = self.holding.take_if(|_| slow_batch) else {
             return Ok(());
         };
         let lease = crate::leases::token(owner);
@@ -731,8 +729,8 @@ struct Stored<'a> {
     model_error: Option<Option<String>>,
 }
 
-/// Store a batch's results in one transaction (the claim's own, when it `holding` its agents'
-/// rows locked), a few statements per table
+/// Store a batch's results in one transaction (`holding`, the locked claim's own, when there is
+/// one), a few statements per table
 /// (each as many rows as `db::rows_per_statement` allows):
 /// the agents' rows (each guarded by this claim's lease and the agent still being active), then,
 /// for the agents whose rows were written, their equity marks, trades, decisions and webhooks.

@@ -297,8 +297,11 @@ impl Claim {
                 || matches!(loaded.get(&strategy_key(agent)), Some(Ok(s)) if s.uses_model())
                 || may_ask_model(ticking, agent)
         };
-        let slow_batch = self.due.iter().any(slow);
-        let Some(mut tx) = self.holding.take_if(|_| slow_batch) else {
+        // Only a locked claim has anything to trade (and the check reads the clock per agent).
+        if self.holding.is_none() || !self.due.iter().any(slow) {
+            return Ok(());
+        }
+        let Some(mut tx) = self.holding.take() else {
             return Ok(());
         };
         let lease = crate::leases::token(owner);

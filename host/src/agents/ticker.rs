@@ -298,10 +298,7 @@ impl Claim {
                 || may_ask_model(ticking, agent)
         };
         // Only a locked claim has anything to trade (and the check reads the clock per agent).
-        if self.holding.is_none() || !self.due.iter().any(slow) {
-            return Ok(());
-        }
-        let Some(mut tx) = self.holding.take() else {
+        let Some(mut tx) = self.holding.take_if(|_| self.due.iter().any(slow)) else {
             return Ok(());
         };
         let lease = crate::leases::token(owner);
@@ -872,10 +869,7 @@ async fn update_agents<'a>(
     rows: &[Stored<'a>],
 ) -> sqlx::Result<std::collections::HashSet<String>> {
     let mut written = std::collections::HashSet::with_capacity(rows.len());
-    let types = match fence {
-        Fence::Lease(_) => &AGENT_TYPES_LEASED,
-        Fence::Unmoved => &AGENT_TYPES_UNMOVED,
-    };
+    let types = fence.row_types();
     let per_statement = crate::db::rows_per_statement(AGENT_COLUMNS);
     for chunk in rows.chunks(Rows::per_statement(conn, per_statement)) {
         let mut values = Rows::new(conn, types);
@@ -916,6 +910,16 @@ async fn update_agents<'a>(
 /// column is the fence (the lease's owner, or the `next_tick_at` the claim read).
 const AGENT_TYPES_LEASED: [&str; AGENT_COLUMNS] = agent_types("text");
 const AGENT_TYPES_UNMOVED: [&str; AGENT_COLUMNS] = agent_types("int8");
+
+impl Fence {
+    /// The PostgreSQL types of an agent's row in [`update_agents`] under this fence.
+    fn row_types(&self) -> &'static [&'static str; AGENT_COLUMNS] {
+        match self {
+            Fence::Lease(_) => &AGENT_TYPES_LEASED,
+            Fence::Unmoved => &AGENT_TYPES_UNMOVED,
+        }
+    }
+}
 
 const fn agent_types(fence: &'static str) -> [&'static str; AGENT_COLUMNS] {
     [
@@ -1079,11 +1083,7 @@ mod tests {
         .await
         .expect("agents");
         for fence in [Fence::Lease("lease".into()), Fence::Unmoved] {
-            let types = match fence {
-                Fence::Lease(_) => &AGENT_TYPES_LEASED,
-                Fence::Unmoved => &AGENT_TYPES_UNMOVED,
-            };
-            let mut rows = Rows::new(&conn, types);
+            let mut rows = Rows::new(&conn, fence.row_types());
             for n in 1..=256_i64 {
                 let id = format!("agt_{n}");
                 rows.push([

@@ -873,6 +873,13 @@ async fn update_agents<'a>(
     let per_statement = crate::db::rows_per_statement(AGENT_COLUMNS);
     for chunk in rows.chunks(Rows::per_statement(conn, per_statement)) {
         let mut values = Rows::new(conn, types);
+        // The ledger as it comes and a fifth more, the state in hex, and the rest.
+        values.reserve(
+            chunk
+                .iter()
+                .map(|row| row.ledger.len() * 6 / 5 + row.result.state.len() * 2 + 256)
+                .sum(),
+        );
         for row in chunk {
             let result = row.result;
             values.push([
@@ -1025,34 +1032,13 @@ mod tests {
         }
     }
 
-    /// A fresh, migrated store in a schema of its own on `TEST_DATABASE_URL`'s PostgreSQL;
-    /// `None` when the tests run on SQLite.
-    async fn postgres_store() -> Option<Store> {
-        use sqlx::Connection;
-        let base = std::env::var("TEST_DATABASE_URL")
-            .ok()
-            .filter(|url| url.starts_with("postgres"))?;
-        sqlx::any::install_default_drivers();
-        let schema = format!("t_{}", crate::crypto::random_base58(12).to_lowercase());
-        let mut admin = sqlx::AnyConnection::connect(&base).await.expect("connect");
-        sqlx::query(&format!("CREATE SCHEMA \"{schema}\""))
-            .execute(&mut admin)
-            .await
-            .expect("schema");
-        let separator = if base.contains('?') { '&' } else { '?' };
-        let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
-        let store = Store::connect(&url).await.expect("open");
-        store.migrate().await.expect("migrate");
-        Some(store)
-    }
-
     /// On PostgreSQL too, a batch's store (leased or locked) finds each agent by its id among
     /// thousands of active ones, before the table has statistics (autovacuum held off): the plan it had
     /// then read every active agent off the due index ([`update_agents_sql`]). On SQLite the
     /// test above holds it.
     #[tokio::test]
     async fn a_store_on_postgres_finds_each_agent_by_its_id() {
-        let Some(store) = postgres_store().await else {
+        let Some(store) = crate::db::postgres_test_store().await else {
             return;
         };
         let mut tx = store.begin_in_place().await.expect("tx");

@@ -10,9 +10,11 @@
 //!
 //! Batches form by themselves: while one batch flushes, the next requests queue, so the batch
 //! grows with the load and a lone request is committed at once, never held back by a timer.
-//! Under load the committer yields to the runtime a few times before it starts a batch
-//! ([`GATHER_YIELDS`]), which lets the request tasks that are already running reach the queue —
-//! a delay of microseconds, and only when the last batch had company.
+//! Under load, before a batch takes the last free lane, the committer yields to the runtime a
+//! few times ([`GATHER_YIELDS`]), which lets the request tasks that are already running reach
+//! the queue. With a lane to spare it starts at once: a yield waits for every ready task, and
+//! waiting there while a lane stood free made requests move in one convoy (docs/architecture.md,
+//! "Group commit").
 //!
 //! An item that fails rolls back to its savepoint and the rest of its batch commits. Because a
 //! failure inside a batch might come from the batch itself (two nodes' batches locking rows in
@@ -20,6 +22,11 @@
 //! answer: a caller always gets the answer its write would have had in a transaction of its own.
 //! When the batch as a whole cannot commit (a full disk, a lost connection), every item is run
 //! again alone, one transaction each; none of them had been acknowledged.
+//!
+//! On PostgreSQL a batch made of one kind of write whose writes share one statement (the
+//! dungeon's turns) is that statement alone, outside a transaction block: PostgreSQL commits it
+//! by itself and flushes it before it answers, one round trip for the batch
+//! ([`BatchWrite::ONE_STATEMENT_ON_POSTGRES`]).
 //!
 //! On a SQLite file a batch runs in place ([`crucible_sql`]): its statements on the file's
 //! writer connection, on the committer's task, while it holds the writer pool's one connection
@@ -75,6 +82,8 @@ struct Counts {
 struct Writer {
     pool: AnyPool,
     file: Option<SqliteFile>,
+    /// The pool is PostgreSQL's, where a lone statement commits by itself.
+    postgres: bool,
 }
 
 impl Writer {
@@ -94,8 +103,17 @@ impl GroupCommit {
     /// flush, during which the next batch can run its statements on another connection (and
     /// the server flushes their commits together); on SQLite, one writer, one lane.
     pub(crate) fn with_lanes(writer: AnyPool, file: Option<SqliteFile>, lanes: usize) -> Self {
+        let postgres = writer
+            .connect_options()
+            .database_url
+            .scheme()
+            .starts_with("postgres");
         GroupCommit {
-            writer: Writer { pool: writer, file },
+            writer: Writer {
+                pool: writer,
+                file,
+                postgres,
+            },
             lanes: lanes.max(1),
             queue: Arc::new(OnceLock::new()),
             counts: Arc::default(),
@@ -167,6 +185,14 @@ pub(crate) trait BatchWrite: Send + Sync + Sized + 'static {
     type Output: Send + 'static;
     type Error: From<sqlx::Error> + Send + 'static;
 
+    /// True when, on PostgreSQL, [`BatchWrite::apply_all`] runs exactly one statement. A batch of
+    /// nothing but writes of this kind then runs that statement outside any transaction
+    /// block: PostgreSQL commits a lone statement by itself, whole or not at all, and flushes
+    /// it before answering, so the batch costs one round trip instead of `BEGIN`, a round trip
+    /// per statement and `COMMIT`. The kind's writes must then never need a savepoint: a
+    /// write whose outcome is an error has written nothing, as [`BatchWrite::apply_all`] asks.
+    const ONE_STATEMENT_ON_POSTGRES: bool = false;
+
     /// Apply `writes` (a batch's writes of this kind, at least one) on `conn`: one outcome per
     /// write, in order. A write whose outcome is an error must have written nothing; an `Err`
     /// of the whole call fails the batch (its writes then run again one by one).
@@ -188,6 +214,10 @@ trait Item: Send {
     /// applied together.
     fn kind(&self) -> Option<(TypeId, ApplyGroup)> {
         None
+    }
+    /// [`BatchWrite::ONE_STATEMENT_ON_POSTGRES`] of the item's kind.
+    fn one_statement_on_postgres(&self) -> bool {
+        false
     }
     fn as_any(&mut self) -> &mut dyn Any;
 }
@@ -289,6 +319,10 @@ impl<W: BatchWrite> Item for Batched<W> {
         Some((TypeId::of::<W>(), apply_group::<W>))
     }
 
+    fn one_statement_on_postgres(&self) -> bool {
+        W::ONE_STATEMENT_ON_POSTGRES
+    }
+
     fn as_any(&mut self) -> &mut dyn Any {
         self
     }
@@ -351,7 +385,9 @@ async fn commit_batches(
             return;
         };
         batch.push(first);
-        if last_batch > 1 {
+        // With a lane to spare, a batch starts at once: while it is in flight, what queues
+        // meanwhile goes to the next lane. Only the last free lane waits for company.
+        if last_batch > 1 && free_lanes.available_permits() == 0 {
             for _ in 0..GATHER_YIELDS {
                 tokio::task::yield_now().await;
             }
@@ -450,6 +486,10 @@ async fn commit(writer: &Writer, batch: &mut Vec<Box<dyn Item>>) {
 /// together, every other item behind its own savepoint. The positions of the items that failed
 /// (and left nothing behind).
 async fn together(writer: &Writer, batch: &mut [Box<dyn Item>]) -> Result<Vec<usize>, sqlx::Error> {
+    if let Some(apply) = one_statement(writer, batch) {
+        let mut conn = writer.pool.acquire().await?;
+        return apply(batch, &mut Conn::Any(&mut conn)).await;
+    }
     // Writes of one kind side by side (the order between callers' writes is free: they are
     // concurrent, and all of them commit at once).
     batch.sort_by_key(|item| item.kind().map(|(kind, _)| kind));
@@ -479,8 +519,31 @@ async fn together(writer: &Writer, batch: &mut [Box<dyn Item>]) -> Result<Vec<us
     Ok(failed)
 }
 
+/// How to apply `batch` as one statement that commits by itself, when it can be: on
+/// PostgreSQL, every item of one kind whose writes are one statement
+/// ([`BatchWrite::ONE_STATEMENT_ON_POSTGRES`]).
+fn one_statement(writer: &Writer, batch: &[Box<dyn Item>]) -> Option<ApplyGroup> {
+    let first = batch.first()?;
+    let (kind, apply) = first.kind()?;
+    let alike = batch
+        .iter()
+        .all(|item| item.kind().is_some_and(|(other, _)| other == kind));
+    (writer.postgres && first.one_statement_on_postgres() && alike).then_some(apply)
+}
+
 /// Run `item` in a transaction of its own and answer it.
 async fn alone(writer: &Writer, mut item: Box<dyn Item>) {
+    if let Some(apply) = one_statement(writer, std::slice::from_ref(&item)) {
+        let attempt = async {
+            let mut conn = writer.pool.acquire().await?;
+            apply(std::slice::from_mut(&mut item), &mut Conn::Any(&mut conn)).await
+        };
+        match attempt.await {
+            Ok(_) => item.settle(),
+            Err(error) => item.fail(error),
+        }
+        return;
+    }
     let attempt = async {
         let mut tx = writer.begin().await?;
         if item.apply(&mut tx.conn()?).await {

@@ -406,6 +406,28 @@ impl<T> OnUnique<T> for Result<T, sqlx::Error> {
     }
 }
 
+/// A fresh, migrated store in a schema of its own on `TEST_DATABASE_URL`'s PostgreSQL; `None`
+/// when the tests run on SQLite.
+#[cfg(test)]
+pub(crate) async fn postgres_test_store() -> Option<Store> {
+    use sqlx::Connection;
+    let base = std::env::var("TEST_DATABASE_URL")
+        .ok()
+        .filter(|url| url.starts_with("postgres"))?;
+    install_default_drivers();
+    let schema = format!("t_{}", crate::crypto::random_base58(12).to_lowercase());
+    let mut admin = sqlx::AnyConnection::connect(&base).await.expect("connect");
+    sqlx::query(&format!("CREATE SCHEMA \"{schema}\""))
+        .execute(&mut admin)
+        .await
+        .expect("schema");
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
+    let store = Store::connect(&url).await.expect("open");
+    store.migrate().await.expect("migrate");
+    Some(store)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

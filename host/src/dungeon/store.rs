@@ -400,6 +400,9 @@ const RUN_TYPES: [&str; 10] = [
 const RUNS_PER_STATEMENT: usize = crate::db::rows_per_statement(RUN_TYPES.len());
 /// A snapshot's columns: run, sequence number, state.
 const SNAPSHOT_TYPES: [&str; 3] = ["text", "int8", "text"];
+/// A snapshot's columns when its sequence number comes from the run's `UPDATE` (PostgreSQL): run,
+/// state.
+const NEW_SNAPSHOT_TYPES: [&str; 2] = ["text", "text"];
 /// Snapshots per statement on SQLite ([`Rows`]).
 const SNAPSHOTS_PER_STATEMENT: usize = crate::db::rows_per_statement(SNAPSHOT_TYPES.len());
 /// An event's columns: run, sequence number, kind, turn number, payload, time, action.
@@ -412,10 +415,13 @@ impl BatchWrite for RunWrite {
     type Output = Option<i64>;
     type Error = DungeonError;
 
-    /// Every run of the batch moved by one `UPDATE … FROM (VALUES …)` (a couple of dozen runs each) under
-    /// each run's version guard, and every event of the runs that moved by one `INSERT`. Two
-    /// writes of one run in one batch read the same version at best, so only the first is
-    /// tried; the others lost the race.
+    const ONE_STATEMENT_ON_POSTGRES: bool = true;
+
+    /// Every run of the batch moved under its version guard, then the snapshots the batch
+    /// takes and every event of the runs that moved: on SQLite an `UPDATE … FROM (VALUES …)`
+    /// per couple of dozen runs and then the other tables', on PostgreSQL all of it in one
+    /// statement ([`apply_on_postgres`]). Two writes of one run in one batch read the same
+    /// version at best, so only the first is tried; the others lost the race.
     fn apply_all<'c, 'd>(
         writes: &'c [Arc<Self>],
         conn: &'c mut Conn<'d>,
@@ -433,96 +439,11 @@ impl BatchWrite for RunWrite {
             // Runs in one order, so two batches in flight at once (PostgreSQL's lanes, or two
             // nodes) never wait on each other's rows in a cycle.
             tried.sort_unstable_by(|a, b| writes[*a].run_id.cmp(&writes[*b].run_id));
-            let mut moved: HashMap<String, i64> = HashMap::new();
-            for chunk in tried.chunks(Rows::per_statement(conn, RUNS_PER_STATEMENT)) {
-                let mut runs = Rows::new(conn, &RUN_TYPES);
-                for &index in chunk {
-                    let write = &writes[index];
-                    runs.push([
-                        write.run_id.as_str().into(),
-                        write.version.into(),
-                        write.status.into(),
-                        write.score.into(),
-                        write.deepest_floor.into(),
-                        write.turn_number.into(),
-                        (write.events.len() as i64).into(),
-                        write.now.into(),
-                        write.over.into(),
-                        write.by_player.into(),
-                    ]);
-                }
-                let sql = format!(
-                    "UPDATE dungeon_runs SET version = version + 1,
-                         status = v.column3, score = v.column4, deepest_floor = v.column5,
-                         turn_number = v.column6, last_seq = last_seq + v.column7,
-                         last_action_at = v.column8,
-                         ended_at = CASE WHEN v.column9 = 1 THEN v.column8 ELSE ended_at END
-                     FROM {} AS v
-                     WHERE dungeon_runs.id = v.column1 AND dungeon_runs.version = v.column2
-                       AND (v.column10 = 0 OR NOT EXISTS (SELECT 1 FROM accounts a
-                                       WHERE a.id = dungeon_runs.account_id
-                                         AND a.suspended_at IS NOT NULL))
-                     RETURNING id, last_seq",
-                    runs.table(0)
-                );
-                let rows: Vec<(String, i64)> = runs.bind(sql::query(&sql)).fetch_all(conn).await?;
-                moved.extend(rows);
-            }
-            // The snapshots the batch takes, each as of its run's new last event.
-            let snapshots: Vec<(&RunWrite, &String, i64)> = tried
-                .iter()
-                .filter_map(|&index| {
-                    let write = &*writes[index];
-                    Some((write, write.state.as_ref()?, *moved.get(&write.run_id)?))
-                })
-                .collect();
-            for chunk in snapshots.chunks(Rows::per_statement(conn, SNAPSHOTS_PER_STATEMENT)) {
-                let mut rows = Rows::new(conn, &SNAPSHOT_TYPES);
-                for (write, state, last_seq) in chunk {
-                    rows.push([
-                        write.run_id.as_str().into(),
-                        (*last_seq).into(),
-                        state.as_str().into(),
-                    ]);
-                }
-                let sql = format!(
-                    "UPDATE dungeon_run_snapshots SET seq = v.column2, state = v.column3
-                     FROM {} AS v WHERE dungeon_run_snapshots.run_id = v.column1",
-                    rows.table(0)
-                );
-                rows.bind(sql::query(&sql)).execute(conn).await?;
-            }
-            let events: Vec<(&RunWrite, i64, usize)> = tried
-                .iter()
-                .filter_map(|&index| {
-                    let write = &*writes[index];
-                    let last_seq = *moved.get(&write.run_id)?;
-                    let first = last_seq - write.events.len() as i64 + 1;
-                    Some((0..write.events.len()).map(move |n| (write, first + n as i64, n)))
-                })
-                .flatten()
-                .collect();
-            for chunk in events.chunks(Rows::per_statement(conn, EVENTS_PER_STATEMENT)) {
-                let mut rows = Rows::new(conn, &EVENT_TYPES);
-                for (write, seq, n) in chunk {
-                    let event = &write.events[*n];
-                    rows.push([
-                        write.run_id.as_str().into(),
-                        (*seq).into(),
-                        event.kind.into(),
-                        event.turn_number.into(),
-                        event.payload.as_str().into(),
-                        write.now.into(),
-                        event.action.as_deref().into(),
-                    ]);
-                }
-                let sql = format!(
-                    "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at, action)
-                     {}",
-                    rows.insert(0)
-                );
-                rows.bind(sql::query(&sql)).execute(conn).await?;
-            }
+            let moved = if conn.is_postgres() {
+                apply_on_postgres(writes, &tried, conn).await?
+            } else {
+                apply_in_steps(writes, &tried, conn).await?
+            };
             Ok(writes
                 .iter()
                 .enumerate()
@@ -537,6 +458,187 @@ impl BatchWrite for RunWrite {
                 .collect())
         })
     }
+}
+
+/// The runs (`tried`, positions in `writes`, in the runs' order) moved, their snapshots taken
+/// and their events appended by one statement, which commits by itself when it runs alone
+/// ([`BatchWrite::ONE_STATEMENT_ON_POSTGRES`]): the runs' `UPDATE` returns each moved run's new
+/// last sequence number, and the snapshots' `UPDATE` and the events' `INSERT` read it from
+/// there, so no answer has to come back to this process between them. Each event carries how
+/// many of its run's events follow it in this write (`behind`): its sequence number is the
+/// run's new last one less that. The moved runs and their last sequence numbers.
+async fn apply_on_postgres(
+    writes: &[Arc<RunWrite>],
+    tried: &[usize],
+    conn: &mut Conn<'_>,
+) -> sqlx::Result<HashMap<String, i64>> {
+    let mut runs = Rows::new(conn, &RUN_TYPES);
+    let mut snapshots = Rows::new(conn, &NEW_SNAPSHOT_TYPES);
+    let mut events = Rows::new(conn, &EVENT_TYPES);
+    // Room for the texts as they come, and a fifth more for their escapes and the numbers.
+    let (mut state_bytes, mut event_bytes) = (0, 0);
+    for &index in tried {
+        let write = &*writes[index];
+        state_bytes += write.state.as_ref().map_or(0, |state| state.len() + 64);
+        event_bytes += write
+            .events
+            .iter()
+            .map(|event| event.payload.len() + event.action.as_ref().map_or(0, String::len) + 96)
+            .sum::<usize>();
+    }
+    runs.reserve(tried.len() * 128);
+    snapshots.reserve(state_bytes + state_bytes / 5);
+    events.reserve(event_bytes + event_bytes / 5);
+    for &index in tried {
+        let write = &*writes[index];
+        runs.push(run_row(write));
+        if let Some(state) = &write.state {
+            snapshots.push([write.run_id.as_str().into(), state.as_str().into()]);
+        }
+        let count = write.events.len();
+        for (n, event) in write.events.iter().enumerate() {
+            events.push([
+                write.run_id.as_str().into(),
+                ((count - 1 - n) as i64).into(),
+                event.kind.into(),
+                event.turn_number.into(),
+                event.payload.as_str().into(),
+                write.now.into(),
+                event.action.as_deref().into(),
+            ]);
+        }
+    }
+    let sql = format!(
+        "WITH moved AS ({moved}),
+              snapshots AS (
+                  UPDATE dungeon_run_snapshots SET seq = moved.last_seq, state = s.column2
+                  FROM {snapshot_rows} AS s JOIN moved ON moved.id = s.column1
+                  WHERE dungeon_run_snapshots.run_id = s.column1),
+              appended AS (
+                  INSERT INTO dungeon_run_events
+                      (run_id, seq, kind, turn_number, payload, created_at, action)
+                  SELECT e.column1, moved.last_seq - e.column2, e.column3, e.column4, e.column5,
+                         e.column6, e.column7
+                  FROM {event_rows} AS e JOIN moved ON moved.id = e.column1)
+         SELECT id, last_seq FROM moved",
+        moved = move_runs_sql(&runs.table(0)),
+        snapshot_rows = snapshots.table(1),
+        event_rows = events.table(2),
+    );
+    let query = events.bind(snapshots.bind(runs.bind(sql::query(&sql))));
+    let moved: Vec<(String, i64)> = query.fetch_all(conn).await?;
+    Ok(moved.into_iter().collect())
+}
+
+/// A run's row in the runs' `UPDATE` ([`RUN_TYPES`]).
+fn run_row(write: &RunWrite) -> [sql::Param<'_>; 10] {
+    [
+        write.run_id.as_str().into(),
+        write.version.into(),
+        write.status.into(),
+        write.score.into(),
+        write.deepest_floor.into(),
+        write.turn_number.into(),
+        (write.events.len() as i64).into(),
+        write.now.into(),
+        write.over.into(),
+        write.by_player.into(),
+    ]
+}
+
+/// The `UPDATE` that moves the runs of `rows` (a table of [`run_row`]s) under their version
+/// guards (and a player's turn only while the account is not suspended), returning each moved
+/// run's id and new last sequence number.
+fn move_runs_sql(rows: &str) -> String {
+    format!(
+        "UPDATE dungeon_runs SET version = version + 1,
+             status = v.column3, score = v.column4, deepest_floor = v.column5,
+             turn_number = v.column6, last_seq = last_seq + v.column7,
+             last_action_at = v.column8,
+             ended_at = CASE WHEN v.column9 = 1 THEN v.column8 ELSE ended_at END
+         FROM {rows} AS v
+         WHERE dungeon_runs.id = v.column1 AND dungeon_runs.version = v.column2
+           AND (v.column10 = 0 OR NOT EXISTS (SELECT 1 FROM accounts a
+                           WHERE a.id = dungeon_runs.account_id
+                             AND a.suspended_at IS NOT NULL))
+         RETURNING id, last_seq"
+    )
+}
+
+/// The runs (`tried`) moved, then their snapshots and events written, a few dozen rows a
+/// statement (SQLite, in place: a statement costs microseconds there). The moved runs and their
+/// last sequence numbers.
+async fn apply_in_steps(
+    writes: &[Arc<RunWrite>],
+    tried: &[usize],
+    conn: &mut Conn<'_>,
+) -> sqlx::Result<HashMap<String, i64>> {
+    let mut moved: HashMap<String, i64> = HashMap::new();
+    for chunk in tried.chunks(Rows::per_statement(conn, RUNS_PER_STATEMENT)) {
+        let mut runs = Rows::new(conn, &RUN_TYPES);
+        for &index in chunk {
+            runs.push(run_row(&writes[index]));
+        }
+        let sql = move_runs_sql(&runs.table(0));
+        let rows: Vec<(String, i64)> = runs.bind(sql::query(&sql)).fetch_all(conn).await?;
+        moved.extend(rows);
+    }
+    // The snapshots the batch takes, each as of its run's new last event.
+    let snapshots: Vec<(&RunWrite, &String, i64)> = tried
+        .iter()
+        .filter_map(|&index| {
+            let write = &*writes[index];
+            Some((write, write.state.as_ref()?, *moved.get(&write.run_id)?))
+        })
+        .collect();
+    for chunk in snapshots.chunks(Rows::per_statement(conn, SNAPSHOTS_PER_STATEMENT)) {
+        let mut rows = Rows::new(conn, &SNAPSHOT_TYPES);
+        for (write, state, last_seq) in chunk {
+            rows.push([
+                write.run_id.as_str().into(),
+                (*last_seq).into(),
+                state.as_str().into(),
+            ]);
+        }
+        let sql = format!(
+            "UPDATE dungeon_run_snapshots SET seq = v.column2, state = v.column3
+             FROM {} AS v WHERE dungeon_run_snapshots.run_id = v.column1",
+            rows.table(0)
+        );
+        rows.bind(sql::query(&sql)).execute(conn).await?;
+    }
+    let events: Vec<(&RunWrite, i64, usize)> = tried
+        .iter()
+        .filter_map(|&index| {
+            let write = &*writes[index];
+            let last_seq = *moved.get(&write.run_id)?;
+            let first = last_seq - write.events.len() as i64 + 1;
+            Some((0..write.events.len()).map(move |n| (write, first + n as i64, n)))
+        })
+        .flatten()
+        .collect();
+    for chunk in events.chunks(Rows::per_statement(conn, EVENTS_PER_STATEMENT)) {
+        let mut rows = Rows::new(conn, &EVENT_TYPES);
+        for (write, seq, n) in chunk {
+            let event = &write.events[*n];
+            rows.push([
+                write.run_id.as_str().into(),
+                (*seq).into(),
+                event.kind.into(),
+                event.turn_number.into(),
+                event.payload.as_str().into(),
+                write.now.into(),
+                event.action.as_deref().into(),
+            ]);
+        }
+        let sql = format!(
+            "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at, action)
+             {}",
+            rows.insert(0)
+        );
+        rows.bind(sql::query(&sql)).execute(conn).await?;
+    }
+    Ok(moved)
 }
 
 /// At most `max` events of the appended kind in the last `window_ms` (a rate per run).
@@ -668,6 +770,162 @@ mod tests {
         }
         assert!(RunStatus::try_from("paused".to_owned()).is_err());
         assert!(RunStatus::try_from("Active".to_owned()).is_err());
+    }
+
+    /// A batch of turns as the committer runs it (on PostgreSQL one statement outside a
+    /// transaction block, on SQLite in place in a transaction): each run moved once under its
+    /// version, a second write of a run in the batch and a stale version losing the race, a
+    /// player's turn on a suspended account refused while the game's own write on such a run
+    /// goes on, and each moved run's events numbered after its last one, its snapshot (when
+    /// the write takes one) at its new last.
+    #[tokio::test]
+    async fn a_batch_of_turns_moves_each_run_once_and_numbers_its_events() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sqlite = Store::connect(&crate::config::sqlite_url_in(dir.path()))
+            .await
+            .expect("open");
+        sqlite.migrate().await.expect("migrate");
+        let mut stores = vec![sqlite];
+        stores.extend(crate::db::postgres_test_store().await);
+        for store in stores {
+            a_batch_of_turns_on(&store).await;
+        }
+    }
+
+    async fn a_batch_of_turns_on(store: &Store) {
+        for (id, suspended) in [("acc_ok", None), ("acc_out", Some(1_i64))] {
+            sqlx::query(
+                "INSERT INTO accounts (id, email, terms_accepted_at, privacy_accepted_at,
+                                       created_at, updated_at, suspended_at)
+                 VALUES ($1, $2, 0, 0, 0, 0, $3)",
+            )
+            .bind(id)
+            .bind(format!("{id}@example.com"))
+            .bind(suspended)
+            .execute(store.write())
+            .await
+            .expect("account");
+        }
+        for (id, account, version, last_seq) in [
+            ("run_a", "acc_ok", 0_i64, 3_i64),
+            ("run_b", "acc_ok", 5, 7),
+            ("run_c", "acc_out", 0, 1),
+            ("run_d", "acc_out", 0, 2),
+        ] {
+            sqlx::query(
+                "INSERT INTO dungeon_runs (id, dungeon_id, account_id, wallet, class, quote_id,
+                     tx_signature, amount_raw, key_hash, key_sealed, status, score,
+                     deepest_floor, turn_number, version, last_seq, created_at, last_action_at)
+                 VALUES ($1, 'dgn', $2, 'w', 'fighter', $1, $1, 0, $1, 'k', 'active', 0, 1, 0,
+                         $3, $4, 0, 0)",
+            )
+            .bind(id)
+            .bind(account)
+            .bind(version)
+            .bind(last_seq)
+            .execute(store.write())
+            .await
+            .expect("run");
+            sqlx::query(
+                "INSERT INTO dungeon_run_snapshots (run_id, seq, state) VALUES ($1, 0, '{}')",
+            )
+            .bind(id)
+            .execute(store.write())
+            .await
+            .expect("snapshot");
+        }
+        // Text that JSON must escape, as a turn's event carries.
+        let payload = |n: usize| format!("{{\"n\":{n},\"text\":\"a \\\"quoted\\\" line\"}}");
+        let write =
+            |run_id: &str, version: i64, by_player: bool, events: usize, state: Option<&str>| {
+                Arc::new(RunWrite {
+                    run_id: run_id.to_owned(),
+                    version,
+                    by_player,
+                    state: state.map(str::to_owned),
+                    status: "active",
+                    score: 10,
+                    deepest_floor: 2,
+                    turn_number: 1,
+                    over: false,
+                    now: 1_000,
+                    events: (0..events)
+                        .map(|n| StoredTurnEvent {
+                            kind: "turn",
+                            turn_number: Some(1),
+                            payload: payload(n),
+                            action: Some(format!("act{n}")),
+                        })
+                        .collect(),
+                })
+            };
+        let writes = [
+            write("run_d", 0, false, 1, None),
+            write("run_a", 0, true, 2, Some("{\"floor\":2}")),
+            write("run_a", 0, true, 1, None),
+            write("run_b", 4, true, 1, None),
+            write("run_c", 0, true, 1, Some("{}")),
+        ];
+        let outcomes = if store.backend() == crate::db::Backend::Postgres {
+            let mut conn = store.write().acquire().await.expect("conn");
+            RunWrite::apply_all(&writes, &mut Conn::Any(&mut conn)).await
+        } else {
+            let mut tx = store.begin_in_place().await.expect("tx");
+            let outcomes = RunWrite::apply_all(&writes, &mut tx.conn().expect("conn")).await;
+            tx.commit().await.expect("commit");
+            outcomes
+        };
+        let outcomes: Vec<Option<i64>> = outcomes
+            .expect("batch")
+            .into_iter()
+            .map(|outcome| outcome.expect("write"))
+            .collect();
+        assert_eq!(outcomes, [Some(3), Some(5), None, None, None]);
+        let runs: Vec<(String, i64, i64)> =
+            sqlx::query_as("SELECT id, version, last_seq FROM dungeon_runs ORDER BY id")
+                .fetch_all(store.read())
+                .await
+                .expect("runs");
+        let expected = [
+            ("run_a", 1, 5),
+            ("run_b", 5, 7),
+            ("run_c", 0, 1),
+            ("run_d", 1, 3),
+        ];
+        let expected: Vec<(String, i64, i64)> = expected
+            .into_iter()
+            .map(|(id, version, seq)| (id.to_owned(), version, seq))
+            .collect();
+        assert_eq!(runs, expected);
+        let events: Vec<(String, i64, String, Option<String>)> = sqlx::query_as(
+            "SELECT run_id, seq, payload, action FROM dungeon_run_events ORDER BY run_id, seq",
+        )
+        .fetch_all(store.read())
+        .await
+        .expect("events");
+        assert_eq!(
+            events,
+            [
+                ("run_a".to_owned(), 4, payload(0), Some("act0".to_owned())),
+                ("run_a".to_owned(), 5, payload(1), Some("act1".to_owned())),
+                ("run_d".to_owned(), 3, payload(0), Some("act0".to_owned())),
+            ]
+        );
+        let snapshots: Vec<(String, i64, String)> =
+            sqlx::query_as("SELECT run_id, seq, state FROM dungeon_run_snapshots ORDER BY run_id")
+                .fetch_all(store.read())
+                .await
+                .expect("snapshots");
+        let snapshot = |id: &str, seq: i64, state: &str| (id.to_owned(), seq, state.to_owned());
+        assert_eq!(
+            snapshots,
+            [
+                snapshot("run_a", 5, "{\"floor\":2}"),
+                snapshot("run_b", 0, "{}"),
+                snapshot("run_c", 0, "{}"),
+                snapshot("run_d", 0, "{}"),
+            ]
+        );
     }
 
     /// The broadcast window is counted on the partial index of broadcasts, not by walking the

@@ -405,7 +405,8 @@ const SNAPSHOT_TYPES: [&str; 3] = ["text", "int8", "text"];
 const NEW_SNAPSHOT_TYPES: [&str; 2] = ["text", "text"];
 /// Snapshots per statement on SQLite ([`Rows`]).
 const SNAPSHOTS_PER_STATEMENT: usize = crate::db::rows_per_statement(SNAPSHOT_TYPES.len());
-/// An event's columns: run, sequence number, kind, turn number, payload, time, action.
+/// An event's columns: run, sequence number (in the one statement on PostgreSQL: how many of its
+/// write's events follow it), kind, turn number, payload, time, action.
 const EVENT_TYPES: [&str; 7] = ["text", "int8", "text", "int8", "text", "int8", "text"];
 /// Events per statement on SQLite ([`Rows`]).
 const EVENTS_PER_STATEMENT: usize = crate::db::rows_per_statement(EVENT_TYPES.len());
@@ -496,16 +497,8 @@ async fn apply_on_postgres(
             snapshots.push([write.run_id.as_str().into(), state.as_str().into()]);
         }
         let count = write.events.len();
-        for (n, event) in write.events.iter().enumerate() {
-            events.push([
-                write.run_id.as_str().into(),
-                ((count - 1 - n) as i64).into(),
-                event.kind.into(),
-                event.turn_number.into(),
-                event.payload.as_str().into(),
-                write.now.into(),
-                event.action.as_deref().into(),
-            ]);
+        for n in 0..count {
+            events.push(event_row(write, n, (count - 1 - n) as i64));
         }
     }
     let sql = format!(
@@ -543,6 +536,21 @@ fn run_row(write: &RunWrite) -> [sql::Param<'_>; 10] {
         write.now.into(),
         write.over.into(),
         write.by_player.into(),
+    ]
+}
+
+/// The `n`th event of `write` as a row ([`EVENT_TYPES`]), its second column `place`: its sequence
+/// number, or (in the one statement on PostgreSQL) how many of the write's events follow it.
+fn event_row(write: &RunWrite, n: usize, place: i64) -> [sql::Param<'_>; 7] {
+    let event = &write.events[n];
+    [
+        write.run_id.as_str().into(),
+        place.into(),
+        event.kind.into(),
+        event.turn_number.into(),
+        event.payload.as_str().into(),
+        write.now.into(),
+        event.action.as_deref().into(),
     ]
 }
 
@@ -620,16 +628,7 @@ async fn apply_in_steps(
     for chunk in events.chunks(Rows::per_statement(conn, EVENTS_PER_STATEMENT)) {
         let mut rows = Rows::new(conn, &EVENT_TYPES);
         for (write, seq, n) in chunk {
-            let event = &write.events[*n];
-            rows.push([
-                write.run_id.as_str().into(),
-                (*seq).into(),
-                event.kind.into(),
-                event.turn_number.into(),
-                event.payload.as_str().into(),
-                write.now.into(),
-                event.action.as_deref().into(),
-            ]);
+            rows.push(event_row(write, *n, *seq));
         }
         let sql = format!(
             "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at, action)

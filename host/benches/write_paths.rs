@@ -12,8 +12,9 @@
 //!
 //! `cargo bench --bench write_paths` (SQLite); with `TEST_DATABASE_URL=postgres://…` on
 //! PostgreSQL. Needs `wrk`. `BENCH_SECONDS` (10), `BENCH_CONCURRENCY` (256), `BENCH_ROUNDS` (3)
-//! and `BENCH_RUNS` (512) tune it; `BENCH_ONLY=turn` (or `registration`) loads one path alone;
-//! `BENCH_VERBOSE=1` prints each wrk report whole (its latency distribution). Then each path is
+//! and `BENCH_RUNS` (512) tune it; `BENCH_ONLY=turn` (or `registration`, or several with
+//! commas: `floor,turn`) loads those paths alone; `BENCH_VERBOSE=1` prints each wrk report whole
+//! (its latency distribution). Then each path is
 //! loaded again below saturation: the same clients paced to ask together for
 //! `BENCH_PACED_SHARE` (0.22; 0 skips it) of the floor's rate, for the tail at that load
 //! (`support::wrk::paced_against_the_floor`).
@@ -216,7 +217,7 @@ end
         Ok(only) => {
             let chosen: Vec<_> = loads
                 .into_iter()
-                .filter(|(name, _)| name.contains(only.as_str()))
+                .filter(|(name, _)| only.split(',').any(|one| name.contains(one)))
                 .collect();
             println!("  (only {only}; pid {})", std::process::id());
             wrk::against_the_floor(&chosen, concurrency, seconds, rounds);

@@ -10,11 +10,12 @@
 //!
 //! Batches form by themselves: while one batch flushes, the next requests queue, so the batch
 //! grows with the load and a lone request is committed at once, never held back by a timer.
-//! Under load, before a batch takes the last free lane, the committer yields to the runtime a
-//! few times ([`GATHER_YIELDS`]), which lets the request tasks that are already running reach
-//! the queue. With a lane to spare it starts at once: a yield waits for every ready task, and
-//! waiting there while a lane stood free made requests move in one convoy (docs/architecture.md,
-//! "Group commit").
+//! Under load the committer yields to the runtime a few times before a batch
+//! ([`GATHER_YIELDS`]), which lets the request tasks that are already running reach the queue.
+//! A batch of writes that touch rows of their own ([`BatchWrite::SPREAD_OVER_LANES`]) starts at
+//! once while another lane is free: a yield waits for every ready task, and waiting there while
+//! a lane stood free made dungeon turns move in one convoy (docs/architecture.md, "Group
+//! commit").
 //!
 //! An item that fails rolls back to its savepoint and the rest of its batch commits. Because a
 //! failure inside a batch might come from the batch itself (two nodes' batches locking rows in
@@ -193,6 +194,13 @@ pub(crate) trait BatchWrite: Send + Sync + Sized + 'static {
     /// write whose outcome is an error has written nothing, as [`BatchWrite::apply_all`] asks.
     const ONE_STATEMENT_ON_POSTGRES: bool = false;
 
+    /// True when the writes of this kind touch rows of their own (each dungeon turn its run's):
+    /// batches of them in flight at once do not wait on each other, so a batch that starts
+    /// with one of them starts at once while a lane is free. Writes that meet on one row (every
+    /// registration locks its tournament's) keep gathering: lanes would only queue on the row
+    /// with smaller batches.
+    const SPREAD_OVER_LANES: bool = false;
+
     /// Apply `writes` (a batch's writes of this kind, at least one) on `conn`: one outcome per
     /// write, in order. A write whose outcome is an error must have written nothing; an `Err`
     /// of the whole call fails the batch (its writes then run again one by one).
@@ -217,6 +225,10 @@ trait Item: Send {
     }
     /// [`BatchWrite::ONE_STATEMENT_ON_POSTGRES`] of the item's kind.
     fn one_statement_on_postgres(&self) -> bool {
+        false
+    }
+    /// [`BatchWrite::SPREAD_OVER_LANES`] of the item's kind.
+    fn spreads_over_lanes(&self) -> bool {
         false
     }
     fn as_any(&mut self) -> &mut dyn Any;
@@ -323,6 +335,10 @@ impl<W: BatchWrite> Item for Batched<W> {
         W::ONE_STATEMENT_ON_POSTGRES
     }
 
+    fn spreads_over_lanes(&self) -> bool {
+        W::SPREAD_OVER_LANES
+    }
+
     fn as_any(&mut self) -> &mut dyn Any {
         self
     }
@@ -384,10 +400,12 @@ async fn commit_batches(
         let Ok(lane) = free_lanes.clone().acquire_owned().await else {
             return;
         };
+        // With a lane to spare, a batch of writes that spread over lanes starts at once: while
+        // it is in flight, what queues meanwhile goes to the next lane. Other batches, and the
+        // last free lane, wait for company.
+        let at_once = first.spreads_over_lanes() && free_lanes.available_permits() > 0;
         batch.push(first);
-        // With a lane to spare, a batch starts at once: while it is in flight, what queues
-        // meanwhile goes to the next lane. Only the last free lane waits for company.
-        if last_batch > 1 && free_lanes.available_permits() == 0 {
+        if last_batch > 1 && !at_once {
             for _ in 0..GATHER_YIELDS {
                 tokio::task::yield_now().await;
             }

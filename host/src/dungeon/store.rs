@@ -417,6 +417,7 @@ impl BatchWrite for RunWrite {
     type Error = DungeonError;
 
     const ONE_STATEMENT_ON_POSTGRES: bool = true;
+    const SPREAD_OVER_LANES: bool = true;
 
     /// Every run of the batch moved under its version guard, then the snapshots the batch
     /// takes and every event of the runs that moved: on SQLite an `UPDATE … FROM (VALUES …)`

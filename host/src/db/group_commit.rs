@@ -505,8 +505,7 @@ async fn commit(writer: &Writer, batch: &mut Vec<Box<dyn Item>>) {
 /// (and left nothing behind).
 async fn together(writer: &Writer, batch: &mut [Box<dyn Item>]) -> Result<Vec<usize>, sqlx::Error> {
     if let Some(apply) = one_statement(writer, batch) {
-        let mut conn = writer.pool.acquire().await?;
-        return apply(batch, &mut Conn::Any(&mut conn)).await;
+        return run_statement(writer, apply, batch).await;
     }
     // Writes of one kind side by side (the order between callers' writes is free: they are
     // concurrent, and all of them commit at once).
@@ -549,14 +548,21 @@ fn one_statement(writer: &Writer, batch: &[Box<dyn Item>]) -> Option<ApplyGroup>
     (writer.postgres && first.one_statement_on_postgres() && alike).then_some(apply)
 }
 
+/// Apply `batch` by `apply` on a pooled connection outside a transaction block: one statement
+/// that commits by itself ([`one_statement`]).
+async fn run_statement(
+    writer: &Writer,
+    apply: ApplyGroup,
+    batch: &mut [Box<dyn Item>],
+) -> Result<Vec<usize>, sqlx::Error> {
+    let mut conn = writer.pool.acquire().await?;
+    apply(batch, &mut Conn::Any(&mut conn)).await
+}
+
 /// Run `item` in a transaction of its own and answer it.
 async fn alone(writer: &Writer, mut item: Box<dyn Item>) {
     if let Some(apply) = one_statement(writer, std::slice::from_ref(&item)) {
-        let attempt = async {
-            let mut conn = writer.pool.acquire().await?;
-            apply(std::slice::from_mut(&mut item), &mut Conn::Any(&mut conn)).await
-        };
-        match attempt.await {
+        match run_statement(writer, apply, std::slice::from_mut(&mut item)).await {
             Ok(_) => item.settle(),
             Err(error) => item.fail(error),
         }

@@ -150,6 +150,29 @@ pub(crate) async fn equity(
         .collect())
 }
 
+/// The hour an equity mark made at `at_ms` belongs to (its `hour_bucket`).
+pub(crate) fn hour_of(at_ms: i64) -> i64 {
+    at_ms.div_euclid(3_600_000)
+}
+
+/// The hour whose equity mark an agent's last tick made, if it surely made one: a tick of this
+/// run (after `started_at`) that did not fault (`consecutive_faults` 0 since) marked its hour,
+/// so another tick in that hour has nothing to mark. `None` says nothing either way: a tick
+/// before a stop may have faulted before the stop cleared its count, one in the start's own
+/// millisecond cannot be told from one before it.
+pub(crate) fn surely_marked_hour(
+    last_tick_at: Option<i64>,
+    started_at: Option<i64>,
+    consecutive_faults: i64,
+) -> Option<i64> {
+    match (last_tick_at, started_at) {
+        (Some(last), Some(started)) if last > started && consecutive_faults == 0 => {
+            Some(hour_of(last))
+        }
+        _ => None,
+    }
+}
+
 /// Mark the agent's equity for the hour of `now_ms`: the first mark of each hour is kept, so
 /// the chart shows one point an hour whichever ticks ran.
 pub(crate) async fn mark_equity(
@@ -183,10 +206,48 @@ pub(crate) async fn mark_equities(
              ON CONFLICT (agent_id, hour_bucket) DO NOTHING",
             rows.table(2)
         );
-        let query = crucible_sql::query(&sql)
-            .bind(now_ms / 3_600_000)
-            .bind(now_ms);
+        let query = crucible_sql::query(&sql).bind(hour_of(now_ms)).bind(now_ms);
         rows.bind(query).execute(conn).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: i64 = 3_600_000;
+
+    #[test]
+    fn a_tick_of_this_run_that_did_not_fault_marked_its_hour() {
+        assert_eq!(
+            surely_marked_hour(Some(5 * HOUR + 10), Some(5 * HOUR), 0),
+            Some(5)
+        );
+    }
+
+    #[test]
+    fn nothing_is_known_of_a_faulted_tick_one_before_the_start_or_none() {
+        // The last tick faulted (it may have had no price to mark at).
+        assert_eq!(
+            surely_marked_hour(Some(5 * HOUR + 10), Some(5 * HOUR), 1),
+            None
+        );
+        // Ticked before the agent was stopped and started again: the start cleared the count.
+        assert_eq!(
+            surely_marked_hour(Some(5 * HOUR), Some(5 * HOUR + 10), 0),
+            None
+        );
+        // In the start's own millisecond: before or after it, it cannot say.
+        assert_eq!(surely_marked_hour(Some(5 * HOUR), Some(5 * HOUR), 0), None);
+        assert_eq!(surely_marked_hour(None, Some(5 * HOUR), 0), None);
+    }
+
+    #[test]
+    fn hours_count_from_the_epoch_and_before_it() {
+        assert_eq!(hour_of(0), 0);
+        assert_eq!(hour_of(HOUR - 1), 0);
+        assert_eq!(hour_of(HOUR), 1);
+        assert_eq!(hour_of(-1), -1);
+    }
 }

@@ -22,6 +22,9 @@ pub(crate) struct DueAgent {
     pub ledger: String,
     pub state: Vec<u8>,
     pub consecutive_faults: i64,
+    /// The hour its last tick marked the agent's equity for, when it surely did
+    /// (`history::surely_marked_hour`): a tick in the same hour writes no mark.
+    pub marked_hour: Option<i64>,
     pub clock_origin_wall: i64,
     pub clock_origin_market: i64,
     pub next_tick_at: i64,
@@ -474,6 +477,7 @@ mod tests {
             ledger: String::new(),
             state: Vec::new(),
             consecutive_faults: 0,
+            marked_hour: None,
             clock_origin_wall: 1_000,
             clock_origin_market: 5_000,
             next_tick_at: 0,

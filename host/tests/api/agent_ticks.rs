@@ -263,6 +263,52 @@ async fn missed_ticks_run_once_and_a_restart_loses_nothing() {
     assert_eq!(agent(&app, &key, &agent_id).await["ticks"], 7);
 }
 
+/// An agent on 5m keeps one equity mark an hour, its first tick's, across a stop and a start
+/// in the middle of an hour: the ticks that find their hour marked write none, and a tick after
+/// a start marks its hour if no tick of the run has yet.
+#[tokio::test]
+async fn equity_is_marked_once_an_hour_by_its_first_tick() {
+    let app = TestApp::spawn().await;
+    let (key, agent_id) = started_agent(&app, "op@example.com", "fighter", "5m").await;
+    let hour = |at: i64| at.div_euclid(3_600_000);
+    let mut first_of_hour = std::collections::BTreeMap::new();
+    for n in 0..30 {
+        if n == 14 {
+            let path = format!("/api/v1/public/agents/{agent_id}/stop");
+            let stopped = app.post(&path, Auth::XApiKey(&key), json!(null)).await;
+            assert_eq!(stopped.status, 200, "{}", stopped.body);
+            // Marks are kept from before the stop: delete this hour's, so only a tick of the
+            // new run can make it again.
+            let now = app.state.clock.now().timestamp_millis();
+            sqlx::query("DELETE FROM agent_equity WHERE agent_id = $1 AND hour_bucket = $2")
+                .bind(&agent_id)
+                .bind(hour(now))
+                .execute(app.state.store.write())
+                .await
+                .expect("forget the hour");
+            first_of_hour.remove(&hour(now));
+            let path = format!("/api/v1/public/agents/{agent_id}/start");
+            let started = app.post(&path, Auth::XApiKey(&key), json!(null)).await;
+            assert_eq!(started.body["data"]["status"], "active", "{}", started.body);
+            app.advance(Duration::milliseconds(1));
+        }
+        let at = app.state.clock.now().timestamp_millis();
+        assert_eq!(app.run_scheduler().await.agent_ticks.ticked, 1);
+        first_of_hour.entry(hour(at)).or_insert(at);
+        app.advance(Duration::minutes(5));
+    }
+    let marks: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT hour_bucket, at FROM agent_equity WHERE agent_id = $1 ORDER BY hour_bucket",
+    )
+    .bind(&agent_id)
+    .fetch_all(app.state.store.read())
+    .await
+    .expect("marks");
+    let expected: Vec<(i64, i64)> = first_of_hour.into_iter().collect();
+    assert!(expected.len() >= 3, "{expected:?}");
+    assert_eq!(marks, expected);
+}
+
 #[tokio::test]
 async fn the_time_scale_speeds_up_intervals() {
     let app = TestApp::spawn_with(|config| config.time_scale = 300).await;

@@ -125,10 +125,15 @@ async fn writes(state: &AppState) -> i64 {
 async fn bytes_written(state: &AppState) -> u64 {
     match state.store.backend() {
         Backend::Postgres => {
-            let (bytes,): (String,) = sqlx::query_as("SELECT wal_bytes::text FROM pg_stat_wal")
-                .fetch_one(state.store.read())
-                .await
-                .expect("pg_stat_wal");
+            // The WAL's insert position, not `pg_stat_wal`: backends report to that view only
+            // now and then, so a round's figure took in some of the last round's WAL or missed
+            // some of its own.
+            let (bytes,): (String,) = sqlx::query_as(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint::text",
+            )
+            .fetch_one(state.store.read())
+            .await
+            .expect("WAL position");
             bytes.parse().expect("wal bytes")
         }
         Backend::Sqlite => {

@@ -41,6 +41,13 @@ pub(crate) struct DueAgent {
 }
 
 impl DueAgent {
+    /// Whether a tick stored at `now_ms` marks the agent's equity: one mark an hour, the first
+    /// tick's, so not when its last tick surely marked this hour already (eleven ticks of
+    /// twelve on 5m).
+    pub(crate) fn marks_equity_at(&self, now_ms: i64) -> bool {
+        self.marked_hour != Some(super::history::hour_of(now_ms))
+    }
+
     /// Its token budget as claimed.
     pub(crate) fn token_budget(&self) -> super::thinking::TokenBudget<'_> {
         super::thinking::TokenBudget {

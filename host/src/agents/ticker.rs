@@ -814,10 +814,8 @@ async fn store(
                 at: now,
             });
         }
-        // One mark an hour, the first tick's: most ticks (eleven of twelve on 5m) find
-        // theirs made and need no statement's share.
         if let Some(equity) = result.equity
-            && agent.marked_hour != Some(super::history::hour_of(now_ms))
+            && agent.marks_equity_at(now_ms)
         {
             marks.push((&agent.id, equity));
         }

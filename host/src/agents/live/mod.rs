@@ -659,7 +659,9 @@ async fn store(
         .await
         .map_err(|e| LiveError::Internal(format!("{e:#}")))?;
     }
-    super::history::mark_equity(&mut tx, &agent.id, now_ms, equity).await?;
+    if agent.marks_equity_at(now_ms) {
+        super::history::mark_equity(&mut tx, &agent.id, now_ms, equity).await?;
+    }
     tx.commit().await?;
     Ok(())
 }

@@ -218,20 +218,40 @@ trait Item: Send {
     fn settle(self: Box<Self>);
     /// Answer the caller with `error` (its transaction could not commit).
     fn fail(self: Box<Self>, error: sqlx::Error);
-    /// The kind of a [`BatchWrite`] and how to apply a group of them: writes of one kind are
-    /// applied together.
-    fn kind(&self) -> Option<(TypeId, ApplyGroup)> {
+    /// The item's [`BatchWrite`] kind; `None` for a closure ([`Work`]), which runs behind a
+    /// savepoint of its own.
+    fn kind(&self) -> Option<Kind> {
         None
     }
-    /// [`BatchWrite::ONE_STATEMENT_ON_POSTGRES`] of the item's kind.
-    fn one_statement_on_postgres(&self) -> bool {
-        false
-    }
-    /// [`BatchWrite::SPREAD_OVER_LANES`] of the item's kind.
-    fn spreads_over_lanes(&self) -> bool {
-        false
-    }
     fn as_any(&mut self) -> &mut dyn Any;
+}
+
+/// A kind of [`BatchWrite`] as the committer sees it: which kind (writes of one kind are applied
+/// together), how to apply a group of them, and the kind's constants.
+#[derive(Clone, Copy)]
+struct Kind {
+    id: TypeId,
+    apply: ApplyGroup,
+    /// [`BatchWrite::ONE_STATEMENT_ON_POSTGRES`].
+    one_statement_on_postgres: bool,
+    /// [`BatchWrite::SPREAD_OVER_LANES`].
+    spreads_over_lanes: bool,
+}
+
+impl Kind {
+    fn of<W: BatchWrite>() -> Self {
+        Kind {
+            id: TypeId::of::<W>(),
+            apply: apply_group::<W>,
+            one_statement_on_postgres: W::ONE_STATEMENT_ON_POSTGRES,
+            spreads_over_lanes: W::SPREAD_OVER_LANES,
+        }
+    }
+}
+
+/// The [`Kind`] id of `item`, `None` for a closure.
+fn kind_id(item: &dyn Item) -> Option<TypeId> {
+    item.kind().map(|kind| kind.id)
 }
 
 /// Applies a group of items of one kind together; the positions of those that failed (and
@@ -327,16 +347,8 @@ impl<W: BatchWrite> Item for Batched<W> {
         self.answer.fail(error);
     }
 
-    fn kind(&self) -> Option<(TypeId, ApplyGroup)> {
-        Some((TypeId::of::<W>(), apply_group::<W>))
-    }
-
-    fn one_statement_on_postgres(&self) -> bool {
-        W::ONE_STATEMENT_ON_POSTGRES
-    }
-
-    fn spreads_over_lanes(&self) -> bool {
-        W::SPREAD_OVER_LANES
+    fn kind(&self) -> Option<Kind> {
+        Some(Kind::of::<W>())
     }
 
     fn as_any(&mut self) -> &mut dyn Any {
@@ -403,7 +415,8 @@ async fn commit_batches(
         // With a lane to spare, a batch of writes that spread over lanes starts at once: while
         // it is in flight, what queues meanwhile goes to the next lane. Other batches, and the
         // last free lane, wait for company.
-        let at_once = first.spreads_over_lanes() && free_lanes.available_permits() > 0;
+        let at_once = first.kind().is_some_and(|kind| kind.spreads_over_lanes)
+            && free_lanes.available_permits() > 0;
         batch.push(first);
         if last_batch > 1 && !at_once {
             for _ in 0..GATHER_YIELDS {
@@ -509,17 +522,17 @@ async fn together(writer: &Writer, batch: &mut [Box<dyn Item>]) -> Result<Vec<us
     }
     // Writes of one kind side by side (the order between callers' writes is free: they are
     // concurrent, and all of them commit at once).
-    batch.sort_by_key(|item| item.kind().map(|(kind, _)| kind));
+    batch.sort_by_key(|item| kind_id(item.as_ref()));
     let mut tx = writer.begin().await?;
     let mut failed = Vec::new();
     let mut start = 0;
     while start < batch.len() {
-        if let Some((kind, apply)) = batch[start].kind() {
+        if let Some(kind) = batch[start].kind() {
             let len = batch[start..]
                 .iter()
-                .take_while(|item| item.kind().is_some_and(|(other, _)| other == kind))
+                .take_while(|item| kind_id(item.as_ref()) == Some(kind.id))
                 .count();
-            let positions = apply(&mut batch[start..start + len], &mut tx.conn()?).await?;
+            let positions = (kind.apply)(&mut batch[start..start + len], &mut tx.conn()?).await?;
             failed.extend(positions.into_iter().map(|position| start + position));
             start += len;
             continue;
@@ -541,11 +554,11 @@ async fn together(writer: &Writer, batch: &mut [Box<dyn Item>]) -> Result<Vec<us
 /// ([`BatchWrite::ONE_STATEMENT_ON_POSTGRES`]).
 fn one_statement(writer: &Writer, batch: &[Box<dyn Item>]) -> Option<ApplyGroup> {
     let first = batch.first()?;
-    let (kind, apply) = first.kind()?;
+    let kind = first.kind()?;
     let alike = batch
         .iter()
-        .all(|item| item.kind().is_some_and(|(other, _)| other == kind));
-    (writer.postgres && first.one_statement_on_postgres() && alike).then_some(apply)
+        .all(|item| kind_id(item.as_ref()) == Some(kind.id));
+    (writer.postgres && kind.one_statement_on_postgres && alike).then_some(kind.apply)
 }
 
 /// Apply `batch` by `apply` on a pooled connection outside a transaction block: one statement

@@ -28,7 +28,7 @@ mod transaction;
 
 pub use file::{Lent, SqliteFile, WAL_AUTOCHECKPOINT_PAGES};
 pub use query::{Column, Conn, FromRow, Param, Query, query};
-pub use rows::{Rows, value_rows};
+pub use rows::{LONG_TEXT, Rows, value_rows};
 pub use transaction::{Reader, Transaction};
 
 /// What [`from_row!`] names, so its callers need not depend on sqlx and rusqlite themselves.

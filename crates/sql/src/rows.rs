@@ -10,6 +10,12 @@
 //! `jsonb_array_elements`: one statement a batch, and one statement text whatever its size, so
 //! the connection's prepared statement serves every batch.
 //!
+//! Long texts (a dungeon turn's kilobyte of JSON) do not go inside that JSON: escaped there,
+//! they were most of what the server escaped and PostgreSQL parsed back per batch. A column
+//! declared [`LONG_TEXT`] travels as a second parameter instead, every value of it end to end as
+//! raw bytes (`bytea`, sent as is), and the JSON holds where each value starts and how long it
+//! is.
+//!
 //! Either way the rows read as a table whose columns are `column1`, `column2`, … (what SQLite
 //! and PostgreSQL name a `VALUES` list's columns), so a statement's text differs only where the
 //! rows come in: [`Rows::table`] for `FROM … AS v` and `IN (SELECT column1 FROM …)`,
@@ -19,10 +25,14 @@ use std::fmt::Write as _;
 
 use crate::query::{Conn, Param, Query};
 
+/// The type of a column of long texts: `text` to PostgreSQL, carried beside the rows' JSON
+/// rather than inside it (see the module's documentation). Its values are texts or nulls.
+pub const LONG_TEXT: &str = "long text";
+
 /// The rows of one multi-row statement, gathered for the connection it will run on.
 #[derive(Debug)]
 pub struct Rows<'q> {
-    /// The PostgreSQL type of each column (`text`, `int8`, `float8`).
+    /// The PostgreSQL type of each column (`text`, `int8`, `float8`, [`LONG_TEXT`]).
     types: &'static [&'static str],
     form: Form<'q>,
     rows: usize,
@@ -32,15 +42,19 @@ pub struct Rows<'q> {
 enum Form<'q> {
     /// Numbered parameters, row after row.
     Values(Vec<Param<'q>>),
-    /// One JSON text: `[[…], […]]`, still open at its end.
-    Json(String),
+    /// One JSON text, `[[…], […]]` still open at its end, and the [`LONG_TEXT`] columns' values
+    /// end to end.
+    Json { json: String, long: Vec<u8> },
 }
 
 impl<'q> Rows<'q> {
     /// No rows yet, for a statement on `conn` whose columns have the PostgreSQL `types`.
     pub fn new(conn: &Conn<'_>, types: &'static [&'static str]) -> Self {
         let form = if conn.is_postgres() {
-            Form::Json(String::from("["))
+            Form::Json {
+                json: String::from("["),
+                long: Vec::new(),
+            }
         } else {
             Form::Values(Vec::new())
         };
@@ -66,13 +80,26 @@ impl<'q> Rows<'q> {
         debug_assert_eq!(N, self.types.len(), "a row has a value per column");
         match &mut self.form {
             Form::Values(params) => params.extend(row),
-            Form::Json(json) => {
+            Form::Json { json, long } => {
                 json.push_str(if self.rows == 0 { "[" } else { ",[" });
                 for (n, value) in row.iter().enumerate() {
                     if n > 0 {
                         json.push(',');
                     }
-                    write_json(json, value);
+                    match value {
+                        Param::Text(text) if self.types[n] == LONG_TEXT => {
+                            // Where it starts (`substring` counts from 1) and its length.
+                            let _ = write!(json, "[{},{}]", long.len() + 1, text.len());
+                            long.extend_from_slice(text.as_bytes());
+                        }
+                        value => {
+                            debug_assert!(
+                                self.types[n] != LONG_TEXT || is_null(value),
+                                "a long-text column holds texts"
+                            );
+                            write_json(json, value);
+                        }
+                    }
                 }
                 json.push(']');
             }
@@ -80,13 +107,27 @@ impl<'q> Rows<'q> {
         self.rows += 1;
     }
 
-    /// Make room for about `bytes` more of values, where the rows are one text (PostgreSQL):
-    /// a batch that knows its rows' sizes spares the text its growing copies (a batch of
-    /// dungeon turns is a few hundred kilobytes of events).
-    pub fn reserve(&mut self, bytes: usize) {
-        if let Form::Json(json) = &mut self.form {
+    /// Make room for about `bytes` more of values and `long_bytes` more of [`LONG_TEXT`]
+    /// values, where the rows are one text (PostgreSQL): a batch that knows its rows' sizes
+    /// spares them their growing copies (a batch of dungeon turns is a few hundred kilobytes
+    /// of events).
+    pub fn reserve(&mut self, bytes: usize, long_bytes: usize) {
+        if let Form::Json { json, long } = &mut self.form {
             json.reserve(bytes);
+            long.reserve(long_bytes);
         }
+    }
+
+    /// How many parameters the rows take: to number a statement's next ones after them.
+    pub fn params(&self) -> usize {
+        match &self.form {
+            Form::Values(params) => params.len(),
+            Form::Json { .. } => 1 + usize::from(self.has_long_texts()),
+        }
+    }
+
+    fn has_long_texts(&self) -> bool {
+        self.types.contains(&LONG_TEXT)
     }
 
     /// How many rows were added.
@@ -104,13 +145,23 @@ impl<'q> Rows<'q> {
     pub fn table(&self, skip: usize) -> String {
         match &self.form {
             Form::Values(_) => format!("(VALUES {})", self.placeholders(skip)),
-            Form::Json(_) => {
+            Form::Json { .. } => {
                 let mut sql = String::from("(SELECT ");
                 for (n, column_type) in self.types.iter().enumerate() {
                     if n > 0 {
                         sql.push_str(", ");
                     }
-                    let _ = write!(sql, "(e->>{n})::{column_type} AS column{}", n + 1);
+                    if *column_type == LONG_TEXT {
+                        let _ = write!(
+                            sql,
+                            "convert_from(substring(${}::bytea FROM (e->{n}->>0)::int4 \
+                             FOR (e->{n}->>1)::int4), 'UTF8') AS column{}",
+                            skip + 2,
+                            n + 1
+                        );
+                    } else {
+                        let _ = write!(sql, "(e->>{n})::{column_type} AS column{}", n + 1);
+                    }
                 }
                 let _ = write!(
                     sql,
@@ -126,7 +177,7 @@ impl<'q> Rows<'q> {
     pub fn insert(&self, skip: usize) -> String {
         match &self.form {
             Form::Values(_) => format!("VALUES {}", self.placeholders(skip)),
-            Form::Json(_) => format!("SELECT * FROM {} AS v", self.table(skip)),
+            Form::Json { .. } => format!("SELECT * FROM {} AS v", self.table(skip)),
         }
     }
 
@@ -139,9 +190,14 @@ impl<'q> Rows<'q> {
                 }
                 query
             }
-            Form::Json(mut json) => {
+            Form::Json { mut json, long } => {
                 json.push(']');
-                query.bind(json)
+                let query = query.bind(json);
+                if self.types.contains(&LONG_TEXT) {
+                    query.bind(Param::Blob(long.into()))
+                } else {
+                    query
+                }
             }
         }
     }
@@ -167,6 +223,10 @@ pub fn value_rows(rows: usize, per_row: usize, skip: usize) -> String {
         sql.push(')');
     }
     sql
+}
+
+fn is_null(value: &Param<'_>) -> bool {
+    matches!(value, Param::NullInt | Param::NullReal | Param::NullText)
 }
 
 /// `value` as JSON, read back by `->>` as the text PostgreSQL parses into its column's type.
@@ -284,7 +344,10 @@ mod tests {
     fn json_rows_are_one_parameter_read_as_a_typed_table() {
         let mut rows = Rows {
             types: &["text", "int8"],
-            form: Form::Json(String::from("[")),
+            form: Form::Json {
+                json: String::from("["),
+                long: Vec::new(),
+            },
             rows: 0,
         };
         rows.push(["a".into(), 1.into()]);
@@ -294,9 +357,38 @@ mod tests {
             "(SELECT (e->>0)::text AS column1, (e->>1)::int8 AS column2 \
              FROM jsonb_array_elements($3::text::jsonb) AS e)"
         );
-        let Form::Json(json) = &rows.form else {
+        assert_eq!(rows.params(), 1);
+        let Form::Json { json, .. } = &rows.form else {
             unreachable!()
         };
         assert_eq!(json, r#"[["a",1],[null,2]"#);
+    }
+
+    #[test]
+    fn long_texts_travel_beside_the_json_as_bytes_sliced_back_out() {
+        let mut rows = Rows {
+            types: &["text", LONG_TEXT],
+            form: Form::Json {
+                json: String::from("["),
+                long: Vec::new(),
+            },
+            rows: 0,
+        };
+        rows.push(["a".into(), "{\"é\":1}".into()]);
+        rows.push(["b".into(), Param::NullText]);
+        rows.push(["c".into(), "xy".into()]);
+        assert_eq!(
+            rows.table(1),
+            "(SELECT (e->>0)::text AS column1, convert_from(substring($3::bytea \
+             FROM (e->1->>0)::int4 FOR (e->1->>1)::int4), 'UTF8') AS column2 \
+             FROM jsonb_array_elements($2::text::jsonb) AS e)"
+        );
+        assert_eq!(rows.params(), 2);
+        let Form::Json { json, long } = &rows.form else {
+            unreachable!()
+        };
+        // Lengths in bytes: `é` is two.
+        assert_eq!(json, r#"[["a",[1,8]],["b",null],["c",[9,2]]"#);
+        assert_eq!(long.as_slice(), "{\"é\":1}xy".as_bytes());
     }
 }

@@ -2,11 +2,13 @@
 //! as one JSON parameter on PostgreSQL (`crucible_sql::Rows`, docs/architecture.md, "A batch's
 //! rows on PostgreSQL"). Values that JSON carries awkwardly — quotes, backslashes, newlines,
 //! non-ASCII text, integers past 2^53, fractions, bytes and nulls — read back exactly as bound.
+//! The notes are long texts (`crucible_sql::LONG_TEXT`): on PostgreSQL they travel beside the
+//! JSON as bytes and are sliced back out, multi-byte characters, empty texts and nulls included.
 
-use crucible_sql::{Conn, Param, Rows, query};
+use crucible_sql::{Conn, LONG_TEXT, Param, Rows, query};
 use sqlx::Connection;
 
-const TYPES: [&str; 5] = ["text", "int8", "float8", "bytea", "text"];
+const TYPES: [&str; 5] = ["text", "int8", "float8", "bytea", LONG_TEXT];
 
 type Row = (String, i64, Option<f64>, Option<String>);
 
@@ -114,7 +116,7 @@ async fn an_update_from_a_batch_of_rows_matches_each_by_its_key() {
     let mut conn = Conn::Any(&mut any);
 
     // Two of the three rows get a new count and note; a row for an unknown id changes nothing.
-    let mut updates = Rows::new(&conn, &["text", "int8", "text"]);
+    let mut updates = Rows::new(&conn, &["text", "int8", LONG_TEXT]);
     updates.push(["plain".into(), 7_i64.into(), Some("it's 'quoted'").into()]);
     updates.push(["nulls".into(), 8_i64.into(), Param::NullText]);
     updates.push(["nobody".into(), 9_i64.into(), Some("x").into()]);

@@ -885,12 +885,13 @@ async fn update_agents<'a>(
     let per_statement = crate::db::rows_per_statement(AGENT_COLUMNS);
     for chunk in rows.chunks(Rows::per_statement(conn, per_statement)) {
         let mut values = Rows::new(conn, types);
-        // The ledger as it comes and a fifth more, the state in hex, and the rest.
+        // The state in hex and the rest; the ledgers as they come.
         values.reserve(
             chunk
                 .iter()
-                .map(|row| row.ledger.len() * 6 / 5 + row.result.state.len() * 2 + 256)
+                .map(|row| row.result.state.len() * 2 + 256)
                 .sum(),
+            chunk.iter().map(|row| row.ledger.len()).sum(),
         );
         for row in chunk {
             let result = row.result;
@@ -940,10 +941,27 @@ impl Fence {
     }
 }
 
+/// The ledger (half a kilobyte of JSON, most of a row) travels beside the batch's rows
+/// ([`crucible_sql::LONG_TEXT`]).
 const fn agent_types(fence: &'static str) -> [&'static str; AGENT_COLUMNS] {
     [
-        "text", fence, "text", "bytea", "float8", "int8", "int8", "text", "text", "text", "int8",
-        "int8", "text", "text", "int8", "int8", "text",
+        "text",
+        fence,
+        crucible_sql::LONG_TEXT,
+        "bytea",
+        "float8",
+        "int8",
+        "int8",
+        "text",
+        "text",
+        "text",
+        "int8",
+        "int8",
+        "text",
+        "text",
+        "int8",
+        "int8",
+        "text",
     ]
 }
 
@@ -957,7 +975,9 @@ const fn agent_types(fence: &'static str) -> [&'static str; AGENT_COLUMNS] {
 /// agent off the due index and hashed them, per statement (28 ms a batch of 256 among 20,000
 /// agents, growing with them, against 6 ms by id). So the status is written as no index can
 /// answer (`|| ''`) and, on PostgreSQL, the batch's ids come again as an array, which the
-/// primary key answers: each agent is found by its id with statistics or without.
+/// primary key answers: each agent is found by its id with statistics or without. The rows are
+/// read once for both (a materialized `WITH`): named twice, PostgreSQL parsed the batch's JSON
+/// twice.
 fn update_agents_sql(fence: &Fence, rows: &str, postgres: bool) -> String {
     let held = match fence {
         Fence::Lease(_) => {
@@ -971,13 +991,17 @@ fn update_agents_sql(fence: &Fence, rows: &str, postgres: bool) -> String {
         }
         Fence::Unmoved => "+agents.next_tick_at = v.column2 AND +agents.status = 'active'",
     };
-    let keys = if postgres {
-        format!(" AND agents.id = ANY(ARRAY(SELECT k.column1 FROM {rows} AS k))")
+    let (batch, source, keys) = if postgres {
+        (
+            format!("WITH v AS MATERIALIZED {rows} "),
+            "v".to_owned(),
+            " AND agents.id = ANY(ARRAY(SELECT k.column1 FROM v AS k))",
+        )
     } else {
-        String::new()
+        (String::new(), format!("{rows} AS v"), "")
     };
     format!(
-        "UPDATE agents SET ledger = v.column3, strategy_state = v.column4,
+        "{batch}UPDATE agents SET ledger = v.column3, strategy_state = v.column4,
                 last_price = COALESCE(v.column5, last_price), last_tick_at = $1, ticks = ticks + 1,
                 faults = faults + v.column6, consecutive_faults = v.column7,
                 last_fault = COALESCE(v.column8, last_fault), status = v.column9,
@@ -987,7 +1011,7 @@ fn update_agents_sql(fence: &Fence, rows: &str, postgres: bool) -> String {
                 last_refusal = COALESCE(v.column13, last_refusal),
                 model_tokens_day = v.column14, model_tokens_used = v.column15,
                 model_last_error = CASE WHEN v.column16 = 1 THEN v.column17 ELSE model_last_error END
-         FROM {rows} AS v
+         FROM {source}
          WHERE agents.id = v.column1 AND {held}{keys}
          RETURNING agents.id"
     )

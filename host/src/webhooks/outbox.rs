@@ -75,8 +75,17 @@ pub(super) struct NewDelivery<'a> {
     pub at: DateTime<Utc>,
 }
 
-/// The PostgreSQL types of a delivery's columns in [`insert_all`].
-const INSERTED_TYPES: [&str; 7] = ["text", "text", "text", "text", "text", "text", "int8"];
+/// The PostgreSQL types of a delivery's columns in [`insert_all`]; the signed payload travels
+/// beside the batch's rows ([`sql::LONG_TEXT`]).
+const INSERTED_TYPES: [&str; 7] = [
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    sql::LONG_TEXT,
+    "int8",
+];
 
 /// Write `rows`, a few dozen per statement.
 pub(super) async fn insert_all(conn: &mut Conn<'_>, rows: &[NewDelivery<'_>]) -> sqlx::Result<()> {

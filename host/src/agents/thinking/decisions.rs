@@ -65,10 +65,26 @@ pub(crate) struct NewDecision<'a> {
     pub record: &'a DecisionRecord,
 }
 
-/// The PostgreSQL types of a decision's columns, in [`insert_all`]'s order.
+/// The PostgreSQL types of a decision's columns, in [`insert_all`]'s order. A model's prompt and
+/// completion (kilobytes each) travel beside the batch's rows ([`crucible_sql::LONG_TEXT`]).
 const DECISION_TYPES: [&str; 17] = [
-    "text", "text", "int8", "int8", "text", "text", "text", "text", "text", "float8", "text",
-    "int8", "int8", "int8", "text", "text", "text",
+    "text",
+    "text",
+    "int8",
+    "int8",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "float8",
+    "text",
+    "int8",
+    "int8",
+    "int8",
+    "text",
+    crucible_sql::LONG_TEXT,
+    crucible_sql::LONG_TEXT,
 ];
 
 /// Store `decisions` in the caller's transaction, many rows per statement (every row in one on

@@ -428,6 +428,21 @@ pub(crate) async fn postgres_test_store() -> Option<Store> {
     Some(store)
 }
 
+/// Check PostgreSQL's plan for `explain` (an `EXPLAIN …` statement with its parameters bound):
+/// some line of it names `uses` and none names `avoids`.
+#[cfg(test)]
+pub(crate) async fn assert_postgres_plan(
+    explain: crucible_sql::Query<'_>,
+    conn: &mut crucible_sql::Conn<'_>,
+    uses: &str,
+    avoids: &str,
+) {
+    let plan: Vec<(String,)> = explain.fetch_all(conn).await.expect("plan");
+    let plan: Vec<String> = plan.into_iter().map(|(line,)| line).collect();
+    assert!(plan.iter().any(|line| line.contains(uses)), "{plan:#?}");
+    assert!(!plan.iter().any(|line| line.contains(avoids)), "{plan:#?}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

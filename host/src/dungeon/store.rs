@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-use crucible_sql::{self as sql, Conn, Rows};
+use crucible_sql::{self as sql, Conn, LONG_TEXT, Rows};
 use futures_util::future::BoxFuture;
 
 use serde_json::Value;
@@ -401,22 +401,14 @@ const RUNS_PER_STATEMENT: usize = crate::db::rows_per_statement(RUN_TYPES.len())
 /// A snapshot's columns: run, sequence number, state.
 const SNAPSHOT_TYPES: [&str; 3] = ["text", "int8", "text"];
 /// A snapshot's columns when its sequence number comes from the run's `UPDATE` (PostgreSQL): run,
-/// state (kilobytes of JSON: beside the batch's rows, [`sql::LONG_TEXT`]).
-const NEW_SNAPSHOT_TYPES: [&str; 2] = ["text", sql::LONG_TEXT];
+/// state (kilobytes of JSON: beside the batch's rows, [`LONG_TEXT`]).
+const NEW_SNAPSHOT_TYPES: [&str; 2] = ["text", LONG_TEXT];
 /// Snapshots per statement on SQLite ([`Rows`]).
 const SNAPSHOTS_PER_STATEMENT: usize = crate::db::rows_per_statement(SNAPSHOT_TYPES.len());
 /// An event's columns: run, sequence number (in the one statement on PostgreSQL: how many of its
 /// write's events follow it), kind, turn number, payload (a turn's record, most of a batch's
-/// bytes: [`sql::LONG_TEXT`]), time, action.
-const EVENT_TYPES: [&str; 7] = [
-    "text",
-    "int8",
-    "text",
-    "int8",
-    sql::LONG_TEXT,
-    "int8",
-    "text",
-];
+/// bytes: [`LONG_TEXT`]), time, action.
+const EVENT_TYPES: [&str; 7] = ["text", "int8", "text", "int8", LONG_TEXT, "int8", "text"];
 /// Events per statement on SQLite ([`Rows`]).
 const EVENTS_PER_STATEMENT: usize = crate::db::rows_per_statement(EVENT_TYPES.len());
 
@@ -803,12 +795,6 @@ mod tests {
         assert!(RunStatus::try_from("Active".to_owned()).is_err());
     }
 
-    /// A batch of turns as the committer runs it (on PostgreSQL one statement outside a
-    /// transaction block, on SQLite in place in a transaction): each run moved once under its
-    /// version, a second write of a run in the batch and a stale version losing the race, a
-    /// player's turn on a suspended account refused while the game's own write on such a run
-    /// goes on, and each moved run's events numbered after its last one, its snapshot (when
-    /// the write takes one) at its new last.
     /// On PostgreSQL a batch of turns finds each run by its id, before the runs' table has
     /// statistics (autovacuum held off): hashing the batch instead read the whole table per
     /// statement ([`move_runs_sql`]).
@@ -852,24 +838,21 @@ mod tests {
             ]);
         }
         let explain = format!("EXPLAIN {}", move_runs_sql(&runs.table(0), true));
-        let plan: Vec<(String,)> = runs
-            .bind(sql::query(&explain))
-            .fetch_all(&mut conn)
-            .await
-            .expect("plan");
-        let plan: Vec<String> = plan.into_iter().map(|(line,)| line).collect();
-        assert!(
-            plan.iter().any(|line| line.contains("dungeon_runs_pkey")),
-            "{plan:#?}"
-        );
-        assert!(
-            !plan
-                .iter()
-                .any(|line| line.contains("Seq Scan on dungeon_runs")),
-            "{plan:#?}"
-        );
+        crate::db::assert_postgres_plan(
+            runs.bind(sql::query(&explain)),
+            &mut conn,
+            "dungeon_runs_pkey",
+            "Seq Scan on dungeon_runs",
+        )
+        .await;
     }
 
+    /// A batch of turns as the committer runs it (on PostgreSQL one statement outside a
+    /// transaction block, on SQLite in place in a transaction): each run moved once under its
+    /// version, a second write of a run in the batch and a stale version losing the race, a
+    /// player's turn on a suspended account refused while the game's own write on such a run
+    /// goes on, and each moved run's events numbered after its last one, its snapshot (when
+    /// the write takes one) at its new last.
     #[tokio::test]
     async fn a_batch_of_turns_moves_each_run_once_and_numbers_its_events() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use crucible_sql::{self as sql, Conn, Rows};
+use crucible_sql::{self as sql, Conn, LONG_TEXT, Rows};
 use futures_util::future::BoxFuture;
 
 use crate::clock::{from_millis, to_millis};
@@ -76,16 +76,8 @@ pub(super) struct NewDelivery<'a> {
 }
 
 /// The PostgreSQL types of a delivery's columns in [`insert_all`]; the signed payload travels
-/// beside the batch's rows ([`sql::LONG_TEXT`]).
-const INSERTED_TYPES: [&str; 7] = [
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    sql::LONG_TEXT,
-    "int8",
-];
+/// beside the batch's rows ([`LONG_TEXT`]).
+const INSERTED_TYPES: [&str; 7] = ["text", "text", "text", "text", "text", LONG_TEXT, "int8"];
 
 /// Write `rows`, a few dozen per statement.
 pub(super) async fn insert_all(conn: &mut Conn<'_>, rows: &[NewDelivery<'_>]) -> sqlx::Result<()> {

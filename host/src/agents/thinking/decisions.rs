@@ -11,7 +11,7 @@ use crate::agents::AgentError;
 use crate::clock::{from_millis, rfc3339};
 use crate::crypto::ordered_id;
 use crate::db::Store;
-use crucible_sql::Rows;
+use crucible_sql::{LONG_TEXT, Rows};
 
 /// Longest prompt or completion kept with a decision, in bytes.
 const MAX_TEXT_BYTES: usize = 8 * 1024;
@@ -66,25 +66,10 @@ pub(crate) struct NewDecision<'a> {
 }
 
 /// The PostgreSQL types of a decision's columns, in [`insert_all`]'s order. A model's prompt and
-/// completion (kilobytes each) travel beside the batch's rows ([`crucible_sql::LONG_TEXT`]).
+/// completion (kilobytes each) travel beside the batch's rows ([`LONG_TEXT`]).
 const DECISION_TYPES: [&str; 17] = [
-    "text",
-    "text",
-    "int8",
-    "int8",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "float8",
-    "text",
-    "int8",
-    "int8",
-    "int8",
-    "text",
-    crucible_sql::LONG_TEXT,
-    crucible_sql::LONG_TEXT,
+    "text", "text", "int8", "int8", "text", "text", "text", "text", "text", "float8", "text",
+    "int8", "int8", "int8", "text", LONG_TEXT, LONG_TEXT,
 ];
 
 /// Store `decisions` in the caller's transaction, many rows per statement (every row in one on

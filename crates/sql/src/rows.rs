@@ -183,6 +183,7 @@ impl<'q> Rows<'q> {
 
     /// Bind the rows' parameters to `query` (after the statement's first ones).
     pub fn bind(self, mut query: Query<'q>) -> Query<'q> {
+        let long_texts = self.has_long_texts();
         match self.form {
             Form::Values(params) => {
                 for param in params {
@@ -193,7 +194,7 @@ impl<'q> Rows<'q> {
             Form::Json { mut json, long } => {
                 json.push(']');
                 let query = query.bind(json);
-                if self.types.contains(&LONG_TEXT) {
+                if long_texts {
                     query.bind(Param::Blob(long.into()))
                 } else {
                     query

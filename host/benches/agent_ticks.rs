@@ -68,7 +68,6 @@ fn main() {
         // one before.
         let mut sandbox_before = sandbox_only(&ticking, agents).await;
         for round in 1..=rounds {
-            let ticking = state.ticking();
             let before = writes(&state).await;
             let bytes_before = bytes_written(&state).await;
             let started = Instant::now();

@@ -11,6 +11,7 @@
 //! `SQLITE_BUSY`, writes go through a single-connection pool ([`Store::write`]) while reads use
 //! the rest. On PostgreSQL both are the same pool.
 
+mod due_queue;
 mod group_commit;
 mod outage;
 
@@ -146,13 +147,24 @@ impl Store {
         }
     }
 
-    /// Apply every pending migration of this back end.
+    /// Apply every pending migration of this back end; on PostgreSQL, then put the due queue
+    /// back in step with the agents ([`due_queue`]).
     pub async fn migrate(&self) -> Result<(), StoreError> {
         let migrator = match self.backend {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
         migrator.run(&self.writer).await?;
+        if self.backend == Backend::Postgres {
+            let (stale, missing) = due_queue::repair(&self.writer).await?;
+            if stale + missing > 0 {
+                tracing::warn!(
+                    stale,
+                    missing,
+                    "the due queue was out of step with the agents, and is repaired"
+                );
+            }
+        }
         Ok(())
     }
 

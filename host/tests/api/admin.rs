@@ -238,6 +238,11 @@ async fn a_suspended_account_is_locked_out_and_its_agents_stop_until_it_is_lifte
         0,
         "no tick while suspended"
     );
+    assert_eq!(
+        app.due_agents().await,
+        [],
+        "a suspended account's agents are not due"
+    );
 
     let lifted = app
         .post(

@@ -263,6 +263,79 @@ async fn missed_ticks_run_once_and_a_restart_loses_nothing() {
     assert_eq!(agent(&app, &key, &agent_id).await["ticks"], 7);
 }
 
+/// The agents a claim can find follow every write of a schedule: a created agent is not due,
+/// a start makes it due now, a tick moves it on, a stop takes it out, a start puts it back and a
+/// restart of the server keeps them all. On PostgreSQL this holds the due queue to the agents
+/// after each write ([`TestApp::due_agents`]).
+#[tokio::test]
+async fn the_due_agents_follow_every_write_of_a_schedule() {
+    let app = TestApp::spawn().await;
+    let session = app.session("op@example.com").await;
+    let key = app.v1_key(&session).await;
+    let fighter = app.create_agent(&key, "fighter_5m", "fighter", "5m").await;
+    let gambler = app.create_agent(&key, "gambler_1h", "gambler", "1h").await;
+    assert_eq!(app.due_agents().await, [], "created agents are not due");
+
+    let start_at = app.state.clock.now().timestamp_millis();
+    let fighter = app.fund_and_start(&key, &fighter).await;
+    let gambler = app.fund_and_start(&key, &gambler).await;
+    let mut due = vec![
+        (1, start_at, fighter.clone()),
+        (1, start_at, gambler.clone()),
+    ];
+    due.sort_by(|a, b| a.2.cmp(&b.2));
+    assert_eq!(
+        app.due_agents().await,
+        due,
+        "started agents are due at once"
+    );
+
+    assert_eq!(app.run_scheduler().await.agent_ticks.ticked, 2);
+    let moved = app.due_agents().await;
+    assert_eq!(moved.len(), 2, "{moved:?}");
+    assert!(moved.iter().all(|(_, at, _)| *at > start_at), "{moved:?}");
+    app.advance(Duration::minutes(5));
+    assert_eq!(app.run_scheduler().await.agent_ticks.ticked, 1);
+    let after = app.due_agents().await;
+    let at = |agents: &[(i64, i64, String)], id: &str| {
+        agents
+            .iter()
+            .find(|(.., agent)| agent == id)
+            .map(|(_, at, _)| *at)
+    };
+    assert!(at(&after, &fighter) > at(&moved, &fighter), "{after:?}");
+    assert_eq!(at(&after, &gambler), at(&moved, &gambler), "{after:?}");
+
+    let stop = format!("/api/v1/public/agents/{fighter}/stop");
+    let stopped = app.post(&stop, Auth::XApiKey(&key), json!(null)).await;
+    assert_eq!(stopped.status, 200, "{}", stopped.body);
+    assert_eq!(
+        at(&app.due_agents().await, &fighter),
+        None,
+        "a stop takes it out"
+    );
+    app.advance(Duration::minutes(1));
+    let restart_at = app.state.clock.now().timestamp_millis();
+    let start = format!("/api/v1/public/agents/{fighter}/start");
+    let started = app.post(&start, Auth::XApiKey(&key), json!(null)).await;
+    assert_eq!(started.status, 200, "{}", started.body);
+    let restarted = app.due_agents().await;
+    assert_eq!(
+        at(&restarted, &fighter),
+        Some(restart_at),
+        "a start puts it back"
+    );
+
+    let app = app.restart().await;
+    assert_eq!(
+        app.due_agents().await,
+        restarted,
+        "a restart keeps the schedule"
+    );
+    assert_eq!(app.run_scheduler().await.agent_ticks.ticked, 1);
+    assert!(at(&app.due_agents().await, &fighter) > Some(restart_at));
+}
+
 /// An agent on 5m keeps one equity mark an hour, its first tick's, across a stop and a start
 /// in the middle of an hour: the ticks that find their hour marked write none, and a tick after
 /// a start marks its hour if no tick of the run has yet.
@@ -446,9 +519,11 @@ async fn a_strategy_that_keeps_faulting_trips_the_breaker_and_start_clears_it() 
         0,
         "a broken agent is not ticked"
     );
+    assert_eq!(app.due_agents().await, [], "a broken agent is not due");
 
     let restarted = app.post(&start, Auth::XApiKey(&key), json!(null)).await;
     assert_eq!(restarted.body["data"]["status"], "active");
+    assert_eq!(app.due_agents().await.len(), 1, "start puts it back");
     assert!(agent(&app, &key, &agent_id).await["statusReason"].is_null());
 }
 

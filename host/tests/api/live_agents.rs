@@ -212,6 +212,9 @@ async fn live_agents_trade_real_swaps_from_their_own_wallets() {
         }
         app.advance(Duration::seconds(1));
     }
+    let due = app.due_agents().await;
+    assert_eq!(due.len(), agents.len(), "live agents stay due: {due:?}");
+    assert!(due.iter().all(|(paper, ..)| *paper == 0), "{due:?}");
 
     for (id, wallet, _, before) in &agents {
         let trades = trades(&app, id).await;

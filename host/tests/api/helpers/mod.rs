@@ -764,6 +764,31 @@ impl TestApp {
             .await
             .expect("scheduler pass")
     }
+
+    /// The agents a claim can find, as `(is_paper_trading, next_tick_at, id)` in id order: the
+    /// active agents with a next tick. On PostgreSQL the claims read them off the due queue
+    /// (migration 0047, kept by triggers), which must then hold exactly these: an entry missing
+    /// would be an agent that never ticks again.
+    pub async fn due_agents(&self) -> Vec<(i64, i64, String)> {
+        let store = self.state.store.read();
+        let scheduled: Vec<(i64, i64, String)> = sqlx::query_as(
+            "SELECT is_paper_trading, next_tick_at, id FROM agents
+             WHERE status = 'active' AND next_tick_at IS NOT NULL ORDER BY id",
+        )
+        .fetch_all(store)
+        .await
+        .expect("scheduled agents");
+        if self.state.store.backend() == crucible::db::Backend::Postgres {
+            let queued: Vec<(i64, i64, String)> = sqlx::query_as(
+                "SELECT is_paper_trading, next_tick_at, agent_id FROM agent_due ORDER BY agent_id",
+            )
+            .fetch_all(store)
+            .await
+            .expect("due queue");
+            assert_eq!(queued, scheduled, "the due queue against the agents");
+        }
+        scheduled
+    }
 }
 
 /// The blockhash of a `getLatestBlockhash` result, as bytes to sign a message with.

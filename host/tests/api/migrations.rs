@@ -39,7 +39,10 @@ async fn sqlite_and_postgres_migrations_define_the_same_tables_and_columns() {
     // The one table of PostgreSQL's own: the due queue, which stands in for SQLite's due index
     // on the agents (docs/architecture.md, "The due queue"). Nothing but the ticker reads it.
     for own in POSTGRES_ONLY {
-        assert!(postgres_schema.remove(*own).is_some(), "{own} on PostgreSQL");
+        assert!(
+            postgres_schema.remove(*own).is_some(),
+            "{own} on PostgreSQL"
+        );
     }
     assert!(
         sqlite_schema.len() > 10,

@@ -10,10 +10,15 @@
 use sqlx::AnyPool;
 
 /// Delete the entries no agent agrees with, then add the missing ones; how many entries of each
-/// kind were wrong. Safe beside running ticks: an entry a concurrent tick moves after this
-/// statement's snapshot may be added back at its old time, and a claim passes such an entry by
-/// (its agent's time differs) until the next repair deletes it.
+/// kind were wrong. The queue is locked against writes meanwhile (its writers wait, milliseconds
+/// for thousands of agents; its readers do not), so a tick or a start that commits during the
+/// repair cannot have its entry judged by an agent read before it: nothing the repair writes is
+/// out of date when it commits.
 pub(crate) async fn repair(pool: &AnyPool) -> sqlx::Result<(u64, u64)> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("LOCK TABLE agent_due IN SHARE ROW EXCLUSIVE MODE")
+        .execute(&mut *tx)
+        .await?;
     let stale = sqlx::query(
         "DELETE FROM agent_due d
          WHERE NOT EXISTS (SELECT 1 FROM agents a
@@ -21,7 +26,7 @@ pub(crate) async fn repair(pool: &AnyPool) -> sqlx::Result<(u64, u64)> {
                              AND a.next_tick_at = d.next_tick_at
                              AND a.is_paper_trading = d.is_paper_trading)",
     )
-    .execute(pool)
+    .execute(&mut *tx)
     .await?
     .rows_affected();
     let missing = sqlx::query(
@@ -33,9 +38,10 @@ pub(crate) async fn repair(pool: &AnyPool) -> sqlx::Result<(u64, u64)> {
                              AND d.next_tick_at = a.next_tick_at AND d.agent_id = a.id)
          ON CONFLICT DO NOTHING",
     )
-    .execute(pool)
+    .execute(&mut *tx)
     .await?
     .rows_affected();
+    tx.commit().await?;
     Ok((stale, missing))
 }
 

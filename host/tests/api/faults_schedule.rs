@@ -486,5 +486,32 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
             .await
             .expect("jobs");
     assert!(stuck.is_empty(), "stuck jobs: {stuck:?} (seed {seed})");
+
+    // The due queue holds exactly the active agents' schedules (one statement, so one snapshot
+    // while the nodes keep ticking): no agent lost from it or left behind in it.
+    let (active,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM agents WHERE status = 'active' AND next_tick_at IS NOT NULL",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("active agents");
+    let out_of_step: Vec<(String,)> = sqlx::query_as(
+        "SELECT COALESCE(a.id, d.agent_id)
+         FROM (SELECT id, is_paper_trading, next_tick_at FROM agents
+               WHERE status = 'active' AND next_tick_at IS NOT NULL) AS a
+         FULL JOIN agent_due AS d
+           ON d.agent_id = a.id AND d.next_tick_at = a.next_tick_at
+          AND d.is_paper_trading = a.is_paper_trading
+         WHERE a.id IS NULL OR d.agent_id IS NULL",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("due queue");
+    assert!(active > 0, "no active agent (seed {seed})");
+    assert!(
+        out_of_step.is_empty(),
+        "agents out of step with the due queue: {out_of_step:?} (seed {seed})"
+    );
+    eprintln!("seed {seed}: {active} active agents, each in the due queue at its next tick");
     pool.close().await;
 }

@@ -1109,10 +1109,10 @@ mod tests {
     }
 
     /// On PostgreSQL too, a batch's store (leased or locked) finds each agent by its id among
-    /// thousands of active ones, before the table has statistics (autovacuum held off): the plan it had
-    /// then read every active agent off the due index ([`update_agents_sql`]), which is now gone
-    /// from PostgreSQL; a scan of the agents would be as bad. On SQLite the
-    /// test above holds it.
+    /// thousands of active ones, before the table has statistics (autovacuum held off): a plan
+    /// it had read every active agent off the due index ([`update_agents_sql`]), which is gone
+    /// from PostgreSQL now, and a scan of the agents would be as bad. It moves each agent's
+    /// entry in the due queue by the entry's key. On SQLite the test above holds it.
     #[tokio::test]
     async fn a_store_on_postgres_finds_each_agent_by_its_id() {
         let Some(store) = crate::db::postgres_test_store().await else {
@@ -1242,7 +1242,8 @@ mod tests {
     /// The due queue's triggers keep it to exactly the active agents with a next tick, whatever
     /// a write other than a paper tick's store changes: an insert, the status, the next tick,
     /// the kind (paper or live), a live tick, a delete, one row or many in one statement. (A
-    /// paper tick's store moves its entries itself: the ticker's tests hold it to the agents.)
+    /// paper tick's store moves its entries itself; the integration tests compare the queue
+    /// with the agents after ticks, `TestApp::due_agents`.)
     #[tokio::test]
     async fn the_due_queue_follows_every_kind_of_write() {
         let Some(store) = crate::db::postgres_test_store().await else {

@@ -232,6 +232,22 @@ enum Fence {
     Unmoved,
 }
 
+impl Fence {
+    /// The lease's owner, which [`update_agents_sql`] takes as `$2`.
+    fn owner(&self) -> Option<&str> {
+        match self {
+            Fence::Lease(owner) => Some(owner),
+            Fence::Unmoved => None,
+        }
+    }
+
+    /// How many parameters [`update_agents_sql`] takes before the batch's rows: `$1` the
+    /// store's time and, under a lease, `$2` its owner.
+    fn binds(&self) -> usize {
+        1 + usize::from(self.owner().is_some())
+    }
+}
+
 /// A claimed batch of paper agents: what its store is fenced on and, for a locked claim, the
 /// transaction holding the agents' rows, in which the store runs.
 struct Claim {
@@ -929,14 +945,9 @@ async fn update_agents<'a>(
                 row.model_error.clone().flatten().into(),
             ]);
         }
-        // `$1` now and, under a lease, `$2` its owner; the rows after them.
-        let (binds, lease) = match fence {
-            Fence::Lease(owner) => (2, Some(owner.as_str())),
-            Fence::Unmoved => (1, None),
-        };
-        let sql = update_agents_sql(fence, &values.table(binds), conn.is_postgres());
+        let sql = update_agents_sql(fence, &values.table(fence.binds()), conn.is_postgres());
         let mut query = crucible_sql::query(&sql).bind(now_ms);
-        if let Some(owner) = lease {
+        if let Some(owner) = fence.owner() {
             query = query.bind(owner);
         }
         let query = values.bind(query);
@@ -1080,12 +1091,7 @@ mod tests {
     #[tokio::test]
     async fn the_store_finds_each_agent_by_its_id() {
         for fence in [Fence::Lease("node:ticker:x".into()), Fence::Unmoved] {
-            // `$1` now and, under a lease, `$2` its owner.
-            let binds = if matches!(fence, Fence::Lease(_)) {
-                2
-            } else {
-                1
-            };
+            let binds = fence.binds();
             let rows = format!(
                 "(VALUES {})",
                 crate::db::value_rows(3, AGENT_COLUMNS, binds)
@@ -1145,12 +1151,11 @@ mod tests {
                     None::<&str>.into(),
                 ]);
             }
-            let leased = matches!(fence, Fence::Lease(_));
-            let sql = update_agents_sql(&fence, &rows.table(if leased { 2 } else { 1 }), true);
+            let sql = update_agents_sql(&fence, &rows.table(fence.binds()), true);
             let explain = format!("EXPLAIN {sql}");
             let mut query = crucible_sql::query(&explain).bind(0_i64);
-            if leased {
-                query = query.bind("lease");
+            if let Some(owner) = fence.owner() {
+                query = query.bind(owner);
             }
             let plan: Vec<(String,)> = rows.bind(query).fetch_all(&mut conn).await.expect("plan");
             let lines: Vec<&str> = plan.iter().map(|(line,)| line.as_str()).collect();

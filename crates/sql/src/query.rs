@@ -6,8 +6,9 @@
 use std::borrow::Cow;
 
 use rusqlite::types::{ToSql, ToSqlOutput, Value as SqliteValue};
-use sqlx::any::AnyRow;
+use sqlx::any::{AnyRow, AnyTypeInfoKind};
 use sqlx::{Any, AnyConnection, Row as _};
+use sqlx_core::any::AnyValueKind;
 
 use crate::error::from_sqlite;
 
@@ -124,18 +125,22 @@ impl ToSql for Param<'_> {
 
 /// A column a row decodes into, from either kind of row.
 pub trait Column: Sized + Send {
-    /// The column at `index` of a row sqlx returned.
-    fn from_any(row: &AnyRow, index: usize) -> Result<Self, sqlx::Error>;
+    /// The column at `index` of a row sqlx returned: a text or a blob moved out of the row
+    /// (which is left holding a null there), any other value decoded from it.
+    fn from_any(row: &mut AnyRow, index: usize) -> Result<Self, sqlx::Error>;
     /// The column at `index` of a row read in place.
     fn from_local(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self>;
 }
 
 impl<T> Column for T
 where
-    T: for<'r> sqlx::Decode<'r, Any> + sqlx::Type<Any> + rusqlite::types::FromSql + Send,
+    T: for<'r> sqlx::Decode<'r, Any> + sqlx::Type<Any> + rusqlite::types::FromSql + Send + 'static,
 {
-    fn from_any(row: &AnyRow, index: usize) -> Result<Self, sqlx::Error> {
-        row.try_get(index)
+    fn from_any(row: &mut AnyRow, index: usize) -> Result<Self, sqlx::Error> {
+        match take_owned(row, index) {
+            Some(value) => Ok(value),
+            None => row.try_get(index),
+        }
     }
 
     fn from_local(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
@@ -143,10 +148,45 @@ where
     }
 }
 
+/// The text or blob at `index` of `row`, moved out, when `T` is what it decodes to (`String`,
+/// `Vec<u8>` or their `Option`s); `None` (the row untouched) for anything else, which sqlx then
+/// decodes. sqlx's driver for PostgreSQL already copies each value out of the message into the
+/// row it returns; decoding a `String` from that row copied it once more (docs/architecture.md,
+/// "Rows read back through sqlx").
+fn take_owned<T: 'static>(row: &mut AnyRow, index: usize) -> Option<T> {
+    let value = row.values.get_mut(index)?;
+    let mut slot: Option<T> = None;
+    let wanted = &mut slot as &mut dyn std::any::Any;
+    match &mut value.kind {
+        AnyValueKind::Text(text) => {
+            if let Some(slot) = wanted.downcast_mut::<Option<String>>() {
+                *slot = Some(std::mem::take(text).into_owned());
+            } else if let Some(slot) = wanted.downcast_mut::<Option<Option<String>>>() {
+                *slot = Some(Some(std::mem::take(text).into_owned()));
+            } else {
+                return None;
+            }
+        }
+        AnyValueKind::Blob(bytes) => {
+            if let Some(slot) = wanted.downcast_mut::<Option<Vec<u8>>>() {
+                *slot = Some(std::mem::take(bytes).into_owned());
+            } else if let Some(slot) = wanted.downcast_mut::<Option<Option<Vec<u8>>>>() {
+                *slot = Some(Some(std::mem::take(bytes).into_owned()));
+            } else {
+                return None;
+            }
+        }
+        _ => return None,
+    }
+    // What was moved out reads as a null from now on, not as an empty value.
+    value.kind = AnyValueKind::Null(AnyTypeInfoKind::Null);
+    slot
+}
+
 /// A row as a tuple of columns.
 pub trait FromRow: Sized + Send {
-    /// A row sqlx returned.
-    fn from_any(row: &AnyRow) -> Result<Self, sqlx::Error>;
+    /// A row sqlx returned, its texts and blobs moved out ([`Column::from_any`]).
+    fn from_any(row: &mut AnyRow) -> Result<Self, sqlx::Error>;
     /// A row read in place.
     fn from_local(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self>;
 }
@@ -154,7 +194,7 @@ pub trait FromRow: Sized + Send {
 macro_rules! tuple_rows {
     ($($name:ident $index:tt),+) => {
         impl<$($name: Column),+> FromRow for ($($name,)+) {
-            fn from_any(row: &AnyRow) -> Result<Self, sqlx::Error> {
+            fn from_any(row: &mut AnyRow) -> Result<Self, sqlx::Error> {
                 Ok(($($name::from_any(row, $index)?,)+))
             }
 
@@ -186,7 +226,7 @@ tuple_rows!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, 
 macro_rules! from_row {
     ($row:ty { $($field:ident),+ $(,)? }) => {
         impl $crate::FromRow for $row {
-            fn from_any(row: &$crate::__private::AnyRow) -> Result<Self, $crate::__private::SqlxError> {
+            fn from_any(row: &mut $crate::__private::AnyRow) -> Result<Self, $crate::__private::SqlxError> {
                 let mut index = 0usize;
                 $(
                     let $field = $crate::Column::from_any(row, index)?;
@@ -246,10 +286,13 @@ impl<'q> Query<'q> {
         match conn {
             Conn::Any(conn) => {
                 let rows = self.any().fetch_all(&mut **conn).await?;
-                Ok(rows
-                    .iter()
-                    .map(T::from_any)
-                    .collect::<Result<_, sqlx::Error>>()?)
+                // Sized once: collected through `Result`, the rows grew by doubling, a batch of
+                // wide rows copied over and over.
+                let mut decoded = Vec::with_capacity(rows.len());
+                for mut row in rows {
+                    decoded.push(T::from_any(&mut row)?);
+                }
+                Ok(decoded)
             }
             Conn::Local(conn) => self.fetch_local(conn, usize::MAX).map_err(from_sqlite),
         }
@@ -262,7 +305,7 @@ impl<'q> Query<'q> {
     ) -> Result<Option<T>, sqlx::Error> {
         match conn {
             Conn::Any(conn) => Ok(match self.any().fetch_optional(&mut **conn).await? {
-                Some(row) => Some(T::from_any(&row)?),
+                Some(mut row) => Some(T::from_any(&mut row)?),
                 None => None,
             }),
             Conn::Local(conn) => Ok(self.fetch_local(conn, 1).map_err(from_sqlite)?.pop()),
@@ -377,6 +420,35 @@ mod tests {
             "INSERT INTO t VALUES (?3, ?1, ?2), (?4, ?1, ?2)"
         );
         assert_eq!(numbered("SELECT 1"), "SELECT 1");
+    }
+
+    /// A text or a blob is moved out of a row sqlx returned, not copied: read again, the
+    /// column is a null. Other values decode as sqlx decodes them, its type checks included.
+    #[tokio::test]
+    async fn a_row_from_sqlx_hands_its_texts_and_blobs_over_once() {
+        sqlx::any::install_default_drivers();
+        let mut any: AnyConnection = sqlx::Connection::connect("sqlite::memory:")
+            .await
+            .expect("sqlx sqlite");
+        let mut row = sqlx::query("SELECT 'moved', x'0102', NULL, 7, 'also'")
+            .fetch_one(&mut any)
+            .await
+            .expect("row");
+        assert_eq!(String::from_any(&mut row, 0).expect("text"), "moved");
+        assert_eq!(
+            <Option<String>>::from_any(&mut row, 0).expect("moved text"),
+            None
+        );
+        assert!(String::from_any(&mut row, 0).is_err(), "no text is left");
+        assert_eq!(<Vec<u8>>::from_any(&mut row, 1).expect("blob"), [1, 2]);
+        assert_eq!(<Option<String>>::from_any(&mut row, 2).expect("null"), None);
+        assert!(String::from_any(&mut row, 3).is_err(), "an integer is no text");
+        assert_eq!(i64::from_any(&mut row, 3).expect("integer"), 7);
+        assert!(i64::from_any(&mut row, 4).is_err(), "a text is no integer");
+        assert_eq!(
+            <Option<String>>::from_any(&mut row, 4).expect("text"),
+            Some("also".to_owned())
+        );
     }
 
     #[tokio::test]

@@ -442,7 +442,10 @@ mod tests {
         assert!(String::from_any(&mut row, 0).is_err(), "no text is left");
         assert_eq!(<Vec<u8>>::from_any(&mut row, 1).expect("blob"), [1, 2]);
         assert_eq!(<Option<String>>::from_any(&mut row, 2).expect("null"), None);
-        assert!(String::from_any(&mut row, 3).is_err(), "an integer is no text");
+        assert!(
+            String::from_any(&mut row, 3).is_err(),
+            "an integer is no text"
+        );
         assert_eq!(i64::from_any(&mut row, 3).expect("integer"), 7);
         assert!(i64::from_any(&mut row, 4).is_err(), "a text is no integer");
         assert_eq!(

@@ -157,30 +157,33 @@ fn take_owned<T: 'static>(row: &mut AnyRow, index: usize) -> Option<T> {
     let value = row.values.get_mut(index)?;
     let mut slot: Option<T> = None;
     let wanted = &mut slot as &mut dyn std::any::Any;
-    match &mut value.kind {
-        AnyValueKind::Text(text) => {
-            if let Some(slot) = wanted.downcast_mut::<Option<String>>() {
-                *slot = Some(std::mem::take(text).into_owned());
-            } else if let Some(slot) = wanted.downcast_mut::<Option<Option<String>>>() {
-                *slot = Some(Some(std::mem::take(text).into_owned()));
-            } else {
-                return None;
-            }
-        }
-        AnyValueKind::Blob(bytes) => {
-            if let Some(slot) = wanted.downcast_mut::<Option<Vec<u8>>>() {
-                *slot = Some(std::mem::take(bytes).into_owned());
-            } else if let Some(slot) = wanted.downcast_mut::<Option<Option<Vec<u8>>>>() {
-                *slot = Some(Some(std::mem::take(bytes).into_owned()));
-            } else {
-                return None;
-            }
-        }
-        _ => return None,
+    let moved = match &mut value.kind {
+        AnyValueKind::Text(text) => move_into(wanted, text),
+        AnyValueKind::Blob(bytes) => move_into(wanted, bytes),
+        _ => false,
+    };
+    if moved {
+        // What was moved out reads as a null from now on, not as an empty value.
+        value.kind = AnyValueKind::Null(AnyTypeInfoKind::Null);
     }
-    // What was moved out reads as a null from now on, not as an empty value.
-    value.kind = AnyValueKind::Null(AnyTypeInfoKind::Null);
     slot
+}
+
+/// Move `value` into `slot` when the slot is an `Option` of its owned form or of that form's
+/// `Option`; whether it did.
+fn move_into<B>(slot: &mut dyn std::any::Any, value: &mut Cow<'static, B>) -> bool
+where
+    B: ToOwned + ?Sized,
+    B::Owned: Default + 'static,
+{
+    if let Some(slot) = slot.downcast_mut::<Option<B::Owned>>() {
+        *slot = Some(std::mem::take(value).into_owned());
+    } else if let Some(slot) = slot.downcast_mut::<Option<Option<B::Owned>>>() {
+        *slot = Some(Some(std::mem::take(value).into_owned()));
+    } else {
+        return false;
+    }
+    true
 }
 
 /// A row as a tuple of columns.

@@ -37,7 +37,8 @@ fn main() {
     let slow = fake_model(delay);
     let fast = fake_model(Duration::ZERO);
     let dir = tempfile::tempdir().expect("tempdir");
-    let (url, backend) = support::database_url(dir.path());
+    let database = support::database_url(dir.path());
+    let (url, backend) = (database.url.clone(), database.backend);
     let runtime = support::runtime();
     runtime.block_on(async move {
         let clock = Arc::new(ManualClock::new(Utc::now()));

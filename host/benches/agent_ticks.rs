@@ -40,7 +40,8 @@ fn main() {
     let agents = env_number("BENCH_AGENTS", 10_000) as usize;
     let rounds = env_number("BENCH_ROUNDS", 3) as usize;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (url, backend) = support::database_url(dir.path());
+    let database = support::database_url(dir.path());
+    let (url, backend) = (database.url.clone(), database.backend);
     let runtime = support::runtime();
     runtime.block_on(async move {
         let clock = Arc::new(ManualClock::new(Utc::now()));

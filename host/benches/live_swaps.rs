@@ -32,7 +32,8 @@ fn main() {
     // Before any thread starts, so every thread the bench starts inherits the core.
     let pinned = support::wrk::pin_to_cpu(0);
     let dir = tempfile::tempdir().expect("tempdir");
-    let (url, backend) = support::database_url(dir.path());
+    let database = support::database_url(dir.path());
+    let (url, backend) = (database.url.clone(), database.backend);
     let runtime = support::runtime();
     runtime.block_on(async move {
         let config = Config::for_tests(dir.path().to_path_buf(), url);

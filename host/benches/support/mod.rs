@@ -25,34 +25,74 @@ pub fn env_number(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// A fresh database: SQLite in `dir`, or a new schema in `TEST_DATABASE_URL`.
-pub fn database_url(dir: &std::path::Path) -> (String, &'static str) {
+/// A fresh database: SQLite in `dir`, or a new schema in `TEST_DATABASE_URL`, dropped again
+/// when the [`Database`] is (so that runs one after another, as in an A/B comparison, each
+/// meet a PostgreSQL holding only their own data).
+pub fn database_url(dir: &std::path::Path) -> Database {
     match std::env::var("TEST_DATABASE_URL") {
         Ok(base) if !base.is_empty() => {
             let schema = format!(
                 "bench_{}",
                 crucible::crypto::random_base58(8).to_lowercase()
             );
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("rt");
-            runtime.block_on(async {
-                use sqlx::Connection;
-                sqlx::any::install_default_drivers();
-                let mut conn = sqlx::AnyConnection::connect(&base).await.expect("connect");
-                sqlx::query(&format!("CREATE SCHEMA \"{schema}\""))
-                    .execute(&mut conn)
-                    .await
-                    .expect("schema");
-            });
+            on_postgres(&base, &format!("CREATE SCHEMA \"{schema}\""));
             let separator = if base.contains('?') { '&' } else { '?' };
-            (
-                format!("{base}{separator}options=-c%20search_path%3D{schema}"),
-                "postgres",
-            )
+            Database {
+                url: format!("{base}{separator}options=-c%20search_path%3D{schema}"),
+                backend: "postgres",
+                schema: Some((base, schema)),
+            }
         }
-        _ => (sqlite_url_in(dir), "sqlite"),
+        _ => Database {
+            url: sqlite_url_in(dir),
+            backend: "sqlite",
+            schema: None,
+        },
+    }
+}
+
+/// A bench's database ([`database_url`]).
+pub struct Database {
+    /// What the server connects to.
+    pub url: String,
+    /// `sqlite` or `postgres`.
+    pub backend: &'static str,
+    /// On PostgreSQL, the server's URL and the schema made for this bench.
+    schema: Option<(String, String)>,
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        if let Some((base, schema)) = self.schema.take() {
+            // A server still running may hold a lock for a moment; a schema left behind is
+            // only disk, so give up after a while rather than hang the bench's end.
+            on_postgres(
+                &base,
+                &format!("SET lock_timeout = '10s'; DROP SCHEMA \"{schema}\" CASCADE"),
+            );
+        }
+    }
+}
+
+/// Run `sql` on PostgreSQL at `base`, on a thread of its own (callers may be inside a runtime).
+fn on_postgres(base: &str, sql: &str) {
+    let (base, statement) = (base.to_owned(), sql.to_owned());
+    let done = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("rt");
+        runtime.block_on(async {
+            use sqlx::Connection;
+            sqlx::any::install_default_drivers();
+            let mut conn = sqlx::AnyConnection::connect(&base).await.expect("connect");
+            sqlx::raw_sql(&statement).execute(&mut conn).await
+        })
+    })
+    .join()
+    .expect("thread");
+    if let Err(error) = done {
+        eprintln!("{sql}: {error}");
     }
 }
 
@@ -65,6 +105,8 @@ pub struct Served {
     pub backend: &'static str,
     /// The server's data dir (and SQLite file): removed when this is dropped.
     pub dir: tempfile::TempDir,
+    /// Its database, dropped with this.
+    pub database: Database,
 }
 
 impl Served {
@@ -285,8 +327,8 @@ pub async fn enter_runs(
 /// [`serve_on_one_core`] with the configuration changed by `tweak` first (e.g. background work on).
 pub fn serve_on_one_core_with(tweak: impl FnOnce(&mut Config) + Send + 'static) -> Served {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (url, backend) = database_url(dir.path());
-    let mut config = Config::for_tests(dir.path().to_path_buf(), url);
+    let database = database_url(dir.path());
+    let mut config = Config::for_tests(dir.path().to_path_buf(), database.url.clone());
     tweak(&mut config);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -307,8 +349,9 @@ pub fn serve_on_one_core_with(tweak: impl FnOnce(&mut Config) + Send + 'static) 
     Served {
         base: format!("http://{address}"),
         state,
-        backend,
+        backend: database.backend,
         dir,
+        database,
     }
 }
 

@@ -101,11 +101,9 @@ pub struct Served {
     /// `http://127.0.0.1:<port>`.
     pub base: String,
     pub state: AppState,
-    /// `sqlite` or `postgres`.
-    pub backend: &'static str,
     /// The server's data dir (and SQLite file): removed when this is dropped.
     pub dir: tempfile::TempDir,
-    /// Its database, dropped with this.
+    /// Its database (`database.backend` says which kind), dropped with this.
     pub database: Database,
 }
 
@@ -113,7 +111,7 @@ impl Served {
     /// Its address, state and database kind (the data dir stays with `self`, which must live
     /// as long as the bench).
     pub fn parts(&self) -> (String, AppState, &'static str) {
-        (self.base.clone(), self.state.clone(), self.backend)
+        (self.base.clone(), self.state.clone(), self.database.backend)
     }
 }
 
@@ -349,7 +347,6 @@ pub fn serve_on_one_core_with(tweak: impl FnOnce(&mut Config) + Send + 'static) 
     Served {
         base: format!("http://{address}"),
         state,
-        backend: database.backend,
         dir,
         database,
     }

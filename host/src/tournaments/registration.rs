@@ -597,10 +597,22 @@ struct RegistrationWrite {
     now: i64,
 }
 
-/// Free registrations of one batch share their statements, per tournament: one `UPDATE` that
-/// locks the tournament's row and reads its seats, one `INSERT … ON CONFLICT DO NOTHING` for
-/// every wallet, one `DELETE` of the wallets of the requests that cannot be whole (a wallet
-/// taken, or no seats left), and one `UPDATE` of the seat count.
+/// Free registrations of one batch share their statements, per tournament: one `INSERT … ON
+/// CONFLICT DO NOTHING` for every wallet, then one `UPDATE` that takes the seats of every request
+/// whose wallets were all free, on the condition that they fit and the tournament is open. Only
+/// when that condition fails (the seats are running out, or registration closed) are the seats
+/// read and handed out request by request ([`seat_one_by_one`]). The requests that cannot be
+/// whole have their wallets deleted again before the commit.
+///
+/// The `UPDATE` locks the tournament's row until the commit, so on PostgreSQL the batches of
+/// one tournament's registrations commit one after another whichever lane they run in. Taken
+/// last, after the wallets are in, the lock spans that `UPDATE` and the commit (and the
+/// `DELETE` of a request that could not be whole); taken first, it also spanned the `INSERT`
+/// and the seat count's own `UPDATE`, and at 20 % of the floor registrations waited for it:
+/// p50 9 ms and p99 26–31 ms, now 4–5 ms and 13 ms (docs/benchmarks.md, session 37).
+/// Tournaments go in one order and each tournament's row is locked after its wallets, so two
+/// batches cannot wait on each other in a cycle: a batch holding a tournament's row has written
+/// all of its wallets there.
 impl BatchWrite for RegistrationWrite {
     /// False when the tournament had no seats left for the request or was closed.
     type Output = bool;
@@ -617,67 +629,67 @@ impl BatchWrite for RegistrationWrite {
                 writes.iter().map(|w| w.tournament_id.as_str()).collect();
             tournaments.sort_unstable();
             tournaments.dedup();
-            // Tournaments in one order, so two nodes' batches never wait on each other's rows
-            // in a cycle.
             for tournament_id in tournaments {
                 let members: Vec<usize> = (0..writes.len())
                     .filter(|&index| writes[index].tournament_id == tournament_id)
                     .collect();
                 let now = writes[members[0]].now;
-                let seats: Option<(i64, i64)> = sql::query(
-                    "UPDATE tournaments SET current_participants = current_participants
-                     WHERE id = $1 AND status IN ('upcoming', 'live') AND end_date > $2
-                       AND (registration_deadline IS NULL OR registration_deadline > $2)
-                     RETURNING current_participants, max_participants",
-                )
-                .bind(tournament_id)
-                .bind(now)
-                .fetch_optional(conn)
-                .await?;
-                let Some((mut seated, max)) = seats else {
-                    for &index in &members {
-                        outcomes[index] = Some(Ok(false));
-                    }
-                    continue;
-                };
                 let inserted = insert_wallets(conn, tournament_id, writes, &members).await?;
+                let ours = |index: usize| {
+                    let inserted = &inserted;
+                    writes[index]
+                        .wallets
+                        .iter()
+                        .filter(move |wallet| inserted.get(wallet.as_str()) == Some(&index))
+                };
+                let taken = |index: usize| {
+                    writes[index]
+                        .wallets
+                        .iter()
+                        .find(|wallet| inserted.get(wallet.as_str()) != Some(&index))
+                };
+                let wanted: i64 = members
+                    .iter()
+                    .filter(|&&index| taken(index).is_none())
+                    .map(|&index| writes[index].wallets.len() as i64)
+                    .sum();
+                let seated_all = wanted > 0
+                    && sql::query(
+                        "UPDATE tournaments SET current_participants = current_participants + $1
+                         WHERE id = $2 AND current_participants + $1 <= max_participants
+                           AND status IN ('upcoming', 'live') AND end_date > $3
+                           AND (registration_deadline IS NULL OR registration_deadline > $3)",
+                    )
+                    .bind(wanted)
+                    .bind(tournament_id)
+                    .bind(now)
+                    .execute(conn)
+                    .await?
+                        == 1;
+                let seating = if seated_all {
+                    members
+                        .iter()
+                        .map(|&index| {
+                            let outcome = match taken(index) {
+                                Some(wallet) => {
+                                    Err(RegistrationError::AlreadyRegistered(wallet.clone()))
+                                }
+                                None => Ok(true),
+                            };
+                            (index, outcome)
+                        })
+                        .collect()
+                } else {
+                    seat_one_by_one(conn, tournament_id, now, writes, &members, taken).await?
+                };
                 let mut undo: Vec<&str> = Vec::new();
-                for &index in &members {
-                    let write = &writes[index];
-                    let ours = |wallet: &String| inserted.get(wallet.as_str()) == Some(&index);
-                    let outcome = if let Some(taken) = write.wallets.iter().find(|w| !ours(w)) {
-                        Err(RegistrationError::AlreadyRegistered(taken.clone()))
-                    } else if seated + write.wallets.len() as i64 > max {
-                        Ok(false)
-                    } else {
-                        seated += write.wallets.len() as i64;
-                        Ok(true)
-                    };
+                for (index, outcome) in seating {
                     if !matches!(outcome, Ok(true)) {
-                        undo.extend(write.wallets.iter().filter(|w| ours(w)).map(String::as_str));
+                        undo.extend(ours(index).map(String::as_str));
                     }
                     outcomes[index] = Some(outcome);
                 }
-                for chunk in undo.chunks(Rows::per_statement(conn, WALLETS_PER_STATEMENT)) {
-                    let mut wallets = Rows::new(conn, &["text"]);
-                    for wallet in chunk {
-                        wallets.push([(*wallet).into()]);
-                    }
-                    let sql = format!(
-                        "DELETE FROM tournament_registrations
-                         WHERE tournament_id = $1 AND wallet IN (SELECT column1 FROM {} AS v)",
-                        wallets.table(1)
-                    );
-                    wallets
-                        .bind(sql::query(&sql).bind(tournament_id))
-                        .execute(conn)
-                        .await?;
-                }
-                sql::query("UPDATE tournaments SET current_participants = $1 WHERE id = $2")
-                    .bind(seated)
-                    .bind(tournament_id)
-                    .execute(conn)
-                    .await?;
+                delete_wallets(conn, tournament_id, &undo).await?;
             }
             Ok(outcomes
                 .into_iter()
@@ -685,6 +697,76 @@ impl BatchWrite for RegistrationWrite {
                 .collect())
         })
     }
+}
+
+/// The seats of one tournament handed out request by request, in the batch's order, once they
+/// no longer fit every request whose wallets were free (or registration closed): the seats read
+/// (and the tournament's row locked), each request seated while they last, the count written.
+/// Each request's outcome; `taken` names a wallet of the request that was registered already.
+async fn seat_one_by_one<'w>(
+    conn: &mut Conn<'_>,
+    tournament_id: &str,
+    now: i64,
+    writes: &'w [Arc<RegistrationWrite>],
+    members: &[usize],
+    taken: impl Fn(usize) -> Option<&'w String>,
+) -> Result<Vec<(usize, Result<bool, RegistrationError>)>, sqlx::Error> {
+    let seats: Option<(i64, i64)> = sql::query(
+        "UPDATE tournaments SET current_participants = current_participants
+         WHERE id = $1 AND status IN ('upcoming', 'live') AND end_date > $2
+           AND (registration_deadline IS NULL OR registration_deadline > $2)
+         RETURNING current_participants, max_participants",
+    )
+    .bind(tournament_id)
+    .bind(now)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((mut seated, max)) = seats else {
+        return Ok(members.iter().map(|&index| (index, Ok(false))).collect());
+    };
+    let mut seating = Vec::with_capacity(members.len());
+    for &index in members {
+        let wanted = writes[index].wallets.len() as i64;
+        let outcome = if let Some(wallet) = taken(index) {
+            Err(RegistrationError::AlreadyRegistered(wallet.clone()))
+        } else if seated + wanted > max {
+            Ok(false)
+        } else {
+            seated += wanted;
+            Ok(true)
+        };
+        seating.push((index, outcome));
+    }
+    sql::query("UPDATE tournaments SET current_participants = $1 WHERE id = $2")
+        .bind(seated)
+        .bind(tournament_id)
+        .execute(conn)
+        .await?;
+    Ok(seating)
+}
+
+/// Delete `wallets` of `tournament_id` again: the wallets of the requests that could not be
+/// whole, inside the batch that inserted them.
+async fn delete_wallets(
+    conn: &mut Conn<'_>,
+    tournament_id: &str,
+    wallets: &[&str],
+) -> Result<(), sqlx::Error> {
+    for chunk in wallets.chunks(Rows::per_statement(conn, WALLETS_PER_STATEMENT)) {
+        let mut rows = Rows::new(conn, &["text"]);
+        for wallet in chunk {
+            rows.push([(*wallet).into()]);
+        }
+        let sql = format!(
+            "DELETE FROM tournament_registrations
+             WHERE tournament_id = $1 AND wallet IN (SELECT column1 FROM {} AS v)",
+            rows.table(1)
+        );
+        rows.bind(sql::query(&sql).bind(tournament_id))
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
 }
 
 /// A registration's columns: tournament, wallet, account, time.

@@ -52,12 +52,9 @@ pub(crate) const MAX_BATCH: usize = 256;
 const GATHER_YIELDS: usize = 2;
 /// Writes waiting for the committer at most; beyond it callers wait for room (backpressure).
 const QUEUE: usize = 4 * MAX_BATCH;
-/// How often, at most, the committer has a SQLite file's WAL copied into the file. Under a
-/// sustained load the WAL still only starts over when a commit crosses SQLite's backstop
-/// (`WAL_AUTOCHECKPOINT_PAGES`) and copies, inside the write lock, what these checkpoints had not
-/// copied yet: at once a second that was up to a second of batches, and dungeon turns' p99 at
-/// 20 % of the floor was 50-54 ms on SQLite; at a tenth of a second, 24-28 ms (docs/benchmarks.md,
-/// session 36).
+/// How often, at most, the committer has a SQLite file's WAL copied into the file beside the
+/// writers ([`Checkpoints`]). At once a second, dungeon turns' p99 at 20 % of the floor was
+/// 50-54 ms on SQLite; at a tenth of a second, 24-28 ms (docs/benchmarks.md, session 36).
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 
 /// One write: its statements, run against the batch's transaction. It may be run more than once
@@ -441,7 +438,7 @@ async fn commit_batches(
             .fetch_add(last_batch as u64, Ordering::Relaxed);
         if lanes == 1 {
             commit(&writer, &mut batch).await;
-            checkpoints.after_batch();
+            checkpoints.after_batch().await;
             drop(lane);
         } else {
             let mut flying = std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH));
@@ -454,10 +451,22 @@ async fn commit_batches(
     }
 }
 
+/// The committer's WAL checkpoints on a SQLite file (docs/architecture.md, "Checkpoints").
+///
+/// At most every [`CHECKPOINT_EVERY`] a `PASSIVE` checkpoint copies the WAL into the file on a
+/// blocking thread, beside the writers. It cannot copy what batches append while it runs, and
+/// SQLite starts the WAL over only once every frame in it is copied, so under a sustained load
+/// the WAL grew to SQLite's backstop and the commit that crossed it copied, inside the write
+/// lock, up to a tenth of a second of batches. So when a checkpoint beside the writers is done,
+/// the lane copies what was appended meanwhile (a few milliseconds of batches) before its next
+/// batch: the WAL is then all in the file, and the next batch starts it over.
 struct Checkpoints {
     file: Option<SqliteFile>,
     last: Instant,
     running: Arc<AtomicBool>,
+    /// Set when a checkpoint beside the writers is done: the lane catches up before its next
+    /// batch.
+    done: Arc<AtomicBool>,
 }
 
 impl Checkpoints {
@@ -466,21 +475,37 @@ impl Checkpoints {
             file,
             last: Instant::now(),
             running: Arc::default(),
+            done: Arc::default(),
         }
     }
 
-    fn after_batch(&mut self) {
+    /// Between two batches of the lane: catch up after a checkpoint that finished, and start
+    /// the next one when it is time.
+    async fn after_batch(&mut self) {
         let Some(file) = &self.file else {
             return;
         };
+        if self.done.swap(false, Ordering::AcqRel) {
+            let file = file.clone();
+            match tokio::task::spawn_blocking(move || file.checkpoint()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "a WAL checkpoint failed; the next one tries again");
+                }
+                Err(error) => tracing::warn!(%error, "a WAL checkpoint's thread failed"),
+            }
+        }
         if self.last.elapsed() < CHECKPOINT_EVERY || self.running.swap(true, Ordering::AcqRel) {
             return;
         }
         self.last = Instant::now();
-        let (file, running) = (file.clone(), self.running.clone());
+        let (file, running, done) = (file.clone(), self.running.clone(), self.done.clone());
         tokio::task::spawn_blocking(move || {
-            if let Err(error) = file.checkpoint() {
-                tracing::warn!(%error, "a WAL checkpoint failed; the next one tries again");
+            match file.checkpoint() {
+                Ok(_) => done.store(true, Ordering::Release),
+                Err(error) => {
+                    tracing::warn!(%error, "a WAL checkpoint failed; the next one tries again");
+                }
             }
             running.store(false, Ordering::Release);
         });
@@ -698,6 +723,40 @@ mod tests {
                 assert_eq!(answer.as_ref().ok(), Some(&id));
             }
         }
+    }
+
+    /// Once a checkpoint beside the writers is done, the lane copies what was appended while it
+    /// ran, so the next write starts the WAL over: it holds that write's frames alone, not every
+    /// batch's since the stream began.
+    #[tokio::test]
+    async fn after_a_checkpoint_the_lane_catches_up_and_the_wal_starts_over() {
+        let (_dir, store) = store().await;
+        let file = store.sqlite_file().cloned().expect("a file");
+        let write = |first: i64, rows: i64| {
+            let pool = store.write().clone();
+            async move {
+                for id in first..first + rows {
+                    sqlx::query("INSERT INTO items (id, note) VALUES ($1, $2)")
+                        .bind(id)
+                        .bind("n".repeat(3000))
+                        .execute(&pool)
+                        .await
+                        .expect("insert");
+                }
+            }
+        };
+        write(1, 200).await;
+        // A checkpoint beside the writers has just finished (and the next is not due yet).
+        let mut checkpoints = Checkpoints::new(Some(file.clone()));
+        checkpoints.done.store(true, Ordering::Release);
+        checkpoints.after_batch().await;
+        write(1000, 1).await;
+        let (frames, copied) = tokio::task::spawn_blocking(move || file.checkpoint())
+            .await
+            .expect("thread")
+            .expect("checkpoint");
+        assert_eq!(frames, copied);
+        assert!(frames < 10, "the WAL holds {frames} frames after one row");
     }
 
     #[tokio::test]

@@ -487,12 +487,8 @@ impl Checkpoints {
         };
         if self.done.swap(false, Ordering::AcqRel) {
             let file = file.clone();
-            match tokio::task::spawn_blocking(move || file.checkpoint()).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(error)) => {
-                    tracing::warn!(%error, "a WAL checkpoint failed; the next one tries again");
-                }
-                Err(error) => tracing::warn!(%error, "a WAL checkpoint's thread failed"),
+            if let Err(error) = tokio::task::spawn_blocking(move || checkpoint(&file)).await {
+                tracing::warn!(%error, "a WAL checkpoint's thread failed");
             }
         }
         if self.last.elapsed() < CHECKPOINT_EVERY || self.running.swap(true, Ordering::AcqRel) {
@@ -501,14 +497,23 @@ impl Checkpoints {
         self.last = Instant::now();
         let (file, running, done) = (file.clone(), self.running.clone(), self.done.clone());
         tokio::task::spawn_blocking(move || {
-            match file.checkpoint() {
-                Ok(_) => done.store(true, Ordering::Release),
-                Err(error) => {
-                    tracing::warn!(%error, "a WAL checkpoint failed; the next one tries again");
-                }
+            if checkpoint(&file) {
+                done.store(true, Ordering::Release);
             }
             running.store(false, Ordering::Release);
         });
+    }
+}
+
+/// One `PASSIVE` checkpoint of `file`: whether it ran (a failure is logged; the next one tries
+/// again).
+fn checkpoint(file: &SqliteFile) -> bool {
+    match file.checkpoint() {
+        Ok(_) => true,
+        Err(error) => {
+            tracing::warn!(%error, "a WAL checkpoint failed; the next one tries again");
+            false
+        }
     }
 }
 

@@ -667,18 +667,8 @@ impl BatchWrite for RegistrationWrite {
                     .await?
                         == 1;
                 let seating = if seated_all {
-                    members
-                        .iter()
-                        .map(|&index| {
-                            let outcome = match taken(index) {
-                                Some(wallet) => {
-                                    Err(RegistrationError::AlreadyRegistered(wallet.clone()))
-                                }
-                                None => Ok(true),
-                            };
-                            (index, outcome)
-                        })
-                        .collect()
+                    // Every whole request's seats are taken: none can run out.
+                    hand_out_seats(writes, &members, &taken, 0, i64::MAX).0
                 } else {
                     seat_one_by_one(conn, tournament_id, now, writes, &members, taken).await?
                 };
@@ -710,7 +700,7 @@ async fn seat_one_by_one<'w>(
     writes: &'w [Arc<RegistrationWrite>],
     members: &[usize],
     taken: impl Fn(usize) -> Option<&'w String>,
-) -> Result<Vec<(usize, Result<bool, RegistrationError>)>, sqlx::Error> {
+) -> Result<Vec<Seating>, sqlx::Error> {
     let seats: Option<(i64, i64)> = sql::query(
         "UPDATE tournaments SET current_participants = current_participants
          WHERE id = $1 AND status IN ('upcoming', 'live') AND end_date > $2
@@ -721,28 +711,48 @@ async fn seat_one_by_one<'w>(
     .bind(now)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some((mut seated, max)) = seats else {
+    let Some((seated, max)) = seats else {
         return Ok(members.iter().map(|&index| (index, Ok(false))).collect());
     };
-    let mut seating = Vec::with_capacity(members.len());
-    for &index in members {
-        let wanted = writes[index].wallets.len() as i64;
-        let outcome = if let Some(wallet) = taken(index) {
-            Err(RegistrationError::AlreadyRegistered(wallet.clone()))
-        } else if seated + wanted > max {
-            Ok(false)
-        } else {
-            seated += wanted;
-            Ok(true)
-        };
-        seating.push((index, outcome));
-    }
+    let (seating, seated) = hand_out_seats(writes, members, &taken, seated, max);
     sql::query("UPDATE tournaments SET current_participants = $1 WHERE id = $2")
         .bind(seated)
         .bind(tournament_id)
         .execute(conn)
         .await?;
     Ok(seating)
+}
+
+/// A request of the batch (its index) and its outcome: seated, refused for want of seats
+/// (`Ok(false)`), or refused with an error.
+type Seating = (usize, Result<bool, RegistrationError>);
+
+/// Each request of `members` in the batch's order: refused when `taken` names one of its wallets
+/// registered already, seated while the seats last (`seated` of `max` taken before), refused
+/// (`Ok(false)`) after. The outcomes and the seats taken in the end.
+fn hand_out_seats<'w>(
+    writes: &'w [Arc<RegistrationWrite>],
+    members: &[usize],
+    taken: &impl Fn(usize) -> Option<&'w String>,
+    mut seated: i64,
+    max: i64,
+) -> (Vec<Seating>, i64) {
+    let seating = members
+        .iter()
+        .map(|&index| {
+            let wanted = writes[index].wallets.len() as i64;
+            let outcome = if let Some(wallet) = taken(index) {
+                Err(RegistrationError::AlreadyRegistered(wallet.clone()))
+            } else if seated + wanted > max {
+                Ok(false)
+            } else {
+                seated += wanted;
+                Ok(true)
+            };
+            (index, outcome)
+        })
+        .collect();
+    (seating, seated)
 }
 
 /// Delete `wallets` of `tournament_id` again: the wallets of the requests that could not be

@@ -74,7 +74,9 @@ pub async fn prune(store: &Store, clock: &dyn Clock, config: &Config) -> anyhow:
         )
         .await?,
         dungeon_events: run(
-            "DELETE FROM dungeon_run_events WHERE run_id IN
+            // An ended run's events are all older than its end: the time bound lets SQLite,
+            // which keeps no index of events by run (migration 0043), read only old events.
+            "DELETE FROM dungeon_run_events WHERE created_at < $1 AND run_id IN
                  (SELECT id FROM dungeon_runs WHERE ended_at IS NOT NULL AND ended_at < $1)",
             older_than(keep.retention_dungeon_days),
         )

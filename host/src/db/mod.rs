@@ -147,6 +147,24 @@ impl Store {
         }
     }
 
+    /// Apply this SQLite store's migrations up to `version` only: to write rows in an older
+    /// layout and check what a later migration makes of them.
+    #[cfg(test)]
+    pub(crate) async fn migrate_sqlite_up_to(&self, version: i64) -> Result<(), StoreError> {
+        let older = sqlx::migrate::Migrator {
+            migrations: std::borrow::Cow::Owned(
+                SQLITE_MIGRATIONS
+                    .iter()
+                    .filter(|migration| migration.version <= version)
+                    .cloned()
+                    .collect(),
+            ),
+            ..sqlx::migrate::Migrator::DEFAULT
+        };
+        older.run(&self.writer).await?;
+        Ok(())
+    }
+
     /// Apply every pending migration of this back end; on PostgreSQL, then put the due queue
     /// back in step with the agents ([`due_queue`]).
     pub async fn migrate(&self) -> Result<(), StoreError> {

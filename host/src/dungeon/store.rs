@@ -28,6 +28,25 @@ const BROADCASTS_IN_WINDOW: &str = "SELECT COUNT(*), MIN(created_at) FROM dungeo
      WHERE run_id = $1 AND kind = 'run:broadcast' AND created_at > $2";
 pub(crate) const ENDED: &str = "run:ended";
 
+/// On SQLite, a run's events with a sequence number above `$2` as a table `chain(id)`: walked
+/// back from the run's last event (`dungeon_runs.last_event_id`) along each event's `prev`,
+/// until the one at `$2`. There the events are in the order they were appended and no index
+/// by run is written per turn (migration 0043; docs/architecture.md, "A run's events"). Each
+/// step checks the run, so a run whose events retention deleted finds none, never another's.
+/// PostgreSQL finds them along its primary key `(run_id, seq)` ([`is_chained`]).
+const CHAIN_ABOVE: &str = "WITH RECURSIVE chain(id, prev) AS (
+         SELECT id, prev FROM dungeon_run_events
+         WHERE id = (SELECT last_event_id FROM dungeon_runs WHERE id = $1)
+           AND run_id = $1 AND seq > $2
+         UNION ALL
+         SELECT e.id, e.prev FROM chain JOIN dungeon_run_events e ON e.id = chain.prev
+         WHERE e.run_id = $1 AND e.seq > $2)";
+
+/// Whether `store` keeps a run's events chained ([`CHAIN_ABOVE`]): SQLite's layout.
+fn is_chained(store: &Store) -> bool {
+    store.backend() == crate::db::Backend::Sqlite
+}
+
 /// A run as stored, without its game state: what a key check and a turn's checks read.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct RunHead {
@@ -97,16 +116,25 @@ pub(crate) async fn game(store: &Store, row: &RunRow) -> Result<Run, DungeonErro
     if row.state_seq >= row.last_seq {
         return Ok(run);
     }
-    let actions: Vec<(Option<String>,)> = sqlx::query_as(
+    static CHAINED: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "{CHAIN_ABOVE} SELECT e.action FROM chain JOIN dungeon_run_events e ON e.id = chain.id
+             WHERE e.seq <= $3 AND e.kind = $4 ORDER BY e.seq"
+        )
+    });
+    let sql = if is_chained(store) {
+        CHAINED.as_str()
+    } else {
         "SELECT action FROM dungeon_run_events
-         WHERE run_id = $1 AND seq > $2 AND seq <= $3 AND kind = $4 ORDER BY seq",
-    )
-    .bind(&row.id)
-    .bind(row.state_seq)
-    .bind(row.last_seq)
-    .bind(TURN)
-    .fetch_all(store.read())
-    .await?;
+         WHERE run_id = $1 AND seq > $2 AND seq <= $3 AND kind = $4 ORDER BY seq"
+    };
+    let actions: Vec<(Option<String>,)> = sqlx::query_as(sql)
+        .bind(&row.id)
+        .bind(row.state_seq)
+        .bind(row.last_seq)
+        .bind(TURN)
+        .fetch_all(store.read())
+        .await?;
     for (action,) in actions {
         let action = action.ok_or_else(|| {
             DungeonError::internal(anyhow::anyhow!("a turn of {} without its action", row.id))
@@ -250,15 +278,24 @@ pub(crate) async fn events_after(
     after_seq: i64,
     limit: i64,
 ) -> Result<Vec<StoredEvent>, DungeonError> {
-    let rows: Vec<EventRow> = sqlx::query_as(
+    static CHAINED: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "{CHAIN_ABOVE} SELECT e.seq, e.kind, e.payload, e.created_at
+             FROM chain JOIN dungeon_run_events e ON e.id = chain.id ORDER BY e.seq LIMIT $3"
+        )
+    });
+    let sql = if is_chained(store) {
+        CHAINED.as_str()
+    } else {
         "SELECT seq, kind, payload, created_at FROM dungeon_run_events
-         WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-    )
-    .bind(run_id)
-    .bind(after_seq)
-    .bind(limit)
-    .fetch_all(store.read())
-    .await?;
+         WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+    };
+    let rows: Vec<EventRow> = sqlx::query_as(sql)
+        .bind(run_id)
+        .bind(after_seq)
+        .bind(limit)
+        .fetch_all(store.read())
+        .await?;
     rows.into_iter()
         .map(|row| {
             Ok(StoredEvent {
@@ -277,19 +314,31 @@ pub(crate) async fn turn_record(
     run_id: &str,
     turn_number: i64,
 ) -> Result<Option<Value>, DungeonError> {
-    // No index holds turn numbers (migration 0039): the run's events are walked along the
-    // primary key from the earliest place turn N can be, since each legal turn before it has an
-    // event of its own.
-    let row: Option<(String,)> = sqlx::query_as(
-        "SELECT payload FROM dungeon_run_events
-         WHERE run_id = $1 AND seq >= $2 AND turn_number = $2 AND kind = $3
-         ORDER BY seq LIMIT 1",
-    )
-    .bind(run_id)
-    .bind(turn_number)
-    .bind(TURN)
-    .fetch_optional(store.read())
-    .await?;
+    // No index holds turn numbers (migration 0039): the run's events are walked from the
+    // earliest place turn N can be, since each legal turn before it has an event of its own.
+    static CHAINED: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "{CHAIN_ABOVE} SELECT e.payload FROM chain JOIN dungeon_run_events e ON e.id = chain.id
+             WHERE e.turn_number = $3 AND e.kind = $4 ORDER BY e.seq LIMIT 1"
+        )
+    });
+    let query = if is_chained(store) {
+        sqlx::query_as(CHAINED.as_str())
+            .bind(run_id)
+            .bind(turn_number - 1)
+            .bind(turn_number)
+            .bind(TURN)
+    } else {
+        sqlx::query_as(
+            "SELECT payload FROM dungeon_run_events
+             WHERE run_id = $1 AND seq >= $2 AND turn_number = $2 AND kind = $3
+             ORDER BY seq LIMIT 1",
+        )
+        .bind(run_id)
+        .bind(turn_number)
+        .bind(TURN)
+    };
+    let row: Option<(String,)> = query.fetch_optional(store.read()).await?;
     row.map(|(payload,)| serde_json::from_str(&payload).map_err(DungeonError::internal))
         .transpose()
 }
@@ -396,8 +445,8 @@ struct StoredTurnEvent {
 const RUN_TYPES: [&str; 10] = [
     "text", "int8", "text", "int8", "int8", "int8", "int8", "int8", "int8", "int8",
 ];
-/// Runs per statement on SQLite ([`Rows`]).
-const RUNS_PER_STATEMENT: usize = crate::db::rows_per_statement(RUN_TYPES.len());
+/// Runs per statement on SQLite ([`Rows`]), where a statement reads their last events.
+const HEADS_PER_STATEMENT: usize = crate::db::rows_per_statement(1);
 /// A snapshot's columns: run, sequence number, state.
 const SNAPSHOT_TYPES: [&str; 3] = ["text", "int8", "text"];
 /// A snapshot's columns when its sequence number comes from the run's `UPDATE` (PostgreSQL): run,
@@ -409,8 +458,18 @@ const SNAPSHOTS_PER_STATEMENT: usize = crate::db::rows_per_statement(SNAPSHOT_TY
 /// write's events follow it), kind, turn number, payload (a turn's record, most of a batch's
 /// bytes: [`LONG_TEXT`]), time, action.
 const EVENT_TYPES: [&str; 7] = ["text", "int8", "text", "int8", LONG_TEXT, "int8", "text"];
-/// Events per statement on SQLite ([`Rows`]).
-const EVENTS_PER_STATEMENT: usize = crate::db::rows_per_statement(EVENT_TYPES.len());
+/// On SQLite, where events are chained ([`CHAIN_ABOVE`]), a run's row carries its new last
+/// event too ([`RUN_TYPES`] and that id), and an event its own id and the one before it in its
+/// run ([`EVENT_TYPES`] after those two).
+const CHAINED_RUN_TYPES: [&str; 11] = [
+    "text", "int8", "text", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8",
+];
+const CHAINED_RUNS_PER_STATEMENT: usize = crate::db::rows_per_statement(CHAINED_RUN_TYPES.len());
+const CHAINED_EVENT_TYPES: [&str; 9] = [
+    "int8", "int8", "text", "int8", "text", "int8", LONG_TEXT, "int8", "text",
+];
+const CHAINED_EVENTS_PER_STATEMENT: usize =
+    crate::db::rows_per_statement(CHAINED_EVENT_TYPES.len());
 
 impl BatchWrite for RunWrite {
     /// The run's new last sequence number, or `None` when its version had moved on.
@@ -576,18 +635,27 @@ fn event_row(write: &RunWrite, n: usize, place: i64) -> [sql::Param<'_>; 7] {
 /// table per statement: every dead version of every run a busy day's turns leave behind until
 /// pruning comes by (220 pages for 512 runs under load, 15 % of PostgreSQL's time during a turn
 /// load).
+///
+/// On SQLite the rows carry an eleventh column, the run's new last event
+/// ([`CHAINED_RUN_TYPES`]), which the runs' row names for the readers of the chain.
 fn move_runs_sql(rows: &str, postgres: bool) -> String {
-    let keys = if postgres {
-        format!(" AND dungeon_runs.id = ANY(ARRAY(SELECT k.column1 FROM {rows} AS k))")
+    let (keys, last_event) = if postgres {
+        (
+            format!(" AND dungeon_runs.id = ANY(ARRAY(SELECT k.column1 FROM {rows} AS k))"),
+            "",
+        )
     } else {
-        String::new()
+        (
+            String::new(),
+            ",\n             last_event_id = COALESCE(v.column11, last_event_id)",
+        )
     };
     format!(
         "UPDATE dungeon_runs SET version = version + 1,
              status = v.column3, score = v.column4, deepest_floor = v.column5,
              turn_number = v.column6, last_seq = last_seq + v.column7,
              last_action_at = v.column8,
-             ended_at = CASE WHEN v.column9 = 1 THEN v.column8 ELSE ended_at END
+             ended_at = CASE WHEN v.column9 = 1 THEN v.column8 ELSE ended_at END{last_event}
          FROM {rows} AS v
          WHERE dungeon_runs.id = v.column1 AND dungeon_runs.version = v.column2{keys}
            AND (v.column10 = 0 OR NOT EXISTS (SELECT 1 FROM accounts a
@@ -600,16 +668,50 @@ fn move_runs_sql(rows: &str, postgres: bool) -> String {
 /// The runs (`tried`) moved, then their snapshots and events written, a few dozen rows a
 /// statement (SQLite, in place: a statement costs microseconds there). The moved runs and their
 /// last sequence numbers.
+///
+/// Events are chained, not indexed by run ([`CHAIN_ABOVE`]): the batch numbers its events after
+/// the table's last (the lane holds the file's write lock, so nobody appends meanwhile), links
+/// each run's first new event to the run's last one, and the runs' update names each run's new
+/// last event.
 async fn apply_in_steps(
     writes: &[Arc<RunWrite>],
     tried: &[usize],
     conn: &mut Conn<'_>,
 ) -> sqlx::Result<HashMap<String, i64>> {
-    let mut moved: HashMap<String, i64> = HashMap::new();
-    for chunk in tried.chunks(Rows::per_statement(conn, RUNS_PER_STATEMENT)) {
-        let mut runs = Rows::new(conn, &RUN_TYPES);
+    let (last_id,): (i64,) = sql::query("SELECT COALESCE(MAX(id), 0) FROM dungeon_run_events")
+        .fetch_one(conn)
+        .await?;
+    // Each tried write's events get the ids after `first_ids[n]` (a write whose run does not
+    // move leaves its ids unused).
+    let mut first_ids = Vec::with_capacity(tried.len());
+    let mut next_id = last_id;
+    for &index in tried {
+        first_ids.push(next_id + 1);
+        next_id += writes[index].events.len() as i64;
+    }
+    let mut last_events: HashMap<String, Option<i64>> = HashMap::with_capacity(tried.len());
+    for chunk in tried.chunks(Rows::per_statement(conn, HEADS_PER_STATEMENT)) {
+        let mut runs = Rows::new(conn, &["text"]);
         for &index in chunk {
-            runs.push(run_row(&writes[index]));
+            runs.push([writes[index].run_id.as_str().into()]);
+        }
+        let sql = format!(
+            "SELECT id, last_event_id FROM dungeon_runs WHERE id IN (SELECT column1 FROM {})",
+            runs.table(0)
+        );
+        let rows: Vec<(String, Option<i64>)> = runs.bind(sql::query(&sql)).fetch_all(conn).await?;
+        last_events.extend(rows);
+    }
+    let mut moved: HashMap<String, i64> = HashMap::new();
+    let tried_with_ids: Vec<(usize, i64)> = tried.iter().copied().zip(first_ids).collect();
+    for chunk in tried_with_ids.chunks(Rows::per_statement(conn, CHAINED_RUNS_PER_STATEMENT)) {
+        let mut runs = Rows::new(conn, &CHAINED_RUN_TYPES);
+        for &(index, first_id) in chunk {
+            let write = &*writes[index];
+            let count = write.events.len() as i64;
+            let last_event = (count > 0).then_some(first_id + count - 1);
+            let [a, b, c, d, e, f, g, h, i, j] = run_row(write);
+            runs.push([a, b, c, d, e, f, g, h, i, j, last_event.into()]);
         }
         let sql = move_runs_sql(&runs.table(0), conn.is_postgres());
         let rows: Vec<(String, i64)> = runs.bind(sql::query(&sql)).fetch_all(conn).await?;
@@ -639,23 +741,30 @@ async fn apply_in_steps(
         );
         rows.bind(sql::query(&sql)).execute(conn).await?;
     }
-    let events: Vec<(&RunWrite, i64, usize)> = tried
-        .iter()
-        .filter_map(|&index| {
-            let write = &*writes[index];
-            let last_seq = *moved.get(&write.run_id)?;
-            let first = last_seq - write.events.len() as i64 + 1;
-            Some((0..write.events.len()).map(move |n| (write, first + n as i64, n)))
-        })
-        .flatten()
-        .collect();
-    for chunk in events.chunks(Rows::per_statement(conn, EVENTS_PER_STATEMENT)) {
-        let mut rows = Rows::new(conn, &EVENT_TYPES);
-        for (write, seq, n) in chunk {
-            rows.push(event_row(write, *n, *seq));
+    // Each moved run's events: (write, event, its id, the one before it, its sequence number).
+    let mut events: Vec<(&RunWrite, usize, i64, Option<i64>, i64)> = Vec::new();
+    for &(index, first_id) in &tried_with_ids {
+        let write = &*writes[index];
+        let Some(&last_seq) = moved.get(&write.run_id) else {
+            continue;
+        };
+        let first_seq = last_seq - write.events.len() as i64 + 1;
+        let mut prev = last_events.get(&write.run_id).copied().flatten();
+        for n in 0..write.events.len() {
+            let id = first_id + n as i64;
+            events.push((write, n, id, prev, first_seq + n as i64));
+            prev = Some(id);
+        }
+    }
+    for chunk in events.chunks(Rows::per_statement(conn, CHAINED_EVENTS_PER_STATEMENT)) {
+        let mut rows = Rows::new(conn, &CHAINED_EVENT_TYPES);
+        for &(write, n, id, prev, seq) in chunk {
+            let [a, b, c, d, e, f, g] = event_row(write, n, seq);
+            rows.push([id.into(), prev.into(), a, b, c, d, e, f, g]);
         }
         let sql = format!(
-            "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at, action)
+            "INSERT INTO dungeon_run_events
+                 (id, prev, run_id, seq, kind, turn_number, payload, created_at, action)
              {}",
             rows.insert(0)
         );
@@ -731,6 +840,7 @@ pub(crate) async fn append_broadcast(
     }
     insert_event(
         &mut tx,
+        is_chained(store),
         run_id,
         seq,
         event.kind,
@@ -744,8 +854,12 @@ pub(crate) async fn append_broadcast(
     Ok(Appended::Written(seq))
 }
 
+/// Append one event to `run_id`, whose row the caller's transaction has already moved; where
+/// events are chained ([`CHAIN_ABOVE`]), after the run's last one, which it becomes.
+#[allow(clippy::too_many_arguments, reason = "one event's columns")]
 async fn insert_event(
     conn: &mut sqlx::AnyConnection,
+    chained: bool,
     run_id: &str,
     seq: i64,
     kind: &str,
@@ -753,18 +867,28 @@ async fn insert_event(
     payload: &str,
     now: i64,
 ) -> Result<(), DungeonError> {
-    sqlx::query(
+    let sql = if chained {
+        "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at, prev)
+         VALUES ($1, $2, $3, $4, $5, $6, (SELECT last_event_id FROM dungeon_runs WHERE id = $1))"
+    } else {
         "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(run_id)
-    .bind(seq)
-    .bind(kind)
-    .bind(turn_number)
-    .bind(payload)
-    .bind(now)
-    .execute(conn)
-    .await?;
+         VALUES ($1, $2, $3, $4, $5, $6)"
+    };
+    sqlx::query(sql)
+        .bind(run_id)
+        .bind(seq)
+        .bind(kind)
+        .bind(turn_number)
+        .bind(payload)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    if chained {
+        sqlx::query("UPDATE dungeon_runs SET last_event_id = last_insert_rowid() WHERE id = $1")
+            .bind(run_id)
+            .execute(&mut *conn)
+            .await?;
+    }
     Ok(())
 }
 
@@ -856,14 +980,68 @@ mod tests {
     #[tokio::test]
     async fn a_batch_of_turns_moves_each_run_once_and_numbers_its_events() {
         let dir = tempfile::tempdir().expect("tempdir");
+        for store in sqlite_and_postgres(&dir).await {
+            a_batch_of_turns_on(&store).await;
+        }
+    }
+
+    /// A player's turn `turn_number` on an active run at `version`, with an event per payload
+    /// (the first recording the turn).
+    fn player_turn(
+        run_id: &str,
+        version: i64,
+        turn_number: i64,
+        payloads: Vec<String>,
+    ) -> Arc<RunWrite> {
+        Arc::new(RunWrite {
+            run_id: run_id.to_owned(),
+            version,
+            by_player: true,
+            state: None,
+            status: "active",
+            score: 0,
+            deepest_floor: 1,
+            turn_number,
+            over: false,
+            now: 1_000 + turn_number,
+            events: payloads
+                .into_iter()
+                .enumerate()
+                .map(|(n, payload)| StoredTurnEvent {
+                    kind: TURN,
+                    turn_number: (n == 0).then_some(turn_number),
+                    payload,
+                    action: Some("{\"action\":\"inventory\"}".to_owned()),
+                })
+                .collect(),
+        })
+    }
+
+    /// A fresh SQLite store in `dir`, and a PostgreSQL one when the suite has a database.
+    async fn sqlite_and_postgres(dir: &tempfile::TempDir) -> Vec<Store> {
         let sqlite = Store::connect(&crate::config::sqlite_url_in(dir.path()))
             .await
             .expect("open");
         sqlite.migrate().await.expect("migrate");
         let mut stores = vec![sqlite];
         stores.extend(crate::db::postgres_test_store().await);
-        for store in stores {
-            a_batch_of_turns_on(&store).await;
+        stores
+    }
+
+    /// `writes` run as the committer runs a batch of them (on PostgreSQL one statement outside
+    /// a transaction block, on SQLite in place in a transaction).
+    async fn apply_batch(
+        store: &Store,
+        writes: &[Arc<RunWrite>],
+    ) -> Outcomes<Option<i64>, DungeonError> {
+        if store.backend() == crate::db::Backend::Postgres {
+            let mut conn = store.write().acquire().await.expect("conn");
+            RunWrite::apply_all(writes, &mut Conn::Any(&mut conn)).await
+        } else {
+            let mut tx = store.begin_in_place().await.expect("tx");
+            let outcomes = RunWrite::apply_all(writes, &mut tx.conn().expect("conn")).await;
+            tx.commit().await.expect("commit");
+            outcomes
         }
     }
 
@@ -941,16 +1119,8 @@ mod tests {
             write("run_b", 4, true, 1, None),
             write("run_c", 0, true, 1, Some("{}")),
         ];
-        let outcomes = if store.backend() == crate::db::Backend::Postgres {
-            let mut conn = store.write().acquire().await.expect("conn");
-            RunWrite::apply_all(&writes, &mut Conn::Any(&mut conn)).await
-        } else {
-            let mut tx = store.begin_in_place().await.expect("tx");
-            let outcomes = RunWrite::apply_all(&writes, &mut tx.conn().expect("conn")).await;
-            tx.commit().await.expect("commit");
-            outcomes
-        };
-        let outcomes: Vec<Option<i64>> = outcomes
+        let outcomes: Vec<Option<i64>> = apply_batch(store, &writes)
+            .await
             .expect("batch")
             .into_iter()
             .map(|outcome| outcome.expect("write"))
@@ -1001,6 +1171,235 @@ mod tests {
                 snapshot("run_d", 0, "{}"),
             ]
         );
+    }
+
+    /// A run's events read back the same on both layouts (SQLite's chain, PostgreSQL's index):
+    /// batches of turns of two runs interleaved with a broadcast, each run's events whole and
+    /// in order from any point, a turn's record found by its number, and a run whose events
+    /// retention deleted reads none even where its last event's id was taken again by another
+    /// run's event (the walk checks the run at each step).
+    #[tokio::test]
+    async fn a_runs_events_read_back_in_order_from_any_point() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for store in sqlite_and_postgres(&dir).await {
+            a_runs_events_read_back_on(&store).await;
+        }
+    }
+
+    async fn a_runs_events_read_back_on(store: &Store) {
+        sqlx::query(
+            "INSERT INTO accounts (id, email, terms_accepted_at, privacy_accepted_at, created_at,
+                                   updated_at)
+             VALUES ('acc_read', 'read@example.com', 0, 0, 0, 0)",
+        )
+        .execute(store.write())
+        .await
+        .expect("account");
+        for id in ["run_x", "run_y"] {
+            sqlx::query(
+                "INSERT INTO dungeon_runs (id, dungeon_id, account_id, wallet, class, quote_id,
+                     tx_signature, amount_raw, key_hash, key_sealed, status, score,
+                     deepest_floor, turn_number, version, last_seq, created_at, last_action_at)
+                 VALUES ($1, 'dgn', 'acc_read', 'w', 'fighter', $1, $1, 0, $1, 'k', 'active', 0,
+                         1, 0, 0, 0, 0, 0)",
+            )
+            .bind(id)
+            .execute(store.write())
+            .await
+            .expect("run");
+        }
+        let turn = |run_id: &str, version: i64, turn_number: i64, events: usize| {
+            let payloads = (0..events)
+                .map(|n| format!("{{\"run\":\"{run_id}\",\"turn\":{turn_number},\"n\":{n}}}"))
+                .collect();
+            player_turn(run_id, version, turn_number, payloads)
+        };
+        let apply = |writes: Vec<Arc<RunWrite>>| async move {
+            for outcome in apply_batch(store, &writes).await.expect("batch") {
+                assert!(outcome.expect("write").is_some(), "each run moves");
+            }
+        };
+        apply(vec![turn("run_x", 0, 1, 2), turn("run_y", 0, 1, 1)]).await;
+        let clock = crate::clock::ManualClock::new(chrono::Utc::now());
+        let limit = WindowLimit {
+            max: 10,
+            window_ms: 60_000,
+        };
+        let broadcast = NewEvent {
+            kind: BROADCAST,
+            turn_number: None,
+            payload: "{\"message\":\"hello\"}".to_owned(),
+            action: None,
+        };
+        let appended = append_broadcast(store, &clock, &Bus::new(), "run_x", broadcast, limit)
+            .await
+            .expect("broadcast");
+        assert!(matches!(appended, Appended::Written(3)), "{appended:?}");
+        apply(vec![turn("run_y", 1, 2, 1), turn("run_x", 1, 2, 1)]).await;
+        apply(vec![turn("run_x", 2, 3, 2)]).await;
+
+        let kinds_and_seqs = |events: Vec<StoredEvent>| -> Vec<(i64, String)> {
+            events
+                .into_iter()
+                .map(|event| (event.seq, event.kind))
+                .collect()
+        };
+        let all = events_after(store, "run_x", 0, 100).await.expect("events");
+        assert_eq!(
+            kinds_and_seqs(all.clone()),
+            [
+                (1, TURN),
+                (2, TURN),
+                (3, BROADCAST),
+                (4, TURN),
+                (5, TURN),
+                (6, TURN)
+            ]
+            .map(|(seq, kind)| (seq, kind.to_owned()))
+        );
+        assert!(
+            all.iter()
+                .filter(|event| event.kind == TURN)
+                .all(|event| event.payload["run"] == "run_x"),
+            "{all:?}"
+        );
+        let page = events_after(store, "run_x", 2, 2).await.expect("page");
+        assert_eq!(
+            kinds_and_seqs(page),
+            [(3, BROADCAST.to_owned()), (4, TURN.to_owned())]
+        );
+        assert!(
+            events_after(store, "run_x", 6, 10)
+                .await
+                .expect("none")
+                .is_empty()
+        );
+        let other = events_after(store, "run_y", 0, 100).await.expect("other");
+        assert_eq!(kinds_and_seqs(other).len(), 2);
+
+        let record = turn_record(store, "run_x", 2).await.expect("record");
+        assert_eq!(record.map(|record| record["turn"].clone()), Some(2.into()));
+        let record = turn_record(store, "run_x", 3).await.expect("record");
+        assert_eq!(record.map(|record| record["n"].clone()), Some(0.into()));
+        assert!(
+            turn_record(store, "run_x", 4)
+                .await
+                .expect("none")
+                .is_none()
+        );
+
+        // Retention takes run_x's events, the newest of them included; run_y's next events
+        // may take their ids.
+        sqlx::query("DELETE FROM dungeon_run_events WHERE run_id = 'run_x'")
+            .execute(store.write())
+            .await
+            .expect("prune");
+        apply(vec![turn("run_y", 2, 3, 3)]).await;
+        assert!(
+            events_after(store, "run_x", 0, 100)
+                .await
+                .expect("pruned")
+                .is_empty()
+        );
+        assert!(
+            turn_record(store, "run_x", 2)
+                .await
+                .expect("pruned")
+                .is_none()
+        );
+        let other = events_after(store, "run_y", 0, 100).await.expect("other");
+        assert_eq!(
+            other.iter().map(|event| event.seq).collect::<Vec<_>>(),
+            [1, 2, 3, 4, 5]
+        );
+    }
+
+    /// A SQLite file written before the chain (migration 0043) reads back the same after it:
+    /// each run's events linked in order and its row naming its last, so its events, its turn
+    /// records and the next batch's turns carry on from where they were.
+    #[tokio::test]
+    async fn events_stored_before_the_chain_are_chained_by_its_migration() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::connect(&crate::config::sqlite_url_in(dir.path()))
+            .await
+            .expect("open");
+        store.migrate_sqlite_up_to(42).await.expect("older layout");
+        for statement in [
+            "INSERT INTO accounts (id, email, terms_accepted_at, privacy_accepted_at, created_at,
+                                   updated_at)
+             VALUES ('acc_old', 'old@example.com', 0, 0, 0, 0)",
+            "INSERT INTO dungeon_runs (id, dungeon_id, account_id, wallet, class, quote_id,
+                 tx_signature, amount_raw, key_hash, key_sealed, status, score, deepest_floor,
+                 turn_number, version, last_seq, created_at, last_action_at)
+             VALUES ('run_p', 'dgn', 'acc_old', 'w', 'fighter', 'qp', 'sp', 0, 'kp', 'k',
+                     'active', 0, 1, 3, 3, 3, 0, 0),
+                    ('run_q', 'dgn', 'acc_old', 'w', 'fighter', 'qq', 'sq', 0, 'kq', 'k',
+                     'active', 0, 1, 2, 2, 2, 0, 0),
+                    ('run_r', 'dgn', 'acc_old', 'w', 'fighter', 'qr', 'sr', 0, 'kr', 'k',
+                     'active', 0, 1, 0, 0, 0, 0, 0)",
+            // Interleaved as batches leave them, one stored out of order.
+            "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at)
+             VALUES ('run_p', 1, 'run:turn', 1, '{\"p\":1}', 1),
+                    ('run_q', 1, 'run:turn', 1, '{\"q\":1}', 1),
+                    ('run_p', 3, 'run:turn', 3, '{\"p\":3}', 3),
+                    ('run_q', 2, 'run:turn', 2, '{\"q\":2}', 2),
+                    ('run_p', 2, 'run:turn', 2, '{\"p\":2}', 2)",
+        ] {
+            sqlx::query(statement)
+                .execute(store.write())
+                .await
+                .expect("old rows");
+        }
+        store.migrate().await.expect("migrate");
+
+        let seqs = |events: Vec<StoredEvent>| -> Vec<(i64, Value)> {
+            events
+                .into_iter()
+                .map(|event| (event.seq, event.payload))
+                .collect()
+        };
+        let p = events_after(&store, "run_p", 0, 10).await.expect("run_p");
+        assert_eq!(
+            seqs(p),
+            [
+                (1, serde_json::json!({"p": 1})),
+                (2, serde_json::json!({"p": 2})),
+                (3, serde_json::json!({"p": 3}))
+            ]
+        );
+        let q = events_after(&store, "run_q", 1, 10).await.expect("run_q");
+        assert_eq!(seqs(q), [(2, serde_json::json!({"q": 2}))]);
+        assert!(
+            events_after(&store, "run_r", 0, 10)
+                .await
+                .expect("run_r")
+                .is_empty()
+        );
+        let record = turn_record(&store, "run_p", 2).await.expect("record");
+        assert_eq!(record, Some(serde_json::json!({"p": 2})));
+
+        // The next turn of run_q goes on after its last event, as does run_r's first.
+        let next = |run_id: &str, version: i64| {
+            let payload = format!("{{\"{run_id}\":{}}}", version + 1);
+            player_turn(run_id, version, version + 1, vec![payload])
+        };
+        let outcomes = apply_batch(&store, &[next("run_q", 2), next("run_r", 0)])
+            .await
+            .expect("batch");
+        assert_eq!(
+            outcomes
+                .into_iter()
+                .map(|outcome| outcome.expect("write"))
+                .collect::<Vec<_>>(),
+            [Some(3), Some(1)]
+        );
+        let q = events_after(&store, "run_q", 0, 10).await.expect("run_q");
+        assert_eq!(
+            q.iter().map(|event| event.seq).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        let r = events_after(&store, "run_r", 0, 10).await.expect("run_r");
+        assert_eq!(seqs(r), [(1, serde_json::json!({"run_r": 1}))]);
     }
 
     /// The broadcast window is counted on the partial index of broadcasts, not by walking the

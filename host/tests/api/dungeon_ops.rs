@@ -155,15 +155,33 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
         .execute(app.state.store.write())
         .await
         .expect("other writer");
-    sqlx::query(
-        "INSERT INTO dungeon_run_events (run_id, seq, kind, turn_number, payload, created_at, action)
-         SELECT id, last_seq + 1, 'run:turn', 35, '{}', 0, '{\"action\":\"inventory\"}'
+    // On SQLite an event is chained after its run's last, which it becomes (migration 0043).
+    let chained = app.state.store.backend() == crucible::db::Backend::Sqlite;
+    let (prev, chain) = if chained {
+        (", prev", ", last_event_id")
+    } else {
+        ("", "")
+    };
+    sqlx::query(&format!(
+        "INSERT INTO dungeon_run_events
+             (run_id, seq, kind, turn_number, payload, created_at, action{prev})
+         SELECT id, last_seq + 1, 'run:turn', 35, '{{}}', 0, '{{\"action\":\"inventory\"}}'{chain}
          FROM dungeon_runs WHERE id = $1",
-    )
+    ))
     .bind(&run_id)
     .execute(app.state.store.write())
     .await
     .expect("its event");
+    if chained {
+        sqlx::query(
+            "UPDATE dungeon_runs SET last_event_id = (SELECT MAX(id) FROM dungeon_run_events)
+             WHERE id = $1",
+        )
+        .bind(&run_id)
+        .execute(app.state.store.write())
+        .await
+        .expect("its chain");
+    }
     sqlx::query("UPDATE dungeon_runs SET last_seq = last_seq + 1 WHERE id = $1 AND version = $2")
         .bind(&run_id)
         .bind(version + 1)

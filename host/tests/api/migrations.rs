@@ -2,7 +2,8 @@
 //! exists in the PostgreSQL ones and the other way round. Both are applied to real, fresh
 //! databases and compared by what the databases report, so a column added in one dialect only
 //! fails here instead of on the first multi-node deployment. PostgreSQL's due queue is the one
-//! table of its own ([`POSTGRES_ONLY`]).
+//! table of its own ([`POSTGRES_ONLY`]), and SQLite's chain of a run's events the only columns
+//! of SQLite's own ([`SQLITE_ONLY`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,6 +16,14 @@ type Schema = BTreeMap<String, BTreeSet<String>>;
 
 /// Tables PostgreSQL has and SQLite does not, each standing in for an index SQLite keeps.
 const POSTGRES_ONLY: &[&str] = &["agent_due"];
+
+/// Columns SQLite has and PostgreSQL does not: the chain along which SQLite finds a run's
+/// events, where PostgreSQL keeps an index by run (docs/architecture.md, "A run's events").
+const SQLITE_ONLY: &[(&str, &str)] = &[
+    ("dungeon_run_events", "id"),
+    ("dungeon_run_events", "prev"),
+    ("dungeon_runs", "last_event_id"),
+];
 
 #[tokio::test]
 async fn sqlite_and_postgres_migrations_define_the_same_tables_and_columns() {
@@ -34,7 +43,14 @@ async fn sqlite_and_postgres_migrations_define_the_same_tables_and_columns() {
         .unwrap();
     postgres.migrate().await.unwrap();
 
-    let sqlite_schema = sqlite_schema(&sqlite).await;
+    let mut sqlite_schema = sqlite_schema(&sqlite).await;
+    for (table, column) in SQLITE_ONLY {
+        let columns = sqlite_schema.get_mut(*table);
+        assert!(
+            columns.is_some_and(|columns| columns.remove(*column)),
+            "{table}.{column} on SQLite"
+        );
+    }
     let mut postgres_schema = postgres_schema(&postgres).await;
     // The one table of PostgreSQL's own: the due queue, which stands in for SQLite's due index
     // on the agents (docs/architecture.md, "The due queue"). Nothing but the ticker reads it.

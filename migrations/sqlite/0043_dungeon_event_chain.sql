@@ -37,6 +37,11 @@ DROP TABLE dungeon_run_events;
 ALTER TABLE dungeon_run_events_chained RENAME TO dungeon_run_events;
 CREATE INDEX dungeon_run_events_broadcasts ON dungeon_run_events (run_id, created_at)
     WHERE kind = 'run:broadcast';
+-- Every 64th event of a run is marked in a partial index, so a reader who wants a page of a
+-- long run's events starts walking at the first mark past that page instead of at the run's
+-- last event: a walk is at most the page and 63 events long. A batch writes to it for one
+-- turn in 64.
+CREATE INDEX dungeon_run_events_marks ON dungeon_run_events (run_id, seq) WHERE seq % 64 = 0;
 -- Retention deletes the events of runs that ended long ago: they are all older than that. In
 -- time order, like the table, so a batch adds its entries to the index's last page.
 CREATE INDEX dungeon_run_events_created ON dungeon_run_events (created_at);

@@ -29,20 +29,34 @@ const BROADCASTS_IN_WINDOW: &str = "SELECT COUNT(*), MIN(created_at) FROM dungeo
 pub(crate) const ENDED: &str = "run:ended";
 
 /// On SQLite, a run's events with a sequence number above `$2` as a table `chain(id)`: walked
-/// back from the run's last event (`dungeon_runs.last_event_id`) along each event's `prev`,
-/// until the one at `$2`. There the events are in the order they were appended and no index
-/// by run is written per turn (migration 0043; docs/architecture.md, "A run's events"). Each
-/// step checks the run, so a run whose events retention deleted finds none, never another's.
-/// PostgreSQL finds them along its primary key `(run_id, seq)` ([`is_chained`]).
-const CHAIN_ABOVE: &str = "WITH RECURSIVE chain(id, prev) AS (
-         SELECT id, prev FROM dungeon_run_events
-         WHERE id = (SELECT last_event_id FROM dungeon_runs WHERE id = $1)
-           AND run_id = $1 AND seq > $2
-         UNION ALL
-         SELECT e.id, e.prev FROM chain JOIN dungeon_run_events e ON e.id = chain.prev
-         WHERE e.run_id = $1 AND e.seq > $2)";
+/// back from the event `start` names along each event's `prev`, until the one at `$2`. There
+/// the events are in the order they were appended and no index by run is written per turn
+/// (migration 0043; docs/architecture.md, "A run's events"). Each step checks the run, so a
+/// run whose events retention deleted finds none, never another's. PostgreSQL finds them along
+/// its primary key `(run_id, seq)` ([`is_chained`]).
+fn chain_above(start: &str) -> String {
+    format!(
+        "WITH RECURSIVE chain(id, prev) AS (
+             SELECT id, prev FROM dungeon_run_events
+             WHERE id = {start} AND run_id = $1 AND seq > $2
+             UNION ALL
+             SELECT e.id, e.prev FROM chain JOIN dungeon_run_events e ON e.id = chain.prev
+             WHERE e.run_id = $1 AND e.seq > $2)"
+    )
+}
 
-/// Whether `store` keeps a run's events chained ([`CHAIN_ABOVE`]): SQLite's layout.
+/// Where [`chain_above`] starts for every event above `$2`: the run's last event.
+const LAST_EVENT: &str = "(SELECT last_event_id FROM dungeon_runs WHERE id = $1)";
+
+/// Where [`chain_above`] starts for a page of at most `$3` events: at the run's first marked
+/// event (every 64th, a partial index) at or past the page's end, or at its last event when
+/// none is, so the walk is at most the page and 63 events long however long the run is.
+const PAGE_END: &str = "COALESCE(
+         (SELECT id FROM dungeon_run_events
+          WHERE run_id = $1 AND seq % 64 = 0 AND seq >= $2 + $3 ORDER BY seq LIMIT 1),
+         (SELECT last_event_id FROM dungeon_runs WHERE id = $1))";
+
+/// Whether `store` keeps a run's events chained ([`chain_above`]): SQLite's layout.
 fn is_chained(store: &Store) -> bool {
     store.backend() == crate::db::Backend::Sqlite
 }
@@ -118,8 +132,9 @@ pub(crate) async fn game(store: &Store, row: &RunRow) -> Result<Run, DungeonErro
     }
     static CHAINED: LazyLock<String> = LazyLock::new(|| {
         format!(
-            "{CHAIN_ABOVE} SELECT e.action FROM chain JOIN dungeon_run_events e ON e.id = chain.id
-             WHERE e.seq <= $3 AND e.kind = $4 ORDER BY e.seq"
+            "{} SELECT e.action FROM chain JOIN dungeon_run_events e ON e.id = chain.id
+             WHERE e.seq <= $3 AND e.kind = $4 ORDER BY e.seq",
+            chain_above(LAST_EVENT)
         )
     });
     let sql = if is_chained(store) {
@@ -280,8 +295,9 @@ pub(crate) async fn events_after(
 ) -> Result<Vec<StoredEvent>, DungeonError> {
     static CHAINED: LazyLock<String> = LazyLock::new(|| {
         format!(
-            "{CHAIN_ABOVE} SELECT e.seq, e.kind, e.payload, e.created_at
-             FROM chain JOIN dungeon_run_events e ON e.id = chain.id ORDER BY e.seq LIMIT $3"
+            "{} SELECT e.seq, e.kind, e.payload, e.created_at
+             FROM chain JOIN dungeon_run_events e ON e.id = chain.id ORDER BY e.seq LIMIT $3",
+            chain_above(PAGE_END)
         )
     });
     let sql = if is_chained(store) {
@@ -318,8 +334,9 @@ pub(crate) async fn turn_record(
     // earliest place turn N can be, since each legal turn before it has an event of its own.
     static CHAINED: LazyLock<String> = LazyLock::new(|| {
         format!(
-            "{CHAIN_ABOVE} SELECT e.payload FROM chain JOIN dungeon_run_events e ON e.id = chain.id
-             WHERE e.turn_number = $3 AND e.kind = $4 ORDER BY e.seq LIMIT 1"
+            "{} SELECT e.payload FROM chain JOIN dungeon_run_events e ON e.id = chain.id
+             WHERE e.turn_number = $3 AND e.kind = $4 ORDER BY e.seq LIMIT 1",
+            chain_above(LAST_EVENT)
         )
     });
     let query = if is_chained(store) {
@@ -458,7 +475,7 @@ const SNAPSHOTS_PER_STATEMENT: usize = crate::db::rows_per_statement(SNAPSHOT_TY
 /// write's events follow it), kind, turn number, payload (a turn's record, most of a batch's
 /// bytes: [`LONG_TEXT`]), time, action.
 const EVENT_TYPES: [&str; 7] = ["text", "int8", "text", "int8", LONG_TEXT, "int8", "text"];
-/// On SQLite, where events are chained ([`CHAIN_ABOVE`]), a run's row carries its new last
+/// On SQLite, where events are chained ([`chain_above`]), a run's row carries its new last
 /// event too ([`RUN_TYPES`] and that id), and an event its own id and the one before it in its
 /// run ([`EVENT_TYPES`] after those two).
 const CHAINED_RUN_TYPES: [&str; 11] = [
@@ -669,7 +686,7 @@ fn move_runs_sql(rows: &str, postgres: bool) -> String {
 /// statement (SQLite, in place: a statement costs microseconds there). The moved runs and their
 /// last sequence numbers.
 ///
-/// Events are chained, not indexed by run ([`CHAIN_ABOVE`]): the batch numbers its events after
+/// Events are chained, not indexed by run ([`chain_above`]): the batch numbers its events after
 /// the table's last (the lane holds the file's write lock, so nobody appends meanwhile), links
 /// each run's first new event to the run's last one, and the runs' update names each run's new
 /// last event.
@@ -855,7 +872,7 @@ pub(crate) async fn append_broadcast(
 }
 
 /// Append one event to `run_id`, whose row the caller's transaction has already moved; where
-/// events are chained ([`CHAIN_ABOVE`]), after the run's last one, which it becomes.
+/// events are chained ([`chain_above`]), after the run's last one, which it becomes.
 #[allow(clippy::too_many_arguments, reason = "one event's columns")]
 async fn insert_event(
     conn: &mut sqlx::AnyConnection,
@@ -1402,6 +1419,65 @@ mod tests {
         assert_eq!(seqs(r), [(1, serde_json::json!({"run_r": 1}))]);
     }
 
+    /// A page of a long run's events is found from the mark past its end (every 64th event,
+    /// a partial index) on SQLite, so a page costs the same however long the run: pages at the
+    /// start, across a mark and at the end of a 150-event run read back whole and in order,
+    /// and the page's statement reads the marks' index.
+    #[tokio::test]
+    async fn a_page_of_a_long_runs_events_starts_at_the_next_mark() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for store in sqlite_and_postgres(&dir).await {
+            sqlx::query(
+                "INSERT INTO accounts (id, email, terms_accepted_at, privacy_accepted_at,
+                                       created_at, updated_at)
+                 VALUES ('acc_long', 'long@example.com', 0, 0, 0, 0)",
+            )
+            .execute(store.write())
+            .await
+            .expect("account");
+            sqlx::query(
+                "INSERT INTO dungeon_runs (id, dungeon_id, account_id, wallet, class, quote_id,
+                     tx_signature, amount_raw, key_hash, key_sealed, status, score,
+                     deepest_floor, turn_number, version, last_seq, created_at, last_action_at)
+                 VALUES ('run_long', 'dgn', 'acc_long', 'w', 'fighter', 'ql', 'sl', 0, 'kl',
+                         'k', 'active', 0, 1, 0, 0, 0, 0, 0)",
+            )
+            .execute(store.write())
+            .await
+            .expect("run");
+            for version in 0..3_i64 {
+                let payloads = (0..50).map(|n| format!("{{\"n\":{n}}}")).collect();
+                let outcomes = apply_batch(
+                    &store,
+                    &[player_turn("run_long", version, version + 1, payloads)],
+                )
+                .await
+                .expect("batch");
+                assert_eq!(outcomes.len(), 1);
+            }
+            for (after, limit, expected) in [
+                (0, 10, 1..=10),
+                (60, 10, 61..=70),
+                (63, 1, 64..=64),
+                (64, 64, 65..=128),
+                (140, 20, 141..=150),
+            ] {
+                let page = events_after(&store, "run_long", after, limit)
+                    .await
+                    .expect("page");
+                assert_eq!(
+                    page.iter().map(|event| event.seq).collect::<Vec<_>>(),
+                    expected.collect::<Vec<_>>(),
+                    "after {after}, {limit} at most"
+                );
+            }
+            if is_chained(&store) {
+                let sql = format!("{} SELECT id FROM chain", chain_above(PAGE_END));
+                assert_sqlite_plan_reads(&store, &sql, 2, "dungeon_run_events_marks").await;
+            }
+        }
+    }
+
     /// The broadcast window is counted on the partial index of broadcasts, not by walking the
     /// run's events (a turn's event is never in that index).
     #[tokio::test]
@@ -1411,18 +1487,27 @@ mod tests {
             .await
             .expect("open");
         store.migrate().await.expect("migrate");
-        let plan: Vec<(i64, i64, i64, String)> =
-            sqlx::query_as(&format!("EXPLAIN QUERY PLAN {BROADCASTS_IN_WINDOW}"))
-                .bind("run_x")
-                .bind(0_i64)
-                .fetch_all(store.read())
-                .await
-                .expect("plan");
+        assert_sqlite_plan_reads(
+            &store,
+            BROADCASTS_IN_WINDOW,
+            1,
+            "dungeon_run_events_broadcasts",
+        )
+        .await;
+    }
+
+    /// SQLite's plan for `sql` reads `index`, its parameters bound to a run id and then
+    /// `numbers` zeros.
+    async fn assert_sqlite_plan_reads(store: &Store, sql: &str, numbers: usize, index: &str) {
+        let explain = format!("EXPLAIN QUERY PLAN {sql}");
+        let mut query = sqlx::query_as(&explain).bind("run_x");
+        for _ in 0..numbers {
+            query = query.bind(0_i64);
+        }
+        let plan: Vec<(i64, i64, i64, String)> = query.fetch_all(store.read()).await.expect("plan");
         let details: Vec<&str> = plan.iter().map(|(.., detail)| detail.as_str()).collect();
         assert!(
-            details
-                .iter()
-                .any(|detail| detail.contains("dungeon_run_events_broadcasts")),
+            details.iter().any(|detail| detail.contains(index)),
             "{details:?}"
         );
     }

@@ -730,7 +730,7 @@ async fn apply_in_steps(
             let [a, b, c, d, e, f, g, h, i, j] = run_row(write);
             runs.push([a, b, c, d, e, f, g, h, i, j, last_event.into()]);
         }
-        let sql = move_runs_sql(&runs.table(0), conn.is_postgres());
+        let sql = move_runs_sql(&runs.table(0), false);
         let rows: Vec<(String, i64)> = runs.bind(sql::query(&sql)).fetch_all(conn).await?;
         moved.extend(rows);
     }

@@ -56,6 +56,13 @@ const QUEUE: usize = 4 * MAX_BATCH;
 /// writers ([`Checkpoints`]). At once a second, dungeon turns' p99 at 20 % of the floor was
 /// 50-54 ms on SQLite; at a tenth of a second, 24-28 ms (docs/benchmarks.md, session 36).
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+/// WAL frames (pages) from which the lane catches up after a checkpoint beside the writers, so
+/// the next batch starts the WAL over: 4,096 frames, 16 MiB, a quarter of SQLite's backstop
+/// ([`crucible_sql::WAL_AUTOCHECKPOINT_PAGES`]). Catching up after every checkpoint was ten
+/// stalls of the lane a second, 8-10 % of its time; at this size, about one every ten seconds
+/// of paced turns, whose p99 fell from 20-25 ms to 15-18 ms in most runs (docs/benchmarks.md,
+/// session 40).
+const CATCH_UP_FRAMES: i64 = 4096;
 
 /// One write: its statements, run against the batch's transaction. It may be run more than once
 /// (again alone, after its batch failed), each time in a fresh transaction.
@@ -457,16 +464,18 @@ async fn commit_batches(
 /// blocking thread, beside the writers. It cannot copy what batches append while it runs, and
 /// SQLite starts the WAL over only once every frame in it is copied, so under a sustained load
 /// the WAL grew to SQLite's backstop and the commit that crossed it copied, inside the write
-/// lock, up to a tenth of a second of batches. So when a checkpoint beside the writers is done,
-/// the lane copies what was appended meanwhile (a few milliseconds of batches) before its next
-/// batch: the WAL is then all in the file, and the next batch starts it over.
+/// lock, up to a tenth of a second of batches. So when a checkpoint beside the writers finds the
+/// WAL [`CATCH_UP_FRAMES`] long, the lane copies what was appended meanwhile (a few milliseconds
+/// of batches) before its next batch: the WAL is then all in the file, and the next batch starts
+/// it over. Below that length the WAL just grows; once it has been that long, it is rewritten in
+/// place, so a flush does not pay for the file growing.
 struct Checkpoints {
     file: Option<SqliteFile>,
     last: Instant,
     running: Arc<AtomicBool>,
-    /// Set when a checkpoint beside the writers is done: the lane catches up before its next
-    /// batch.
-    done: Arc<AtomicBool>,
+    /// Set when a checkpoint beside the writers found the WAL long enough: the lane catches up
+    /// before its next batch.
+    catch_up: Arc<AtomicBool>,
 }
 
 impl Checkpoints {
@@ -475,17 +484,17 @@ impl Checkpoints {
             file,
             last: Instant::now(),
             running: Arc::default(),
-            done: Arc::default(),
+            catch_up: Arc::default(),
         }
     }
 
-    /// Between two batches of the lane: catch up after a checkpoint that finished, and start
-    /// the next one when it is time.
+    /// Between two batches of the lane: catch up after a checkpoint that found the WAL long,
+    /// and start the next one when it is time.
     async fn after_batch(&mut self) {
         let Some(file) = &self.file else {
             return;
         };
-        if self.done.swap(false, Ordering::AcqRel) {
+        if self.catch_up.swap(false, Ordering::AcqRel) {
             let file = file.clone();
             if let Err(error) = tokio::task::spawn_blocking(move || checkpoint(&file)).await {
                 tracing::warn!(%error, "a WAL checkpoint's thread failed");
@@ -495,24 +504,24 @@ impl Checkpoints {
             return;
         }
         self.last = Instant::now();
-        let (file, running, done) = (file.clone(), self.running.clone(), self.done.clone());
+        let (file, running, catch_up) = (file.clone(), self.running.clone(), self.catch_up.clone());
         tokio::task::spawn_blocking(move || {
-            if checkpoint(&file) {
-                done.store(true, Ordering::Release);
+            if checkpoint(&file).is_some_and(|frames| frames >= CATCH_UP_FRAMES) {
+                catch_up.store(true, Ordering::Release);
             }
             running.store(false, Ordering::Release);
         });
     }
 }
 
-/// One `PASSIVE` checkpoint of `file`: whether it ran (a failure is logged; the next one tries
-/// again).
-fn checkpoint(file: &SqliteFile) -> bool {
+/// One `PASSIVE` checkpoint of `file`: the frames the WAL held, or none when it failed (a failure
+/// is logged; the next one tries again).
+fn checkpoint(file: &SqliteFile) -> Option<i64> {
     match file.checkpoint() {
-        Ok(_) => true,
+        Ok((frames, _copied)) => Some(frames),
         Err(error) => {
             tracing::warn!(%error, "a WAL checkpoint failed; the next one tries again");
-            false
+            None
         }
     }
 }
@@ -753,7 +762,7 @@ mod tests {
         write(1, 200).await;
         // A checkpoint beside the writers has just finished (and the next is not due yet).
         let mut checkpoints = Checkpoints::new(Some(file.clone()));
-        checkpoints.done.store(true, Ordering::Release);
+        checkpoints.catch_up.store(true, Ordering::Release);
         checkpoints.after_batch().await;
         write(1000, 1).await;
         let (frames, copied) = tokio::task::spawn_blocking(move || file.checkpoint())
@@ -762,6 +771,49 @@ mod tests {
             .expect("checkpoint");
         assert_eq!(frames, copied);
         assert!(frames < 10, "the WAL holds {frames} frames after one row");
+    }
+
+    /// Start a checkpoint beside the writers now, as the lane would once it is due, and wait for
+    /// it: whether it asks the lane to catch up.
+    async fn checkpoint_beside(checkpoints: &mut Checkpoints) -> bool {
+        checkpoints.last = Instant::now()
+            .checked_sub(CHECKPOINT_EVERY)
+            .expect("a past instant");
+        checkpoints.after_batch().await;
+        assert!(checkpoints.running.load(Ordering::Acquire), "started");
+        for _ in 0..1000 {
+            if !checkpoints.running.load(Ordering::Acquire) {
+                return checkpoints.catch_up.swap(false, Ordering::AcqRel);
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("the checkpoint beside the writers never finished");
+    }
+
+    /// A short WAL is left to grow: the lane stalls to catch up only once a checkpoint beside
+    /// the writers finds it [`CATCH_UP_FRAMES`] long.
+    #[tokio::test]
+    async fn the_lane_catches_up_only_once_the_wal_is_long() {
+        let (_dir, store) = store().await;
+        let file = store.sqlite_file().cloned().expect("a file");
+        let mut checkpoints = Checkpoints::new(Some(file));
+        for id in 1..=50 {
+            sqlx::query("INSERT INTO items (id, note) VALUES ($1, 'short')")
+                .bind(id)
+                .execute(store.write())
+                .await
+                .expect("insert");
+        }
+        assert!(!checkpoint_beside(&mut checkpoints).await, "50 rows");
+        // 6,000 rows of 3,000 bytes in one statement: about 18 MiB of pages, past 16 MiB.
+        sqlx::query(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 6000) \
+             INSERT INTO items (id, note) SELECT 1000 + i, hex(randomblob(1500)) FROM n",
+        )
+        .execute(store.write())
+        .await
+        .expect("insert");
+        assert!(checkpoint_beside(&mut checkpoints).await, "18 MiB");
     }
 
     #[tokio::test]

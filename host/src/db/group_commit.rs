@@ -57,12 +57,12 @@ const QUEUE: usize = 4 * MAX_BATCH;
 /// 50-54 ms on SQLite; at a tenth of a second, 24-28 ms (docs/benchmarks.md, session 36).
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 /// WAL frames (pages) from which the lane catches up after a checkpoint beside the writers, so
-/// the next batch starts the WAL over: 4,096 frames, 16 MiB, a quarter of SQLite's backstop
-/// ([`crucible_sql::WAL_AUTOCHECKPOINT_PAGES`]). Catching up after every checkpoint was ten
+/// the next batch starts the WAL over: a quarter of SQLite's backstop
+/// ([`crucible_sql::WAL_AUTOCHECKPOINT_PAGES`]), 4,096 frames, 16 MiB, so the two stay apart. Catching up after every checkpoint was ten
 /// stalls of the lane a second, 8-10 % of its time; at this size, about one every ten seconds
 /// of paced turns, whose p99 fell from 20-25 ms to 15-18 ms in most runs (docs/benchmarks.md,
 /// session 40).
-const CATCH_UP_FRAMES: i64 = 4096;
+const CATCH_UP_FRAMES: i64 = crucible_sql::WAL_AUTOCHECKPOINT_PAGES as i64 / 4;
 
 /// One write: its statements, run against the batch's transaction. It may be run more than once
 /// (again alone, after its batch failed), each time in a fresh transaction.

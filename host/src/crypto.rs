@@ -30,9 +30,14 @@ pub(crate) fn new_id(prefix: &str) -> String {
 
 /// A random identifier that sorts by `at_ms` (Unix milliseconds), e.g. `dec_1Bx3kq9vW…`: the
 /// time as 8 base-58 digits (the alphabet is in ASCII order, so a fixed width sorts as the
-/// number does), then 12 random bytes. For rows inserted many at a time and keyed by their id:
-/// a random id puts each new key on a random page of the key's index, a time-ordered one puts
-/// them all on its last.
+/// number does), then 17 random ones (98 bits). For rows inserted many at a time and keyed by
+/// their id: a random id puts each new key on a random page of the key's index, a time-ordered
+/// one puts them all on its last.
+///
+/// The random digits come from the thread's CSPRNG (seeded from the operating system's), not
+/// from the operating system per id: these ids only need to be unique, and a tick writes one
+/// for its decision, so a system call and a big-number base-58 encoding per id were a tenth of
+/// the ticker's own CPU on PostgreSQL (docs/benchmarks.md, "Agent ticks").
 pub(crate) fn ordered_id(prefix: &str, at_ms: i64) -> String {
     use crucible_solana::base58::ALPHABET;
     let mut digits = [0u8; 8];
@@ -41,14 +46,21 @@ pub(crate) fn ordered_id(prefix: &str, at_ms: i64) -> String {
         *digit = ALPHABET[(rest % 58) as usize];
         rest /= 58;
     }
-    let random = random_base58(12);
-    let mut id = String::with_capacity(prefix.len() + 1 + digits.len() + random.len());
+    let mut id = String::with_capacity(prefix.len() + 1 + digits.len() + RANDOM_DIGITS);
     id.push_str(prefix);
     id.push('_');
     id.extend(digits.iter().map(|&digit| char::from(digit)));
-    id.push_str(&random);
+    // 58^17 is below 2^100, so the remainders of a 128-bit draw are uniform to within 2^-28.
+    let mut random: u128 = rand::Rng::r#gen(&mut rand::thread_rng());
+    for _ in 0..RANDOM_DIGITS {
+        id.push(char::from(ALPHABET[(random % 58) as usize]));
+        random /= 58;
+    }
     id
 }
+
+/// The random base-58 digits of an [`ordered_id`].
+const RANDOM_DIGITS: usize = 17;
 
 /// Lower-case hex SHA-256: how bearer secrets (sessions, API keys, run keys) are stored and found.
 pub fn sha256_hex(data: impl AsRef<[u8]>) -> String {
@@ -211,7 +223,7 @@ mod tests {
         }
         assert!(
             ids.iter()
-                .all(|id| id.starts_with("dec_") && id.len() >= 4 + 8 + 12)
+                .all(|id| id.starts_with("dec_") && id.len() == 4 + 8 + RANDOM_DIGITS)
         );
         assert_ne!(
             ordered_id("dec", 5),

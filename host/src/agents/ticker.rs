@@ -72,8 +72,19 @@ impl Ticking {
     }
 }
 
-/// Agents claimed per round trip.
+/// Agents claimed per round trip: a live claim's, and a paper claim's on SQLite, where a
+/// batch's store holds the one write lock every HTTP write waits for (a bigger batch holds it
+/// longer).
 pub(crate) const BATCH: i64 = 256;
+
+/// Paper agents claimed per round trip on PostgreSQL. PostgreSQL spends about as much CPU per
+/// tick as the sandbox and twice the runtime's, and part of it goes per statement (the claim's
+/// function call, each statement's planning, JSON and commit): with batches four times as large
+/// a pass ran at 52–58 % of the sandbox-only rate where it ran at 45–48 % (docs/benchmarks.md,
+/// "Agent ticks"). The cost: up to [`BATCHES_IN_FLIGHT`] × this many agents are locked at once,
+/// and a stop or a start of one of them waits for its batch's commit (a batch ticks in about
+/// 20 ms when the sandbox is free).
+const POSTGRES_PAPER_BATCH: i64 = 1024;
 /// Faulted ticks in a row after which an agent is moved to `error`.
 pub const FAULT_LIMIT: i64 = 5;
 
@@ -264,6 +275,14 @@ impl PaperClaims {
         }
     }
 
+    /// Agents a claim takes at most.
+    fn batch(&self) -> i64 {
+        match self.backend {
+            Backend::Postgres => POSTGRES_PAPER_BATCH,
+            Backend::Sqlite => BATCH,
+        }
+    }
+
     /// The next batch; an empty batch when none is due.
     async fn next(&mut self, ticking: &Ticking) -> anyhow::Result<Claim> {
         let now = to_millis(ticking.clock.now());
@@ -276,7 +295,7 @@ impl PaperClaims {
             .bind(now)
             .bind(after_at)
             .bind(after_id)
-            .bind(BATCH);
+            .bind(self.batch());
         let (rows, holding): (Vec<DueRow>, _) = if self.backend == Backend::Postgres {
             let mut tx = ticking.store.begin_in_place().await?;
             let rows = query.fetch_all(&mut tx.conn()?).await?;
@@ -363,6 +382,8 @@ async fn tick_batch(
     let scale = ticking.config.time_scale;
     // Components that ask the model tick on the async engine, waiting on no thread; the
     // rest tick on a blocking thread, as fast as the sandbox goes.
+    // Every agent of the batch at once, however large the backend's batches are.
+    let at_once = due.len().max(1);
     let (asking, plain): (Vec<DueAgent>, Vec<DueAgent>) = due.into_iter().partition(
         |agent| matches!(strategies.get(&strategy_key(agent)), Some(Ok(s)) if s.uses_model()),
     );
@@ -411,7 +432,7 @@ async fn tick_batch(
                 (agent, prepared)
             }
         })
-        .buffer_unordered(BATCH as usize)
+        .buffer_unordered(at_once)
         .collect()
         .await;
     prepared.extend(asked);
@@ -431,7 +452,7 @@ async fn tick_batch(
             result.decision = decision;
             (agent, result)
         })
-        .buffered(BATCH as usize)
+        .buffered(at_once)
         .collect()
         .await;
     store(

@@ -215,9 +215,9 @@ pub(crate) fn proposal_of(
 
 /// The UTC day `at_ms` falls on, as budgets count it (`YYYY-MM-DD`).
 pub(crate) fn budget_day(at_ms: i64) -> String {
-    crate::clock::from_millis(at_ms)
-        .format("%Y-%m-%d")
-        .to_string()
+    use chrono::Datelike as _;
+    let date = crate::clock::from_millis(at_ms).date_naive();
+    format!("{:04}-{:02}-{:02}", date.year(), date.month(), date.day())
 }
 
 /// An agent's token budget as its row keeps it: its own daily budget (if it set one) and the

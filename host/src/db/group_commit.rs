@@ -35,7 +35,7 @@
 //! statement would be a hand-off to the connection's worker thread and back.
 
 use std::any::{Any, TypeId};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicI64};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -56,13 +56,32 @@ const QUEUE: usize = 4 * MAX_BATCH;
 /// writers ([`Checkpoints`]). At once a second, dungeon turns' p99 at 20 % of the floor was
 /// 50-54 ms on SQLite; at a tenth of a second, 24-28 ms (docs/benchmarks.md, session 36).
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
-/// WAL frames (pages) from which the lane catches up after a checkpoint beside the writers, so
-/// the next batch starts the WAL over: a quarter of SQLite's backstop
-/// ([`crucible_sql::WAL_AUTOCHECKPOINT_PAGES`]), 4,096 frames, 16 MiB, so the two stay apart. Catching up after every checkpoint was ten
-/// stalls of the lane a second, 8-10 % of its time; at this size, about one every ten seconds
-/// of paced turns, whose p99 fell from 20-25 ms to 15-18 ms in most runs (docs/benchmarks.md,
-/// session 40).
-const CATCH_UP_FRAMES: i64 = crucible_sql::WAL_AUTOCHECKPOINT_PAGES as i64 / 4;
+/// SQLite's own checkpoint threshold, in WAL frames (pages): a backstop the lane's catch-ups
+/// keep the WAL below ([`catch_up_from`]).
+const BACKSTOP_FRAMES: i64 = crucible_sql::WAL_AUTOCHECKPOINT_PAGES as i64;
+
+/// The WAL's length, in frames, from which the lane catches up after a checkpoint beside the
+/// writers ([`Checkpoints`]), given how many frames the WAL grew by since the checkpoint before:
+/// as late as leaves room below SQLite's backstop for two more checkpoints' growth, and never
+/// sooner than a quarter of the backstop (16 MiB). Each catch-up is a stall of the lane (2-8 ms
+/// under paced turns), so the fewer the better as long as no commit crosses the backstop and
+/// copies the WAL inside the write lock. Paced turns on a fast machine grew the WAL by about
+/// 1,600 frames a checkpoint: from a quarter of the backstop that was three catch-ups a second,
+/// from three quarters one, and the turns' p99 fell from 15-24 ms to 13-19 ms
+/// (docs/benchmarks.md, session 41).
+fn catch_up_from(growth: i64) -> i64 {
+    (BACKSTOP_FRAMES - 2 * growth).max(BACKSTOP_FRAMES / 4)
+}
+
+/// How many frames the WAL grew by between two checkpoints that found it `before` and then
+/// `frames` long: a WAL shorter than before started over meanwhile, and all of it is new.
+fn growth(before: i64, frames: i64) -> i64 {
+    if frames >= before {
+        frames - before
+    } else {
+        frames
+    }
+}
 
 /// One write: its statements, run against the batch's transaction. It may be run more than once
 /// (again alone, after its batch failed), each time in a fresh transaction.
@@ -465,10 +484,10 @@ async fn commit_batches(
 /// SQLite starts the WAL over only once every frame in it is copied, so under a sustained load
 /// the WAL grew to SQLite's backstop and the commit that crossed it copied, inside the write
 /// lock, up to a tenth of a second of batches. So when a checkpoint beside the writers finds the
-/// WAL [`CATCH_UP_FRAMES`] long, the lane copies what was appended meanwhile (a few milliseconds
-/// of batches) before its next batch: the WAL is then all in the file, and the next batch starts
-/// it over. Below that length the WAL just grows; once it has been that long, it is rewritten in
-/// place, so a flush does not pay for the file growing.
+/// WAL long enough ([`catch_up_from`]), the lane copies what was appended meanwhile (a few
+/// milliseconds of batches) before its next batch: the WAL is then all in the file, and the next
+/// batch starts it over. Below that length the WAL just grows; once it has been that long, it is
+/// rewritten in place, so a flush does not pay for the file growing.
 struct Checkpoints {
     file: Option<SqliteFile>,
     last: Instant,
@@ -476,6 +495,8 @@ struct Checkpoints {
     /// Set when a checkpoint beside the writers found the WAL long enough: the lane catches up
     /// before its next batch.
     catch_up: Arc<AtomicBool>,
+    /// The WAL's length, in frames, when the last checkpoint beside the writers ran.
+    frames_before: Arc<AtomicI64>,
 }
 
 impl Checkpoints {
@@ -485,6 +506,7 @@ impl Checkpoints {
             last: Instant::now(),
             running: Arc::default(),
             catch_up: Arc::default(),
+            frames_before: Arc::default(),
         }
     }
 
@@ -504,10 +526,18 @@ impl Checkpoints {
             return;
         }
         self.last = Instant::now();
-        let (file, running, catch_up) = (file.clone(), self.running.clone(), self.catch_up.clone());
+        let (file, running, catch_up, frames_before) = (
+            file.clone(),
+            self.running.clone(),
+            self.catch_up.clone(),
+            self.frames_before.clone(),
+        );
         tokio::task::spawn_blocking(move || {
-            if checkpoint(&file).is_some_and(|frames| frames >= CATCH_UP_FRAMES) {
-                catch_up.store(true, Ordering::Release);
+            if let Some(frames) = checkpoint(&file) {
+                let before = frames_before.swap(frames, Ordering::AcqRel);
+                if frames >= catch_up_from(growth(before, frames)) {
+                    catch_up.store(true, Ordering::Release);
+                }
             }
             running.store(false, Ordering::Release);
         });
@@ -791,7 +821,7 @@ mod tests {
     }
 
     /// A short WAL is left to grow: the lane stalls to catch up only once a checkpoint beside
-    /// the writers finds it [`CATCH_UP_FRAMES`] long.
+    /// the writers finds it long enough for its growth ([`catch_up_from`]).
     #[tokio::test]
     async fn the_lane_catches_up_only_once_the_wal_is_long() {
         let (_dir, store) = store().await;
@@ -805,15 +835,36 @@ mod tests {
                 .expect("insert");
         }
         assert!(!checkpoint_beside(&mut checkpoints).await, "50 rows");
-        // 6,000 rows of 3,000 bytes in one statement: about 18 MiB of pages, past 16 MiB.
+        // 8,000 rows of 3,000 bytes in one statement, a page each: 8,000 frames that came
+        // since the last checkpoint, past a backstop of 16,384 less twice that growth.
         sqlx::query(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 6000) \
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 8000) \
              INSERT INTO items (id, note) SELECT 1000 + i, hex(randomblob(1500)) FROM n",
         )
         .execute(store.write())
         .await
         .expect("insert");
-        assert!(checkpoint_beside(&mut checkpoints).await, "18 MiB");
+        assert!(
+            checkpoint_beside(&mut checkpoints).await,
+            "8,000 pages at once"
+        );
+    }
+
+    /// The faster the WAL grows, the sooner the lane catches up, always two checkpoints' growth
+    /// short of SQLite's backstop, and never sooner than a quarter of it.
+    #[test]
+    fn the_catch_up_keeps_two_checkpoints_of_growth_below_the_backstop() {
+        assert_eq!(catch_up_from(0), BACKSTOP_FRAMES);
+        assert_eq!(catch_up_from(1_600), BACKSTOP_FRAMES - 3_200);
+        assert!(catch_up_from(1_600) > catch_up_from(3_000));
+        assert_eq!(catch_up_from(7_000), BACKSTOP_FRAMES / 4);
+        assert_eq!(catch_up_from(BACKSTOP_FRAMES), BACKSTOP_FRAMES / 4);
+        assert_eq!(growth(1_000, 2_600), 1_600);
+        assert_eq!(
+            growth(13_000, 1_500),
+            1_500,
+            "the WAL started over meanwhile"
+        );
     }
 
     #[tokio::test]

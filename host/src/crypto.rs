@@ -36,8 +36,8 @@ pub(crate) fn new_id(prefix: &str) -> String {
 ///
 /// The random digits come from the thread's CSPRNG (seeded from the operating system's), not
 /// from the operating system per id: these ids only need to be unique, and a tick writes one
-/// for its decision, so a system call and a big-number base-58 encoding per id were a tenth of
-/// the ticker's own CPU on PostgreSQL (docs/benchmarks.md, "Agent ticks").
+/// for its decision, so a system call and a big-number base-58 encoding per id were about 6 %
+/// of the ticker's runtime thread on PostgreSQL (docs/benchmarks.md, "Agent ticks").
 pub(crate) fn ordered_id(prefix: &str, at_ms: i64) -> String {
     use crucible_solana::base58::ALPHABET;
     let mut digits = [0u8; 8];

@@ -85,6 +85,7 @@ pub(crate) const BATCH: i64 = 256;
 /// and a stop or a start of one of them waits for its batch's commit (a batch ticks in about
 /// 20 ms when the sandbox is free).
 const POSTGRES_PAPER_BATCH: i64 = 1024;
+
 /// Faulted ticks in a row after which an agent is moved to `error`.
 pub const FAULT_LIMIT: i64 = 5;
 
@@ -380,10 +381,10 @@ async fn tick_batch(
     } = claim;
     let now = to_millis(ticking.now());
     let scale = ticking.config.time_scale;
-    // Components that ask the model tick on the async engine, waiting on no thread; the
-    // rest tick on a blocking thread, as fast as the sandbox goes.
     // Every agent of the batch at once, however large the backend's batches are.
     let at_once = due.len().max(1);
+    // Components that ask the model tick on the async engine, waiting on no thread; the
+    // rest tick on a blocking thread, as fast as the sandbox goes.
     let (asking, plain): (Vec<DueAgent>, Vec<DueAgent>) = due.into_iter().partition(
         |agent| matches!(strategies.get(&strategy_key(agent)), Some(Ok(s)) if s.uses_model()),
     );

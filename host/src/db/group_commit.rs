@@ -67,8 +67,8 @@ const BACKSTOP_FRAMES: i64 = crucible_sql::WAL_AUTOCHECKPOINT_PAGES as i64;
 /// under paced turns), so the fewer the better as long as no commit crosses the backstop and
 /// copies the WAL inside the write lock. Paced turns on a fast machine grew the WAL by about
 /// 1,600 frames a checkpoint: from a quarter of the backstop that was three catch-ups a second,
-/// from three quarters one, and the turns' p99 fell from 15-24 ms to 13-19 ms
-/// (docs/benchmarks.md, session 41).
+/// from three quarters one, and the turns' p99 fell from a median of 21.0 ms to 17.5 ms over
+/// 13 runs each (docs/benchmarks.md, session 41).
 fn catch_up_from(growth: i64) -> i64 {
     (BACKSTOP_FRAMES - 2 * growth).max(BACKSTOP_FRAMES / 4)
 }

@@ -149,6 +149,7 @@ fn main() {
                 url: &floor,
                 headers: &[],
                 script: None,
+                prepare: None,
             },
         ),
         (
@@ -157,6 +158,7 @@ fn main() {
                 url: &mcp,
                 headers: &ping_headers,
                 script: Some(&ping),
+                prepare: None,
             },
         ),
         (
@@ -165,6 +167,7 @@ fn main() {
                 url: &rest_detail,
                 headers: &rest_headers,
                 script: None,
+                prepare: None,
             },
         ),
         (
@@ -173,6 +176,7 @@ fn main() {
                 url: &mcp,
                 headers: &detail_headers,
                 script: Some(&detail),
+                prepare: None,
             },
         ),
         (
@@ -181,6 +185,7 @@ fn main() {
                 url: &rest_board,
                 headers: &rest_headers,
                 script: None,
+                prepare: None,
             },
         ),
         (
@@ -189,6 +194,7 @@ fn main() {
                 url: &mcp,
                 headers: &board_headers,
                 script: Some(&board),
+                prepare: None,
             },
         ),
     ];

@@ -102,6 +102,7 @@ fn main() {
                     url,
                     headers,
                     script: None,
+                    prepare: None,
                 },
             )
         })

@@ -4,11 +4,13 @@
 //!
 //! The server runs on one core (a current-thread runtime; the process pinned to CPU 0 when
 //! `taskset` exists) and `wrk` loads it from the other core, 256 connections by default. Turns:
-//! `BENCH_RUNS` paid runs (512) entered over HTTP first, then every request plays `inventory`
-//! (free, so no run ends during the bench) on the next run in turn; each is a real turn — the
-//! run's version moves, its `run:turn` event is stored, watchers hear it. Registrations: one
-//! fresh wallet per request, anonymously, into an upcoming free tournament (a new tournament for
-//! every wrk run, so no wallet repeats). Rate limits are off: they are measured apart.
+//! windows of `BENCH_RUNS` paid runs (512) entered over HTTP first, one for each wrk run of
+//! turns (a run ends after 1,000 turns, and one saturated load plays a few hundred thousand),
+//! then every request plays `inventory` (free, so no run dies) on the next run of its window in
+//! turn; each is a real turn — the run's version moves, its `run:turn` event is stored,
+//! watchers hear it. Registrations: one fresh wallet per request, anonymously, into an upcoming
+//! free tournament (a new tournament for every wrk run, so no wallet repeats). Rate limits are
+//! off: they are measured apart.
 //!
 //! `cargo bench --bench write_paths` (SQLite); with `TEST_DATABASE_URL=postgres://…` on
 //! PostgreSQL. Needs `wrk`. `BENCH_SECONDS` (10), `BENCH_CONCURRENCY` (256), `BENCH_ROUNDS` (3)
@@ -54,9 +56,12 @@ fn main() {
     let keys = runtime.block_on(async {
         let client = reqwest::Client::new();
         let started = std::time::Instant::now();
-        let keys = support::enter_runs(&client, &base, &state, "bench@example.com", runs).await;
+        // A window of `runs` for the check below and one for each wrk run of turns: one a round,
+        // two for the paced phase.
+        let entered = runs * (rounds as usize + 3);
+        let keys = support::enter_runs(&client, &base, &state, "bench@example.com", entered).await;
         println!(
-            "setup: {runs} paid runs entered over HTTP in {:.1} s",
+            "setup: {entered} paid runs entered over HTTP in {:.1} s",
             started.elapsed().as_secs_f64()
         );
         let mut tx = state.store.begin().await.expect("tx");
@@ -72,11 +77,20 @@ fn main() {
         keys
     });
 
+    // Each wrk run of turns plays a window of runs of its own (the paced phase runs two), all
+    // entered above: no run reaches its last turn during a load, after which it would answer
+    // 409 at a fraction of a turn's cost, and no entry's work runs beside a measured load.
     let runs_file = scripts.path().join("runs.txt");
-    let mut file = std::fs::File::create(&runs_file).expect("runs file");
-    for (run_id, key) in &keys {
-        writeln!(file, "{run_id} {key}").expect("write");
-    }
+    let mut windows = keys.chunks(runs);
+    write_runs(&runs_file, windows.next().expect("runs"));
+    let windows = std::cell::RefCell::new(windows);
+    let next_runs = || {
+        let mut windows = windows.borrow_mut();
+        let window = windows
+            .next()
+            .expect("a window of runs for every wrk run of turns");
+        write_runs(&runs_file, window);
+    };
     let wallets_file = scripts.path().join("wallets.txt");
     let mut file = std::io::BufWriter::new(std::fs::File::create(&wallets_file).expect("wallets"));
     for _ in 0..WALLETS {
@@ -193,6 +207,7 @@ end
                 url: &floor,
                 headers: &[],
                 script: None,
+                prepare: None,
             },
         ),
         (
@@ -201,6 +216,7 @@ end
                 url: &base,
                 headers: &[],
                 script: Some(&turn_script),
+                prepare: Some(&next_runs),
             },
         ),
         (
@@ -209,6 +225,7 @@ end
                 url: &base,
                 headers: &[],
                 script: Some(&register_script),
+                prepare: None,
             },
         ),
     ];
@@ -248,4 +265,12 @@ end
             .expect("registrations");
         println!("stored: {turns} turns, {registered} registrations");
     });
+}
+
+/// The runs' ids and keys, one `id key` a line, for the turns' script.
+fn write_runs(path: &std::path::Path, keys: &[(String, String)]) {
+    let mut file = std::fs::File::create(path).expect("runs file");
+    for (run_id, key) in keys {
+        writeln!(file, "{run_id} {key}").expect("write");
+    }
 }

@@ -12,11 +12,14 @@ pub struct Run {
     pub errors: String,
 }
 
-/// A load: the URL, extra headers, and an optional Lua script (a POST body, say).
+/// A load: the URL, extra headers, an optional Lua script (a POST body, say), and what to do
+/// before each wrk run of it, outside its measurement (fresh dungeon runs, whose turns are
+/// capped, for the turns' script).
 pub struct Load<'a> {
     pub url: &'a str,
     pub headers: &'a [&'a str],
     pub script: Option<&'a std::path::Path>,
+    pub prepare: Option<&'a dyn Fn()>,
 }
 
 /// Whether wrk is installed; says how to get it when not.
@@ -105,6 +108,7 @@ pub fn paced_against_the_floor(
                 url: load.url,
                 headers: load.headers,
                 script: Some(&script),
+                prepare: load.prepare,
             };
             wrk(&load, concurrency, seconds)
         };
@@ -156,6 +160,9 @@ pub fn pin_to_cpu(cpu: usize) -> bool {
 }
 
 pub fn wrk(load: &Load<'_>, concurrency: u64, seconds: u64) -> Run {
+    if let Some(prepare) = load.prepare {
+        prepare();
+    }
     // A short warm-up fills the caches and the connection pools first.
     let mut warm = wrk_command(load, concurrency.min(16), 1);
     warm.output().expect("wrk warm-up");

@@ -27,3 +27,4 @@ mod watch;
 pub use crucible_dungeon as game;
 pub(crate) use error::DungeonError;
 pub(crate) use routes::router;
+pub use store::snapshot_due;

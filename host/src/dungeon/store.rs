@@ -121,6 +121,30 @@ const FROM_RUNS: &str = "dungeon_runs r JOIN dungeon_run_snapshots s ON s.run_id
 /// does not hold the run replays at most this many turns' actions.
 pub(crate) const SNAPSHOT_EVERY: u64 = 32;
 
+/// Whether the turn that reaches `turn_number` stores a snapshot of `run_id`'s state: every
+/// [`SNAPSHOT_EVERY`] turns, at a phase of its own. Runs entered together and played at one
+/// pace (a day's opening, an operator's fleet) would otherwise all store their ~14 KB state on
+/// the same turn, and those turns' batches would write several megabytes at once while every
+/// other request waits behind them. The phase is a hash of the id, so it is the same on every
+/// node; nothing depends on it ([`game`] replays from whichever snapshot is stored).
+pub fn snapshot_due(run_id: &str, turn_number: u64) -> bool {
+    // FNV-1a, stable across builds and platforms (unlike the standard library's hasher), then
+    // MurmurHash3's finalizer: FNV alone leaves the last bytes out of the high bits and only
+    // the bytes' low bits in the low ones, and ids differ in their last characters.
+    let mut hash = run_id
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    hash ^= hash >> 33;
+    hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    hash ^= hash >> 33;
+    hash = hash.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    hash ^= hash >> 33;
+    let phase = hash % SNAPSHOT_EVERY;
+    (turn_number + phase).is_multiple_of(SNAPSHOT_EVERY)
+}
+
 /// The game state of the run at `row`: its snapshot, and the actions of the turns stored after
 /// it (up to the row's own last event, so a turn committed since the row was read is not
 /// replayed into it) played again. The engine is deterministic: the same actions on the same
@@ -401,7 +425,7 @@ pub(crate) async fn advance(
         run_id: head.id.clone(),
         version: head.version,
         by_player: mover == Mover::Player,
-        state: (run.status().is_over() || run.turn_number().is_multiple_of(SNAPSHOT_EVERY))
+        state: (run.status().is_over() || snapshot_due(&head.id, run.turn_number()))
             .then(|| serde_json::to_string(run))
             .transpose()
             .map_err(DungeonError::internal)?,
@@ -919,6 +943,32 @@ fn announce(events: &Bus, run_id: &str, seq: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_snapshot_once_every_32_turns_each_at_a_phase_of_its_own() {
+        let mut phases = [0_usize; SNAPSHOT_EVERY as usize];
+        for n in 0..1_024 {
+            let run_id = format!("run_{n:08x}");
+            let due: Vec<u64> = (1..=96)
+                .filter(|&turn| snapshot_due(&run_id, turn))
+                .collect();
+            assert_eq!(due.len(), 3, "{run_id}: {due:?}");
+            assert!(
+                due.windows(2)
+                    .all(|pair| pair[1] - pair[0] == SNAPSHOT_EVERY)
+            );
+            phases[(due[0] % SNAPSHOT_EVERY) as usize] += 1;
+        }
+        // 1,024 runs over 32 phases: about 32 each, none crowded.
+        assert!(
+            phases.iter().all(|&runs| (10..=60).contains(&runs)),
+            "{phases:?}"
+        );
+        assert_eq!(
+            snapshot_due("run_a", 7),
+            snapshot_due("run_a", 7 + SNAPSHOT_EVERY)
+        );
+    }
 
     #[test]
     fn run_statuses_read_back_and_unknown_ones_are_refused() {

@@ -80,8 +80,13 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
             .map(|(_, counts)| counts)
             .expect("dungeon_runs cache")
     };
-    // 32 turns: the last stores a snapshot of the whole state (the others only their events).
-    for number in 1..=32 {
+    // Turns up to the run's first snapshot: that turn stores the whole state, the others only
+    // their events. Each run takes its snapshots at a phase of its own.
+    let due = (1..=64)
+        .find(|&turn| crucible::dungeon::snapshot_due(&run_id, turn))
+        .expect("a snapshot within 32 turns");
+    let due = i64::try_from(due).expect("small");
+    for number in 1..=due {
         let turn = app
             .dungeon_turn(
                 &run_id,
@@ -91,10 +96,11 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
             .await;
         assert_eq!(turn.status, 200, "{}", turn.body);
     }
-    // The first turn read the row; the next 31 played on the state the node kept.
-    assert_eq!(runs_cache(&app), (31, 1));
+    // The first turn read the row; the others played on the state the node kept.
+    let held = u64::try_from(due - 1).expect("small");
+    assert_eq!(runs_cache(&app), (held, 1));
 
-    // Another writer (a second node) plays turn 33 on the stored snapshot: `examine` costs 1 AP.
+    // Another writer (a second node) plays the next turn on the stored snapshot: `examine` costs 1 AP.
     let (state, version, state_seq, last_seq): (String, i64, i64, i64) = sqlx::query_as(
         "SELECT s.state, r.version, s.seq, r.last_seq
          FROM dungeon_runs r JOIN dungeon_run_snapshots s ON s.run_id = r.id WHERE r.id = $1",
@@ -103,9 +109,13 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
     .fetch_one(app.state.store.read())
     .await
     .expect("row");
-    assert_eq!((state_seq, last_seq), (32, 32), "turn 32 took a snapshot");
+    assert_eq!(
+        (state_seq, last_seq),
+        (due, due),
+        "turn {due} took a snapshot"
+    );
     let mut game: crucible::dungeon::game::Run = serde_json::from_str(&state).expect("state");
-    assert_eq!(game.turn_number(), 32);
+    assert_eq!(game.turn_number() as i64, due);
     let ap_before = game.view().player.ap;
     game.apply(&crucible::dungeon::game::Action::new(
         crucible::dungeon::game::ActionKind::Examine,
@@ -113,11 +123,12 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
     ))
     .expect("examine");
     let moved = sqlx::query(
-        "UPDATE dungeon_runs SET version = version + 1, turn_number = 33
+        "UPDATE dungeon_runs SET version = version + 1, turn_number = $3
          WHERE id = $1 AND version = $2",
     )
     .bind(&run_id)
     .bind(version)
+    .bind(due + 1)
     .execute(app.state.store.write())
     .await
     .expect("other writer");
@@ -134,14 +145,14 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
         .dungeon_turn(
             &run_id,
             &key,
-            json!({"action": "inventory", "turnNumber": 34}),
+            json!({"action": "inventory", "turnNumber": due + 2}),
         )
         .await;
     assert_eq!(next.status, 200, "{}", next.body);
-    assert_eq!(next.body["turnNumber"], 34);
+    assert_eq!(next.body["turnNumber"], due + 2);
     assert_eq!(next.body["player"]["ap"], ap_before - 1);
     // The turn number it was sent was ahead of what the node held, so it read the run.
-    assert_eq!(runs_cache(&app), (31, 1));
+    assert_eq!(runs_cache(&app), (held, 1));
 
     // Once more, with a turn sent without a turn number: the node plays on the state it
     // holds, the write's version guard refuses it, and it plays again on the row.
@@ -150,8 +161,9 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
         .fetch_one(app.state.store.read())
         .await
         .expect("row");
-    sqlx::query("UPDATE dungeon_runs SET version = version + 1, turn_number = 35 WHERE id = $1")
+    sqlx::query("UPDATE dungeon_runs SET version = version + 1, turn_number = $2 WHERE id = $1")
         .bind(&run_id)
+        .bind(due + 3)
         .execute(app.state.store.write())
         .await
         .expect("other writer");
@@ -165,10 +177,11 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
     sqlx::query(&format!(
         "INSERT INTO dungeon_run_events
              (run_id, seq, kind, turn_number, payload, created_at, action{prev})
-         SELECT id, last_seq + 1, 'run:turn', 35, '{{}}', 0, '{{\"action\":\"inventory\"}}'{chain}
+         SELECT id, last_seq + 1, 'run:turn', $2, '{{}}', 0, '{{\"action\":\"inventory\"}}'{chain}
          FROM dungeon_runs WHERE id = $1",
     ))
     .bind(&run_id)
+    .bind(due + 3)
     .execute(app.state.store.write())
     .await
     .expect("its event");
@@ -192,17 +205,17 @@ async fn a_node_plays_on_the_state_it_holds_until_another_writer_moves_the_run()
         .dungeon_turn(&run_id, &key, json!({"action": "inventory"}))
         .await;
     assert_eq!(after.status, 200, "{}", after.body);
-    assert_eq!(after.body["turnNumber"], 36, "{}", after.body);
+    assert_eq!(after.body["turnNumber"], due + 4, "{}", after.body);
     assert_eq!(
         runs_cache(&app),
-        (32, 1),
+        (held + 1, 1),
         "played once on what it held, refused"
     );
     // A reader that does not hold the run replays the turns after the snapshot onto it.
     let page = app
         .get(&format!("/api/dungeons/runs/{run_id}"), Auth::None)
         .await;
-    assert_eq!(page.body["state"]["turnNumber"], 36, "{}", page.body);
+    assert_eq!(page.body["state"]["turnNumber"], due + 4, "{}", page.body);
     assert_eq!(page.body["state"]["player"]["ap"], ap_before - 1);
 }
 
@@ -245,7 +258,10 @@ async fn a_run_read_back_after_a_restart_replays_its_turns_since_the_last_snapsh
             if visible.status.is_over() {
                 break;
             }
-            if visible.turn_number >= 36 {
+            // Past the run's first snapshot, on a turn that took none.
+            if visible.turn_number >= 36
+                && !crucible::dungeon::snapshot_due(&run_id, visible.turn_number)
+            {
                 reached = true;
                 break;
             }

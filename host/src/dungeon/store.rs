@@ -128,20 +128,9 @@ pub(crate) const SNAPSHOT_EVERY: u64 = 32;
 /// other request waits behind them. The phase is a hash of the id, so it is the same on every
 /// node; nothing depends on it ([`game`] replays from whichever snapshot is stored).
 pub fn snapshot_due(run_id: &str, turn_number: u64) -> bool {
-    // FNV-1a, stable across builds and platforms (unlike the standard library's hasher), then
-    // MurmurHash3's finalizer: FNV alone leaves the last bytes out of the high bits and only
-    // the bytes' low bits in the low ones, and ids differ in their last characters.
-    let mut hash = run_id
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
-    hash ^= hash >> 33;
-    hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    hash ^= hash >> 33;
-    hash = hash.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    hash ^= hash >> 33;
-    let phase = hash % SNAPSHOT_EVERY;
+    // The engine's stable hash of text (the one that seeds the run's dice): FNV-1a, mixed, so
+    // ids that differ only in their last characters still spread over every phase.
+    let phase = super::game::rng::seed_from_str(run_id) % SNAPSHOT_EVERY;
     (turn_number + phase).is_multiple_of(SNAPSHOT_EVERY)
 }
 

@@ -312,7 +312,7 @@ pub(crate) async fn scrape(
             Gauges {
                 streams_open: state.streams.count(None) as i64,
                 caches: state.caches.stats().to_vec(),
-                group_commit: state.store.group().counts(),
+                group_commit: state.store.group_commit_counts(),
                 ..Gauges::default()
             }
         }
@@ -344,7 +344,7 @@ async fn read_gauges(state: &AppState) -> sqlx::Result<Gauges> {
         payouts_pending,
         streams_open: state.streams.count(None) as i64,
         caches: state.caches.stats().to_vec(),
-        group_commit: state.store.group().counts(),
+        group_commit: state.store.group_commit_counts(),
     })
 }
 

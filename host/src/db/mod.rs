@@ -79,6 +79,9 @@ pub struct Store {
     writer: AnyPool,
     backend: Backend,
     group: GroupCommit,
+    /// On PostgreSQL, the committer of the writes that take a tournament's seats
+    /// ([`Store::seats`]).
+    seats: Option<GroupCommit>,
     /// The SQLite file, whose hot statements run in place (none in memory or on PostgreSQL).
     sqlite_file: Option<SqliteFile>,
 }
@@ -104,6 +107,8 @@ impl Store {
                 Ok(Store {
                     reader,
                     group: GroupCommit::new(writer.clone(), file.clone()),
+                    // One writer: a second committer would only take turns with the first.
+                    seats: None,
                     writer,
                     backend,
                     sqlite_file: file,
@@ -139,6 +144,7 @@ impl Store {
                 Ok(Store {
                     reader: pool.clone(),
                     group: GroupCommit::with_lanes(pool.clone(), None, POSTGRES_LANES),
+                    seats: Some(GroupCommit::new(pool.clone(), None)),
                     writer: pool,
                     backend,
                     sqlite_file: None,
@@ -233,7 +239,19 @@ impl Store {
     /// Transactions the group committer has committed and the writes they carried (what
     /// `GET /metrics` reports as `crucible_group_commit_*`).
     pub fn group_commit_counts(&self) -> (u64, u64) {
-        self.group.counts()
+        let (batches, writes) = self.group.counts();
+        let (seat_batches, seat_writes) = self.seats.as_ref().map_or((0, 0), GroupCommit::counts);
+        (batches + seat_batches, writes + seat_writes)
+    }
+
+    /// The group committer of the writes that take seats of a tournament (registrations).
+    /// Each such write locks its tournament's row until its commit is flushed, so on PostgreSQL
+    /// their batches in the hot paths' four lanes queued on that row, each behind the flushes
+    /// of those before it; a committer of their own runs one batch at a time, and a request
+    /// waits for at most the batch in flight and its own (docs/architecture.md, "Group
+    /// commit"). On SQLite, the one committer of [`Store::group`].
+    pub(crate) fn seats(&self) -> &GroupCommit {
+        self.seats.as_ref().unwrap_or(&self.group)
     }
 
     /// A trivial round trip, for the health check.

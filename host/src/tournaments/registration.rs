@@ -605,8 +605,8 @@ struct RegistrationWrite {
 /// whole have their wallets deleted again before the commit.
 ///
 /// The `UPDATE` locks the tournament's row until the commit, so on PostgreSQL the batches of
-/// one tournament's registrations commit one after another whichever lane they ran in; they
-/// have a committer of their own, one batch at a time ([`Store::seats`]). Taken
+/// one tournament's registrations commit one after another; hence their own committer, one
+/// batch at a time ([`Store::seats`]). Taken
 /// last, after the wallets are in, the lock spans that `UPDATE` and the commit (and the
 /// `DELETE` of a request that could not be whole); taken first, it also spanned the `INSERT`
 /// and the seat count's own `UPDATE`, and at 20 % of the floor registrations waited for it:

@@ -42,8 +42,9 @@ use std::time::{Duration, Instant};
 
 use crucible_sql::{Conn, SqliteFile, Transaction};
 use futures_util::future::BoxFuture;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use sqlx::AnyPool;
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 /// The most items one transaction carries: large enough that a flush is shared by hundreds of
 /// writes, small enough that a batch's locks and its savepoints stay cheap.
@@ -424,56 +425,99 @@ fn gone<E: From<sqlx::Error>>() -> E {
     sqlx::Error::WorkerCrashed.into()
 }
 
-/// The committer: one batch at a time, until every sender is gone.
+/// The committer, until every sender is gone: one batch at a time with one lane, up to `lanes`
+/// in flight otherwise.
 async fn commit_batches(
     writer: Writer,
-    mut queue: mpsc::Receiver<Box<dyn Item>>,
+    queue: mpsc::Receiver<Box<dyn Item>>,
     counts: Arc<Counts>,
     lanes: usize,
 ) {
-    let mut last_batch = 0;
-    let mut batch: Vec<Box<dyn Item>> = Vec::with_capacity(MAX_BATCH);
+    let mut gather = Gather {
+        queue,
+        counts,
+        last_batch: 0,
+    };
+    if lanes > 1 {
+        return commit_in_lanes(writer, gather, lanes).await;
+    }
     let mut checkpoints = Checkpoints::new(writer.file.clone());
-    let free_lanes = Arc::new(Semaphore::new(lanes));
-    while let Some(first) = queue.recv().await {
-        // A batch is gathered once a lane is free, so it takes what queued meanwhile.
-        let Ok(lane) = free_lanes.clone().acquire_owned().await else {
-            return;
+    while let Some(first) = gather.queue.recv().await {
+        let mut batch = gather.batch(first, false).await;
+        commit(&writer, &mut batch).await;
+        checkpoints.after_batch().await;
+    }
+}
+
+/// Up to `lanes` batches in flight at once, each in a transaction of its own. They run inside
+/// the committer's task rather than as tasks of their own: a spawned batch waited for its first
+/// poll behind every task that was ready before it, so each write paid one more pass of the
+/// runtime's queue before its statement left (docs/architecture.md, "Group commit").
+async fn commit_in_lanes(writer: Writer, mut gather: Gather, lanes: usize) {
+    let mut in_flight: FuturesUnordered<BoxFuture<'static, ()>> = FuturesUnordered::new();
+    loop {
+        let first = tokio::select! {
+            // A batch that committed frees its lane.
+            Some(()) = in_flight.next(), if !in_flight.is_empty() => continue,
+            // A batch is gathered once a lane is free, so it takes what queued meanwhile.
+            item = gather.queue.recv(), if in_flight.len() < lanes => match item {
+                Some(item) => item,
+                None => break,
+            },
         };
         // With a lane to spare, a batch of writes that spread over lanes starts at once: while
         // it is in flight, what queues meanwhile goes to the next lane. Other batches, and the
         // last free lane, wait for company.
-        let at_once = first.kind().is_some_and(|kind| kind.spreads_over_lanes)
-            && free_lanes.available_permits() > 0;
+        let at_once =
+            first.kind().is_some_and(|kind| kind.spreads_over_lanes) && in_flight.len() + 1 < lanes;
+        let gathering = gather.batch(first, at_once);
+        tokio::pin!(gathering);
+        // Batches in flight go on while this one waits for company.
+        let mut batch = loop {
+            tokio::select! {
+                batch = &mut gathering => break batch,
+                Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
+            }
+        };
+        let writer = writer.clone();
+        // Polled by the next `in_flight.next()` above, at once: its statement leaves now.
+        in_flight.push(Box::pin(async move { commit(&writer, &mut batch).await }));
+    }
+    while in_flight.next().await.is_some() {}
+}
+
+/// The committer's queue, and how batches are taken from it.
+struct Gather {
+    queue: mpsc::Receiver<Box<dyn Item>>,
+    counts: Arc<Counts>,
+    /// The size of the batch before: under load (more than one), the next one waits for
+    /// company ([`GATHER_YIELDS`]).
+    last_batch: usize,
+}
+
+impl Gather {
+    /// A batch starting with `first` and taking what is queued behind it, up to [`MAX_BATCH`];
+    /// under load, unless `at_once`, after letting the tasks that are ready reach the queue.
+    async fn batch(&mut self, first: Box<dyn Item>, at_once: bool) -> Vec<Box<dyn Item>> {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
         batch.push(first);
-        if last_batch > 1 && !at_once {
+        if self.last_batch > 1 && !at_once {
             for _ in 0..GATHER_YIELDS {
                 tokio::task::yield_now().await;
             }
         }
         while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
+            match self.queue.try_recv() {
                 Ok(item) => batch.push(item),
                 Err(_) => break,
             }
         }
-        last_batch = batch.len();
-        counts.batches.fetch_add(1, Ordering::Relaxed);
-        counts
+        self.last_batch = batch.len();
+        self.counts.batches.fetch_add(1, Ordering::Relaxed);
+        self.counts
             .writes
-            .fetch_add(last_batch as u64, Ordering::Relaxed);
-        if lanes == 1 {
-            commit(&writer, &mut batch).await;
-            checkpoints.after_batch().await;
-            drop(lane);
-        } else {
-            let mut flying = std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH));
-            let writer = writer.clone();
-            tokio::spawn(async move {
-                commit(&writer, &mut flying).await;
-                drop(lane);
-            });
-        }
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        batch
     }
 }
 

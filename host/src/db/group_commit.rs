@@ -442,8 +442,10 @@ async fn commit_batches(
         return commit_in_lanes(writer, gather, lanes).await;
     }
     let mut checkpoints = Checkpoints::new(writer.file.clone());
+    // One batch at a time: its vector is emptied by the commit and filled again.
+    let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = gather.queue.recv().await {
-        let mut batch = gather.batch(first, false).await;
+        gather.batch(first, false, &mut batch).await;
         commit(&writer, &mut batch).await;
         checkpoints.after_batch().await;
     }
@@ -470,15 +472,19 @@ async fn commit_in_lanes(writer: Writer, mut gather: Gather, lanes: usize) {
         // last free lane, wait for company.
         let at_once =
             first.kind().is_some_and(|kind| kind.spreads_over_lanes) && in_flight.len() + 1 < lanes;
-        let gathering = gather.batch(first, at_once);
-        tokio::pin!(gathering);
-        // Batches in flight go on while this one waits for company.
-        let mut batch = loop {
-            tokio::select! {
-                batch = &mut gathering => break batch,
-                Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
+        // The batch leaves with its vector, so each one in flight has its own.
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        {
+            let gathering = gather.batch(first, at_once, &mut batch);
+            tokio::pin!(gathering);
+            // Batches in flight go on while this one waits for company.
+            loop {
+                tokio::select! {
+                    () = &mut gathering => break,
+                    Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
+                }
             }
-        };
+        }
         let writer = writer.clone();
         // Polled by the next `in_flight.next()` above, at once: its statement leaves now.
         in_flight.push(Box::pin(async move { commit(&writer, &mut batch).await }));
@@ -496,10 +502,9 @@ struct Gather {
 }
 
 impl Gather {
-    /// A batch starting with `first` and taking what is queued behind it, up to [`MAX_BATCH`];
+    /// Fill the empty `batch` with `first` and what is queued behind it, up to [`MAX_BATCH`];
     /// under load, unless `at_once`, after letting the tasks that are ready reach the queue.
-    async fn batch(&mut self, first: Box<dyn Item>, at_once: bool) -> Vec<Box<dyn Item>> {
-        let mut batch = Vec::with_capacity(MAX_BATCH);
+    async fn batch(&mut self, first: Box<dyn Item>, at_once: bool, batch: &mut Vec<Box<dyn Item>>) {
         batch.push(first);
         if self.last_batch > 1 && !at_once {
             for _ in 0..GATHER_YIELDS {
@@ -517,7 +522,6 @@ impl Gather {
         self.counts
             .writes
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
-        batch
     }
 }
 

@@ -6,16 +6,14 @@
 //! and makes up for it: when its listening connection drops, events sent before it is back are
 //! lost, and once it is back it announces [`Event::Resync`] here, on which every stream re-reads.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use super::notify;
 use super::{Bus, Event};
 use crate::db::Store;
-
-/// Events sent in one `NOTIFY` at most: a burst (a snapshot round moving many boards) travels
-/// in few notifications, and a payload stays far below PostgreSQL's 8,000-byte limit.
-const BATCH: usize = 32;
 
 /// What travels in one notification.
 #[derive(Debug, Serialize, Deserialize)]
@@ -79,42 +77,119 @@ pub async fn tell_running_nodes(store: &Store, events: Vec<Event>) {
             return;
         }
     };
-    let envelope = Envelope {
-        node: "tool".to_owned(),
-        events,
-    };
-    if let Ok(payload) = serde_json::to_string(&envelope) {
+    for payload in pack(&own_prefix("tool"), &events) {
         notify::send(store, &channel, &payload).await;
     }
 }
 
-/// `NOTIFY` what this node publishes, in batches of what is waiting.
+/// `events` packed into as few payloads as fit ([`Packing`]), in order.
+fn pack(prefix: &str, events: &[Event]) -> Vec<String> {
+    let mut payloads = Vec::new();
+    let mut packing = Packing::new(prefix);
+    for event in events {
+        if !packing.add(event) {
+            payloads.extend(packing.finish());
+            packing = Packing::new(prefix);
+            packing.add(event);
+        }
+    }
+    payloads.extend(packing.finish());
+    payloads
+}
+
+/// `NOTIFY` what this node publishes: what is waiting, packed into as few notifications as
+/// PostgreSQL's payload limit allows ([`Packing`]).
 async fn send_loop(
     store: Store,
     channel: String,
     node: String,
     mut pending: mpsc::UnboundedReceiver<Event>,
 ) {
-    while let Some(first) = pending.recv().await {
-        let mut events = vec![first];
-        while events.len() < BATCH {
-            match pending.try_recv() {
-                Ok(event) if !events.contains(&event) => events.push(event),
-                Ok(_) => {}
-                Err(_) => break,
+    let prefix = own_prefix(&node);
+    // The event that did not fit in the last notification opens the next one.
+    let mut carried = None;
+    loop {
+        let first = match carried.take() {
+            Some(event) => event,
+            None => match pending.recv().await {
+                Some(event) => event,
+                None => return,
+            },
+        };
+        let mut packing = Packing::new(&prefix);
+        packing.add(&first);
+        while let Ok(event) = pending.try_recv() {
+            if !packing.add(&event) {
+                carried = Some(event);
+                break;
             }
         }
-        let payload = match serde_json::to_string(&Envelope {
-            node: node.clone(),
-            events,
-        }) {
-            Ok(payload) => payload,
+        if let Some(payload) = packing.finish() {
+            notify::send(&store, &channel, &payload).await;
+        }
+    }
+}
+
+/// One notification's payload as it is filled: an [`Envelope`]'s JSON, written an event at a
+/// time so it stops short of [`notify::MAX_PAYLOAD`].
+///
+/// Each notification is a transaction of its own on PostgreSQL and wakes every listening
+/// node, so the fewer the better. A count of events would have to assume the longest event; by
+/// bytes, a notification carries about a hundred dungeon turns' events, three times the 32 it
+/// was held to before (docs/benchmarks.md, session 47).
+struct Packing {
+    payload: String,
+    /// The events in the payload, as written: one event twice in a notification says nothing
+    /// more (a stream re-reads its state either way).
+    written: HashSet<String>,
+}
+
+impl Packing {
+    /// A payload beginning with this node's own prefix ([`own_prefix`]).
+    fn new(prefix: &str) -> Self {
+        let mut payload = String::with_capacity(notify::MAX_PAYLOAD);
+        payload.push_str(prefix);
+        payload.push_str("\"events\":[");
+        Packing {
+            payload,
+            written: HashSet::new(),
+        }
+    }
+
+    /// Add `event`, or pass it by when it is in already; false when it does not fit (it then
+    /// belongs in the next notification). The first event always fits: one event alone over the
+    /// limit is left for PostgreSQL to refuse, and logged there.
+    fn add(&mut self, event: &Event) -> bool {
+        let text = match serde_json::to_string(event) {
+            Ok(text) => text,
             Err(error) => {
-                tracing::error!(%error, "cannot encode events for the other nodes");
-                continue;
+                tracing::error!(%error, "cannot encode an event for the other nodes");
+                return true;
             }
         };
-        notify::send(&store, &channel, &payload).await;
+        if self.written.contains(&text) {
+            return true;
+        }
+        // A comma before it, and the closing `]}` after it.
+        let length = self.payload.len() + usize::from(!self.written.is_empty()) + text.len() + 2;
+        if !self.written.is_empty() && length > notify::MAX_PAYLOAD {
+            return false;
+        }
+        if !self.written.is_empty() {
+            self.payload.push(',');
+        }
+        self.payload.push_str(&text);
+        self.written.insert(text);
+        true
+    }
+
+    /// The finished payload; `None` when no event made it in.
+    fn finish(mut self) -> Option<String> {
+        if self.written.is_empty() {
+            return None;
+        }
+        self.payload.push_str("]}");
+        Some(self.payload)
     }
 }
 
@@ -124,8 +199,8 @@ fn own_prefix(node: &str) -> String {
 }
 
 /// Announce here what another node published. This node's own envelopes (its events were
-/// announced here already), one for every 32 of its events, are passed by on their first bytes
-/// (`own`, [`own_prefix`]) rather than parsed.
+/// announced here already) are passed by on their first bytes (`own`, [`own_prefix`]) rather
+/// than parsed.
 fn announce(bus: &Bus, own: &str, payload: &str) {
     if payload.starts_with(own) {
         return;
@@ -163,11 +238,71 @@ mod tests {
             text,
             r#"{"node":"node_a","events":[{"kind":"leaderboardChanged","tournamentId":"trn_1"},{"kind":"dungeonRunEvent","runId":"run_1","seq":7}]}"#
         );
+        // Packed for a notification, the same bytes.
+        assert_eq!(
+            pack(&own_prefix("node_a"), &envelope.events),
+            vec![text.clone()]
+        );
         let back: Envelope = serde_json::from_str(&text).expect("decode");
         assert_eq!(back.events, envelope.events);
         // A node knows its own envelopes by their first bytes, and only its own.
         assert!(text.starts_with(&own_prefix("node_a")));
         assert!(!text.starts_with(&own_prefix("node_")));
         assert!(!text.starts_with(&own_prefix("node_ab")));
+    }
+
+    fn turn(n: i64) -> Event {
+        Event::DungeonRunEvent {
+            run_id: format!("run_{n:026}"),
+            seq: n,
+        }
+    }
+
+    #[test]
+    fn a_packed_notification_is_an_envelope_below_the_limit_and_loses_no_event() {
+        let events: Vec<Event> = (0..1_000).map(turn).collect();
+        let payloads = pack(&own_prefix("node_a"), &events);
+        let mut heard = Vec::new();
+        for payload in &payloads {
+            assert!(payload.len() <= notify::MAX_PAYLOAD, "{}", payload.len());
+            assert!(payload.starts_with(&own_prefix("node_a")));
+            let envelope: Envelope = serde_json::from_str(payload).expect("an envelope");
+            assert_eq!(envelope.node, "node_a");
+            heard.extend(envelope.events);
+        }
+        assert_eq!(heard, events, "every event, once, in order");
+        // Full notifications, not one per 32 events: ~70 bytes an event here.
+        assert!(payloads.len() <= 10, "{} notifications", payloads.len());
+        assert!(payloads[0].len() > notify::MAX_PAYLOAD - 100);
+    }
+
+    #[test]
+    fn an_event_twice_in_one_notification_is_sent_once() {
+        let events = [
+            turn(1),
+            turn(2),
+            turn(1),
+            Event::TournamentsChanged,
+            turn(2),
+        ];
+        let payloads = pack(&own_prefix("node_a"), &events);
+        assert_eq!(payloads.len(), 1);
+        let envelope: Envelope = serde_json::from_str(&payloads[0]).expect("an envelope");
+        assert_eq!(
+            envelope.events,
+            vec![turn(1), turn(2), Event::TournamentsChanged]
+        );
+    }
+
+    #[test]
+    fn an_event_over_the_limit_goes_alone_and_nothing_is_sent_for_no_event() {
+        let long = Event::AccountChanged {
+            account_id: "a".repeat(notify::MAX_PAYLOAD),
+        };
+        let payloads = pack(&own_prefix("node_a"), &[turn(1), long.clone(), turn(2)]);
+        assert_eq!(payloads.len(), 3, "the long one between the others, alone");
+        let middle: Envelope = serde_json::from_str(&payloads[1]).expect("an envelope");
+        assert_eq!(middle.events, vec![long]);
+        assert_eq!(Packing::new(&own_prefix("node_a")).finish(), None);
     }
 }

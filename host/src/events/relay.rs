@@ -170,12 +170,13 @@ impl Packing {
         if self.written.contains(&text) {
             return true;
         }
-        // A comma before it, and the closing `]}` after it.
-        let length = self.payload.len() + usize::from(!self.written.is_empty()) + text.len() + 2;
-        if !self.written.is_empty() && length > notify::MAX_PAYLOAD {
-            return false;
-        }
-        if !self.written.is_empty() {
+        let opens = self.written.is_empty();
+        // A comma before it unless it opens the list, and the closing `]}` after it.
+        let length = self.payload.len() + usize::from(!opens) + text.len() + 2;
+        if !opens {
+            if length > notify::MAX_PAYLOAD {
+                return false;
+            }
             self.payload.push(',');
         }
         self.payload.push_str(&text);

@@ -106,18 +106,22 @@ fn main() {
         &turn_script,
         format!(
             r#"
-local runs = {{}}
-for line in io.lines("{runs}") do
-  local id, key = line:match("(%S+) (%S+)")
-  runs[#runs + 1] = {{ path = "/api/dungeons/runs/" .. id .. "/turn", auth = "Bearer " .. key }}
+-- Every request is written once, here (wrk has set its Host header by now): formatting each
+-- as it was sent took about a fifth of wrk's CPU on this load, CPU the machine's other
+-- processes (PostgreSQL's among them) could use (docs/benchmarks.md, session 48).
+local requests = {{}}
+init = function()
+  local body = '{{"action":"inventory"}}'
+  for line in io.lines("{runs}") do
+    local id, key = line:match("(%S+) (%S+)")
+    requests[#requests + 1] = wrk.format("POST", "/api/dungeons/runs/" .. id .. "/turn",
+      {{ ["Authorization"] = "Bearer " .. key, ["Content-Type"] = "application/json" }}, body)
+  end
 end
 local n = 0
-local body = '{{"action":"inventory"}}'
 request = function()
-  n = n % #runs + 1
-  local run = runs[n]
-  return wrk.format("POST", run.path,
-    {{ ["Authorization"] = run.auth, ["Content-Type"] = "application/json" }}, body)
+  n = n % #requests + 1
+  return requests[n]
 end
 "#,
             runs = runs_file.display()

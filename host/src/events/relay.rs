@@ -98,7 +98,7 @@ fn pack(prefix: &str, events: &[Event]) -> Vec<String> {
 }
 
 /// `NOTIFY` what this node publishes: what is waiting, packed into as few notifications as
-/// PostgreSQL's payload limit allows ([`Packing`]).
+/// PostgreSQL's payload limit allows ([`pack`]).
 async fn send_loop(
     store: Store,
     channel: String,
@@ -106,27 +106,16 @@ async fn send_loop(
     mut pending: mpsc::UnboundedReceiver<Event>,
 ) {
     let prefix = own_prefix(&node);
-    // The event that did not fit in the last notification opens the next one.
-    let mut carried = None;
-    loop {
-        let first = match carried.take() {
-            Some(event) => event,
-            None => match pending.recv().await {
-                Some(event) => event,
-                None => return,
-            },
-        };
-        let mut packing = Packing::new(&prefix);
-        packing.add(&first);
+    let mut events = Vec::new();
+    while let Some(first) = pending.recv().await {
+        events.push(first);
         while let Ok(event) = pending.try_recv() {
-            if !packing.add(&event) {
-                carried = Some(event);
-                break;
-            }
+            events.push(event);
         }
-        if let Some(payload) = packing.finish() {
+        for payload in pack(&prefix, &events) {
             notify::send(&store, &channel, &payload).await;
         }
+        events.clear();
     }
 }
 

@@ -98,13 +98,18 @@ impl Notifier {
     pub(crate) async fn run(self) {
         let mut events = self.events.subscribe();
         loop {
-            let changed = match events.recv().await {
-                Ok(event) => Changed::of(&event),
+            let event = match events.recv().await {
+                Ok(event) => event,
                 // Missed some: every subscription may have changed.
-                Err(RecvError::Lagged(_)) => Changed::of(&Event::Resync),
+                Err(RecvError::Lagged(_)) => Event::Resync,
                 Err(RecvError::Closed) => return,
             };
-            if changed == Changed::Nothing || self.sessions.sessions.read().await.is_empty() {
+            // Every turn and trade passes here: with no session open, nothing is worked out.
+            if self.sessions.sessions.read().await.is_empty() {
+                continue;
+            }
+            let changed = Changed::of(&event);
+            if changed == Changed::Nothing {
                 continue;
             }
             if let Err(error) = self.tell(&changed).await {

@@ -19,7 +19,8 @@
 //! (its latency distribution). Then each path is
 //! loaded again below saturation: the same clients paced to ask together for
 //! `BENCH_PACED_SHARE` (0.22; 0 skips it) of the floor's rate, for the tail at that load
-//! (`support::wrk::paced_against_the_floor`).
+//! (`support::wrk::paced_against_the_floor`), with the disk's flush latency beside each paced
+//! load (`support::disk`): no durable answer comes sooner than the disk's flush.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -252,7 +253,16 @@ end
                 .and_then(|share| share.parse::<f64>().ok())
                 .unwrap_or(0.22);
             if share > 0.0 {
-                wrk::paced_against_the_floor(&loads, concurrency, seconds, share, scripts.path());
+                // The flush probe writes beside the scripts, in the temporary directory: on the
+                // machines this runs on, the disk the databases are on too.
+                wrk::paced_against_the_floor(
+                    &loads,
+                    concurrency,
+                    seconds,
+                    share,
+                    scripts.path(),
+                    Some(scripts.path()),
+                );
             }
         }
     }

@@ -7,6 +7,7 @@
     reason = "shared by benches that each use part of it; a bench that cannot go on should fail loudly"
 )]
 
+pub mod disk;
 pub mod wrk;
 
 use std::sync::Arc;

@@ -79,13 +79,16 @@ pub fn against_the_floor(loads: &[(&str, Load<'_>)], concurrency: u64, seconds: 
 /// pause after every answer (uniform, its mean set so the clients' cycles add up to the rate,
 /// and random so they do not fall into step), and the tail is what a request meets at that
 /// load. Prints, per load after the floor, the rate reached (as a share of the floor) and the
-/// latency percentiles.
+/// latency percentiles. With `disk`, a probe flushes a file there through each measured load
+/// and its flushes are printed below the load's line ([`super::disk`]): a durable write's tail
+/// is never shorter than the disk's stalls.
 pub fn paced_against_the_floor(
     loads: &[(&str, Load<'_>)],
     concurrency: u64,
     seconds: u64,
     share: f64,
     scripts: &std::path::Path,
+    disk: Option<&std::path::Path>,
 ) {
     let Some(((_, floor_load), rest)) = loads.split_first() else {
         return;
@@ -115,7 +118,9 @@ pub fn paced_against_the_floor(
         let probe = paced(cycle_ms, 3);
         let answer_ms =
             (concurrency as f64 * 1000.0 / probe.requests_per_second - cycle_ms).max(0.0);
+        let probe = disk.map(super::disk::FlushProbe::start);
         let run = paced((cycle_ms - answer_ms).max(0.0), seconds);
+        let flushes = probe.map(super::disk::FlushProbe::finish);
         println!(
             "  {name:<40} {:>9.0} req/s  {:>5.1} % of the floor  p50 {:.2} ms  p99 {:.2} ms{}",
             run.requests_per_second,
@@ -124,6 +129,9 @@ pub fn paced_against_the_floor(
             run.p99_ms,
             run.errors,
         );
+        if let Some(flushes) = flushes {
+            println!("    {flushes}");
+        }
     }
 }
 

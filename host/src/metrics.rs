@@ -21,6 +21,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::crypto::constant_time_eq;
+use crate::db::{BATCH_SECONDS_BOUNDS, BatchSeconds};
 use crate::state::AppState;
 
 /// Upper bounds of the latency buckets, in seconds.
@@ -99,28 +100,14 @@ impl Metrics {
         drop(requests);
         for ((route, method), stats) in &by_route {
             let labels = format!("route=\"{}\",method=\"{method}\"", escape(route));
-            let mut cumulative = 0;
-            for (bound, count) in BUCKETS.iter().zip(stats.buckets) {
-                cumulative += count;
-                let _ = writeln!(
-                    out,
-                    "crucible_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {cumulative}"
-                );
-            }
-            let _ = writeln!(
-                out,
-                "crucible_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
-                stats.count
-            );
-            let _ = writeln!(
-                out,
-                "crucible_http_request_duration_seconds_sum{{{labels}}} {}",
-                stats.sum_seconds
-            );
-            let _ = writeln!(
-                out,
-                "crucible_http_request_duration_seconds_count{{{labels}}} {}",
-                stats.count
+            histogram_series(
+                &mut out,
+                "crucible_http_request_duration_seconds",
+                &labels,
+                &BUCKETS,
+                &stats.buckets,
+                stats.sum_seconds,
+                stats.count,
             );
         }
         counter(
@@ -203,7 +190,51 @@ impl Metrics {
             "Writes those transactions carried (dungeon turns, registrations, …).",
             &[("", writes)],
         );
+        let times = &gauges.group_commit_seconds;
+        out.push_str("# HELP crucible_group_commit_batch_duration_seconds Time from a batch's first statement to its commit's return, its flush included: no write is answered sooner.\n");
+        out.push_str("# TYPE crucible_group_commit_batch_duration_seconds histogram\n");
+        histogram_series(
+            &mut out,
+            "crucible_group_commit_batch_duration_seconds",
+            "",
+            &BATCH_SECONDS_BOUNDS,
+            &times.buckets,
+            times.seconds,
+            times.count,
+        );
         out
+    }
+}
+
+/// One series of a histogram: its cumulative buckets (`counts` per bound, not cumulative; what
+/// is over the last bound only in `count`), `+Inf`, sum and count, under `labels` (may be empty).
+fn histogram_series(
+    out: &mut String,
+    name: &str,
+    labels: &str,
+    bounds: &[f64],
+    counts: &[u64],
+    sum: f64,
+    count: u64,
+) {
+    let prefix = if labels.is_empty() {
+        String::new()
+    } else {
+        format!("{labels},")
+    };
+    let mut cumulative = 0;
+    for (bound, bucket) in bounds.iter().zip(counts) {
+        cumulative += bucket;
+        let _ = writeln!(out, "{name}_bucket{{{prefix}le=\"{bound}\"}} {cumulative}");
+    }
+    let _ = writeln!(out, "{name}_bucket{{{prefix}le=\"+Inf\"}} {count}");
+    if labels.is_empty() {
+        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {count}");
+    } else {
+        let _ = writeln!(
+            out,
+            "{name}_sum{{{labels}}} {sum}\n{name}_count{{{labels}}} {count}"
+        );
     }
 }
 
@@ -217,6 +248,8 @@ struct Gauges {
     caches: Vec<(&'static str, (u64, u64))>,
     /// Batches and writes of the group committer.
     group_commit: (u64, u64),
+    /// How long its batches took.
+    group_commit_seconds: BatchSeconds,
 }
 
 fn counter(out: &mut String, name: &str, help: &str, series: &[(&str, u64)]) {
@@ -313,6 +346,7 @@ pub(crate) async fn scrape(
                 streams_open: state.streams.count(None) as i64,
                 caches: state.caches.stats().to_vec(),
                 group_commit: state.store.group_commit_counts(),
+                group_commit_seconds: state.store.group_commit_batch_seconds(),
                 ..Gauges::default()
             }
         }
@@ -345,6 +379,7 @@ async fn read_gauges(state: &AppState) -> sqlx::Result<Gauges> {
         streams_open: state.streams.count(None) as i64,
         caches: state.caches.stats().to_vec(),
         group_commit: state.store.group_commit_counts(),
+        group_commit_seconds: state.store.group_commit_batch_seconds(),
     })
 }
 
@@ -387,6 +422,30 @@ mod tests {
         assert!(text.contains("crucible_agent_ticks_total{outcome=\"ok\"} 3\n"));
         assert!(text.contains("crucible_sse_subscribers 2\n"));
         assert!(text.contains("# TYPE crucible_queue_depth gauge\n"));
+    }
+
+    #[test]
+    fn group_commit_batches_render_as_a_histogram_without_labels() {
+        let mut buckets = [0; BATCH_SECONDS_BOUNDS.len()];
+        buckets[0] = 3; // ≤ 0.5 ms
+        buckets[7] = 1; // ≤ 0.1 s: a stalled flush
+        let text = Metrics::default().render(&Gauges {
+            group_commit: (5, 40),
+            group_commit_seconds: BatchSeconds {
+                buckets,
+                seconds: 3.2,
+                count: 5, // one took longer than the last bound
+            },
+            ..Gauges::default()
+        });
+        let name = "crucible_group_commit_batch_duration_seconds";
+        assert!(text.contains(&format!("# TYPE {name} histogram\n")));
+        assert!(text.contains(&format!("{name}_bucket{{le=\"0.0005\"}} 3\n")));
+        assert!(text.contains(&format!("{name}_bucket{{le=\"0.05\"}} 3\n")));
+        assert!(text.contains(&format!("{name}_bucket{{le=\"0.1\"}} 4\n")));
+        assert!(text.contains(&format!("{name}_bucket{{le=\"2.5\"}} 4\n")));
+        assert!(text.contains(&format!("{name}_bucket{{le=\"+Inf\"}} 5\n")));
+        assert!(text.contains(&format!("{name}_sum 3.2\n{name}_count 5\n")));
     }
 
     #[test]

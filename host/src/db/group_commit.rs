@@ -100,11 +100,76 @@ pub(crate) struct GroupCommit {
     counts: Arc<Counts>,
 }
 
-/// Transactions committed and the writes they carried (`GET /metrics`).
+/// Transactions committed and the writes they carried, and how long the batches took
+/// (`GET /metrics`).
 #[derive(Default)]
 struct Counts {
     batches: AtomicU64,
     writes: AtomicU64,
+    times: BatchTimes,
+}
+
+/// Upper bounds of the buckets of [`BatchSeconds`], in seconds: from a batch on a disk that
+/// flushes at once to the stalls a disk can have.
+pub(crate) const BATCH_SECONDS_BOUNDS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
+/// How long batches took, from their first statement to their commit's return (the flush
+/// included), counted as they finish. A write is answered no sooner, so when a host's tail is
+/// long, this says whether the disk's flushes are why (docs/architecture.md, "Group commit").
+#[derive(Default)]
+struct BatchTimes {
+    /// Batches at or under each bound of [`BATCH_SECONDS_BOUNDS`] (not cumulative); longer
+    /// ones are only in `count`.
+    buckets: [AtomicU64; BATCH_SECONDS_BOUNDS.len()],
+    micros: AtomicU64,
+    count: AtomicU64,
+}
+
+impl BatchTimes {
+    fn observe(&self, took: Duration) {
+        let seconds = took.as_secs_f64();
+        if let Some(bucket) = BATCH_SECONDS_BOUNDS
+            .iter()
+            .position(|bound| seconds <= *bound)
+        {
+            self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        }
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.micros.fetch_add(micros, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn read(&self) -> BatchSeconds {
+        BatchSeconds {
+            buckets: std::array::from_fn(|n| self.buckets[n].load(Ordering::Relaxed)),
+            seconds: self.micros.load(Ordering::Relaxed) as f64 / 1e6,
+            count: self.count.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A histogram of batch durations as read ([`BATCH_SECONDS_BOUNDS`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct BatchSeconds {
+    /// Batches at or under each bound (not cumulative).
+    pub buckets: [u64; BATCH_SECONDS_BOUNDS.len()],
+    /// Their durations summed.
+    pub seconds: f64,
+    pub count: u64,
+}
+
+impl std::ops::Add for BatchSeconds {
+    type Output = BatchSeconds;
+
+    fn add(self, other: BatchSeconds) -> BatchSeconds {
+        BatchSeconds {
+            buckets: std::array::from_fn(|n| self.buckets[n] + other.buckets[n]),
+            seconds: self.seconds + other.seconds,
+            count: self.count + other.count,
+        }
+    }
 }
 
 /// Where batches are written: the writer pool, and on a SQLite file the file's connections.
@@ -158,6 +223,11 @@ impl GroupCommit {
         )
     }
 
+    /// How long the batches committed so far took ([`BatchTimes`]).
+    pub(crate) fn batch_seconds(&self) -> BatchSeconds {
+        self.counts.times.read()
+    }
+
     /// Run `work` in the next batch and answer once that batch has committed: `Ok` only when
     /// the write is durable, its own error when it failed (and then it changed nothing).
     pub(crate) async fn run<T, E>(&self, work: Work<T, E>) -> Result<T, E>
@@ -200,7 +270,9 @@ impl GroupCommit {
         if let Err(unsent) = queue.send(item).await {
             // The committer's runtime is gone (a store outliving the runtime that first wrote
             // through it): this write runs alone, here.
-            alone(&self.writer, unsent.0).await;
+            let mut item = unsent.0;
+            let outcome = alone(&self.writer, &mut item).await;
+            answer(item, outcome);
         }
     }
 }
@@ -446,7 +518,7 @@ async fn commit_batches(
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = gather.queue.recv().await {
         gather.batch(first, false, &mut batch).await;
-        commit(&writer, &mut batch).await;
+        commit(&writer, &mut batch, &gather.counts.times).await;
         checkpoints.after_batch().await;
     }
 }
@@ -485,9 +557,11 @@ async fn commit_in_lanes(writer: Writer, mut gather: Gather, lanes: usize) {
                 }
             }
         }
-        let writer = writer.clone();
+        let (writer, counts) = (writer.clone(), gather.counts.clone());
         // Polled by the next `in_flight.next()` above, at once: its statement leaves now.
-        in_flight.push(Box::pin(async move { commit(&writer, &mut batch).await }));
+        in_flight.push(Box::pin(async move {
+            commit(&writer, &mut batch, &counts.times).await;
+        }));
     }
     while in_flight.next().await.is_some() {}
 }
@@ -605,14 +679,21 @@ fn checkpoint(file: &SqliteFile) -> Option<i64> {
 }
 
 /// Commit `batch` (emptying it): together when that works, otherwise each item alone.
-async fn commit(writer: &Writer, batch: &mut Vec<Box<dyn Item>>) {
+async fn commit(writer: &Writer, batch: &mut Vec<Box<dyn Item>>, times: &BatchTimes) {
+    // Timed up to the commit's return, before anyone is answered: a caller that reads the
+    // metrics after its answer finds its batch counted.
+    let began = Instant::now();
     if batch.len() == 1 {
-        if let Some(item) = batch.pop() {
-            alone(writer, item).await;
+        if let Some(mut item) = batch.pop() {
+            let outcome = alone(writer, &mut item).await;
+            times.observe(began.elapsed());
+            answer(item, outcome);
         }
         return;
     }
-    match together(writer, batch).await {
+    let outcome = together(writer, batch).await;
+    times.observe(began.elapsed());
+    match outcome {
         Ok(failed) => {
             let mut retry = Vec::new();
             for (index, item) in batch.drain(..).enumerate() {
@@ -622,16 +703,26 @@ async fn commit(writer: &Writer, batch: &mut Vec<Box<dyn Item>>) {
                     item.settle();
                 }
             }
-            for item in retry {
-                alone(writer, item).await;
+            for mut item in retry {
+                let outcome = alone(writer, &mut item).await;
+                answer(item, outcome);
             }
         }
         Err(error) => {
             tracing::warn!(%error, size = batch.len(), "a write batch could not commit; its writes run one by one");
-            for item in batch.drain(..) {
-                alone(writer, item).await;
+            for mut item in batch.drain(..) {
+                let outcome = alone(writer, &mut item).await;
+                answer(item, outcome);
             }
         }
+    }
+}
+
+/// Answer `item`'s caller with how its transaction ended.
+fn answer(item: Box<dyn Item>, outcome: Result<(), sqlx::Error>) {
+    match outcome {
+        Ok(()) => item.settle(),
+        Err(error) => item.fail(error),
     }
 }
 
@@ -694,26 +785,19 @@ async fn run_statement(
     apply(batch, &mut Conn::Any(&mut conn)).await
 }
 
-/// Run `item` in a transaction of its own and answer it.
-async fn alone(writer: &Writer, mut item: Box<dyn Item>) {
-    if let Some(apply) = one_statement(writer, std::slice::from_ref(&item)) {
-        match run_statement(writer, apply, std::slice::from_mut(&mut item)).await {
-            Ok(_) => item.settle(),
-            Err(error) => item.fail(error),
-        }
-        return;
+/// Run `item` in a transaction of its own: how that transaction ended (the caller answers
+/// the item with it, [`answer`]).
+async fn alone(writer: &Writer, item: &mut Box<dyn Item>) -> Result<(), sqlx::Error> {
+    if let Some(apply) = one_statement(writer, std::slice::from_ref(item)) {
+        return run_statement(writer, apply, std::slice::from_mut(item))
+            .await
+            .map(|_| ());
     }
-    let attempt = async {
-        let mut tx = writer.begin().await?;
-        if item.apply(&mut tx.conn()?).await {
-            tx.commit().await
-        } else {
-            tx.rollback().await
-        }
-    };
-    match attempt.await {
-        Ok(()) => item.settle(),
-        Err(error) => item.fail(error),
+    let mut tx = writer.begin().await?;
+    if item.apply(&mut tx.conn()?).await {
+        tx.commit().await
+    } else {
+        tx.rollback().await
     }
 }
 
@@ -721,6 +805,26 @@ async fn alone(writer: &Writer, mut item: Box<dyn Item>) {
 mod tests {
     use super::*;
     use crate::db::Store;
+
+    #[test]
+    fn batch_times_fall_in_the_first_bucket_that_holds_them() {
+        let times = BatchTimes::default();
+        times.observe(Duration::from_micros(300));
+        times.observe(Duration::from_micros(500));
+        times.observe(Duration::from_millis(40));
+        times.observe(Duration::from_secs(3));
+        let read = times.read();
+        assert_eq!(read.count, 4);
+        assert_eq!(read.buckets[0], 2, "0.5 ms is inside its bound");
+        assert_eq!(read.buckets[6], 1, "40 ms is under 50 ms");
+        assert_eq!(
+            read.buckets.iter().sum::<u64>(),
+            3,
+            "3 s is past the last bound"
+        );
+        assert!((read.seconds - 3.0408).abs() < 1e-9, "{}", read.seconds);
+        assert_eq!((read + read).count, 8);
+    }
 
     #[derive(Debug, thiserror::Error)]
     enum TestError {

@@ -24,7 +24,9 @@ use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::Migrator;
 use sqlx::{Any, AnyPool, Executor, Transaction};
 
-pub(crate) use group_commit::{BatchWrite, GroupCommit, Outcomes};
+pub(crate) use group_commit::{
+    BATCH_SECONDS_BOUNDS, BatchSeconds, BatchWrite, GroupCommit, Outcomes,
+};
 pub use outage::Outage;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -242,6 +244,17 @@ impl Store {
         let (batches, writes) = self.group.counts();
         let (seat_batches, seat_writes) = self.seats.as_ref().map_or((0, 0), GroupCommit::counts);
         (batches + seat_batches, writes + seat_writes)
+    }
+
+    /// How long the group committers' batches took, from their first statement to their
+    /// commit's return (`GET /metrics`).
+    pub(crate) fn group_commit_batch_seconds(&self) -> BatchSeconds {
+        let seats = self
+            .seats
+            .as_ref()
+            .map(GroupCommit::batch_seconds)
+            .unwrap_or_default();
+        self.group.batch_seconds() + seats
     }
 
     /// The group committer of the writes that take seats of a tournament (registrations).

@@ -437,6 +437,17 @@ async fn concurrent_registrations_share_transactions_and_each_gets_its_own_answe
         batches < writes,
         "{writes} writes in {batches} transactions"
     );
+    // Each batch is timed before its writes are answered, so every one answered is counted.
+    let series = "crucible_group_commit_batch_duration_seconds";
+    let timed = |name: &'static str| crate::helpers::metric(&app.client, &app.address, None, name);
+    let count = timed("crucible_group_commit_batch_duration_seconds_count")
+        .await
+        .expect(series);
+    let all = timed("crucible_group_commit_batch_duration_seconds_bucket{le=\"+Inf\"}")
+        .await
+        .expect(series);
+    assert!(count >= 1 && count <= batches, "{count} timed of {batches}");
+    assert_eq!(all, count);
 }
 
 #[tokio::test]

@@ -20,7 +20,8 @@
 //! loaded again below saturation: the same clients paced to ask together for
 //! `BENCH_PACED_SHARE` (0.22; 0 skips it) of the floor's rate, for the tail at that load
 //! (`support::wrk::paced_against_the_floor`), with the disk's flush latency beside each paced
-//! load (`support::disk`): no durable answer comes sooner than the disk's flush.
+//! load (`support::disk`): no durable answer comes sooner than the disk's flush. At the end,
+//! the server's own histogram of group-commit batch durations over the whole bench.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -278,6 +279,23 @@ end
             .await
             .expect("registrations");
         println!("stored: {turns} turns, {registered} registrations");
+        // The server's own view of its flushes: how long its batches took, the whole bench.
+        let metrics = reqwest::get(format!("{base}/metrics"))
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics text");
+        println!("group-commit batches by duration, the whole bench (at most, cumulative):");
+        let buckets: Vec<String> = metrics
+            .lines()
+            .filter_map(|line| {
+                line.strip_prefix("crucible_group_commit_batch_duration_seconds_bucket{le=\"")
+            })
+            .filter_map(|rest| rest.split_once("\"} "))
+            .map(|(bound, count)| format!("{bound} s: {count}"))
+            .collect();
+        println!("  {}", buckets.join(", "));
     });
 }
 

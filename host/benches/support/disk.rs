@@ -102,7 +102,7 @@ impl Flushes {
 
 impl fmt::Display for Flushes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let stalled_ms: f64 = self.stalls().sum();
+        let stalled_ms = self.stalls().fold(0.0, |sum, ms| sum + ms);
         write!(
             f,
             "the disk's flushes meanwhile ({} probes): p50 {:.2} ms  p99 {:.2} ms  max {:.1} ms; \

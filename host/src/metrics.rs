@@ -24,10 +24,9 @@ use crate::crypto::constant_time_eq;
 use crate::db::{BATCH_SECONDS_BOUNDS, BatchSeconds};
 use crate::state::AppState;
 
-/// Upper bounds of the latency buckets, in seconds.
-const BUCKETS: [f64; 12] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-];
+/// Upper bounds of the latency buckets, in seconds: the group committer's, so a request's
+/// histogram and its batch's line up bucket for bucket.
+const BUCKETS: [f64; BATCH_SECONDS_BOUNDS.len()] = BATCH_SECONDS_BOUNDS;
 
 #[derive(Debug, Default)]
 struct RouteStats {

@@ -141,9 +141,10 @@ async fn rotate(storage: &StorageArgs) -> anyhow::Result<()> {
 
 async fn serve(config: Config) -> anyhow::Result<()> {
     let app = crate::startup::Application::build(config).await?;
+    // Listening for the signals before saying so (`shutdown_signal`).
+    let stop = crate::startup::shutdown_signal();
     println!("crucible listening on http://{}", app.local_addr());
-    app.run_until_stopped(crate::startup::shutdown_signal())
-        .await
+    app.run_until_stopped(stop).await
 }
 
 async fn migrate(args: StorageArgs) -> anyhow::Result<()> {

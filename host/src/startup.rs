@@ -307,31 +307,44 @@ async fn node_housekeeping(state: AppState) {
     }
 }
 
-/// Completes on SIGINT (Ctrl-C) or SIGTERM.
-pub(crate) async fn shutdown_signal() {
-    let ctrl_c = async {
+/// Completes on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is called,
+/// not when the future is first polled: a server that has said it is listening must already
+/// turn a SIGTERM into a drain (a supervisor may send one at once), where a lazily installed
+/// handler left the default action, death by the signal, to a SIGTERM that came first.
+pub(crate) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    let (interrupt, terminate) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        )
+    };
+    async move {
+        #[cfg(unix)]
+        {
+            let wait =
+                |name: &'static str, listener: std::io::Result<tokio::signal::unix::Signal>| async move {
+                    match listener {
+                        Ok(mut signal) => {
+                            signal.recv().await;
+                        }
+                        Err(error) => {
+                            tracing::error!(%error, "cannot listen for {name}");
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                };
+            tokio::select! {
+                () = wait("SIGINT", interrupt) => {},
+                () = wait("SIGTERM", terminate) => {},
+            }
+        }
+        #[cfg(not(unix))]
         if let Err(error) = tokio::signal::ctrl_c().await {
             tracing::error!(%error, "cannot listen for Ctrl-C");
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
+        tracing::info!("shutdown signal received, draining");
     }
-    tracing::info!("shutdown signal received, draining");
 }

@@ -92,6 +92,8 @@ pub(crate) async fn run(args: SimnetArgs) -> anyhow::Result<()> {
         None => None,
     };
 
+    // Listening for the signals before the addresses are announced (`shutdown_signal`).
+    let signalled = crate::startup::shutdown_signal();
     // Written with errors ignored: a caller that reads the addresses and then closes its end of
     // the pipe must not take the node down with it (`println!` panics on a closed stdout).
     let say = |line: String| {
@@ -132,7 +134,7 @@ pub(crate) async fn run(args: SimnetArgs) -> anyhow::Result<()> {
         ))
     });
     let main = tokio::spawn(serve(listener, router, limits, stopped(closing)));
-    crate::startup::shutdown_signal().await;
+    signalled.await;
     // Websockets end on their own only when told to; then both listeners drain.
     stop.send_replace(true);
     main.await?;

@@ -98,6 +98,62 @@ async fn rows_waiting_in_a_worker_for_a_slot_keep_their_lease_and_no_other_worke
     first.abort();
 }
 
+/// A backlog several claims deep for two receivers: the worker claims again while earlier rows
+/// wait for slots and are in flight, and still every row is sent once and recorded as delivered.
+#[tokio::test]
+async fn a_backlog_several_claims_deep_is_sent_once_a_row_and_recorded() {
+    let app = TestApp::spawn().await;
+    // More rows of each URL than one claim takes of a URL (256).
+    const QUEUED: usize = 700;
+    let mut receivers = Vec::new();
+    for email in ["one@example.com", "two@example.com"] {
+        let receiver = Receiver::start(&[]).await;
+        let (account_id, session) = account(&app, email).await;
+        webhook_key(&app, &session, &receiver.url("/hook")).await;
+        let mut tx = app.state.store.begin().await.expect("begin");
+        for n in 0..QUEUED {
+            let queued = crucible::webhooks::enqueue(
+                &mut tx,
+                &account_id,
+                Event::AgentTrade,
+                json!({ "n": n }),
+                app.state.now(),
+            )
+            .await
+            .expect("enqueue");
+            assert_eq!(queued, 1);
+        }
+        tx.commit().await.expect("commit");
+        receivers.push(receiver);
+    }
+
+    let sent = crucible::webhooks::deliver_due(&app.state.delivering())
+        .await
+        .expect("deliver");
+    assert_eq!(sent, 2 * QUEUED, "one pass sends the whole backlog");
+    for receiver in &receivers {
+        let received = receiver.received();
+        let ids: std::collections::HashSet<String> = received
+            .iter()
+            .map(|request| {
+                request.headers["x-svc-delivery"]
+                    .to_str()
+                    .expect("id")
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(received.len(), QUEUED, "each row sent once");
+        assert_eq!(ids.len(), QUEUED, "no row sent twice");
+    }
+    let (undelivered,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM webhook_deliveries WHERE status <> 'delivered'")
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("count");
+    assert_eq!(undelivered, 0, "every outcome recorded");
+    assert_eq!(deliver(&app).await, 0, "nothing left to send");
+}
+
 #[tokio::test]
 async fn an_owner_sees_a_category_and_a_short_reason_never_the_receivers_body() {
     let app = TestApp::spawn().await;

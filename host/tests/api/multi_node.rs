@@ -370,17 +370,7 @@ async fn each_webhook_is_delivered_once_when_both_nodes_deliver() {
     a.advance(Duration::seconds(3));
     let (on_a, on_b) = tokio::join!(deliver(&a), deliver(&b));
     assert_eq!(on_a + on_b, 20);
-    let mut seen: Vec<String> = hook
-        .receiver
-        .received()
-        .iter()
-        .map(|request| {
-            request.headers["x-svc-delivery"]
-                .to_str()
-                .expect("id")
-                .to_owned()
-        })
-        .collect();
+    let mut seen = hook.receiver.delivery_ids();
     assert_eq!(seen.len(), 20);
     seen.sort();
     seen.dedup();

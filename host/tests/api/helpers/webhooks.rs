@@ -63,6 +63,19 @@ impl Receiver {
     pub fn received(&self) -> Vec<Received> {
         self.received.lock().expect("lock").clone()
     }
+
+    /// The delivery id (`X-Svc-Delivery`) of every request received, in arrival order.
+    pub fn delivery_ids(&self) -> Vec<String> {
+        self.received()
+            .iter()
+            .map(|request| {
+                request.headers["x-svc-delivery"]
+                    .to_str()
+                    .expect("id")
+                    .to_owned()
+            })
+            .collect()
+    }
 }
 
 pub async fn receive(

@@ -21,7 +21,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::crypto::constant_time_eq;
-use crate::db::{BATCH_SECONDS_BOUNDS, BatchSeconds};
+use crate::db::{BATCH_SECONDS_BOUNDS, BatchSeconds, bucket_of};
 use crate::state::AppState;
 
 /// Upper bounds of the latency buckets, in seconds: the group committer's, so a request's
@@ -63,7 +63,7 @@ impl Metrics {
         let stats = requests.entry((route, method, status)).or_default();
         stats.count += 1;
         stats.sum_seconds += seconds;
-        if let Some(bucket) = BUCKETS.iter().position(|bound| seconds <= *bound) {
+        if let Some(bucket) = bucket_of(seconds) {
             stats.buckets[bucket] += 1;
         }
     }

@@ -115,6 +115,14 @@ pub(crate) const BATCH_SECONDS_BOUNDS: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 ];
 
+/// The bucket of [`BATCH_SECONDS_BOUNDS`] that `seconds` falls in (the first bound at or above
+/// it), or none past the last; the HTTP latency histogram places its requests the same way.
+pub(crate) fn bucket_of(seconds: f64) -> Option<usize> {
+    BATCH_SECONDS_BOUNDS
+        .iter()
+        .position(|bound| seconds <= *bound)
+}
+
 /// How long batches took, from their first statement to their commit's return (the flush
 /// included), counted as they finish. A write is answered no sooner, so when a host's tail is
 /// long, this says whether the disk's flushes are why (docs/architecture.md, "Group commit").
@@ -129,11 +137,7 @@ struct BatchTimes {
 
 impl BatchTimes {
     fn observe(&self, took: Duration) {
-        let seconds = took.as_secs_f64();
-        if let Some(bucket) = BATCH_SECONDS_BOUNDS
-            .iter()
-            .position(|bound| seconds <= *bound)
-        {
+        if let Some(bucket) = bucket_of(took.as_secs_f64()) {
             self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
         }
         let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
@@ -270,9 +274,7 @@ impl GroupCommit {
         if let Err(unsent) = queue.send(item).await {
             // The committer's runtime is gone (a store outliving the runtime that first wrote
             // through it): this write runs alone, here.
-            let mut item = unsent.0;
-            let outcome = alone(&self.writer, &mut item).await;
-            answer(item, outcome);
+            alone_answered(&self.writer, unsent.0).await;
         }
     }
 }
@@ -703,16 +705,14 @@ async fn commit(writer: &Writer, batch: &mut Vec<Box<dyn Item>>, times: &BatchTi
                     item.settle();
                 }
             }
-            for mut item in retry {
-                let outcome = alone(writer, &mut item).await;
-                answer(item, outcome);
+            for item in retry {
+                alone_answered(writer, item).await;
             }
         }
         Err(error) => {
             tracing::warn!(%error, size = batch.len(), "a write batch could not commit; its writes run one by one");
-            for mut item in batch.drain(..) {
-                let outcome = alone(writer, &mut item).await;
-                answer(item, outcome);
+            for item in batch.drain(..) {
+                alone_answered(writer, item).await;
             }
         }
     }
@@ -783,6 +783,12 @@ async fn run_statement(
 ) -> Result<Vec<usize>, sqlx::Error> {
     let mut conn = writer.pool.acquire().await?;
     apply(batch, &mut Conn::Any(&mut conn)).await
+}
+
+/// Run `item` in a transaction of its own and answer it (the retries, untimed).
+async fn alone_answered(writer: &Writer, mut item: Box<dyn Item>) {
+    let outcome = alone(writer, &mut item).await;
+    answer(item, outcome);
 }
 
 /// Run `item` in a transaction of its own: how that transaction ended (the caller answers

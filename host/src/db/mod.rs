@@ -25,7 +25,7 @@ use sqlx::migrate::Migrator;
 use sqlx::{Any, AnyPool, Executor, Transaction};
 
 pub(crate) use group_commit::{
-    BATCH_SECONDS_BOUNDS, BatchSeconds, BatchWrite, GroupCommit, Outcomes,
+    BATCH_SECONDS_BOUNDS, BatchSeconds, BatchWrite, GroupCommit, Outcomes, bucket_of,
 };
 pub use outage::Outage;
 

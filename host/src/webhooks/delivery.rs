@@ -70,6 +70,9 @@ const USER_AGENT: &str = concat!("Crucible-Webhooks/", env!("CARGO_PKG_VERSION")
 /// A claimed row with what it is signed with, waiting for a slot of its destination.
 struct Ready {
     row: Claimed,
+    /// The row's URL parsed, once per claim for all its rows (`None` if it does not parse; the
+    /// request then fails as the HTTP client reports it).
+    url: Option<Arc<url::Url>>,
     secret: Result<Arc<Vec<u8>>, Unsendable>,
 }
 
@@ -250,10 +253,12 @@ impl Worker {
                     destination: destination.clone(),
                     freed: freed.clone(),
                 };
-                attempts.spawn(
+                // Boxed: the task then holds a pointer, not the request's whole state, which
+                // the runtime would otherwise copy when the task starts and when it ends.
+                attempts.spawn(Box::pin(
                     async move { attempt(&delivering, lease_owner, ready, slot, timeout).await }
                         .instrument(span),
-                );
+                ));
             }
         }
     }
@@ -283,10 +288,15 @@ async fn hold(
         return Ok(0);
     }
     let secrets = signing_secrets(delivering, &claimed).await?;
+    // A claim's rows share a few URLs: each is parsed once.
+    let mut targets: HashMap<String, Target> = HashMap::new();
     let mut kept = 0;
     let mut handed_back = Vec::new();
     for row in claimed {
-        let queue = destinations.entry(destination(&row.url)).or_default();
+        let target = targets
+            .entry(row.url.clone())
+            .or_insert_with(|| Target::of(&row.url));
+        let queue = destinations.entry(target.destination.clone()).or_default();
         if queue.waiting.len() >= WAITING_PER_DESTINATION {
             // Due as it was: claimed again once this destination has room.
             handed_back.push(row.id);
@@ -298,7 +308,8 @@ async fn hold(
             .unwrap_or(Err(Unsendable::Drop(
                 "not sent: the API key no longer exists",
             )));
-        queue.waiting.push_back(Ready { row, secret });
+        let url = target.url.clone();
+        queue.waiting.push_back(Ready { row, url, secret });
         kept += 1;
     }
     if !handed_back.is_empty() {
@@ -309,16 +320,31 @@ async fn hold(
     Ok(kept)
 }
 
-/// Where a URL's requests go, for the per-destination limit: scheme, host and port.
-fn destination(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(parsed) => format!(
-            "{}://{}:{}",
-            parsed.scheme(),
-            parsed.host_str().unwrap_or_default(),
-            parsed.port_or_known_default().unwrap_or_default()
-        ),
-        Err(_) => url.to_owned(),
+/// A webhook URL parsed, and where its requests go.
+struct Target {
+    url: Option<Arc<url::Url>>,
+    /// For the per-destination limit: scheme, host and port (the URL itself if it does not
+    /// parse).
+    destination: String,
+}
+
+impl Target {
+    fn of(url: &str) -> Self {
+        match url::Url::parse(url) {
+            Ok(parsed) => Target {
+                destination: format!(
+                    "{}://{}:{}",
+                    parsed.scheme(),
+                    parsed.host_str().unwrap_or_default(),
+                    parsed.port_or_known_default().unwrap_or_default()
+                ),
+                url: Some(Arc::new(parsed)),
+            },
+            Err(_) => Target {
+                url: None,
+                destination: url.to_owned(),
+            },
+        }
     }
 }
 
@@ -363,7 +389,7 @@ async fn attempt(
         ..
     } = delivering;
     let clock = &*delivering.clock;
-    let Ready { row, secret } = ready;
+    let Ready { row, url, secret } = ready;
     let secret = match secret {
         Ok(secret) => secret,
         Err(Unsendable::Drop(reason)) => {
@@ -388,7 +414,14 @@ async fn attempt(
         }
     };
     let signed = signing::sign(&row.payload, &secret, clock.now().timestamp());
-    let sent = send(&row, &signed, timeout, config.webhook_allow_private).await;
+    let sent = send(
+        &row,
+        url.as_deref(),
+        &signed,
+        timeout,
+        config.webhook_allow_private,
+    )
+    .await;
     drop(slot);
     match sent {
         Ok(status_code) => {
@@ -551,11 +584,18 @@ fn client(allow_private: bool) -> Result<&'static reqwest::Client, String> {
 /// and the detail for the log.
 async fn send(
     row: &Claimed,
+    url: Option<&url::Url>,
     signed: &signing::SignedRequest,
     timeout: Duration,
     allow_private: bool,
 ) -> Result<u16, (Option<u16>, Failure, String)> {
-    if !allow_private && let Err(refused) = egress::check_literal(&row.url) {
+    // Only literal hosts are checked here; names are checked as they resolve (`egress`).
+    let refused = match (allow_private, url) {
+        (true, _) => Ok(()),
+        (false, Some(url)) => egress::check_parsed(url),
+        (false, None) => egress::check_literal(&row.url),
+    };
+    if let Err(refused) = refused {
         let failure = Failure {
             category: "destination_refused",
             summary: refused.clone(),
@@ -569,8 +609,12 @@ async fn send(
         };
         (None, failure, error)
     })?;
-    let mut request = client
-        .post(&row.url)
+    let request = match url {
+        // A parsed URL goes as it is; a text would be parsed again for every request.
+        Some(url) => client.post(url.clone()),
+        None => client.post(&row.url),
+    };
+    let mut request = request
         .timeout(timeout)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header(DELIVERY_HEADER, &row.id)

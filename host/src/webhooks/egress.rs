@@ -62,6 +62,11 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
 /// address — one decimal number, octal or hex parts — arrive here as the address they mean.
 pub(crate) fn check_literal(url: &str) -> Result<(), String> {
     let parsed = url::Url::parse(url).map_err(|error| format!("bad webhook URL: {error}"))?;
+    check_parsed(&parsed)
+}
+
+/// [`check_literal`] for a URL parsed already.
+pub(crate) fn check_parsed(parsed: &url::Url) -> Result<(), String> {
     let ip = match parsed.host() {
         Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
         Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),

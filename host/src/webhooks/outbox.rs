@@ -125,7 +125,7 @@ pub(super) struct Claimed {
 /// fill the claim and other tenants' rows are reached; none of `skip_urls` (the worker holds
 /// all it can of them already). A lease that ran out (its worker died
 /// mid-attempt) is taken over. The attempt is counted here, so an attempt cut short by a crash
-/// still counts.
+/// still counts. The rows come back in the order they were chosen.
 pub(super) async fn claim(
     store: &Store,
     lease_owner: &str,
@@ -135,48 +135,27 @@ pub(super) async fn claim(
     per_url: i64,
     skip_urls: &[&str],
 ) -> sqlx::Result<Vec<Claimed>> {
-    // On PostgreSQL the conditions are checked again on the row being updated: a concurrent
-    // claimer that picked the same row waits for the first one's update, then finds the row
-    // leased and leaves it (row locks cannot be taken beside a window function). SQLite's single
-    // writer runs the read and the update as one, and there the check would cost the whole
-    // backlog: its planner would walk every pending row through the status index instead of
-    // looking up the claimed ids.
-    let recheck = match store.backend() {
-        Backend::Postgres => {
-            "AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $3)"
-        }
-        Backend::Sqlite => "",
-    };
+    // The due rows are read in order up to a bound (a few times one receiver's share of the
+    // claim, [`READ_PER_CLAIMED`]), never the whole backlog: a claim costs what it takes. The
+    // URLs the worker holds its fill of are skipped while reading, so a long queue of one
+    // receiver cannot fill the bound once the worker has all it can take of it. Each URL's
+    // share is counted here rather than by a window function in the statement: on SQLite,
+    // `ROW_NUMBER() OVER (PARTITION BY url …)` over the rows read cost three times the read
+    // itself, and was the largest part of a delivery's database work (docs/benchmarks.md,
+    // session 52).
     let skip = if skip_urls.is_empty() {
         String::new()
     } else {
-        format!("AND url NOT IN {}", value_rows(1, skip_urls.len(), 6))
+        format!("AND url NOT IN {}", value_rows(1, skip_urls.len(), 2))
     };
-    // The due rows are read in order up to a bound (a few times one receiver's share of the
-    // claim, [`READ_PER_CLAIMED`]), never the whole
-    // backlog: a claim costs what it takes. The per-URL cap applies within what was read; the
-    // URLs the worker holds its fill of are skipped while reading, so a long queue of one
-    // receiver cannot fill the bound once the worker has all it can take of it.
-    let sql = format!(
-        "UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
-         WHERE id IN (SELECT id FROM (
-                          SELECT id, next_attempt_at,
-                                 ROW_NUMBER() OVER (PARTITION BY url ORDER BY next_attempt_at, id) AS place
-                          FROM (SELECT id, url, next_attempt_at FROM webhook_deliveries
-                                WHERE status = 'pending' AND next_attempt_at <= $3
-                                  AND (lease_until IS NULL OR lease_until <= $3) {skip}
-                                ORDER BY next_attempt_at, id LIMIT $6) read) due
-                      WHERE place <= $5
-                      ORDER BY next_attempt_at, id LIMIT $4) {recheck}
-         RETURNING id, key_id, event, url, payload, attempts, created_at"
+    let read = format!(
+        "SELECT id, url FROM webhook_deliveries
+         WHERE status = 'pending' AND next_attempt_at <= $1
+           AND (lease_until IS NULL OR lease_until <= $1) {skip}
+         ORDER BY next_attempt_at, id LIMIT $2"
     );
-    type Row = (String, String, String, String, String, i64, i64);
-    let mut query = sql::query(&sql)
-        .bind(lease_owner)
-        .bind(to_millis(now + lease))
+    let mut query = sql::query(&read)
         .bind(to_millis(now))
-        .bind(limit)
-        .bind(per_url)
         .bind(limit.min(per_url).saturating_mul(READ_PER_CLAIMED));
     for url in skip_urls {
         query = query.bind(*url);
@@ -184,8 +163,82 @@ pub(super) async fn claim(
     // In place on a SQLite file: a claim returns up to a couple of thousand rows, each a
     // hand-off through sqlx (docs/architecture.md, "Statements in place").
     let mut tx = store.begin_in_place().await?;
-    let rows: Vec<Row> = query.fetch_all(&mut tx.conn()?).await?;
+    let due: Vec<(String, String)> = query.fetch_all(&mut tx.conn()?).await?;
+    let chosen = within_shares(&due, limit, per_url);
+    let mut claimed = Vec::with_capacity(chosen.len());
+    for chunk in chosen.chunks(IDS_PER_STATEMENT) {
+        claimed.extend(lease_rows(store.backend(), &mut tx, chunk, lease_owner, now, lease).await?);
+    }
     tx.commit().await?;
+    // `RETURNING` gives the rows in the database's order: back to the order they were chosen.
+    let place: HashMap<&str, usize> = chosen
+        .iter()
+        .enumerate()
+        .map(|(place, id)| (*id, place))
+        .collect();
+    claimed.sort_by_key(|row| place.get(row.id.as_str()).copied().unwrap_or(usize::MAX));
+    Ok(claimed)
+}
+
+/// The ids of `due` (in due order, with their URLs) a claim takes: in order, at most `per_url`
+/// of one URL and `limit` in all.
+fn within_shares(due: &[(String, String)], limit: i64, per_url: i64) -> Vec<&str> {
+    let limit = usize::try_from(limit).unwrap_or(0);
+    let per_url = usize::try_from(per_url).unwrap_or(0);
+    let mut taken: HashMap<&str, usize> = HashMap::new();
+    let mut chosen = Vec::with_capacity(limit.min(due.len()));
+    for (id, url) in due {
+        if chosen.len() >= limit {
+            break;
+        }
+        let share = taken.entry(url.as_str()).or_default();
+        if *share < per_url {
+            *share += 1;
+            chosen.push(id.as_str());
+        }
+    }
+    chosen
+}
+
+/// Lease the rows `ids` (chosen by a claim in this transaction) to `lease_owner`, counting the
+/// attempt; the leased rows.
+async fn lease_rows(
+    backend: Backend,
+    tx: &mut sql::Transaction,
+    ids: &[&str],
+    lease_owner: &str,
+    now: DateTime<Utc>,
+    lease: Duration,
+) -> sqlx::Result<Vec<Claimed>> {
+    // On PostgreSQL the conditions are checked again on the row being updated: a concurrent
+    // claimer that read the same rows waits for the first one's update, then finds the row
+    // leased and leaves it. On SQLite the transaction holds the single writer from the read to
+    // here, so nothing can have changed; there the check would cost the whole backlog, as its
+    // planner would walk every pending row through the status index instead of looking up ids.
+    let (recheck, skip) = match backend {
+        Backend::Postgres => (
+            "AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $3)",
+            3,
+        ),
+        Backend::Sqlite => ("", 2),
+    };
+    let sql = format!(
+        "UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
+         WHERE id IN {} {recheck}
+         RETURNING id, key_id, event, url, payload, attempts, created_at",
+        value_rows(1, ids.len(), skip)
+    );
+    let mut query = sql::query(&sql)
+        .bind(lease_owner)
+        .bind(to_millis(now + lease));
+    if matches!(backend, Backend::Postgres) {
+        query = query.bind(to_millis(now));
+    }
+    for id in ids {
+        query = query.bind(*id);
+    }
+    type Row = (String, String, String, String, String, i64, i64);
+    let rows: Vec<Row> = query.fetch_all(&mut tx.conn()?).await?;
     Ok(rows
         .into_iter()
         .map(
@@ -448,4 +501,40 @@ pub(super) async fn recent(
     .bind(limit)
     .fetch_all(store.read())
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::within_shares;
+
+    fn due(rows: &[(&str, &str)]) -> Vec<(String, String)> {
+        rows.iter()
+            .map(|(id, url)| ((*id).to_owned(), (*url).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn a_claim_takes_due_rows_in_order_within_each_urls_share() {
+        let due = due(&[
+            ("a1", "https://a/hook"),
+            ("a2", "https://a/hook"),
+            ("b1", "https://b/hook"),
+            ("a3", "https://a/hook"),
+            ("c1", "https://c/hook"),
+            ("b2", "https://b/hook"),
+        ]);
+        assert_eq!(
+            within_shares(&due, 10, 2),
+            ["a1", "a2", "b1", "c1", "b2"],
+            "a's third row waits: its share is two"
+        );
+        assert_eq!(
+            within_shares(&due, 3, 2),
+            ["a1", "a2", "b1"],
+            "the limit stops the claim"
+        );
+        assert!(within_shares(&due, 0, 2).is_empty());
+        assert!(within_shares(&due, 5, 0).is_empty());
+        assert!(within_shares(&[], 5, 5).is_empty());
+    }
 }

@@ -28,7 +28,7 @@ use tracing::Instrument;
 use super::egress;
 use super::outbox::{self, Claimed, KeyState, Outcome, Record};
 use super::schedule::{self, AfterFailure};
-use super::signing::{self, DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER};
+use super::signing::{self, DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, Signer};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::crypto::Sealer;
@@ -73,7 +73,7 @@ struct Ready {
     /// The row's URL parsed, once per claim for all its rows (`None` if it does not parse; the
     /// request then fails as the HTTP client reports it).
     url: Option<Arc<url::Url>>,
-    secret: Result<Arc<Vec<u8>>, Unsendable>,
+    signer: Result<Arc<Signer>, Unsendable>,
 }
 
 /// The rows of one destination the worker holds.
@@ -275,7 +275,7 @@ impl Worker {
     }
 }
 
-/// Queue freshly claimed rows behind their destinations, with the secrets their keys sign with
+/// Queue freshly claimed rows behind their destinations, with the signers of their keys
 /// (each key read and opened once); rows whose destination already holds its fill are handed
 /// back. The number of rows kept.
 async fn hold(
@@ -287,7 +287,7 @@ async fn hold(
     if claimed.is_empty() {
         return Ok(0);
     }
-    let secrets = signing_secrets(delivering, &claimed).await?;
+    let signers = signers(delivering, &claimed).await?;
     // A claim's rows share a few URLs: each is parsed once.
     let mut targets: HashMap<String, Target> = HashMap::new();
     let mut kept = 0;
@@ -302,14 +302,14 @@ async fn hold(
             handed_back.push(row.id);
             continue;
         }
-        let secret = secrets
+        let signer = signers
             .get(&row.key_id)
             .cloned()
             .unwrap_or(Err(Unsendable::Drop(
                 "not sent: the API key no longer exists",
             )));
         let url = target.url.clone();
-        queue.waiting.push_back(Ready { row, url, secret });
+        queue.waiting.push_back(Ready { row, url, signer });
         kept += 1;
     }
     if !handed_back.is_empty() {
@@ -389,9 +389,9 @@ async fn attempt(
         ..
     } = delivering;
     let clock = &*delivering.clock;
-    let Ready { row, url, secret } = ready;
-    let secret = match secret {
-        Ok(secret) => secret,
+    let Ready { row, url, signer } = ready;
+    let signer = match signer {
+        Ok(signer) => signer,
         Err(Unsendable::Drop(reason)) => {
             drop(slot);
             tracing::info!(reason, "webhook dropped");
@@ -413,11 +413,11 @@ async fn attempt(
             return Ok(false);
         }
     };
-    let signed = signing::sign(&row.payload, &secret, clock.now().timestamp());
+    let signed = signer.sign(&row.payload, clock.now().timestamp());
     let sent = send(
         &row,
         url.as_deref(),
-        &signed,
+        signed,
         timeout,
         config.webhook_allow_private,
     )
@@ -486,22 +486,22 @@ enum Unsendable {
 }
 
 /// What each key of the claimed rows signs with, or why its rows cannot be signed now: every
-/// key read in one query and its secret opened once.
-async fn signing_secrets(
+/// key read in one query, its secret opened and its HMAC keyed once.
+async fn signers(
     delivering: &Delivering,
     claimed: &[Claimed],
-) -> sqlx::Result<HashMap<String, Result<Arc<Vec<u8>>, Unsendable>>> {
+) -> sqlx::Result<HashMap<String, Result<Arc<Signer>, Unsendable>>> {
     let mut key_ids: Vec<&str> = claimed.iter().map(|row| row.key_id.as_str()).collect();
     key_ids.sort_unstable();
     key_ids.dedup();
     let states = outbox::key_states(&delivering.store, &key_ids, delivering.clock.now()).await?;
     Ok(states
         .into_iter()
-        .map(|(key_id, state)| (key_id, signing_secret(&delivering.sealer, state)))
+        .map(|(key_id, state)| (key_id, signer(&delivering.sealer, state)))
         .collect())
 }
 
-fn signing_secret(sealer: &Sealer, key: KeyState) -> Result<Arc<Vec<u8>>, Unsendable> {
+fn signer(sealer: &Sealer, key: KeyState) -> Result<Arc<Signer>, Unsendable> {
     if key.revoked {
         return Err(Unsendable::Drop("not sent: the API key was revoked"));
     }
@@ -515,7 +515,7 @@ fn signing_secret(sealer: &Sealer, key: KeyState) -> Result<Arc<Vec<u8>>, Unsend
     };
     sealer
         .open(&sealed)
-        .map(Arc::new)
+        .map(|secret| Arc::new(Signer::new(&secret)))
         .map_err(|error| Unsendable::Retry(format!("cannot open the webhook secret: {error}")))
 }
 
@@ -585,7 +585,7 @@ fn client(allow_private: bool) -> Result<&'static reqwest::Client, String> {
 async fn send(
     row: &Claimed,
     url: Option<&url::Url>,
-    signed: &signing::SignedRequest,
+    signed: signing::SignedRequest,
     timeout: Duration,
     allow_private: bool,
 ) -> Result<u16, (Option<u16>, Failure, String)> {
@@ -619,17 +619,17 @@ async fn send(
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header(DELIVERY_HEADER, &row.id)
         .header(EVENT_HEADER, &row.event);
-    for value in &signed.signature_headers {
+    let signing::SignedRequest {
+        body,
+        signature_headers,
+    } = signed;
+    for value in signature_headers {
         request = request.header(SIGNATURE_HEADER, value);
     }
-    let response = request
-        .body(signed.body.clone())
-        .send()
-        .await
-        .map_err(|error| {
-            let (failure, detail) = classify(&error, timeout);
-            (None, failure, detail)
-        })?;
+    let response = request.body(body).send().await.map_err(|error| {
+        let (failure, detail) = classify(&error, timeout);
+        (None, failure, detail)
+    })?;
     let status = response.status();
     if status.is_success() {
         return Ok(status.as_u16());

@@ -138,11 +138,16 @@ pub(super) async fn claim(
     // The due rows are read in order up to a bound (a few times one receiver's share of the
     // claim, [`READ_PER_CLAIMED`]), never the whole backlog: a claim costs what it takes. The
     // URLs the worker holds its fill of are skipped while reading, so a long queue of one
-    // receiver cannot fill the bound once the worker has all it can take of it. Each URL's
-    // share is counted here rather than by a window function in the statement: on SQLite,
-    // `ROW_NUMBER() OVER (PARTITION BY url …)` over the rows read cost three times the read
-    // itself, and was the largest part of a delivery's database work (docs/benchmarks.md,
-    // session 52).
+    // receiver cannot fill the bound once the worker has all it can take of it.
+    if store.backend() == Backend::Postgres {
+        return claim_in_one_statement(store, lease_owner, now, lease, limit, per_url, skip_urls)
+            .await;
+    }
+    // On SQLite each URL's share is counted here rather than by a window function in the
+    // statement: `ROW_NUMBER() OVER (PARTITION BY url …)` over the rows read cost SQLite three
+    // times the read itself, and was the largest part of a delivery's database work
+    // (docs/benchmarks.md, session 52). The transaction holds the one writer from the read to
+    // the lease, so nothing can change between them.
     let skip = if skip_urls.is_empty() {
         String::new()
     } else {
@@ -167,7 +172,7 @@ pub(super) async fn claim(
     let chosen = within_shares(&due, limit, per_url);
     let mut claimed = Vec::with_capacity(chosen.len());
     for chunk in chosen.chunks(IDS_PER_STATEMENT) {
-        claimed.extend(lease_rows(store.backend(), &mut tx, chunk, lease_owner, now, lease).await?);
+        claimed.extend(lease_rows(&mut tx, chunk, lease_owner, now, lease).await?);
     }
     tx.commit().await?;
     // `RETURNING` gives the rows in the database's order: back to the order they were chosen.
@@ -200,59 +205,93 @@ fn within_shares(due: &[(String, String)], limit: i64, per_url: i64) -> Vec<&str
     chosen
 }
 
-/// Lease the rows `ids` (chosen by a claim in this transaction) to `lease_owner`, counting the
-/// attempt; the leased rows.
+/// Lease the rows `ids` (chosen by a claim in this SQLite transaction) to `lease_owner`,
+/// counting the attempt; the leased rows. Looked up by id alone: a recheck of the row's state
+/// would make SQLite's planner walk every pending row through the status index instead.
 async fn lease_rows(
-    backend: Backend,
     tx: &mut sql::Transaction,
     ids: &[&str],
     lease_owner: &str,
     now: DateTime<Utc>,
     lease: Duration,
 ) -> sqlx::Result<Vec<Claimed>> {
-    // On PostgreSQL the conditions are checked again on the row being updated: a concurrent
-    // claimer that read the same rows waits for the first one's update, then finds the row
-    // leased and leaves it. On SQLite the transaction holds the single writer from the read to
-    // here, so nothing can have changed; there the check would cost the whole backlog, as its
-    // planner would walk every pending row through the status index instead of looking up ids.
-    let (recheck, skip) = match backend {
-        Backend::Postgres => (
-            "AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $3)",
-            3,
-        ),
-        Backend::Sqlite => ("", 2),
-    };
     let sql = format!(
         "UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
-         WHERE id IN {} {recheck}
+         WHERE id IN {}
          RETURNING id, key_id, event, url, payload, attempts, created_at",
-        value_rows(1, ids.len(), skip)
+        value_rows(1, ids.len(), 2)
     );
     let mut query = sql::query(&sql)
         .bind(lease_owner)
         .bind(to_millis(now + lease));
-    if matches!(backend, Backend::Postgres) {
-        query = query.bind(to_millis(now));
-    }
     for id in ids {
         query = query.bind(*id);
     }
-    type Row = (String, String, String, String, String, i64, i64);
-    let rows: Vec<Row> = query.fetch_all(&mut tx.conn()?).await?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(id, key_id, event, url, payload, attempts, created_at)| Claimed {
-                id,
-                key_id,
-                event,
-                url,
-                payload,
-                attempts,
-                created_at: from_millis(created_at),
-            },
-        )
-        .collect())
+    let rows: Vec<ClaimedRow> = query.fetch_all(&mut tx.conn()?).await?;
+    Ok(rows.into_iter().map(claimed).collect())
+}
+
+/// [`claim`] on PostgreSQL: one statement, whose window function costs PostgreSQL little, and
+/// whose conditions are checked again on the row being updated, so a concurrent claimer that
+/// picked the same row waits for the first one's update, then finds the row leased and leaves
+/// it (row locks cannot be taken beside a window function).
+async fn claim_in_one_statement(
+    store: &Store,
+    lease_owner: &str,
+    now: DateTime<Utc>,
+    lease: Duration,
+    limit: i64,
+    per_url: i64,
+    skip_urls: &[&str],
+) -> sqlx::Result<Vec<Claimed>> {
+    let skip = if skip_urls.is_empty() {
+        String::new()
+    } else {
+        format!("AND url NOT IN {}", value_rows(1, skip_urls.len(), 6))
+    };
+    let sql = format!(
+        "UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
+         WHERE id IN (SELECT id FROM (
+                          SELECT id, next_attempt_at,
+                                 ROW_NUMBER() OVER (PARTITION BY url ORDER BY next_attempt_at, id) AS place
+                          FROM (SELECT id, url, next_attempt_at FROM webhook_deliveries
+                                WHERE status = 'pending' AND next_attempt_at <= $3
+                                  AND (lease_until IS NULL OR lease_until <= $3) {skip}
+                                ORDER BY next_attempt_at, id LIMIT $6) read) due
+                      WHERE place <= $5
+                      ORDER BY next_attempt_at, id LIMIT $4)
+           AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $3)
+         RETURNING id, key_id, event, url, payload, attempts, created_at"
+    );
+    let mut query = sql::query(&sql)
+        .bind(lease_owner)
+        .bind(to_millis(now + lease))
+        .bind(to_millis(now))
+        .bind(limit)
+        .bind(per_url)
+        .bind(limit.min(per_url).saturating_mul(READ_PER_CLAIMED));
+    for url in skip_urls {
+        query = query.bind(*url);
+    }
+    let mut tx = store.begin_in_place().await?;
+    let rows: Vec<ClaimedRow> = query.fetch_all(&mut tx.conn()?).await?;
+    tx.commit().await?;
+    Ok(rows.into_iter().map(claimed).collect())
+}
+
+/// A leased row as `RETURNING id, key_id, event, url, payload, attempts, created_at` gives it.
+type ClaimedRow = (String, String, String, String, String, i64, i64);
+
+fn claimed((id, key_id, event, url, payload, attempts, created_at): ClaimedRow) -> Claimed {
+    Claimed {
+        id,
+        key_id,
+        event,
+        url,
+        payload,
+        attempts,
+        created_at: from_millis(created_at),
+    }
 }
 
 /// The key a claimed row is signed for: its sealed secret, and whether it still stands.

@@ -45,13 +45,15 @@ pub(crate) fn signed_payload(event: &str, timestamp: &str, data: &serde_json::Va
 }
 
 /// Lower-case hex HMAC-SHA256 of `message` under `secret` (the `webhookSecret` string's bytes).
+#[cfg(test)]
 pub(crate) fn hmac_hex(secret: &[u8], message: &[u8]) -> String {
-    // HMAC accepts keys of any length; `new_from_slice` cannot fail for it.
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret)
-        .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
-    mac.update(message);
-    hex::encode(mac.finalize().into_bytes())
+    let mut hex = String::with_capacity(HEX_LEN);
+    Signer::new(secret).push_hmac(&mut hex, &[message]);
+    hex
 }
+
+/// Hex digits of one HMAC-SHA256.
+const HEX_LEN: usize = 64;
 
 /// A request ready to send: the body and the values of [`SIGNATURE_HEADER`], in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,21 +62,66 @@ pub(crate) struct SignedRequest {
     pub signature_headers: [String; 2],
 }
 
-/// The body for a stored `payload` (a JSON object, as [`signed_payload`] makes it), signed with
-/// `secret`: `payload` with `"signature"` appended, and the headers signing that body, the
-/// timestamped one at `sent_at` (Unix seconds).
+/// [`Signer::sign`] with a key of its own.
+#[cfg(test)]
 pub(crate) fn sign(payload: &str, secret: &[u8], sent_at: i64) -> SignedRequest {
-    let signature = hmac_hex(secret, payload.as_bytes());
-    let open = payload.strip_suffix('}').unwrap_or(payload);
-    let body = format!("{open},\"signature\":\"{signature}\"}}");
-    let legacy = format!("sha256={}", hmac_hex(secret, body.as_bytes()));
-    let timestamped = format!(
-        "t={sent_at},v1={}",
-        hmac_hex(secret, format!("{sent_at}.{body}").as_bytes())
-    );
-    SignedRequest {
-        body,
-        signature_headers: [legacy, timestamped],
+    Signer::new(secret).sign(payload, sent_at)
+}
+
+/// One key's HMAC, keyed once: the delivery worker makes one per key a claim's rows are signed
+/// with, and every attempt's three signatures start from a copy of it rather than hashing the
+/// key again.
+#[derive(Clone)]
+pub(crate) struct Signer {
+    keyed: Hmac<Sha256>,
+}
+
+impl Signer {
+    pub(crate) fn new(secret: &[u8]) -> Self {
+        // HMAC accepts keys of any length; `new_from_slice` cannot fail for it.
+        let keyed = <Hmac<Sha256> as Mac>::new_from_slice(secret)
+            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        Signer { keyed }
+    }
+
+    /// The body for a stored `payload` (a JSON object, as [`signed_payload`] makes it):
+    /// `payload` with `"signature"` appended, and the headers signing that body, the
+    /// timestamped one at `sent_at` (Unix seconds).
+    pub(crate) fn sign(&self, payload: &str, sent_at: i64) -> SignedRequest {
+        let open = payload.strip_suffix('}').unwrap_or(payload);
+        let mut body = String::with_capacity(open.len() + 16 + HEX_LEN);
+        body.push_str(open);
+        body.push_str(",\"signature\":\"");
+        self.push_hmac(&mut body, &[payload.as_bytes()]);
+        body.push_str("\"}");
+        let mut legacy = String::with_capacity(7 + HEX_LEN);
+        legacy.push_str("sha256=");
+        self.push_hmac(&mut legacy, &[body.as_bytes()]);
+        let stamp = sent_at.to_string();
+        let mut timestamped = String::with_capacity(stamp.len() + 6 + HEX_LEN);
+        timestamped.push_str("t=");
+        timestamped.push_str(&stamp);
+        timestamped.push_str(",v1=");
+        // `<t>.<body>`, fed in parts rather than copied into one text.
+        self.push_hmac(&mut timestamped, &[stamp.as_bytes(), b".", body.as_bytes()]);
+        SignedRequest {
+            body,
+            signature_headers: [legacy, timestamped],
+        }
+    }
+
+    /// Append the lower-case hex HMAC of `parts`, one after the other, to `out`.
+    fn push_hmac(&self, out: &mut String, parts: &[&[u8]]) {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut mac = self.keyed.clone();
+        for part in parts {
+            mac.update(part);
+        }
+        for byte in mac.finalize().into_bytes() {
+            for nibble in [byte >> 4, byte & 0x0f] {
+                out.push(char::from(DIGITS[usize::from(nibble)]));
+            }
+        }
     }
 }
 

@@ -186,16 +186,15 @@ impl Worker {
             .into_iter()
             .take(MAX_SKIPPED_URLS)
             .collect();
-        let claimed = outbox::claim(
-            &delivering.store,
-            &self.lease_owner,
-            delivering.clock.now(),
-            self.lease,
-            (HELD - self.held) as i64,
-            CLAIM_PER_URL as i64,
-            &full,
-        )
-        .await?;
+        let ask = outbox::Claim {
+            lease_owner: &self.lease_owner,
+            now: delivering.clock.now(),
+            lease: self.lease,
+            limit: (HELD - self.held) as i64,
+            per_url: CLAIM_PER_URL as i64,
+            skip_urls: &full,
+        };
+        let claimed = outbox::claim(&delivering.store, &ask).await?;
         self.last_claim = tokio::time::Instant::now();
         let kept = hold(
             delivering,

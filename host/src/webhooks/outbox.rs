@@ -120,28 +120,38 @@ pub(super) struct Claimed {
     pub created_at: DateTime<Utc>,
 }
 
+/// What a worker asks of [`claim`].
+#[derive(Clone, Copy)]
+pub(super) struct Claim<'a> {
+    pub lease_owner: &'a str,
+    pub now: DateTime<Utc>,
+    pub lease: Duration,
+    pub limit: i64,
+    pub per_url: i64,
+    pub skip_urls: &'a [&'a str],
+}
+
 /// Lease up to `limit` due pending rows to `lease_owner` until `now + lease`, oldest due first,
 /// and at most `per_url` of them for one URL, so that a receiver with a long queue does not
 /// fill the claim and other tenants' rows are reached; none of `skip_urls` (the worker holds
 /// all it can of them already). A lease that ran out (its worker died
 /// mid-attempt) is taken over. The attempt is counted here, so an attempt cut short by a crash
 /// still counts. The rows come back in the order they were chosen.
-pub(super) async fn claim(
-    store: &Store,
-    lease_owner: &str,
-    now: DateTime<Utc>,
-    lease: Duration,
-    limit: i64,
-    per_url: i64,
-    skip_urls: &[&str],
-) -> sqlx::Result<Vec<Claimed>> {
+pub(super) async fn claim(store: &Store, ask: &Claim<'_>) -> sqlx::Result<Vec<Claimed>> {
+    let Claim {
+        lease_owner,
+        now,
+        lease,
+        limit,
+        per_url,
+        skip_urls,
+    } = *ask;
     // The due rows are read in order up to a bound (a few times one receiver's share of the
     // claim, [`READ_PER_CLAIMED`]), never the whole backlog: a claim costs what it takes. The
     // URLs the worker holds its fill of are skipped while reading, so a long queue of one
     // receiver cannot fill the bound once the worker has all it can take of it.
     if store.backend() == Backend::Postgres {
-        return claim_in_one_statement(store, lease_owner, now, lease, limit, per_url, skip_urls)
-            .await;
+        return claim_in_one_statement(store, ask).await;
     }
     // On SQLite each URL's share is counted here rather than by a window function in the
     // statement: `ROW_NUMBER() OVER (PARTITION BY url …)` over the rows read cost SQLite three
@@ -235,19 +245,11 @@ async fn lease_rows(
 /// whose conditions are checked again on the row being updated, so a concurrent claimer that
 /// picked the same row waits for the first one's update, then finds the row leased and leaves
 /// it (row locks cannot be taken beside a window function).
-async fn claim_in_one_statement(
-    store: &Store,
-    lease_owner: &str,
-    now: DateTime<Utc>,
-    lease: Duration,
-    limit: i64,
-    per_url: i64,
-    skip_urls: &[&str],
-) -> sqlx::Result<Vec<Claimed>> {
-    let skip = if skip_urls.is_empty() {
+async fn claim_in_one_statement(store: &Store, ask: &Claim<'_>) -> sqlx::Result<Vec<Claimed>> {
+    let skip = if ask.skip_urls.is_empty() {
         String::new()
     } else {
-        format!("AND url NOT IN {}", value_rows(1, skip_urls.len(), 6))
+        format!("AND url NOT IN {}", value_rows(1, ask.skip_urls.len(), 6))
     };
     let sql = format!(
         "UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
@@ -264,13 +266,13 @@ async fn claim_in_one_statement(
          RETURNING id, key_id, event, url, payload, attempts, created_at"
     );
     let mut query = sql::query(&sql)
-        .bind(lease_owner)
-        .bind(to_millis(now + lease))
-        .bind(to_millis(now))
-        .bind(limit)
-        .bind(per_url)
-        .bind(limit.min(per_url).saturating_mul(READ_PER_CLAIMED));
-    for url in skip_urls {
+        .bind(ask.lease_owner)
+        .bind(to_millis(ask.now + ask.lease))
+        .bind(to_millis(ask.now))
+        .bind(ask.limit)
+        .bind(ask.per_url)
+        .bind(ask.limit.min(ask.per_url).saturating_mul(READ_PER_CLAIMED));
+    for url in ask.skip_urls {
         query = query.bind(*url);
     }
     let mut tx = store.begin_in_place().await?;

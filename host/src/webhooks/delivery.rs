@@ -18,17 +18,18 @@
 //! handed back unsent.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use super::egress;
 use super::outbox::{self, Claimed, KeyState, Outcome, Record};
 use super::schedule::{self, AfterFailure};
-use super::signing::{self, DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, Signer};
+use super::sender::{Destination, SendError, Sender, Unreachable};
+use super::signing::Signer;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::crypto::Sealer;
@@ -65,20 +66,18 @@ const HELD: usize = 8 * IN_FLIGHT;
 const MAX_SKIPPED_URLS: usize = 100;
 /// While requests are in flight, how often to look for rows that became due meanwhile.
 const POLL: Duration = Duration::from_millis(200);
-const USER_AGENT: &str = concat!("Crucible-Webhooks/", env!("CARGO_PKG_VERSION"));
 
 /// A claimed row with what it is signed with, waiting for a slot of its destination.
 struct Ready {
     row: Claimed,
-    /// The row's URL parsed, once per claim for all its rows (`None` if it does not parse; the
-    /// request then fails as the HTTP client reports it).
-    url: Option<Arc<url::Url>>,
+    /// Where the row's URL goes, parsed and checked once per claim for all its rows.
+    to: Arc<Destination>,
     signer: Result<Arc<Signer>, Unsendable>,
 }
 
 /// The rows of one destination the worker holds.
 #[derive(Default)]
-struct Destination {
+struct Queue {
     in_flight: usize,
     waiting: VecDeque<Ready>,
 }
@@ -88,7 +87,7 @@ struct Destination {
 struct Worker {
     lease_owner: Arc<str>,
     lease: chrono::Duration,
-    destinations: HashMap<String, Destination>,
+    destinations: HashMap<String, Queue>,
     /// Rows held: waiting, in flight, or being recorded.
     held: usize,
     /// Requests in flight.
@@ -129,23 +128,33 @@ pub async fn deliver_due(delivering: &Delivering) -> anyhow::Result<usize> {
     // destination's requests never wait for the database.
     let mut attempts: JoinSet<anyhow::Result<bool>> = JoinSet::new();
     let (slot_freed, mut freed) = mpsc::unbounded_channel::<String>();
+    // The claim under way, if any. It runs beside the requests rather than before them: while a
+    // claim waits for the database, requests that end are replaced from the rows still waiting.
+    let mut claiming: Option<BoxFuture<'static, Fetched>> = None;
     let mut sent = 0;
     loop {
         let polled = worker.last_claim.elapsed() >= POLL;
-        if worker.held < HELD && (worker.waiting < worker.refill_below || polled) {
-            worker.claim(delivering).await?;
+        if claiming.is_none()
+            && worker.held < HELD
+            && (worker.waiting < worker.refill_below || polled)
+        {
+            claiming = Some(worker.claim(delivering));
         }
         if worker.held > 0 && worker.last_renewal.elapsed() >= (timeout / 2).max(POLL) {
             worker.renew(delivering).await?;
         }
         worker.start(delivering, timeout, &mut attempts, &slot_freed);
-        if attempts.is_empty() && worker.held == 0 {
+        if attempts.is_empty() && worker.held == 0 && claiming.is_none() {
             return Ok(sent);
         }
-        // Whichever comes first: a request ends (its slot is free), an attempt is recorded (its
-        // row is no longer held), or it is time to look for rows that became due while every
-        // slot was taken by slow receivers.
+        // Whichever comes first: the claim returns its rows, a request ends (its slot is free),
+        // an attempt is recorded (its row is no longer held), or it is time to look for rows
+        // that became due while every slot was taken by slow receivers.
         tokio::select! {
+            fetched = claimed(&mut claiming) => {
+                claiming = None;
+                worker.hold(delivering, fetched?).await?;
+            }
             Some(destination) = freed.recv() => worker.freed(&destination),
             finished = attempts.join_next(), if !attempts.is_empty() => {
                 if let Some(finished) = finished {
@@ -155,6 +164,20 @@ pub async fn deliver_due(delivering: &Delivering) -> anyhow::Result<usize> {
             }
             () = tokio::time::sleep(POLL) => {}
         }
+    }
+}
+
+/// What a claim returns: the rows it leased, and the signers of their keys.
+type Fetched = anyhow::Result<(Vec<Claimed>, Signers)>;
+
+/// Each key's signer, or why its rows cannot be signed now.
+type Signers = HashMap<String, Result<Arc<Signer>, Unsendable>>;
+
+/// The claim under way's rows, once it returns; never, while no claim is under way.
+async fn claimed(claiming: &mut Option<BoxFuture<'static, Fetched>>) -> Fetched {
+    match claiming {
+        Some(claim) => claim.await,
+        None => std::future::pending().await,
     }
 }
 
@@ -173,11 +196,12 @@ impl Drop for Slot {
 }
 
 impl Worker {
-    /// Lease what is due, up to what the worker can still hold.
-    async fn claim(&mut self, delivering: &Delivering) -> anyhow::Result<()> {
+    /// A claim of what is due, up to what the worker can still hold, and the signers of the
+    /// claimed rows' keys.
+    fn claim(&self, delivering: &Delivering) -> BoxFuture<'static, Fetched> {
         // The URLs of destinations that have their fill waiting: their rows would be handed
         // straight back.
-        let full: Vec<&str> = self
+        let full: Vec<String> = self
             .destinations
             .values()
             .filter(|queue| queue.waiting.len() >= WAITING_PER_DESTINATION)
@@ -185,21 +209,39 @@ impl Worker {
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .take(MAX_SKIPPED_URLS)
+            .map(str::to_owned)
             .collect();
-        let ask = outbox::Claim {
-            lease_owner: &self.lease_owner,
-            now: delivering.clock.now(),
-            lease: self.lease,
-            limit: (HELD - self.held) as i64,
-            per_url: CLAIM_PER_URL as i64,
-            skip_urls: &full,
-        };
-        let claimed = outbox::claim(&delivering.store, &ask).await?;
+        let delivering = delivering.clone();
+        let lease_owner = self.lease_owner.clone();
+        let (lease, limit) = (self.lease, (HELD - self.held) as i64);
+        Box::pin(async move {
+            let skip_urls: Vec<&str> = full.iter().map(String::as_str).collect();
+            let ask = outbox::Claim {
+                lease_owner: &lease_owner,
+                now: delivering.clock.now(),
+                lease,
+                limit,
+                per_url: CLAIM_PER_URL as i64,
+                skip_urls: &skip_urls,
+            };
+            let claimed = outbox::claim(&delivering.store, &ask).await?;
+            let signers = signers(&delivering, &claimed).await?;
+            Ok((claimed, signers))
+        })
+    }
+
+    /// Take in what a claim returned: its rows wait behind their destinations.
+    async fn hold(
+        &mut self,
+        delivering: &Delivering,
+        (claimed, signers): (Vec<Claimed>, Signers),
+    ) -> anyhow::Result<()> {
         self.last_claim = tokio::time::Instant::now();
         let kept = hold(
             delivering,
             &self.lease_owner,
             claimed,
+            signers,
             &mut self.destinations,
         )
         .await?;
@@ -281,21 +323,19 @@ async fn hold(
     delivering: &Delivering,
     lease_owner: &str,
     claimed: Vec<Claimed>,
-    destinations: &mut HashMap<String, Destination>,
+    signers: Signers,
+    destinations: &mut HashMap<String, Queue>,
 ) -> anyhow::Result<usize> {
-    if claimed.is_empty() {
-        return Ok(0);
-    }
-    let signers = signers(delivering, &claimed).await?;
-    // A claim's rows share a few URLs: each is parsed once.
-    let mut targets: HashMap<String, Target> = HashMap::new();
+    // A claim's rows share a few URLs: each is parsed and checked once.
+    let allow_private = delivering.config.webhook_allow_private;
+    let mut targets: HashMap<String, Arc<Destination>> = HashMap::new();
     let mut kept = 0;
     let mut handed_back = Vec::new();
     for row in claimed {
-        let target = targets
+        let to = targets
             .entry(row.url.clone())
-            .or_insert_with(|| Target::of(&row.url));
-        let queue = destinations.entry(target.destination.clone()).or_default();
+            .or_insert_with(|| Arc::new(Destination::of(&row.url, allow_private)));
+        let queue = destinations.entry(to.key.clone()).or_default();
         if queue.waiting.len() >= WAITING_PER_DESTINATION {
             // Due as it was: claimed again once this destination has room.
             handed_back.push(row.id);
@@ -307,8 +347,8 @@ async fn hold(
             .unwrap_or(Err(Unsendable::Drop(
                 "not sent: the API key no longer exists",
             )));
-        let url = target.url.clone();
-        queue.waiting.push_back(Ready { row, url, signer });
+        let to = to.clone();
+        queue.waiting.push_back(Ready { row, to, signer });
         kept += 1;
     }
     if !handed_back.is_empty() {
@@ -317,34 +357,6 @@ async fn hold(
     }
     destinations.retain(|_, queue| queue.in_flight > 0 || !queue.waiting.is_empty());
     Ok(kept)
-}
-
-/// A webhook URL parsed, and where its requests go.
-struct Target {
-    url: Option<Arc<url::Url>>,
-    /// For the per-destination limit: scheme, host and port (the URL itself if it does not
-    /// parse).
-    destination: String,
-}
-
-impl Target {
-    fn of(url: &str) -> Self {
-        match url::Url::parse(url) {
-            Ok(parsed) => Target {
-                destination: format!(
-                    "{}://{}:{}",
-                    parsed.scheme(),
-                    parsed.host_str().unwrap_or_default(),
-                    parsed.port_or_known_default().unwrap_or_default()
-                ),
-                url: Some(Arc::new(parsed)),
-            },
-            Err(_) => Target {
-                url: None,
-                destination: url.to_owned(),
-            },
-        }
-    }
 }
 
 /// A revoked (or expired) key's pending deliveries go to the dead letter unsent.
@@ -388,7 +400,7 @@ async fn attempt(
         ..
     } = delivering;
     let clock = &*delivering.clock;
-    let Ready { row, url, signer } = ready;
+    let Ready { row, to, signer } = ready;
     let signer = match signer {
         Ok(signer) => signer,
         Err(Unsendable::Drop(reason)) => {
@@ -413,14 +425,7 @@ async fn attempt(
         }
     };
     let signed = signer.sign(&row.payload, clock.now().timestamp());
-    let sent = send(
-        &row,
-        url.as_deref(),
-        signed,
-        timeout,
-        config.webhook_allow_private,
-    )
-    .await;
+    let sent = send(&row, &to, signed, timeout, config.webhook_allow_private).await;
     drop(slot);
     match sent {
         Ok(status_code) => {
@@ -486,10 +491,7 @@ enum Unsendable {
 
 /// What each key of the claimed rows signs with, or why its rows cannot be signed now: every
 /// key read in one query, its secret opened and its HMAC keyed once.
-async fn signers(
-    delivering: &Delivering,
-    claimed: &[Claimed],
-) -> sqlx::Result<HashMap<String, Result<Arc<Signer>, Unsendable>>> {
+async fn signers(delivering: &Delivering, claimed: &[Claimed]) -> sqlx::Result<Signers> {
     let mut key_ids: Vec<&str> = claimed.iter().map(|row| row.key_id.as_str()).collect();
     key_ids.sort_unstable();
     key_ids.dedup();
@@ -547,89 +549,42 @@ async fn fail(
     record(store, row, lease_owner, now, outcome).await
 }
 
-/// The process's HTTP client: one connection pool for every delivery, redirects never followed
-/// (a 3xx is a failed attempt: the owner should fix the URL, and we must not be bounced to
-/// addresses the owner did not give), and proxies from the environment ignored (a `*_PROXY`
-/// variable must not route tenants' deliveries, or their signed bodies, through another host).
-/// Unless private addresses are allowed, names resolve to public addresses only
-/// ([`egress::PublicOnly`]).
-fn client(allow_private: bool) -> Result<&'static reqwest::Client, String> {
-    static PUBLIC_ONLY: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    static ANY_ADDRESS: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    let (cell, guarded) = if allow_private {
-        (&ANY_ADDRESS, false)
-    } else {
-        (&PUBLIC_ONLY, true)
-    };
-    cell.get_or_init(|| {
-        let builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .user_agent(USER_AGENT);
-        let builder = if guarded {
-            builder.dns_resolver(std::sync::Arc::new(egress::PublicOnly))
-        } else {
-            builder
-        };
-        builder
-            .build()
-            .map_err(|error| format!("cannot build the HTTP client: {error}"))
-    })
-    .as_ref()
-    .map_err(Clone::clone)
-}
-
 /// POST the signed body: the 2xx status, or the status (if any), the failure as the owner sees it
 /// and the detail for the log.
 async fn send(
     row: &Claimed,
-    url: Option<&url::Url>,
-    signed: signing::SignedRequest,
+    to: &Destination,
+    signed: super::signing::SignedRequest,
     timeout: Duration,
     allow_private: bool,
 ) -> Result<u16, (Option<u16>, Failure, String)> {
-    // Only literal hosts are checked here; names are checked as they resolve (`egress`).
-    let refused = match (allow_private, url) {
-        (true, _) => Ok(()),
-        (false, Some(url)) => egress::check_parsed(url),
-        (false, None) => egress::check_literal(&row.url),
+    let uri = match &to.uri {
+        Ok(uri) => uri.clone(),
+        Err(Unreachable::Refused(refused)) => {
+            let failure = Failure {
+                category: "destination_refused",
+                summary: refused.clone(),
+            };
+            return Err((None, failure, refused.clone()));
+        }
+        Err(Unreachable::Invalid(detail)) => {
+            return Err((None, request_failed(), detail.clone()));
+        }
     };
-    if let Err(refused) = refused {
-        let failure = Failure {
-            category: "destination_refused",
-            summary: refused.clone(),
-        };
-        return Err((None, failure, refused));
-    }
-    let client = client(allow_private).map_err(|error| {
+    let sender = Sender::shared(allow_private).map_err(|error| {
         let failure = Failure {
             category: "request",
             summary: "the server could not send this delivery; it will retry".into(),
         };
         (None, failure, error)
     })?;
-    let request = match url {
-        // A parsed URL goes as it is; a text would be parsed again for every request.
-        Some(url) => client.post(url.clone()),
-        None => client.post(&row.url),
-    };
-    let mut request = request
-        .timeout(timeout)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(DELIVERY_HEADER, &row.id)
-        .header(EVENT_HEADER, &row.event);
-    let signing::SignedRequest {
-        body,
-        signature_headers,
-    } = signed;
-    for value in signature_headers {
-        request = request.header(SIGNATURE_HEADER, value);
-    }
-    let response = request.body(body).send().await.map_err(|error| {
-        let (failure, detail) = classify(&error, timeout);
-        (None, failure, detail)
-    })?;
-    let status = response.status();
+    let status = sender
+        .post(uri, &row.id, &row.event, signed, timeout)
+        .await
+        .map_err(|error| {
+            let (failure, detail) = classify(error, timeout);
+            (None, failure, detail)
+        })?;
     if status.is_success() {
         return Ok(status.as_u16());
     }
@@ -647,34 +602,42 @@ async fn send(
     Err((Some(status.as_u16()), failure, format!("HTTP {status}")))
 }
 
-/// A transport error as the owner sees it, and the chain of causes reqwest keeps apart (for the
-/// log: it names resolvers, sockets and TLS internals).
-fn classify(error: &reqwest::Error, timeout: Duration) -> (Failure, String) {
-    // Receivers' URLs often carry a token in their path: the log names only the host.
-    let detail = crate::redact::error(error);
-    let failure = if error.is_timeout() {
-        Failure {
-            category: "timeout",
-            summary: format!("no response within {} ms", timeout.as_millis()),
+/// A failed request as the owner sees it, and the detail for the log (it names resolvers,
+/// sockets and TLS internals).
+fn classify(error: SendError, timeout: Duration) -> (Failure, String) {
+    match error {
+        SendError::Timeout => {
+            let summary = format!("no response within {} ms", timeout.as_millis());
+            let failure = Failure {
+                category: "timeout",
+                summary: summary.clone(),
+            };
+            (failure, summary)
         }
-    } else if detail.contains("private or reserved address") {
         // The resolver refused every address of the name (see `egress`): say so, it is ours.
-        Failure {
-            category: "destination_refused",
-            summary: "refused: the host name resolves to private or reserved addresses only; \
-                      webhooks are delivered to public addresses"
-                .into(),
+        SendError::Refused(detail) => {
+            let failure = Failure {
+                category: "destination_refused",
+                summary: "refused: the host name resolves to private or reserved addresses only; \
+                          webhooks are delivered to public addresses"
+                    .into(),
+            };
+            (failure, detail)
         }
-    } else if error.is_connect() {
-        Failure {
-            category: "connection",
-            summary: "could not connect to the receiver".into(),
+        SendError::Connect(detail) => {
+            let failure = Failure {
+                category: "connection",
+                summary: "could not connect to the receiver".into(),
+            };
+            (failure, detail)
         }
-    } else {
-        Failure {
-            category: "request",
-            summary: "the request to the receiver failed".into(),
-        }
-    };
-    (failure, detail)
+        SendError::Other(detail) => (request_failed(), detail),
+    }
+}
+
+fn request_failed() -> Failure {
+    Failure {
+        category: "request",
+        summary: "the request to the receiver failed".into(),
+    }
 }

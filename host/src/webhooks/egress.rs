@@ -1,14 +1,12 @@
 //! Where webhooks may go. A webhook URL is chosen by a key owner, so without a guard the server
 //! would POST on their behalf to its own network: loopback admin ports, cloud metadata
 //! (169.254.169.254), private ranges. By default deliveries go to public addresses only: an
-//! IP-literal host is checked before sending, and names are resolved by [`PublicOnly`], which
-//! drops private and reserved addresses — so a name that resolves to one cannot be used to
-//! rebind past the check. `CRUCIBLE_WEBHOOK_ALLOW_PRIVATE=true` lifts this (tests, or receivers
+//! IP-literal host is checked before sending, and names are resolved by the webhook sender's
+//! resolver (`sender`), which drops private and reserved addresses — so a name that resolves to
+//! one cannot be used to rebind past the check. `CRUCIBLE_WEBHOOK_ALLOW_PRIVATE=true` lifts this (tests, or receivers
 //! inside your own network).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-
-use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Whether `ip` is a public unicast address a webhook may be sent to.
 pub(crate) fn is_public(ip: IpAddr) -> bool {
@@ -79,33 +77,12 @@ pub(crate) fn check_parsed(parsed: &url::Url) -> Result<(), String> {
     }
 }
 
-fn refusal(host: &str) -> String {
+/// Why a host (a literal, or a name with no public address) is refused.
+pub(super) fn refusal(host: &str) -> String {
     format!(
         "refused: {host} is a private or reserved address; webhooks are delivered to public \
          addresses only (the server host can allow private ones with CRUCIBLE_WEBHOOK_ALLOW_PRIVATE)"
     )
-}
-
-/// A resolver that keeps only public addresses of a name.
-pub(crate) struct PublicOnly;
-
-impl Resolve for PublicOnly {
-    fn resolve(&self, name: Name) -> Resolving {
-        let host = name.as_str().to_owned();
-        Box::pin(async move {
-            let resolved: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let public: Vec<SocketAddr> = resolved
-                .into_iter()
-                .filter(|address| is_public(address.ip()))
-                .collect();
-            if public.is_empty() {
-                return Err(refusal(&host).into());
-            }
-            let addrs: Addrs = Box::new(public.into_iter());
-            Ok(addrs)
-        })
-    }
 }
 
 #[cfg(test)]

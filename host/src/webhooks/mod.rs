@@ -14,6 +14,7 @@ pub mod delivery;
 pub(crate) mod egress;
 mod outbox;
 pub(crate) mod schedule;
+mod sender;
 pub(crate) mod signing;
 
 use chrono::{DateTime, Utc};

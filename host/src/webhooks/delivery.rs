@@ -29,7 +29,7 @@ use tracing::Instrument;
 use super::outbox::{self, Claimed, KeyState, Outcome, Record};
 use super::schedule::{self, AfterFailure};
 use super::sender::{Destination, SendError, Sender, Unreachable};
-use super::signing::Signer;
+use super::signing::{SignedRequest, Signer};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::crypto::Sealer;
@@ -153,7 +153,7 @@ pub async fn deliver_due(delivering: &Delivering) -> anyhow::Result<usize> {
         tokio::select! {
             fetched = claimed(&mut claiming) => {
                 claiming = None;
-                worker.hold(delivering, fetched?).await?;
+                worker.take_in(delivering, fetched?).await?;
             }
             Some(destination) = freed.recv() => worker.freed(&destination),
             finished = attempts.join_next(), if !attempts.is_empty() => {
@@ -231,7 +231,7 @@ impl Worker {
     }
 
     /// Take in what a claim returned: its rows wait behind their destinations.
-    async fn hold(
+    async fn take_in(
         &mut self,
         delivering: &Delivering,
         (claimed, signers): (Vec<Claimed>, Signers),
@@ -554,7 +554,7 @@ async fn fail(
 async fn send(
     row: &Claimed,
     to: &Destination,
-    signed: super::signing::SignedRequest,
+    signed: SignedRequest,
     timeout: Duration,
     allow_private: bool,
 ) -> Result<u16, (Option<u16>, Failure, String)> {

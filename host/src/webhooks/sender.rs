@@ -33,6 +33,10 @@ use super::egress;
 use super::signing::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, SignedRequest};
 
 const AGENT: &str = concat!("Crucible-Webhooks/", env!("CARGO_PKG_VERSION"));
+// The headers' names, checked once at compile time rather than on every request.
+const DELIVERY: HeaderName = HeaderName::from_static(DELIVERY_HEADER);
+const EVENT: HeaderName = HeaderName::from_static(EVENT_HEADER);
+const SIGNATURE: HeaderName = HeaderName::from_static(SIGNATURE_HEADER);
 
 /// Where one webhook URL's requests go: its URI, parsed once for every row of a claim that
 /// names it, and its destination (scheme, host and port) for the per-destination limit. A URL
@@ -44,7 +48,7 @@ pub(super) struct Destination {
 }
 
 /// Why a URL's rows are not sent.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(super) enum Unreachable {
     /// Its host is a private or reserved address (an IP literal, checked before sending).
     Refused(String),
@@ -184,17 +188,10 @@ fn request(
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert(USER_AGENT, HeaderValue::from_static(AGENT));
     headers.insert(ACCEPT, HeaderValue::from_static("*/*"));
-    headers.insert(
-        HeaderName::from_static(DELIVERY_HEADER),
-        value(id.to_owned())?,
-    );
-    headers.insert(
-        HeaderName::from_static(EVENT_HEADER),
-        value(event.to_owned())?,
-    );
-    let signature = HeaderName::from_static(SIGNATURE_HEADER);
-    headers.append(signature.clone(), value(legacy)?);
-    headers.append(signature, value(timestamped)?);
+    headers.insert(DELIVERY, value(id.to_owned())?);
+    headers.insert(EVENT, value(event.to_owned())?);
+    headers.append(SIGNATURE, value(legacy)?);
+    headers.append(SIGNATURE, value(timestamped)?);
     Ok(request)
 }
 

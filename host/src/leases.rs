@@ -27,10 +27,13 @@ pub struct Leases {
 
 impl Leases {
     /// What a server runs with: long enough that only a node that stalled or lost the database
-    /// loses its work, short enough that another node takes it over within minutes.
+    /// loses its work, short enough that another node takes it over soon. Jobs are renewed
+    /// while they run, so their lease only bounds how long a dead node's batch waits: a
+    /// tournament's start or end, or a prize's sending, is late by at most half a minute when
+    /// the node that took it is killed.
     pub const STANDARD: Leases = Leases {
         ticks: Duration::minutes(2),
-        jobs: Duration::minutes(5),
+        jobs: Duration::seconds(30),
         payouts: Duration::seconds(30),
     };
 
@@ -74,7 +77,7 @@ mod tests {
     fn job_leases_are_renewed_five_times_per_lease() {
         assert_eq!(
             Leases::STANDARD.job_renewal(),
-            std::time::Duration::from_secs(60)
+            std::time::Duration::from_secs(6)
         );
         assert_eq!(
             Leases::uniform(5_000).job_renewal(),

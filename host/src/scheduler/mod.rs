@@ -155,14 +155,19 @@ impl Scheduler {
                     renewing_leases(&state.store, &*state.clock, &lease, leases, run).await;
                 match outcome {
                     Ok(()) => {
-                        queue::complete(&state.store, &job, &lease, state.now()).await?;
+                        recording(leases, || {
+                            queue::complete(&state.store, &job, &lease, state.now())
+                        })
+                        .await?;
                         pass.jobs_done += 1;
                     }
                     Err(error) => {
                         let message = format!("{error:#}");
                         tracing::warn!(job = %job.id, attempt = job.attempts, error = %message, "job failed; will retry");
-                        queue::retry_later(&state.store, &job, &lease, state.now(), &message)
-                            .await?;
+                        recording(leases, || {
+                            queue::retry_later(&state.store, &job, &lease, state.now(), &message)
+                        })
+                        .await?;
                         pass.jobs_failed += 1;
                     }
                 }
@@ -220,6 +225,32 @@ async fn renewing_leases<T>(
     }
 }
 
+/// Write a job's outcome, trying again while the database is away (restarting, or out of
+/// reach): given up at the first error, the job would stay claimed, with the rest of its batch,
+/// until the claim ran out, and a tournament would start that much late. Tries for as long as
+/// the claim lasts; past that another node may hold the job, and the write, conditioned on this
+/// claim's token, would change nothing anyway.
+async fn recording<F, Fut>(leases: Leases, mut write: F) -> sqlx::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = sqlx::Result<()>>,
+{
+    let claim = leases.jobs.to_std().unwrap_or(Duration::from_secs(1));
+    let give_up = tokio::time::Instant::now() + claim;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match write().await {
+            Ok(()) => return Ok(()),
+            Err(error) if tokio::time::Instant::now() + pause < give_up => {
+                tracing::warn!(%error, "a job's outcome was not recorded; trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
 /// The running classes of a scheduler.
 pub(crate) struct Workers {
     tasks: tokio::task::JoinSet<()>,
@@ -258,4 +289,37 @@ pub(crate) async fn release_leases(store: &Store, node_id: &str) -> Result<u64, 
     }
     tx.commit().await?;
     Ok(released)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn an_outcome_write_is_tried_again_until_the_database_answers() {
+        let tries = AtomicUsize::new(0);
+        let recorded = recording(Leases::uniform(5_000), || async {
+            match tries.fetch_add(1, Ordering::Relaxed) {
+                0 | 1 => Err(sqlx::Error::PoolTimedOut),
+                _ => Ok(()),
+            }
+        })
+        .await;
+        assert!(recorded.is_ok());
+        assert_eq!(tries.load(Ordering::Relaxed), 3);
+    }
+
+    #[tokio::test]
+    async fn an_outcome_write_is_given_up_once_the_claim_has_run_out() {
+        let tries = AtomicUsize::new(0);
+        let recorded = recording(Leases::uniform(300), || async {
+            tries.fetch_add(1, Ordering::Relaxed);
+            Err::<(), _>(sqlx::Error::PoolTimedOut)
+        })
+        .await;
+        assert!(matches!(recorded, Err(sqlx::Error::PoolTimedOut)));
+        assert!(tries.load(Ordering::Relaxed) >= 2);
+    }
 }

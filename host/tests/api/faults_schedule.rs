@@ -479,12 +479,16 @@ async fn faults_schedule_random_faults_lose_no_acknowledged_write() {
 
     // No job stuck: nothing due more than a minute ago is still undone.
     let overdue = crucible::clock::to_millis(chrono::Utc::now() - chrono::Duration::minutes(1));
-    let stuck: Vec<(String, Option<String>)> =
-        sqlx::query_as("SELECT id, last_error FROM jobs WHERE done_at IS NULL AND due_at < $1")
-            .bind(overdue)
-            .fetch_all(&pool)
-            .await
-            .expect("jobs");
+    // With each one's claim and error, to tell a job nobody took from one a node kept.
+    type Stuck = (String, i64, Option<String>, Option<i64>, Option<String>);
+    let stuck: Vec<Stuck> = sqlx::query_as(
+        "SELECT id, attempts, lease_owner, lease_until, last_error FROM jobs
+         WHERE done_at IS NULL AND due_at < $1",
+    )
+    .bind(overdue)
+    .fetch_all(&pool)
+    .await
+    .expect("jobs");
     assert!(stuck.is_empty(), "stuck jobs: {stuck:?} (seed {seed})");
 
     // The due queue holds exactly the active agents' schedules (one statement, so one snapshot

@@ -6,8 +6,10 @@
 //! Receivers belong to different tenants, and one of them may be slow or hang until the timeout.
 //! So requests run as a pipeline, not in batches: a new row starts as soon as any request ends
 //! (or the next poll finds it due), never after the slowest of a batch; and each destination
-//! (scheme, host and port) has at most [`PER_DESTINATION`] requests in flight, so a receiver that
-//! hangs ties up its own slots only.
+//! (scheme, host and port) has a limit of requests in flight, adapted to how it answers
+//! ([`super::concurrency`]: 16 to start with, more for a receiver that keeps up, fewer for one
+//! that times out or says it is overloaded), so a receiver that hangs ties up its own slots
+//! only.
 //!
 //! The database work is shared, so that it stays a small part of a delivery: one claim leases up
 //! to [`HELD`] rows (at most [`CLAIM_PER_URL`] of one URL, so a long queue for one receiver
@@ -26,6 +28,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
+use super::concurrency::{Answer, Limit};
 use super::outbox::{self, Claimed, KeyState, Outcome, Record};
 use super::schedule::{self, AfterFailure};
 use super::sender::{Destination, SendError, Sender, Unreachable};
@@ -52,8 +55,6 @@ pub struct Delivering {
 
 /// Requests in flight at once per worker.
 const IN_FLIGHT: usize = 256;
-/// Requests in flight at once to one destination: a receiver that hangs holds these, no more.
-pub const PER_DESTINATION: usize = 16;
 /// Rows of one URL one claim leases at most: a receiver with a long queue is served from the
 /// worker's memory, a claim per this many requests, not a claim per request.
 const CLAIM_PER_URL: usize = 256;
@@ -75,12 +76,27 @@ struct Ready {
     signer: Result<Arc<Signer>, Unsendable>,
 }
 
-/// The rows of one destination the worker holds.
-#[derive(Default)]
+/// The rows of one destination the worker holds, and how many requests it may have in flight.
 struct Queue {
     in_flight: usize,
+    limit: Limit,
     waiting: VecDeque<Ready>,
 }
+
+impl Queue {
+    /// A destination's queue, with the limit it had when the worker last held its rows.
+    fn new(limit: Option<Limit>) -> Queue {
+        Queue {
+            in_flight: 0,
+            limit: limit.unwrap_or_else(|| Limit::new(std::time::Instant::now())),
+            waiting: VecDeque::new(),
+        }
+    }
+}
+
+/// Limits of destinations kept while the worker holds none of their rows, at most: beyond, they
+/// are forgotten and start again from the initial one.
+const LIMITS_KEPT: usize = 10_000;
 
 /// What one call of [`deliver_due`] holds: its rows, by destination, and when it last claimed
 /// and renewed.
@@ -88,6 +104,9 @@ struct Worker {
     lease_owner: Arc<str>,
     lease: chrono::Duration,
     destinations: HashMap<String, Queue>,
+    /// The limits of destinations whose rows all went, kept for when they have rows again: a
+    /// destination whose queue runs dry between two claims does not start over.
+    limits: HashMap<String, Limit>,
     /// Rows held: waiting, in flight, or being recorded.
     held: usize,
     /// Requests in flight.
@@ -115,6 +134,7 @@ pub async fn deliver_due(delivering: &Delivering) -> anyhow::Result<usize> {
         lease_owner: format!("{}:whw_{}", delivering.node_id, random_base58(8)).into(),
         lease: chrono::Duration::from_std(timeout * 2)? + chrono::Duration::seconds(30),
         destinations: HashMap::new(),
+        limits: HashMap::new(),
         held: 0,
         requests: 0,
         waiting: 0,
@@ -127,7 +147,7 @@ pub async fn deliver_due(delivering: &Delivering) -> anyhow::Result<usize> {
     // (through `freed`) as soon as the request ends, not once the outcome is on disk, so a
     // destination's requests never wait for the database.
     let mut attempts: JoinSet<anyhow::Result<bool>> = JoinSet::new();
-    let (slot_freed, mut freed) = mpsc::unbounded_channel::<String>();
+    let (slot_freed, mut freed) = mpsc::unbounded_channel::<Freed>();
     // The claim under way, if any. It runs beside the requests rather than before them: while a
     // claim waits for the database, requests that end are replaced from the rows still waiting.
     let mut claiming: Option<BoxFuture<'static, Fetched>> = None;
@@ -155,7 +175,7 @@ pub async fn deliver_due(delivering: &Delivering) -> anyhow::Result<usize> {
                 claiming = None;
                 worker.take_in(delivering, fetched?).await?;
             }
-            Some(destination) = freed.recv() => worker.freed(&destination),
+            Some(slot) = freed.recv() => worker.freed(slot),
             finished = attempts.join_next(), if !attempts.is_empty() => {
                 if let Some(finished) = finished {
                     worker.held -= 1;
@@ -185,13 +205,42 @@ async fn claimed(claiming: &mut Option<BoxFuture<'static, Fetched>>) -> Fetched 
 /// or however its task ends.
 struct Slot {
     destination: String,
-    freed: mpsc::UnboundedSender<String>,
+    started: std::time::Instant,
+    /// How the destination answered, once it has.
+    answer: Option<Answer>,
+    freed: mpsc::UnboundedSender<Freed>,
+}
+
+/// A slot given back, with what its request told of its destination.
+struct Freed {
+    destination: String,
+    answer: Option<Answer>,
+}
+
+impl Slot {
+    /// The request ended with `sent`: what that says of the destination's load. A destination
+    /// refused by our own rules, or a row never sent, says nothing.
+    fn ended<T>(&mut self, sent: &Result<T, (Option<u16>, Failure, String)>) {
+        let took = self.started.elapsed();
+        self.answer = match sent {
+            Ok(_) => Some(Answer::Answered(took)),
+            Err((Some(status), _, _)) => Some(Answer::status(*status, took)),
+            Err((None, failure, _)) => match failure.category {
+                "timeout" | "connection" | "request" => Some(Answer::Overloaded),
+                _ => None,
+            },
+        };
+    }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        let freed = Freed {
+            destination: std::mem::take(&mut self.destination),
+            answer: self.answer.take(),
+        };
         // The worker is gone when nobody listens: nothing holds the slot any more.
-        let _ = self.freed.send(std::mem::take(&mut self.destination));
+        let _ = self.freed.send(freed);
     }
 }
 
@@ -242,7 +291,7 @@ impl Worker {
             &self.lease_owner,
             claimed,
             signers,
-            &mut self.destinations,
+            (&mut self.destinations, &mut self.limits),
         )
         .await?;
         self.held += kept;
@@ -270,13 +319,13 @@ impl Worker {
         delivering: &Delivering,
         timeout: Duration,
         attempts: &mut JoinSet<anyhow::Result<bool>>,
-        freed: &mpsc::UnboundedSender<String>,
+        freed: &mpsc::UnboundedSender<Freed>,
     ) {
         let mut started = true;
         while started && self.requests < IN_FLIGHT {
             started = false;
             for (destination, queue) in &mut self.destinations {
-                if self.requests >= IN_FLIGHT || queue.in_flight >= PER_DESTINATION {
+                if self.requests >= IN_FLIGHT || queue.in_flight >= queue.limit.current() {
                     continue;
                 }
                 let Some(ready) = queue.waiting.pop_front() else {
@@ -290,8 +339,11 @@ impl Worker {
                 let span = tracing::info_span!("webhook", delivery_id = %row.id, key_id = %row.key_id,
                                                event = %row.event, attempt = row.attempts);
                 let (delivering, lease_owner) = (delivering.clone(), self.lease_owner.clone());
+                queue.limit.started(queue.in_flight);
                 let slot = Slot {
                     destination: destination.clone(),
+                    started: std::time::Instant::now(),
+                    answer: None,
                     freed: freed.clone(),
                 };
                 // Boxed: the task then holds a pointer, not the request's whole state, which
@@ -304,13 +356,28 @@ impl Worker {
         }
     }
 
-    /// A request to `destination` ended: its slot is free.
-    fn freed(&mut self, destination: &str) {
+    /// A request ended: its slot is free, and its destination's limit learns how it answered.
+    fn freed(
+        &mut self,
+        Freed {
+            destination,
+            answer,
+        }: Freed,
+    ) {
         self.requests -= 1;
-        if let Some(queue) = self.destinations.get_mut(destination) {
+        if let Some(queue) = self.destinations.get_mut(&destination) {
             queue.in_flight = queue.in_flight.saturating_sub(1);
-            if queue.in_flight == 0 && queue.waiting.is_empty() {
-                self.destinations.remove(destination);
+            if let Some(answer) = answer {
+                queue.limit.ended(std::time::Instant::now(), answer);
+            }
+            if queue.in_flight == 0
+                && queue.waiting.is_empty()
+                && let Some(queue) = self.destinations.remove(&destination)
+            {
+                if self.limits.len() >= LIMITS_KEPT {
+                    self.limits.clear();
+                }
+                self.limits.insert(destination, queue.limit);
             }
         }
     }
@@ -324,7 +391,7 @@ async fn hold(
     lease_owner: &str,
     claimed: Vec<Claimed>,
     signers: Signers,
-    destinations: &mut HashMap<String, Queue>,
+    (destinations, limits): (&mut HashMap<String, Queue>, &mut HashMap<String, Limit>),
 ) -> anyhow::Result<usize> {
     // A claim's rows share a few URLs: each is parsed and checked once.
     let allow_private = delivering.config.webhook_allow_private;
@@ -335,7 +402,9 @@ async fn hold(
         let to = targets
             .entry(row.url.clone())
             .or_insert_with(|| Arc::new(Destination::of(&row.url, allow_private)));
-        let queue = destinations.entry(to.key.clone()).or_default();
+        let queue = destinations
+            .entry(to.key.clone())
+            .or_insert_with(|| Queue::new(limits.remove(&to.key)));
         if queue.waiting.len() >= WAITING_PER_DESTINATION {
             // Due as it was: claimed again once this destination has room.
             handed_back.push(row.id);
@@ -425,7 +494,9 @@ async fn attempt(
         }
     };
     let signed = signer.sign(&row.payload, clock.now().timestamp());
+    let mut slot = slot;
     let sent = send(&row, &to, signed, timeout, config.webhook_allow_private).await;
+    slot.ended(&sent);
     drop(slot);
     match sent {
         Ok(status_code) => {

@@ -10,6 +10,7 @@
 //! This module never decides *when* an event happens (its producers do), and never holds a
 //! database transaction across an HTTP request.
 
+pub mod concurrency;
 pub mod delivery;
 pub(crate) mod egress;
 mod outbox;

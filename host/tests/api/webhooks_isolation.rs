@@ -43,9 +43,9 @@ async fn a_hanging_receiver_holds_its_own_slots_and_no_one_elses() {
         "served while the hanging requests were still in flight"
     );
     assert!(
-        hanging.received().len() <= crucible::webhooks::delivery::PER_DESTINATION,
+        hanging.received().len() <= crucible::webhooks::concurrency::INITIAL,
         "at most {} requests at once to one destination, got {}",
-        crucible::webhooks::delivery::PER_DESTINATION,
+        crucible::webhooks::concurrency::INITIAL,
         hanging.received().len()
     );
     let sent = worker.await.expect("join").expect("deliver");
@@ -58,6 +58,31 @@ async fn a_hanging_receiver_holds_its_own_slots_and_no_one_elses() {
     );
 }
 
+/// A receiver that keeps up is sent more at once than one the worker has not heard from, a
+/// request more each round trip (`webhooks::concurrency`), and never more than the most.
+#[tokio::test]
+async fn a_receiver_that_keeps_up_is_sent_more_at_once() {
+    let app = TestApp::spawn().await;
+    const QUEUED: usize = 600;
+    let receiver = Receiver::start(&[Reply::Slow(StdDuration::from_millis(10)); QUEUED]).await;
+    let (account_id, session) = account(&app, "busy@example.com").await;
+    webhook_key(&app, &session, &receiver.url("/hook")).await;
+    for n in 0..QUEUED {
+        emit(&app, &account_id, Event::AgentTrade, json!({"n": n})).await;
+    }
+    let sent = crucible::webhooks::deliver_due(&app.state.delivering())
+        .await
+        .expect("deliver");
+    assert_eq!(sent, QUEUED);
+    assert_eq!(receiver.received().len(), QUEUED, "each row sent once");
+    let most = receiver.most_at_once();
+    assert!(
+        most > crucible::webhooks::concurrency::INITIAL
+            && most <= crucible::webhooks::concurrency::MAX,
+        "the receiver answered up to {most} requests at once"
+    );
+}
+
 #[tokio::test]
 async fn rows_waiting_in_a_worker_for_a_slot_keep_their_lease_and_no_other_worker_sends_them() {
     // Leases run 2 × 4 s + 30 s = 38 s; the worker renews what it holds every 2 s.
@@ -65,7 +90,7 @@ async fn rows_waiting_in_a_worker_for_a_slot_keep_their_lease_and_no_other_worke
     let hanging = Receiver::start(&[Reply::Slow(StdDuration::from_secs(30)); 40]).await;
     let (account_id, session) = account(&app, "slow@example.com").await;
     webhook_key(&app, &session, &hanging.url("/hook")).await;
-    let queued = crucible::webhooks::delivery::PER_DESTINATION + 4;
+    let queued = crucible::webhooks::concurrency::INITIAL + 4;
     for n in 0..queued {
         emit(&app, &account_id, Event::AgentTrade, json!({"n": n})).await;
     }
@@ -78,7 +103,7 @@ async fn rows_waiting_in_a_worker_for_a_slot_keep_their_lease_and_no_other_worke
     tokio::time::sleep(StdDuration::from_millis(300)).await;
     assert_eq!(
         hanging.received().len(),
-        crucible::webhooks::delivery::PER_DESTINATION
+        crucible::webhooks::concurrency::INITIAL
     );
     app.advance(Duration::seconds(20));
     tokio::time::sleep(StdDuration::from_millis(2_400)).await;
@@ -92,7 +117,7 @@ async fn rows_waiting_in_a_worker_for_a_slot_keep_their_lease_and_no_other_worke
     );
     assert_eq!(
         hanging.received().len(),
-        crucible::webhooks::delivery::PER_DESTINATION,
+        crucible::webhooks::concurrency::INITIAL,
         "no row was sent twice"
     );
     first.abort();

@@ -36,6 +36,9 @@ pub struct Received {
 pub struct Receiver {
     script: Arc<Mutex<VecDeque<Reply>>>,
     received: Arc<Mutex<Vec<Received>>>,
+    /// Requests being answered now, and the most there ever were at once.
+    at_once: Arc<std::sync::atomic::AtomicUsize>,
+    most_at_once: Arc<std::sync::atomic::AtomicUsize>,
     base: String,
 }
 
@@ -64,6 +67,11 @@ impl Receiver {
         self.received.lock().expect("lock").clone()
     }
 
+    /// The most requests it was answering at once.
+    pub fn most_at_once(&self) -> usize {
+        self.most_at_once.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// The delivery id (`X-Svc-Delivery`) of every request received, in arrival order.
     pub fn delivery_ids(&self) -> Vec<String> {
         self.received()
@@ -90,7 +98,14 @@ pub async fn receive(
         body,
     });
     let reply = receiver.script.lock().expect("lock").pop_front();
-    match reply.unwrap_or(Reply::Status(200)) {
+    let now = receiver
+        .at_once
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        + 1;
+    receiver
+        .most_at_once
+        .fetch_max(now, std::sync::atomic::Ordering::SeqCst);
+    let response = match reply.unwrap_or(Reply::Status(200)) {
         Reply::Status(code) => (
             StatusCode::from_u16(code).expect("status"),
             "receiver says so",
@@ -105,7 +120,11 @@ pub async fn receive(
             tokio::time::sleep(delay).await;
             StatusCode::OK.into_response()
         }
-    }
+    };
+    receiver
+        .at_once
+        .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    response
 }
 
 pub fn hmac_hex(secret: &str, message: &[u8]) -> String {

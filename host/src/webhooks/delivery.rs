@@ -205,8 +205,8 @@ async fn claimed(claiming: &mut Option<BoxFuture<'static, Fetched>>) -> Fetched 
 /// or however its task ends.
 struct Slot {
     destination: String,
-    started: std::time::Instant,
-    /// How the destination answered, once it has.
+    /// How the destination answered, once a request went out (a row refused by our own rules,
+    /// or never sent, says nothing of it).
     answer: Option<Answer>,
     freed: mpsc::UnboundedSender<Freed>,
 }
@@ -215,22 +215,6 @@ struct Slot {
 struct Freed {
     destination: String,
     answer: Option<Answer>,
-}
-
-impl Slot {
-    /// The request ended with `sent`: what that says of the destination's load. A destination
-    /// refused by our own rules, or a row never sent, says nothing.
-    fn ended<T>(&mut self, sent: &Result<T, (Option<u16>, Failure, String)>) {
-        let took = self.started.elapsed();
-        self.answer = match sent {
-            Ok(_) => Some(Answer::Answered(took)),
-            Err((Some(status), _, _)) => Some(Answer::status(*status, took)),
-            Err((None, failure, _)) => match failure.category {
-                "timeout" | "connection" | "request" => Some(Answer::Overloaded),
-                _ => None,
-            },
-        };
-    }
 }
 
 impl Drop for Slot {
@@ -342,7 +326,6 @@ impl Worker {
                 queue.limit.started(queue.in_flight);
                 let slot = Slot {
                     destination: destination.clone(),
-                    started: std::time::Instant::now(),
                     answer: None,
                     freed: freed.clone(),
                 };
@@ -495,8 +478,15 @@ async fn attempt(
     };
     let signed = signer.sign(&row.payload, clock.now().timestamp());
     let mut slot = slot;
-    let sent = send(&row, &to, signed, timeout, config.webhook_allow_private).await;
-    slot.ended(&sent);
+    let sent = send(
+        &row,
+        &to,
+        signed,
+        &mut slot,
+        timeout,
+        config.webhook_allow_private,
+    )
+    .await;
     drop(slot);
     match sent {
         Ok(status_code) => {
@@ -621,11 +611,12 @@ async fn fail(
 }
 
 /// POST the signed body: the 2xx status, or the status (if any), the failure as the owner sees it
-/// and the detail for the log.
+/// and the detail for the log. The slot learns how the destination answered.
 async fn send(
     row: &Claimed,
     to: &Destination,
     signed: SignedRequest,
+    slot: &mut Slot,
     timeout: Duration,
     allow_private: bool,
 ) -> Result<u16, (Option<u16>, Failure, String)> {
@@ -649,13 +640,20 @@ async fn send(
         };
         (None, failure, error)
     })?;
-    let status = sender
-        .post(uri, &row.id, &row.event, signed, timeout)
-        .await
-        .map_err(|error| {
-            let (failure, detail) = classify(error, timeout);
-            (None, failure, detail)
-        })?;
+    let began = std::time::Instant::now();
+    let posted = sender.post(uri, &row.id, &row.event, signed, timeout).await;
+    slot.answer = match &posted {
+        Ok(status) => Some(Answer::status(status.as_u16(), began.elapsed())),
+        // Our resolver refused the name: the destination was never asked.
+        Err(SendError::Refused(_)) => None,
+        Err(SendError::Timeout | SendError::Connect(_) | SendError::Other(_)) => {
+            Some(Answer::Overloaded)
+        }
+    };
+    let status = posted.map_err(|error| {
+        let (failure, detail) = classify(error, timeout);
+        (None, failure, detail)
+    })?;
     if status.is_success() {
         return Ok(status.as_u16());
     }

@@ -601,11 +601,7 @@ impl Simnet {
         let mut transaction = Self::decode_transaction(wire, sig_verify)?;
         let replacement = if replace_blockhash {
             let (hash, last_valid, _) = self.latest_blockhash().await?;
-            let bytes: [u8; 32] = bs58::decode(&hash)
-                .into_vec()
-                .ok()
-                .and_then(|b| b.try_into().ok())
-                .unwrap_or_default();
+            let bytes = crucible_solana::base58::decode_32(&hash).unwrap_or_default();
             transaction.message.recent_blockhash = bytes;
             Some(json!({"blockhash": hash, "lastValidBlockHeight": last_valid}))
         } else {
@@ -656,11 +652,7 @@ impl Simnet {
 
     /// `isBlockhashValid` for a base58 blockhash (false for anything that is not one).
     pub async fn is_blockhash_valid(&self, blockhash: &str) -> Result<bool, SimnetError> {
-        let Some(bytes) = bs58::decode(blockhash)
-            .into_vec()
-            .ok()
-            .and_then(|b| <[u8; 32]>::try_from(b).ok())
-        else {
+        let Some(bytes) = crucible_solana::base58::decode_32(blockhash) else {
             return Ok(false);
         };
         let mut reader = self.store.reader().await?;
@@ -973,11 +965,7 @@ async fn credit(
             .fetch_optional(conn)
             .await?
             .unwrap_or_else(|| (crucible_solana::base58::encode(&[0u8; 32]),));
-    let blockhash: [u8; 32] = bs58::decode(&blockhash)
-        .into_vec()
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .unwrap_or_default();
+    let blockhash = crucible_solana::base58::decode_32(&blockhash).unwrap_or_default();
     let message = Message::new_legacy(&ixs, &faucet, blockhash);
     let pre = ledger::load(conn, &message.account_keys).await?;
     let mut post = pre.clone();

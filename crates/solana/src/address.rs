@@ -14,8 +14,7 @@ impl WalletAddress {
     /// Parse a base58 address (surrounding spaces ignored), keeping one spelling per key.
     pub fn parse(raw: &str) -> Result<Self, String> {
         let trimmed = raw.trim();
-        let bytes = bs58::decode(trimmed)
-            .into_vec()
+        let bytes = crate::base58::decode(trimmed)
             .map_err(|_| format!("`{trimmed}` is not a base58 Solana address"))?;
         if bytes.len() != 32 {
             return Err(format!(
@@ -39,12 +38,8 @@ impl WalletAddress {
 
     /// The 32 bytes of the address.
     pub fn to_bytes(&self) -> [u8; 32] {
-        let mut out = [0u8; 32];
         // Built only from 32 decoded bytes, so decoding again cannot fail or differ in length.
-        if let Ok(bytes) = bs58::decode(&self.0).into_vec() {
-            out.copy_from_slice(&bytes);
-        }
-        out
+        crate::base58::decode_32(&self.0).unwrap_or_default()
     }
 }
 

@@ -89,10 +89,7 @@ pub(crate) async fn ensure_pool(
         pool::add_liquidity(&payer, &usdc_account, &lp_account, lamports, usdc_raw),
     ];
     let (blockhash, _, _) = simnet.latest_blockhash().await?;
-    let blockhash: [u8; 32] = bs58::decode(&blockhash)
-        .into_vec()
-        .ok()
-        .and_then(|b| b.try_into().ok())
+    let blockhash = crucible_solana::base58::decode_32(&blockhash)
         .ok_or_else(|| ChainError::Config("the simnet blockhash is not 32 bytes".into()))?;
     let message = Message::new_legacy(&instructions, &payer, blockhash);
     let wire = Transaction::sign(message, &[keypair.signing_key()])?.serialize()?;

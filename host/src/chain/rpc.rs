@@ -440,13 +440,12 @@ impl RpcClient {
         let latest: WithContext<Latest> = self
             .call("getLatestBlockhash", json!([{"commitment": "finalized"}]))
             .await?;
-        let hash = bs58::decode(&latest.value.blockhash)
-            .into_vec()
-            .ok()
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| ChainError::Decode {
-                method: "getLatestBlockhash".to_owned(),
-                detail: format!("`{}` is not a 32-byte hash", latest.value.blockhash),
+        let hash =
+            crucible_solana::base58::decode_32(&latest.value.blockhash).ok_or_else(|| {
+                ChainError::Decode {
+                    method: "getLatestBlockhash".to_owned(),
+                    detail: format!("`{}` is not a 32-byte hash", latest.value.blockhash),
+                }
             })?;
         Ok(RecentBlockhash {
             hash,

@@ -53,13 +53,9 @@ impl FromStr for Pubkey {
     type Err = WireError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bytes = bs58::decode(s.trim())
-            .into_vec()
-            .map_err(|_| WireError::BadAddress(s.to_owned()))?;
-        let bytes: [u8; 32] = bytes
-            .try_into()
-            .map_err(|_| WireError::BadAddress(s.to_owned()))?;
-        Ok(Pubkey(bytes))
+        crate::base58::decode_32(s.trim())
+            .map(Pubkey)
+            .ok_or_else(|| WireError::BadAddress(s.to_owned()))
     }
 }
 

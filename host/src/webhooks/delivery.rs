@@ -275,7 +275,8 @@ impl Worker {
             &self.lease_owner,
             claimed,
             signers,
-            (&mut self.destinations, &mut self.limits),
+            &mut self.destinations,
+            &mut self.limits,
         )
         .await?;
         self.held += kept;
@@ -374,7 +375,8 @@ async fn hold(
     lease_owner: &str,
     claimed: Vec<Claimed>,
     signers: Signers,
-    (destinations, limits): (&mut HashMap<String, Queue>, &mut HashMap<String, Limit>),
+    destinations: &mut HashMap<String, Queue>,
+    limits: &mut HashMap<String, Limit>,
 ) -> anyhow::Result<usize> {
     // A claim's rows share a few URLs: each is parsed and checked once.
     let allow_private = delivering.config.webhook_allow_private;
@@ -442,7 +444,7 @@ async fn attempt(
     delivering: &Delivering,
     lease_owner: Arc<str>,
     ready: Ready,
-    slot: Slot,
+    mut slot: Slot,
     timeout: Duration,
 ) -> anyhow::Result<bool> {
     let Delivering {
@@ -477,7 +479,6 @@ async fn attempt(
         }
     };
     let signed = signer.sign(&row.payload, clock.now().timestamp());
-    let mut slot = slot;
     let sent = send(
         &row,
         &to,

@@ -228,7 +228,7 @@ async fn sign(
         .await
         .map_err(PayError::Internal)?
         .ok_or_else(|| internal(format!("custodial wallet {} has no key", order.payer)))?;
-    let payer = Keypair::from_secret(key.to_bytes());
+    let payer = Keypair::from_signing_key(key);
     let recipient = WalletAddress::parse(order.recipient).map_err(internal)?;
     chain
         .sign_token_transfer(

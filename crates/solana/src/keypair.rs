@@ -48,6 +48,11 @@ impl Keypair {
         Keypair(SigningKey::from_bytes(&secret))
     }
 
+    /// The keypair of a key already opened (its public half computed once, there).
+    pub fn from_signing_key(key: SigningKey) -> Self {
+        Keypair(key)
+    }
+
     /// The public key (the wallet's address).
     pub fn pubkey(&self) -> Pubkey {
         Pubkey(self.0.verifying_key().to_bytes())

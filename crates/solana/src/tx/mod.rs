@@ -5,6 +5,7 @@
 //! This module only encodes, decodes and signs; it never talks to a node and never decides
 //! whether a transaction is acceptable (the simnet's executor and [`crate::verify`] do that).
 
+mod derived;
 pub mod instructions;
 pub mod message;
 
@@ -117,7 +118,16 @@ pub fn is_token_program(program: &Pubkey) -> bool {
 }
 
 /// `find_program_address`: the first bump from 255 down whose hash is off the curve.
+///
+/// Remembered per seeds and program ([`derived`]): each bump tried costs a square root on the
+/// curve (the test that the hash is not a public key), and the same few addresses — a pool's,
+/// its vaults', each wallet's token accounts — are derived for every swap.
 pub fn find_program_address(seeds: &[&[u8]], program: &Pubkey) -> Option<(Pubkey, u8)> {
+    derived::remembered(seeds, program, derive_program_address)
+}
+
+/// [`find_program_address`] computed afresh.
+fn derive_program_address(seeds: &[&[u8]], program: &Pubkey) -> Option<(Pubkey, u8)> {
     (0..=255u8).rev().find_map(|bump| {
         let mut hasher = Sha256::new();
         for seed in seeds {

@@ -92,7 +92,7 @@ pub(super) async fn prepare_with(
         .await
         .map_err(|e| LiveError::Internal(format!("{e:#}")))?
         .ok_or_else(|| LiveError::NoKey(wallet.clone()))?;
-    let keypair = Keypair::from_secret(key.to_bytes());
+    let keypair = Keypair::from_signing_key(key);
     let issued_at = to_millis(clock.now());
     let signed = route
         .sign(

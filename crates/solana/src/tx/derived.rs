@@ -19,7 +19,13 @@ const KEPT: usize = 32_768;
 /// the program: two different seed lists never give the same key.
 type Inputs = Vec<u8>;
 
-static DERIVED: LazyLock<Mutex<HashMap<Inputs, Option<(Pubkey, u8)>>>> =
+/// An address and its bump, or none when no bump gives one off the curve.
+type Derived = Option<(Pubkey, u8)>;
+
+/// How an address is worked out when it is not remembered.
+type Derive = fn(&[&[u8]], &Pubkey) -> Derived;
+
+static DERIVED: LazyLock<Mutex<HashMap<Inputs, Derived>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
 fn inputs(seeds: &[&[u8]], program: &Pubkey) -> Inputs {
@@ -34,11 +40,7 @@ fn inputs(seeds: &[&[u8]], program: &Pubkey) -> Inputs {
 }
 
 /// `derive(seeds, program)`, from memory when it has been worked out before.
-pub(super) fn remembered(
-    seeds: &[&[u8]],
-    program: &Pubkey,
-    derive: fn(&[&[u8]], &Pubkey) -> Option<(Pubkey, u8)>,
-) -> Option<(Pubkey, u8)> {
+pub(super) fn remembered(seeds: &[&[u8]], program: &Pubkey, derive: Derive) -> Derived {
     let key = inputs(seeds, program);
     // A poisoned lock only means another thread panicked mid-insert of a correct answer.
     if let Some(known) = DERIVED
@@ -96,7 +98,7 @@ mod tests {
     #[test]
     fn the_memory_stays_bounded() {
         let program = Pubkey([4; 32]);
-        let fake: fn(&[&[u8]], &Pubkey) -> Option<(Pubkey, u8)> = |_, _| None;
+        let fake: Derive = |_, _| None;
         for n in 0..(KEPT as u32 + 10) {
             remembered(&[&n.to_le_bytes(), b"bounded"], &program, fake);
         }

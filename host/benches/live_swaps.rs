@@ -56,6 +56,7 @@ fn main() {
             let state = state.clone();
             async move {
                 let mut filled = 0;
+                let mut phases = Vec::with_capacity(swaps);
                 for n in 0..swaps {
                     // Alternate sides; amounts vary so no two transactions are identical.
                     let (direction, amount_in) = if n % 2 == 0 {
@@ -70,26 +71,38 @@ fn main() {
                         reason: None,
                         market_ts: 0,
                     };
+                    let asked = Instant::now();
                     let pending = live::prepare(&state.ticking(), id, &order, None)
                         .await
                         .expect("prepare");
+                    let prepared = Instant::now();
                     let settled = live::send_and_settle(&state.ticking(), id, &pending)
                         .await
                         .expect("settle");
+                    phases.push((prepared - asked, prepared.elapsed()));
                     if matches!(settled, Settled::Filled { .. }) {
                         filled += 1;
                     }
                 }
-                filled
+                (filled, phases)
             }
         }))
         .await;
         let seconds = started.elapsed().as_secs_f64();
-        let filled: usize = results.iter().sum();
+        let filled: usize = results.iter().map(|(filled, _)| filled).sum();
         println!(
             "{filled} swaps filled of {} in {seconds:.2} s: {:.0} swaps/s",
             agents * swaps,
             filled as f64 / seconds
+        );
+        // Each agent swaps one order after another, so the rate is `agents` over a swap's
+        // latency: where that latency goes says whether a core or a wait holds it back.
+        let phases: Vec<_> = results.into_iter().flat_map(|(_, p)| p).collect();
+        let (mut prepare, mut settle): (Vec<_>, Vec<_>) = phases.into_iter().unzip();
+        println!(
+            "a swap's latency: prepare (key, pool, sign, pending record) {}; send and settle {}",
+            quantiles(&mut prepare),
+            quantiles(&mut settle)
         );
         let (batches, writes) = simnet.write_batches();
         let (batches, writes) = (batches - batches_before, writes - writes_before);
@@ -98,6 +111,18 @@ fn main() {
             writes as f64 / batches.max(1) as f64
         );
     });
+}
+
+/// "p50 … ms, p99 … ms" of `durations`.
+fn quantiles(durations: &mut [std::time::Duration]) -> String {
+    durations.sort_unstable();
+    let at = |q: f64| {
+        let index = ((durations.len() as f64 - 1.0) * q).round() as usize;
+        durations
+            .get(index)
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    };
+    format!("p50 {:.2} ms, p99 {:.2} ms", at(0.5), at(0.99))
 }
 
 /// One account with `agents` live agents, each wallet holding 100 SOL and 100,000 USDC.

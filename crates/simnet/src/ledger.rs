@@ -386,6 +386,43 @@ pub(crate) async fn insert_transaction(
     Ok(())
 }
 
+/// A transaction to record ([`insert_transactions`]).
+pub(crate) struct NewTransaction<'a> {
+    pub(crate) signature: &'a str,
+    pub(crate) slot: i64,
+    pub(crate) executed_at: i64,
+    /// `meta.err` as JSON text.
+    pub(crate) err: Option<String>,
+    pub(crate) rendered: String,
+}
+
+/// Transactions one multi-row insert carries at most (5 parameters each).
+const TRANSACTIONS_PER_STATEMENT: usize = 32;
+
+/// Record several landed transactions, a few dozen per statement.
+pub(crate) async fn insert_transactions(
+    conn: &mut Conn<'_>,
+    transactions: &[NewTransaction<'_>],
+) -> Result<(), SimnetError> {
+    for chunk in transactions.chunks(TRANSACTIONS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO simnet_transactions (signature, slot, executed_at, err, rendered) VALUES {}",
+            placeholders(chunk.len(), 5, 0)
+        );
+        let mut query = sql::query(&sql);
+        for t in chunk {
+            query = query
+                .bind(t.signature)
+                .bind(t.slot)
+                .bind(t.executed_at)
+                .bind(t.err.as_deref())
+                .bind(t.rendered.as_str());
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,6 +29,7 @@ pub mod clock;
 mod cluster;
 mod compute_budget;
 pub mod executor;
+mod landing;
 mod ledger;
 pub mod pool;
 pub mod pubsub;
@@ -86,6 +87,10 @@ pub const RECENT_BLOCKHASHES: i64 = 150;
 /// still advances one block per slot, so a blockhash expires after about a minute however quiet
 /// the simnet is, as on a real cluster.
 const SLOT_MS: i64 = 400;
+/// Slots a blockhash is handed out again for after it was issued, as transactions land: a client
+/// still gets at least 134 of its 150 slots, and a busy simnet issues a new blockhash every few
+/// landings rather than after each (a new one is a write of the ledger, in its one serial lane).
+const REUSE_SLOTS: i64 = 16;
 /// Old blockhashes are deleted when a new one's sequence number is a multiple of this.
 const PRUNE_EVERY: i64 = 16;
 /// Decimals of the simnet stablecoin (as USDC).
@@ -181,6 +186,9 @@ pub struct Simnet {
     /// Every write to the ledger goes through it: one batch at a time, many writes a batch
     /// (`writer.rs`).
     writer: writer::Writer,
+    /// Held by the one `getLatestBlockhash` that asks the writer for a new blockhash; the
+    /// others wait for it and find its blockhash fresh, rather than each queue a write.
+    issuing: tokio::sync::Mutex<()>,
 }
 
 /// What reads and the ledger's writer both need: the clock, the mint, finality and the stream
@@ -249,6 +257,18 @@ impl Shared {
         conn: &mut Conn<'_>,
         blockhash: &[u8; 32],
     ) -> Result<bool, SimnetError> {
+        Ok(self
+            .blockhash_standing(conn, blockhash)
+            .await?
+            .valid_after(0))
+    }
+
+    /// The blockhash's slot (none when the ledger never issued it) and the block height now.
+    pub(crate) async fn blockhash_standing(
+        &self,
+        conn: &mut Conn<'_>,
+        blockhash: &[u8; 32],
+    ) -> Result<Standing, SimnetError> {
         // The blockhash's slot, the slot counter and the newest blockhash's issue time in one
         // statement (the same figures `block_height` reads in two).
         let (issued, counter, newest): (Option<i64>, i64, Option<i64>) = sql::query(
@@ -259,13 +279,31 @@ impl Shared {
         .bind(crucible_solana::base58::encode(blockhash))
         .fetch_one(conn)
         .await?;
-        let height = counter + self.slots_since(newest);
-        Ok(issued.is_some_and(|slot| height <= slot + RECENT_BLOCKHASHES))
+        Ok(Standing {
+            issued,
+            height: counter + self.slots_since(newest),
+        })
     }
 
     /// Whole slots of the clock since `issued_at` (0 when no blockhash was issued yet).
     fn slots_since(&self, issued_at: Option<i64>) -> i64 {
         issued_at.map_or(0, |issued_at| (self.now_ms() - issued_at).max(0) / SLOT_MS)
+    }
+}
+
+/// Where a blockhash stands against the block height ([`Shared::blockhash_standing`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Standing {
+    issued: Option<i64>,
+    height: i64,
+}
+
+impl Standing {
+    /// Whether a transaction naming the blockhash may land once `landed` more transactions
+    /// have (each in a slot of its own).
+    pub(crate) fn valid_after(self, landed: i64) -> bool {
+        self.issued
+            .is_some_and(|slot| self.height + landed <= slot + RECENT_BLOCKHASHES)
     }
 }
 
@@ -336,6 +374,7 @@ impl Simnet {
         });
         Ok(Simnet {
             writer: writer::Writer::start(store.clone(), shared.clone()),
+            issuing: tokio::sync::Mutex::new(()),
             store,
             shared,
         })
@@ -401,12 +440,31 @@ impl Simnet {
 
     /// The newest blockhash (a new one at most every slot) and its last valid block height.
     pub async fn latest_blockhash(&self) -> Result<(String, u64, u64), SimnetError> {
-        let (hash, slot) = self
-            .writer
-            .write(|conn, shared| Box::pin(issue_blockhash(conn, shared)))
-            .await?;
+        // Most asks find the newest one still fresh: read, not queued behind the ledger's writes.
+        let (hash, slot) = match self.fresh_blockhash().await? {
+            Some(fresh) => fresh,
+            None => {
+                let _issuing = self.issuing.lock().await;
+                match self.fresh_blockhash().await? {
+                    // Issued while this ask waited its turn.
+                    Some(fresh) => fresh,
+                    None => {
+                        self.writer
+                            .write(|conn, shared| Box::pin(issue_blockhash(conn, shared)))
+                            .await?
+                    }
+                }
+            }
+        };
         let slot = u64::try_from(slot).unwrap_or_default();
         Ok((hash, slot + RECENT_BLOCKHASHES as u64, slot))
+    }
+
+    /// The newest blockhash and its slot, when it may be handed out again now.
+    async fn fresh_blockhash(&self) -> Result<Option<(String, i64)>, SimnetError> {
+        let mut reader = self.store.reader().await?;
+        let conn = &mut reader.conn()?;
+        Ok(Newest::read(conn).await?.reusable(self.shared.now_ms()))
     }
 
     /// The SOL balance of `address` in lamports (0 when it does not exist).
@@ -578,9 +636,7 @@ impl Simnet {
     /// recorded.
     pub async fn send(&self, wire: &[u8], skip_preflight: bool) -> Result<String, SimnetError> {
         let transaction = Self::decode_transaction(wire, true)?;
-        self.writer
-            .write(move |conn, shared| Box::pin(land(conn, shared, transaction, skip_preflight)))
-            .await
+        self.writer.land(transaction, skip_preflight).await
     }
 
     /// `simulateTransaction`: run a transaction against the current ledger and record
@@ -780,31 +836,11 @@ async fn issue_blockhash(
     shared: &Shared,
 ) -> Result<writer::Done<(String, i64)>, SimnetError> {
     let now = shared.now_ms();
-    // The newest blockhash and the slot counter in one statement.
-    let (newest_hash, newest_slot, issued_at, current_slot): (
-        Option<String>,
-        Option<i64>,
-        Option<i64>,
-        i64,
-    ) = sql::query(
-        "SELECT b.hash, b.slot, b.issued_at, c.value
-         FROM simnet_counters c
-         LEFT JOIN (SELECT hash, slot, issued_at FROM simnet_blockhashes
-                    ORDER BY seq DESC LIMIT 1) b ON 1 = 1
-         WHERE c.name = 'slot'",
-    )
-    .fetch_one(conn)
-    .await?;
-    // Reused only within its slot: while the clock has not moved a slot on and no
-    // transaction has landed since (each lands in a slot of its own), so a client sending
-    // many transactions never receives a blockhash that is already near its end.
-    let (hash, slot) = match (newest_hash, newest_slot, issued_at) {
-        (Some(hash), Some(slot), Some(issued_at))
-            if (0..SLOT_MS).contains(&(now - issued_at)) && slot == current_slot =>
-        {
-            (hash, slot)
-        }
-        _ => {
+    let newest = Newest::read(conn).await?;
+    let issued_at = newest.issued_at;
+    let (hash, slot) = match newest.reusable(now) {
+        Some(fresh) => fresh,
+        None => {
             // The slots that passed since the newest blockhash become real (at least the
             // one this blockhash opens), so the height never goes back from what
             // `block_height` reported and moves one block per slot of the clock.
@@ -847,8 +883,47 @@ async fn issue_blockhash(
     Ok(writer::Done::new((hash, slot)))
 }
 
+/// The newest blockhash and the slot counter, as one statement reads them.
+struct Newest {
+    hash: Option<String>,
+    slot: Option<i64>,
+    issued_at: Option<i64>,
+    current_slot: i64,
+}
+
+impl Newest {
+    async fn read(conn: &mut Conn<'_>) -> Result<Self, SimnetError> {
+        let (hash, slot, issued_at, current_slot) = sql::query(
+            "SELECT b.hash, b.slot, b.issued_at, c.value
+             FROM simnet_counters c
+             LEFT JOIN (SELECT hash, slot, issued_at FROM simnet_blockhashes
+                        ORDER BY seq DESC LIMIT 1) b ON 1 = 1
+             WHERE c.name = 'slot'",
+        )
+        .fetch_one(conn)
+        .await?;
+        Ok(Newest {
+            hash,
+            slot,
+            issued_at,
+            current_slot,
+        })
+    }
+
+    /// The newest blockhash and its slot, when it may be handed out again at `now`: within the
+    /// slot of the clock it was issued in, and at most [`REUSE_SLOTS`] landings ago (each
+    /// transaction lands in a slot of its own), so a client sending many transactions never
+    /// receives a blockhash near its end.
+    fn reusable(self, now: i64) -> Option<(String, i64)> {
+        let (hash, slot, issued_at) = (self.hash?, self.slot?, self.issued_at?);
+        ((0..SLOT_MS).contains(&(now - issued_at))
+            && (0..=REUSE_SLOTS).contains(&(self.current_slot - slot)))
+        .then_some((hash, slot))
+    }
+}
+
 /// Execute a decoded transaction and record it: one write of the ledger (`Simnet::send`).
-async fn land(
+pub(crate) async fn land(
     conn: &mut Conn<'_>,
     shared: &Shared,
     transaction: Transaction,
@@ -1037,4 +1112,47 @@ async fn credit(
             shared.publish(&signature, slot, executed_at, None, &message, &trace);
         })),
     })
+}
+
+#[cfg(test)]
+mod blockhash_reuse {
+    use super::*;
+
+    fn newest(slot: i64, issued_at: i64, current_slot: i64) -> Newest {
+        Newest {
+            hash: Some("hash".to_owned()),
+            slot: Some(slot),
+            issued_at: Some(issued_at),
+            current_slot,
+        }
+    }
+
+    #[test]
+    fn a_blockhash_is_handed_out_again_within_its_slot_and_a_few_landings() {
+        assert_eq!(
+            newest(100, 1_000, 100).reusable(1_000),
+            Some(("hash".to_owned(), 100))
+        );
+        assert!(
+            newest(100, 1_000, 100 + REUSE_SLOTS)
+                .reusable(1_000 + SLOT_MS - 1)
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_new_one_is_issued_once_the_clock_or_the_landings_move_on() {
+        assert_eq!(newest(100, 1_000, 100).reusable(1_000 + SLOT_MS), None);
+        assert_eq!(newest(100, 1_000, 101 + REUSE_SLOTS).reusable(1_000), None);
+        // A clock that went back, and a counter behind the blockhash, are not trusted either.
+        assert_eq!(newest(100, 1_000, 100).reusable(999), None);
+        assert_eq!(newest(100, 1_000, 99).reusable(1_000), None);
+        let none = Newest {
+            hash: None,
+            slot: None,
+            issued_at: None,
+            current_slot: 0,
+        };
+        assert_eq!(none.reusable(0), None);
+    }
 }

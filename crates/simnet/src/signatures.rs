@@ -105,6 +105,33 @@ pub(crate) async fn record(
     Ok(())
 }
 
+/// Index several landed transactions, each `(signature, slot, account keys)`, under each of
+/// their account keys: a few dozen rows a statement, for all of them together.
+pub(crate) async fn record_all(
+    conn: &mut Conn<'_>,
+    landed: &[(&str, i64, &[Pubkey])],
+) -> Result<(), SimnetError> {
+    let mut rows: Vec<(String, i64, &str)> = Vec::new();
+    for (signature, slot, keys) in landed {
+        let mut addresses: Vec<String> = keys.iter().map(Pubkey::to_string).collect();
+        addresses.sort_unstable();
+        addresses.dedup();
+        rows.extend(addresses.into_iter().map(|a| (a, *slot, *signature)));
+    }
+    for chunk in rows.chunks(ADDRESSES_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO simnet_address_signatures (address, slot, signature) VALUES {}",
+            ledger::placeholders(chunk.len(), 3, 0)
+        );
+        let mut query = sql::query(&sql);
+        for (address, slot, signature) in chunk {
+            query = query.bind(address.as_str()).bind(*slot).bind(*signature);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
 /// Addresses one insert carries at most.
 const ADDRESSES_PER_STATEMENT: usize = 64;
 

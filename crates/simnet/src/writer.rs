@@ -7,6 +7,8 @@
 //!   its batch commits.
 //! - Jobs run one after another, in the order they arrived, each seeing the writes of those
 //!   before it: the same serial ledger as one transaction per write, with fewer flushes.
+//! - Landings in a row run as one set ([`crate::landing`]): their reads, their writes and one
+//!   savepoint shared, for the same outcome as landing them one after another.
 //! - A lone job runs at once (a batch is whatever is waiting, never a timer), so a quiet
 //!   simnet is not slowed.
 //! - What a job announces (its `Executed` event) is announced after the commit, in batch order.
@@ -26,7 +28,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Backend, LEDGER_LOCK, Shared, SimnetError, Storage};
+use crate::landing::Landing;
 use crate::sql::{self, Conn};
+use crucible_solana::tx::Transaction as Signed;
 use crucible_sql::Transaction;
 
 /// A boxed future borrowing the batch's connection.
@@ -60,6 +64,14 @@ trait Pending: Send {
     fn run<'c, 'd>(&'c mut self, conn: &'c mut Conn<'d>, shared: &'c Shared) -> Fut<'c, bool>;
     /// Answer the caller once the batch committed, or failed as a whole.
     fn finish(self: Box<Self>, shared: &Shared, batch: &Result<(), String>);
+    /// The landing this job is, when it is one: landings in a row run as one set
+    /// ([`crate::landing`]).
+    fn landing(&mut self) -> Option<&mut Landing> {
+        None
+    }
+    fn is_landing(&self) -> bool {
+        false
+    }
 }
 
 struct Job<T, F> {
@@ -88,20 +100,61 @@ where
     }
 
     fn finish(self: Box<Self>, shared: &Shared, batch: &Result<(), String>) {
-        let answer = match (self.outcome, batch) {
-            // A job that failed fails alone, whatever became of its batch.
-            (Some(Err(error)), _) => Err(error),
-            (Some(Ok(done)), Ok(())) => {
-                if let Some(after) = done.after {
-                    after(shared);
-                }
-                Ok(done.value)
-            }
-            (_, Err(why)) => Err(batch_failed(why)),
-            (None, Ok(())) => Err(batch_failed("the job was not run")),
-        };
         // A caller that stopped waiting is not an error: its write stands or fell with the batch.
-        let _ = self.reply.send(answer);
+        let _ = self.reply.send(answer(self.outcome, shared, batch));
+    }
+}
+
+/// A transaction to land, queued.
+struct LandJob {
+    landing: Landing,
+    reply: oneshot::Sender<Result<String, SimnetError>>,
+}
+
+impl Pending for LandJob {
+    fn run<'c, 'd>(&'c mut self, conn: &'c mut Conn<'d>, shared: &'c Shared) -> Fut<'c, bool> {
+        Box::pin(async move {
+            let Some(transaction) = self.landing.transaction.take() else {
+                return false;
+            };
+            let skip_preflight = self.landing.skip_preflight;
+            let outcome = crate::land(conn, shared, transaction, skip_preflight).await;
+            let ran = outcome.is_ok();
+            self.landing.outcome = Some(outcome);
+            ran
+        })
+    }
+
+    fn finish(self: Box<Self>, shared: &Shared, batch: &Result<(), String>) {
+        let _ = self.reply.send(answer(self.landing.outcome, shared, batch));
+    }
+
+    fn landing(&mut self) -> Option<&mut Landing> {
+        Some(&mut self.landing)
+    }
+
+    fn is_landing(&self) -> bool {
+        true
+    }
+}
+
+/// What a job's caller hears once its batch committed or failed.
+fn answer<T>(
+    outcome: Option<Result<Done<T>, SimnetError>>,
+    shared: &Shared,
+    batch: &Result<(), String>,
+) -> Result<T, SimnetError> {
+    match (outcome, batch) {
+        // A job that failed fails alone, whatever became of its batch.
+        (Some(Err(error)), _) => Err(error),
+        (Some(Ok(done)), Ok(())) => {
+            if let Some(after) = done.after {
+                after(shared);
+            }
+            Ok(done.value)
+        }
+        (_, Err(why)) => Err(batch_failed(why)),
+        (None, Ok(())) => Err(batch_failed("the job was not run")),
     }
 }
 
@@ -179,7 +232,30 @@ impl Writer {
             outcome: None,
             reply,
         };
-        if self.queue.send(Box::new(job)).await.is_err() {
+        self.queued(Box::new(job), answer).await
+    }
+
+    /// Land `transaction` in the next batch (with the landings beside it, as one set); its
+    /// signature once the batch is durable.
+    pub(crate) async fn land(
+        &self,
+        transaction: Signed,
+        skip_preflight: bool,
+    ) -> Result<String, SimnetError> {
+        let (reply, answer) = oneshot::channel();
+        let job = LandJob {
+            landing: Landing::new(transaction, skip_preflight),
+            reply,
+        };
+        self.queued(Box::new(job), answer).await
+    }
+
+    async fn queued<T>(
+        &self,
+        job: Box<dyn Pending>,
+        answer: oneshot::Receiver<Result<T, SimnetError>>,
+    ) -> Result<T, SimnetError> {
+        if self.queue.send(job).await.is_err() {
             return Err(batch_failed("the ledger's writer has stopped"));
         }
         answer
@@ -220,15 +296,64 @@ async fn commit_batch(
         }
         return Ok(());
     }
-    for job in batch.iter_mut() {
+    let mut at = 0;
+    while let Some(rest) = batch.get_mut(at..) {
+        let landings = rest.iter().take_while(|job| job.is_landing()).count();
+        match rest {
+            [] => break,
+            [..] if landings >= 2 => land_run(&mut tx, shared, &mut rest[..landings]).await?,
+            [job, ..] => each_alone(&mut tx, shared, std::slice::from_mut(job)).await?,
+        }
+        at += landings.max(1);
+    }
+    // On a SQLite file the commit, which waits for the disk, runs on a blocking thread while
+    // the runtime goes on; the write lock is held until it returns.
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Run `jobs` one after another, each behind a savepoint of its own: one that fails rolls back
+/// alone.
+async fn each_alone(
+    tx: &mut Transaction,
+    shared: &Shared,
+    jobs: &mut [Box<dyn Pending>],
+) -> Result<(), SimnetError> {
+    for job in jobs {
         tx.savepoint("job").await?;
         if !job.run(&mut tx.conn()?, shared).await {
             tx.rollback_to("job").await?;
         }
         tx.release("job").await?;
     }
-    // On a SQLite file the commit, which waits for the disk, runs on a blocking thread while
-    // the runtime goes on; the write lock is held until it returns.
-    tx.commit().await?;
+    Ok(())
+}
+
+/// Land a run of landings as one set behind one savepoint; should a statement of the set fail,
+/// roll it back and land each alone, so a landing still fails only for its own reasons.
+async fn land_run(
+    tx: &mut Transaction,
+    shared: &Shared,
+    jobs: &mut [Box<dyn Pending>],
+) -> Result<(), SimnetError> {
+    tx.savepoint("lands").await?;
+    let landed = {
+        let mut lands: Vec<&mut Landing> = jobs.iter_mut().filter_map(|j| j.landing()).collect();
+        crate::landing::land_all(&mut tx.conn()?, shared, &mut lands).await
+    };
+    match landed {
+        Ok(()) => tx.release("lands").await?,
+        Err(error) => {
+            tracing::warn!(%error, "a set of landings failed; landing each alone");
+            tx.rollback_to("lands").await?;
+            tx.release("lands").await?;
+            for job in jobs.iter_mut() {
+                if let Some(landing) = job.landing() {
+                    landing.outcome = None;
+                }
+            }
+            each_alone(tx, shared, jobs).await?;
+        }
+    }
     Ok(())
 }

@@ -1,0 +1,424 @@
+//! Landings in sets: the transactions one ledger batch lands in a row are read, executed and
+//! written together.
+//!
+//! Landed alone ([`crate::land`]), a transaction costs nine statements: the replay check, its
+//! blockhash, its accounts, the slot, the transaction, its signature index, its changed
+//! accounts, and the savepoint and release around it. On PostgreSQL each is a round trip, and
+//! the ledger's writes run in one serial lane, so on a busy simnet the lane's round trips were
+//! what a swap waited for (`cargo bench --bench live_swaps`). A run of landings in a batch costs
+//! about seven statements together instead.
+//!
+//! The outcome is the one the same landings give one after another: each executes against the
+//! accounts as the landings before it left them; one already landed (in the ledger, or earlier
+//! in the set) is refused as processed; a blockhash is checked against the height the landing
+//! would land at; a refused landing changes nothing and fails alone, the rest land. Should a
+//! statement of the set fail, the writer rolls the set back and lands each alone instead.
+
+use std::collections::{HashMap, HashSet};
+
+use crucible_solana::tx::{Pubkey, Transaction};
+use serde_json::{Value, json};
+
+use crate::executor::{self, Accounts, Trace};
+use crate::sql::Conn;
+use crate::writer::Done;
+use crate::{Shared, SimnetError, Standing, ledger, render, signatures};
+
+/// A transaction waiting in the ledger's queue to land, and how it went.
+pub(crate) struct Landing {
+    /// Taken when it lands (its announcement owns it).
+    pub(crate) transaction: Option<Transaction>,
+    pub(crate) skip_preflight: bool,
+    pub(crate) outcome: Option<Result<Done<String>, SimnetError>>,
+}
+
+impl Landing {
+    pub(crate) fn new(transaction: Transaction, skip_preflight: bool) -> Self {
+        Landing {
+            transaction: Some(transaction),
+            skip_preflight,
+            outcome: None,
+        }
+    }
+}
+
+/// A landing of the set that executed and is written.
+struct Accepted {
+    /// Its place among the set's landings.
+    index: usize,
+    signature: String,
+    /// Its account keys, which index its signature.
+    keys: Vec<Pubkey>,
+    err: Option<Value>,
+    rendered: Value,
+    trace: Trace,
+}
+
+/// Land `lands` in order as one set, in the batch's transaction. Each landing's outcome is set
+/// only once every statement succeeded; on an error none is, and the caller rolls back.
+pub(crate) async fn land_all(
+    conn: &mut Conn<'_>,
+    shared: &Shared,
+    lands: &mut [&mut Landing],
+) -> Result<(), SimnetError> {
+    let (refused, executed) = {
+        let transactions: Vec<(&Transaction, bool)> = lands
+            .iter()
+            .filter_map(|land| land.transaction.as_ref().map(|t| (t, land.skip_preflight)))
+            .collect();
+        if transactions.len() != lands.len() {
+            return Err(SimnetError::params("a landing was already taken"));
+        }
+        execute_all(conn, shared, &transactions).await?
+    };
+    let (first_slot, executed_at) = if executed.accepted.is_empty() {
+        (0, 0)
+    } else {
+        write_all(conn, shared, &executed).await?
+    };
+    // Every statement succeeded: each landing learns its outcome.
+    for (offset, accepted) in (0..).zip(executed.accepted) {
+        let Accepted {
+            index,
+            signature,
+            err,
+            trace,
+            ..
+        } = accepted;
+        let Some(land) = lands.get_mut(index) else {
+            continue;
+        };
+        let slot = first_slot + offset;
+        let transaction = land.transaction.take();
+        land.outcome = Some(Ok(Done {
+            value: signature.clone(),
+            after: Some(Box::new(move |shared: &Shared| {
+                if let Some(transaction) = transaction {
+                    shared.publish(
+                        &signature,
+                        slot,
+                        executed_at,
+                        err,
+                        &transaction.message,
+                        &trace,
+                    );
+                }
+            })),
+        }));
+    }
+    for (index, error) in refused {
+        if let Some(land) = lands.get_mut(index) {
+            land.outcome = Some(Err(error));
+        }
+    }
+    Ok(())
+}
+
+/// Write the set's landings: their slots (one after another, from the counter), the
+/// transactions, their signature index and the accounts they changed. The first slot and the
+/// execution time.
+async fn write_all(
+    conn: &mut Conn<'_>,
+    shared: &Shared,
+    executed: &Executed,
+) -> Result<(i64, i64), SimnetError> {
+    let count = i64::try_from(executed.accepted.len()).unwrap_or(i64::MAX);
+    let (last,): (i64,) = crate::sql::query(
+        "UPDATE simnet_counters SET value = value + $1 WHERE name = 'slot' RETURNING value",
+    )
+    .bind(count)
+    .fetch_one(&mut *conn)
+    .await?;
+    let first = last - count + 1;
+    let executed_at = shared.now_ms();
+    let transactions: Vec<ledger::NewTransaction<'_>> = (first..)
+        .zip(&executed.accepted)
+        .map(|(slot, a)| ledger::NewTransaction {
+            signature: &a.signature,
+            slot,
+            executed_at,
+            err: a.err.as_ref().map(Value::to_string),
+            rendered: a.rendered.to_string(),
+        })
+        .collect();
+    ledger::insert_transactions(conn, &transactions).await?;
+    let indexed: Vec<(&str, i64, &[Pubkey])> = (first..)
+        .zip(&executed.accepted)
+        .map(|(slot, a)| (a.signature.as_str(), slot, a.keys.as_slice()))
+        .collect();
+    signatures::record_all(conn, &indexed).await?;
+    ledger::save_changes(conn, &executed.before, &executed.after).await?;
+    Ok((first, executed_at))
+}
+
+/// Read what the set needs, then execute each landing in memory against the accounts as those
+/// before it left them: the refused landings by index, and those that land, in order, with the
+/// accounts before and after the set.
+async fn execute_all(
+    conn: &mut Conn<'_>,
+    shared: &Shared,
+    transactions: &[(&Transaction, bool)],
+) -> Result<(Vec<(usize, SimnetError)>, Executed), SimnetError> {
+    let signatures: Vec<String> = transactions.iter().map(|(t, _)| t.signature()).collect();
+    let asked: Vec<&str> = signatures.iter().map(String::as_str).collect();
+    let landed = ledger::landings(conn, &asked).await?;
+    let mut standings: HashMap<[u8; 32], Standing> = HashMap::new();
+    for (transaction, _) in transactions {
+        let hash = transaction.message.recent_blockhash;
+        if let std::collections::hash_map::Entry::Vacant(entry) = standings.entry(hash) {
+            entry.insert(shared.blockhash_standing(conn, &hash).await?);
+        }
+    }
+    let mut keys: Vec<Pubkey> = transactions
+        .iter()
+        .flat_map(|(t, _)| t.message.account_keys.iter().copied())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let before = ledger::load(conn, &keys).await?;
+    let mut now = before.clone();
+    let mut refused = Vec::new();
+    let mut accepted = Vec::new();
+    let mut in_set: HashSet<&str> = HashSet::new();
+    for (index, ((transaction, skip_preflight), signature)) in
+        transactions.iter().zip(&signatures).enumerate()
+    {
+        let message = &transaction.message;
+        if landed.contains_key(signature) || in_set.contains(signature.as_str()) {
+            refused.push((
+                index,
+                SimnetError::preflight(
+                    "This transaction has already been processed",
+                    json!("AlreadyProcessed"),
+                    &Trace::default(),
+                ),
+            ));
+            continue;
+        }
+        let standing = standings.get(&message.recent_blockhash).copied();
+        if !standing.is_some_and(|s| s.valid_after(accepted.len() as i64)) {
+            refused.push((
+                index,
+                SimnetError::preflight(
+                    "Blockhash not found",
+                    json!("BlockhashNotFound"),
+                    &Trace::default(),
+                ),
+            ));
+            continue;
+        }
+        let pre: Accounts = message
+            .account_keys
+            .iter()
+            .filter_map(|key| now.get(key).map(|account| (*key, account.clone())))
+            .collect();
+        let processed = match executor::process(message, &pre) {
+            Ok(processed) => processed,
+            Err(refusal) => {
+                refused.push((index, SimnetError::refused(&refusal)));
+                continue;
+            }
+        };
+        let err = processed.failure.as_ref().map(|f| f.to_json());
+        if let Some(failure) = &processed.failure
+            && !skip_preflight
+        {
+            refused.push((
+                index,
+                SimnetError::preflight(failure.message(), failure.to_json(), &processed.trace),
+            ));
+            continue;
+        }
+        let spelled: Vec<String> = transaction
+            .signatures
+            .iter()
+            .map(|s| crucible_solana::base58::encode(s))
+            .collect();
+        let rendered = render::transaction(
+            &spelled,
+            message,
+            &pre,
+            &processed.post,
+            processed.fee,
+            err.as_ref(),
+            &processed.trace,
+        );
+        for key in &message.account_keys {
+            match processed.post.get(key) {
+                Some(account) => now.insert(*key, account.clone()),
+                // Closed (or never there): gone from the accounts the next landing sees.
+                None => now.remove(key),
+            };
+        }
+        in_set.insert(signature.as_str());
+        accepted.push(Accepted {
+            index,
+            signature: signature.clone(),
+            keys: message.account_keys.clone(),
+            err,
+            rendered,
+            trace: processed.trace,
+        });
+    }
+    Ok((
+        refused,
+        Executed {
+            before,
+            after: now,
+            accepted,
+        },
+    ))
+}
+
+/// What a set's execution leaves to write.
+struct Executed {
+    before: Accounts,
+    after: Accounts,
+    accepted: Vec<Accepted>,
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that cannot go on should fail loudly"
+)]
+mod tests {
+    use std::sync::Arc;
+
+    use crucible_solana::Keypair;
+    use crucible_solana::tx::{Message, instructions};
+
+    use super::*;
+    use crate::{Simnet, Storage, default_stablecoin_mint};
+
+    const SOL: u64 = 1_000_000_000;
+
+    async fn simnet() -> Simnet {
+        let storage = Storage::in_memory().await.expect("storage");
+        Simnet::open(
+            storage,
+            Arc::new(|| 1_700_000_000_000),
+            3_000,
+            default_stablecoin_mint(),
+        )
+        .await
+        .expect("open")
+    }
+
+    fn transfer(from: &Keypair, to: &Pubkey, lamports: u64, blockhash: [u8; 32]) -> Transaction {
+        let message = Message::new_legacy(
+            &[instructions::system_transfer(&from.pubkey(), to, lamports)],
+            &from.pubkey(),
+            blockhash,
+        );
+        Transaction::sign(message, &[from.signing_key()]).expect("sign")
+    }
+
+    /// Land `transactions` as one set in one committed transaction; each one's outcome.
+    async fn land_set(
+        simnet: &Simnet,
+        transactions: Vec<Transaction>,
+    ) -> Vec<Result<String, String>> {
+        let mut owned: Vec<Landing> = transactions
+            .into_iter()
+            .map(|t| Landing::new(t, false))
+            .collect();
+        let mut tx = crucible_sql::Transaction::begin(simnet.store.writer(), simnet.store.local())
+            .await
+            .expect("begin");
+        {
+            let mut lands: Vec<&mut Landing> = owned.iter_mut().collect();
+            land_all(&mut tx.conn().expect("conn"), &simnet.shared, &mut lands)
+                .await
+                .expect("the set lands");
+        }
+        tx.commit().await.expect("commit");
+        owned
+            .into_iter()
+            .map(|land| match land.outcome.expect("an outcome") {
+                Ok(done) => Ok(done.value),
+                Err(error) => Err(error.to_string()),
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_set_lands_as_one_after_another_would() {
+        let simnet = simnet().await;
+        let (a, b, broke) = (
+            Keypair::from_secret([1; 32]),
+            Keypair::from_secret([2; 32]),
+            Keypair::from_secret([3; 32]),
+        );
+        let c = Pubkey([7; 32]);
+        simnet
+            .airdrop(&a.pubkey(), 10 * SOL, 0)
+            .await
+            .expect("airdrop");
+        let (hash, _, _) = simnet.latest_blockhash().await.expect("blockhash");
+        let blockhash = crucible_solana::base58::decode_32(&hash).expect("hash");
+        let count_before = simnet.transaction_count().await.expect("count");
+
+        let a_to_b = transfer(&a, &b.pubkey(), 3 * SOL, blockhash);
+        let outcomes = land_set(
+            &simnet,
+            vec![
+                a_to_b.clone(),
+                // B spends what the landing before it gave it.
+                transfer(&b, &c, SOL, blockhash),
+                // The first landing again, within the set.
+                a_to_b,
+                // Nothing to pay with: refused, and charged nothing.
+                transfer(&broke, &c, 1, blockhash),
+                // A blockhash the ledger never issued.
+                transfer(&a, &c, 1, [9; 32]),
+                transfer(&a, &c, 2 * SOL, blockhash),
+            ],
+        )
+        .await;
+
+        assert!(outcomes[0].is_ok() && outcomes[1].is_ok(), "{outcomes:?}");
+        assert!(
+            outcomes[2]
+                .as_ref()
+                .is_err_and(|e| e.contains("already been processed"))
+        );
+        assert!(outcomes[3].is_err(), "{outcomes:?}");
+        assert!(
+            outcomes[4]
+                .as_ref()
+                .is_err_and(|e| e.contains("Blockhash not found"))
+        );
+        assert!(outcomes[5].is_ok(), "{outcomes:?}");
+        let fee = 5_000;
+        assert_eq!(
+            simnet.balance(&a.pubkey()).await.unwrap(),
+            5 * SOL - 2 * fee
+        );
+        assert_eq!(simnet.balance(&b.pubkey()).await.unwrap(), 2 * SOL - fee);
+        assert_eq!(simnet.balance(&c).await.unwrap(), 3 * SOL);
+        assert_eq!(simnet.balance(&broke.pubkey()).await.unwrap(), 0);
+        assert_eq!(simnet.transaction_count().await.unwrap(), count_before + 3);
+
+        // Each landed in a slot of its own, in order, and is indexed under its accounts.
+        let mut slots = Vec::new();
+        for landed in [&outcomes[0], &outcomes[1], &outcomes[5]] {
+            let signature = landed.as_ref().expect("landed");
+            let found = simnet
+                .transaction(signature, crate::Commitment::Confirmed)
+                .await
+                .expect("read");
+            slots.push(found["slot"].as_i64().expect("slot"));
+        }
+        assert_eq!(slots, [slots[0], slots[0] + 1, slots[0] + 2]);
+        let mut conn = simnet.store.reader().await.unwrap();
+        let (indexed,): (i64,) =
+            crate::sql::query("SELECT COUNT(*) FROM simnet_address_signatures WHERE address = $1")
+                .bind(b.pubkey().to_string())
+                .fetch_one(&mut conn.conn().unwrap())
+                .await
+                .unwrap();
+        assert_eq!(indexed, 2, "B is named by two landed transactions");
+    }
+}

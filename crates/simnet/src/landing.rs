@@ -17,7 +17,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crucible_solana::tx::{Pubkey, Transaction};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::executor::{self, Accounts, Trace};
 use crate::sql::Conn;
@@ -185,26 +185,12 @@ async fn execute_all(
     {
         let message = &transaction.message;
         if landed.contains_key(signature) || in_set.contains(signature.as_str()) {
-            refused.push((
-                index,
-                SimnetError::preflight(
-                    "This transaction has already been processed",
-                    json!("AlreadyProcessed"),
-                    &Trace::default(),
-                ),
-            ));
+            refused.push((index, SimnetError::already_processed()));
             continue;
         }
         let standing = standings.get(&message.recent_blockhash).copied();
         if !standing.is_some_and(|s| s.valid_after(accepted.len() as i64)) {
-            refused.push((
-                index,
-                SimnetError::preflight(
-                    "Blockhash not found",
-                    json!("BlockhashNotFound"),
-                    &Trace::default(),
-                ),
-            ));
+            refused.push((index, SimnetError::blockhash_not_found()));
             continue;
         }
         let pre: Accounts = message
@@ -212,39 +198,15 @@ async fn execute_all(
             .iter()
             .filter_map(|key| now.get(key).map(|account| (*key, account.clone())))
             .collect();
-        let processed = match executor::process(message, &pre) {
-            Ok(processed) => processed,
-            Err(refusal) => {
-                refused.push((index, SimnetError::refused(&refusal)));
+        let run = match execute(transaction, &pre, *skip_preflight) {
+            Ok(run) => run,
+            Err(error) => {
+                refused.push((index, error));
                 continue;
             }
         };
-        let err = processed.failure.as_ref().map(|f| f.to_json());
-        if let Some(failure) = &processed.failure
-            && !skip_preflight
-        {
-            refused.push((
-                index,
-                SimnetError::preflight(failure.message(), failure.to_json(), &processed.trace),
-            ));
-            continue;
-        }
-        let spelled: Vec<String> = transaction
-            .signatures
-            .iter()
-            .map(|s| crucible_solana::base58::encode(s))
-            .collect();
-        let rendered = render::transaction(
-            &spelled,
-            message,
-            &pre,
-            &processed.post,
-            processed.fee,
-            err.as_ref(),
-            &processed.trace,
-        );
         for key in &message.account_keys {
-            match processed.post.get(key) {
+            match run.post.get(key) {
                 Some(account) => now.insert(*key, account.clone()),
                 // Closed (or never there): gone from the accounts the next landing sees.
                 None => now.remove(key),
@@ -255,9 +217,9 @@ async fn execute_all(
             index,
             signature: signature.clone(),
             keys: message.account_keys.clone(),
-            err,
-            rendered,
-            trace: processed.trace,
+            err: run.err,
+            rendered: run.rendered,
+            trace: run.trace,
         });
     }
     Ok((
@@ -268,6 +230,56 @@ async fn execute_all(
             accepted,
         },
     ))
+}
+
+/// One landing executed: the accounts it leaves, its `meta.err`, its rendered transaction and
+/// what its programs logged.
+pub(crate) struct Execution {
+    pub(crate) post: Accounts,
+    pub(crate) err: Option<Value>,
+    pub(crate) rendered: Value,
+    pub(crate) trace: Trace,
+}
+
+/// Execute `transaction` against `pre`, the accounts it names as they are: what it leaves, or
+/// why it is refused (it cannot run, or it fails and `skip_preflight` is off).
+pub(crate) fn execute(
+    transaction: &Transaction,
+    pre: &Accounts,
+    skip_preflight: bool,
+) -> Result<Execution, SimnetError> {
+    let message = &transaction.message;
+    let processed = executor::process(message, pre).map_err(|r| SimnetError::refused(&r))?;
+    let err = processed.failure.as_ref().map(|f| f.to_json());
+    if let Some(failure) = &processed.failure
+        && !skip_preflight
+    {
+        return Err(SimnetError::preflight(
+            failure.message(),
+            failure.to_json(),
+            &processed.trace,
+        ));
+    }
+    let signatures: Vec<String> = transaction
+        .signatures
+        .iter()
+        .map(|s| crucible_solana::base58::encode(s))
+        .collect();
+    let rendered = render::transaction(
+        &signatures,
+        message,
+        pre,
+        &processed.post,
+        processed.fee,
+        err.as_ref(),
+        &processed.trace,
+    );
+    Ok(Execution {
+        post: processed.post,
+        err,
+        rendered,
+        trace: processed.trace,
+    })
 }
 
 /// What a set's execution leaves to write.

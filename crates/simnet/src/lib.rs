@@ -147,6 +147,24 @@ impl SimnetError {
     fn refused(refusal: &Refusal) -> Self {
         SimnetError::preflight(refusal, refusal.to_json(), &Trace::default())
     }
+
+    /// A replay of a transaction the ledger already has.
+    fn already_processed() -> Self {
+        SimnetError::preflight(
+            "This transaction has already been processed",
+            json!("AlreadyProcessed"),
+            &Trace::default(),
+        )
+    }
+
+    /// A transaction naming a blockhash the ledger never issued, or one past its height.
+    fn blockhash_not_found() -> Self {
+        SimnetError::preflight(
+            "Blockhash not found",
+            json!("BlockhashNotFound"),
+            &Trace::default(),
+        )
+    }
 }
 
 /// What the SOL/USDC pool holds.
@@ -935,48 +953,21 @@ pub(crate) async fn land(
         .await?
         .is_empty()
     {
-        return Err(SimnetError::preflight(
-            "This transaction has already been processed",
-            json!("AlreadyProcessed"),
-            &Trace::default(),
-        ));
+        return Err(SimnetError::already_processed());
     }
     if !shared
         .blockhash_valid(conn, &message.recent_blockhash)
         .await?
     {
-        return Err(SimnetError::preflight(
-            "Blockhash not found",
-            json!("BlockhashNotFound"),
-            &Trace::default(),
-        ));
+        return Err(SimnetError::blockhash_not_found());
     }
     let pre = ledger::load(conn, &message.account_keys).await?;
-    let processed = executor::process(message, &pre).map_err(|r| SimnetError::refused(&r))?;
-    let err = processed.failure.as_ref().map(|f| f.to_json());
-    if let Some(failure) = &processed.failure
-        && !skip_preflight
-    {
-        return Err(SimnetError::preflight(
-            failure.message(),
-            failure.to_json(),
-            &processed.trace,
-        ));
-    }
-    let signatures: Vec<String> = transaction
-        .signatures
-        .iter()
-        .map(|s| crucible_solana::base58::encode(s))
-        .collect();
-    let rendered = render::transaction(
-        &signatures,
-        message,
-        &pre,
-        &processed.post,
-        processed.fee,
-        err.as_ref(),
-        &processed.trace,
-    );
+    let landing::Execution {
+        post,
+        err,
+        rendered,
+        trace,
+    } = landing::execute(&transaction, &pre, skip_preflight)?;
     let slot = ledger::next(conn, "slot").await?;
     let executed_at = shared.now_ms();
     ledger::insert_transaction(
@@ -989,9 +980,8 @@ pub(crate) async fn land(
     )
     .await?;
     signatures::record(conn, &signature, slot, &message.account_keys).await?;
-    ledger::save_changes(conn, &pre, &processed.post).await?;
+    ledger::save_changes(conn, &pre, &post).await?;
     let announced = signature.clone();
-    let trace = processed.trace;
     Ok(writer::Done {
         value: signature,
         after: Some(Box::new(move |shared: &Shared| {

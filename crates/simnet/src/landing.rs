@@ -123,12 +123,7 @@ async fn write_all(
     executed: &Executed,
 ) -> Result<(i64, i64), SimnetError> {
     let count = i64::try_from(executed.accepted.len()).unwrap_or(i64::MAX);
-    let (last,): (i64,) = crate::sql::query(
-        "UPDATE simnet_counters SET value = value + $1 WHERE name = 'slot' RETURNING value",
-    )
-    .bind(count)
-    .fetch_one(&mut *conn)
-    .await?;
+    let last = ledger::advance(conn, "slot", count).await?;
     let first = last - count + 1;
     let executed_at = shared.now_ms();
     let transactions: Vec<ledger::NewTransaction<'_>> = (first..)

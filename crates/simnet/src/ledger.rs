@@ -305,9 +305,15 @@ fn columns(account: &Account) -> Columns {
 
 /// Increment a counter and return its new value.
 pub(crate) async fn next(conn: &mut Conn<'_>, name: &str) -> Result<i64, SimnetError> {
+    advance(conn, name, 1).await
+}
+
+/// Move a counter on by `by` and return its new value.
+pub(crate) async fn advance(conn: &mut Conn<'_>, name: &str, by: i64) -> Result<i64, SimnetError> {
     let (value,): (i64,) =
-        sql::query("UPDATE simnet_counters SET value = value + 1 WHERE name = $1 RETURNING value")
+        sql::query("UPDATE simnet_counters SET value = value + $2 WHERE name = $1 RETURNING value")
             .bind(name)
+            .bind(by)
             .fetch_one(conn)
             .await?;
     Ok(value)
@@ -372,18 +378,14 @@ pub(crate) async fn insert_transaction(
     err: Option<String>,
     rendered: &serde_json::Value,
 ) -> Result<(), SimnetError> {
-    sql::query(
-        "INSERT INTO simnet_transactions (signature, slot, executed_at, err, rendered) \
-         VALUES ($1, $2, $3, $4, $5)",
-    )
-    .bind(signature)
-    .bind(slot)
-    .bind(executed_at)
-    .bind(err)
-    .bind(rendered.to_string())
-    .execute(conn)
-    .await?;
-    Ok(())
+    let transaction = NewTransaction {
+        signature,
+        slot,
+        executed_at,
+        err,
+        rendered: rendered.to_string(),
+    };
+    insert_transactions(conn, &[transaction]).await
 }
 
 /// A transaction to record ([`insert_transactions`]).

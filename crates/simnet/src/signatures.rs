@@ -84,25 +84,7 @@ pub(crate) async fn record(
     slot: i64,
     keys: &[Pubkey],
 ) -> Result<(), SimnetError> {
-    let mut addresses: Vec<String> = keys.iter().map(Pubkey::to_string).collect();
-    addresses.sort_unstable();
-    addresses.dedup();
-    // One statement for the transaction's accounts (a few dozen at most), not one each.
-    for chunk in addresses.chunks(ADDRESSES_PER_STATEMENT) {
-        let rows: Vec<String> = (0..chunk.len())
-            .map(|n| format!("(${}, $1, $2)", n + 3))
-            .collect();
-        let sql = format!(
-            "INSERT INTO simnet_address_signatures (address, slot, signature) VALUES {}",
-            rows.join(", ")
-        );
-        let mut query = sql::query(&sql).bind(slot).bind(signature);
-        for address in chunk {
-            query = query.bind(address.as_str());
-        }
-        query.execute(conn).await?;
-    }
-    Ok(())
+    record_all(conn, &[(signature, slot, keys)]).await
 }
 
 /// Index several landed transactions, each `(signature, slot, account keys)`, under each of

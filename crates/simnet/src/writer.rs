@@ -69,6 +69,7 @@ trait Pending: Send {
     fn landing(&mut self) -> Option<&mut Landing> {
         None
     }
+    /// Whether [`Pending::landing`] has one (asked where the job cannot be borrowed mutably).
     fn is_landing(&self) -> bool {
         false
     }
@@ -296,15 +297,13 @@ async fn commit_batch(
         }
         return Ok(());
     }
-    let mut at = 0;
-    while let Some(rest) = batch.get_mut(at..) {
-        let landings = rest.iter().take_while(|job| job.is_landing()).count();
-        match rest {
-            [] => break,
-            [..] if landings >= 2 => land_run(&mut tx, shared, &mut rest[..landings]).await?,
-            [job, ..] => each_alone(&mut tx, shared, std::slice::from_mut(job)).await?,
+    // Landings next to each other form one run; every other job is a run of its own.
+    for run in batch.chunk_by_mut(|a, b| a.is_landing() && b.is_landing()) {
+        if run.len() >= 2 {
+            land_run(&mut tx, shared, run).await?;
+        } else {
+            each_alone(&mut tx, shared, run).await?;
         }
-        at += landings.max(1);
     }
     // On a SQLite file the commit, which waits for the disk, runs on a blocking thread while
     // the runtime goes on; the write lock is held until it returns.

@@ -319,14 +319,6 @@ pub(crate) async fn advance(conn: &mut Conn<'_>, name: &str, by: i64) -> Result<
     Ok(value)
 }
 
-pub(crate) async fn current(conn: &mut Conn<'_>, name: &str) -> Result<i64, SimnetError> {
-    let (value,): (i64,) = sql::query("SELECT value FROM simnet_counters WHERE name = $1")
-        .bind(name)
-        .fetch_one(conn)
-        .await?;
-    Ok(value)
-}
-
 /// A stored transaction: slot, execution time (ms), `meta.err` JSON, rendered JSON.
 pub(crate) type StoredTransaction = (i64, i64, Option<String>, String);
 

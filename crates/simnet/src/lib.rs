@@ -254,17 +254,15 @@ impl Shared {
     /// slots (see [`Simnet::latest_blockhash`]), so the height never goes back; a blockhash is
     /// valid while this is at most its `lastValidBlockHeight`.
     pub(crate) async fn block_height(&self, conn: &mut Conn<'_>) -> Result<i64, SimnetError> {
-        let counter = ledger::current(conn, "slot").await?;
-        Ok(counter + self.idle_slots(conn).await?)
-    }
-
-    /// Whole slots since the newest blockhash was issued (0 before the first one).
-    pub(crate) async fn idle_slots(&self, conn: &mut Conn<'_>) -> Result<i64, SimnetError> {
-        let newest: Option<(i64,)> =
-            sql::query("SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1")
-                .fetch_optional(conn)
-                .await?;
-        Ok(self.slots_since(newest.map(|(issued_at,)| issued_at)))
+        // Both figures in one statement: every answer with a context slot asks for them.
+        let (counter, newest): (Option<i64>, Option<i64>) = sql::query(
+            "SELECT (SELECT value FROM simnet_counters WHERE name = 'slot'),
+                    (SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1)",
+        )
+        .fetch_one(conn)
+        .await?;
+        let counter = counter.ok_or(sqlx::Error::RowNotFound)?;
+        Ok(counter + self.slots_since(newest))
     }
 
     /// The rule a real cluster applies, and the one the `lastValidBlockHeight` of

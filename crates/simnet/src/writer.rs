@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{Backend, LEDGER_LOCK, Shared, SimnetError, Storage};
 use crate::landing::Landing;
-use crate::sql::{self, Conn};
+use crate::sql::Conn;
 use crucible_solana::tx::Transaction as Signed;
 use crucible_sql::Transaction;
 
@@ -281,13 +281,7 @@ async fn commit_batch(
     shared: &Shared,
     batch: &mut [Box<dyn Pending>],
 ) -> Result<(), SimnetError> {
-    let mut tx = Transaction::begin(store.writer(), store.local()).await?;
-    if store.backend() == Backend::Postgres {
-        sql::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(LEDGER_LOCK)
-            .execute(&mut tx.conn()?)
-            .await?;
-    }
+    let mut tx = begin(store).await?;
     if let [job] = batch {
         // Alone, the job's failure is the transaction's: nothing of it is kept.
         if job.run(&mut tx.conn()?, shared).await {
@@ -309,6 +303,16 @@ async fn commit_batch(
     // the runtime goes on; the write lock is held until it returns.
     tx.commit().await?;
     Ok(())
+}
+
+/// Begin a batch's transaction: on PostgreSQL holding the ledger's advisory lock, taken in the
+/// same round trip as the `BEGIN`.
+async fn begin(store: &Storage) -> Result<Transaction, SimnetError> {
+    if store.backend() == Backend::Postgres {
+        let locked = format!("BEGIN; SELECT pg_advisory_xact_lock({LEDGER_LOCK})");
+        return Ok(Transaction::begin_with(store.writer(), locked).await?);
+    }
+    Ok(Transaction::begin(store.writer(), store.local()).await?)
 }
 
 /// Run `jobs` one after another, each behind a savepoint of its own: one that fails rolls back

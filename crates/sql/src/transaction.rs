@@ -36,6 +36,15 @@ impl Transaction {
         Ok(Transaction::InPlace { _lock: lock, lent })
     }
 
+    /// Begin a write transaction through `writer`'s pool (never in place) with `begin`, a
+    /// `BEGIN` and the statements that go with it in one round trip: on PostgreSQL a simple
+    /// query may hold several (`BEGIN; SELECT pg_advisory_xact_lock(…)`), so a transaction that
+    /// always starts the same way does not wait for its first statement's answer twice. Its
+    /// text is sent as it is: constants only, never a caller's value.
+    pub async fn begin_with(writer: &AnyPool, begin: String) -> Result<Self, sqlx::Error> {
+        Ok(Transaction::Pool(writer.begin_with(begin).await?))
+    }
+
     /// The connection to run the transaction's statements on.
     pub fn conn(&mut self) -> Result<Conn<'_>, sqlx::Error> {
         match self {

@@ -48,16 +48,6 @@ pub(crate) struct NewTrade<'a> {
     pub is_paper: bool,
 }
 
-/// Store `trade` and queue its `agent.trade` webhook for the owner's subscribers.
-pub(crate) async fn record(
-    conn: &mut crucible_sql::Conn<'_>,
-    trade: &NewTrade<'_>,
-) -> sqlx::Result<()> {
-    insert_all(conn, std::slice::from_ref(trade)).await?;
-    webhooks::enqueue_all(conn, vec![announcement(trade)]).await?;
-    Ok(())
-}
-
 /// The PostgreSQL types of a trade's columns in [`insert_all`].
 const TRADE_TYPES: [&str; 15] = [
     "text", "text", "int8", "int8", "text", "text", "int8", "int8", "int8", "float8", "int8",

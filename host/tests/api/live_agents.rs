@@ -603,3 +603,99 @@ async fn live_agents_entered_in_a_tournament_are_ranked_by_their_wallets_on_chai
     );
     assert_eq!(entries[0]["rank"], 1);
 }
+
+/// Swaps prepared at one moment are recorded by one statement, and fills settled at one moment
+/// by shared statements: each keeps the outcome it would have alone. A swap under a lost claim
+/// is not recorded beside those that are, and a swap settled twice at once is one trade, both
+/// callers hearing of it.
+#[tokio::test]
+async fn swaps_recorded_and_settled_at_one_moment_keep_one_outcome_each() {
+    let app = TestApp::spawn().await;
+    let key = operator(&app).await;
+    let (held, held_wallet) = live_agent(&app, &key, "heldagent", "fighter", 100.0).await;
+    let (free, free_wallet) = live_agent(&app, &key, "freeagent", "fighter", 100.0).await;
+    app.airdrop(&held_wallet, 2 * SOL, 100 * USDC).await;
+    app.airdrop(&free_wallet, 2 * SOL, 100 * USDC).await;
+    start(&app, &key, &held).await;
+    let (stale, holder) = ("node_a:scheduler:claim1", "node_b:scheduler:claim2");
+    sqlx::query("UPDATE agents SET tick_lease_owner = $1, tick_lease_until = $2 WHERE id = $3")
+        .bind(holder)
+        .bind(crucible::clock::to_millis(
+            app.state.now() + Duration::minutes(2),
+        ))
+        .bind(&held)
+        .execute(app.state.store.write())
+        .await
+        .expect("B holds the agent");
+    let order = |amount_in: u64| SwapOrder {
+        direction: Direction::SellSol,
+        amount_in,
+        minimum_out: None,
+        reason: Some("together".to_owned()),
+        market_ts: 0,
+    };
+    let ticking = app.state.ticking();
+    let (orders, lost) = (
+        [order(SOL / 10), order(SOL / 20), order(SOL / 30)],
+        order(SOL / 40),
+    );
+    let (under_claim, not_held, lone, lost) = tokio::join!(
+        live::prepare(&ticking, &held, &orders[0], Some(holder)),
+        live::prepare(&ticking, &held, &orders[1], Some(stale)),
+        live::prepare(&ticking, &free, &orders[2], None),
+        live::prepare(&ticking, &free, &lost, Some(stale)),
+    );
+    assert!(
+        matches!(not_held, Err(live::LiveError::LeaseLost(_))),
+        "{not_held:?}"
+    );
+    // The free agent is not active: a claim on it holds nothing either.
+    assert!(
+        matches!(lost, Err(live::LiveError::LeaseLost(_))),
+        "{lost:?}"
+    );
+    let (under_claim, lone) = (under_claim.expect("held"), lone.expect("lone"));
+    for agent_id in [&held, &free] {
+        let (recorded,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM agent_live_swaps WHERE agent_id = $1")
+                .bind(agent_id)
+                .fetch_one(app.state.store.read())
+                .await
+                .expect("count");
+        assert_eq!(recorded, 1, "one swap recorded for {agent_id}");
+    }
+    assert_eq!(swap_status(&app, &under_claim.signature).await.0, "pending");
+    assert_eq!(swap_status(&app, &lone.signature).await.0, "pending");
+
+    let (first, again, other) = tokio::join!(
+        live::send_and_settle(&ticking, &held, &under_claim),
+        live::send_and_settle(&ticking, &held, &under_claim),
+        live::send_and_settle(&ticking, &free, &lone),
+    );
+    let (first, again, other) = (
+        first.expect("settle"),
+        again.expect("settle again"),
+        other.expect("settle other"),
+    );
+    assert!(matches!(first, Settled::Filled { .. }), "{first:?}");
+    assert_eq!(first, again, "both settles hear of the one trade");
+    assert!(matches!(other, Settled::Filled { .. }), "{other:?}");
+    for (agent_id, wallet, signature) in [
+        (&held, &held_wallet, &under_claim.signature),
+        (&free, &free_wallet, &lone.signature),
+    ] {
+        let recorded = trades(&app, agent_id).await;
+        assert_eq!(recorded.len(), 1, "{recorded:?}");
+        assert_eq!(&recorded[0].0, signature);
+        assert_eq!(recorded[0].1, "sell");
+        assert_eq!(swap_status(&app, signature).await.0, "filled");
+        assert_eq!(swaps_on_chain(&app, wallet).await, 1);
+    }
+    let (reason,): (Option<String>,) =
+        sqlx::query_as("SELECT reason FROM agent_trades WHERE tx_hash = $1")
+            .bind(&lone.signature)
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("reason");
+    assert_eq!(reason.as_deref(), Some("together"));
+}

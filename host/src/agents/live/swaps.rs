@@ -5,11 +5,13 @@
 //! so however often a swap is settled (after a crash, by another node) it has one outcome, and a
 //! recorded transaction is never sent again by a later tick.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use base64::Engine;
-use crucible_sql::{self as sql, Conn};
+use crucible_sql::{self as sql, Conn, LONG_TEXT, Rows};
+use futures_util::future::BoxFuture;
 
 use super::{
     BLOCKHASH_LIFETIME_MS, CONFIRM_TIMEOUT, LAMPORTS_PER_SOL, LiveError, Outcome, PendingSwap,
@@ -27,9 +29,9 @@ use crate::clock::Clock;
 use crate::clock::to_millis;
 use crate::crypto::Sealer;
 use crate::crypto::new_id;
-use crate::db::Store;
-use crate::domain::WalletAddress;
+use crate::db::{BatchWrite, Outcomes, Store};
 use crate::paper::{Side, UNIT};
+use crate::webhooks;
 
 /// Build and sign `order` from the agent's wallet and record it as pending (its own small
 /// write, committed before this returns), under the tick claim `lease` (`None` outside a tick:
@@ -82,16 +84,11 @@ pub(super) async fn prepare_with(
     order: &SwapOrder,
     lease: Option<&str>,
 ) -> Result<PendingSwap, LiveError> {
-    let wallet: Option<(String,)> = sql::query("SELECT wallet_address FROM agents WHERE id = $1")
-        .bind(agent_id)
-        .fetch_optional(&mut store.reader().await?.conn()?)
-        .await?;
-    let (wallet,) = wallet.ok_or_else(|| LiveError::NoAgent(agent_id.to_owned()))?;
-    let address = WalletAddress::parse(&wallet).map_err(LiveError::Internal)?;
-    let key = crate::custodial::signing_key(store, sealer, &address)
+    let (address, key) = crate::custodial::agent_key(store, sealer, agent_id)
         .await
         .map_err(|e| LiveError::Internal(format!("{e:#}")))?
-        .ok_or_else(|| LiveError::NoKey(wallet.clone()))?;
+        .ok_or_else(|| LiveError::NoAgent(agent_id.to_owned()))?;
+    let key = key.ok_or_else(|| LiveError::NoKey(address.as_str().to_owned()))?;
     let keypair = Keypair::from_signing_key(key);
     let issued_at = to_millis(clock.now());
     let signed = route
@@ -113,25 +110,21 @@ pub(super) async fn prepare_with(
         Direction::SellUsdc => Side::Buy,
         Direction::SellSol => Side::Sell,
     };
-    let pending = Arc::new(PendingWrite {
-        signature: signature.clone(),
-        agent_id: agent_id.to_owned(),
-        side: side_name(side),
-        amount_in: to_i64(order.amount_in),
-        minimum_out: to_i64(minimum_out),
-        reason: order.reason.clone(),
-        market_ts: order.market_ts,
-        wire: base64::engine::general_purpose::STANDARD.encode(&wire),
-        last_valid: to_i64(last_valid),
-        issued_at,
-        lease: lease.map(str::to_owned),
-    });
     let recorded = store
         .group()
-        .run(Box::new(move |conn| {
-            let pending = pending.clone();
-            Box::pin(async move { pending.apply(conn).await })
-        }))
+        .write(PendingWrite {
+            signature: signature.clone(),
+            agent_id: agent_id.to_owned(),
+            side: side_name(side),
+            amount_in: to_i64(order.amount_in),
+            minimum_out: to_i64(minimum_out),
+            reason: order.reason.clone(),
+            market_ts: order.market_ts,
+            wire: base64::engine::general_purpose::STANDARD.encode(&wire),
+            last_valid: to_i64(last_valid),
+            issued_at,
+            lease: lease.map(str::to_owned),
+        })
         .await?;
     if !recorded {
         return Err(LiveError::LeaseLost(agent_id.to_owned()));
@@ -157,36 +150,71 @@ struct PendingWrite {
     lease: Option<String>,
 }
 
-impl PendingWrite {
+/// A pending swap's columns in [`PendingWrite::apply_all`]: signature, agent, side, amount in,
+/// minimum out, reason, market time, the signed transaction (half a kilobyte of base64:
+/// [`LONG_TEXT`]), last valid block height, issue time, the tick's claim.
+const PENDING_TYPES: [&str; 11] = [
+    "text", "text", "text", "int8", "int8", "text", "int8", LONG_TEXT, "int8", "int8", "text",
+];
+
+/// Swaps signed at the same moment are recorded by one `INSERT … SELECT`, which on PostgreSQL
+/// commits by itself: one round trip for the batch, where each swap had been a savepoint, its
+/// `INSERT` and its release inside the batch's transaction. A swap signed within a tick is
+/// recorded only while the tick's claim still holds its agent, checked by the same statement.
+impl BatchWrite for PendingWrite {
     /// Whether the swap was recorded (not when the claim no longer holds the agent).
-    async fn apply(&self, conn: &mut Conn<'_>) -> Result<bool, LiveError> {
-        let columns = "INSERT INTO agent_live_swaps (signature, agent_id, status, side, amount_in,
-                           minimum_out, reason, market_ts, wire, last_valid_block_height, issued_at,
-                           created_at)";
-        let sql = match self.lease {
-            None => format!(
-                "{columns} VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $10)"
-            ),
-            Some(_) => format!(
-                "{columns} SELECT $1, id, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $10 FROM agents
-                  WHERE id = $2 AND tick_lease_owner = $11 AND status = 'active'"
-            ),
-        };
-        let mut insert = sql::query(&sql)
-            .bind(self.signature.as_str())
-            .bind(self.agent_id.as_str())
-            .bind(self.side)
-            .bind(self.amount_in)
-            .bind(self.minimum_out)
-            .bind(self.reason.as_deref())
-            .bind(self.market_ts)
-            .bind(self.wire.as_str())
-            .bind(self.last_valid)
-            .bind(self.issued_at);
-        if let Some(lease) = &self.lease {
-            insert = insert.bind(lease.as_str());
-        }
-        Ok(insert.execute(conn).await? == 1)
+    type Output = bool;
+    type Error = LiveError;
+
+    const ONE_STATEMENT_ON_POSTGRES: bool = true;
+    /// Each swap is a row of its own.
+    const SPREAD_OVER_LANES: bool = true;
+
+    fn apply_all<'c, 'd>(
+        writes: &'c [Arc<Self>],
+        conn: &'c mut Conn<'d>,
+    ) -> BoxFuture<'c, Outcomes<bool, LiveError>> {
+        Box::pin(async move {
+            let mut recorded: HashSet<String> = HashSet::with_capacity(writes.len());
+            let per_statement = crate::db::rows_per_statement(PENDING_TYPES.len());
+            for chunk in writes.chunks(Rows::per_statement(conn, per_statement)) {
+                let mut rows = Rows::new(conn, &PENDING_TYPES);
+                for write in chunk {
+                    rows.push([
+                        write.signature.as_str().into(),
+                        write.agent_id.as_str().into(),
+                        write.side.into(),
+                        write.amount_in.into(),
+                        write.minimum_out.into(),
+                        write.reason.as_deref().into(),
+                        write.market_ts.into(),
+                        write.wire.as_str().into(),
+                        write.last_valid.into(),
+                        write.issued_at.into(),
+                        write.lease.as_deref().into(),
+                    ]);
+                }
+                let sql = format!(
+                    "INSERT INTO agent_live_swaps (signature, agent_id, status, side, amount_in,
+                         minimum_out, reason, market_ts, wire, last_valid_block_height, issued_at,
+                         created_at)
+                     SELECT v.column1, v.column2, 'pending', v.column3, v.column4, v.column5,
+                            v.column6, v.column7, v.column8, v.column9, v.column10, v.column10
+                     FROM {} AS v
+                     WHERE v.column11 IS NULL
+                        OR EXISTS (SELECT 1 FROM agents a WHERE a.id = v.column2
+                                    AND a.tick_lease_owner = v.column11 AND a.status = 'active')
+                     RETURNING signature",
+                    rows.table(0)
+                );
+                let inserted: Vec<(String,)> = rows.bind(sql::query(&sql)).fetch_all(conn).await?;
+                recorded.extend(inserted.into_iter().map(|(signature,)| signature));
+            }
+            Ok(writes
+                .iter()
+                .map(|write| Ok(recorded.contains(&write.signature)))
+                .collect())
+        })
     }
 }
 
@@ -432,7 +460,7 @@ async fn record_fill(
     } else {
         (amount_in, amount_out)
     };
-    let fill = Arc::new(Fill {
+    let fill = Fill {
         trade_id: new_id("trd"),
         signature: signature.to_owned(),
         agent_id: agent_id.to_owned(),
@@ -448,28 +476,15 @@ async fn record_fill(
             0.0
         },
         row,
-    });
-    let write = fill.clone();
-    let recorded = store
-        .group()
-        .run(Box::new(move |conn| {
-            let write = write.clone();
-            Box::pin(async move { write.apply(conn).await })
-        }))
-        .await?;
+    };
+    let trade_id = fill.trade_id.clone();
+    let recorded = store.group().write(fill).await?;
     if !recorded {
         // Settled meanwhile (by this node or another): one outcome per swap, as recorded.
         return settled(store, signature).await;
     }
-    tracing::info!(
-        agent_id,
-        signature,
-        trade_id = fill.trade_id,
-        "live trade recorded"
-    );
-    Ok(Settled::Filled {
-        trade_id: fill.trade_id.clone(),
-    })
+    tracing::info!(agent_id, signature, trade_id, "live trade recorded");
+    Ok(Settled::Filled { trade_id })
 }
 
 /// The outcome a swap that is no longer pending was settled with.
@@ -504,47 +519,104 @@ struct Fill {
 }
 
 impl Fill {
-    /// Whether this write settled the swap (not when it was no longer pending).
-    async fn apply(&self, conn: &mut Conn<'_>) -> Result<bool, LiveError> {
-        let updated = sql::query(
-            "UPDATE agent_live_swaps SET status = 'filled', trade_id = $1, resolved_at = $2
-             WHERE signature = $3 AND status = 'pending'",
-        )
-        .bind(self.trade_id.as_str())
-        .bind(to_millis(self.now))
-        .bind(self.signature.as_str())
-        .execute(conn)
-        .await?;
-        if updated != 1 {
-            return Ok(false);
-        }
+    /// The trade this fill records.
+    fn trade(&self) -> NewTrade<'_> {
         let row = &self.row;
-        trades::record(
-            conn,
-            &NewTrade {
-                id: &self.trade_id,
-                agent_id: &self.agent_id,
-                account_id: &row.account_id,
-                executed_at: self.now,
-                market_ts: row.market_ts,
-                side: &row.side,
-                base_token: &row.base_token,
-                quote_token: &row.quote_token,
-                base_raw: self.base_raw,
-                amount: self.amount,
-                notional_raw: self.notional_raw,
-                fee_raw: self.fee_raw,
-                price: self.price,
-                realized_pnl_raw: None,
-                closed_trip: false,
-                won_trip: false,
-                reason: row.reason.as_deref(),
-                tx_hash: &self.signature,
-                is_paper: false,
-            },
-        )
-        .await?;
-        Ok(true)
+        NewTrade {
+            id: &self.trade_id,
+            agent_id: &self.agent_id,
+            account_id: &row.account_id,
+            executed_at: self.now,
+            market_ts: row.market_ts,
+            side: &row.side,
+            base_token: &row.base_token,
+            quote_token: &row.quote_token,
+            base_raw: self.base_raw,
+            amount: self.amount,
+            notional_raw: self.notional_raw,
+            fee_raw: self.fee_raw,
+            price: self.price,
+            realized_pnl_raw: None,
+            closed_trip: false,
+            won_trip: false,
+            reason: row.reason.as_deref(),
+            tx_hash: &self.signature,
+            is_paper: false,
+        }
+    }
+}
+
+/// A fill's columns in the swaps' `UPDATE`: signature, trade, time settled.
+const FILL_TYPES: [&str; 3] = ["text", "text", "int8"];
+
+/// The fills of one batch share their statements: one `UPDATE … FROM` settles every swap still
+/// pending and returns those it settled, whose trades then go in by one `INSERT` and their
+/// webhooks by one more. Each fill had been a savepoint, its `UPDATE`, its trade, a read of its
+/// account's webhooks and the savepoint's release.
+impl BatchWrite for Fill {
+    /// Whether this write settled the swap (not when it was no longer pending).
+    type Output = bool;
+    type Error = LiveError;
+
+    /// Each swap is a row of its own, and so is each trade.
+    const SPREAD_OVER_LANES: bool = true;
+
+    fn apply_all<'c, 'd>(
+        writes: &'c [Arc<Self>],
+        conn: &'c mut Conn<'d>,
+    ) -> BoxFuture<'c, Outcomes<bool, LiveError>> {
+        Box::pin(async move {
+            // Two fills of one swap in a batch: the first is tried, the other finds it settled.
+            let mut first: HashMap<&str, usize> = HashMap::with_capacity(writes.len());
+            for (index, write) in writes.iter().enumerate() {
+                first.entry(write.signature.as_str()).or_insert(index);
+            }
+            let mut tried: Vec<usize> = first.values().copied().collect();
+            // Swaps in one order, so two batches in flight never wait on each other's rows in
+            // a cycle.
+            tried.sort_unstable_by(|a, b| writes[*a].signature.cmp(&writes[*b].signature));
+            let mut settled: HashSet<String> = HashSet::with_capacity(tried.len());
+            let per_statement = crate::db::rows_per_statement(FILL_TYPES.len());
+            for chunk in tried.chunks(Rows::per_statement(conn, per_statement)) {
+                let mut rows = Rows::new(conn, &FILL_TYPES);
+                for &index in chunk {
+                    let write = &writes[index];
+                    rows.push([
+                        write.signature.as_str().into(),
+                        write.trade_id.as_str().into(),
+                        to_millis(write.now).into(),
+                    ]);
+                }
+                let sql = format!(
+                    "UPDATE agent_live_swaps SET status = 'filled', trade_id = v.column2,
+                         resolved_at = v.column3
+                     FROM {} AS v
+                     WHERE agent_live_swaps.signature = v.column1
+                       AND agent_live_swaps.status = 'pending'
+                     RETURNING signature",
+                    rows.table(0)
+                );
+                let updated: Vec<(String,)> = rows.bind(sql::query(&sql)).fetch_all(conn).await?;
+                settled.extend(updated.into_iter().map(|(signature,)| signature));
+            }
+            let outcomes: Vec<bool> = writes
+                .iter()
+                .enumerate()
+                .map(|(index, write)| {
+                    first.get(write.signature.as_str()) == Some(&index)
+                        && settled.contains(&write.signature)
+                })
+                .collect();
+            let trades: Vec<NewTrade<'_>> = writes
+                .iter()
+                .zip(&outcomes)
+                .filter(|(_, settled)| **settled)
+                .map(|(write, _)| write.trade())
+                .collect();
+            trades::insert_all(conn, &trades).await?;
+            webhooks::enqueue_all(conn, trades.iter().map(trades::announcement).collect()).await?;
+            Ok(outcomes.into_iter().map(Ok).collect())
+        })
     }
 }
 

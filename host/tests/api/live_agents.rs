@@ -422,6 +422,19 @@ async fn a_recorded_swap_that_never_landed_is_refused_once_its_blockhash_expires
     assert!(view["live"]["refusedOrders"].as_i64().expect("refused") >= 1);
 }
 
+/// `holder` (another node's tick) holds `agent_id`'s claim for two minutes.
+async fn hold(app: &TestApp, agent_id: &str, holder: &str) {
+    sqlx::query("UPDATE agents SET tick_lease_owner = $1, tick_lease_until = $2 WHERE id = $3")
+        .bind(holder)
+        .bind(crucible::clock::to_millis(
+            app.state.now() + Duration::minutes(2),
+        ))
+        .bind(agent_id)
+        .execute(app.state.store.write())
+        .await
+        .expect("another node holds the agent");
+}
+
 /// Found by auditing what a node cut off from the database may still write: a live tick that
 /// lost its claim (another node took the agent over) records no swap, so it cannot send one.
 #[tokio::test]
@@ -432,15 +445,7 @@ async fn a_tick_whose_lease_was_taken_over_records_no_swap() {
     app.airdrop(&wallet, 2 * SOL, 100 * USDC).await;
     start(&app, &key, &agent_id).await;
     let (stale, holder) = ("node_a:scheduler:claim1", "node_b:scheduler:claim2");
-    sqlx::query("UPDATE agents SET tick_lease_owner = $1, tick_lease_until = $2 WHERE id = $3")
-        .bind(holder)
-        .bind(crucible::clock::to_millis(
-            app.state.now() + Duration::minutes(2),
-        ))
-        .bind(&agent_id)
-        .execute(app.state.store.write())
-        .await
-        .expect("B holds the agent");
+    hold(&app, &agent_id, holder).await;
     let order = SwapOrder {
         direction: Direction::SellSol,
         amount_in: SOL / 10,
@@ -618,15 +623,7 @@ async fn swaps_recorded_and_settled_at_one_moment_keep_one_outcome_each() {
     app.airdrop(&free_wallet, 2 * SOL, 100 * USDC).await;
     start(&app, &key, &held).await;
     let (stale, holder) = ("node_a:scheduler:claim1", "node_b:scheduler:claim2");
-    sqlx::query("UPDATE agents SET tick_lease_owner = $1, tick_lease_until = $2 WHERE id = $3")
-        .bind(holder)
-        .bind(crucible::clock::to_millis(
-            app.state.now() + Duration::minutes(2),
-        ))
-        .bind(&held)
-        .execute(app.state.store.write())
-        .await
-        .expect("B holds the agent");
+    hold(&app, &held, holder).await;
     let order = |amount_in: u64| SwapOrder {
         direction: Direction::SellSol,
         amount_in,

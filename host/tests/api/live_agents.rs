@@ -127,6 +127,17 @@ async fn trades(app: &TestApp, agent_id: &str) -> Vec<(String, String, i64, i64)
     .expect("trades")
 }
 
+/// The reason recorded with the trade of transaction `tx_hash`.
+async fn trade_reason(app: &TestApp, tx_hash: &str) -> Option<String> {
+    let (reason,): (Option<String>,) =
+        sqlx::query_as("SELECT reason FROM agent_trades WHERE tx_hash = $1")
+            .bind(tx_hash)
+            .fetch_one(app.state.store.read())
+            .await
+            .expect("reason");
+    reason
+}
+
 /// Pool swaps signed by `wallet` that landed on simnet.
 async fn swaps_on_chain(app: &TestApp, wallet: &str) -> i64 {
     let (count,): (i64,) = sqlx::query_as(
@@ -348,13 +359,10 @@ async fn a_swap_sent_before_a_crash_is_recorded_once_after_restart() {
     assert_eq!(mine.len(), 1, "{recorded:?}");
     assert_eq!(mine[0].1, "sell");
     assert_eq!(mine[0].2, (SOL / 10 / 1_000) as i64);
-    let (reason,): (Option<String>,) =
-        sqlx::query_as("SELECT reason FROM agent_trades WHERE tx_hash = $1")
-            .bind(&pending.signature)
-            .fetch_one(app.state.store.read())
-            .await
-            .expect("reason");
-    assert_eq!(reason.as_deref(), Some("before the crash"));
+    assert_eq!(
+        trade_reason(&app, &pending.signature).await.as_deref(),
+        Some("before the crash")
+    );
     // Settling again changes nothing and sends nothing.
     assert_eq!(
         live::send_and_settle(&app.state.ticking(), &agent_id, &pending)
@@ -688,11 +696,8 @@ async fn swaps_recorded_and_settled_at_one_moment_keep_one_outcome_each() {
         assert_eq!(swap_status(&app, signature).await.0, "filled");
         assert_eq!(swaps_on_chain(&app, wallet).await, 1);
     }
-    let (reason,): (Option<String>,) =
-        sqlx::query_as("SELECT reason FROM agent_trades WHERE tx_hash = $1")
-            .bind(&lone.signature)
-            .fetch_one(app.state.store.read())
-            .await
-            .expect("reason");
-    assert_eq!(reason.as_deref(), Some("together"));
+    assert_eq!(
+        trade_reason(&app, &lone.signature).await.as_deref(),
+        Some("together")
+    );
 }

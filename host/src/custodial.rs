@@ -54,33 +54,9 @@ pub async fn signing_key(
         .transpose()
 }
 
-/// An agent's wallet and, when the server holds it, its signing key: one read where the
-/// agent's row and then its wallet's were two (every live swap asks).
-pub(crate) async fn agent_key(
-    store: &Store,
-    sealer: &Sealer,
-    agent_id: &str,
-) -> anyhow::Result<Option<(WalletAddress, Option<SigningKey>)>> {
-    let row: Option<(String, Option<String>)> = crucible_sql::query(
-        "SELECT a.wallet_address, c.secret_sealed FROM agents a
-         LEFT JOIN custodial_wallets c ON c.address = a.wallet_address
-         WHERE a.id = $1",
-    )
-    .bind(agent_id)
-    .fetch_optional(&mut store.reader().await?.conn()?)
-    .await?;
-    let Some((wallet, sealed)) = row else {
-        return Ok(None);
-    };
-    let address = WalletAddress::parse(&wallet).map_err(anyhow::Error::msg)?;
-    let key = sealed
-        .map(|sealed| open(sealer, &address, &sealed))
-        .transpose()?;
-    Ok(Some((address, key)))
-}
-
-/// Open `address`'s sealed secret, checking that it is the key of that address.
-fn open(sealer: &Sealer, address: &WalletAddress, sealed: &str) -> anyhow::Result<SigningKey> {
+/// Open `address`'s sealed secret, checking that it is the key of that address: for a caller
+/// that read the sealed secret with other columns (a live swap reads it with its agent's row).
+pub(crate) fn open(sealer: &Sealer, address: &WalletAddress, sealed: &str) -> anyhow::Result<SigningKey> {
     let secret = sealer
         .open_key(sealed)
         .with_context(|| format!("custodial secret of {address}"))?;

@@ -101,6 +101,9 @@ pub struct SwapOrder {
 pub struct PendingSwap {
     pub signature: String,
     pub wire: Vec<u8>,
+    /// What its fill records besides the chain's amounts, as read and decided when it was
+    /// signed: settling it then needs no read of the swap's row.
+    recorded: swaps::PendingRow,
 }
 
 /// How a recorded swap ended, or that the chain does not say yet.

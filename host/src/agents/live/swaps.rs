@@ -11,6 +11,7 @@ use std::time::Duration as StdDuration;
 
 use base64::Engine;
 use crucible_sql::{self as sql, Conn, LONG_TEXT, Rows};
+use ed25519_dalek::SigningKey;
 use futures_util::future::BoxFuture;
 
 use super::{
@@ -29,6 +30,7 @@ use crate::clock::Clock;
 use crate::clock::to_millis;
 use crate::crypto::Sealer;
 use crate::crypto::new_id;
+use crate::domain::WalletAddress;
 use crate::db::{BatchWrite, Outcomes, Store};
 use crate::paper::{Side, UNIT};
 use crate::webhooks;
@@ -84,11 +86,7 @@ pub(super) async fn prepare_with(
     order: &SwapOrder,
     lease: Option<&str>,
 ) -> Result<PendingSwap, LiveError> {
-    let (address, key) = crate::custodial::agent_key(store, sealer, agent_id)
-        .await
-        .map_err(|e| LiveError::Internal(format!("{e:#}")))?
-        .ok_or_else(|| LiveError::NoAgent(agent_id.to_owned()))?;
-    let key = key.ok_or_else(|| LiveError::NoKey(address.as_str().to_owned()))?;
+    let (key, agent) = signer(store, sealer, agent_id).await?;
     let keypair = Keypair::from_signing_key(key);
     let issued_at = to_millis(clock.now());
     let signed = route
@@ -129,7 +127,60 @@ pub(super) async fn prepare_with(
     if !recorded {
         return Err(LiveError::LeaseLost(agent_id.to_owned()));
     }
-    Ok(PendingSwap { signature, wire })
+    let recorded = PendingRow {
+        side: side_name(side).to_owned(),
+        reason: order.reason.clone(),
+        market_ts: order.market_ts,
+        account_id: agent.account_id,
+        base_token: agent.base_token,
+        quote_token: agent.quote_token,
+        wallet_address: agent.wallet_address,
+    };
+    Ok(PendingSwap {
+        signature,
+        wire,
+        recorded,
+    })
+}
+
+/// The agent as its swaps' fills record it.
+struct AgentRow {
+    wallet_address: String,
+    account_id: String,
+    base_token: String,
+    quote_token: String,
+}
+
+/// The agent's signing key and what its fills record of it: one read of the agent's row joined
+/// to its custodial wallet, where the key and, at the fill, the agent had been read apart.
+async fn signer(
+    store: &Store,
+    sealer: &Sealer,
+    agent_id: &str,
+) -> Result<(SigningKey, AgentRow), LiveError> {
+    let row: Option<(String, Option<String>, String, String, String)> = sql::query(
+        "SELECT a.wallet_address, c.secret_sealed, a.account_id, a.base_token, a.quote_token
+         FROM agents a LEFT JOIN custodial_wallets c ON c.address = a.wallet_address
+         WHERE a.id = $1",
+    )
+    .bind(agent_id)
+    .fetch_optional(&mut store.reader().await?.conn()?)
+    .await?;
+    let Some((wallet_address, sealed, account_id, base_token, quote_token)) = row else {
+        return Err(LiveError::NoAgent(agent_id.to_owned()));
+    };
+    let address = WalletAddress::parse(&wallet_address)
+        .map_err(|e| LiveError::Internal(format!("the wallet of {agent_id}: {e}")))?;
+    let sealed = sealed.ok_or_else(|| LiveError::NoKey(wallet_address.clone()))?;
+    let key = crate::custodial::open(sealer, &address, &sealed)
+        .map_err(|e| LiveError::Internal(format!("{e:#}")))?;
+    let agent = AgentRow {
+        wallet_address,
+        account_id,
+        base_token,
+        quote_token,
+    };
+    Ok((key, agent))
 }
 
 /// A signed swap recorded as pending, with the other writes of the moment
@@ -272,12 +323,15 @@ pub(super) async fn settle_sent(
         route,
         agent_id,
         &pending.signature,
+        Some(&pending.recorded),
         CONFIRM_TIMEOUT,
     )
     .await
 }
 
-/// Settle a swap the chain has (or will shortly have) seen.
+/// Settle a swap the chain has (or will shortly have) seen; `recorded` is what its fill records
+/// besides the chain's amounts when the caller still holds it (`None`: read from the swap's row).
+#[expect(clippy::too_many_arguments, reason = "the node's parts a settlement uses, borrowed")]
 async fn settle_seen(
     store: &Store,
     clock: &dyn Clock,
@@ -285,11 +339,12 @@ async fn settle_seen(
     route: &dyn SwapRoute,
     agent_id: &str,
     signature: &str,
+    recorded: Option<&PendingRow>,
     timeout: StdDuration,
 ) -> Result<Settled, LiveError> {
     match swap::confirmed(chain.rpc(), signature, timeout).await {
         Ok(Some(transaction)) => {
-            record_fill(store, clock, route, agent_id, signature, &transaction).await
+            record_fill(store, clock, route, agent_id, signature, recorded, &transaction).await
         }
         Ok(None) => Ok(Settled::Unknown),
         Err(SwapError::Failed { error, .. }) => {
@@ -338,6 +393,7 @@ pub(super) async fn settle_pending(
                 route.as_ref(),
                 agent_id,
                 &signature,
+                None,
                 CONFIRM_TIMEOUT,
             )
             .await?
@@ -422,25 +478,23 @@ impl Refusal {
 }
 
 /// A confirmed swap becomes the agent's trade (amounts as the chain recorded them) and its
-/// `agent.trade` webhook, in one write with the swap's settlement.
+/// `agent.trade` webhook, in one write with the swap's settlement. Whether it was still pending
+/// is the write's to decide, not a read's before it.
 async fn record_fill(
     store: &Store,
     clock: &dyn Clock,
     route: &dyn SwapRoute,
     agent_id: &str,
     signature: &str,
+    recorded: Option<&PendingRow>,
     transaction: &serde_json::Value,
 ) -> Result<Settled, LiveError> {
-    let swap: Option<PendingRow> = sql::query(
-        "SELECT s.side, s.reason, s.market_ts, a.account_id, a.base_token, a.quote_token, a.wallet_address
-         FROM agent_live_swaps s JOIN agents a ON a.id = s.agent_id
-         WHERE s.signature = $1 AND s.status = 'pending'",
-    )
-    .bind(signature)
-    .fetch_optional(&mut store.reader().await?.conn()?)
-    .await?;
-    let Some(row) = swap else {
-        return settled(store, signature).await;
+    let row = match recorded {
+        Some(row) => row.clone(),
+        None => match pending_row(store, signature).await? {
+            Some(row) => row,
+            None => return settled(store, signature).await,
+        },
     };
     let direction = if row.side == "buy" {
         Direction::SellUsdc
@@ -485,6 +539,18 @@ async fn record_fill(
     }
     tracing::info!(agent_id, signature, trade_id, "live trade recorded");
     Ok(Settled::Filled { trade_id })
+}
+
+/// A swap still pending and its agent, as its fill records them.
+async fn pending_row(store: &Store, signature: &str) -> Result<Option<PendingRow>, LiveError> {
+    Ok(sql::query(
+        "SELECT s.side, s.reason, s.market_ts, a.account_id, a.base_token, a.quote_token, a.wallet_address
+         FROM agent_live_swaps s JOIN agents a ON a.id = s.agent_id
+         WHERE s.signature = $1 AND s.status = 'pending'",
+    )
+    .bind(signature)
+    .fetch_optional(&mut store.reader().await?.conn()?)
+    .await?)
 }
 
 /// The outcome a swap that is no longer pending was settled with.
@@ -621,7 +687,8 @@ impl BatchWrite for Fill {
 }
 
 /// A pending swap and its agent, as a fill needs them.
-struct PendingRow {
+#[derive(Debug, Clone)]
+pub(super) struct PendingRow {
     side: String,
     reason: Option<String>,
     market_ts: i64,

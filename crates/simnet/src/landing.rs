@@ -15,6 +15,7 @@
 //! statement of the set fail, the writer rolls the set back and lands each alone instead.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crucible_solana::tx::{Pubkey, Transaction};
 use serde_json::Value;
@@ -50,7 +51,8 @@ struct Accepted {
     /// Its account keys, which index its signature.
     keys: Vec<Pubkey>,
     err: Option<Value>,
-    rendered: Value,
+    /// The jsonParsed transaction, as text: stored, and remembered once stored.
+    rendered: Arc<str>,
     trace: Trace,
 }
 
@@ -82,6 +84,7 @@ pub(crate) async fn land_all(
             index,
             signature,
             err,
+            rendered,
             trace,
             ..
         } = accepted;
@@ -93,6 +96,7 @@ pub(crate) async fn land_all(
         land.outcome = Some(Ok(Done {
             value: signature.clone(),
             after: Some(Box::new(move |shared: &Shared| {
+                shared.remember(&signature, slot, executed_at, rendered);
                 if let Some(transaction) = transaction {
                     shared.publish(
                         &signature,
@@ -133,7 +137,7 @@ async fn write_all(
             slot,
             executed_at,
             err: a.err.as_ref().map(Value::to_string),
-            rendered: a.rendered.to_string(),
+            rendered: &a.rendered,
         })
         .collect();
     ledger::insert_transactions(conn, &transactions).await?;
@@ -213,7 +217,7 @@ async fn execute_all(
             signature: signature.clone(),
             keys: message.account_keys.clone(),
             err: run.err,
-            rendered: run.rendered,
+            rendered: run.rendered.to_string().into(),
             trace: run.trace,
         });
     }
@@ -344,7 +348,13 @@ mod tests {
         owned
             .into_iter()
             .map(|land| match land.outcome.expect("an outcome") {
-                Ok(done) => Ok(done.value),
+                // What the writer does once the batch commits.
+                Ok(done) => {
+                    if let Some(after) = done.after {
+                        after(&simnet.shared);
+                    }
+                    Ok(done.value)
+                }
                 Err(error) => Err(error.to_string()),
             })
             .collect()
@@ -427,5 +437,80 @@ mod tests {
                 .await
                 .unwrap();
         assert_eq!(indexed, 2, "B is named by two landed transactions");
+    }
+
+    #[tokio::test]
+    async fn accounts_and_their_slot_are_read_in_one_answer() {
+        let simnet = simnet().await;
+        let (a, absent) = (Keypair::from_secret([4; 32]), Pubkey([8; 32]));
+        simnet
+            .airdrop(&a.pubkey(), 2 * SOL, 0)
+            .await
+            .expect("airdrop");
+        let slot = simnet.slot().await.expect("slot");
+
+        let (found, at) = simnet
+            .accounts_at_slot(&[absent, a.pubkey(), a.pubkey()])
+            .await
+            .expect("read");
+        assert_eq!(at, slot);
+        let lamports: Vec<Option<u64>> = found.iter().map(|f| f.as_ref().map(|a| a.lamports)).collect();
+        // In the order asked, a key named twice answered twice, an absent one as none.
+        assert_eq!(lamports, [None, Some(2 * SOL), Some(2 * SOL)]);
+
+        // Nothing found still says the slot.
+        let (none, at) = simnet.account_at_slot(&absent).await.expect("read");
+        assert!(none.is_none());
+        assert_eq!(at, slot);
+        let (nothing, at) = simnet.accounts_at_slot(&[]).await.expect("read");
+        assert!(nothing.is_empty());
+        assert_eq!(at, slot);
+
+        // A landing moves the slot the next answer carries.
+        let (hash, _, _) = simnet.latest_blockhash().await.expect("blockhash");
+        let blockhash = crucible_solana::base58::decode_32(&hash).expect("hash");
+        let outcomes = land_set(&simnet, vec![transfer(&a, &absent, SOL, blockhash)]).await;
+        assert!(outcomes[0].is_ok(), "{outcomes:?}");
+        let (found, after) = simnet.accounts_at_slot(&[absent]).await.expect("read");
+        assert_eq!(after, simnet.slot().await.expect("slot"));
+        assert!(after > slot);
+        assert_eq!(found[0].as_ref().map(|a| a.lamports), Some(SOL));
+    }
+
+    #[tokio::test]
+    async fn a_transaction_landed_here_reads_back_as_the_ledger_has_it() {
+        let simnet = simnet().await;
+        // A second simnet on the same ledger, as another node: it landed nothing itself.
+        let other = Simnet::open(
+            simnet.store.clone(),
+            Arc::new(|| 1_700_000_000_000),
+            3_000,
+            default_stablecoin_mint(),
+        )
+        .await
+        .expect("open");
+        let a = Keypair::from_secret([5; 32]);
+        simnet
+            .airdrop(&a.pubkey(), 2 * SOL, 0)
+            .await
+            .expect("airdrop");
+        let (hash, _, _) = simnet.latest_blockhash().await.expect("blockhash");
+        let blockhash = crucible_solana::base58::decode_32(&hash).expect("hash");
+        let outcomes = land_set(&simnet, vec![transfer(&a, &Pubkey([6; 32]), SOL, blockhash)]).await;
+        let signature = outcomes[0].as_ref().expect("landed");
+        assert!(simnet.shared.recent.get(signature).is_some(), "remembered");
+        assert!(other.shared.recent.get(signature).is_none());
+
+        for commitment in [crate::Commitment::Confirmed, crate::Commitment::Finalized] {
+            let here = simnet.transaction(signature, commitment).await.expect("read");
+            let read = other.transaction(signature, commitment).await.expect("read");
+            assert_eq!(here, read, "{commitment:?}");
+        }
+        let here = simnet
+            .transaction(signature, crate::Commitment::Confirmed)
+            .await
+            .expect("read");
+        assert!(here["slot"].as_i64().is_some_and(|slot| slot > 0));
+        assert_eq!(here["transaction"]["signatures"][0], signature.as_str());
     }
 }

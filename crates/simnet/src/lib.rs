@@ -34,6 +34,7 @@ mod ledger;
 pub mod pool;
 pub mod pubsub;
 pub mod render;
+mod recent;
 mod rent;
 pub mod rpc;
 mod signatures;
@@ -205,8 +206,19 @@ pub struct Simnet {
     /// (`writer.rs`).
     writer: writer::Writer,
     /// Held by the one `getLatestBlockhash` that asks the writer for a new blockhash; the
-    /// others wait for it and find its blockhash fresh, rather than each queue a write.
-    issuing: tokio::sync::Mutex<()>,
+    /// others wait for it and take its blockhash, rather than each queue a write. It keeps
+    /// the last blockhash this process issued.
+    issuing: tokio::sync::Mutex<Option<Issued>>,
+    /// How many blockhashes this process has issued: an ask that found the newest stale takes
+    /// one issued after it looked without reading the ledger again.
+    issues: std::sync::atomic::AtomicU64,
+}
+
+/// A blockhash this process issued, and its place in [`Simnet::issues`].
+struct Issued {
+    hash: String,
+    slot: i64,
+    issue: u64,
 }
 
 /// What reads and the ledger's writer both need: the clock, the mint, finality and the stream
@@ -216,9 +228,23 @@ pub(crate) struct Shared {
     finality_ms: i64,
     mint: Pubkey,
     events: tokio::sync::broadcast::Sender<Arc<Executed>>,
+    /// What this process landed last, as `getTransaction` reads it (`recent.rs`).
+    recent: recent::RecentLandings,
 }
 
 impl Shared {
+    /// Remember a landing whose batch has committed, for `getTransaction` to answer from.
+    pub(crate) fn remember(&self, signature: &str, slot: i64, executed_at: i64, rendered: Arc<str>) {
+        self.recent.insert(
+            signature,
+            recent::Landed {
+                slot,
+                executed_at,
+                rendered,
+            },
+        );
+    }
+
     /// Now on the simnet's clock (ms since the Unix epoch).
     pub(crate) fn now_ms(&self) -> i64 {
         self.clock.now_ms()
@@ -262,7 +288,7 @@ impl Shared {
         .fetch_one(conn)
         .await?;
         let counter = counter.ok_or(sqlx::Error::RowNotFound)?;
-        Ok(counter + self.slots_since(newest))
+        Ok(self.height(counter, newest))
     }
 
     /// The rule a real cluster applies, and the one the `lastValidBlockHeight` of
@@ -302,6 +328,11 @@ impl Shared {
     }
 
     /// Whole slots of the clock since `issued_at` (0 when no blockhash was issued yet).
+    /// The block height from its two stored figures ([`Shared::block_height`]).
+    pub(crate) fn height(&self, counter: i64, newest: Option<i64>) -> i64 {
+        counter + self.slots_since(newest)
+    }
+
     fn slots_since(&self, issued_at: Option<i64>) -> i64 {
         issued_at.map_or(0, |issued_at| (self.now_ms() - issued_at).max(0) / SLOT_MS)
     }
@@ -383,6 +414,7 @@ impl Simnet {
         }
         tx.commit().await?;
         let shared = Arc::new(Shared {
+            recent: recent::RecentLandings::default(),
             clock,
             finality_ms: i64::try_from(finality_ms).unwrap_or(i64::MAX),
             mint,
@@ -390,7 +422,8 @@ impl Simnet {
         });
         Ok(Simnet {
             writer: writer::Writer::start(store.clone(), shared.clone()),
-            issuing: tokio::sync::Mutex::new(()),
+            issuing: tokio::sync::Mutex::new(None),
+            issues: std::sync::atomic::AtomicU64::new(0),
             store,
             shared,
         })
@@ -456,19 +489,36 @@ impl Simnet {
 
     /// The newest blockhash (a new one at most every slot) and its last valid block height.
     pub async fn latest_blockhash(&self) -> Result<(String, u64, u64), SimnetError> {
+        use std::sync::atomic::Ordering;
+        let looked_after = self.issues.load(Ordering::Acquire);
         // Most asks find the newest one still fresh: read, not queued behind the ledger's writes.
         let (hash, slot) = match self.fresh_blockhash().await? {
             Some(fresh) => fresh,
             None => {
-                let _issuing = self.issuing.lock().await;
-                match self.fresh_blockhash().await? {
-                    // Issued while this ask waited its turn.
-                    Some(fresh) => fresh,
-                    None => {
-                        self.writer
-                            .write(|conn, shared| Box::pin(issue_blockhash(conn, shared)))
-                            .await?
+                let mut issuing = self.issuing.lock().await;
+                match &*issuing {
+                    // Issued here while this ask waited its turn, after it found the newest
+                    // stale: as new as a read would find, without the read.
+                    Some(issued) if issued.issue > looked_after => {
+                        (issued.hash.clone(), issued.slot)
                     }
+                    _ => match self.fresh_blockhash().await? {
+                        // Issued by another process on the same ledger.
+                        Some(fresh) => fresh,
+                        None => {
+                            let (hash, slot) = self
+                                .writer
+                                .write(|conn, shared| Box::pin(issue_blockhash(conn, shared)))
+                                .await?;
+                            let issue = self.issues.fetch_add(1, Ordering::AcqRel) + 1;
+                            *issuing = Some(Issued {
+                                hash: hash.clone(),
+                                slot,
+                                issue,
+                            });
+                            (hash, slot)
+                        }
+                    },
                 }
             }
         };
@@ -500,22 +550,38 @@ impl Simnet {
         Ok(ledger::load(conn, &[*address]).await?.remove(address))
     }
 
-    /// Several accounts read in one snapshot, in the order asked (`None` where absent).
-    pub async fn accounts(&self, keys: &[Pubkey]) -> Result<Vec<Option<Account>>, SimnetError> {
-        // One statement reads up to `ledger::KEYS_PER_STATEMENT` keys at one snapshot; more
-        // take a read transaction, so the answer is still one snapshot.
-        let found = if keys.len() <= ledger::KEYS_PER_STATEMENT {
+    /// Several accounts and the slot they were read at, in the order asked (`None` where
+    /// absent): what an answer with a context slot needs, one snapshot and, for up to
+    /// `ledger::KEYS_PER_STATEMENT` keys, one statement.
+    pub async fn accounts_at_slot(
+        &self,
+        keys: &[Pubkey],
+    ) -> Result<(Vec<Option<Account>>, u64), SimnetError> {
+        let (found, height) = if keys.len() <= ledger::KEYS_PER_STATEMENT {
             let mut reader = self.store.reader().await?;
             let conn = &mut reader.conn()?;
-            ledger::load(conn, keys).await?
+            let (found, counter, newest) = ledger::load_with_height(conn, keys).await?;
+            (found, self.shared.height(counter, newest))
         } else {
             let mut tx = self.store.read().begin().await?;
-            let found = ledger::load(&mut Conn::Any(&mut tx), keys).await?;
+            let conn = &mut Conn::Any(&mut tx);
+            let found = ledger::load(conn, keys).await?;
+            let height = self.shared.block_height(conn).await?;
             tx.commit().await?;
-            found
+            (found, height)
         };
+        let slot = u64::try_from(height).unwrap_or_default();
         // A key named twice is answered twice, as a node does.
-        Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
+        Ok((keys.iter().map(|k| found.get(k).cloned()).collect(), slot))
+    }
+
+    /// One account and the slot it was read at ([`Simnet::accounts_at_slot`]).
+    pub async fn account_at_slot(
+        &self,
+        address: &Pubkey,
+    ) -> Result<(Option<Account>, u64), SimnetError> {
+        let (mut found, slot) = self.accounts_at_slot(std::slice::from_ref(address)).await?;
+        Ok((found.pop().flatten(), slot))
     }
 
     /// How many transactions have landed (`getTransactionCount`, `getEpochInfo`).
@@ -828,11 +894,19 @@ impl Simnet {
         signature: &str,
         commitment: Commitment,
     ) -> Result<Value, SimnetError> {
-        let mut reader = self.store.reader().await?;
-        let conn = &mut reader.conn()?;
-        let Some((slot, executed_at, _, rendered)) = ledger::transaction(conn, signature).await?
-        else {
-            return Ok(Value::Null);
+        // Landed here a moment ago (a sender reading its own transaction back), or read.
+        let (slot, executed_at, rendered) = match self.shared.recent.get(signature) {
+            Some(landed) => (landed.slot, landed.executed_at, landed.rendered),
+            None => {
+                let mut reader = self.store.reader().await?;
+                let conn = &mut reader.conn()?;
+                let Some((slot, executed_at, _, rendered)) =
+                    ledger::transaction(conn, signature).await?
+                else {
+                    return Ok(Value::Null);
+                };
+                (slot, executed_at, rendered.into())
+            }
         };
         if commitment == Commitment::Finalized && !self.is_final(executed_at) {
             return Ok(Value::Null);
@@ -968,6 +1042,7 @@ pub(crate) async fn land(
     } = landing::execute(&transaction, &pre, skip_preflight)?;
     let slot = ledger::next(conn, "slot").await?;
     let executed_at = shared.now_ms();
+    let rendered: Arc<str> = rendered.to_string().into();
     ledger::insert_transaction(
         &mut *conn,
         &signature,
@@ -984,6 +1059,7 @@ pub(crate) async fn land(
         value: signature,
         after: Some(Box::new(move |shared: &Shared| {
             tracing::debug!(signature = %announced, slot, failed = err.is_some(), "simnet transaction");
+            shared.remember(&announced, slot, executed_at, rendered);
             shared.publish(
                 &announced,
                 slot,
@@ -1091,12 +1167,14 @@ async fn credit(
         &trace,
     );
     let executed_at = shared.now_ms();
+    let rendered: Arc<str> = rendered.to_string().into();
     ledger::insert_transaction(conn, &signature, slot, executed_at, None, &rendered).await?;
     signatures::record(conn, &signature, slot, &message.account_keys).await?;
     ledger::save_changes(conn, &pre, &post).await?;
     Ok(writer::Done {
         value: signature.clone(),
         after: Some(Box::new(move |shared: &Shared| {
+            shared.remember(&signature, slot, executed_at, rendered);
             shared.publish(&signature, slot, executed_at, None, &message, &trace);
         })),
     })

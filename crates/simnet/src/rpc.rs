@@ -238,17 +238,18 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
         }
         "getBalance" => {
             let key = address(params, 0)?;
-            let lamports = simnet.balance(&key).await?;
-            Ok(context(simnet.slot().await?, json!(lamports)))
+            let (account, slot) = simnet.account_at_slot(&key).await?;
+            Ok(context(slot, json!(account.map_or(0, |a| a.lamports))))
         }
         "getAccountInfo" => {
             let key = address(params, 0)?;
             let view = View::from_config(config(params, 1), Encoding::Base58)?;
-            let value = match simnet.account(&key).await? {
+            let (account, slot) = simnet.account_at_slot(&key).await?;
+            let value = match account {
                 None => Value::Null,
                 Some(account) => accounts::render(&account, view)?,
             };
-            Ok(context(simnet.slot().await?, value))
+            Ok(context(slot, value))
         }
         "getMultipleAccounts" => {
             let keys: Vec<Pubkey> = params
@@ -266,18 +267,20 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
                 )));
             }
             let view = View::from_config(config(params, 1), Encoding::Base64)?;
+            let (found, slot) = simnet.accounts_at_slot(&keys).await?;
             let mut value = Vec::with_capacity(keys.len());
-            for account in simnet.accounts(&keys).await? {
+            for account in found {
                 value.push(match account {
                     None => Value::Null,
                     Some(account) => accounts::render(&account, view)?,
                 });
             }
-            Ok(context(simnet.slot().await?, json!(value)))
+            Ok(context(slot, json!(value)))
         }
         "getTokenAccountBalance" => {
             let key = address(params, 0)?;
-            let value = match simnet.account(&key).await?.map(|a| a.kind) {
+            let (account, slot) = simnet.account_at_slot(&key).await?;
+            let value = match account.map(|a| a.kind) {
                 Some(Kind::Token {
                     amount, decimals, ..
                 }) => ui_amount(amount, decimals),
@@ -285,17 +288,18 @@ async fn call(simnet: &Simnet, method: &str, params: &[Value]) -> Result<Value, 
                     return Err(SimnetError::params("Invalid param: not a Token account"));
                 }
             };
-            Ok(context(simnet.slot().await?, value))
+            Ok(context(slot, value))
         }
         "getTokenSupply" => {
             let key = address(params, 0)?;
-            let value = match simnet.account(&key).await?.map(|a| a.kind) {
+            let (account, slot) = simnet.account_at_slot(&key).await?;
+            let value = match account.map(|a| a.kind) {
                 Some(Kind::Mint {
                     supply, decimals, ..
                 }) => ui_amount(supply, decimals),
                 _ => return Err(SimnetError::params("Invalid param: not a Token mint")),
             };
-            Ok(context(simnet.slot().await?, value))
+            Ok(context(slot, value))
         }
         "getTokenAccountsByOwner" => {
             let owner = address(params, 0)?;

@@ -653,14 +653,28 @@ impl BatchWrite for Fill {
                         to_millis(write.now).into(),
                     ]);
                 }
+                // On PostgreSQL the swaps are named by primary key first (as a batch of ticks
+                // names its agents): joined to the batch's rows alone, the planner read every
+                // pending swap with a bitmap scan, which never clears the index entries of swaps
+                // settled since (plain index scans do), so each fill read more than the one
+                // before until a vacuum.
+                let (batch, source, named) = if conn.is_postgres() {
+                    (
+                        format!("WITH v AS MATERIALIZED {}", rows.table(0)),
+                        "v".to_owned(),
+                        "AND agent_live_swaps.signature = ANY (ARRAY(SELECT k.column1 FROM v AS k))",
+                    )
+                } else {
+                    (String::new(), format!("{} AS v", rows.table(0)), "")
+                };
                 let sql = format!(
-                    "UPDATE agent_live_swaps SET status = 'filled', trade_id = v.column2,
+                    "{batch}
+                     UPDATE agent_live_swaps SET status = 'filled', trade_id = v.column2,
                          resolved_at = v.column3
-                     FROM {} AS v
-                     WHERE agent_live_swaps.signature = v.column1
+                     FROM {source}
+                     WHERE agent_live_swaps.signature = v.column1 {named}
                        AND agent_live_swaps.status = 'pending'
-                     RETURNING signature",
-                    rows.table(0)
+                     RETURNING signature"
                 );
                 let updated: Vec<(String,)> = rows.bind(sql::query(&sql)).fetch_all(conn).await?;
                 settled.extend(updated.into_iter().map(|(signature,)| signature));

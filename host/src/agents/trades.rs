@@ -62,36 +62,40 @@ pub(crate) async fn insert_all(
 ) -> sqlx::Result<()> {
     let per_statement = crate::db::rows_per_statement(TRADE_TYPES.len());
     for chunk in trades.chunks(Rows::per_statement(conn, per_statement)) {
-        let mut rows = Rows::new(conn, &TRADE_TYPES);
-        for trade in chunk {
-            rows.push([
-                trade.id.into(),
-                trade.agent_id.into(),
-                to_millis(trade.executed_at).into(),
-                trade.market_ts.into(),
-                trade.side.into(),
-                trade.base_token.into(),
-                trade.base_raw.into(),
-                trade.notional_raw.into(),
-                trade.fee_raw.into(),
-                trade.price.into(),
-                trade.realized_pnl_raw.into(),
-                trade.closed_trip.into(),
-                trade.won_trip.into(),
-                trade.reason.into(),
-                trade.tx_hash.into(),
-            ]);
-        }
-        let sql = format!(
-            "INSERT INTO agent_trades (id, agent_id, executed_at, market_ts, side, base_token, base_raw,
-                                       notional_raw, fee_raw, price, realized_pnl_raw, closed_trip,
-                                       won_trip, reason, tx_hash)
-             {}",
-            rows.insert(0)
-        );
+        let rows = rows(conn, chunk);
+        let sql = format!("INSERT INTO agent_trades ({COLUMNS}) {}", rows.insert(0));
         rows.bind(crucible_sql::query(&sql)).execute(conn).await?;
     }
     Ok(())
+}
+
+/// The columns of `agent_trades` that [`rows`] fills, in order (`tx_hash` last).
+pub(crate) const COLUMNS: &str = "id, agent_id, executed_at, market_ts, side, base_token, \
+     base_raw, notional_raw, fee_raw, price, realized_pnl_raw, closed_trip, won_trip, reason, tx_hash";
+
+/// `trades` as a batch's rows, one column per [`COLUMNS`].
+pub(crate) fn rows<'q>(conn: &crucible_sql::Conn<'_>, trades: &[NewTrade<'q>]) -> Rows<'q> {
+    let mut rows = Rows::new(conn, &TRADE_TYPES);
+    for trade in trades {
+        rows.push([
+            trade.id.into(),
+            trade.agent_id.into(),
+            to_millis(trade.executed_at).into(),
+            trade.market_ts.into(),
+            trade.side.into(),
+            trade.base_token.into(),
+            trade.base_raw.into(),
+            trade.notional_raw.into(),
+            trade.fee_raw.into(),
+            trade.price.into(),
+            trade.realized_pnl_raw.into(),
+            trade.closed_trip.into(),
+            trade.won_trip.into(),
+            trade.reason.into(),
+            trade.tx_hash.into(),
+        ]);
+    }
+    rows
 }
 
 /// The `agent.trade` webhook that announces `trade` to its owner.

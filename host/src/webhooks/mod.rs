@@ -100,25 +100,55 @@ pub(crate) async fn enqueue_all(
     conn: &mut crucible_sql::Conn<'_>,
     events: Vec<Queued<'_>>,
 ) -> sqlx::Result<u64> {
+    let (subscribers, events) = match read_subscribers(conn, events).await? {
+        Some(read) => read,
+        None => return Ok(0),
+    };
+    let rows: Vec<outbox::NewDelivery<'_>> = deliveries(&subscribers, &events)
+        .map(|(_, row)| row)
+        .collect();
+    outbox::insert_all(conn, &rows).await?;
+    Ok(rows.len() as u64)
+}
+
+/// The subscribers of every account `events` name, read in one query; `None` without events.
+async fn read_subscribers<'e>(
+    conn: &mut crucible_sql::Conn<'_>,
+    events: Vec<Queued<'e>>,
+) -> sqlx::Result<Option<(Subscribers, Vec<Queued<'e>>)>> {
     let Some(now) = events.iter().map(|queued| queued.at).max() else {
-        return Ok(0);
+        return Ok(None);
     };
     let mut accounts: Vec<&str> = events.iter().map(|queued| queued.account_id).collect();
     accounts.sort_unstable();
     accounts.dedup();
     let subscribers = outbox::subscribers(conn, &accounts, now).await?;
-    let mut rows = Vec::new();
-    for queued in events {
-        let Some(keys) = subscribers.get(queued.account_id) else {
-            continue;
-        };
+    Ok(Some((subscribers, events)))
+}
+
+type Subscribers = std::collections::HashMap<String, Vec<outbox::Subscriber>>;
+
+/// A delivery per event and subscriber of its account, with the event's index in `events`:
+/// its payload serialised once and shared by its deliveries.
+fn deliveries<'a>(
+    subscribers: &'a Subscribers,
+    events: &'a [Queued<'a>],
+) -> impl Iterator<Item = (usize, outbox::NewDelivery<'a>)> + 'a {
+    events.iter().enumerate().flat_map(move |(index, queued)| {
+        let keys = subscribers
+            .get(queued.account_id)
+            .map_or(&[][..], Vec::as_slice);
         let event = queued.event.as_str();
-        let payload: std::sync::Arc<str> =
-            signing::signed_payload(event, &rfc3339(queued.at), &queued.data).into();
-        for subscriber in keys {
+        // Serialised only for an account that has subscribers.
+        let payload: std::sync::Arc<str> = if keys.is_empty() {
+            "".into()
+        } else {
+            signing::signed_payload(event, &rfc3339(queued.at), &queued.data).into()
+        };
+        keys.iter().map(move |subscriber| {
             let id = ordered_id("whd", to_millis(queued.at));
             tracing::debug!(delivery_id = %id, key_id = %subscriber.key_id, event, "webhook queued");
-            rows.push(outbox::NewDelivery {
+            let row = outbox::NewDelivery {
                 id,
                 account_id: queued.account_id,
                 key_id: &subscriber.key_id,
@@ -126,11 +156,71 @@ pub(crate) async fn enqueue_all(
                 url: &subscriber.url,
                 payload: payload.clone(),
                 at: queued.at,
-            });
-        }
+            };
+            (index, row)
+        })
+    })
+}
+
+/// Events that happen or not by the outcome of one statement (a live swap's trade, only if the
+/// statement settles the swap), each tagged with what decides it, their deliveries built
+/// before the statement and written by it ([`Prepared::insert_where`]).
+pub(crate) struct Prepared<'e> {
+    subscribers: Subscribers,
+    events: Vec<Queued<'e>>,
+    tags: Vec<String>,
+}
+
+/// Read the subscribers of `events` (each with its tag) and hold them for [`Prepared::insert_where`].
+pub(crate) async fn prepare_all<'e>(
+    conn: &mut crucible_sql::Conn<'_>,
+    events: Vec<(String, Queued<'e>)>,
+) -> sqlx::Result<Prepared<'e>> {
+    let (tags, events): (Vec<String>, Vec<Queued<'e>>) = events.into_iter().unzip();
+    let (subscribers, events) = read_subscribers(conn, events)
+        .await?
+        .unwrap_or_default();
+    Ok(Prepared {
+        subscribers,
+        events,
+        tags,
+    })
+}
+
+/// The deliveries of a [`Prepared`] set, owned by the statement that writes them.
+pub(crate) struct PreparedRows<'p> {
+    rows: Vec<outbox::NewDelivery<'p>>,
+    tags: Vec<String>,
+}
+
+impl<'e> Prepared<'e> {
+    /// The deliveries to write, none when no account has a subscriber.
+    pub(crate) fn rows(&self) -> PreparedRows<'_> {
+        let (tags, rows) = deliveries(&self.subscribers, &self.events)
+            .map(|(index, row)| (self.tags[index].clone(), row))
+            .unzip();
+        PreparedRows { rows, tags }
     }
-    outbox::insert_all(conn, &rows).await?;
-    Ok(rows.len() as u64)
+}
+
+impl PreparedRows<'_> {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The `INSERT` of the deliveries whose tag `tags` (a subquery of the same statement)
+    /// returns, its rows numbered after the statement's first `skip` parameters, and the rows
+    /// to bind after those.
+    pub(crate) fn insert_where<'q>(
+        &'q self,
+        conn: &crucible_sql::Conn<'_>,
+        skip: usize,
+        tags: &str,
+    ) -> (String, crucible_sql::Rows<'q>) {
+        let rows = outbox::delivery_rows(conn, &self.rows, Some(&self.tags));
+        let sql = outbox::insert_from(&rows.table(skip), &format!("WHERE v.column8 IN ({tags})"));
+        (sql, rows)
+    }
 }
 
 /// One delivery as its owner sees it (`GET /api/v1/webhooks/deliveries`).

@@ -87,28 +87,60 @@ const INSERTED_TYPES: [&str; 7] = ["text", "text", "text", "text", "text", LONG_
 pub(super) async fn insert_all(conn: &mut Conn<'_>, rows: &[NewDelivery<'_>]) -> sqlx::Result<()> {
     let per_statement = crate::db::rows_per_statement(INSERTED_TYPES.len());
     for chunk in rows.chunks(Rows::per_statement(conn, per_statement)) {
-        let mut values = Rows::new(conn, &INSERTED_TYPES);
-        for row in chunk {
-            values.push([
-                row.id.as_str().into(),
-                row.account_id.into(),
-                row.key_id.into(),
-                row.event.into(),
-                row.url.into(),
-                (&*row.payload).into(),
-                to_millis(row.at).into(),
-            ]);
-        }
-        let sql = format!(
-            "INSERT INTO webhook_deliveries (id, account_id, key_id, event, url, payload,
-                                             next_attempt_at, status, created_at)
-             SELECT column1, column2, column3, column4, column5, column6, column7, 'pending', column7
-             FROM {} AS v",
-            values.table(0)
-        );
+        let values = delivery_rows(conn, chunk, None);
+        let sql = insert_from(&values.table(0), "");
         values.bind(sql::query(&sql)).execute(conn).await?;
     }
     Ok(())
+}
+
+/// `rows` as a batch's rows ([`INSERTED_TYPES`]), each with `tags`' entry as an eighth column
+/// when given.
+pub(super) fn delivery_rows<'q>(
+    conn: &Conn<'_>,
+    rows: &'q [NewDelivery<'q>],
+    tags: Option<&'q [String]>,
+) -> Rows<'q> {
+    let types: &'static [&'static str] = if tags.is_some() {
+        &TAGGED_TYPES
+    } else {
+        &INSERTED_TYPES
+    };
+    let mut values = Rows::new(conn, types);
+    for (index, row) in rows.iter().enumerate() {
+        let columns = [
+            row.id.as_str().into(),
+            row.account_id.into(),
+            row.key_id.into(),
+            row.event.into(),
+            row.url.into(),
+            (&*row.payload).into(),
+            to_millis(row.at).into(),
+        ];
+        match tags.and_then(|tags| tags.get(index)) {
+            Some(tag) => {
+                let [a, b, c, d, e, f, g] = columns;
+                values.push([a, b, c, d, e, f, g, tag.as_str().into()]);
+            }
+            None => values.push(columns),
+        }
+    }
+    values
+}
+
+/// [`INSERTED_TYPES`] and a tag: what each delivery depends on ([`insert_from`]).
+const TAGGED_TYPES: [&str; 8] = ["text", "text", "text", "text", "text", LONG_TEXT, "int8", "text"];
+
+/// The `INSERT` of the deliveries in `table` (the batch's rows as `AS v`), due at once, those
+/// `filter` keeps (`WHERE …`, or nothing for all).
+pub(super) fn insert_from(table: &str, filter: &str) -> String {
+    format!(
+        "INSERT INTO webhook_deliveries (id, account_id, key_id, event, url, payload,
+                                         next_attempt_at, status, created_at)
+         SELECT v.column1, v.column2, v.column3, v.column4, v.column5, v.column6, v.column7,
+                'pending', v.column7
+         FROM {table} AS v {filter}"
+    )
 }
 
 /// A row leased to one worker for one attempt.

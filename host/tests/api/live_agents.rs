@@ -700,4 +700,21 @@ async fn swaps_recorded_and_settled_at_one_moment_keep_one_outcome_each() {
         trade_reason(&app, &lone.signature).await.as_deref(),
         Some("together")
     );
+    // One webhook a trade, written with it: the swap settled twice at once announced once.
+    let payloads: Vec<(String,)> =
+        sqlx::query_as("SELECT payload FROM webhook_deliveries WHERE event = 'agent.trade'")
+            .fetch_all(app.state.store.read())
+            .await
+            .expect("payloads");
+    let mut announced: Vec<String> = payloads
+        .iter()
+        .map(|(payload,)| {
+            let payload: Value = serde_json::from_str(payload).expect("json");
+            payload["data"]["txHash"].as_str().expect("txHash").to_owned()
+        })
+        .collect();
+    announced.sort();
+    let mut settled = vec![under_claim.signature.clone(), lone.signature.clone()];
+    settled.sort();
+    assert_eq!(announced, settled);
 }

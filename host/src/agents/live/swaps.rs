@@ -615,15 +615,18 @@ impl Fill {
 /// A fill's columns in the swaps' `UPDATE`: signature, trade, time settled.
 const FILL_TYPES: [&str; 3] = ["text", "text", "int8"];
 
-/// The fills of one batch share their statements: one `UPDATE … FROM` settles every swap still
-/// pending and returns those it settled, whose trades then go in by one `INSERT` and their
-/// webhooks by one more. Each fill had been a savepoint, its `UPDATE`, its trade, a read of its
-/// account's webhooks and the savepoint's release.
+/// The fills of one batch share their statements. On PostgreSQL they are one statement that
+/// commits by itself ([`settle_at_once`]), after one read of the accounts' webhooks; on SQLite
+/// one `UPDATE … FROM` settles every swap still pending and returns those it settled, whose
+/// trades then go in by one `INSERT` and their webhooks by one more. Each fill had been a
+/// savepoint, its `UPDATE`, its trade, a read of its account's webhooks and the savepoint's
+/// release.
 impl BatchWrite for Fill {
     /// Whether this write settled the swap (not when it was no longer pending).
     type Output = bool;
     type Error = LiveError;
 
+    const ONE_STATEMENT_ON_POSTGRES: bool = true;
     /// Each swap is a row of its own, and so is each trade.
     const SPREAD_OVER_LANES: bool = true;
 
@@ -637,67 +640,122 @@ impl BatchWrite for Fill {
             for (index, write) in writes.iter().enumerate() {
                 first.entry(write.signature.as_str()).or_insert(index);
             }
-            let mut tried: Vec<usize> = first.values().copied().collect();
+            let mut tried: Vec<&Fill> = first.values().map(|&index| &*writes[index]).collect();
             // Swaps in one order, so two batches in flight never wait on each other's rows in
             // a cycle.
-            tried.sort_unstable_by(|a, b| writes[*a].signature.cmp(&writes[*b].signature));
-            let mut settled: HashSet<String> = HashSet::with_capacity(tried.len());
-            let per_statement = crate::db::rows_per_statement(FILL_TYPES.len());
-            for chunk in tried.chunks(Rows::per_statement(conn, per_statement)) {
-                let mut rows = Rows::new(conn, &FILL_TYPES);
-                for &index in chunk {
-                    let write = &writes[index];
-                    rows.push([
-                        write.signature.as_str().into(),
-                        write.trade_id.as_str().into(),
-                        to_millis(write.now).into(),
-                    ]);
-                }
-                // On PostgreSQL the swaps are named by primary key first (as a batch of ticks
-                // names its agents): joined to the batch's rows alone, the planner read every
-                // pending swap with a bitmap scan, which never clears the index entries of swaps
-                // settled since (plain index scans do), so each fill read more than the one
-                // before until a vacuum.
-                let (batch, source, named) = if conn.is_postgres() {
-                    (
-                        format!("WITH v AS MATERIALIZED {}", rows.table(0)),
-                        "v".to_owned(),
-                        "AND agent_live_swaps.signature = ANY (ARRAY(SELECT k.column1 FROM v AS k))",
-                    )
-                } else {
-                    (String::new(), format!("{} AS v", rows.table(0)), "")
-                };
-                let sql = format!(
-                    "{batch}
-                     UPDATE agent_live_swaps SET status = 'filled', trade_id = v.column2,
-                         resolved_at = v.column3
-                     FROM {source}
-                     WHERE agent_live_swaps.signature = v.column1 {named}
-                       AND agent_live_swaps.status = 'pending'
-                     RETURNING signature"
-                );
-                let updated: Vec<(String,)> = rows.bind(sql::query(&sql)).fetch_all(conn).await?;
-                settled.extend(updated.into_iter().map(|(signature,)| signature));
-            }
-            let outcomes: Vec<bool> = writes
+            tried.sort_unstable_by(|a, b| a.signature.cmp(&b.signature));
+            let settled = if conn.is_postgres() {
+                settle_at_once(&tried, conn).await?
+            } else {
+                settle_in_steps(&tried, conn).await?
+            };
+            Ok(writes
                 .iter()
                 .enumerate()
                 .map(|(index, write)| {
-                    first.get(write.signature.as_str()) == Some(&index)
-                        && settled.contains(&write.signature)
+                    Ok(first.get(write.signature.as_str()) == Some(&index)
+                        && settled.contains(&write.signature))
                 })
-                .collect();
-            let trades: Vec<NewTrade<'_>> = writes
-                .iter()
-                .zip(&outcomes)
-                .filter(|(_, settled)| **settled)
-                .map(|(write, _)| write.trade())
-                .collect();
-            trades::insert_all(conn, &trades).await?;
-            webhooks::enqueue_all(conn, trades.iter().map(trades::announcement).collect()).await?;
-            Ok(outcomes.into_iter().map(Ok).collect())
+                .collect())
         })
     }
+}
+
+/// `fills` as the rows of a batch's swaps to settle ([`FILL_TYPES`]).
+fn fill_rows<'q>(conn: &Conn<'_>, fills: &[&'q Fill]) -> Rows<'q> {
+    let mut rows = Rows::new(conn, &FILL_TYPES);
+    for fill in fills {
+        rows.push([
+            fill.signature.as_str().into(),
+            fill.trade_id.as_str().into(),
+            to_millis(fill.now).into(),
+        ]);
+    }
+    rows
+}
+
+/// On PostgreSQL: the swaps settled, their trades and their webhooks in one statement, which
+/// commits by itself (the batch's only one: [`BatchWrite::ONE_STATEMENT_ON_POSTGRES`]). Every
+/// fill's trade and webhooks are in it, and only those of the swaps it settles are written:
+/// `BEGIN`, an `INSERT` and `COMMIT` fewer a batch than in steps. The webhooks' subscribers
+/// are read just before it, as a statement inside a transaction would read them (each
+/// statement of a transaction at read committed sees what had committed when it began).
+///
+/// The swaps are named by primary key first (as a batch of ticks names its agents): joined to
+/// the batch's rows alone, the planner read every pending swap with a bitmap scan, which never
+/// clears the index entries of swaps settled since (plain index scans do), so each fill read
+/// more than the one before until a vacuum.
+async fn settle_at_once(fills: &[&Fill], conn: &mut Conn<'_>) -> sqlx::Result<HashSet<String>> {
+    let trades: Vec<NewTrade<'_>> = fills.iter().map(|fill| fill.trade()).collect();
+    let events = trades
+        .iter()
+        .map(|trade| (trade.tx_hash.to_owned(), trades::announcement(trade)))
+        .collect();
+    let prepared = webhooks::prepare_all(conn, events).await?;
+    let deliveries = prepared.rows();
+    let swaps = fill_rows(conn, fills);
+    let traded = trades::rows(conn, &trades);
+    let trades_table = traded.table(swaps.params());
+    let skip = swaps.params() + traded.params();
+    let (announce, announced) = if deliveries.is_empty() {
+        (String::new(), None)
+    } else {
+        let (insert, rows) = deliveries.insert_where(conn, skip, "SELECT signature FROM settled");
+        (format!(", announced AS ({insert})"), Some(rows))
+    };
+    let sql = format!(
+        "WITH v AS MATERIALIZED {swaps_table},
+         settled AS (
+             UPDATE agent_live_swaps SET status = 'filled', trade_id = v.column2,
+                 resolved_at = v.column3
+             FROM v
+             WHERE agent_live_swaps.signature = v.column1
+               AND agent_live_swaps.signature = ANY (ARRAY(SELECT k.column1 FROM v AS k))
+               AND agent_live_swaps.status = 'pending'
+             RETURNING agent_live_swaps.signature),
+         traded AS (
+             INSERT INTO agent_trades ({columns})
+             SELECT t.* FROM {trades_table} AS t
+             WHERE t.column15 IN (SELECT signature FROM settled)){announce}
+         SELECT signature FROM settled",
+        swaps_table = swaps.table(0),
+        columns = trades::COLUMNS,
+    );
+    let mut query = traded.bind(swaps.bind(sql::query(&sql)));
+    if let Some(rows) = announced {
+        query = rows.bind(query);
+    }
+    let settled: Vec<(String,)> = query.fetch_all(conn).await?;
+    Ok(settled.into_iter().map(|(signature,)| signature).collect())
+}
+
+/// On SQLite, inside the batch's transaction: the swaps settled by `UPDATE … FROM`, a few
+/// dozen a statement, then the trades and webhooks of those it settled.
+async fn settle_in_steps(fills: &[&Fill], conn: &mut Conn<'_>) -> sqlx::Result<HashSet<String>> {
+    let mut settled: HashSet<String> = HashSet::with_capacity(fills.len());
+    let per_statement = crate::db::rows_per_statement(FILL_TYPES.len());
+    for chunk in fills.chunks(Rows::per_statement(conn, per_statement)) {
+        let rows = fill_rows(conn, chunk);
+        let sql = format!(
+            "UPDATE agent_live_swaps SET status = 'filled', trade_id = v.column2,
+                 resolved_at = v.column3
+             FROM {} AS v
+             WHERE agent_live_swaps.signature = v.column1
+               AND agent_live_swaps.status = 'pending'
+             RETURNING signature",
+            rows.table(0)
+        );
+        let updated: Vec<(String,)> = rows.bind(sql::query(&sql)).fetch_all(conn).await?;
+        settled.extend(updated.into_iter().map(|(signature,)| signature));
+    }
+    let trades: Vec<NewTrade<'_>> = fills
+        .iter()
+        .filter(|fill| settled.contains(&fill.signature))
+        .map(|fill| fill.trade())
+        .collect();
+    trades::insert_all(conn, &trades).await?;
+    webhooks::enqueue_all(conn, trades.iter().map(trades::announcement).collect()).await?;
+    Ok(settled)
 }
 
 /// A pending swap and its agent, as a fill needs them.

@@ -119,17 +119,33 @@ pub(crate) async fn land_all(
 }
 
 /// Write the set's landings: their slots (one after another, from the counter), the
-/// transactions, their signature index and the accounts they changed. The first slot and the
-/// execution time.
+/// transactions, their signature index and the accounts they changed (on PostgreSQL in one
+/// statement, `ledger::write_set`). The first slot and the execution time.
 async fn write_all(
     conn: &mut Conn<'_>,
     shared: &Shared,
     executed: &Executed,
 ) -> Result<(i64, i64), SimnetError> {
     let count = i64::try_from(executed.accepted.len()).unwrap_or(i64::MAX);
+    let executed_at = shared.now_ms();
+    if conn.is_postgres() {
+        let landings: Vec<ledger::SetLanding<'_>> = executed
+            .accepted
+            .iter()
+            .map(|a| ledger::SetLanding {
+                signature: &a.signature,
+                err: a.err.as_ref().map(Value::to_string),
+                rendered: &a.rendered,
+                keys: &a.keys,
+            })
+            .collect();
+        let first =
+            ledger::write_set(conn, &landings, executed_at, &executed.before, &executed.after)
+                .await?;
+        return Ok((first, executed_at));
+    }
     let last = ledger::advance(conn, "slot", count).await?;
     let first = last - count + 1;
-    let executed_at = shared.now_ms();
     let transactions: Vec<ledger::NewTransaction<'_>> = (first..)
         .zip(&executed.accepted)
         .map(|(slot, a)| ledger::NewTransaction {

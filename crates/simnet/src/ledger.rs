@@ -243,26 +243,141 @@ pub(crate) async fn save_changes(
     before: &Accounts,
     after: &Accounts,
 ) -> Result<(), SimnetError> {
+    let (changed, closed) = changes(before, after);
+    save_all(conn, &changed).await?;
+    delete_all(conn, &closed).await
+}
+
+/// The accounts `after` changed from `before`, and those it closed, each in address order.
+fn changes<'a>(
+    before: &'a Accounts,
+    after: &'a Accounts,
+) -> (Vec<(&'a Pubkey, &'a Account)>, Vec<String>) {
     let mut changed: Vec<(&Pubkey, &Account)> = after
         .iter()
         .filter(|(key, account)| before.get(key) != Some(account))
         .collect();
     changed.sort_unstable_by_key(|(key, _)| **key);
-    save_all(conn, &changed).await?;
     let mut closed: Vec<String> = before
         .keys()
         .filter(|key| !after.contains_key(key))
         .map(Pubkey::to_string)
         .collect();
     closed.sort_unstable();
-    // Closing an account is rare: one statement each, by primary key.
-    for key in &closed {
+    (changed, closed)
+}
+
+/// Delete closed accounts: rare, one statement each, by primary key.
+async fn delete_all(conn: &mut Conn<'_>, closed: &[String]) -> Result<(), SimnetError> {
+    for key in closed {
         sql::query("DELETE FROM simnet_accounts WHERE address = $1")
             .bind(key.as_str())
-            .execute(conn)
+            .execute(&mut *conn)
             .await?;
     }
     Ok(())
+}
+
+/// A landing of a set, as [`write_set`] records it.
+pub(crate) struct SetLanding<'a> {
+    pub(crate) signature: &'a str,
+    /// `meta.err` as JSON text.
+    pub(crate) err: Option<String>,
+    /// The jsonParsed transaction, as text.
+    pub(crate) rendered: &'a str,
+    /// Its account keys, which index its signature.
+    pub(crate) keys: &'a [Pubkey],
+}
+
+/// The PostgreSQL types of a landing's row in [`write_set`]: signature, place in the set,
+/// `meta.err`, the rendered transaction.
+const SET_TRANSACTION_TYPES: [&str; 4] = ["text", "int8", "text", sql::LONG_TEXT];
+/// An address's row in the signature index: address, its landing's place, signature.
+const SET_ADDRESS_TYPES: [&str; 3] = ["text", "int8", "text"];
+/// An account's row: [`COLUMNS`].
+const SET_ACCOUNT_TYPES: [&str; 8] = ["text", "int8", "text", "text", "text", "text", "int8", "int8"];
+
+/// On PostgreSQL, write a set of landings in one statement, where the slot counter, the
+/// transactions, their signature index and the changed accounts had been a statement each
+/// (a round trip each, in the ledger's one writer): each landing takes the next slot from the
+/// counter in order; the accounts `after` changed from `before` are stored, those it closed
+/// deleted (apart: rare). Returns the set's first slot.
+pub(crate) async fn write_set(
+    conn: &mut Conn<'_>,
+    landings: &[SetLanding<'_>],
+    executed_at: i64,
+    before: &Accounts,
+    after: &Accounts,
+) -> Result<i64, SimnetError> {
+    let count = i64::try_from(landings.len()).unwrap_or(i64::MAX);
+    let mut transactions = sql::Rows::new(conn, &SET_TRANSACTION_TYPES);
+    let mut addresses = sql::Rows::new(conn, &SET_ADDRESS_TYPES);
+    for (place, landing) in (0_i64..).zip(landings) {
+        transactions.push([
+            landing.signature.into(),
+            place.into(),
+            landing.err.as_deref().into(),
+            landing.rendered.into(),
+        ]);
+        for address in crate::signatures::addresses(landing.keys) {
+            addresses.push([address.into(), place.into(), landing.signature.into()]);
+        }
+    }
+    let (changed, closed) = changes(before, after);
+    let mut accounts = sql::Rows::new(conn, &SET_ACCOUNT_TYPES);
+    for (key, account) in &changed {
+        let stored = columns(account);
+        accounts.push([
+            key.to_string().into(),
+            to_db(account.lamports)?.into(),
+            stored.kind.into(),
+            stored.program.into(),
+            stored.mint.into(),
+            stored.owner.into(),
+            to_db(stored.amount)?.into(),
+            i64::from(stored.decimals).into(),
+        ]);
+    }
+    let transactions_table = transactions.table(2);
+    let addresses_table = addresses.table(2 + transactions.params());
+    let saved = if accounts.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", saved AS (
+                 INSERT INTO simnet_accounts ({COLUMNS})
+                 SELECT v.column1, v.column2, v.column3, v.column4, v.column5, v.column6,
+                        v.column7, v.column8
+                 FROM {} AS v
+                 ON CONFLICT (address) DO UPDATE SET lamports = excluded.lamports,
+                     kind = excluded.kind, program = excluded.program, mint = excluded.mint,
+                     owner = excluded.owner, amount = excluded.amount,
+                     decimals = excluded.decimals)",
+            accounts.table(2 + transactions.params() + addresses.params())
+        )
+    };
+    let sql = format!(
+        "WITH counter AS (
+             UPDATE simnet_counters SET value = value + $1::int8 WHERE name = 'slot'
+             RETURNING value - $1::int8 + 1 AS first),
+         landed AS (
+             INSERT INTO simnet_transactions (signature, slot, executed_at, err, rendered)
+             SELECT v.column1, counter.first + v.column2, $2::int8, v.column3, v.column4
+             FROM {transactions_table} AS v CROSS JOIN counter),
+         indexed AS (
+             INSERT INTO simnet_address_signatures (address, slot, signature)
+             SELECT v.column1, counter.first + v.column2, v.column3
+             FROM {addresses_table} AS v CROSS JOIN counter){saved}
+         SELECT first FROM counter"
+    );
+    let mut query = sql::query(&sql).bind(count).bind(executed_at);
+    query = addresses.bind(transactions.bind(query));
+    if !accounts.is_empty() {
+        query = accounts.bind(query);
+    }
+    let (first,): (i64,) = query.fetch_one(&mut *conn).await?;
+    delete_all(conn, &closed).await?;
+    Ok(first)
 }
 
 /// Store one account as it is now.

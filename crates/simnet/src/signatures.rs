@@ -95,10 +95,7 @@ pub(crate) async fn record_all(
 ) -> Result<(), SimnetError> {
     let mut rows: Vec<(String, i64, &str)> = Vec::new();
     for (signature, slot, keys) in landed {
-        let mut addresses: Vec<String> = keys.iter().map(Pubkey::to_string).collect();
-        addresses.sort_unstable();
-        addresses.dedup();
-        rows.extend(addresses.into_iter().map(|a| (a, *slot, *signature)));
+        rows.extend(addresses(keys).into_iter().map(|a| (a, *slot, *signature)));
     }
     for chunk in rows.chunks(ADDRESSES_PER_STATEMENT) {
         let sql = format!(
@@ -112,6 +109,14 @@ pub(crate) async fn record_all(
         query.execute(&mut *conn).await?;
     }
     Ok(())
+}
+
+/// The addresses a transaction naming `keys` is indexed under: each once, in order.
+pub(crate) fn addresses(keys: &[Pubkey]) -> Vec<String> {
+    let mut addresses: Vec<String> = keys.iter().map(Pubkey::to_string).collect();
+    addresses.sort_unstable();
+    addresses.dedup();
+    addresses
 }
 
 /// Addresses one insert carries at most.

@@ -166,6 +166,44 @@ async fn write_all(
     Ok((first, executed_at))
 }
 
+/// What the set reads before it executes: which of its signatures have landed, where each of
+/// its blockhashes stands, and the accounts it names. On PostgreSQL one statement
+/// (`ledger::read_set`); otherwise, or for a set too large for one, a read each.
+async fn read_all(
+    conn: &mut Conn<'_>,
+    shared: &Shared,
+    signatures: &[&str],
+    hashes: &[[u8; 32]],
+    keys: &[Pubkey],
+) -> Result<(HashMap<String, ledger::Landing>, HashMap<[u8; 32], Standing>, Accounts), SimnetError>
+{
+    if conn.is_postgres() {
+        let encoded: Vec<String> = hashes
+            .iter()
+            .map(|hash| crucible_solana::base58::encode(hash))
+            .collect();
+        if let Some(reads) = ledger::read_set(conn, signatures, &encoded, keys).await? {
+            let height = shared.height(reads.counter, reads.newest);
+            let standings = hashes
+                .iter()
+                .zip(&encoded)
+                .map(|(hash, text)| {
+                    let issued = reads.issued.get(text).copied();
+                    (*hash, Standing { issued, height })
+                })
+                .collect();
+            return Ok((reads.landed, standings, reads.accounts));
+        }
+    }
+    let landed = ledger::landings(conn, signatures).await?;
+    let mut standings = HashMap::with_capacity(hashes.len());
+    for hash in hashes {
+        standings.insert(*hash, shared.blockhash_standing(conn, hash).await?);
+    }
+    let before = ledger::load(conn, keys).await?;
+    Ok((landed, standings, before))
+}
+
 /// Read what the set needs, then execute each landing in memory against the accounts as those
 /// before it left them: the refused landings by index, and those that land, in order, with the
 /// accounts before and after the set.
@@ -176,21 +214,19 @@ async fn execute_all(
 ) -> Result<(Vec<(usize, SimnetError)>, Executed), SimnetError> {
     let signatures: Vec<String> = transactions.iter().map(|(t, _)| t.signature()).collect();
     let asked: Vec<&str> = signatures.iter().map(String::as_str).collect();
-    let landed = ledger::landings(conn, &asked).await?;
-    let mut standings: HashMap<[u8; 32], Standing> = HashMap::new();
-    for (transaction, _) in transactions {
-        let hash = transaction.message.recent_blockhash;
-        if let std::collections::hash_map::Entry::Vacant(entry) = standings.entry(hash) {
-            entry.insert(shared.blockhash_standing(conn, &hash).await?);
-        }
-    }
+    let mut hashes: Vec<[u8; 32]> = transactions
+        .iter()
+        .map(|(t, _)| t.message.recent_blockhash)
+        .collect();
+    hashes.sort_unstable();
+    hashes.dedup();
     let mut keys: Vec<Pubkey> = transactions
         .iter()
         .flat_map(|(t, _)| t.message.account_keys.iter().copied())
         .collect();
     keys.sort_unstable();
     keys.dedup();
-    let before = ledger::load(conn, &keys).await?;
+    let (landed, standings, before) = read_all(conn, shared, &asked, &hashes, &keys).await?;
     let mut now = before.clone();
     let mut refused = Vec::new();
     let mut accepted = Vec::new();

@@ -172,6 +172,137 @@ pub(crate) async fn load_with_height(
     Ok((accounts, counter, newest))
 }
 
+/// What a set of landings reads before it executes ([`read_set`]).
+pub(crate) struct SetReads {
+    /// The set's signatures the ledger already has.
+    pub(crate) landed: HashMap<String, Landing>,
+    /// The slot each asked blockhash was issued in, when the ledger issued it.
+    pub(crate) issued: HashMap<String, i64>,
+    /// The block height's two stored figures: the slot counter and the newest blockhash's
+    /// issue time.
+    pub(crate) counter: i64,
+    pub(crate) newest: Option<i64>,
+    pub(crate) accounts: Accounts,
+}
+
+/// A row of [`read_set`]'s statement: what it is (`s` a landing, `b` a blockhash, `h` the
+/// height, `a` an account), its key, three numbers and four texts.
+type SetRow = (
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+/// On PostgreSQL, everything a set of landings reads before it executes, in one statement
+/// where it had been three (a round trip each in the ledger's one writer): which of
+/// `signatures` have landed, the slot of each of `blockhashes`, the block height and the
+/// accounts `keys` name, each by primary key ([`point_reads`], padded). `None` when a list is
+/// longer than one statement carries ([`KEYS_PER_STATEMENT`]): read them apart then.
+pub(crate) async fn read_set(
+    conn: &mut Conn<'_>,
+    signatures: &[&str],
+    blockhashes: &[String],
+    keys: &[Pubkey],
+) -> Result<Option<SetReads>, SimnetError> {
+    let mut addresses: Vec<String> = keys.iter().map(Pubkey::to_string).collect();
+    addresses.sort_unstable();
+    addresses.dedup();
+    if [signatures.len(), blockhashes.len(), addresses.len()]
+        .iter()
+        .any(|&n| n > KEYS_PER_STATEMENT)
+    {
+        return Ok(None);
+    }
+    let (signatures, blockhashes, addresses) =
+        (padded(signatures), padded(blockhashes), padded(&addresses));
+    let mut parts: Vec<String> = Vec::with_capacity(signatures.len() + blockhashes.len() + addresses.len() + 1);
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        n
+    };
+    for _ in &signatures {
+        parts.push(format!(
+            "SELECT 's', signature, slot, executed_at, NULL::int8, err, NULL::text, NULL::text, \
+             NULL::text FROM simnet_transactions WHERE signature = ${}",
+            next()
+        ));
+    }
+    for _ in &blockhashes {
+        parts.push(format!(
+            "SELECT 'b', hash, slot, NULL::int8, NULL::int8, NULL::text, NULL::text, NULL::text, \
+             NULL::text FROM simnet_blockhashes WHERE hash = ${}",
+            next()
+        ));
+    }
+    parts.push(
+        "SELECT 'h', NULL::text, (SELECT value FROM simnet_counters WHERE name = 'slot'), \
+         (SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1), NULL::int8, \
+         NULL::text, NULL::text, NULL::text, NULL::text"
+            .to_owned(),
+    );
+    for _ in &addresses {
+        parts.push(format!(
+            "SELECT 'a', address, lamports, amount, decimals, kind, program, mint, owner \
+             FROM simnet_accounts WHERE address = ${}",
+            next()
+        ));
+    }
+    let sql = parts.join(" UNION ALL ");
+    let mut query = sql::query(&sql);
+    for signature in signatures {
+        query = query.bind(*signature);
+    }
+    for hash in blockhashes {
+        query = query.bind(hash.as_str());
+    }
+    for address in addresses {
+        query = query.bind(address.as_str());
+    }
+    let rows: Vec<SetRow> = query.fetch_all(conn).await?;
+    let mut reads = SetReads {
+        landed: HashMap::new(),
+        issued: HashMap::new(),
+        counter: 0,
+        newest: None,
+        accounts: HashMap::new(),
+    };
+    let mut height = false;
+    for (part, key, n1, n2, n3, t1, t2, t3, t4) in rows {
+        match (part.as_str(), key, n1, n2) {
+            ("s", Some(signature), Some(slot), Some(executed_at)) => {
+                reads.landed.insert(signature, (slot, executed_at, t1));
+            }
+            ("b", Some(hash), Some(slot), _) => {
+                reads.issued.insert(hash, slot);
+            }
+            ("h", _, Some(counter), newest) => {
+                (reads.counter, reads.newest, height) = (counter, newest, true);
+            }
+            ("a", Some(address), Some(lamports), Some(amount)) => {
+                let (Some(decimals), Some(kind)) = (n3, t1) else {
+                    continue;
+                };
+                let row = (address, lamports, kind, t2, t3, t4, amount, decimals);
+                if let Some((address, account)) = decode(row) {
+                    reads.accounts.insert(address, account);
+                }
+            }
+            _ => {}
+        }
+    }
+    if !height {
+        return Err(sqlx::Error::RowNotFound.into());
+    }
+    Ok(Some(reads))
+}
+
 /// Keys one `IN` list carries at most.
 pub(crate) const KEYS_PER_STATEMENT: usize = 128;
 /// Accounts one multi-row upsert carries at most: 8 parameters each, 128 a statement (binding

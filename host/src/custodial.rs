@@ -56,7 +56,11 @@ pub async fn signing_key(
 
 /// Open `address`'s sealed secret, checking that it is the key of that address: for a caller
 /// that read the sealed secret with other columns (a live swap reads it with its agent's row).
-pub(crate) fn open(sealer: &Sealer, address: &WalletAddress, sealed: &str) -> anyhow::Result<SigningKey> {
+pub(crate) fn open(
+    sealer: &Sealer,
+    address: &WalletAddress,
+    sealed: &str,
+) -> anyhow::Result<SigningKey> {
     let secret = sealer
         .open_key(sealed)
         .with_context(|| format!("custodial secret of {address}"))?;

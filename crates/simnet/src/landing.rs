@@ -139,9 +139,14 @@ async fn write_all(
                 keys: &a.keys,
             })
             .collect();
-        let first =
-            ledger::write_set(conn, &landings, executed_at, &executed.before, &executed.after)
-                .await?;
+        let first = ledger::write_set(
+            conn,
+            &landings,
+            executed_at,
+            &executed.before,
+            &executed.after,
+        )
+        .await?;
         return Ok((first, executed_at));
     }
     let last = ledger::advance(conn, "slot", count).await?;
@@ -175,8 +180,14 @@ async fn read_all(
     signatures: &[&str],
     hashes: &[[u8; 32]],
     keys: &[Pubkey],
-) -> Result<(HashMap<String, ledger::Landing>, HashMap<[u8; 32], Standing>, Accounts), SimnetError>
-{
+) -> Result<
+    (
+        HashMap<String, ledger::Landing>,
+        HashMap<[u8; 32], Standing>,
+        Accounts,
+    ),
+    SimnetError,
+> {
     if conn.is_postgres() {
         let encoded: Vec<String> = hashes
             .iter()
@@ -506,7 +517,10 @@ mod tests {
             .await
             .expect("read");
         assert_eq!(at, slot);
-        let lamports: Vec<Option<u64>> = found.iter().map(|f| f.as_ref().map(|a| a.lamports)).collect();
+        let lamports: Vec<Option<u64>> = found
+            .iter()
+            .map(|f| f.as_ref().map(|a| a.lamports))
+            .collect();
         // In the order asked, a key named twice answered twice, an absent one as none.
         assert_eq!(lamports, [None, Some(2 * SOL), Some(2 * SOL)]);
 
@@ -548,14 +562,24 @@ mod tests {
             .expect("airdrop");
         let (hash, _, _) = simnet.latest_blockhash().await.expect("blockhash");
         let blockhash = crucible_solana::base58::decode_32(&hash).expect("hash");
-        let outcomes = land_set(&simnet, vec![transfer(&a, &Pubkey([6; 32]), SOL, blockhash)]).await;
+        let outcomes = land_set(
+            &simnet,
+            vec![transfer(&a, &Pubkey([6; 32]), SOL, blockhash)],
+        )
+        .await;
         let signature = outcomes[0].as_ref().expect("landed");
         assert!(simnet.shared.recent.get(signature).is_some(), "remembered");
         assert!(other.shared.recent.get(signature).is_none());
 
         for commitment in [crate::Commitment::Confirmed, crate::Commitment::Finalized] {
-            let here = simnet.transaction(signature, commitment).await.expect("read");
-            let read = other.transaction(signature, commitment).await.expect("read");
+            let here = simnet
+                .transaction(signature, commitment)
+                .await
+                .expect("read");
+            let read = other
+                .transaction(signature, commitment)
+                .await
+                .expect("read");
             assert_eq!(here, read, "{commitment:?}");
         }
         let here = simnet

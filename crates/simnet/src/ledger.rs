@@ -155,15 +155,16 @@ pub(crate) async fn load_with_height(
     let rows: Vec<HeightRow> = query.fetch_all(conn).await?;
     let mut accounts = HashMap::with_capacity(wanted.len());
     let mut height = None;
-    for (counter, newest, address, lamports, kind, program, mint, owner, amount, decimals) in rows
-    {
+    for (counter, newest, address, lamports, kind, program, mint, owner, amount, decimals) in rows {
         height = Some((counter.ok_or(sqlx::Error::RowNotFound)?, newest));
         let (Some(address), Some(lamports), Some(kind), Some(amount), Some(decimals)) =
             (address, lamports, kind, amount, decimals)
         else {
             continue;
         };
-        let row = (address, lamports, kind, program, mint, owner, amount, decimals);
+        let row = (
+            address, lamports, kind, program, mint, owner, amount, decimals,
+        );
         if let Some((address, account)) = decode(row) {
             accounts.insert(address, account);
         }
@@ -221,7 +222,8 @@ pub(crate) async fn read_set(
     }
     let (signatures, blockhashes, addresses) =
         (padded(signatures), padded(blockhashes), padded(&addresses));
-    let mut parts: Vec<String> = Vec::with_capacity(signatures.len() + blockhashes.len() + addresses.len() + 1);
+    let mut parts: Vec<String> =
+        Vec::with_capacity(signatures.len() + blockhashes.len() + addresses.len() + 1);
     let mut n = 0;
     let mut next = || {
         n += 1;
@@ -426,7 +428,9 @@ const SET_TRANSACTION_TYPES: [&str; 4] = ["text", "int8", "text", sql::LONG_TEXT
 /// An address's row in the signature index: address, its landing's place, signature.
 const SET_ADDRESS_TYPES: [&str; 3] = ["text", "int8", "text"];
 /// An account's row: [`COLUMNS`].
-const SET_ACCOUNT_TYPES: [&str; 8] = ["text", "int8", "text", "text", "text", "text", "int8", "int8"];
+const SET_ACCOUNT_TYPES: [&str; 8] = [
+    "text", "int8", "text", "text", "text", "text", "int8", "int8",
+];
 
 /// On PostgreSQL, write a set of landings in one statement, where the slot counter, the
 /// transactions, their signature index and the changed accounts had been a statement each

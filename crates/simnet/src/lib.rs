@@ -33,8 +33,8 @@ mod landing;
 mod ledger;
 pub mod pool;
 pub mod pubsub;
-pub mod render;
 mod recent;
+pub mod render;
 mod rent;
 pub mod rpc;
 mod signatures;
@@ -234,7 +234,13 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Remember a landing whose batch has committed, for `getTransaction` to answer from.
-    pub(crate) fn remember(&self, signature: &str, slot: i64, executed_at: i64, rendered: Arc<str>) {
+    pub(crate) fn remember(
+        &self,
+        signature: &str,
+        slot: i64,
+        executed_at: i64,
+        rendered: Arc<str>,
+    ) {
         self.recent.insert(
             signature,
             recent::Landed {

@@ -60,7 +60,10 @@ impl RecentLandings {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "a test that cannot go on should fail loudly")]
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test that cannot go on should fail loudly"
+)]
 mod tests {
     use super::*;
 

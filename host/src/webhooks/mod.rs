@@ -177,9 +177,7 @@ pub(crate) async fn prepare_all<'e>(
     events: Vec<(String, Queued<'e>)>,
 ) -> sqlx::Result<Prepared<'e>> {
     let (tags, events): (Vec<String>, Vec<Queued<'e>>) = events.into_iter().unzip();
-    let (subscribers, events) = read_subscribers(conn, events)
-        .await?
-        .unwrap_or_default();
+    let (subscribers, events) = read_subscribers(conn, events).await?.unwrap_or_default();
     Ok(Prepared {
         subscribers,
         events,

@@ -129,7 +129,9 @@ pub(super) fn delivery_rows<'q>(
 }
 
 /// [`INSERTED_TYPES`] and a tag: what each delivery depends on ([`insert_from`]).
-const TAGGED_TYPES: [&str; 8] = ["text", "text", "text", "text", "text", LONG_TEXT, "int8", "text"];
+const TAGGED_TYPES: [&str; 8] = [
+    "text", "text", "text", "text", "text", LONG_TEXT, "int8", "text",
+];
 
 /// The `INSERT` of the deliveries in `table` (the batch's rows as `AS v`), due at once, those
 /// `filter` keeps (`WHERE …`, or nothing for all).

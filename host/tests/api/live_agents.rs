@@ -710,7 +710,10 @@ async fn swaps_recorded_and_settled_at_one_moment_keep_one_outcome_each() {
         .iter()
         .map(|(payload,)| {
             let payload: Value = serde_json::from_str(payload).expect("json");
-            payload["data"]["txHash"].as_str().expect("txHash").to_owned()
+            payload["data"]["txHash"]
+                .as_str()
+                .expect("txHash")
+                .to_owned()
         })
         .collect();
     announced.sort();

@@ -30,8 +30,8 @@ use crate::clock::Clock;
 use crate::clock::to_millis;
 use crate::crypto::Sealer;
 use crate::crypto::new_id;
-use crate::domain::WalletAddress;
 use crate::db::{BatchWrite, Outcomes, Store};
+use crate::domain::WalletAddress;
 use crate::paper::{Side, UNIT};
 use crate::webhooks;
 
@@ -331,7 +331,6 @@ pub(super) async fn settle_sent(
 
 /// Settle a swap the chain has (or will shortly have) seen; `recorded` is what its fill records
 /// besides the chain's amounts when the caller still holds it (`None`: read from the swap's row).
-#[expect(clippy::too_many_arguments, reason = "the node's parts a settlement uses, borrowed")]
 async fn settle_seen(
     store: &Store,
     clock: &dyn Clock,
@@ -344,7 +343,16 @@ async fn settle_seen(
 ) -> Result<Settled, LiveError> {
     match swap::confirmed(chain.rpc(), signature, timeout).await {
         Ok(Some(transaction)) => {
-            record_fill(store, clock, route, agent_id, signature, recorded, &transaction).await
+            record_fill(
+                store,
+                clock,
+                route,
+                agent_id,
+                signature,
+                recorded,
+                &transaction,
+            )
+            .await
         }
         Ok(None) => Ok(Settled::Unknown),
         Err(SwapError::Failed { error, .. }) => {

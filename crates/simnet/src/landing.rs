@@ -172,8 +172,8 @@ async fn write_all(
 }
 
 /// What the set reads before it executes: which of its signatures have landed, where each of
-/// its blockhashes stands, and the accounts it names. On PostgreSQL one statement
-/// (`ledger::read_set`); otherwise, or for a set too large for one, a read each.
+/// its blockhashes stands, and the accounts it names: one statement (`ledger::read_set`), or a
+/// read each for a set too large for one.
 async fn read_all(
     conn: &mut Conn<'_>,
     shared: &Shared,
@@ -188,23 +188,21 @@ async fn read_all(
     ),
     SimnetError,
 > {
-    if conn.is_postgres() {
-        let encoded: Vec<String> = hashes
+    let encoded: Vec<String> = hashes
+        .iter()
+        .map(|hash| crucible_solana::base58::encode(hash))
+        .collect();
+    if let Some(reads) = ledger::read_set(conn, signatures, &encoded, keys).await? {
+        let height = shared.height(reads.counter, reads.newest);
+        let standings = hashes
             .iter()
-            .map(|hash| crucible_solana::base58::encode(hash))
+            .zip(&encoded)
+            .map(|(hash, text)| {
+                let issued = reads.issued.get(text).copied();
+                (*hash, Standing { issued, height })
+            })
             .collect();
-        if let Some(reads) = ledger::read_set(conn, signatures, &encoded, keys).await? {
-            let height = shared.height(reads.counter, reads.newest);
-            let standings = hashes
-                .iter()
-                .zip(&encoded)
-                .map(|(hash, text)| {
-                    let issued = reads.issued.get(text).copied();
-                    (*hash, Standing { issued, height })
-                })
-                .collect();
-            return Ok((reads.landed, standings, reads.accounts));
-        }
+        return Ok((reads.landed, standings, reads.accounts));
     }
     let landed = ledger::landings(conn, signatures).await?;
     let mut standings = HashMap::with_capacity(hashes.len());

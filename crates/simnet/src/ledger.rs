@@ -104,74 +104,10 @@ pub(crate) async fn load(conn: &mut Conn<'_>, keys: &[Pubkey]) -> Result<Account
     Ok(accounts)
 }
 
-/// [`load`] for at most [`KEYS_PER_STATEMENT`] keys, with the two figures the block height is
-/// made of (the slot counter and the newest blockhash's issue time): one statement, so an
-/// answer's accounts and its context slot are one snapshot and one round trip, where a read
-/// of the accounts and one of the height had been two.
-pub(crate) async fn load_with_height(
-    conn: &mut Conn<'_>,
-    keys: &[Pubkey],
-) -> Result<(Accounts, i64, Option<i64>), SimnetError> {
-    let mut wanted: Vec<String> = keys.iter().map(Pubkey::to_string).collect();
-    wanted.sort_unstable();
-    wanted.dedup();
-    if wanted.len() > KEYS_PER_STATEMENT {
-        return Err(SimnetError::params(format!(
-            "at most {KEYS_PER_STATEMENT} accounts are read at one height"
-        )));
-    }
-    // The height's row always comes back; an account's columns are null when none was found.
-    let accounts = if wanted.is_empty() {
-        format!("SELECT {COLUMNS} FROM simnet_accounts WHERE false")
-    } else {
-        point_reads(
-            &format!("SELECT {COLUMNS} FROM simnet_accounts WHERE address = "),
-            padded(&wanted).len(),
-        )
-    };
-    let sql = format!(
-        "SELECT h.counter, h.newest, {COLUMNS}
-         FROM (SELECT (SELECT value FROM simnet_counters WHERE name = 'slot') AS counter,
-                      (SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1)
-                          AS newest) AS h
-         LEFT JOIN ({accounts}) AS a ON true"
-    );
-    let mut query = sql::query(&sql);
-    for key in padded(&wanted) {
-        query = query.bind(key.as_str());
-    }
-    type HeightRow = (
-        Option<i64>,
-        Option<i64>,
-        Option<String>,
-        Option<i64>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<i64>,
-        Option<i64>,
-    );
-    let rows: Vec<HeightRow> = query.fetch_all(conn).await?;
-    let mut accounts = HashMap::with_capacity(wanted.len());
-    let mut height = None;
-    for (counter, newest, address, lamports, kind, program, mint, owner, amount, decimals) in rows {
-        height = Some((counter.ok_or(sqlx::Error::RowNotFound)?, newest));
-        let (Some(address), Some(lamports), Some(kind), Some(amount), Some(decimals)) =
-            (address, lamports, kind, amount, decimals)
-        else {
-            continue;
-        };
-        let row = (
-            address, lamports, kind, program, mint, owner, amount, decimals,
-        );
-        if let Some((address, account)) = decode(row) {
-            accounts.insert(address, account);
-        }
-    }
-    let (counter, newest) = height.ok_or(sqlx::Error::RowNotFound)?;
-    Ok((accounts, counter, newest))
-}
+/// The two figures the block height is made of, as two columns: the slot counter and the
+/// newest blockhash's issue time (`Shared::block_height`).
+pub(crate) const HEIGHT_FIGURES: &str = "(SELECT value FROM simnet_counters WHERE name = 'slot'), \
+     (SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1)";
 
 /// What a set of landings reads before it executes ([`read_set`]).
 pub(crate) struct SetReads {
@@ -185,6 +121,10 @@ pub(crate) struct SetReads {
     pub(crate) newest: Option<i64>,
     pub(crate) accounts: Accounts,
 }
+
+/// A typed null, on either back end (a branch of a `UNION ALL` names its columns' types).
+const NULL_INT: &str = "CAST(NULL AS BIGINT)";
+const NULL_TEXT: &str = "CAST(NULL AS TEXT)";
 
 /// A row of [`read_set`]'s statement: what it is (`s` a landing, `b` a blockhash, `h` the
 /// height, `a` an account), its key, three numbers and four texts.
@@ -200,11 +140,12 @@ type SetRow = (
     Option<String>,
 );
 
-/// On PostgreSQL, everything a set of landings reads before it executes, in one statement
-/// where it had been three (a round trip each in the ledger's one writer): which of
-/// `signatures` have landed, the slot of each of `blockhashes`, the block height and the
-/// accounts `keys` name, each by primary key ([`point_reads`], padded). `None` when a list is
-/// longer than one statement carries ([`KEYS_PER_STATEMENT`]): read them apart then.
+/// Everything a set of landings reads before it executes, in one statement where it had been
+/// three (a round trip each, in the ledger's one writer, on PostgreSQL): which of `signatures`
+/// have landed, the slot of each of `blockhashes`, the block height and the accounts `keys`
+/// name, each by primary key ([`point_reads`], padded). With no signatures nor blockhashes it
+/// is an answer's accounts and context slot, one snapshot. `None` when a list is longer than
+/// one statement carries ([`KEYS_PER_STATEMENT`]): read them apart then.
 pub(crate) async fn read_set(
     conn: &mut Conn<'_>,
     signatures: &[&str],
@@ -231,24 +172,22 @@ pub(crate) async fn read_set(
     };
     for _ in &signatures {
         parts.push(format!(
-            "SELECT 's', signature, slot, executed_at, NULL::int8, err, NULL::text, NULL::text, \
-             NULL::text FROM simnet_transactions WHERE signature = ${}",
+            "SELECT 's', signature, slot, executed_at, {NULL_INT}, err, {NULL_TEXT}, {NULL_TEXT}, \
+             {NULL_TEXT} FROM simnet_transactions WHERE signature = ${}",
             next()
         ));
     }
     for _ in &blockhashes {
         parts.push(format!(
-            "SELECT 'b', hash, slot, NULL::int8, NULL::int8, NULL::text, NULL::text, NULL::text, \
-             NULL::text FROM simnet_blockhashes WHERE hash = ${}",
+            "SELECT 'b', hash, slot, {NULL_INT}, {NULL_INT}, {NULL_TEXT}, {NULL_TEXT}, \
+             {NULL_TEXT}, {NULL_TEXT} FROM simnet_blockhashes WHERE hash = ${}",
             next()
         ));
     }
-    parts.push(
-        "SELECT 'h', NULL::text, (SELECT value FROM simnet_counters WHERE name = 'slot'), \
-         (SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1), NULL::int8, \
-         NULL::text, NULL::text, NULL::text, NULL::text"
-            .to_owned(),
-    );
+    parts.push(format!(
+        "SELECT 'h', {NULL_TEXT}, {HEIGHT_FIGURES}, {NULL_INT}, {NULL_TEXT}, {NULL_TEXT}, \
+         {NULL_TEXT}, {NULL_TEXT}"
+    ));
     for _ in &addresses {
         parts.push(format!(
             "SELECT 'a', address, lamports, amount, decimals, kind, program, mint, owner \

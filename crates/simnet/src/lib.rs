@@ -287,12 +287,10 @@ impl Shared {
     /// valid while this is at most its `lastValidBlockHeight`.
     pub(crate) async fn block_height(&self, conn: &mut Conn<'_>) -> Result<i64, SimnetError> {
         // Both figures in one statement: every answer with a context slot asks for them.
-        let (counter, newest): (Option<i64>, Option<i64>) = sql::query(
-            "SELECT (SELECT value FROM simnet_counters WHERE name = 'slot'),
-                    (SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1)",
-        )
-        .fetch_one(conn)
-        .await?;
+        let (counter, newest): (Option<i64>, Option<i64>) =
+            sql::query(&format!("SELECT {}", ledger::HEIGHT_FIGURES))
+                .fetch_one(conn)
+                .await?;
         let counter = counter.ok_or(sqlx::Error::RowNotFound)?;
         Ok(self.height(counter, newest))
     }
@@ -317,16 +315,15 @@ impl Shared {
         conn: &mut Conn<'_>,
         blockhash: &[u8; 32],
     ) -> Result<Standing, SimnetError> {
-        // The blockhash's slot, the slot counter and the newest blockhash's issue time in one
-        // statement (the same figures `block_height` reads in two).
-        let (issued, counter, newest): (Option<i64>, i64, Option<i64>) = sql::query(
-            "SELECT (SELECT slot FROM simnet_blockhashes WHERE hash = $1),
-                    (SELECT value FROM simnet_counters WHERE name = 'slot'),
-                    (SELECT issued_at FROM simnet_blockhashes ORDER BY seq DESC LIMIT 1)",
-        )
-        .bind(crucible_solana::base58::encode(blockhash))
-        .fetch_one(conn)
-        .await?;
+        // The blockhash's slot and the figures of `block_height`, in one statement.
+        let sql = format!(
+            "SELECT (SELECT slot FROM simnet_blockhashes WHERE hash = $1), {}",
+            ledger::HEIGHT_FIGURES
+        );
+        let (issued, counter, newest): (Option<i64>, i64, Option<i64>) = sql::query(&sql)
+            .bind(crucible_solana::base58::encode(blockhash))
+            .fetch_one(conn)
+            .await?;
         Ok(Standing {
             issued,
             height: counter + self.slots_since(newest),
@@ -566,8 +563,13 @@ impl Simnet {
         let (found, height) = if keys.len() <= ledger::KEYS_PER_STATEMENT {
             let mut reader = self.store.reader().await?;
             let conn = &mut reader.conn()?;
-            let (found, counter, newest) = ledger::load_with_height(conn, keys).await?;
-            (found, self.shared.height(counter, newest))
+            let reads = ledger::read_set(conn, &[], &[], keys)
+                .await?
+                .ok_or_else(|| SimnetError::params("too many accounts for one read"))?;
+            (
+                reads.accounts,
+                self.shared.height(reads.counter, reads.newest),
+            )
         } else {
             let mut tx = self.store.read().begin().await?;
             let conn = &mut Conn::Any(&mut tx);

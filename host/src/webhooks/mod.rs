@@ -134,17 +134,14 @@ fn deliveries<'a>(
     subscribers: &'a Subscribers,
     events: &'a [Queued<'a>],
 ) -> impl Iterator<Item = (usize, outbox::NewDelivery<'a>)> + 'a {
-    events.iter().enumerate().flat_map(move |(index, queued)| {
-        let keys = subscribers
-            .get(queued.account_id)
-            .map_or(&[][..], Vec::as_slice);
+    let subscribed = events.iter().enumerate().filter_map(|(index, queued)| {
+        let keys = subscribers.get(queued.account_id)?;
+        (!keys.is_empty()).then_some((index, queued, keys))
+    });
+    subscribed.flat_map(|(index, queued, keys)| {
         let event = queued.event.as_str();
-        // Serialised only for an account that has subscribers.
-        let payload: std::sync::Arc<str> = if keys.is_empty() {
-            "".into()
-        } else {
-            signing::signed_payload(event, &rfc3339(queued.at), &queued.data).into()
-        };
+        let payload: std::sync::Arc<str> =
+            signing::signed_payload(event, &rfc3339(queued.at), &queued.data).into();
         keys.iter().map(move |subscriber| {
             let id = ordered_id("whd", to_millis(queued.at));
             tracing::debug!(delivery_id = %id, key_id = %subscriber.key_id, event, "webhook queued");

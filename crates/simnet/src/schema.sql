@@ -41,11 +41,11 @@ CREATE TABLE IF NOT EXISTS simnet_counters (
     value BIGINT NOT NULL
 );
 
--- Every account key of every landed transaction (`getSignaturesForAddress`).
+-- Every account key of every landed transaction (`getSignaturesForAddress`), read by address
+-- and slot only; every transaction has a slot of its own.
 CREATE TABLE IF NOT EXISTS simnet_address_signatures (
     address   TEXT NOT NULL,
     slot      BIGINT NOT NULL,
     signature TEXT NOT NULL,
-    PRIMARY KEY (address, signature)
-);
-CREATE INDEX IF NOT EXISTS simnet_address_signatures_by_slot ON simnet_address_signatures (address, slot)
+    PRIMARY KEY (address, slot)
+) WITHOUT ROWID

@@ -19,7 +19,8 @@ use crucible_sql::{Reader, SqliteFile};
 use crate::SimnetError;
 
 /// The simnet's tables, as the server's migrations leave them (`migrations/*/0002_simnet.sql`,
-/// `0015_flows.sql`, `0025_simnet_clients.sql`); a test in the server compares the two.
+/// `0015_flows.sql`, `0025_simnet_clients.sql`, the address index of postgres/0050 and
+/// sqlite/0046); a test in the server compares the two.
 const SCHEMA: &str = include_str!("schema.sql");
 
 /// Which database the ledger is in: PostgreSQL writers also take an advisory lock, so several

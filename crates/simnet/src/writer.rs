@@ -281,8 +281,8 @@ async fn commit_batch(
     shared: &Shared,
     batch: &mut [Box<dyn Pending>],
 ) -> Result<(), SimnetError> {
-    let mut tx = begin(store).await?;
     if let [job] = batch {
+        let (mut tx, _) = begin(store, None).await?;
         // Alone, the job's failure is the transaction's: nothing of it is kept.
         if job.run(&mut tx.conn()?, shared).await {
             tx.commit().await?;
@@ -292,9 +292,19 @@ async fn commit_batch(
         return Ok(());
     }
     // Landings next to each other form one run; every other job is a run of its own.
-    for run in batch.chunk_by_mut(|a, b| a.is_landing() && b.is_landing()) {
+    let runs: Vec<&mut [Box<dyn Pending>]> = batch
+        .chunk_by_mut(|a, b| a.is_landing() && b.is_landing())
+        .collect();
+    let set_first = runs.first().is_some_and(|run| run.len() >= 2);
+    let (mut tx, marked) = begin(store, set_first.then_some(LANDS)).await?;
+    let count = runs.len();
+    for (index, run) in runs.into_iter().enumerate() {
         if run.len() >= 2 {
-            land_run(&mut tx, shared, run).await?;
+            let savepoint = SetSavepoint {
+                marked: index == 0 && marked,
+                last: index + 1 == count,
+            };
+            land_run(&mut tx, shared, run, savepoint).await?;
         } else {
             each_alone(&mut tx, shared, run).await?;
         }
@@ -312,15 +322,37 @@ async fn commit_batch(
 /// connection before it keeps a generic plan, and a read of a few dozen accounts took a
 /// millisecond to plan (`pg_stat_statements`: plans as many as calls over 4 s of swaps, the
 /// writer taking whichever of the pool's connections is free), all of it in the one writer.
-async fn begin(store: &Storage) -> Result<Transaction, SimnetError> {
+///
+/// On PostgreSQL the savepoint `mark` (the batch's first set of landings) is marked in that
+/// round trip too; whether it was. Each round trip of the ledger's one writer holds back every
+/// landing queued behind its batch.
+async fn begin(store: &Storage, mark: Option<&str>) -> Result<(Transaction, bool), SimnetError> {
     if store.backend() == Backend::Postgres {
+        let savepoint = mark.map(|name| format!("; SAVEPOINT {name}"));
         let locked = format!(
             "BEGIN; SELECT pg_advisory_xact_lock({LEDGER_LOCK}); \
-             SET LOCAL plan_cache_mode = force_generic_plan"
+             SET LOCAL plan_cache_mode = force_generic_plan{}",
+            savepoint.as_deref().unwrap_or_default()
         );
-        return Ok(Transaction::begin_with(store.writer(), locked).await?);
+        let tx = Transaction::begin_with(store.writer(), locked).await?;
+        return Ok((tx, mark.is_some()));
     }
-    Ok(Transaction::begin(store.writer(), store.local()).await?)
+    Ok((
+        Transaction::begin(store.writer(), store.local()).await?,
+        false,
+    ))
+}
+
+/// The savepoint of a set of landings.
+const LANDS: &str = "lands";
+
+/// Where a set's savepoint stands: already `marked` (in the batch's `BEGIN`), and whether the
+/// set is the batch's `last` run, which needs no release: the `COMMIT` right after it keeps
+/// what was done since the savepoint all the same.
+#[derive(Debug, Clone, Copy)]
+struct SetSavepoint {
+    marked: bool,
+    last: bool,
 }
 
 /// Run `jobs` one after another, each behind a savepoint of its own: one that fails rolls back
@@ -346,18 +378,22 @@ async fn land_run(
     tx: &mut Transaction,
     shared: &Shared,
     jobs: &mut [Box<dyn Pending>],
+    savepoint: SetSavepoint,
 ) -> Result<(), SimnetError> {
-    tx.savepoint("lands").await?;
+    if !savepoint.marked {
+        tx.savepoint(LANDS).await?;
+    }
     let landed = {
         let mut lands: Vec<&mut Landing> = jobs.iter_mut().filter_map(|j| j.landing()).collect();
         crate::landing::land_all(&mut tx.conn()?, shared, &mut lands).await
     };
     match landed {
-        Ok(()) => tx.release("lands").await?,
+        Ok(()) if savepoint.last => {}
+        Ok(()) => tx.release(LANDS).await?,
         Err(error) => {
             tracing::warn!(%error, "a set of landings failed; landing each alone");
-            tx.rollback_to("lands").await?;
-            tx.release("lands").await?;
+            tx.rollback_to(LANDS).await?;
+            tx.release(LANDS).await?;
             for job in jobs.iter_mut() {
                 if let Some(landing) = job.landing() {
                     landing.outcome = None;

@@ -13,6 +13,7 @@ use crucible::chain::tx::{self, Message, Pubkey, Transaction, instructions};
 use crucible::chain::{ExpectedPayment, Keypair, PaymentStatus, RejectReason};
 use crucible::domain::WalletAddress;
 use ed25519_dalek::{Signer, SigningKey};
+use futures_util::FutureExt;
 use serde_json::{Value, json};
 
 async fn send_b64(app: &TestApp, wire: &[u8], skip_preflight: bool) -> Value {
@@ -676,4 +677,85 @@ async fn list_reads_answer_every_entry_in_order_even_when_one_repeats() {
     assert!(value[1].is_null(), "{accounts}");
     assert_eq!(value[0]["lamports"], 5_000_000_000_u64, "{accounts}");
     assert_eq!(value[0], value[2], "{accounts}");
+}
+
+/// Landings and airdrops sent at once share the ledger's batches in whatever order they arrive:
+/// a set of landings first, last or between other writes (its savepoint marked in the batch's
+/// `BEGIN` or on its own, released or left to the `COMMIT`: `crates/simnet/src/writer.rs`). Each
+/// is answered for what it did: every transfer lands once, every airdrop credits, a duplicate and
+/// an overdraft are refused alone, and the balances add up.
+#[tokio::test]
+async fn landings_and_airdrops_sent_at_once_land_whole_in_any_batch_order() {
+    const PAID: u64 = 100_000_000;
+    const DROPPED: u64 = 2_000_000;
+    let app = TestApp::spawn().await;
+    let payee = Pubkey::new([7; 32]);
+    let mut payers = Vec::new();
+    for _ in 0..24 {
+        payers.push(funded(&app, 1_000_000_000, 0).await);
+    }
+    let blockhash = app.latest_blockhash().await;
+    let sign = |payer: &Keypair, lamports: u64| {
+        let ix = instructions::system_transfer(&payer.pubkey(), &payee, lamports);
+        let message = Message::new_legacy(std::slice::from_ref(&ix), &payer.pubkey(), blockhash);
+        let signed = Transaction::sign(message, &[payer.signing_key()]).unwrap();
+        let signature = bs58::encode(signed.signatures[0]).into_string();
+        (signature, signed.serialize().unwrap())
+    };
+    let transfers: Vec<(String, Vec<u8>)> = payers.iter().map(|p| sign(p, PAID)).collect();
+    let broke = Keypair::generate();
+    let overdraft = sign(&broke, PAID);
+    let recipients: Vec<Keypair> = (0..8).map(|_| Keypair::generate()).collect();
+
+    // Airdrops between the transfers, the duplicate and the overdraft at the end.
+    let mut sends = Vec::new();
+    for (index, (_, wire)) in transfers.iter().enumerate() {
+        sends.push(send_b64(&app, wire, false).boxed());
+        if index % 3 == 1 {
+            let recipient = recipients[index / 3].pubkey().to_string();
+            sends.push(
+                app.rpc("requestAirdrop", json!([recipient, DROPPED]))
+                    .boxed(),
+            );
+        }
+    }
+    sends.push(send_b64(&app, &transfers[0].1, false).boxed());
+    sends.push(send_b64(&app, &overdraft.1, false).boxed());
+    let replies = futures_util::future::join_all(sends).await;
+
+    let (overdrafted, replies) = replies.split_last().unwrap();
+    let (again, replies) = replies.split_last().unwrap();
+    assert!(overdrafted["error"].is_object(), "{overdrafted}");
+    let (mut landed, mut dropped) = (0, 0);
+    for reply in replies {
+        assert!(reply["error"].is_null(), "{reply}");
+        if transfers
+            .iter()
+            .any(|(signature, _)| reply["result"] == json!(signature))
+        {
+            landed += 1;
+        } else {
+            dropped += 1;
+        }
+    }
+    assert_eq!(landed, transfers.len());
+    assert_eq!(dropped, recipients.len());
+    let message = error_message(again);
+    assert!(message.contains("already been processed"), "{message}");
+
+    let balance = |address: String| {
+        let app = &app;
+        async move { app.rpc_result("getBalance", json!([address])).await["value"].clone() }
+    };
+    assert_eq!(
+        balance(payee.to_string()).await,
+        json!(PAID * transfers.len() as u64)
+    );
+    for recipient in &recipients {
+        assert_eq!(
+            balance(recipient.pubkey().to_string()).await,
+            json!(DROPPED)
+        );
+    }
+    assert_eq!(balance(broke.pubkey().to_string()).await, json!(0));
 }

@@ -290,12 +290,21 @@ const POSTGRES_LANES: usize = 4;
 /// (Crucible never holds one across a network round trip, so only a lost node's does); data
 /// sent and not acknowledged for 15 s, or a silent peer (keepalives after 15 s idle, 3 probes
 /// 5 s apart), ends the session.
+///
+/// The last asks the kernel to start writing out the data pages this session writes, every
+/// 256 kB, unless the host set `backend_flush_after` itself. PostgreSQL's default leaves them
+/// in the page cache: under sustained writes each session wrote about 20 MB a second of evicted
+/// pages there, and every 30 s the kernel wrote 100–190 MB of them at once, stalling the WAL's
+/// flush, and every acknowledged write behind it, for 60–185 ms (docs/operations.md,
+/// "PostgreSQL's data pages").
 const POSTGRES_SESSION: &[&str] = &[
     "SET idle_in_transaction_session_timeout = '15s'",
     "SET tcp_user_timeout = 15000",
     "SET tcp_keepalives_idle = 15",
     "SET tcp_keepalives_interval = 5",
     "SET tcp_keepalives_count = 3",
+    "SELECT set_config('backend_flush_after', '256kB', false) \
+     WHERE current_setting('backend_flush_after') = '0'",
 ];
 
 /// What every pool shares: a bounded wait for a connection (so a request meets a 503, not a
@@ -538,6 +547,30 @@ mod tests {
             Some(Backend::Postgres)
         );
         assert!("mysql://h/db".parse::<Backend>().is_err());
+    }
+
+    /// Every PostgreSQL session writes its data pages out as it goes (`POSTGRES_SESSION`),
+    /// unless the host chose its own `backend_flush_after` (here in the URL; `postgresql.conf`,
+    /// a role's or a database's setting alike).
+    #[tokio::test]
+    async fn postgres_sessions_write_their_pages_out_unless_the_host_chose_otherwise() {
+        let Some(base) = std::env::var("TEST_DATABASE_URL")
+            .ok()
+            .filter(|url| url.starts_with("postgres"))
+        else {
+            return;
+        };
+        let separator = if base.contains('?') { '&' } else { '?' };
+        let chosen = format!("{base}{separator}options=-c%20backend_flush_after%3D512kB");
+        for (url, expected) in [(base.clone(), "256kB"), (chosen, "512kB")] {
+            let store = Store::connect(&url).await.expect("open");
+            let (value,): (String,) = sqlx::query_as("SHOW backend_flush_after")
+                .fetch_one(store.read())
+                .await
+                .expect("show");
+            assert_eq!(value, expected, "{url}");
+            store.close().await;
+        }
     }
 
     #[tokio::test]

@@ -137,6 +137,10 @@ impl Store {
                             for setting in POSTGRES_SESSION {
                                 conn.execute(*setting).await?;
                             }
+                            // Speed, not safety: a server that refuses it still serves.
+                            if let Err(error) = conn.execute(POSTGRES_WRITEBACK).await {
+                                tracing::warn!(%error, "backend_flush_after left as it was");
+                            }
                             Ok(())
                         })
                     })
@@ -290,22 +294,22 @@ const POSTGRES_LANES: usize = 4;
 /// (Crucible never holds one across a network round trip, so only a lost node's does); data
 /// sent and not acknowledged for 15 s, or a silent peer (keepalives after 15 s idle, 3 probes
 /// 5 s apart), ends the session.
-///
-/// The last asks the kernel to start writing out the data pages this session writes, every
-/// 256 kB, unless the host set `backend_flush_after` itself. PostgreSQL's default leaves them
-/// in the page cache: under sustained writes each session wrote about 20 MB a second of evicted
-/// pages there, and every 30 s the kernel wrote 100–190 MB of them at once, stalling the WAL's
-/// flush, and every acknowledged write behind it, for 60–185 ms (docs/operations.md,
-/// "PostgreSQL's data pages").
 const POSTGRES_SESSION: &[&str] = &[
     "SET idle_in_transaction_session_timeout = '15s'",
     "SET tcp_user_timeout = 15000",
     "SET tcp_keepalives_idle = 15",
     "SET tcp_keepalives_interval = 5",
     "SET tcp_keepalives_count = 3",
-    "SELECT set_config('backend_flush_after', '256kB', false) \
-     WHERE current_setting('backend_flush_after') = '0'",
 ];
+
+/// Every PostgreSQL session asks the kernel to start writing out the data pages it writes,
+/// every 256 kB, unless the host set `backend_flush_after` itself. PostgreSQL's default leaves
+/// them in the page cache: under sustained writes the sessions wrote about 20 MB a second of
+/// evicted pages there, and every 30 s the kernel wrote 100–190 MB of them at once, stalling the
+/// WAL's flush, and every acknowledged write behind it, for 60–185 ms (docs/operations.md,
+/// "PostgreSQL's data pages").
+const POSTGRES_WRITEBACK: &str = "SELECT set_config('backend_flush_after', '256kB', false) \
+     WHERE current_setting('backend_flush_after') = '0'";
 
 /// What every pool shares: a bounded wait for a connection (so a request meets a 503, not a
 /// hang, when the database is away), and no connection goes back to the pool still inside a

@@ -100,6 +100,10 @@ fn main() {
         writeln!(file, "{}", key.pubkey()).expect("write");
     }
     file.flush().expect("flush");
+    // On the disk now, not 30 s later: the kernel would write these 18 MB out in one burst in
+    // the middle of a measured load, and stall the database's flushes beside it
+    // (docs/benchmarks.md, session 59).
+    file.get_ref().sync_all().expect("sync wallets");
     let counter = scripts.path().join("round.txt");
     std::fs::write(&counter, "0").expect("counter");
 

@@ -485,9 +485,7 @@ impl<T> OnUnique<T> for Result<T, sqlx::Error> {
 #[cfg(test)]
 pub(crate) async fn postgres_test_store() -> Option<Store> {
     use sqlx::Connection;
-    let base = std::env::var("TEST_DATABASE_URL")
-        .ok()
-        .filter(|url| url.starts_with("postgres"))?;
+    let base = postgres_test_url()?;
     install_default_drivers();
     let schema = format!("t_{}", crate::crypto::random_base58(12).to_lowercase());
     let mut admin = sqlx::AnyConnection::connect(&base).await.expect("connect");
@@ -495,11 +493,25 @@ pub(crate) async fn postgres_test_store() -> Option<Store> {
         .execute(&mut admin)
         .await
         .expect("schema");
-    let separator = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
+    let url = with_session_setting(&base, "search_path", &schema);
     let store = Store::connect(&url).await.expect("open");
     store.migrate().await.expect("migrate");
     Some(store)
+}
+
+/// `TEST_DATABASE_URL` when it names a PostgreSQL server.
+#[cfg(test)]
+fn postgres_test_url() -> Option<String> {
+    std::env::var("TEST_DATABASE_URL")
+        .ok()
+        .filter(|url| url.starts_with("postgres"))
+}
+
+/// `base` with `setting` set to `value` for every session it opens.
+#[cfg(test)]
+fn with_session_setting(base: &str, setting: &str, value: &str) -> String {
+    let separator = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{separator}options=-c%20{setting}%3D{value}")
 }
 
 /// Check PostgreSQL's plan for `explain` (an `EXPLAIN …` statement with its parameters bound):
@@ -553,19 +565,15 @@ mod tests {
         assert!("mysql://h/db".parse::<Backend>().is_err());
     }
 
-    /// Every PostgreSQL session writes its data pages out as it goes (`POSTGRES_SESSION`),
+    /// Every PostgreSQL session writes its data pages out as it goes (`POSTGRES_WRITEBACK`),
     /// unless the host chose its own `backend_flush_after` (here in the URL; `postgresql.conf`,
     /// a role's or a database's setting alike).
     #[tokio::test]
     async fn postgres_sessions_write_their_pages_out_unless_the_host_chose_otherwise() {
-        let Some(base) = std::env::var("TEST_DATABASE_URL")
-            .ok()
-            .filter(|url| url.starts_with("postgres"))
-        else {
+        let Some(base) = postgres_test_url() else {
             return;
         };
-        let separator = if base.contains('?') { '&' } else { '?' };
-        let chosen = format!("{base}{separator}options=-c%20backend_flush_after%3D512kB");
+        let chosen = with_session_setting(&base, "backend_flush_after", "512kB");
         for (url, expected) in [(base.clone(), "256kB"), (chosen, "512kB")] {
             let store = Store::connect(&url).await.expect("open");
             let (value,): (String,) = sqlx::query_as("SHOW backend_flush_after")

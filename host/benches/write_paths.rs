@@ -15,9 +15,9 @@
 //! `cargo bench --bench write_paths` (SQLite); with `TEST_DATABASE_URL=postgres://…` on
 //! PostgreSQL. Needs `wrk`. `BENCH_SECONDS` (10), `BENCH_CONCURRENCY` (256), `BENCH_ROUNDS` (3)
 //! and `BENCH_RUNS` (512) tune it; `BENCH_ONLY=turn` (or `registration`, or several with
-//! commas: `floor,turn`) loads those paths alone; `BENCH_VERBOSE=1` prints each wrk report whole
-//! (its latency distribution). Then each path is
-//! loaded again below saturation: the same clients paced to ask together for
+//! commas: `floor,turn`) loads those paths alone, `BENCH_ROUNDS=0` skips the saturated rounds;
+//! `BENCH_VERBOSE=1` prints each wrk report whole (its latency distribution). Then each path is
+//! loaded again below saturation (when the floor is among the paths loaded): the same clients paced to ask together for
 //! `BENCH_PACED_SHARE` (0.22; 0 skips it) of the floor's rate, for the tail at that load
 //! (`support::wrk::paced_against_the_floor`), with the disk's flush latency beside each paced
 //! load (`support::disk`): no durable answer comes sooner than the disk's flush. At the end,
@@ -239,37 +239,41 @@ end
             },
         ),
     ];
-    // `BENCH_ONLY=turn` (or `registration`) loads that path alone, for a profiler to watch.
-    match std::env::var("BENCH_ONLY") {
+    // `BENCH_ONLY=turn` (or `registration`) loads that path alone, for a profiler to watch;
+    // with the floor among them (`floor,turn`) the paced phase follows for those paths.
+    let loads: Vec<_> = match std::env::var("BENCH_ONLY") {
         Ok(only) => {
-            let chosen: Vec<_> = loads
+            println!("  (only {only}; pid {})", std::process::id());
+            loads
                 .into_iter()
                 .filter(|(name, _)| only.split(',').any(|one| name.contains(one)))
-                .collect();
-            println!("  (only {only}; pid {})", std::process::id());
-            wrk::against_the_floor(&chosen, concurrency, seconds, rounds);
+                .collect()
         }
-        Err(_) => {
-            wrk::against_the_floor(&loads, concurrency, seconds, rounds);
-            // The tail below saturation: the same clients asking together for a share of the
-            // floor (22 %: a little over the target, as pacing lands a little either side).
-            let share = std::env::var("BENCH_PACED_SHARE")
-                .ok()
-                .and_then(|share| share.parse::<f64>().ok())
-                .unwrap_or(0.22);
-            if share > 0.0 {
-                // The flush probe writes beside the scripts, in the temporary directory: on the
-                // machines this runs on, the disk the databases are on too.
-                wrk::paced_against_the_floor(
-                    &loads,
-                    concurrency,
-                    seconds,
-                    share,
-                    scripts.path(),
-                    Some(scripts.path()),
-                );
-            }
-        }
+        Err(_) => loads.into(),
+    };
+    if rounds > 0 {
+        wrk::against_the_floor(&loads, concurrency, seconds, rounds);
+    }
+    // The tail below saturation: the same clients asking together for a share of the floor
+    // (22 %: a little over the target, as pacing lands a little either side).
+    let share = std::env::var("BENCH_PACED_SHARE")
+        .ok()
+        .and_then(|share| share.parse::<f64>().ok())
+        .unwrap_or(0.22);
+    let floor_chosen = loads
+        .first()
+        .is_some_and(|(name, _)| name.contains("floor"));
+    if share > 0.0 && floor_chosen {
+        // The flush probe writes beside the scripts, in the temporary directory: on the
+        // machines this runs on, the disk the databases are on too.
+        wrk::paced_against_the_floor(
+            &loads,
+            concurrency,
+            seconds,
+            share,
+            scripts.path(),
+            Some(scripts.path()),
+        );
     }
 
     runtime.block_on(async {

@@ -17,11 +17,12 @@
 //! and `BENCH_RUNS` (512) tune it; `BENCH_ONLY=turn` (or `registration`, or several with
 //! commas: `floor,turn`) loads those paths alone, `BENCH_ROUNDS=0` skips the saturated rounds;
 //! `BENCH_VERBOSE=1` prints each wrk report whole (its latency distribution). Then each path is
-//! loaded again below saturation (when the floor is among the paths loaded): the same clients paced to ask together for
-//! `BENCH_PACED_SHARE` (0.22; 0 skips it) of the floor's rate, for the tail at that load
-//! (`support::wrk::paced_against_the_floor`), with the disk's flush latency beside each paced
-//! load (`support::disk`): no durable answer comes sooner than the disk's flush. At the end,
-//! the server's own histogram of group-commit batch durations over the whole bench.
+//! loaded again below saturation (when the floor is among the paths loaded): the same clients
+//! paced to ask together for `BENCH_PACED_SHARE` (0.22; 0 skips it) of the floor's rate, for
+//! the tail at that load (`support::wrk::paced_against_the_floor`), with the disk's flush
+//! latency beside each paced load (`support::disk`): no durable answer comes sooner than the
+//! disk's flush. At the end, the server's own histogram of group-commit batch durations over
+//! the whole bench.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

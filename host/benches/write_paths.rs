@@ -21,8 +21,9 @@
 //! paced to ask together for `BENCH_PACED_SHARE` (0.22; 0 skips it) of the floor's rate, for
 //! the tail at that load (`support::wrk::paced_against_the_floor`), with the disk's flush
 //! latency beside each paced load (`support::disk`): no durable answer comes sooner than the
-//! disk's flush. At the end, the server's own histogram of group-commit batch durations over
-//! the whole bench.
+//! disk's flush; on PostgreSQL also the WAL segments the cluster created and the time its
+//! checkpoints spent syncing meanwhile (`support::postgres`), its own stalls. At the end, the
+//! server's own histogram of group-commit batch durations over the whole bench.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -35,6 +36,7 @@ use std::io::Write;
 
 use support::env_number;
 use support::wrk::{self, Load, pin_to_cpu};
+use support::{disk, postgres};
 
 /// Wallets written for the registration script: more than 256 clients register in one wrk run.
 const WALLETS: usize = 400_000;
@@ -267,13 +269,25 @@ end
     if share > 0.0 && floor_chosen {
         // The flush probe writes beside the scripts, in the temporary directory: on the
         // machines this runs on, the disk the databases are on too.
+        let flushes = || -> Box<dyn FnOnce() -> Option<String>> {
+            let probe = disk::FlushProbe::start(scripts.path());
+            Box::new(move || Some(probe.finish().to_string()))
+        };
+        let postgres_base = server.database.postgres_base();
+        let cluster = || -> Box<dyn FnOnce() -> Option<String>> {
+            let before = postgres_base.and_then(postgres::sample);
+            Box::new(move || {
+                let after = postgres::sample(postgres_base?)?;
+                Some(postgres::Meanwhile::between(before?, after).to_string())
+            })
+        };
         wrk::paced_against_the_floor(
             &loads,
             concurrency,
             seconds,
             share,
             scripts.path(),
-            Some(scripts.path()),
+            &[&flushes, &cluster],
         );
     }
 

@@ -8,6 +8,7 @@
 )]
 
 pub mod disk;
+pub mod postgres;
 pub mod wrk;
 
 use std::sync::Arc;
@@ -60,6 +61,14 @@ pub struct Database {
     pub backend: &'static str,
     /// On PostgreSQL, the server's URL and the schema made for this bench.
     schema: Option<(String, String)>,
+}
+
+impl Database {
+    /// On PostgreSQL, the URL of the server the bench's schema is on (for the cluster's own
+    /// counters, [`postgres`]).
+    pub fn postgres_base(&self) -> Option<&str> {
+        self.schema.as_ref().map(|(base, _)| base.as_str())
+    }
 }
 
 impl Drop for Database {

@@ -79,16 +79,16 @@ pub fn against_the_floor(loads: &[(&str, Load<'_>)], concurrency: u64, seconds: 
 /// pause after every answer (uniform, its mean set so the clients' cycles add up to the rate,
 /// and random so they do not fall into step), and the tail is what a request meets at that
 /// load. Prints, per load after the floor, the rate reached (as a share of the floor) and the
-/// latency percentiles. With `disk`, a probe flushes a file there through each measured load
-/// and its flushes are printed below the load's line ([`super::disk`]): a durable write's tail
-/// is never shorter than the disk's stalls.
+/// latency percentiles, and below them what each of `watches` saw meanwhile: a durable write's
+/// tail is never shorter than the disk's stalls ([`super::disk`]) or the database's own
+/// ([`super::postgres`]).
 pub fn paced_against_the_floor(
     loads: &[(&str, Load<'_>)],
     concurrency: u64,
     seconds: u64,
     share: f64,
     scripts: &std::path::Path,
-    disk: Option<&std::path::Path>,
+    watches: &[&Watch<'_>],
 ) {
     let Some(((_, floor_load), rest)) = loads.split_first() else {
         return;
@@ -118,9 +118,9 @@ pub fn paced_against_the_floor(
         let probe = paced(cycle_ms, 3);
         let answer_ms =
             (concurrency as f64 * 1000.0 / probe.requests_per_second - cycle_ms).max(0.0);
-        let probe = disk.map(super::disk::FlushProbe::start);
+        let watching: Vec<_> = watches.iter().map(|watch| watch()).collect();
         let run = paced((cycle_ms - answer_ms).max(0.0), seconds);
-        let flushes = probe.map(super::disk::FlushProbe::finish);
+        let seen: Vec<String> = watching.into_iter().filter_map(|finish| finish()).collect();
         println!(
             "  {name:<40} {:>9.0} req/s  {:>5.1} % of the floor  p50 {:.2} ms  p99 {:.2} ms{}",
             run.requests_per_second,
@@ -129,11 +129,16 @@ pub fn paced_against_the_floor(
             run.p99_ms,
             run.errors,
         );
-        if let Some(flushes) = flushes {
-            println!("    {flushes}");
+        for line in seen {
+            println!("    {line}");
         }
     }
 }
+
+/// Something watched through each measured paced load: called just before the load, it
+/// returns what to call just after, which gives the line to print below the load's (or
+/// nothing).
+pub type Watch<'a> = dyn Fn() -> Box<dyn FnOnce() -> Option<String> + 'a> + 'a;
 
 /// A wrk script that runs `script` (when there is one) and pauses each connection a random
 /// `0..2 × mean_ms` after every answer (wrk's `delay`, whole milliseconds: the fraction is

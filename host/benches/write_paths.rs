@@ -53,6 +53,12 @@ fn main() {
         std::process::exit(2);
     }
     let pinned = pin_to_cpu(0);
+    // Whatever was written just before (this bench's own binary, linked and copied: hundreds
+    // of megabytes) goes to the disk now, not 30 s from now in the middle of a measured load,
+    // where one such writeback once stalled a flush for 306 ms (docs/benchmarks.md, session 61).
+    if let Err(error) = std::process::Command::new("sync").status() {
+        eprintln!("sync: {error}");
+    }
     let server = support::serve_on_one_core();
     let (base, state, backend) = server.parts();
     let scripts = tempfile::tempdir().expect("scripts dir");

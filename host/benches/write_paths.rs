@@ -19,7 +19,8 @@
 //! `BENCH_VERBOSE=1` prints each wrk report whole (its latency distribution). Then each path is
 //! loaded again below saturation (when the floor is among the paths loaded): the same clients
 //! paced to ask together for `BENCH_PACED_SHARE` (0.22; 0 skips it) of the floor's rate, for
-//! the tail at that load (`support::wrk::paced_against_the_floor`), with the disk's flush
+//! the tail at that load (`support::wrk::paced_against_the_floor`; each paced load runs
+//! `BENCH_PACED_WARMUP` seconds, 30, before it is measured), with the disk's flush
 //! latency beside each paced load (`support::disk`): no durable answer comes sooner than the
 //! disk's flush; on PostgreSQL also the WAL segments the cluster created and the time its
 //! checkpoints spent syncing meanwhile (`support::postgres`), its own stalls. At the end, the
@@ -68,8 +69,8 @@ fn main() {
         let client = reqwest::Client::new();
         let started = std::time::Instant::now();
         // A window of `runs` for the check below and one for each wrk run of turns: one a round,
-        // two for the paced phase.
-        let entered = runs * (rounds as usize + 3);
+        // three for the paced phase (its probe, its warm-up and its measured load).
+        let entered = runs * (rounds as usize + 4);
         let keys = support::enter_runs(&client, &base, &state, "bench@example.com", entered).await;
         println!(
             "setup: {entered} paid runs entered over HTTP in {:.1} s",
@@ -289,9 +290,12 @@ end
         };
         wrk::paced_against_the_floor(
             &loads,
-            concurrency,
-            seconds,
-            share,
+            wrk::Paced {
+                concurrency,
+                seconds,
+                warm_up_seconds: env_number("BENCH_PACED_WARMUP", 30),
+                share,
+            },
             scripts.path(),
             &[&flushes, &cluster],
         );

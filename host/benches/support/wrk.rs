@@ -82,14 +82,25 @@ pub fn against_the_floor(loads: &[(&str, Load<'_>)], concurrency: u64, seconds: 
 /// latency percentiles, and below them what each of `watches` saw meanwhile: a durable write's
 /// tail is never shorter than the disk's stalls ([`super::disk`]) or the database's own
 /// ([`super::postgres`]).
+///
+/// Each paced load first runs unmeasured for `warm_up_seconds`. The kernel writes a page out
+/// about 30 s after it was dirtied, so a load measured from its start meets the writeback of
+/// whatever ran before it (the saturated rounds, at several times its rate: paced registrations'
+/// p99 55–95 ms after them, 4–7 ms alone; docs/benchmarks.md, session 61) and never its own. After
+/// a warm-up as long as that delay, the measured window meets the writeback of the load's own
+/// earlier writes, as a load that had been running all along would.
 pub fn paced_against_the_floor(
     loads: &[(&str, Load<'_>)],
-    concurrency: u64,
-    seconds: u64,
-    share: f64,
+    paced: Paced,
     scripts: &std::path::Path,
     watches: &[&Watch<'_>],
 ) {
+    let Paced {
+        concurrency,
+        seconds,
+        warm_up_seconds,
+        share,
+    } = paced;
     let Some(((_, floor_load), rest)) = loads.split_first() else {
         return;
     };
@@ -118,8 +129,12 @@ pub fn paced_against_the_floor(
         let probe = paced(cycle_ms, 3);
         let answer_ms =
             (concurrency as f64 * 1000.0 / probe.requests_per_second - cycle_ms).max(0.0);
+        let pause_ms = (cycle_ms - answer_ms).max(0.0);
+        if warm_up_seconds > 0 {
+            paced(pause_ms, warm_up_seconds);
+        }
         let watching: Vec<_> = watches.iter().map(|watch| watch()).collect();
-        let run = paced((cycle_ms - answer_ms).max(0.0), seconds);
+        let run = paced(pause_ms, seconds);
         let seen: Vec<String> = watching.into_iter().filter_map(|finish| finish()).collect();
         println!(
             "  {name:<40} {:>9.0} req/s  {:>5.1} % of the floor  p50 {:.2} ms  p99 {:.2} ms{}",
@@ -133,6 +148,15 @@ pub fn paced_against_the_floor(
             println!("    {line}");
         }
     }
+}
+
+/// How [`paced_against_the_floor`] loads: the clients, the seconds each load is measured for and
+/// run before that, and the share of the floor they ask for together.
+pub struct Paced {
+    pub concurrency: u64,
+    pub seconds: u64,
+    pub warm_up_seconds: u64,
+    pub share: f64,
 }
 
 /// Something watched through each measured paced load: called just before the load, it

@@ -84,10 +84,27 @@ impl Drop for Database {
     }
 }
 
-/// Run `sql` on PostgreSQL at `base`, on a thread of its own (callers may be inside a runtime).
+/// Run `sql` on PostgreSQL at `base` ([`on_postgres_thread`]).
 fn on_postgres(base: &str, sql: &str) {
-    let (base, statement) = (base.to_owned(), sql.to_owned());
-    let done = std::thread::spawn(move || {
+    let statement = sql.to_owned();
+    let done = on_postgres_thread(base, move |mut conn| async move {
+        sqlx::raw_sql(&statement).execute(&mut conn).await.map(drop)
+    });
+    if let Err(error) = done {
+        eprintln!("{sql}: {error}");
+    }
+}
+
+/// Connect to PostgreSQL at `base` and run `work` with the connection, on a thread of its own
+/// with a runtime of its own (callers may be inside a runtime).
+pub fn on_postgres_thread<T, F, Fut>(base: &str, work: F) -> sqlx::Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce(sqlx::AnyConnection) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = sqlx::Result<T>>,
+{
+    let base = base.to_owned();
+    std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -95,15 +112,11 @@ fn on_postgres(base: &str, sql: &str) {
         runtime.block_on(async {
             use sqlx::Connection;
             sqlx::any::install_default_drivers();
-            let mut conn = sqlx::AnyConnection::connect(&base).await.expect("connect");
-            sqlx::raw_sql(&statement).execute(&mut conn).await
+            work(sqlx::AnyConnection::connect(&base).await?).await
         })
     })
     .join()
-    .expect("thread");
-    if let Err(error) = done {
-        eprintln!("{sql}: {error}");
-    }
+    .expect("thread")
 }
 
 /// A server on one core over a fresh database, and what a bench reads from it.

@@ -26,44 +26,33 @@ pub struct Sample {
 /// The cluster at `base` now, read on a thread of its own (the caller may be inside a
 /// runtime); `None` (said on stderr) when it cannot be read.
 pub fn sample(base: &str) -> Option<Sample> {
-    let base = base.to_owned();
-    let read = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("rt");
-        runtime.block_on(async {
-            use sqlx::Connection;
-            sqlx::any::install_default_drivers();
-            let mut conn = sqlx::AnyConnection::connect(&base).await?;
-            // PostgreSQL 17 moved the checkpointer's counters to a view of their own.
-            let sync_ms: (f64,) =
-                match sqlx::query_as("SELECT checkpoint_sync_time::float8 FROM pg_stat_bgwriter")
-                    .fetch_one(&mut conn)
-                    .await
-                {
-                    Ok(row) => row,
-                    Err(_) => {
-                        sqlx::query_as("SELECT sync_time::float8 FROM pg_stat_checkpointer")
-                            .fetch_one(&mut conn)
-                            .await?
-                    }
-                };
-            let sync_ms = sync_ms.0;
-            // Segments only: `pg_wal` holds the archive status directory and history files too.
-            let segments: Option<(i64,)> = sqlx::query_as(
-                "SELECT count(*)::int8 FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'",
-            )
-            .fetch_one(&mut conn)
-            .await
-            .ok();
-            Ok::<_, sqlx::Error>(Sample {
-                segments: segments.map(|(count,)| count),
-                sync_ms,
-            })
+    let read = super::on_postgres_thread(base, |mut conn| async move {
+        // PostgreSQL 17 moved the checkpointer's counters to a view of their own.
+        let sync_ms: (f64,) =
+            match sqlx::query_as("SELECT checkpoint_sync_time::float8 FROM pg_stat_bgwriter")
+                .fetch_one(&mut conn)
+                .await
+            {
+                Ok(row) => row,
+                Err(_) => {
+                    sqlx::query_as("SELECT sync_time::float8 FROM pg_stat_checkpointer")
+                        .fetch_one(&mut conn)
+                        .await?
+                }
+            };
+        // Segments only: `pg_wal` holds the archive status directory and history files too.
+        let segments: Option<(i64,)> = sqlx::query_as(
+            "SELECT count(*)::int8 FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .ok();
+        Ok(Sample {
+            segments: segments.map(|(count,)| count),
+            sync_ms: sync_ms.0,
         })
     });
-    match read.join().expect("thread") {
+    match read {
         Ok(sample) => Some(sample),
         Err(error) => {
             eprintln!("PostgreSQL's counters: {error}");

@@ -91,16 +91,15 @@ pub fn against_the_floor(loads: &[(&str, Load<'_>)], concurrency: u64, seconds: 
 /// earlier writes, as a load that had been running all along would.
 pub fn paced_against_the_floor(
     loads: &[(&str, Load<'_>)],
-    paced: Paced,
-    scripts: &std::path::Path,
-    watches: &[&Watch<'_>],
-) {
-    let Paced {
+    Paced {
         concurrency,
         seconds,
         warm_up_seconds,
         share,
-    } = paced;
+    }: Paced,
+    scripts: &std::path::Path,
+    watches: &[&Watch<'_>],
+) {
     let Some(((_, floor_load), rest)) = loads.split_first() else {
         return;
     };

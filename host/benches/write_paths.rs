@@ -20,7 +20,10 @@
 //! loaded again below saturation (when the floor is among the paths loaded): the same clients
 //! paced to ask together for `BENCH_PACED_SHARE` (0.22; 0 skips it) of the floor's rate, for
 //! the tail at that load (`support::wrk::paced_against_the_floor`; each paced load runs
-//! `BENCH_PACED_WARMUP` seconds, 30, before it is measured), with the disk's flush
+//! `BENCH_PACED_WARMUP` seconds, 30, before it is measured for `BENCH_PACED_SECONDS`, 60: as a
+//! steady load's p99 is: one flush stall of 100 ms, as a PostgreSQL checkpoint's end makes
+//! every minute or two here, holds about 1 % of 10 s worth of requests, the p99 by itself, and
+//! a sixth of that in 60 s), with the disk's flush
 //! latency beside each paced load (`support::disk`): no durable answer comes sooner than the
 //! disk's flush; on PostgreSQL also the WAL segments the cluster created and the time its
 //! checkpoints spent syncing meanwhile (`support::postgres`), its own stalls. At the end, the
@@ -39,17 +42,33 @@ use support::env_number;
 use support::wrk::{self, Load, pin_to_cpu};
 use support::{disk, postgres};
 
-/// Wallets written for the registration script: more than 256 clients register in one wrk run.
+/// Wallets written for the registration script. A load that outlasts them goes on into the
+/// next tournament of its block ([`LAPS`]), so no wallet repeats in a tournament.
 const WALLETS: usize = 400_000;
-/// Upcoming tournaments made for the registration runs (wrk loads a script twice per run, and
-/// each warm-up is a run).
-const TOURNAMENTS: u64 = 64;
+/// Tournaments each load of the registration script has for itself: enough for 1.6 million
+/// registrations, over 90 s at the paced rate on the fastest machine measured (17,000 a
+/// second).
+const LAPS: u64 = 4;
+/// Upcoming tournaments made for the registration runs, [`LAPS`] for each load of the script
+/// (wrk loads a script twice per run, and each warm-up is a run).
+const TOURNAMENTS: u64 = 64 * LAPS;
+/// Seconds of turns one window of runs is given for (`BENCH_RUNS`, 512, of 1,000 turns each):
+/// it holds 20 s at the saturated rate on the fastest machine measured (about 25,000 turns a
+/// second).
+const SECONDS_PER_WINDOW: u64 = 15;
+
+/// The windows of runs a wrk run of turns that lasts `seconds` plays through.
+fn windows_for(seconds: u64) -> usize {
+    seconds.div_ceil(SECONDS_PER_WINDOW).max(1) as usize
+}
 
 fn main() {
     let seconds = env_number("BENCH_SECONDS", 10);
     let concurrency = env_number("BENCH_CONCURRENCY", 256);
     let rounds = env_number("BENCH_ROUNDS", 3);
     let runs = env_number("BENCH_RUNS", 512) as usize;
+    let paced_seconds = env_number("BENCH_PACED_SECONDS", 60);
+    let warm_up_seconds = env_number("BENCH_PACED_WARMUP", 30);
     if !wrk::available("write_paths") {
         std::process::exit(2);
     }
@@ -68,9 +87,14 @@ fn main() {
     let keys = runtime.block_on(async {
         let client = reqwest::Client::new();
         let started = std::time::Instant::now();
-        // A window of `runs` for the check below and one for each wrk run of turns: one a round,
-        // three for the paced phase (its probe, its warm-up and its measured load).
-        let entered = runs * (rounds as usize + 4);
+        // A window of `runs` for the check below and as many as each wrk run of turns needs:
+        // each saturated round's, and the paced phase's probe (3 s), warm-up and measured load.
+        let windows = 1
+            + rounds as usize * windows_for(seconds)
+            + windows_for(3)
+            + windows_for(warm_up_seconds)
+            + windows_for(paced_seconds);
+        let entered = runs * windows;
         let keys = support::enter_runs(&client, &base, &state, "bench@example.com", entered).await;
         println!(
             "setup: {entered} paid runs entered over HTTP in {:.1} s",
@@ -89,19 +113,24 @@ fn main() {
         keys
     });
 
-    // Each wrk run of turns plays a window of runs of its own (the paced phase runs two), all
+    // Each wrk run of turns plays windows of runs of its own, as many as its seconds need, all
     // entered above: no run reaches its last turn during a load, after which it would answer
     // 409 at a fraction of a turn's cost, and no entry's work runs beside a measured load.
     let runs_file = scripts.path().join("runs.txt");
     let mut windows = keys.chunks(runs);
     write_runs(&runs_file, windows.next().expect("runs"));
     let windows = std::cell::RefCell::new(windows);
-    let next_runs = || {
+    let next_runs = |seconds: u64| {
         let mut windows = windows.borrow_mut();
-        let window = windows
-            .next()
-            .expect("a window of runs for every wrk run of turns");
-        write_runs(&runs_file, window);
+        let played: Vec<(String, String)> = (0..windows_for(seconds))
+            .flat_map(|_| {
+                windows
+                    .next()
+                    .expect("windows of runs for every wrk run of turns")
+            })
+            .cloned()
+            .collect();
+        write_runs(&runs_file, &played);
     };
     let wallets_file = scripts.path().join("wallets.txt");
     let mut file = std::io::BufWriter::new(std::fs::File::create(&wallets_file).expect("wallets"));
@@ -155,17 +184,27 @@ counter:close()
 counter = io.open("{counter}", "w")
 counter:write(tostring(round + 1))
 counter:close()
-local path = "/api/tournaments/trn_write_" .. (round % {tournaments}) .. "/register"
+local lap = 0
+local function tournament()
+  return "/api/tournaments/trn_write_" .. ((round * {laps} + lap) % {tournaments}) .. "/register"
+end
+local path = tournament()
 local wallets = {{}}
 for line in io.lines("{wallets}") do wallets[#wallets + 1] = line end
 local n = 0
 request = function()
-  n = n % #wallets + 1
+  n = n + 1
+  if n > #wallets then
+    n = 1
+    lap = lap + 1
+    path = tournament()
+  end
   return wrk.format("POST", path, {{ ["Content-Type"] = "application/json" }},
     '{{"registeredWallet":"' .. wallets[n] .. '","txSignature":null}}')
 end
 "#,
             counter = counter.display(),
+            laps = LAPS,
             tournaments = TOURNAMENTS,
             wallets = wallets_file.display(),
         ),
@@ -292,8 +331,9 @@ end
             &loads,
             wrk::Paced {
                 concurrency,
-                seconds,
-                warm_up_seconds: env_number("BENCH_PACED_WARMUP", 30),
+                floor_seconds: seconds,
+                seconds: paced_seconds,
+                warm_up_seconds,
                 share,
             },
             scripts.path(),

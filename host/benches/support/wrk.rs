@@ -9,17 +9,21 @@ pub struct Run {
     pub requests_per_second: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// The slowest answer of the run.
+    pub max_ms: Option<f64>,
+    /// Only where the run's script prints it (the paced loads' do).
+    pub p999_ms: Option<f64>,
     pub errors: String,
 }
 
 /// A load: the URL, extra headers, an optional Lua script (a POST body, say), and what to do
-/// before each wrk run of it, outside its measurement (fresh dungeon runs, whose turns are
-/// capped, for the turns' script).
+/// before each wrk run of it, outside its measurement, given the run's seconds (fresh dungeon
+/// runs, whose turns are capped, enough for that long, for the turns' script).
 pub struct Load<'a> {
     pub url: &'a str,
     pub headers: &'a [&'a str],
     pub script: Option<&'a std::path::Path>,
-    pub prepare: Option<&'a dyn Fn()>,
+    pub prepare: Option<&'a dyn Fn(u64)>,
 }
 
 /// Whether wrk is installed; says how to get it when not.
@@ -93,6 +97,7 @@ pub fn paced_against_the_floor(
     loads: &[(&str, Load<'_>)],
     Paced {
         concurrency,
+        floor_seconds,
         seconds,
         warm_up_seconds,
         share,
@@ -103,7 +108,7 @@ pub fn paced_against_the_floor(
     let Some(((_, floor_load), rest)) = loads.split_first() else {
         return;
     };
-    let floor = wrk(floor_load, concurrency, seconds).requests_per_second;
+    let floor = wrk(floor_load, concurrency, floor_seconds).requests_per_second;
     let target = share * floor;
     println!(
         "paced: {concurrency} clients asking together for {:.0} % of the floor \
@@ -125,34 +130,63 @@ pub fn paced_against_the_floor(
             };
             wrk(&load, concurrency, seconds)
         };
-        let probe = paced(cycle_ms, 3);
-        let answer_ms =
-            (concurrency as f64 * 1000.0 / probe.requests_per_second - cycle_ms).max(0.0);
-        let pause_ms = (cycle_ms - answer_ms).max(0.0);
+        // The pause that leaves each cycle its length, given the answers' wait a load with
+        // `paused_ms` pauses met.
+        let pause_for = |run: &Run, paused_ms: f64| {
+            let answer_ms =
+                (concurrency as f64 * 1000.0 / run.requests_per_second - paused_ms).max(0.0);
+            (cycle_ms - answer_ms).max(0.0)
+        };
+        let mut pause_ms = pause_for(&paced(cycle_ms, 3), cycle_ms);
         if warm_up_seconds > 0 {
-            paced(pause_ms, warm_up_seconds);
+            // The warm-up sets the pause again: over its seconds the answers wait longer than
+            // in the 3 s probe (the writeback it meets, the runs' tables grown), and with the
+            // probe's pause a measured load of registrations fell 13 % short of the rate asked
+            // while its answers' median was 6 ms (docs/benchmarks.md, session 62).
+            pause_ms = pause_for(&paced(pause_ms, warm_up_seconds), pause_ms);
         }
         let watching: Vec<_> = watches.iter().map(|watch| watch()).collect();
         let run = paced(pause_ms, seconds);
         let seen: Vec<String> = watching.into_iter().filter_map(|finish| finish()).collect();
+        let beyond = |label: &str, ms: Option<f64>| {
+            ms.map_or(String::new(), |ms| format!("  {label} {ms:.2} ms"))
+        };
         println!(
-            "  {name:<40} {:>9.0} req/s  {:>5.1} % of the floor  p50 {:.2} ms  p99 {:.2} ms{}",
+            "  {name:<40} {:>9.0} req/s  {:>5.1} % of the floor  p50 {:.2} ms  p99 {:.2} ms{}{}  ({seconds} s){}",
             run.requests_per_second,
             100.0 * run.requests_per_second / floor,
             run.p50_ms,
             run.p99_ms,
+            beyond("p99.9", run.p999_ms),
+            beyond("max", run.max_ms),
             run.errors,
         );
+        // Short of the rate asked by a tenth or more: with no pause left, the path's ceiling
+        // (the figures a saturated load's, by Little's law); with pauses, the answers waited
+        // longer than while the pause was set.
+        if run.requests_per_second < 0.9 * target {
+            let why = if pause_ms == 0.0 {
+                "the path's ceiling: this tail is a saturated load's"
+            } else {
+                "its answers waited longer than while its pause was set"
+            };
+            println!(
+                "    short: asked for {target:.0} req/s, answered {:.0} ({why})",
+                run.requests_per_second
+            );
+        }
         for line in seen {
             println!("    {line}");
         }
     }
 }
 
-/// How [`paced_against_the_floor`] loads: the clients, the seconds each load is measured for and
-/// run before that, and the share of the floor they ask for together.
+/// How [`paced_against_the_floor`] loads: the clients, the seconds the floor is measured for,
+/// the seconds each load is measured for and run before that, and the share of the floor they
+/// ask for together.
 pub struct Paced {
     pub concurrency: u64,
+    pub floor_seconds: u64,
     pub seconds: u64,
     pub warm_up_seconds: u64,
     pub share: f64,
@@ -163,9 +197,9 @@ pub struct Paced {
 /// nothing).
 pub type Watch<'a> = dyn Fn() -> Box<dyn FnOnce() -> Option<String> + 'a> + 'a;
 
-/// A wrk script that runs `script` (when there is one) and pauses each connection a random
+/// A wrk script that runs `script` (when there is one), pauses each connection a random
 /// `0..2 × mean_ms` after every answer (wrk's `delay`, whole milliseconds: the fraction is
-/// dithered).
+/// dithered), and at the end prints the 99.9th percentile in wrk's own form, beside its 99th.
 fn pacing_script(script: Option<&std::path::Path>, mean_ms: f64) -> String {
     let run = script.map_or(String::new(), |path| {
         format!("dofile(\"{}\")\n", path.display())
@@ -177,6 +211,9 @@ function delay()
   local whole = math.floor(pause)
   if math.random() < pause - whole then whole = whole + 1 end
   return whole
+end
+function done(summary, latency, requests)
+  io.write(string.format(\"  99.9%%   %.2fms\\n\", latency:percentile(99.9) / 1000))
 end
 "
     )
@@ -197,7 +234,7 @@ pub fn pin_to_cpu(cpu: usize) -> bool {
 
 pub fn wrk(load: &Load<'_>, concurrency: u64, seconds: u64) -> Run {
     if let Some(prepare) = load.prepare {
-        prepare();
+        prepare(seconds);
     }
     // A short warm-up fills the caches and the connection pools first.
     let mut warm = wrk_command(load, concurrency.min(16), 1);
@@ -248,6 +285,11 @@ fn parse(text: &str) -> Option<Run> {
     let requests_per_second = value("Requests/sec:")?.parse().ok()?;
     let p50_ms = duration_ms(value("50%")?)?;
     let p99_ms = duration_ms(value("99%")?)?;
+    // `Latency  avg  stdev  max  +/- stdev`, the thread's line.
+    let max_ms = value("Latency")
+        .and_then(|stats| stats.split_whitespace().nth(2))
+        .and_then(duration_ms);
+    let p999_ms = value("99.9%").and_then(duration_ms);
     let mut errors = String::new();
     if let Some(socket) = value("Socket errors:") {
         errors.push_str(&format!("  socket errors: {socket}"));
@@ -259,6 +301,8 @@ fn parse(text: &str) -> Option<Run> {
         requests_per_second,
         p50_ms,
         p99_ms,
+        max_ms,
+        p999_ms,
         errors,
     })
 }

@@ -369,6 +369,22 @@ end
             .map(|(bound, count)| format!("{bound} s: {count}"))
             .collect();
         println!("  {}", buckets.join(", "));
+        // A turn whose run is not in the node's cache reads and parses its run first.
+        let lookups = |outcome: &str| {
+            let series = format!(
+                "crucible_read_cache_lookups_total{{cache=\"dungeon_runs\",outcome=\"{outcome}\"}} "
+            );
+            metrics
+                .lines()
+                .find_map(|line| line.strip_prefix(series.as_str()))
+                .unwrap_or("?")
+                .to_owned()
+        };
+        println!(
+            "turns that found their run in the node's cache: {} (and {} that read it)",
+            lookups("hit"),
+            lookups("miss")
+        );
     });
 }
 

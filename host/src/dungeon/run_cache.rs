@@ -8,15 +8,17 @@
 //! restart) finds nothing here and reads the row; a write that loses the version race is never
 //! cached. So the cache can be stale, never wrong.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::game::Run;
 use super::store::RunHead;
 
-/// Runs kept at most. A full cache drops an arbitrary entry: runs are played in bursts, and a
-/// miss costs one read and one parse.
+/// Runs kept at most. A full cache drops the run played longest ago: a miss costs a read, a
+/// parse and a replay, and an arbitrary victim was as likely a run being played as an idle one
+/// (with 1,536 runs in play among 5,100 met, a node's turns ran at about half their rate:
+/// docs/benchmarks.md, session 62).
 const CAPACITY: usize = 4_096;
 
 #[derive(Default)]
@@ -29,8 +31,13 @@ pub(crate) struct RunCache {
 #[derive(Default)]
 struct Inner {
     /// By run id: the run's head and state as this node's last write left them (the head's
-    /// version is the entry's version).
-    runs: HashMap<String, (RunHead, Run)>,
+    /// version is the entry's version), and when it was put here ([`Inner::order`]).
+    runs: HashMap<String, (RunHead, Run, u64)>,
+    /// The runs held, by when each was put here. A turn takes its run out and puts it back, so
+    /// the first is the run played longest ago.
+    order: BTreeMap<u64, String>,
+    /// When the next run is put here.
+    next: u64,
     /// Run keys this node has checked against the database (by the key's SHA-256), to their
     /// run: a key belongs to one run for that run's life, so the pair never changes.
     keys: HashMap<String, String>,
@@ -45,10 +52,15 @@ impl RunCache {
 
     /// The cached state of `run_id` if it is the one at `version`, taken out of the cache.
     pub(crate) fn take(&self, run_id: &str, version: i64) -> Option<Run> {
-        let found = match self.lock().runs.remove(run_id) {
-            Some((head, run)) if head.version == version => Some(run),
-            _ => None,
+        let mut inner = self.lock();
+        let found = match inner.runs.remove(run_id) {
+            Some((head, run, put)) => {
+                inner.order.remove(&put);
+                (head.version == version).then_some(run)
+            }
+            None => None,
         };
+        drop(inner);
         let counter = if found.is_some() {
             &self.hits
         } else {
@@ -61,13 +73,17 @@ impl RunCache {
     /// Keep `run` as the state of the run at `head` (its version included).
     pub(crate) fn put(&self, head: RunHead, run: Run) {
         let mut inner = self.lock();
-        if inner.runs.len() >= CAPACITY
-            && !inner.runs.contains_key(&head.id)
-            && let Some(evicted) = inner.runs.keys().next().cloned()
-        {
-            inner.runs.remove(&evicted);
+        let put = inner.next;
+        inner.next += 1;
+        inner.order.insert(put, head.id.clone());
+        if let Some((_, _, before)) = inner.runs.insert(head.id.clone(), (head, run, put)) {
+            inner.order.remove(&before);
         }
-        inner.runs.insert(head.id.clone(), (head, run));
+        if inner.runs.len() > CAPACITY
+            && let Some((_, oldest)) = inner.order.pop_first()
+        {
+            inner.runs.remove(&oldest);
+        }
     }
 
     /// The head this node holds for the run of the key whose SHA-256 is `key_hash`, if the key
@@ -76,7 +92,7 @@ impl RunCache {
     pub(crate) fn head_for_key(&self, key_hash: &str) -> Option<RunHead> {
         let inner = self.lock();
         let run_id = inner.keys.get(key_hash)?;
-        inner.runs.get(run_id).map(|(head, _)| head.clone())
+        inner.runs.get(run_id).map(|(head, _, _)| head.clone())
     }
 
     /// Remember that the key whose SHA-256 is `key_hash` opened `run_id` (checked against the
@@ -168,5 +184,33 @@ mod tests {
             cache.put(head(&format!("run_{n}"), 1), template.clone());
         }
         assert_eq!(cache.len(), CAPACITY);
+        assert_eq!(cache.lock().order.len(), CAPACITY);
+    }
+
+    #[test]
+    fn a_full_cache_drops_the_run_played_longest_ago() {
+        let cache = RunCache::default();
+        let template = run(1);
+        for n in 0..CAPACITY {
+            cache.put(head(&format!("run_{n}"), 1), template.clone());
+        }
+        // run_0, put first, is played again: run_1 is now the one played longest ago.
+        assert!(cache.take("run_0", 1).is_some());
+        cache.put(head("run_0", 2), template.clone());
+        // Putting a run that is held already replaces it and drops nothing.
+        cache.put(head("run_5", 1), template.clone());
+        assert_eq!(cache.len(), CAPACITY);
+        cache.put(head("run_new", 1), template.clone());
+        assert_eq!(cache.len(), CAPACITY);
+        assert!(cache.take("run_1", 1).is_none(), "dropped");
+        assert!(cache.take("run_0", 2).is_some(), "played last, kept");
+        assert!(cache.take("run_2", 1).is_some(), "kept");
+        assert!(cache.take("run_5", 1).is_some(), "put again, kept");
+        let inner = cache.lock();
+        assert_eq!(
+            inner.order.len(),
+            inner.runs.len(),
+            "one place in the order per run"
+        );
     }
 }

@@ -117,20 +117,18 @@ fn main() {
     // entered above: no run reaches its last turn during a load, after which it would answer
     // 409 at a fraction of a turn's cost, and no entry's work runs beside a measured load.
     let runs_file = scripts.path().join("runs.txt");
-    let mut windows = keys.chunks(runs);
-    write_runs(&runs_file, windows.next().expect("runs"));
-    let windows = std::cell::RefCell::new(windows);
+    write_runs(&runs_file, &keys[..runs]);
+    // Where the next wrk run of turns starts in `keys`: the windows are consecutive.
+    let next_window = std::cell::Cell::new(runs);
     let next_runs = |seconds: u64| {
-        let mut windows = windows.borrow_mut();
-        let played: Vec<(String, String)> = (0..windows_for(seconds))
-            .flat_map(|_| {
-                windows
-                    .next()
-                    .expect("windows of runs for every wrk run of turns")
-            })
-            .cloned()
-            .collect();
-        write_runs(&runs_file, &played);
+        let start = next_window.get();
+        let end = start + runs * windows_for(seconds);
+        write_runs(
+            &runs_file,
+            keys.get(start..end)
+                .expect("windows of runs for every wrk run of turns"),
+        );
+        next_window.set(end);
     };
     let wallets_file = scripts.path().join("wallets.txt");
     let mut file = std::io::BufWriter::new(std::fs::File::create(&wallets_file).expect("wallets"));

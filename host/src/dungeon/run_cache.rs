@@ -20,6 +20,10 @@ use super::store::RunHead;
 /// (with 1,536 runs in play among 5,100 met, a node's turns ran at about half their rate:
 /// docs/benchmarks.md, session 62).
 const CAPACITY: usize = 4_096;
+/// Keys remembered per generation ([`Inner::keys`]). Forgetting them all at once, as this cache
+/// did, sent every run in play back to the database for its key at the next turn; with two
+/// generations only keys unused for a whole generation go.
+const KEYS_PER_GENERATION: usize = 2 * CAPACITY;
 
 #[derive(Default)]
 pub(crate) struct RunCache {
@@ -39,8 +43,24 @@ struct Inner {
     /// When the next run is put here.
     next: u64,
     /// Run keys this node has checked against the database (by the key's SHA-256), to their
-    /// run: a key belongs to one run for that run's life, so the pair never changes.
+    /// run: a key belongs to one run for that run's life, so the pair never changes. Kept in
+    /// two generations ([`KEYS_PER_GENERATION`]): new and recently used keys here, the ones
+    /// before in `old_keys`.
     keys: HashMap<String, String>,
+    /// The generation before `keys`: a key found here moves back to `keys`; the keys still here
+    /// when `keys` fills are forgotten.
+    old_keys: HashMap<String, String>,
+}
+
+impl Inner {
+    /// Remember `key_hash` as `run_id`'s key in the young generation, which, when full, becomes
+    /// the old one: a key unused for a whole generation is forgotten, and one in use never is.
+    fn insert_key(&mut self, key_hash: String, run_id: String) {
+        if self.keys.len() >= KEYS_PER_GENERATION {
+            self.old_keys = std::mem::take(&mut self.keys);
+        }
+        self.keys.insert(key_hash, run_id);
+    }
 }
 
 impl RunCache {
@@ -90,7 +110,12 @@ impl RunCache {
     /// was checked here and the run is held: a hint, as of this node's last write (a turn's
     /// version guard catches any write since).
     pub(crate) fn head_for_key(&self, key_hash: &str) -> Option<RunHead> {
-        let inner = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        if !inner.keys.contains_key(key_hash) {
+            let (key_hash, run_id) = inner.old_keys.remove_entry(key_hash)?;
+            inner.insert_key(key_hash, run_id);
+        }
         let run_id = inner.keys.get(key_hash)?;
         inner.runs.get(run_id).map(|(head, _, _)| head.clone())
     }
@@ -98,11 +123,7 @@ impl RunCache {
     /// Remember that the key whose SHA-256 is `key_hash` opened `run_id` (checked against the
     /// database just now).
     pub(crate) fn remember_key(&self, key_hash: String, run_id: String) {
-        let mut inner = self.lock();
-        if inner.keys.len() >= 2 * CAPACITY {
-            inner.keys.clear();
-        }
-        inner.keys.insert(key_hash, run_id);
+        self.lock().insert_key(key_hash, run_id);
     }
 
     /// Turns that found their run here, and turns that read it (`GET /metrics`).
@@ -174,6 +195,48 @@ mod tests {
             cache.head_for_key("hash_1").is_none(),
             "the run is being played"
         );
+    }
+
+    #[test]
+    fn a_key_in_use_is_never_forgotten_and_an_unused_one_is_after_two_generations() {
+        let cache = RunCache::default();
+        cache.put(head("run_played", 1), run(1));
+        cache.put(head("run_idle", 1), run(2));
+        cache.remember_key("hash_played".into(), "run_played".into());
+        cache.remember_key("hash_idle".into(), "run_idle".into());
+        // Many more keys checked here than a generation holds, the played run's key used
+        // along the way (as each of its turns does).
+        for n in 0..3 * KEYS_PER_GENERATION {
+            cache.remember_key(format!("hash_{n}"), format!("run_{n}"));
+            if n % 1_000 == 0 {
+                assert!(
+                    cache.head_for_key("hash_played").is_some(),
+                    "after {n} keys"
+                );
+            }
+        }
+        assert!(cache.head_for_key("hash_played").is_some());
+        assert!(
+            cache.head_for_key("hash_idle").is_none(),
+            "unused for two generations"
+        );
+        let inner = cache.lock();
+        assert!(inner.keys.len() <= KEYS_PER_GENERATION);
+        assert!(inner.old_keys.len() <= KEYS_PER_GENERATION);
+    }
+
+    #[test]
+    fn a_key_of_the_old_generation_is_found_and_kept() {
+        let cache = RunCache::default();
+        cache.put(head("run_1", 1), run(1));
+        cache.remember_key("hash_1".into(), "run_1".into());
+        for n in 0..KEYS_PER_GENERATION {
+            cache.remember_key(format!("hash_{n}_other"), format!("run_{n}"));
+        }
+        assert!(cache.lock().old_keys.contains_key("hash_1"), "aged");
+        assert!(cache.head_for_key("hash_1").is_some(), "found in the old");
+        assert!(cache.lock().keys.contains_key("hash_1"), "moved back");
+        assert!(!cache.lock().old_keys.contains_key("hash_1"));
     }
 
     #[test]

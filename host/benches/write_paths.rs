@@ -357,16 +357,26 @@ end
             .text()
             .await
             .expect("metrics text");
+        // The writes' waits beside them: what a write waited that was not its batch's own time.
+        let histogram = |name: &str| -> String {
+            let prefix = format!("{name}_bucket{{le=\"");
+            let buckets: Vec<String> = metrics
+                .lines()
+                .filter_map(|line| line.strip_prefix(prefix.as_str()))
+                .filter_map(|rest| rest.split_once("\"} "))
+                .map(|(bound, count)| format!("{bound} s: {count}"))
+                .collect();
+            buckets.join(", ")
+        };
         println!("group-commit batches by duration, the whole bench (at most, cumulative):");
-        let buckets: Vec<String> = metrics
-            .lines()
-            .filter_map(|line| {
-                line.strip_prefix("crucible_group_commit_batch_duration_seconds_bucket{le=\"")
-            })
-            .filter_map(|rest| rest.split_once("\"} "))
-            .map(|(bound, count)| format!("{bound} s: {count}"))
-            .collect();
-        println!("  {}", buckets.join(", "));
+        println!(
+            "  {}",
+            histogram("crucible_group_commit_batch_duration_seconds")
+        );
+        println!(
+            "writes by their wait from queued to answered, the whole bench (at most, cumulative):"
+        );
+        println!("  {}", histogram("crucible_group_commit_wait_seconds"));
         // A turn whose run is not in the node's cache reads and parses its run first.
         let lookups = |outcome: &str| {
             let series = format!(

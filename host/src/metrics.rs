@@ -201,6 +201,18 @@ impl Metrics {
             times.seconds,
             times.count,
         );
+        let waits = &gauges.group_commit_wait_seconds;
+        out.push_str("# HELP crucible_group_commit_wait_seconds Time from a write's queueing to its answer: the wait for a batch, the batch, and a failed write's run alone.\n");
+        out.push_str("# TYPE crucible_group_commit_wait_seconds histogram\n");
+        histogram_series(
+            &mut out,
+            "crucible_group_commit_wait_seconds",
+            "",
+            &BATCH_SECONDS_BOUNDS,
+            &waits.buckets,
+            waits.seconds,
+            waits.count,
+        );
         out
     }
 }
@@ -249,6 +261,8 @@ struct Gauges {
     group_commit: (u64, u64),
     /// How long its batches took.
     group_commit_seconds: BatchSeconds,
+    /// How long its writes waited for their answer.
+    group_commit_wait_seconds: BatchSeconds,
 }
 
 fn counter(out: &mut String, name: &str, help: &str, series: &[(&str, u64)]) {
@@ -346,6 +360,7 @@ pub(crate) async fn scrape(
                 caches: state.caches.stats().to_vec(),
                 group_commit: state.store.group_commit_counts(),
                 group_commit_seconds: state.store.group_commit_batch_seconds(),
+                group_commit_wait_seconds: state.store.group_commit_wait_seconds(),
                 ..Gauges::default()
             }
         }
@@ -379,6 +394,7 @@ async fn read_gauges(state: &AppState) -> sqlx::Result<Gauges> {
         caches: state.caches.stats().to_vec(),
         group_commit: state.store.group_commit_counts(),
         group_commit_seconds: state.store.group_commit_batch_seconds(),
+        group_commit_wait_seconds: state.store.group_commit_wait_seconds(),
     })
 }
 
@@ -445,6 +461,10 @@ mod tests {
         assert!(text.contains(&format!("{name}_bucket{{le=\"2.5\"}} 4\n")));
         assert!(text.contains(&format!("{name}_bucket{{le=\"+Inf\"}} 5\n")));
         assert!(text.contains(&format!("{name}_sum 3.2\n{name}_count 5\n")));
+        // The writes' waits, empty here, render beside them.
+        let waits = "crucible_group_commit_wait_seconds";
+        assert!(text.contains(&format!("# TYPE {waits} histogram\n")));
+        assert!(text.contains(&format!("{waits}_bucket{{le=\"+Inf\"}} 0\n")));
     }
 
     #[test]

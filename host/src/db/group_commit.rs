@@ -107,6 +107,8 @@ struct Counts {
     batches: AtomicU64,
     writes: AtomicU64,
     times: BatchTimes,
+    /// How long each write waited, from being queued to its answer ([`GroupCommit::wait_seconds`]).
+    waits: BatchTimes,
 }
 
 /// Upper bounds of the buckets of [`BatchSeconds`], in seconds: from a batch on a disk that
@@ -123,9 +125,11 @@ pub(crate) fn bucket_of(seconds: f64) -> Option<usize> {
         .position(|bound| seconds <= *bound)
 }
 
-/// How long batches took, from their first statement to their commit's return (the flush
-/// included), counted as they finish. A write is answered no sooner, so when a host's tail is
-/// long, this says whether the disk's flushes are why (docs/architecture.md, "Group commit").
+/// A histogram of durations over [`BATCH_SECONDS_BOUNDS`]: how long batches took, from their
+/// first statement to their commit's return (the flush included), counted as they finish; or
+/// how long writes waited for their answer. A write is answered no sooner than its batch
+/// commits, so when a host's tail is long, the two say whether the disk's flushes are why or
+/// the wait before a batch (docs/architecture.md, "Group commit").
 #[derive(Default)]
 struct BatchTimes {
     /// Batches at or under each bound of [`BATCH_SECONDS_BOUNDS`] (not cumulative); longer
@@ -232,6 +236,13 @@ impl GroupCommit {
         self.counts.times.read()
     }
 
+    /// How long the writes answered so far waited, from being queued to their answer: the
+    /// wait for the committer and a free lane, their batch, and the run alone of a write that
+    /// failed in it. Beside [`GroupCommit::batch_seconds`], what is not the batch's own time.
+    pub(crate) fn wait_seconds(&self) -> BatchSeconds {
+        self.counts.waits.read()
+    }
+
     /// Run `work` in the next batch and answer once that batch has committed: `Ok` only when
     /// the write is durable, its own error when it failed (and then it changed nothing).
     pub(crate) async fn run<T, E>(&self, work: Work<T, E>) -> Result<T, E>
@@ -240,24 +251,30 @@ impl GroupCommit {
         E: From<sqlx::Error> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
+        let queued = Instant::now();
         self.enqueue(Box::new(Pending {
             work,
             answer: Answer::new(reply),
         }))
         .await;
-        answer.await.unwrap_or_else(|_| Err(gone()))
+        let outcome = answer.await.unwrap_or_else(|_| Err(gone()));
+        self.counts.waits.observe(queued.elapsed());
+        outcome
     }
 
     /// Like [`GroupCommit::run`], for a kind of write whose writes of one batch share their
     /// statements ([`BatchWrite::apply_all`]).
     pub(crate) async fn write<W: BatchWrite>(&self, write: W) -> Result<W::Output, W::Error> {
         let (reply, answer) = oneshot::channel();
+        let queued = Instant::now();
         self.enqueue(Box::new(Batched {
             write: Arc::new(write),
             answer: Answer::new(reply),
         }))
         .await;
-        answer.await.unwrap_or_else(|_| Err(gone()))
+        let outcome = answer.await.unwrap_or_else(|_| Err(gone()));
+        self.counts.waits.observe(queued.elapsed());
+        outcome
     }
 
     async fn enqueue(&self, item: Box<dyn Item>) {

@@ -253,12 +253,19 @@ impl Store {
     /// How long the group committers' batches took, from their first statement to their
     /// commit's return (`GET /metrics`).
     pub(crate) fn group_commit_batch_seconds(&self) -> BatchSeconds {
-        let seats = self
-            .seats
-            .as_ref()
-            .map(GroupCommit::batch_seconds)
-            .unwrap_or_default();
-        self.group.batch_seconds() + seats
+        self.both_committers(GroupCommit::batch_seconds)
+    }
+
+    /// How long the group committers' writes waited, from being queued to their answer
+    /// (`GET /metrics`).
+    pub(crate) fn group_commit_wait_seconds(&self) -> BatchSeconds {
+        self.both_committers(GroupCommit::wait_seconds)
+    }
+
+    /// `read` of the hot paths' committer and the seats' summed.
+    fn both_committers(&self, read: fn(&GroupCommit) -> BatchSeconds) -> BatchSeconds {
+        let seats = self.seats.as_ref().map(read).unwrap_or_default();
+        read(&self.group) + seats
     }
 
     /// The group committer of the writes that take seats of a tournament (registrations).

@@ -448,6 +448,16 @@ async fn concurrent_registrations_share_transactions_and_each_gets_its_own_answe
         .expect(series);
     assert!(count >= 1 && count <= batches, "{count} timed of {batches}");
     assert_eq!(all, count);
+    // Each write's wait is timed before its caller goes on, so every seated registration's is
+    // counted (and the setup's writes too).
+    let waited = timed("crucible_group_commit_wait_seconds_count")
+        .await
+        .expect("waits");
+    let created = answers.iter().filter(|answer| answer.status == 201).count() as u64;
+    assert!(
+        waited >= created && waited <= writes,
+        "{waited} waits timed, {created} registrations, {writes} writes"
+    );
 }
 
 #[tokio::test]

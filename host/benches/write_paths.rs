@@ -357,7 +357,6 @@ end
             .text()
             .await
             .expect("metrics text");
-        // The writes' waits beside them: what a write waited that was not its batch's own time.
         let histogram = |name: &str| -> String {
             let prefix = format!("{name}_bucket{{le=\"");
             let buckets: Vec<String> = metrics
@@ -373,6 +372,7 @@ end
             "  {}",
             histogram("crucible_group_commit_batch_duration_seconds")
         );
+        // The writes' waits beside them: what a write waited that was not its batch's own time.
         println!(
             "writes by their wait from queued to answered, the whole bench (at most, cumulative):"
         );

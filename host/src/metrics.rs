@@ -189,32 +189,34 @@ impl Metrics {
             "Writes those transactions carried (dungeon turns, registrations, …).",
             &[("", writes)],
         );
-        let times = &gauges.group_commit_seconds;
-        out.push_str("# HELP crucible_group_commit_batch_duration_seconds Time from a batch's first statement to its commit's return, its flush included: no write is answered sooner.\n");
-        out.push_str("# TYPE crucible_group_commit_batch_duration_seconds histogram\n");
-        histogram_series(
+        group_commit_histogram(
             &mut out,
             "crucible_group_commit_batch_duration_seconds",
-            "",
-            &BATCH_SECONDS_BOUNDS,
-            &times.buckets,
-            times.seconds,
-            times.count,
+            "Time from a batch's first statement to its commit's return, its flush included: no write is answered sooner.",
+            &gauges.group_commit_seconds,
         );
-        let waits = &gauges.group_commit_wait_seconds;
-        out.push_str("# HELP crucible_group_commit_wait_seconds Time from a write's queueing to its answer: the wait for a batch, the batch, and a failed write's run alone.\n");
-        out.push_str("# TYPE crucible_group_commit_wait_seconds histogram\n");
-        histogram_series(
+        group_commit_histogram(
             &mut out,
             "crucible_group_commit_wait_seconds",
-            "",
-            &BATCH_SECONDS_BOUNDS,
-            &waits.buckets,
-            waits.seconds,
-            waits.count,
+            "Time from a write's queueing to its answer: the wait for a batch, the batch, and a failed write's run alone.",
+            &gauges.group_commit_wait_seconds,
         );
         out
     }
+}
+
+/// A group-commit histogram ([`BATCH_SECONDS_BOUNDS`]) without labels, with its help and type.
+fn group_commit_histogram(out: &mut String, name: &str, help: &str, times: &BatchSeconds) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    histogram_series(
+        out,
+        name,
+        "",
+        &BATCH_SECONDS_BOUNDS,
+        &times.buckets,
+        times.seconds,
+        times.count,
+    );
 }
 
 /// One series of a histogram: its cumulative buckets (`counts` per bound, not cumulative; what

@@ -251,27 +251,32 @@ impl GroupCommit {
         E: From<sqlx::Error> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let queued = Instant::now();
-        self.enqueue(Box::new(Pending {
+        let item = Box::new(Pending {
             work,
             answer: Answer::new(reply),
-        }))
-        .await;
-        let outcome = answer.await.unwrap_or_else(|_| Err(gone()));
-        self.counts.waits.observe(queued.elapsed());
-        outcome
+        });
+        self.answered(item, answer).await
     }
 
     /// Like [`GroupCommit::run`], for a kind of write whose writes of one batch share their
     /// statements ([`BatchWrite::apply_all`]).
     pub(crate) async fn write<W: BatchWrite>(&self, write: W) -> Result<W::Output, W::Error> {
         let (reply, answer) = oneshot::channel();
-        let queued = Instant::now();
-        self.enqueue(Box::new(Batched {
+        let item = Box::new(Batched {
             write: Arc::new(write),
             answer: Answer::new(reply),
-        }))
-        .await;
+        });
+        self.answered(item, answer).await
+    }
+
+    /// Queue `item` and wait for its `answer`, timing the wait ([`GroupCommit::wait_seconds`]).
+    async fn answered<T, E: From<sqlx::Error>>(
+        &self,
+        item: Box<dyn Item>,
+        answer: oneshot::Receiver<Result<T, E>>,
+    ) -> Result<T, E> {
+        let queued = Instant::now();
+        self.enqueue(item).await;
         let outcome = answer.await.unwrap_or_else(|_| Err(gone()));
         self.counts.waits.observe(queued.elapsed());
         outcome

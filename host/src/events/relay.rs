@@ -7,9 +7,11 @@
 //! lost, and once it is back it announces [`Event::Resync`] here, on which every stream re-reads.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::notify;
 use super::{Bus, Event};
@@ -97,25 +99,66 @@ fn pack(prefix: &str, events: &[Event]) -> Vec<String> {
     payloads
 }
 
-/// `NOTIFY` what this node publishes: what is waiting, packed into as few notifications as
-/// PostgreSQL's payload limit allows ([`pack`]).
+/// The shortest time between two rounds of notifications from one node. An event after a
+/// quiet spell goes at once; under load the events of this long share their notifications.
+///
+/// Without it a node sent a round for every group-commit batch of dungeon turns (a batch's
+/// events arrive together), each notification carrying a few dozen events: about 370 a second
+/// at 14,500 turns a second, each a transaction of PostgreSQL's that wakes every listening
+/// session and every node, this one included (docs/benchmarks.md, session 64). Watchers on
+/// other nodes hear of a change this much later at most, far inside the second they are
+/// promised.
+const NOTIFY_EVERY: Duration = Duration::from_millis(10);
+
+/// `NOTIFY` what this node publishes, a [`Rounds`] at a time.
 async fn send_loop(
     store: Store,
     channel: String,
     node: String,
-    mut pending: mpsc::UnboundedReceiver<Event>,
+    pending: mpsc::UnboundedReceiver<Event>,
 ) {
-    let prefix = own_prefix(&node);
-    let mut events = Vec::new();
-    while let Some(first) = pending.recv().await {
-        events.push(first);
-        while let Ok(event) = pending.try_recv() {
-            events.push(event);
-        }
-        for payload in pack(&prefix, &events) {
+    let mut rounds = Rounds::new(pending, own_prefix(&node), NOTIFY_EVERY);
+    while let Some(payloads) = rounds.next().await {
+        for payload in payloads {
             notify::send(&store, &channel, &payload).await;
         }
-        events.clear();
+    }
+}
+
+/// The events a node publishes, as rounds of notifications' payloads: what is waiting, packed
+/// into as few payloads as PostgreSQL's limit allows ([`pack`]), at most one round every
+/// [`NOTIFY_EVERY`].
+struct Rounds {
+    pending: mpsc::UnboundedReceiver<Event>,
+    prefix: String,
+    /// The shortest time between two rounds ([`NOTIFY_EVERY`]).
+    every: Duration,
+    last_round: Option<Instant>,
+}
+
+impl Rounds {
+    fn new(pending: mpsc::UnboundedReceiver<Event>, prefix: String, every: Duration) -> Self {
+        Rounds {
+            pending,
+            prefix,
+            every,
+            last_round: None,
+        }
+    }
+
+    /// The next round's payloads; `None` once nothing can be published any more.
+    async fn next(&mut self) -> Option<Vec<String>> {
+        let first = self.pending.recv().await?;
+        if let Some(last) = self.last_round {
+            // Already past after a quiet spell: then this does not wait.
+            tokio::time::sleep_until(last + self.every).await;
+        }
+        self.last_round = Some(Instant::now());
+        let mut events = vec![first];
+        while let Ok(event) = self.pending.try_recv() {
+            events.push(event);
+        }
+        Some(pack(&self.prefix, &events))
     }
 }
 
@@ -264,6 +307,52 @@ mod tests {
         // Full notifications, not one per 32 events: ~70 bytes an event here.
         assert!(payloads.len() <= 10, "{} notifications", payloads.len());
         assert!(payloads[0].len() > notify::MAX_PAYLOAD - 100);
+    }
+
+    /// The events of a round's payloads, in order.
+    fn events_of(payloads: Option<Vec<String>>) -> Vec<Event> {
+        let mut events = Vec::new();
+        for payload in payloads.expect("a round") {
+            let envelope: Envelope = serde_json::from_str(&payload).expect("an envelope");
+            events.extend(envelope.events);
+        }
+        events
+    }
+
+    #[tokio::test]
+    async fn a_lone_event_goes_at_once_and_a_burst_shares_a_round() {
+        let every = Duration::from_millis(500);
+        let (outbox, pending) = mpsc::unbounded_channel();
+        let mut rounds = Rounds::new(pending, own_prefix("node_a"), every);
+        // A quiet node's first event waits for nothing.
+        let started = Instant::now();
+        outbox.send(turn(1)).expect("send");
+        assert_eq!(events_of(rounds.next().await), vec![turn(1)]);
+        assert!(started.elapsed() < every, "{:?}", started.elapsed());
+        // Right after it, a burst: one round once the interval is over, with what came meanwhile.
+        outbox.send(turn(2)).expect("send");
+        let round = tokio::spawn(async move {
+            let payloads = rounds.next().await;
+            (rounds, payloads)
+        });
+        tokio::time::sleep(every / 4).await;
+        outbox.send(turn(3)).expect("send");
+        outbox.send(turn(4)).expect("send");
+        let (mut rounds, payloads) = round.await.expect("the round");
+        assert!(started.elapsed() >= every, "{:?}", started.elapsed());
+        assert_eq!(events_of(payloads), vec![turn(2), turn(3), turn(4)]);
+        // Quiet for an interval: the next event goes at once again.
+        tokio::time::sleep(every).await;
+        let quiet = Instant::now();
+        outbox.send(turn(5)).expect("send");
+        assert_eq!(events_of(rounds.next().await), vec![turn(5)]);
+        assert!(quiet.elapsed() < every, "{:?}", quiet.elapsed());
+        drop(outbox);
+        assert_eq!(
+            rounds.next().await,
+            None,
+            "nothing more once the bus is gone"
+        );
     }
 
     #[test]

@@ -103,11 +103,11 @@ fn pack(prefix: &str, events: &[Event]) -> Vec<String> {
 /// quiet spell goes at once; under load the events of this long share their notifications.
 ///
 /// Without it a node sent a round for every group-commit batch of dungeon turns (a batch's
-/// events arrive together), each notification carrying a few dozen events: about 370 a second
-/// at 14,500 turns a second, each a transaction of PostgreSQL's that wakes every listening
-/// session and every node, this one included (docs/benchmarks.md, session 64). Watchers on
-/// other nodes hear of a change this much later at most, far inside the second they are
-/// promised.
+/// events arrive together), each notification carrying a few dozen events: about 270 a second
+/// at 16,000 turns a second against about 200 with it, each a transaction of PostgreSQL's that
+/// wakes every listening session and every node, this one included (docs/architecture.md,
+/// "Several nodes"). Watchers on other nodes hear of a change this much later at most, far
+/// inside the second they are promised.
 const NOTIFY_EVERY: Duration = Duration::from_millis(10);
 
 /// `NOTIFY` what this node publishes, a [`Rounds`] at a time.

@@ -42,10 +42,13 @@ const KEPT_READERS: usize = 8;
 const WRITER_CACHE_KIB: u32 = 16 * 1024;
 const READER_CACHE_KIB: u32 = 2 * 1024;
 
-/// WAL pages past which SQLite checkpoints inside the commit that crossed them (64 MiB): a
+/// WAL pages past which SQLite checkpoints inside the commit that crossed them (256 MiB): a
 /// backstop only, for connections whose owner runs [`SqliteFile::checkpoint`] beside the writers.
-/// A server opening its own connections to the file sets the same.
-pub const WAL_AUTOCHECKPOINT_PAGES: u32 = 16384;
+/// A server opening its own connections to the file sets the same. The server's catch-ups
+/// stay below it, and how often they stall the writers depends on how far below it they may
+/// start: at 64 MiB, registrations (which write pages all over their wallets' index) caught up
+/// twice a second, and those stalls were their paced p99 (docs/architecture.md, "Checkpoints").
+pub const WAL_AUTOCHECKPOINT_PAGES: u32 = 65536;
 
 /// Prepared statements each connection keeps (sets are read in many sizes).
 const CACHED_STATEMENTS: usize = 256;
@@ -184,7 +187,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Open a connection of the caller's own on the SQLite file at `path`, with the server's
 /// settings: `synchronous = FULL` (a commit survives power loss), foreign keys, a wait
 /// instead of `SQLITE_BUSY`, the statement journal in memory, reads through a memory map, and
-/// SQLite's own checkpoints only past 64 MiB of WAL ([`SqliteFile::checkpoint`] says why).
+/// SQLite's own checkpoints only past 256 MiB of WAL ([`SqliteFile::checkpoint`] says why).
 fn open(path: &Path, cache_kib: u32) -> rusqlite::Result<rusqlite::Connection> {
     let conn = rusqlite::Connection::open_with_flags(
         path,

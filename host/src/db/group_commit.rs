@@ -64,7 +64,7 @@ const BACKSTOP_FRAMES: i64 = crucible_sql::WAL_AUTOCHECKPOINT_PAGES as i64;
 /// The WAL's length, in frames, from which the lane catches up after a checkpoint beside the
 /// writers ([`Checkpoints`]), given how many frames the WAL grew by since the checkpoint before:
 /// as late as leaves room below SQLite's backstop for two more checkpoints' growth, and never
-/// sooner than a quarter of the backstop (16 MiB). Each catch-up is a stall of the lane (2-8 ms
+/// sooner than a quarter of the backstop (64 MiB). Each catch-up is a stall of the lane (2-8 ms
 /// under paced turns), so the fewer the better as long as no commit crosses the backstop and
 /// copies the WAL inside the write lock. Paced turns on a fast machine grew the WAL by about
 /// 1,600 frames a checkpoint: from a quarter of the backstop that was three catch-ups a second,
@@ -1015,10 +1015,10 @@ mod tests {
                 .expect("insert");
         }
         assert!(!checkpoint_beside(&mut checkpoints).await, "50 rows");
-        // 8,000 rows of 3,000 bytes in one statement, a page each: 8,000 frames that came
-        // since the last checkpoint, past a backstop of 16,384 less twice that growth.
+        // 24,000 rows of 3,000 bytes in one statement, a page each: 24,000 frames that came
+        // since the last checkpoint, past a backstop of 65,536 less twice that growth.
         sqlx::query(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 8000) \
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 24000) \
              INSERT INTO items (id, note) SELECT 1000 + i, hex(randomblob(1500)) FROM n",
         )
         .execute(store.write())
@@ -1026,7 +1026,7 @@ mod tests {
         .expect("insert");
         assert!(
             checkpoint_beside(&mut checkpoints).await,
-            "8,000 pages at once"
+            "24,000 pages at once"
         );
     }
 
@@ -1037,7 +1037,7 @@ mod tests {
         assert_eq!(catch_up_from(0), BACKSTOP_FRAMES);
         assert_eq!(catch_up_from(1_600), BACKSTOP_FRAMES - 3_200);
         assert!(catch_up_from(1_600) > catch_up_from(3_000));
-        assert_eq!(catch_up_from(7_000), BACKSTOP_FRAMES / 4);
+        assert_eq!(catch_up_from(BACKSTOP_FRAMES / 2), BACKSTOP_FRAMES / 4);
         assert_eq!(catch_up_from(BACKSTOP_FRAMES), BACKSTOP_FRAMES / 4);
         assert_eq!(growth(1_000, 2_600), 1_600);
         assert_eq!(

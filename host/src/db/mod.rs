@@ -377,8 +377,8 @@ async fn sqlite_pool(url: &str, max_connections: u32) -> Result<AnyPool, StoreEr
                 // group-committed batches use for every multi-row statement) kept in memory
                 // instead of a temporary file written through system calls; a larger page
                 // cache; reads through a memory map instead of a `pread` a page; and a WAL
-                // checkpoint left to SQLite only past 64 MiB of WAL, as a backstop: the group
-                // committer has the WAL copied into the file once a second beside the writers
+                // checkpoint left to SQLite only past 256 MiB of WAL, as a backstop: the group
+                // committer has the WAL copied into the file ten times a second beside the writers
                 // (`group_commit.rs`, `Checkpoints`), where SQLite's default (every 4 MiB) copied
                 // it inside the commit that crossed the line, holding every writer up.
                 for pragma in [

@@ -134,6 +134,8 @@ struct Rounds {
     /// The shortest time between two rounds ([`NOTIFY_EVERY`]).
     every: Duration,
     last_round: Option<Instant>,
+    /// A round's events while they are packed, kept for the next round.
+    events: Vec<Event>,
 }
 
 impl Rounds {
@@ -143,6 +145,7 @@ impl Rounds {
             prefix,
             every,
             last_round: None,
+            events: Vec::new(),
         }
     }
 
@@ -154,11 +157,13 @@ impl Rounds {
             tokio::time::sleep_until(last + self.every).await;
         }
         self.last_round = Some(Instant::now());
-        let mut events = vec![first];
+        self.events.push(first);
         while let Ok(event) = self.pending.try_recv() {
-            events.push(event);
+            self.events.push(event);
         }
-        Some(pack(&self.prefix, &events))
+        let payloads = pack(&self.prefix, &self.events);
+        self.events.clear();
+        Some(payloads)
     }
 }
 

@@ -325,6 +325,22 @@ end
                 Some(postgres::Meanwhile::between(before?, after).to_string())
             })
         };
+        // The SQLite lane's WAL catch-ups: each holds every write until it is done, so a
+        // load's tail counts them.
+        let store = &state.store;
+        let catch_ups = || -> Box<dyn FnOnce() -> Option<String> + '_> {
+            let (count_before, seconds_before) = store.wal_catch_ups();
+            Box::new(move || {
+                let (count, seconds) = store.wal_catch_ups();
+                let caught_up = count.checked_sub(count_before).filter(|&n| n > 0)?;
+                let stalled_ms = (seconds - seconds_before) * 1000.0;
+                Some(format!(
+                    "WAL catch-ups meanwhile: {caught_up}, {:.1} ms each on average, \
+                     {stalled_ms:.0} ms in all",
+                    stalled_ms / caught_up as f64
+                ))
+            })
+        };
         wrk::paced_against_the_floor(
             &loads,
             wrk::Paced {
@@ -335,7 +351,7 @@ end
                 share,
             },
             scripts.path(),
-            &[&flushes, &cluster],
+            &[&flushes, &cluster, &catch_ups],
         );
     }
 
@@ -377,6 +393,12 @@ end
             "writes by their wait from queued to answered, the whole bench (at most, cumulative):"
         );
         println!("  {}", histogram("crucible_group_commit_wait_seconds"));
+        if backend == "sqlite" {
+            println!(
+                "the lane's WAL catch-ups by duration, the whole bench (at most, cumulative):"
+            );
+            println!("  {}", histogram("crucible_sqlite_wal_catch_up_seconds"));
+        }
         // A turn whose run is not in the node's cache reads and parses its run first.
         let lookups = |outcome: &str| {
             let series = format!(

@@ -201,6 +201,12 @@ impl Metrics {
             "Time from a write's queueing to its answer: the wait for a batch, the batch, and a failed write's run alone.",
             &gauges.group_commit_wait_seconds,
         );
+        group_commit_histogram(
+            &mut out,
+            "crucible_sqlite_wal_catch_up_seconds",
+            "Time the SQLite write lane held every write to copy the WAL's newest pages into the database file, so the WAL can start over (none on PostgreSQL).",
+            &gauges.group_commit_catch_up_seconds,
+        );
         out
     }
 }
@@ -265,6 +271,8 @@ struct Gauges {
     group_commit_seconds: BatchSeconds,
     /// How long its writes waited for their answer.
     group_commit_wait_seconds: BatchSeconds,
+    /// How long its lane held the writes to catch up SQLite's WAL.
+    group_commit_catch_up_seconds: BatchSeconds,
 }
 
 fn counter(out: &mut String, name: &str, help: &str, series: &[(&str, u64)]) {
@@ -363,6 +371,7 @@ pub(crate) async fn scrape(
                 group_commit: state.store.group_commit_counts(),
                 group_commit_seconds: state.store.group_commit_batch_seconds(),
                 group_commit_wait_seconds: state.store.group_commit_wait_seconds(),
+                group_commit_catch_up_seconds: state.store.group_commit_catch_up_seconds(),
                 ..Gauges::default()
             }
         }
@@ -397,6 +406,7 @@ async fn read_gauges(state: &AppState) -> sqlx::Result<Gauges> {
         group_commit: state.store.group_commit_counts(),
         group_commit_seconds: state.store.group_commit_batch_seconds(),
         group_commit_wait_seconds: state.store.group_commit_wait_seconds(),
+        group_commit_catch_up_seconds: state.store.group_commit_catch_up_seconds(),
     })
 }
 
@@ -467,6 +477,8 @@ mod tests {
         let waits = "crucible_group_commit_wait_seconds";
         assert!(text.contains(&format!("# TYPE {waits} histogram\n")));
         assert!(text.contains(&format!("{waits}_bucket{{le=\"+Inf\"}} 0\n")));
+        let stalls = "crucible_sqlite_wal_catch_up_seconds";
+        assert!(text.contains(&format!("# TYPE {stalls} histogram\n")));
     }
 
     #[test]

@@ -57,6 +57,9 @@ const QUEUE: usize = 4 * MAX_BATCH;
 /// writers ([`Checkpoints`]). At once a second, dungeon turns' p99 at 20 % of the floor was
 /// 50-54 ms on SQLite; at a tenth of a second, 24-28 ms (docs/benchmarks.md, session 36).
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+/// Checkpoints beside the writers at most, after the one that found the WAL long, before the
+/// lane catches up ([`close_in`]).
+const CLOSING_ROUNDS: usize = 4;
 /// SQLite's own checkpoint threshold, in WAL frames (pages): a backstop the lane's catch-ups
 /// keep the WAL below ([`catch_up_from`]).
 const BACKSTOP_FRAMES: i64 = crucible_sql::WAL_AUTOCHECKPOINT_PAGES as i64;
@@ -109,6 +112,8 @@ struct Counts {
     times: BatchTimes,
     /// How long each write waited, from being queued to its answer ([`GroupCommit::wait_seconds`]).
     waits: BatchTimes,
+    /// How long the lane held every write to catch up a SQLite WAL ([`Checkpoints`]).
+    catch_ups: BatchTimes,
 }
 
 /// Upper bounds of the buckets of [`BatchSeconds`], in seconds: from a batch on a disk that
@@ -241,6 +246,13 @@ impl GroupCommit {
     /// failed in it. Beside [`GroupCommit::batch_seconds`], what is not the batch's own time.
     pub(crate) fn wait_seconds(&self) -> BatchSeconds {
         self.counts.waits.read()
+    }
+
+    /// How long the lane held every write, each time it caught up a SQLite file's WAL after a
+    /// checkpoint beside the writers ([`Checkpoints`]); none on PostgreSQL. Each is a stall all
+    /// the writes queued meanwhile wait out, so they are the first suspect of a long tail.
+    pub(crate) fn catch_up_seconds(&self) -> BatchSeconds {
+        self.counts.catch_ups.read()
     }
 
     /// Run `work` in the next batch and answer once that batch has committed: `Ok` only when
@@ -543,7 +555,7 @@ async fn commit_batches(
     while let Some(first) = gather.queue.recv().await {
         gather.batch(first, false, &mut batch).await;
         commit(&writer, &mut batch, &gather.counts.times).await;
-        checkpoints.after_batch().await;
+        checkpoints.after_batch(&gather.counts.catch_ups).await;
     }
 }
 
@@ -630,10 +642,11 @@ impl Gather {
 /// SQLite starts the WAL over only once every frame in it is copied, so under a sustained load
 /// the WAL grew to SQLite's backstop and the commit that crossed it copied, inside the write
 /// lock, up to a tenth of a second of batches. So when a checkpoint beside the writers finds the
-/// WAL long enough ([`catch_up_from`]), the lane copies what was appended meanwhile (a few
-/// milliseconds of batches) before its next batch: the WAL is then all in the file, and the next
-/// batch starts it over. Below that length the WAL just grows; once it has been that long, it is
-/// rewritten in place, so a flush does not pay for the file growing.
+/// WAL long enough ([`catch_up_from`]), a few more close in on its end ([`close_in`]), and the
+/// lane copies what the last one could not (about a flush's worth of batches) before its next
+/// batch: the WAL is then all in the file, and the next batch starts it over. Below that length
+/// the WAL just grows; once it has been that long, it is rewritten in place, so a flush does not
+/// pay for the file growing.
 struct Checkpoints {
     file: Option<SqliteFile>,
     last: Instant,
@@ -656,17 +669,19 @@ impl Checkpoints {
         }
     }
 
-    /// Between two batches of the lane: catch up after a checkpoint that found the WAL long,
-    /// and start the next one when it is time.
-    async fn after_batch(&mut self) {
+    /// Between two batches of the lane: catch up after a checkpoint that found the WAL long
+    /// (timed into `stalls`), and start the next one when it is time.
+    async fn after_batch(&mut self, stalls: &BatchTimes) {
         let Some(file) = &self.file else {
             return;
         };
         if self.catch_up.swap(false, Ordering::AcqRel) {
+            let began = Instant::now();
             let file = file.clone();
             if let Err(error) = tokio::task::spawn_blocking(move || checkpoint(&file)).await {
                 tracing::warn!(%error, "a WAL checkpoint's thread failed");
             }
+            stalls.observe(began.elapsed());
         }
         if self.last.elapsed() < CHECKPOINT_EVERY || self.running.swap(true, Ordering::AcqRel) {
             return;
@@ -681,13 +696,42 @@ impl Checkpoints {
         tokio::task::spawn_blocking(move || {
             if let Some(frames) = checkpoint(&file) {
                 let before = frames_before.swap(frames, Ordering::AcqRel);
-                if frames >= catch_up_from(growth(before, frames)) {
+                if frames >= catch_up_from(growth(before, frames))
+                    && let Some(frames) = close_in(&file, frames)
+                {
+                    frames_before.store(frames, Ordering::Release);
                     catch_up.store(true, Ordering::Release);
                 }
             }
             running.store(false, Ordering::Release);
         });
     }
+}
+
+/// Before the lane catches up a WAL a checkpoint beside the writers found `frames` long: more
+/// checkpoints beside the writers, each copying what was appended while the one before it ran,
+/// until what they find appended no longer shrinks by half (at most [`CLOSING_ROUNDS`]). The
+/// lane then copies only what the last one could not. A checkpoint's time is mostly its flush of
+/// the database file, so the frames appended meanwhile shrink to about a flush's worth, and so
+/// does the lane's stall: it copied the frames of a whole checkpoint beside the writers before,
+/// 6-10 ms at the median and up to 47 ms under registrations (docs/architecture.md,
+/// "Checkpoints"). The WAL's length when the last one ran, or none when the WAL started over
+/// meanwhile (every frame had been copied, and a batch began a new WAL): then nothing is left
+/// to catch up.
+fn close_in(file: &SqliteFile, mut frames: i64) -> Option<i64> {
+    let mut appended = i64::MAX;
+    for _ in 0..CLOSING_ROUNDS {
+        let now = checkpoint(file)?;
+        if now < frames {
+            return None;
+        }
+        let before = std::mem::replace(&mut appended, now - frames);
+        frames = now;
+        if appended == 0 || appended > before / 2 {
+            break;
+        }
+    }
+    Some(frames)
 }
 
 /// One `PASSIVE` checkpoint of `file`: the frames the WAL held, or none when it failed (a failure
@@ -973,7 +1017,9 @@ mod tests {
         // A checkpoint beside the writers has just finished (and the next is not due yet).
         let mut checkpoints = Checkpoints::new(Some(file.clone()));
         checkpoints.catch_up.store(true, Ordering::Release);
-        checkpoints.after_batch().await;
+        let stalls = BatchTimes::default();
+        checkpoints.after_batch(&stalls).await;
+        assert_eq!(stalls.read().count, 1, "the catch-up is timed");
         write(1000, 1).await;
         let (frames, copied) = tokio::task::spawn_blocking(move || file.checkpoint())
             .await
@@ -989,7 +1035,7 @@ mod tests {
         checkpoints.last = Instant::now()
             .checked_sub(CHECKPOINT_EVERY)
             .expect("a past instant");
-        checkpoints.after_batch().await;
+        checkpoints.after_batch(&BatchTimes::default()).await;
         assert!(checkpoints.running.load(Ordering::Acquire), "started");
         for _ in 0..1000 {
             if !checkpoints.running.load(Ordering::Acquire) {
@@ -1028,6 +1074,48 @@ mod tests {
             checkpoint_beside(&mut checkpoints).await,
             "24,000 pages at once"
         );
+    }
+
+    /// The checkpoints that close in before a catch-up stop as soon as one finds nothing
+    /// appended, and leave nothing to catch up when the WAL started over meanwhile.
+    #[tokio::test]
+    async fn closing_in_stops_when_nothing_was_appended_or_the_wal_started_over() {
+        let (_dir, store) = store().await;
+        let file = store.sqlite_file().cloned().expect("a file");
+        let insert = |first: i64, rows: i64| {
+            let pool = store.write().clone();
+            async move {
+                sqlx::query(
+                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) \
+                     INSERT INTO items (id, note) SELECT $1 + i, hex(randomblob(1500)) FROM n",
+                )
+                .bind(first)
+                .bind(rows)
+                .execute(&pool)
+                .await
+                .expect("insert");
+            }
+        };
+        let blocking = |file: &SqliteFile, frames: Option<i64>| {
+            let file = file.clone();
+            tokio::task::spawn_blocking(move || match frames {
+                Some(frames) => close_in(&file, frames),
+                None => checkpoint(&file),
+            })
+        };
+        insert(0, 500).await;
+        let found = blocking(&file, None)
+            .await
+            .expect("thread")
+            .expect("frames");
+        assert!(found >= 500, "the WAL holds {found} frames");
+        // Nobody writes: the next checkpoint finds the same WAL, all of it copied.
+        let closed = blocking(&file, Some(found)).await.expect("thread");
+        assert_eq!(closed, Some(found));
+        // Every frame was copied, so the next write starts the WAL over: shorter than found.
+        insert(1000, 1).await;
+        let closed = blocking(&file, Some(found)).await.expect("thread");
+        assert_eq!(closed, None, "the WAL started over: nothing to catch up");
     }
 
     /// The faster the WAL grows, the sooner the lane catches up, always two checkpoints' growth

@@ -262,6 +262,19 @@ impl Store {
         self.both_committers(GroupCommit::wait_seconds)
     }
 
+    /// How long the group committers held every write to catch up SQLite's WAL after a
+    /// checkpoint beside the writers (`GET /metrics`; none on PostgreSQL).
+    pub(crate) fn group_commit_catch_up_seconds(&self) -> BatchSeconds {
+        self.both_committers(GroupCommit::catch_up_seconds)
+    }
+
+    /// The WAL catch-ups so far ([`Store::group_commit_catch_up_seconds`]): how many, and the
+    /// seconds they held the writes in all.
+    pub fn wal_catch_ups(&self) -> (u64, f64) {
+        let stalls = self.group_commit_catch_up_seconds();
+        (stalls.count, stalls.seconds)
+    }
+
     /// `read` of the hot paths' committer and the seats' summed.
     fn both_committers(&self, read: fn(&GroupCommit) -> BatchSeconds) -> BatchSeconds {
         let seats = self.seats.as_ref().map(read).unwrap_or_default();

@@ -414,6 +414,7 @@ pub(crate) async fn advance(
         run_id: head.id.clone(),
         version: head.version,
         by_player: mover == Mover::Player,
+        ranked: run.status() != head.status || run.score() != head.score,
         state: (run.status().is_over() || snapshot_due(&head.id, run.turn_number()))
             .then(|| serde_json::to_string(run))
             .transpose()
@@ -451,6 +452,9 @@ struct RunWrite {
     version: i64,
     /// A player's turn: refused when the run's account is suspended.
     by_player: bool,
+    /// The write changes the run's status or its score ([`Sets::All`]); most turns change
+    /// neither ([`Sets::KeepingRank`]).
+    ranked: bool,
     /// A new snapshot of the state, when this write takes one.
     state: Option<String>,
     status: &'static str,
@@ -615,7 +619,7 @@ async fn apply_on_postgres(
                          e.column6, e.column7
                   FROM {event_rows} AS e JOIN moved ON moved.id = e.column1)
          SELECT id, last_seq FROM moved",
-        moved = move_runs_sql(&runs.table(0), true),
+        moved = move_runs_sql(&runs.table(0), true, Sets::All),
         snapshot_rows = snapshots.table(runs.params()),
         event_rows = events.table(runs.params() + snapshots.params()),
     );
@@ -655,6 +659,19 @@ fn event_row(write: &RunWrite, n: usize, place: i64) -> [sql::Param<'_>; 7] {
     ]
 }
 
+/// What a batch's `UPDATE` of the runs sets ([`move_runs_sql`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sets {
+    /// Every column a turn moves.
+    All,
+    /// All but the status and the score, which the rows must hold already (a guard beside the
+    /// version's: a write that expected otherwise lost a race, and reads the run again). SQLite
+    /// rewrites an index's entry for every row an `UPDATE` touches when the statement sets one
+    /// of the index's columns (or one its `WHERE` reads), changed or not, and both are indexed:
+    /// the day's board by score, the active runs by status. Most turns change neither.
+    KeepingRank,
+}
+
 /// The `UPDATE` that moves the runs of `rows` (a table of [`run_row`]s) under their version
 /// guards (and a player's turn only while the account is not suspended), returning each moved
 /// run's id and new last sequence number.
@@ -667,8 +684,10 @@ fn event_row(write: &RunWrite, n: usize, place: i64) -> [sql::Param<'_>; 7] {
 /// load).
 ///
 /// On SQLite the rows carry an eleventh column, the run's new last event
-/// ([`CHAINED_RUN_TYPES`]), which the runs' row names for the readers of the chain.
-fn move_runs_sql(rows: &str, postgres: bool) -> String {
+/// ([`CHAINED_RUN_TYPES`]), which the runs' row names for the readers of the chain, and a
+/// batch's runs that keep their status and score are moved by an `UPDATE` that leaves those
+/// columns out ([`Sets::KeepingRank`]).
+fn move_runs_sql(rows: &str, postgres: bool, sets: Sets) -> String {
     let (keys, last_event) = if postgres {
         (
             format!(" AND dungeon_runs.id = ANY(ARRAY(SELECT k.column1 FROM {rows} AS k))"),
@@ -680,14 +699,21 @@ fn move_runs_sql(rows: &str, postgres: bool) -> String {
             ",\n             last_event_id = COALESCE(v.column11, last_event_id)",
         )
     };
+    let (rank, rank_kept) = match sets {
+        Sets::All => ("status = v.column3, score = v.column4, ", ""),
+        Sets::KeepingRank => (
+            "",
+            " AND dungeon_runs.status = v.column3 AND dungeon_runs.score = v.column4",
+        ),
+    };
     format!(
         "UPDATE dungeon_runs SET version = version + 1,
-             status = v.column3, score = v.column4, deepest_floor = v.column5,
+             {rank}deepest_floor = v.column5,
              turn_number = v.column6, last_seq = last_seq + v.column7,
              last_action_at = v.column8,
              ended_at = CASE WHEN v.column9 = 1 THEN v.column8 ELSE ended_at END{last_event}
          FROM {rows} AS v
-         WHERE dungeon_runs.id = v.column1 AND dungeon_runs.version = v.column2{keys}
+         WHERE dungeon_runs.id = v.column1 AND dungeon_runs.version = v.column2{keys}{rank_kept}
            AND (v.column10 = 0 OR NOT EXISTS (SELECT 1 FROM accounts a
                            WHERE a.id = dungeon_runs.account_id
                              AND a.suspended_at IS NOT NULL))
@@ -734,18 +760,25 @@ async fn apply_in_steps(
     }
     let mut moved: HashMap<String, i64> = HashMap::new();
     let tried_with_ids: Vec<(usize, i64)> = tried.iter().copied().zip(first_ids).collect();
-    for chunk in tried_with_ids.chunks(Rows::per_statement(conn, CHAINED_RUNS_PER_STATEMENT)) {
-        let mut runs = Rows::new(conn, &CHAINED_RUN_TYPES);
-        for &(index, first_id) in chunk {
-            let write = &*writes[index];
-            let count = write.events.len() as i64;
-            let last_event = (count > 0).then_some(first_id + count - 1);
-            let [a, b, c, d, e, f, g, h, i, j] = run_row(write);
-            runs.push([a, b, c, d, e, f, g, h, i, j, last_event.into()]);
+    // The runs whose rank moves apart from the others, each with the `UPDATE` that sets what
+    // it must (`Sets`).
+    let (ranked, keeping): (Vec<_>, Vec<_>) = tried_with_ids
+        .iter()
+        .partition(|(index, _)| writes[*index].ranked);
+    for (group, sets) in [(ranked, Sets::All), (keeping, Sets::KeepingRank)] {
+        for chunk in group.chunks(Rows::per_statement(conn, CHAINED_RUNS_PER_STATEMENT)) {
+            let mut runs = Rows::new(conn, &CHAINED_RUN_TYPES);
+            for &&(index, first_id) in chunk {
+                let write = &*writes[index];
+                let count = write.events.len() as i64;
+                let last_event = (count > 0).then_some(first_id + count - 1);
+                let [a, b, c, d, e, f, g, h, i, j] = run_row(write);
+                runs.push([a, b, c, d, e, f, g, h, i, j, last_event.into()]);
+            }
+            let sql = move_runs_sql(&runs.table(0), false, sets);
+            let rows: Vec<(String, i64)> = runs.bind(sql::query(&sql)).fetch_all(conn).await?;
+            moved.extend(rows);
         }
-        let sql = move_runs_sql(&runs.table(0), false);
-        let rows: Vec<(String, i64)> = runs.bind(sql::query(&sql)).fetch_all(conn).await?;
-        moved.extend(rows);
     }
     // The snapshots the batch takes, each as of its run's new last event.
     let snapshots: Vec<(&RunWrite, &String, i64)> = tried
@@ -1017,7 +1050,7 @@ mod tests {
                 true.into(),
             ]);
         }
-        let explain = format!("EXPLAIN {}", move_runs_sql(&runs.table(0), true));
+        let explain = format!("EXPLAIN {}", move_runs_sql(&runs.table(0), true, Sets::All));
         crate::db::assert_postgres_plan(
             runs.bind(sql::query(&explain)),
             &mut conn,
@@ -1053,6 +1086,7 @@ mod tests {
             run_id: run_id.to_owned(),
             version,
             by_player: true,
+            ranked: false,
             state: None,
             status: "active",
             score: 0,
@@ -1151,6 +1185,7 @@ mod tests {
                     run_id: run_id.to_owned(),
                     version,
                     by_player,
+                    ranked: true,
                     state: state.map(str::to_owned),
                     status: "active",
                     score: 10,
@@ -1226,6 +1261,69 @@ mod tests {
                 snapshot("run_c", 0, "{}"),
                 snapshot("run_d", 0, "{}"),
             ]
+        );
+    }
+
+    /// On SQLite a turn that keeps its run's status and score leaves them out of its update,
+    /// guarded: the row must hold them already, or the write lost a race (its caller reads the
+    /// run again). Turns that change them, in the same batch, set them.
+    #[tokio::test]
+    async fn a_turn_that_keeps_its_rank_moves_only_a_run_that_holds_that_rank() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = sqlite_and_postgres(&dir).await.remove(0);
+        sqlx::query(
+            "INSERT INTO accounts (id, email, terms_accepted_at, privacy_accepted_at, created_at,
+                                   updated_at)
+             VALUES ('acc_rank', 'rank@example.com', 0, 0, 0, 0)",
+        )
+        .execute(store.write())
+        .await
+        .expect("account");
+        for (id, score) in [("run_p", 0_i64), ("run_q", 7), ("run_r", 0)] {
+            sqlx::query(
+                "INSERT INTO dungeon_runs (id, dungeon_id, account_id, wallet, class, quote_id,
+                     tx_signature, amount_raw, key_hash, key_sealed, status, score,
+                     deepest_floor, turn_number, version, last_seq, created_at, last_action_at)
+                 VALUES ($1, 'dgn', 'acc_rank', 'w', 'fighter', $1, $1, 0, $1, 'k', 'active', $2,
+                         1, 0, 0, 0, 0, 0)",
+            )
+            .bind(id)
+            .bind(score)
+            .execute(store.write())
+            .await
+            .expect("run");
+        }
+        let scored = |run_id: &str, score: i64| {
+            let mut write = player_turn(run_id, 0, 1, vec!["{}".to_owned()]);
+            let turn = Arc::get_mut(&mut write).expect("one owner");
+            (turn.score, turn.ranked) = (score, true);
+            write
+        };
+        let writes = [
+            // Keeps score 0, as stored.
+            player_turn("run_p", 0, 1, vec!["{}".to_owned()]),
+            // Expects score 0 where 7 is stored: another write got there first.
+            player_turn("run_q", 0, 1, vec!["{}".to_owned()]),
+            scored("run_r", 25),
+        ];
+        let outcomes: Vec<Option<i64>> = apply_batch(&store, &writes)
+            .await
+            .expect("batch")
+            .into_iter()
+            .map(|outcome| outcome.expect("write"))
+            .collect();
+        assert_eq!(outcomes, [Some(1), None, Some(1)]);
+        let runs: Vec<(String, i64, i64, String)> =
+            sqlx::query_as("SELECT id, version, score, status FROM dungeon_runs ORDER BY id")
+                .fetch_all(store.read())
+                .await
+                .expect("runs");
+        let run = |id: &str, version: i64, score: i64| {
+            (id.to_owned(), version, score, "active".to_owned())
+        };
+        assert_eq!(
+            runs,
+            [run("run_p", 1, 0), run("run_q", 0, 7), run("run_r", 1, 25)]
         );
     }
 

@@ -26,8 +26,10 @@
 //! a sixth of that in 60 s), with the disk's flush
 //! latency beside each paced load (`support::disk`): no durable answer comes sooner than the
 //! disk's flush; on PostgreSQL also the WAL segments the cluster created and the time its
-//! checkpoints spent syncing meanwhile (`support::postgres`), its own stalls. At the end, the
-//! server's own histogram of group-commit batch durations over the whole bench.
+//! checkpoints spent syncing meanwhile (`support::postgres`), its own stalls; on SQLite the
+//! write lane's WAL catch-ups meanwhile, each a stall of every write. At the end, the server's
+//! own histograms of group-commit batch durations, of the writes' waits and (SQLite) of the
+//! catch-ups over the whole bench.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

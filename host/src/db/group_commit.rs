@@ -906,6 +906,19 @@ mod tests {
         Refused,
     }
 
+    /// `rows` rows of 3,000 bytes, a page each, with the ids after `first`, in one statement.
+    async fn insert_pages(store: &Store, first: i64, rows: i64) {
+        sqlx::query(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) \
+             INSERT INTO items (id, note) SELECT $1 + i, hex(randomblob(1500)) FROM n",
+        )
+        .bind(first)
+        .bind(rows)
+        .execute(store.write())
+        .await
+        .expect("insert");
+    }
+
     async fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().expect("dir");
         let url = crate::config::sqlite_url_in(dir.path());
@@ -1000,27 +1013,14 @@ mod tests {
     async fn after_a_checkpoint_the_lane_catches_up_and_the_wal_starts_over() {
         let (_dir, store) = store().await;
         let file = store.sqlite_file().cloned().expect("a file");
-        let write = |first: i64, rows: i64| {
-            let pool = store.write().clone();
-            async move {
-                for id in first..first + rows {
-                    sqlx::query("INSERT INTO items (id, note) VALUES ($1, $2)")
-                        .bind(id)
-                        .bind("n".repeat(3000))
-                        .execute(&pool)
-                        .await
-                        .expect("insert");
-                }
-            }
-        };
-        write(1, 200).await;
+        insert_pages(&store, 0, 200).await;
         // A checkpoint beside the writers has just finished (and the next is not due yet).
         let mut checkpoints = Checkpoints::new(Some(file.clone()));
         checkpoints.catch_up.store(true, Ordering::Release);
         let stalls = BatchTimes::default();
         checkpoints.after_batch(&stalls).await;
         assert_eq!(stalls.read().count, 1, "the catch-up is timed");
-        write(1000, 1).await;
+        insert_pages(&store, 1000, 1).await;
         let (frames, copied) = tokio::task::spawn_blocking(move || file.checkpoint())
             .await
             .expect("thread")
@@ -1063,13 +1063,7 @@ mod tests {
         assert!(!checkpoint_beside(&mut checkpoints).await, "50 rows");
         // 24,000 rows of 3,000 bytes in one statement, a page each: 24,000 frames that came
         // since the last checkpoint, past a backstop of 65,536 less twice that growth.
-        sqlx::query(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 24000) \
-             INSERT INTO items (id, note) SELECT 1000 + i, hex(randomblob(1500)) FROM n",
-        )
-        .execute(store.write())
-        .await
-        .expect("insert");
+        insert_pages(&store, 1000, 24_000).await;
         assert!(
             checkpoint_beside(&mut checkpoints).await,
             "24,000 pages at once"
@@ -1082,20 +1076,6 @@ mod tests {
     async fn closing_in_stops_when_nothing_was_appended_or_the_wal_started_over() {
         let (_dir, store) = store().await;
         let file = store.sqlite_file().cloned().expect("a file");
-        let insert = |first: i64, rows: i64| {
-            let pool = store.write().clone();
-            async move {
-                sqlx::query(
-                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) \
-                     INSERT INTO items (id, note) SELECT $1 + i, hex(randomblob(1500)) FROM n",
-                )
-                .bind(first)
-                .bind(rows)
-                .execute(&pool)
-                .await
-                .expect("insert");
-            }
-        };
         let blocking = |file: &SqliteFile, frames: Option<i64>| {
             let file = file.clone();
             tokio::task::spawn_blocking(move || match frames {
@@ -1103,7 +1083,7 @@ mod tests {
                 None => checkpoint(&file),
             })
         };
-        insert(0, 500).await;
+        insert_pages(&store, 0, 500).await;
         let found = blocking(&file, None)
             .await
             .expect("thread")
@@ -1113,7 +1093,7 @@ mod tests {
         let closed = blocking(&file, Some(found)).await.expect("thread");
         assert_eq!(closed, Some(found));
         // Every frame was copied, so the next write starts the WAL over: shorter than found.
-        insert(1000, 1).await;
+        insert_pages(&store, 1000, 1).await;
         let closed = blocking(&file, Some(found)).await.expect("thread");
         assert_eq!(closed, None, "the WAL started over: nothing to catch up");
     }

@@ -1264,6 +1264,35 @@ mod tests {
         );
     }
 
+    /// An account `account` and, on it, an active run for each `(id, score)`: at version 0,
+    /// with no events yet.
+    async fn active_runs(store: &Store, account: &str, runs: &[(&str, i64)]) {
+        sqlx::query(
+            "INSERT INTO accounts (id, email, terms_accepted_at, privacy_accepted_at, created_at,
+                                   updated_at)
+             VALUES ($1, $1 || '@example.com', 0, 0, 0, 0)",
+        )
+        .bind(account)
+        .execute(store.write())
+        .await
+        .expect("account");
+        for &(id, score) in runs {
+            sqlx::query(
+                "INSERT INTO dungeon_runs (id, dungeon_id, account_id, wallet, class, quote_id,
+                     tx_signature, amount_raw, key_hash, key_sealed, status, score,
+                     deepest_floor, turn_number, version, last_seq, created_at, last_action_at)
+                 VALUES ($1, 'dgn', $2, 'w', 'fighter', $1, $1, 0, $1, 'k', 'active', $3,
+                         1, 0, 0, 0, 0, 0)",
+            )
+            .bind(id)
+            .bind(account)
+            .bind(score)
+            .execute(store.write())
+            .await
+            .expect("run");
+        }
+    }
+
     /// On SQLite a turn that keeps its run's status and score leaves them out of its update,
     /// guarded: the row must hold them already, or the write lost a race (its caller reads the
     /// run again). Turns that change them, in the same batch, set them.
@@ -1271,28 +1300,12 @@ mod tests {
     async fn a_turn_that_keeps_its_rank_moves_only_a_run_that_holds_that_rank() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = sqlite_and_postgres(&dir).await.remove(0);
-        sqlx::query(
-            "INSERT INTO accounts (id, email, terms_accepted_at, privacy_accepted_at, created_at,
-                                   updated_at)
-             VALUES ('acc_rank', 'rank@example.com', 0, 0, 0, 0)",
+        active_runs(
+            &store,
+            "acc_rank",
+            &[("run_p", 0), ("run_q", 7), ("run_r", 0)],
         )
-        .execute(store.write())
-        .await
-        .expect("account");
-        for (id, score) in [("run_p", 0_i64), ("run_q", 7), ("run_r", 0)] {
-            sqlx::query(
-                "INSERT INTO dungeon_runs (id, dungeon_id, account_id, wallet, class, quote_id,
-                     tx_signature, amount_raw, key_hash, key_sealed, status, score,
-                     deepest_floor, turn_number, version, last_seq, created_at, last_action_at)
-                 VALUES ($1, 'dgn', 'acc_rank', 'w', 'fighter', $1, $1, 0, $1, 'k', 'active', $2,
-                         1, 0, 0, 0, 0, 0)",
-            )
-            .bind(id)
-            .bind(score)
-            .execute(store.write())
-            .await
-            .expect("run");
-        }
+        .await;
         let scored = |run_id: &str, score: i64| {
             let mut write = player_turn(run_id, 0, 1, vec!["{}".to_owned()]);
             let turn = Arc::get_mut(&mut write).expect("one owner");
@@ -1341,27 +1354,7 @@ mod tests {
     }
 
     async fn a_runs_events_read_back_on(store: &Store) {
-        sqlx::query(
-            "INSERT INTO accounts (id, email, terms_accepted_at, privacy_accepted_at, created_at,
-                                   updated_at)
-             VALUES ('acc_read', 'read@example.com', 0, 0, 0, 0)",
-        )
-        .execute(store.write())
-        .await
-        .expect("account");
-        for id in ["run_x", "run_y"] {
-            sqlx::query(
-                "INSERT INTO dungeon_runs (id, dungeon_id, account_id, wallet, class, quote_id,
-                     tx_signature, amount_raw, key_hash, key_sealed, status, score,
-                     deepest_floor, turn_number, version, last_seq, created_at, last_action_at)
-                 VALUES ($1, 'dgn', 'acc_read', 'w', 'fighter', $1, $1, 0, $1, 'k', 'active', 0,
-                         1, 0, 0, 0, 0, 0)",
-            )
-            .bind(id)
-            .execute(store.write())
-            .await
-            .expect("run");
-        }
+        active_runs(store, "acc_read", &[("run_x", 0), ("run_y", 0)]).await;
         let turn = |run_id: &str, version: i64, turn_number: i64, events: usize| {
             let payloads = (0..events)
                 .map(|n| format!("{{\"run\":\"{run_id}\",\"turn\":{turn_number},\"n\":{n}}}"))
